@@ -1,0 +1,291 @@
+#include "kv/bucket.h"
+
+#include <cstring>
+
+#include "kv/bucket_state.h"
+
+namespace kv {
+
+using detail::check;
+
+namespace {
+
+constexpr const char* kOperationHeader = "KV-Operation";
+constexpr std::int64_t kNanosPerMilli = 1000 * 1000;
+
+bool is_name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '-';
+}
+
+std::string seconds(std::chrono::milliseconds ms) {
+  auto count = ms.count();
+  if (count % 1000 == 0) return std::to_string(count / 1000) + "s";
+  return std::to_string(count) + "ms";
+}
+
+std::string storage_name(Storage s) { return s == Storage::file ? "file" : "memory"; }
+
+BucketConfig config_of(const jsStreamInfo& info, const std::string& name) {
+  BucketConfig config;
+  config.name = name;
+  config.ttl = std::chrono::milliseconds(info.Config->MaxAge / kNanosPerMilli);
+  config.history = static_cast<int>(info.Config->MaxMsgsPerSubject);
+  config.replicas = static_cast<int>(info.Config->Replicas);
+  config.storage = info.Config->Storage == js_MemoryStorage ? Storage::memory : Storage::file;
+  return config;
+}
+
+std::chrono::system_clock::time_point time_of(std::int64_t unix_nanos) {
+  return std::chrono::system_clock::time_point(
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::nanoseconds(unix_nanos)));
+}
+
+// Reads the stream behind a bucket; nullptr when it does not exist.
+detail::StreamInfoPtr stream_info(jsCtx* js, const std::string& stream, const std::string& bucket) {
+  jsStreamInfo* info = nullptr;
+  jsErrCode code = jsErrCode(0);
+  natsStatus status = js_GetStreamInfo(&info, js, stream.c_str(), nullptr, &code);
+  if (status == NATS_NOT_FOUND || code == JSStreamNotFoundErr) return nullptr;
+  check(status, "read config of " + where(bucket), code);
+  return detail::StreamInfoPtr(info);
+}
+
+}  // namespace
+
+namespace detail {
+Entry entry_of(kvEntry* e) {
+  Entry entry;
+  entry.key = kvEntry_Key(e);
+  const char* data = static_cast<const char*>(kvEntry_Value(e));
+  entry.value.assign(data ? data : "", static_cast<std::size_t>(kvEntry_ValueLen(e)));
+  entry.revision = kvEntry_Revision(e);
+  entry.created = time_of(kvEntry_Created(e));
+  return entry;
+}
+}  // namespace detail
+
+void require_valid_bucket_name(std::string_view name) {
+  bool ok = !name.empty();
+  for (char c : name) ok = ok && is_name_char(c);
+  if (!ok)
+    throw Error(Errc::bad_request,
+                "bad bucket name '" + std::string(name) + "': use letters, digits, '_' and '-'");
+}
+
+void require_valid_key(std::string_view bucket, std::string_view key) {
+  // The rule of nats.c and the NATS servers: subject-safe tokens joined by '.'.
+  bool ok = !key.empty() && key.front() != '.' && key.back() != '.';
+  for (std::size_t i = 0; ok && i < key.size(); ++i) {
+    char c = key[i];
+    if (c == '.') ok = key[i - 1] != '.';
+    else ok = is_name_char(c) || c == '/' || c == '\\' || c == '=';
+  }
+  if (!ok) throw Error(Errc::bad_request, "bad key '" + std::string(key) + "' in " + where(bucket));
+}
+
+std::vector<std::string> differences(const BucketConfig& want, const BucketConfig& have) {
+  std::vector<std::string> out;
+  if (want.ttl != have.ttl)
+    out.push_back("TTL is " + seconds(have.ttl) + ", want " + seconds(want.ttl));
+  if (want.history != have.history)
+    out.push_back("history is " + std::to_string(have.history) + ", want " + std::to_string(want.history));
+  if (want.replicas != have.replicas)
+    out.push_back("replicas is " + std::to_string(have.replicas) + ", want " +
+                  std::to_string(want.replicas));
+  if (want.storage != have.storage)
+    out.push_back("storage is " + storage_name(have.storage) + ", want " + storage_name(want.storage));
+  return out;
+}
+
+Bucket Bucket::open(const Connection& connection, const std::string& name) {
+  require_valid_bucket_name(name);
+  auto state = std::make_shared<State>();
+  state->connection = connection.state();
+  state->stream = "KV_" + name;
+  state->prefix = "$KV." + name + ".";
+  kvStore* store = nullptr;
+  natsStatus status = js_KeyValue(&store, state->js(), name.c_str());
+  if (status == NATS_NOT_FOUND)
+    throw Error(Errc::not_found, where(name) + " does not exist on " + connection.connected_url());
+  check(status, "open " + where(name));
+  state->store.reset(store);
+  return Bucket(std::move(state), name);
+}
+
+Bucket Bucket::ensure(const Connection& connection, const BucketConfig& want) {
+  require_valid_bucket_name(want.name);
+  if (want.history < 1 || want.history > 64)
+    throw Error(Errc::bad_request, "history of " + where(want.name) + " must be 1 to 64");
+  if (want.replicas < 1 || want.replicas > 5)
+    throw Error(Errc::bad_request, "replicas of " + where(want.name) + " must be 1 to 5");
+  jsCtx* js = connection.state()->js.get();
+  const std::string stream = "KV_" + want.name;
+
+  auto compare_with_server = [&](const jsStreamInfo& info) {
+    auto diffs = differences(want, config_of(info, want.name));
+    if (diffs.empty()) return;
+    std::string message = where(want.name) + " exists with another config:";
+    for (const auto& d : diffs) message += " " + d + ";";
+    message.pop_back();
+    throw Error(Errc::conflict, message);
+  };
+
+  if (auto info = stream_info(js, stream, want.name)) {
+    compare_with_server(*info);
+    return open(connection, want.name);
+  }
+
+  kvConfig config;
+  check(kvConfig_Init(&config), "config of " + where(want.name));
+  config.Bucket = want.name.c_str();
+  config.History = static_cast<uint8_t>(want.history);
+  config.TTL = want.ttl.count() * kNanosPerMilli;  // nats.c takes nanoseconds here
+  config.Replicas = want.replicas;
+  config.StorageType = want.storage == Storage::memory ? js_MemoryStorage : js_FileStorage;
+  kvStore* store = nullptr;
+  natsStatus status = js_CreateKeyValue(&store, js, &config);
+  if (status != NATS_OK) {
+    // Someone else may have created it meanwhile, perhaps with another config.
+    if (auto info = stream_info(js, stream, want.name)) {
+      compare_with_server(*info);
+      return open(connection, want.name);
+    }
+    check(status, "create " + where(want.name));
+  }
+  detail::StorePtr owned(store);
+  return open(connection, want.name);
+}
+
+BucketConfig Bucket::config() const {
+  auto info = stream_info(state_->js(), state_->stream, name_);
+  if (!info) throw Error(Errc::not_found, where(name_) + " no longer exists");
+  return config_of(*info, name_);
+}
+
+std::string Bucket::leader() const {
+  auto info = stream_info(state_->js(), state_->stream, name_);
+  if (!info) throw Error(Errc::not_found, where(name_) + " no longer exists");
+  if (info->Cluster == nullptr || info->Cluster->Leader == nullptr) return {};
+  return info->Cluster->Leader;
+}
+
+std::chrono::milliseconds Bucket::request_timeout() const { return state_->connection->request_timeout; }
+
+std::optional<Entry> Bucket::latest(std::string_view key, bool* deleted) const {
+  require_valid_key(name_, key);
+  const std::string subject = state_->prefix + std::string(key);
+  natsMsg* raw = nullptr;
+  jsErrCode code = jsErrCode(0);
+  // The stream leader answers this, so a client always reads its own writes.
+  natsStatus status = js_GetLastMsg(&raw, state_->js(), state_->stream.c_str(), subject.c_str(), nullptr, &code);
+  if (status == NATS_NOT_FOUND || code == JSNoMessageFoundErr) return std::nullopt;
+  check(status, "get " + where(name_, key), code);
+  detail::MsgPtr msg(raw);
+
+  const char* operation = nullptr;
+  *deleted = natsMsgHeader_Get(raw, kOperationHeader, &operation) == NATS_OK && operation != nullptr &&
+             (std::strcmp(operation, "DEL") == 0 || std::strcmp(operation, "PURGE") == 0);
+  Entry entry;
+  entry.key = std::string(key);
+  const char* data = natsMsg_GetData(raw);
+  entry.value.assign(data ? data : "", static_cast<std::size_t>(natsMsg_GetDataLength(raw)));
+  entry.revision = natsMsg_GetSequence(raw);
+  entry.created = time_of(natsMsg_GetTime(raw));
+  return entry;
+}
+
+std::optional<Entry> Bucket::get(std::string_view key) const {
+  bool deleted = false;
+  auto entry = latest(key, &deleted);
+  if (deleted) return std::nullopt;
+  return entry;
+}
+
+std::uint64_t Bucket::publish(std::string_view key, std::string_view value, std::uint64_t expect_revision,
+                              bool expect_absent, bool is_delete, std::string_view what) const {
+  require_valid_key(name_, key);
+  const std::string subject = state_->prefix + std::string(key);
+  const std::string where_text = std::string(what) + " " + where(name_, key);
+  natsMsg* raw = nullptr;
+  check(natsMsg_Create(&raw, subject.c_str(), nullptr, value.data(), static_cast<int>(value.size())),
+        where_text);
+  detail::MsgPtr msg(raw);
+  if (is_delete) check(natsMsgHeader_Set(raw, kOperationHeader, "DEL"), where_text);
+
+  jsPubOptions options;
+  check(jsPubOptions_Init(&options), where_text);
+  options.MaxWait = state_->connection->request_timeout.count();
+  if (expect_absent) options.ExpectNoMessage = true;
+  else options.ExpectLastSubjectSeq = expect_revision;
+
+  jsPubAck* ack = nullptr;
+  jsErrCode code = jsErrCode(0);
+  natsStatus status = js_PublishMsg(&ack, state_->js(), raw, &options, &code);
+  detail::PubAckPtr owned_ack(ack);
+  check(status, where_text, code);
+  return ack->Sequence;
+}
+
+std::uint64_t Bucket::create(std::string_view key, std::string_view value) const {
+  try {
+    return publish(key, value, 0, true, false, "create");
+  } catch (const Error& e) {
+    if (e.kind() != Errc::conflict) throw;
+  }
+  // The key has history. Its last word may be a delete marker, which counts as
+  // absent: create over exactly that marker, so a racing writer still loses.
+  bool deleted = false;
+  auto last = latest(key, &deleted);
+  if (!last) return publish(key, value, 0, true, false, "create");
+  if (!deleted)
+    throw Error(Errc::conflict, "create " + where(name_, key) + ": the key exists at revision " +
+                                    std::to_string(last->revision),
+                last->revision);
+  return publish(key, value, last->revision, false, false, "create");
+}
+
+std::uint64_t Bucket::update(std::string_view key, std::string_view value, std::uint64_t revision) const {
+  if (revision == 0)
+    throw Error(Errc::bad_request, "update " + where(name_, key) + ": revision 0 is not a revision; use create");
+  return publish(key, value, revision, false, false, "update");
+}
+
+void Bucket::erase(std::string_view key, std::uint64_t revision) const {
+  if (revision == 0)
+    throw Error(Errc::bad_request, "erase " + where(name_, key) + ": revision 0 is not a revision");
+  // nats.c has no conditional delete: publish the delete marker ourselves with
+  // the expected-last-subject-sequence header (JetStream error 10071 on a miss).
+  publish(key, {}, revision, false, true, "erase");
+}
+
+std::vector<Entry> Bucket::snapshot() const {
+  WatchOptions options;
+  options.ignore_deletes = true;
+  auto watch = this->watch(">", options);
+  std::vector<Entry> entries;
+  while (true) {
+    auto event = watch.next(request_timeout());
+    if (!event)
+      throw Error(Errc::timeout, "snapshot of " + where(name_) + " stalled after " +
+                                     std::to_string(entries.size()) + " entries");
+    if (event->kind == WatchEvent::Kind::caught_up) return entries;
+    entries.push_back(std::move(event->entry));
+  }
+}
+
+std::vector<std::string> Bucket::keys() const {
+  WatchOptions options;
+  options.ignore_deletes = true;
+  options.keys_only = true;
+  auto watch = this->watch(">", options);
+  std::vector<std::string> keys;
+  while (true) {
+    auto event = watch.next(request_timeout());
+    if (!event) throw Error(Errc::timeout, "listing keys of " + where(name_) + " stalled");
+    if (event->kind == WatchEvent::Kind::caught_up) return keys;
+    keys.push_back(std::move(event->entry.key));
+  }
+}
+
+}  // namespace kv

@@ -1,0 +1,97 @@
+// A handle on one JetStream key-value bucket: reads, CAS writes, a streamed
+// snapshot and live watches. Every write is conditional on a revision, because
+// everything above this layer is built on compare-and-swap.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kv/connection.h"
+#include "kv/error.h"
+#include "kv/watch.h"
+
+namespace kv {
+
+enum class Storage { file, memory };
+
+// What a bucket should look like. Zero values are the defaults of `ensure`.
+struct BucketConfig {
+  std::string name;
+  std::chrono::milliseconds ttl{0};  // 0: entries never expire
+  int history = 1;                   // values kept per key
+  int replicas = 1;
+  Storage storage = Storage::file;
+};
+
+// The ways `have` differs from `want`, one plain sentence each ("TTL is 5m0s,
+// want 1m0s"); empty when they match.
+std::vector<std::string> differences(const BucketConfig& want, const BucketConfig& have);
+
+// A bucket name or key that JetStream accepts; `what` names it in the error.
+void require_valid_bucket_name(std::string_view name);
+void require_valid_key(std::string_view bucket, std::string_view key);
+
+class Bucket {
+ public:
+  // Binds an existing bucket with one round trip and never creates it.
+  // Throws not_found when the bucket does not exist.
+  static Bucket open(const Connection& connection, const std::string& name);
+
+  // Creates the bucket, or binds it when it exists with the same config. A
+  // bucket that exists with another config is left alone and reported as a
+  // conflict whose message lists every difference.
+  static Bucket ensure(const Connection& connection, const BucketConfig& config);
+
+  const std::string& name() const { return name_; }
+
+  // The bucket's config as the server has it now (one round trip).
+  BucketConfig config() const;
+
+  // The server that leads the bucket's stream (empty when not clustered).
+  std::string leader() const;
+
+  // The key's current value, or nullopt when it is absent, deleted or expired.
+  std::optional<Entry> get(std::string_view key) const;
+
+  // Writes only if the key has no value (absent, deleted or expired). Returns
+  // the new revision; throws conflict (with the current revision) otherwise.
+  std::uint64_t create(std::string_view key, std::string_view value) const;
+
+  // Writes only if the key's latest revision is still `revision`.
+  std::uint64_t update(std::string_view key, std::string_view value, std::uint64_t revision) const;
+
+  // Deletes only if the key's latest revision is still `revision`: leaves a
+  // delete marker, so watchers see the delete.
+  void erase(std::string_view key, std::uint64_t revision) const;
+
+  // Every key that has a value now, in one streamed pass.
+  std::vector<std::string> keys() const;
+
+  // Every current entry in one streamed pass (never one get per key).
+  std::vector<Entry> snapshot() const;
+
+  // A live watch of one key or a pattern ("a.*", ">"); it first replays the
+  // current values, then reports a caught_up event, then every change.
+  Watch watch(std::string_view pattern, WatchOptions options = {}) const;
+
+  std::chrono::milliseconds request_timeout() const;
+
+  // Implementation detail shared with watch.cc.
+  struct State;
+
+ private:
+  Bucket(std::shared_ptr<State> state, std::string name)
+      : state_(std::move(state)), name_(std::move(name)) {}
+  std::uint64_t publish(std::string_view key, std::string_view value, std::uint64_t expect_revision,
+                        bool expect_absent, bool is_delete, std::string_view what) const;
+  std::optional<Entry> latest(std::string_view key, bool* deleted) const;
+
+  std::shared_ptr<State> state_;
+  std::string name_;
+};
+
+}  // namespace kv

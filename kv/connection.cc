@@ -1,0 +1,120 @@
+#include "kv/connection.h"
+
+#include <sstream>
+
+#include "kv/connection_state.h"
+
+namespace kv {
+
+using detail::check;
+
+std::vector<std::string> split_urls(const std::string& comma_separated) {
+  std::vector<std::string> urls;
+  std::stringstream in(comma_separated);
+  std::string part;
+  while (std::getline(in, part, ',')) {
+    auto first = part.find_first_not_of(" \t");
+    auto last = part.find_last_not_of(" \t");
+    if (first != std::string::npos) urls.push_back(part.substr(first, last - first + 1));
+  }
+  return urls;
+}
+
+namespace {
+
+std::string joined(const std::vector<std::string>& urls) {
+  std::string out;
+  for (const auto& url : urls) {
+    if (!out.empty()) out += ",";
+    out += url;
+  }
+  return out;
+}
+
+detail::OptionsPtr make_options(const ConnectionOptions& o) {
+  const std::string what = "connect options";
+  if (o.urls.empty()) throw Error(Errc::bad_request, "no NATS URL given (set --nats-url or $NATS_URL)");
+  natsOptions* raw = nullptr;
+  check(natsOptions_Create(&raw), what);
+  detail::OptionsPtr options(raw);
+
+  std::vector<const char*> servers;
+  for (const auto& url : o.urls) servers.push_back(url.c_str());
+  check(natsOptions_SetServers(raw, servers.data(), static_cast<int>(servers.size())), what);
+  check(natsOptions_SetNoRandomize(raw, true), what);
+  // nats.c applies the timeout to each server in turn; share it out so that the
+  // whole attempt stays within connect_timeout however many URLs there are.
+  auto per_server = o.connect_timeout.count() / static_cast<long>(o.urls.size());
+  check(natsOptions_SetTimeout(raw, per_server > 0 ? per_server : 1), what);
+  check(natsOptions_SetName(raw, o.name.c_str()), what);
+  // A request on a dropped connection fails at once instead of waiting out its
+  // timeout; the reconnect logic still moves us to another cluster node.
+  check(natsOptions_SetFailRequestsOnDisconnect(raw, true), what);
+  check(natsOptions_SetReconnectWait(raw, 250), what);
+  check(natsOptions_SetMaxReconnect(raw, 40), what);
+
+  if (!o.user.empty() || !o.password.empty())
+    check(natsOptions_SetUserInfo(raw, o.user.c_str(), o.password.c_str()), what);
+  if (!o.token.empty()) check(natsOptions_SetToken(raw, o.token.c_str()), what);
+  if (!o.creds_file.empty())
+    check(natsOptions_SetUserCredentialsFromFiles(raw, o.creds_file.c_str(), nullptr),
+          "creds file " + o.creds_file);
+  if (!o.tls_ca.empty() || !o.tls_cert.empty()) check(natsOptions_SetSecure(raw, true), what);
+  if (!o.tls_ca.empty())
+    check(natsOptions_LoadCATrustedCertificates(raw, o.tls_ca.c_str()), "TLS CA file " + o.tls_ca);
+  if (o.tls_cert.empty() != o.tls_key.empty())
+    throw Error(Errc::bad_request, "--tls-cert and --tls-key go together: give both or neither");
+  if (!o.tls_cert.empty())
+    check(natsOptions_LoadCertificatesChain(raw, o.tls_cert.c_str(), o.tls_key.c_str()),
+          "TLS certificate " + o.tls_cert);
+  return options;
+}
+
+}  // namespace
+
+Connection Connection::connect(const ConnectionOptions& o) {
+  auto options = make_options(o);
+  auto state = std::make_shared<detail::ConnectionState>();
+  state->urls = joined(o.urls);
+  state->request_timeout = o.request_timeout;
+
+  natsConnection* nc = nullptr;
+  natsStatus status = natsConnection_Connect(&nc, options.get());
+  if (status != NATS_OK) {
+    std::string text = nats_GetLastError(nullptr);
+    if (text.empty()) text = natsStatus_GetText(status);
+    Errc kind = (status == NATS_CONNECTION_AUTH_FAILED || status == NATS_NOT_PERMITTED ||
+                 status == NATS_SSL_ERROR || status == NATS_SECURE_CONNECTION_REQUIRED ||
+                 status == NATS_SECURE_CONNECTION_WANTED ||
+                 text.find("Authorization") != std::string::npos)
+                    ? Errc::bad_request
+                    : Errc::unavailable;
+    throw Error(kind, "cannot connect to NATS at " + state->urls + ": " + text);
+  }
+  state->connection.reset(nc);
+
+  jsOptions js_options;
+  check(jsOptions_Init(&js_options), "JetStream options");
+  js_options.Wait = o.request_timeout.count();
+  jsCtx* js = nullptr;
+  check(natsConnection_JetStream(&js, nc, &js_options), "JetStream context on " + state->urls);
+  state->js.reset(js);
+  return Connection(std::move(state));
+}
+
+std::string Connection::connected_url() const {
+  char buffer[512] = {0};
+  if (natsConnection_GetConnectedUrl(state_->connection.get(), buffer, sizeof buffer) != NATS_OK)
+    return state_->urls;
+  return buffer;
+}
+
+std::chrono::milliseconds Connection::request_timeout() const { return state_->request_timeout; }
+
+std::chrono::microseconds Connection::rtt() const {
+  int64_t nanos = 0;
+  check(natsConnection_GetRTT(state_->connection.get(), &nanos), "ping " + state_->urls);
+  return std::chrono::microseconds(nanos / 1000);
+}
+
+}  // namespace kv

@@ -1,0 +1,54 @@
+// A connection to a NATS server or cluster with JetStream. One per process is
+// the norm; buckets opened on it share it and keep it alive.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kv {
+
+namespace detail {
+struct ConnectionState;
+}
+
+// Zero values are the production defaults, except `urls`, which must be set.
+struct ConnectionOptions {
+  std::vector<std::string> urls;  // one or more nats:// URLs; all are tried
+  std::chrono::milliseconds connect_timeout{5000};
+  std::chrono::milliseconds request_timeout{5000};
+  std::string name = "swarm";
+  // Authentication: set at most one of user/password, token, creds_file.
+  std::string user;
+  std::string password;
+  std::string token;
+  std::string creds_file;
+  // TLS: a CA file turns TLS on; cert and key go together (mutual TLS).
+  std::string tls_ca;
+  std::string tls_cert;
+  std::string tls_key;
+};
+
+// Splits "nats://a:4222,nats://b:4222" into URLs, dropping empty parts.
+std::vector<std::string> split_urls(const std::string& comma_separated);
+
+class Connection {
+ public:
+  // Connects, or throws kv::Error: unavailable when no server answers within
+  // connect_timeout (never hangs), bad_request for bad options or credentials.
+  static Connection connect(const ConnectionOptions& options);
+
+  std::string connected_url() const;
+  std::chrono::milliseconds request_timeout() const;
+  // Microseconds of one round trip to the server (a PING), for diagnostics.
+  std::chrono::microseconds rtt() const;
+
+  const std::shared_ptr<detail::ConnectionState>& state() const { return state_; }
+
+ private:
+  explicit Connection(std::shared_ptr<detail::ConnectionState> state) : state_(std::move(state)) {}
+  std::shared_ptr<detail::ConnectionState> state_;
+};
+
+}  // namespace kv

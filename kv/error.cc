@@ -1,0 +1,102 @@
+#include "kv/error.h"
+
+#include <cstdlib>
+
+#include "kv/nats_handles.h"
+
+namespace kv {
+
+std::string_view to_string(Errc kind) {
+  switch (kind) {
+    case Errc::not_found: return "not_found";
+    case Errc::conflict: return "conflict";
+    case Errc::unavailable: return "unavailable";
+    case Errc::timeout: return "timeout";
+    case Errc::bad_request: return "bad_request";
+    case Errc::internal: return "internal";
+  }
+  return "internal";
+}
+
+std::string where(std::string_view bucket, std::string_view key) {
+  std::string out = "bucket ";
+  out += bucket;
+  if (!key.empty()) {
+    out += " key ";
+    out += key;
+  }
+  return out;
+}
+
+namespace detail {
+namespace {
+
+Errc kind_of_js_code(jsErrCode code) {
+  switch (static_cast<int>(code)) {
+    case JSStreamWrongLastSequenceErr: return Errc::conflict;
+    case JSStreamNotFoundErr:
+    case JSNoMessageFoundErr: return Errc::not_found;
+    case JSNotEnabledErr:
+    case JSNotEnabledForAccountErr:
+    case JSClusterNoPeersErr:
+    case JSInsufficientResourcesErr: return Errc::unavailable;
+    case JSStreamReplicasNotSupportedErr:
+    case JSStreamReplicasNotUpdatableErr:
+    case JSStreamNameExistErr: return Errc::bad_request;
+    default: return Errc::internal;
+  }
+}
+
+Errc kind_of_status(natsStatus status, std::string_view text) {
+  switch (status) {
+    case NATS_TIMEOUT: return Errc::timeout;
+    case NATS_NOT_FOUND: return Errc::not_found;
+    case NATS_NO_SERVER:
+    case NATS_CONNECTION_CLOSED:
+    case NATS_CONNECTION_DISCONNECTED:
+    case NATS_STALE_CONNECTION:
+    case NATS_NO_RESPONDERS:
+    case NATS_NOT_YET_CONNECTED:
+    case NATS_IO_ERROR: return Errc::unavailable;
+    case NATS_INVALID_ARG:
+    case NATS_INVALID_SUBJECT:
+    case NATS_ADDRESS_MISSING:
+    case NATS_INVALID_TIMEOUT:
+    case NATS_MAX_PAYLOAD:
+    case NATS_CONNECTION_AUTH_FAILED:
+    case NATS_NOT_PERMITTED:
+    case NATS_SECURE_CONNECTION_WANTED:
+    case NATS_SECURE_CONNECTION_REQUIRED:
+    case NATS_SSL_ERROR: return Errc::bad_request;
+    default: break;
+  }
+  // nats.c 3.4.1 reports a lost CAS race from kvStore_Create/Update as a bare
+  // NATS_ERR carrying this text; the JetStream code 10071 is lost on that path.
+  if (text.find("wrong last sequence") != std::string_view::npos) return Errc::conflict;
+  if (text.find("Authorization Violation") != std::string_view::npos) return Errc::bad_request;
+  return Errc::internal;
+}
+
+// "wrong last sequence: 42" -> 42; 0 when the text carries no number.
+std::uint64_t revision_in(std::string_view text) {
+  auto at = text.find("wrong last sequence: ");
+  if (at == std::string_view::npos) return 0;
+  return std::strtoull(std::string(text.substr(at + 21)).c_str(), nullptr, 10);
+}
+
+}  // namespace
+
+void raise(natsStatus status, jsErrCode js_code, std::string_view what) {
+  std::string text = nats_GetLastError(nullptr);
+  if (text.empty()) text = natsStatus_GetText(status);
+  Errc kind = js_code != 0 ? kind_of_js_code(js_code) : Errc::internal;
+  if (kind == Errc::internal) kind = kind_of_status(status, text);
+  std::string message(what);
+  message += ": ";
+  message += text;
+  if (js_code != 0) message += " (JetStream error " + std::to_string(js_code) + ")";
+  throw Error(kind, std::move(message), kind == Errc::conflict ? revision_in(text) : 0);
+}
+
+}  // namespace detail
+}  // namespace kv

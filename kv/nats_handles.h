@@ -1,0 +1,40 @@
+// Owning handles for nats.c objects, and the translation of nats.c statuses into
+// kv::Error. Private to kv/: no other folder includes nats.h.
+#pragma once
+
+#include <nats/nats.h>
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "kv/error.h"
+
+namespace kv::detail {
+
+template <auto Destroy>
+struct Deleter {
+  template <typename T>
+  void operator()(T* p) const { Destroy(p); }
+};
+
+using OptionsPtr = std::unique_ptr<natsOptions, Deleter<natsOptions_Destroy>>;
+using ConnectionPtr = std::unique_ptr<natsConnection, Deleter<natsConnection_Destroy>>;
+using JsPtr = std::unique_ptr<jsCtx, Deleter<jsCtx_Destroy>>;
+using StorePtr = std::unique_ptr<kvStore, Deleter<kvStore_Destroy>>;
+using EntryPtr = std::unique_ptr<kvEntry, Deleter<kvEntry_Destroy>>;
+using WatcherPtr = std::unique_ptr<kvWatcher, Deleter<kvWatcher_Destroy>>;
+using MsgPtr = std::unique_ptr<natsMsg, Deleter<natsMsg_Destroy>>;
+using StreamInfoPtr = std::unique_ptr<jsStreamInfo, Deleter<jsStreamInfo_Destroy>>;
+using PubAckPtr = std::unique_ptr<jsPubAck, Deleter<jsPubAck_Destroy>>;
+
+// Turns a failed nats.c call into a kv::Error whose message starts with `what`
+// (e.g. "get bucket B key K") and ends with nats.c's own text.
+[[noreturn]] void raise(natsStatus status, jsErrCode js_code, std::string_view what);
+
+// Throws unless status is NATS_OK.
+inline void check(natsStatus status, std::string_view what, jsErrCode js_code = jsErrCode(0)) {
+  if (status != NATS_OK) raise(status, js_code, what);
+}
+
+}  // namespace kv::detail

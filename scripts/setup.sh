@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs what swarm needs to build and test, from Debian's packages only.
+# Does nothing when everything is already there.
+set -euo pipefail
+
+packages=(build-essential cmake pkg-config git nats-server
+          libnats-dev libcjson-dev libgit2-dev libspdlog-dev libcli11-dev doctest-dev)
+
+# A package is "there" when what we use from it is on disk.
+have() {
+  case "$1" in
+    build-essential) command -v g++ >/dev/null && command -v make >/dev/null ;;
+    cmake|git|nats-server) command -v "$1" >/dev/null ;;
+    pkg-config) command -v pkg-config >/dev/null ;;
+    libnats-dev) [ -f /usr/include/nats/nats.h ] ;;
+    libcjson-dev) [ -f /usr/include/cjson/cJSON.h ] ;;
+    libgit2-dev) [ -f /usr/include/git2.h ] ;;
+    libspdlog-dev) [ -f /usr/include/spdlog/spdlog.h ] ;;
+    libcli11-dev) [ -f /usr/include/CLI/CLI.hpp ] ;;
+    doctest-dev) [ -f /usr/include/doctest/doctest.h ] ;;
+    *) dpkg -s "$1" >/dev/null 2>&1 ;;
+  esac
+}
+
+missing=()
+for p in "${packages[@]}"; do have "$p" || missing+=("$p"); done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all dependencies present"
+  exit 0
+fi
+
+echo "setup: installing ${missing[*]}"
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "setup: need root (or sudo) to install ${missing[*]}" >&2; exit 1; }
+  sudo="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+if ! $sudo apt-get install -y --no-install-recommends "${missing[@]}"; then
+  $sudo apt-get update
+  $sudo apt-get install -y --no-install-recommends "${missing[@]}"
+fi

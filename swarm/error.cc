@@ -1,0 +1,32 @@
+#include "swarm/error.h"
+
+namespace swarm {
+
+std::string_view to_string(Errc kind) {
+  switch (kind) {
+    case Errc::internal: return "internal";
+    case Errc::bad_input: return "bad_input";
+    case Errc::conflict: return "conflict";
+    case Errc::corrupt: return "corrupt";
+    case Errc::not_found: return "not_found";
+    case Errc::foreign_host: return "foreign_host";
+    case Errc::not_bootstrapped: return "not_bootstrapped";
+    case Errc::unavailable: return "unavailable";
+    case Errc::problems_remain: return "problems_remain";
+  }
+  return "internal";
+}
+
+Error from_kv(const kv::Error& error) {
+  switch (error.kind()) {
+    case kv::Errc::not_found: return Error(Errc::not_found, error.what());
+    case kv::Errc::conflict: return Error(Errc::conflict, error.what());
+    case kv::Errc::unavailable:
+    case kv::Errc::timeout: return Error(Errc::unavailable, error.what());
+    case kv::Errc::bad_request: return Error(Errc::bad_input, error.what());
+    case kv::Errc::internal: break;
+  }
+  return Error(Errc::internal, error.what());
+}
+
+}  // namespace swarm

@@ -1,0 +1,51 @@
+// swarm::Error is the one error type above the kv layer. Its kind decides the
+// exit code (cli/exit_code.cc); its message names the slot or lease and says
+// what to do next.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "kv/error.h"
+
+namespace swarm {
+
+enum class Errc {
+  internal,          // a bug or an unexpected failure                      -> 1
+  bad_input,         // bad name, duration, path, flag combination          -> 2
+  conflict,          // held by someone else, or a CAS race was lost        -> 3
+  corrupt,           // a record that cannot be read; doctor/evict fix it   -> 3
+  not_found,         // no session or lease by that name                    -> 4
+  foreign_host,      // the session belongs to another host                 -> 5
+  not_bootstrapped,  // no .swarm/, no config, no hub, no bucket            -> 6
+  unavailable,       // NATS unreachable or timed out                       -> 7
+  problems_remain,   // doctor found problems it did not fix                -> 8
+};
+
+std::string_view to_string(Errc kind);
+
+class Error : public std::runtime_error {
+ public:
+  Error(Errc kind, std::string message) : std::runtime_error(std::move(message)), kind_(kind) {}
+  Errc kind() const { return kind_; }
+
+ private:
+  Errc kind_;
+};
+
+// The kv layer's error in swarm's terms: same message, kind mapped
+// (timeout and unavailable both become unavailable).
+Error from_kv(const kv::Error& error);
+
+// Runs `call`, turning any kv::Error it throws into a swarm::Error.
+template <typename Call>
+auto translating_kv(Call&& call) -> decltype(call()) {
+  try {
+    return call();
+  } catch (const kv::Error& e) {
+    throw from_kv(e);
+  }
+}
+}  // namespace swarm

@@ -1,0 +1,52 @@
+// A thin owner of cJSON trees: building documents for output and reading
+// fields with their types checked. The only place cJSON objects are freed.
+#pragma once
+
+#include <cJSON.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace swarm {
+
+class Json {
+ public:
+  static Json object();
+  static Json array();
+  // Parses text; an empty Json (no tree) when it is not valid JSON.
+  static Json parse(std::string_view text);
+
+  explicit operator bool() const { return root_ != nullptr; }
+  cJSON* get() const { return root_.get(); }
+  // Gives up ownership, e.g. to attach the tree to a parent.
+  cJSON* release() { return root_.release(); }
+
+  Json& set(const char* key, std::string_view value);
+  Json& set(const char* key, const char* value) { return set(key, std::string_view(value)); }
+  Json& set(const char* key, std::int64_t value);
+  Json& set(const char* key, int value) { return set(key, static_cast<std::int64_t>(value)); }
+  Json& set(const char* key, std::uint64_t value);
+  Json& set(const char* key, double value);
+  Json& set(const char* key, bool value);
+  Json& set_null(const char* key);
+  Json& set(const char* key, Json child);
+  Json& push(Json child);  // appends to an array
+
+  std::string dump() const;         // compact, one line
+  std::string dump_pretty() const;  // indented
+
+ private:
+  struct Deleter {
+    void operator()(cJSON* p) const { cJSON_Delete(p); }
+  };
+  explicit Json(cJSON* root) : root_(root) {}
+  std::unique_ptr<cJSON, Deleter> root_;
+};
+
+// A JSON string's text with its quotes and escapes, for building by hand.
+std::string quoted(std::string_view text);
+
+}  // namespace swarm

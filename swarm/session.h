@@ -1,0 +1,44 @@
+// The session record: who owns a slot, as stored (JSON) under the slot's key.
+// Additive evolution only: unknown fields read are written back unchanged.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "swarm/clock.h"
+
+namespace swarm {
+
+struct Session {
+  std::string slot;      // required
+  std::string task_id;
+  std::string agent_id;
+  std::string host;      // required: the owner's hostname
+  std::string host_id;   // the owner's machine id; absent in records of older clients
+  std::int64_t leaf_pid = 0;
+  std::string hub_url;
+  std::optional<TimePoint> started_at;
+  std::optional<TimePoint> last_renewed;
+  // Fields this version does not know, as (name, raw JSON text), in their order.
+  std::vector<std::pair<std::string, std::string>> unknown_fields;
+
+  // Same session: the identity a CAS retry checks before it goes on.
+  bool same_session_as(const Session& other) const {
+    return slot == other.slot && host == other.host && started_at == other.started_at;
+  }
+};
+
+// A record that could not be read as a Session: the reason says why, plainly.
+struct ParsedSession {
+  std::optional<Session> session;
+  std::string corrupt_reason;  // set when session is empty
+};
+
+ParsedSession parse_session(std::string_view json);
+std::string to_json(const Session& session);
+
+}  // namespace swarm

@@ -1,0 +1,104 @@
+#include "swarm/session_store.h"
+
+#include "swarm/error.h"
+#include "swarm/names.h"
+
+namespace swarm {
+
+SessionEntry session_entry_of(const kv::Entry& entry) {
+  SessionEntry out;
+  out.slot = entry.key;
+  out.revision = entry.revision;
+  out.stored_at = entry.created;
+  out.raw = entry.value;
+  ParsedSession parsed = parse_session(entry.value);
+  if (!parsed.session) {
+    out.corrupt_reason = parsed.corrupt_reason;
+  } else if (parsed.session->slot != entry.key) {
+    out.corrupt_reason = "field 'slot' is '" + parsed.session->slot + "' but the key is '" + entry.key + "'";
+  } else {
+    out.session = std::move(parsed.session);
+  }
+  return out;
+}
+
+std::optional<SessionEvent> SessionWatch::next(std::chrono::milliseconds timeout) {
+  auto event = translating_kv([&] { return watch_.next(timeout); });
+  if (!event) return std::nullopt;
+  SessionEvent out;
+  switch (event->kind) {
+    case kv::WatchEvent::Kind::caught_up: out.kind = SessionEvent::Kind::caught_up; break;
+    case kv::WatchEvent::Kind::erase:
+      out.kind = SessionEvent::Kind::erase;
+      out.entry.slot = event->entry.key;
+      out.entry.revision = event->entry.revision;
+      out.entry.stored_at = event->entry.created;
+      break;
+    case kv::WatchEvent::Kind::put:
+      out.kind = SessionEvent::Kind::put;
+      out.entry = session_entry_of(event->entry);
+      break;
+  }
+  return out;
+}
+
+SessionStore SessionStore::open(const kv::Connection& connection, const std::string& bucket) {
+  try {
+    return SessionStore(kv::Bucket::open(connection, bucket));
+  } catch (const kv::Error& e) {
+    if (e.kind() == kv::Errc::not_found)
+      throw Error(Errc::not_bootstrapped, "the session bucket " + bucket + " does not exist on " +
+                                              connection.connected_url() +
+                                              "; the workspace is not set up on this NATS server");
+    throw from_kv(e);
+  }
+}
+
+SessionStore SessionStore::ensure(const kv::Connection& connection, const std::string& bucket,
+                                  std::chrono::milliseconds ttl, int replicas) {
+  return translating_kv([&] {
+    return SessionStore(kv::Bucket::ensure(connection, {.name = bucket, .ttl = ttl, .replicas = replicas}));
+  });
+}
+
+std::chrono::milliseconds SessionStore::ttl() const { return bucket_config().ttl; }
+
+kv::BucketConfig SessionStore::bucket_config() const {
+  return translating_kv([&] { return bucket_.config(); });
+}
+
+std::optional<SessionEntry> SessionStore::get(const std::string& slot) const {
+  require_slot_name(slot);
+  auto entry = translating_kv([&] { return bucket_.get(slot); });
+  if (!entry) return std::nullopt;
+  return session_entry_of(*entry);
+}
+
+std::uint64_t SessionStore::create(const Session& session) const {
+  require_slot_name(session.slot);
+  return translating_kv([&] { return bucket_.create(session.slot, to_json(session)); });
+}
+
+std::uint64_t SessionStore::update(const Session& session, std::uint64_t revision) const {
+  require_slot_name(session.slot);
+  return translating_kv([&] { return bucket_.update(session.slot, to_json(session), revision); });
+}
+
+void SessionStore::erase(const std::string& slot, std::uint64_t revision) const {
+  require_slot_name(slot);
+  translating_kv([&] { bucket_.erase(slot, revision); });
+}
+
+std::vector<SessionEntry> SessionStore::list() const {
+  auto entries = translating_kv([&] { return bucket_.snapshot(); });
+  std::vector<SessionEntry> out;
+  out.reserve(entries.size());
+  for (const auto& entry : entries) out.push_back(session_entry_of(entry));
+  return out;
+}
+
+SessionWatch SessionStore::watch(const std::string& pattern) const {
+  return SessionWatch(translating_kv([&] { return bucket_.watch(pattern); }));
+}
+
+}  // namespace swarm

@@ -1,0 +1,86 @@
+// The session records of a workspace, typed, over one KV bucket (key = slot).
+// Every write is CAS-gated; reads report corrupt records instead of failing.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kv/bucket.h"
+#include "swarm/session.h"
+
+namespace swarm {
+
+inline constexpr const char* kDefaultSessionBucket = "swarm-sessions";
+inline constexpr std::chrono::minutes kDefaultSessionTtl{5};
+
+// One key of the bucket as read: a session, or a corrupt value and why.
+struct SessionEntry {
+  std::string slot;                // the key
+  std::uint64_t revision = 0;
+  TimePoint stored_at{};           // the server's timestamp of this revision
+  std::optional<Session> session;  // empty when corrupt
+  std::string corrupt_reason;
+  std::string raw;                 // the stored bytes, for reports
+
+  bool corrupt() const { return !session.has_value(); }
+};
+
+// Parses a stored value; a record whose `slot` is not its key is corrupt too.
+SessionEntry session_entry_of(const kv::Entry& entry);
+
+struct SessionEvent {
+  enum class Kind { put, erase, caught_up };
+  Kind kind = Kind::put;
+  SessionEntry entry;  // for erase only slot and revision are set
+};
+
+class SessionWatch {
+ public:
+  explicit SessionWatch(kv::Watch watch) : watch_(std::move(watch)) {}
+  // The next event, or nullopt when none arrives within `timeout`.
+  std::optional<SessionEvent> next(std::chrono::milliseconds timeout);
+  void stop() { watch_.stop(); }
+
+ private:
+  kv::Watch watch_;
+};
+
+class SessionStore {
+ public:
+  // Binds an existing bucket (no create on the hot path). A missing bucket is
+  // not_bootstrapped; NATS errors are unavailable.
+  static SessionStore open(const kv::Connection& connection, const std::string& bucket = kDefaultSessionBucket);
+
+  // Creates the bucket or checks it (swarm up); a different TTL or replica
+  // count is a conflict that names the difference.
+  static SessionStore ensure(const kv::Connection& connection, const std::string& bucket,
+                             std::chrono::milliseconds ttl, int replicas);
+
+  const std::string& bucket_name() const { return bucket_.name(); }
+  // The bucket's TTL as the server has it (one round trip).
+  std::chrono::milliseconds ttl() const;
+  kv::BucketConfig bucket_config() const;
+
+  std::optional<SessionEntry> get(const std::string& slot) const;
+  // Only if the slot has no record. Conflict when it has one.
+  std::uint64_t create(const Session& session) const;
+  // Only if the record is still at `revision`. Conflict otherwise.
+  std::uint64_t update(const Session& session, std::uint64_t revision) const;
+  // Only if the record is still at `revision`. Conflict otherwise.
+  void erase(const std::string& slot, std::uint64_t revision) const;
+  // Every record, corrupt ones included, from one streamed snapshot.
+  std::vector<SessionEntry> list() const;
+  SessionWatch watch(const std::string& pattern = ">") const;
+
+  // For tests and doctor: the raw bucket underneath.
+  const kv::Bucket& bucket() const { return bucket_; }
+
+ private:
+  explicit SessionStore(kv::Bucket bucket) : bucket_(std::move(bucket)) {}
+  kv::Bucket bucket_;
+};
+
+}  // namespace swarm

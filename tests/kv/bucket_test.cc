@@ -1,0 +1,242 @@
+// Bucket against a real nats-server: CAS semantics, deletes, expiry, snapshot, watch.
+#include "kv/bucket.h"
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <set>
+#include <thread>
+
+#include "support/nats_server.h"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+struct Fixture {
+  testing::NatsServer server;
+  kv::Connection connection = kv::Connection::connect({.urls = {server.url()}});
+
+  kv::Bucket bucket(const std::string& name = "test", std::chrono::milliseconds ttl = 0ms) {
+    return kv::Bucket::ensure(connection, {.name = name, .ttl = ttl});
+  }
+};
+
+kv::Errc kind_of(const auto& call) {
+  try {
+    call();
+  } catch (const kv::Error& e) {
+    return e.kind();
+  }
+  FAIL("expected a kv::Error");
+  return kv::Errc::internal;
+}
+
+}  // namespace
+
+TEST_CASE("Bucket_OpenDoesNotCreate") {
+  // open binds an existing bucket only: a missing one is not_found, and stays missing.
+  Fixture f;
+  CHECK(kind_of([&] { kv::Bucket::open(f.connection, "missing"); }) == kv::Errc::not_found);
+  CHECK(kind_of([&] { kv::Bucket::open(f.connection, "missing"); }) == kv::Errc::not_found);
+  f.bucket("present");
+  CHECK(kv::Bucket::open(f.connection, "present").name() == "present");
+}
+
+TEST_CASE("Bucket_EnsureReportsConfigDifferences") {
+  // ensure on an existing bucket with another TTL or history names each difference.
+  Fixture f;
+  kv::Bucket::ensure(f.connection, {.name = "cfg", .ttl = 60s});
+  auto config = kv::Bucket::open(f.connection, "cfg").config();
+  CHECK(config.ttl == 60s);
+  CHECK(config.history == 1);
+  CHECK(config.replicas == 1);
+  try {
+    kv::Bucket::ensure(f.connection, {.name = "cfg", .ttl = 30s, .history = 3});
+    FAIL("ensure accepted a different config");
+  } catch (const kv::Error& e) {
+    CHECK(e.kind() == kv::Errc::conflict);
+    CHECK(std::string(e.what()).find("TTL is 60s, want 30s") != std::string::npos);
+    CHECK(std::string(e.what()).find("history is 1, want 3") != std::string::npos);
+  }
+  // The same config again is fine and leaves the bucket as it was.
+  CHECK(kv::Bucket::ensure(f.connection, {.name = "cfg", .ttl = 60s}).config().ttl == 60s);
+}
+
+TEST_CASE("Bucket_GetReturnsValueRevisionAndServerTime") {
+  // get reports the value, the revision that create returned and the server's timestamp.
+  Fixture f;
+  auto b = f.bucket();
+  auto before = std::chrono::system_clock::now();
+  auto rev = b.create("k", "v1");
+  auto entry = b.get("k");
+  REQUIRE(entry);
+  CHECK(entry->key == "k");
+  CHECK(entry->value == "v1");
+  CHECK(entry->revision == rev);
+  CHECK(entry->created >= before - 2s);
+  CHECK(entry->created <= std::chrono::system_clock::now() + 2s);
+  CHECK_FALSE(b.get("absent"));
+}
+
+TEST_CASE("Bucket_CreateConflictsWhenKeyExists") {
+  // create is "only if absent": a second create is a conflict carrying the current revision.
+  Fixture f;
+  auto b = f.bucket();
+  auto rev = b.create("k", "first");
+  try {
+    b.create("k", "second");
+    FAIL("second create succeeded");
+  } catch (const kv::Error& e) {
+    CHECK(e.kind() == kv::Errc::conflict);
+    CHECK(e.current_revision() == rev);
+    CHECK(std::string(e.what()).find("bucket test key k") != std::string::npos);
+  }
+  CHECK(b.get("k")->value == "first");
+}
+
+TEST_CASE("Bucket_UpdateOnStaleRevisionConflicts") {
+  // update is CAS on the revision read: a stale revision loses and writes nothing.
+  Fixture f;
+  auto b = f.bucket();
+  auto r1 = b.create("k", "a");
+  auto r2 = b.update("k", "b", r1);
+  CHECK(r2 > r1);
+  try {
+    b.update("k", "c", r1);
+    FAIL("stale update succeeded");
+  } catch (const kv::Error& e) {
+    CHECK(e.kind() == kv::Errc::conflict);
+    CHECK(e.current_revision() == r2);
+  }
+  CHECK(b.get("k")->value == "b");
+  CHECK(b.update("k", "c", r2) > r2);
+}
+
+TEST_CASE("Bucket_EraseIsCasDelete") {
+  // erase with a stale revision is refused and keeps the value; with the current one it deletes.
+  Fixture f;
+  auto b = f.bucket();
+  auto r1 = b.create("k", "a");
+  auto r2 = b.update("k", "b", r1);
+  CHECK(kind_of([&] { b.erase("k", r1); }) == kv::Errc::conflict);
+  CHECK(b.get("k")->value == "b");
+  b.erase("k", r2);
+  CHECK_FALSE(b.get("k"));
+  // Erasing the deleted key again: its revision moved on to the marker.
+  CHECK(kind_of([&] { b.erase("k", r2); }) == kv::Errc::conflict);
+}
+
+TEST_CASE("Bucket_CreateAfterDeleteSucceeds") {
+  // a delete marker counts as absent for create; a live value does not.
+  Fixture f;
+  auto b = f.bucket();
+  auto r1 = b.create("k", "a");
+  b.erase("k", r1);
+  auto r2 = b.create("k", "again");
+  CHECK(r2 > r1);
+  CHECK(b.get("k")->value == "again");
+  CHECK(kind_of([&] { b.create("k", "third"); }) == kv::Errc::conflict);
+}
+
+TEST_CASE("Bucket_UpdateAfterDeleteConflicts") {
+  // an update with the revision from before a delete must not resurrect the key.
+  Fixture f;
+  auto b = f.bucket();
+  auto r1 = b.create("k", "a");
+  b.erase("k", r1);
+  CHECK(kind_of([&] { b.update("k", "zombie", r1); }) == kv::Errc::conflict);
+  CHECK_FALSE(b.get("k"));
+}
+
+TEST_CASE("Bucket_EntriesExpireAfterTtl") {
+  // in a short-TTL bucket an entry not rewritten vanishes; create then works again.
+  Fixture f;
+  auto b = f.bucket("short", 1s);
+  b.create("k", "v");
+  CHECK(b.get("k"));
+  auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (b.get("k") && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(100ms);
+  CHECK_FALSE(b.get("k"));
+  CHECK(b.snapshot().empty());
+  CHECK(b.create("k", "new") > 0);
+}
+
+TEST_CASE("Bucket_SnapshotReturnsEveryCurrentEntry") {
+  // snapshot streams all 2,000 current values, skips deleted keys, keeps latest revisions.
+  Fixture f;
+  auto b = f.bucket();
+  std::uint64_t rev_of_7 = 0;
+  for (int i = 0; i < 2000; ++i) {
+    auto rev = b.create("key" + std::to_string(i), "value" + std::to_string(i));
+    if (i == 7) rev_of_7 = rev;
+  }
+  auto rev_of_8 = b.get("key8")->revision;
+  b.erase("key8", rev_of_8);
+  auto new_rev_of_7 = b.update("key7", "changed", rev_of_7);
+
+  auto entries = b.snapshot();
+  CHECK(entries.size() == 1999);
+  std::set<std::string> keys;
+  for (const auto& e : entries) {
+    keys.insert(e.key);
+    if (e.key == "key7") {
+      CHECK(e.value == "changed");
+      CHECK(e.revision == new_rev_of_7);
+    } else if (e.key == "key1999") {
+      CHECK(e.value == "value1999");
+    }
+  }
+  CHECK(keys.size() == 1999);
+  CHECK(keys.count("key8") == 0);
+  CHECK(b.keys().size() == 1999);
+}
+
+TEST_CASE("Bucket_SnapshotOfEmptyOrAllDeletedBucketIsEmpty") {
+  // snapshot ends at once on an empty bucket and on one whose last message is a delete marker.
+  Fixture f;
+  auto b = f.bucket();
+  CHECK(b.snapshot().empty());
+  auto rev = b.create("k", "v");
+  b.erase("k", rev);
+  CHECK(b.snapshot().empty());
+  CHECK(b.keys().empty());
+}
+
+TEST_CASE("Bucket_WatchSeesCurrentValuesThenChanges") {
+  // a watch replays current values, reports caught_up, then each put and delete as it happens.
+  Fixture f;
+  auto b = f.bucket();
+  auto r1 = b.create("a", "1");
+  auto watch = b.watch(">");
+  auto first = watch.next(2s);
+  REQUIRE(first);
+  CHECK(first->kind == kv::WatchEvent::Kind::put);
+  CHECK(first->entry.key == "a");
+  CHECK(first->entry.revision == r1);
+  auto marker = watch.next(2s);
+  REQUIRE(marker);
+  CHECK(marker->kind == kv::WatchEvent::Kind::caught_up);
+  CHECK_FALSE(watch.next(100ms));
+
+  auto r2 = b.update("a", "2", r1);
+  auto put = watch.next(2s);
+  REQUIRE(put);
+  CHECK(put->kind == kv::WatchEvent::Kind::put);
+  CHECK(put->entry.value == "2");
+  b.erase("a", r2);
+  auto erased = watch.next(2s);
+  REQUIRE(erased);
+  CHECK(erased->kind == kv::WatchEvent::Kind::erase);
+  CHECK(erased->entry.key == "a");
+}
+
+TEST_CASE("Bucket_RejectsBadKeysAndNames") {
+  // keys and bucket names that are not subject-safe are bad requests, sent nowhere.
+  Fixture f;
+  auto b = f.bucket();
+  for (const char* key : {"", "a b", "a*", "a.>", ".a", "a.", "a..b"})
+    CHECK(kind_of([&] { b.create(key, "v"); }) == kv::Errc::bad_request);
+  CHECK(kind_of([&] { kv::Bucket::open(f.connection, "bad.name"); }) == kv::Errc::bad_request);
+  CHECK(kind_of([&] { b.update("k", "v", 0); }) == kv::Errc::bad_request);
+}

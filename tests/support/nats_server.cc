@@ -1,0 +1,155 @@
+#include "support/nats_server.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <stdexcept>
+#include <thread>
+
+namespace testing {
+
+int free_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    close(fd);
+    throw std::runtime_error("cannot bind a free port");
+  }
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+namespace {
+
+bool accepts_connections(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  close(fd);
+  return ok;
+}
+
+bool wait_exit(pid_t pid, std::chrono::milliseconds limit) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+}  // namespace
+
+NatsServer::NatsServer(Options options)
+    : options_(std::move(options)), dir_("swarm-nats-" + options_.name), store_(dir_.path() / "store"),
+      port_(free_port()) {
+  start();
+}
+
+NatsServer::~NatsServer() {
+  try {
+    stop();
+  } catch (...) {
+  }
+}
+
+void NatsServer::start() {
+  if (running()) return;
+  std::vector<std::string> args = {"nats-server", "-js", "-a", "127.0.0.1", "-p", std::to_string(port_),
+                                   "-sd", store_.string(), "--server_name", options_.name};
+  args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
+  const std::string log = (dir_.path() / "server.log").string();
+
+  pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    // A test that dies must not leave its servers running.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+    }
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
+    _exit(127);
+  }
+  pid_ = pid;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!accepts_connections(port_)) {
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      throw std::runtime_error("nats-server exited at start; see " + log + ":\n" + read_file(log));
+    }
+    if (std::chrono::steady_clock::now() > deadline)
+      throw std::runtime_error("nats-server did not listen on port " + std::to_string(port_));
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+void NatsServer::stop() {
+  if (!running()) return;
+  ::kill(pid_, SIGTERM);
+  if (!wait_exit(pid_, std::chrono::seconds(5))) {
+    ::kill(pid_, SIGKILL);
+    wait_exit(pid_, std::chrono::seconds(5));
+  }
+  pid_ = -1;
+}
+
+void NatsServer::kill() {
+  if (!running()) return;
+  ::kill(pid_, SIGKILL);
+  wait_exit(pid_, std::chrono::seconds(5));
+  pid_ = -1;
+}
+
+NatsCluster::NatsCluster() {
+  std::vector<int> route_ports = {free_port(), free_port(), free_port()};
+  for (int i = 0; i < 3; ++i) {
+    std::string routes;
+    for (int j = 0; j < 3; ++j) {
+      if (j == i) continue;
+      if (!routes.empty()) routes += ",";
+      routes += "nats://127.0.0.1:" + std::to_string(route_ports[static_cast<std::size_t>(j)]);
+    }
+    NatsServer::Options options;
+    options.name = "n" + std::to_string(i + 1);
+    options.extra_args = {"--cluster_name", "swarmtest", "--cluster",
+                          "nats://127.0.0.1:" + std::to_string(route_ports[static_cast<std::size_t>(i)]),
+                          "--routes", routes};
+    nodes_.push_back(std::make_unique<NatsServer>(options));
+  }
+}
+
+std::vector<std::string> NatsCluster::url_list() const {
+  std::vector<std::string> out;
+  for (const auto& node : nodes_) out.push_back(node->url());
+  return out;
+}
+
+std::string NatsCluster::urls() const {
+  std::string out;
+  for (const auto& url : url_list()) out += (out.empty() ? "" : ",") + url;
+  return out;
+}
+
+}  // namespace testing

@@ -1,0 +1,66 @@
+// Real nats-servers for tests: one JetStream server, or a 3-node cluster, on
+// free 127.0.0.1 ports with temporary store dirs, stopped by pid.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "support/temp_dir.h"
+
+namespace testing {
+
+// A port nobody listens on right now (bound to port 0 and released).
+int free_port();
+
+class NatsServer {
+ public:
+  struct Options {
+    std::string name = "solo";
+    std::vector<std::string> extra_args;  // e.g. cluster flags
+  };
+
+  NatsServer() : NatsServer(Options{}) {}
+  explicit NatsServer(Options options);
+  ~NatsServer();
+  NatsServer(const NatsServer&) = delete;
+  NatsServer& operator=(const NatsServer&) = delete;
+
+  // Starts the server (again, on the same port and store) and waits until it
+  // accepts connections.
+  void start();
+  // SIGTERM, then SIGKILL if it lingers; waits for the process.
+  void stop();
+  // SIGKILL: a node lost without warning.
+  void kill();
+  bool running() const { return pid_ > 0; }
+
+  int port() const { return port_; }
+  std::string url() const { return "nats://127.0.0.1:" + std::to_string(port_); }
+  const std::filesystem::path& store_dir() const { return store_; }
+
+ private:
+  Options options_;
+  TempDir dir_;
+  std::filesystem::path store_;
+  int port_;
+  pid_t pid_ = -1;
+};
+
+// Three JetStream servers routed together as one cluster.
+class NatsCluster {
+ public:
+  NatsCluster();
+  NatsServer& node(int i) { return *nodes_.at(static_cast<std::size_t>(i)); }
+  // All client URLs, comma-separated.
+  std::string urls() const;
+  std::vector<std::string> url_list() const;
+
+ private:
+  std::vector<std::unique_ptr<NatsServer>> nodes_;
+};
+
+}  // namespace testing

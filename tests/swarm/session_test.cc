@@ -1,0 +1,143 @@
+// The session record: round trips, every corrupt shape, unknown fields kept.
+#include "swarm/session.h"
+
+#include <doctest/doctest.h>
+
+#include "swarm/json.h"
+
+using namespace swarm;
+
+namespace {
+
+Session sample() {
+  Session s;
+  s.slot = "render";
+  s.task_id = "T-42";
+  s.agent_id = "slot-render";
+  s.host = "build-7";
+  s.host_id = "3f9c0a";
+  s.leaf_pid = 4121;
+  s.hub_url = "file:///w/.swarm/hub.git";
+  s.started_at = parse_rfc3339("2026-11-22T10:00:00Z");
+  s.last_renewed = parse_rfc3339("2026-11-22T10:04:10.250Z");
+  return s;
+}
+
+std::string reason_for(const std::string& json) {
+  auto parsed = parse_session(json);
+  CHECK_FALSE(parsed.session);
+  return parsed.corrupt_reason;
+}
+
+}  // namespace
+
+TEST_CASE("Session_RoundTripsEveryField") {
+  // to_json then parse_session gives back the same record, field for field.
+  Session s = sample();
+  auto parsed = parse_session(to_json(s));
+  REQUIRE(parsed.session);
+  const Session& r = *parsed.session;
+  CHECK(r.slot == s.slot);
+  CHECK(r.task_id == s.task_id);
+  CHECK(r.agent_id == s.agent_id);
+  CHECK(r.host == s.host);
+  CHECK(r.host_id == s.host_id);
+  CHECK(r.leaf_pid == s.leaf_pid);
+  CHECK(r.hub_url == s.hub_url);
+  CHECK(r.started_at == s.started_at);
+  CHECK(r.last_renewed == s.last_renewed);
+  CHECK(r.same_session_as(s));
+  CHECK(to_json(r) == to_json(s));
+}
+
+TEST_CASE("Session_WritesContractFieldNamesAndUtcTimes") {
+  // the JSON carries the contract's field names and RFC 3339 UTC times.
+  Json json = Json::parse(to_json(sample()));
+  REQUIRE(json);
+  for (const char* field : {"slot", "task_id", "agent_id", "host", "host_id", "hub_url", "started_at", "last_renewed"})
+    CHECK(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(json.get(), field)));
+  CHECK(cJSON_GetObjectItemCaseSensitive(json.get(), "leaf_pid")->valuedouble == 4121);
+  CHECK(std::string(cJSON_GetObjectItemCaseSensitive(json.get(), "started_at")->valuestring) ==
+        "2026-11-22T10:00:00.000Z");
+}
+
+TEST_CASE("Session_ReadsBonesRecordWithoutHostId") {
+  // a record from an older client (no host_id, second-precision times) reads fine.
+  auto parsed = parse_session(
+      R"({"slot":"a","task_id":"T-1","agent_id":"slot-a","host":"h","leaf_pid":7,)"
+      R"("hub_url":"file:///x","started_at":"2026-11-22T10:00:00Z","last_renewed":"2026-11-22T10:01:00+01:00"})");
+  REQUIRE(parsed.session);
+  CHECK(parsed.session->host_id.empty());
+  CHECK(*parsed.session->last_renewed == *parse_rfc3339("2026-11-22T09:01:00Z"));
+}
+
+TEST_CASE("Session_ToleratesMissingOptionalFields") {
+  // only slot and host are required.
+  auto parsed = parse_session(R"({"slot":"a","host":"h"})");
+  REQUIRE(parsed.session);
+  CHECK(parsed.session->leaf_pid == 0);
+  CHECK_FALSE(parsed.session->started_at);
+  auto with_nulls = parse_session(R"({"slot":"a","host":"h","task_id":null,"leaf_pid":null})");
+  CHECK(with_nulls.session);
+}
+
+TEST_CASE("Session_KeepsUnknownFieldsAcrossAnUpdate") {
+  // fields a newer writer added survive a read-modify-write by this version.
+  auto parsed = parse_session(
+      R"({"slot":"a","host":"h","future":{"x":[1,2,{"y":null}]},"note":"keep me","n":1.5,"flag":false})");
+  REQUIRE(parsed.session);
+  Session s = *parsed.session;
+  CHECK(s.unknown_fields.size() == 4);
+  s.last_renewed = parse_rfc3339("2026-11-22T11:00:00Z");
+  Json out = Json::parse(to_json(s));
+  REQUIRE(out);
+  CHECK(Json::parse(cJSON_PrintUnformatted(cJSON_GetObjectItem(out.get(), "future"))).dump() ==
+        R"({"x":[1,2,{"y":null}]})");
+  CHECK(std::string(cJSON_GetObjectItem(out.get(), "note")->valuestring) == "keep me");
+  CHECK(cJSON_GetObjectItem(out.get(), "n")->valuedouble == 1.5);
+  CHECK(cJSON_IsFalse(cJSON_GetObjectItem(out.get(), "flag")));
+  CHECK(std::string(cJSON_GetObjectItem(out.get(), "last_renewed")->valuestring) == "2026-11-22T11:00:00.000Z");
+}
+
+TEST_CASE("Session_CorruptShapesAreReportedNotThrown") {
+  // every unreadable value gives a plain reason, never an exception or crash.
+  CHECK(reason_for("") == "the value is empty");
+  CHECK(reason_for("{") == "the value is not valid JSON");
+  CHECK(reason_for("not json at all") == "the value is not valid JSON");
+  CHECK(reason_for("\xff\xfe") == "the value is not valid JSON");
+  CHECK(reason_for("[1,2]") == "the value is not a JSON object");
+  CHECK(reason_for("\"slot\"") == "the value is not a JSON object");
+  CHECK(reason_for("null") == "the value is not a JSON object");
+  CHECK(reason_for("42") == "the value is not a JSON object");
+  CHECK(reason_for("{}") == "field 'slot' is missing");
+  CHECK(reason_for(R"({"host":"h"})") == "field 'slot' is missing");
+  CHECK(reason_for(R"({"slot":"a"})") == "field 'host' is missing");
+  CHECK(reason_for(R"({"slot":"","host":"h"})") == "field 'slot' is missing");
+  CHECK(reason_for(R"({"slot":1,"host":"h"})") == "field 'slot' is not a string");
+  CHECK(reason_for(R"({"slot":"a","host":["h"]})") == "field 'host' is not a string");
+  CHECK(reason_for(R"({"slot":"a","host":"h","task_id":{}})") == "field 'task_id' is not a string");
+  CHECK(reason_for(R"({"slot":"a","host":"h","leaf_pid":"12"})") == "field 'leaf_pid' is not a process id");
+  CHECK(reason_for(R"({"slot":"a","host":"h","leaf_pid":-1})") == "field 'leaf_pid' is not a process id");
+  CHECK(reason_for(R"({"slot":"a","host":"h","leaf_pid":1.5})") == "field 'leaf_pid' is not a process id");
+  CHECK(reason_for(R"({"slot":"a","host":"h","started_at":12})") == "field 'started_at' is not a string");
+  CHECK(reason_for(R"({"slot":"a","host":"h","started_at":"yesterday"})") ==
+        "field 'started_at' is not an RFC 3339 time: 'yesterday'");
+  CHECK(reason_for(R"({"slot":"a","host":"h","last_renewed":"2026-02-30T00:00:00Z"})").find("last_renewed") !=
+        std::string::npos);
+  CHECK(reason_for(R"({"slot":"a","host":"h"} trailing)") == "the value is not valid JSON");
+  CHECK(reason_for(std::string(R"({"slot":"a","host":"h"})") + '\0' + "x") == "the value is not valid JSON");
+}
+
+TEST_CASE("Session_SameSessionIsSlotHostAndStart") {
+  // the CAS retry identity: a new start time on the same slot and host is another session.
+  Session a = sample();
+  Session b = a;
+  b.last_renewed = parse_rfc3339("2026-11-22T12:00:00Z");
+  b.task_id = "other";
+  CHECK(a.same_session_as(b));
+  b.started_at = parse_rfc3339("2026-11-22T10:00:00.001Z");
+  CHECK_FALSE(a.same_session_as(b));
+  Session c = a;
+  c.host = "build-8";
+  CHECK_FALSE(a.same_session_as(c));
+}
