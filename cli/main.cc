@@ -1,1 +1,71 @@
-int main() { return 0; }
+// swarm: session and lease manager on NATS JetStream key-value.
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "cli/context.h"
+#include "cli/exit_code.h"
+
+namespace {
+
+constexpr const char* kVersion = "swarm 0.1.0";
+
+void setup_logging(const std::string& level) {
+  auto logger = spdlog::stderr_color_mt("swarm");
+  logger->set_pattern("swarm: %l: %v");
+  logger->set_level(spdlog::level::from_str(level));
+  spdlog::set_default_logger(logger);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app("swarm: one owner per slot, leases with fencing tokens, on NATS JetStream key-value.", "swarm");
+  app.set_version_flag("--version", kVersion);
+  app.require_subcommand(1);
+  // Global options are accepted before or after the verb.
+  app.fallthrough();
+  cli::Globals globals;
+  cli::add_global_options(app, globals);
+  app.footer(
+      "Run `swarm VERB --help` for a verb's options and an example.\n"
+      "Exit codes: 0 done, 1 internal, 2 bad input, 3 conflict, 4 not found, 5 foreign host,\n"
+      "6 workspace not bootstrapped, 7 NATS unreachable, 8 doctor found problems.");
+
+  std::vector<cli::Verb> verbs = {cli::add_up(app),     cli::add_down(app),  cli::add_join(app),
+                                  cli::add_commit(app), cli::add_renew(app), cli::add_close(app),
+                                  cli::add_evict(app),  cli::add_status(app), cli::add_cwd(app)};
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);  // --help, --version
+  } catch (const CLI::ParseError& e) {
+    cli::Output out(globals.json);
+    std::string message = e.what();
+    if (auto* sub = app.get_subcommands().empty() ? nullptr : app.get_subcommands().front())
+      message += " (see `swarm " + sub->get_name() + " --help`)";
+    else
+      message += " (see `swarm --help`)";
+    return out.error(swarm::Errc::bad_input, message);
+  }
+
+  setup_logging(globals.log_level);
+  cli::Context ctx(globals);
+  for (auto& verb : verbs) {
+    if (!verb.command->parsed()) continue;
+    try {
+      return verb.run(ctx);
+    } catch (const swarm::Error& e) {
+      return ctx.out().error(e.kind(), e.what());
+    } catch (const kv::Error& e) {
+      auto translated = swarm::from_kv(e);
+      return ctx.out().error(translated.kind(), translated.what());
+    } catch (const std::exception& e) {
+      return ctx.out().error(swarm::Errc::internal, e.what());
+    }
+  }
+  return cli::kInternal;
+}

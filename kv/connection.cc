@@ -81,15 +81,16 @@ Connection Connection::connect(const ConnectionOptions& o) {
   natsConnection* nc = nullptr;
   natsStatus status = natsConnection_Connect(&nc, options.get());
   if (status != NATS_OK) {
-    std::string text = nats_GetLastError(nullptr);
-    if (text.empty()) text = natsStatus_GetText(status);
+    std::string text = detail::last_error_text(status);
     Errc kind = (status == NATS_CONNECTION_AUTH_FAILED || status == NATS_NOT_PERMITTED ||
                  status == NATS_SSL_ERROR || status == NATS_SECURE_CONNECTION_REQUIRED ||
                  status == NATS_SECURE_CONNECTION_WANTED ||
                  text.find("Authorization") != std::string::npos)
                     ? Errc::bad_request
                     : Errc::unavailable;
-    throw Error(kind, "cannot connect to NATS at " + state->urls + ": " + text);
+    throw Error(kind, kind == Errc::unavailable
+                          ? "cannot reach NATS at " + state->urls + " (" + text + ")"
+                          : "NATS at " + state->urls + " refused the connection: " + text);
   }
   state->connection.reset(nc);
 

@@ -86,9 +86,19 @@ std::uint64_t revision_in(std::string_view text) {
 
 }  // namespace
 
-void raise(natsStatus status, jsErrCode js_code, std::string_view what) {
+std::string last_error_text(natsStatus status) {
   std::string text = nats_GetLastError(nullptr);
   if (text.empty()) text = natsStatus_GetText(status);
+  // nats.c prefixes its messages with the source location: "(conn.c:2088): ".
+  if (!text.empty() && text.front() == '(') {
+    auto end = text.find("): ");
+    if (end != std::string::npos) text = text.substr(end + 3);
+  }
+  return text;
+}
+
+void raise(natsStatus status, jsErrCode js_code, std::string_view what) {
+  std::string text = last_error_text(status);
   Errc kind = js_code != 0 ? kind_of_js_code(js_code) : Errc::internal;
   if (kind == Errc::internal) kind = kind_of_status(status, text);
   std::string message(what);

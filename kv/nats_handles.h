@@ -28,6 +28,9 @@ using MsgPtr = std::unique_ptr<natsMsg, Deleter<natsMsg_Destroy>>;
 using StreamInfoPtr = std::unique_ptr<jsStreamInfo, Deleter<jsStreamInfo_Destroy>>;
 using PubAckPtr = std::unique_ptr<jsPubAck, Deleter<jsPubAck_Destroy>>;
 
+// nats.c's last error message for `status`, without its source location.
+std::string last_error_text(natsStatus status);
+
 // Turns a failed nats.c call into a kv::Error whose message starts with `what`
 // (e.g. "get bucket B key K") and ends with nats.c's own text.
 [[noreturn]] void raise(natsStatus status, jsErrCode js_code, std::string_view what);

@@ -2,9 +2,6 @@
 #include "kv/connection.h"
 
 #include <doctest/doctest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <chrono>
 
@@ -39,21 +36,12 @@ TEST_CASE("Connection_RefusedPortIsUnavailableAtOnce") {
 
 TEST_CASE("Connection_SilentServerIsUnavailableWithinTimeout") {
   // a socket that accepts but never speaks NATS: unavailable once the timeout passes, no hang.
-  int port = testing::free_port();
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  REQUIRE(listen(fd, 4) == 0);
+  testing::SilentListener silent;
   auto start = std::chrono::steady_clock::now();
-  CHECK(connect_error({.urls = {"nats://127.0.0.1:" + std::to_string(port)}, .connect_timeout = 1s}) ==
-        kv::Errc::unavailable);
+  CHECK(connect_error({.urls = {silent.url()}, .connect_timeout = 1s}) == kv::Errc::unavailable);
   auto took = std::chrono::steady_clock::now() - start;
   CHECK(took >= 900ms);
   CHECK(took < 3s);
-  close(fd);
 }
 
 TEST_CASE("Connection_FallsThroughToALiveUrl") {

@@ -55,6 +55,18 @@ bool wait_exit(pid_t pid, std::chrono::milliseconds limit) {
 
 }  // namespace
 
+SilentListener::SilentListener() : port_(free_port()) {
+  fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port_));
+  if (bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || listen(fd_, 64) != 0)
+    throw std::runtime_error("cannot listen on port " + std::to_string(port_));
+}
+
+SilentListener::~SilentListener() { close(fd_); }
+
 NatsServer::NatsServer(Options options)
     : options_(std::move(options)), dir_("swarm-nats-" + options_.name), store_(dir_.path() / "store"),
       port_(free_port()) {
@@ -75,6 +87,10 @@ void NatsServer::start() {
   args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
   const std::string log = (dir_.path() / "server.log").string();
 
+  // Built before fork: the child of a threaded process must not allocate.
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
   pid_t pid = fork();
   if (pid < 0) throw std::runtime_error("fork failed");
   if (pid == 0) {
@@ -85,9 +101,6 @@ void NatsServer::start() {
       dup2(fd, 1);
       dup2(fd, 2);
     }
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
     execvp(argv[0], argv.data());
     _exit(127);
   }

@@ -16,6 +16,22 @@ namespace testing {
 // A port nobody listens on right now (bound to port 0 and released).
 int free_port();
 
+// A socket on 127.0.0.1 that accepts connections and never says a word: the
+// shape of a hung server.
+class SilentListener {
+ public:
+  SilentListener();
+  ~SilentListener();
+  SilentListener(const SilentListener&) = delete;
+  SilentListener& operator=(const SilentListener&) = delete;
+  int port() const { return port_; }
+  std::string url() const { return "nats://127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
 class NatsServer {
  public:
   struct Options {

@@ -1,0 +1,50 @@
+// swarm close: release the slot, salvage, remove the worktree.
+#include "cli/context.h"
+
+namespace cli {
+
+namespace {
+struct CloseFlags {
+  std::string slot;
+  swarm::CloseOptions options;
+};
+}  // namespace
+
+Verb add_close(CLI::App& app) {
+  auto flags = std::make_shared<CloseFlags>();
+  CLI::App* cmd = app.add_subcommand("close", "Release the slot: delete its record, salvage and remove its worktree");
+  cmd->add_option("--slot", flags->slot, "Slot name")->required()
+      ->check(slot_name_validator());
+  cmd->add_option("--result", flags->options.result, "How the work ended: success, fail or fork")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"success", "fail", "fork"}));
+  cmd->add_flag("--keep-worktree", flags->options.keep_worktree, "Keep the worktree folder");
+  cmd->add_flag("--no-artifact", flags->options.no_artifact, "Allow --result success without any commit");
+  cmd->footer(
+      "Examples:\n"
+      "  swarm close --slot render                    # success: needs at least one commit\n"
+      "  swarm close --slot render --result fail\n"
+      "Uncommitted files are copied to .swarm/recovery/<slot>-<time>/ before the worktree goes.");
+  return {cmd, [flags](Context& ctx) {
+            auto lifecycle = ctx.lifecycle();
+            auto r = lifecycle.close(flags->slot, flags->options);
+            for (const auto& w : r.warnings) ctx.out().warn(w);
+            std::string human = "closed slot " + flags->slot + " (" + flags->options.result + ")";
+            if (r.salvage.files > 0 || r.salvage.deleted > 0)
+              human += "; salvaged " + std::to_string(r.salvage.files) + " uncommitted file(s) to " +
+                       r.salvage.folder.string();
+            if (flags->options.keep_worktree) human += "; kept the worktree";
+            swarm::Json doc = swarm::Json::object();
+            doc.set("slot", flags->slot)
+                .set("result", flags->options.result)
+                .set("released", r.released.has_value())
+                .set("removed_worktree", r.removed_worktree)
+                .set("salvaged_files", r.salvage.files);
+            if (r.salvage.folder.empty()) doc.set_null("recovery");
+            else doc.set("recovery", r.salvage.folder.string());
+            ctx.out().result("close", human, std::move(doc));
+            return 0;
+          }};
+}
+
+}  // namespace cli

@@ -1,0 +1,78 @@
+// The global options of every verb, and what verbs build from them: the
+// workspace, the NATS connection, the session store, the slot lifecycle.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/output.h"
+#include "kv/connection.h"
+#include "swarm/slot_lifecycle.h"
+#include "swarm/workspace.h"
+
+namespace cli {
+
+struct Globals {
+  std::string workspace;  // --workspace, $SWARM_WORKSPACE
+  std::string nats_url;   // --nats-url, $NATS_URL
+  std::string bucket;     // --bucket
+  bool json = false;
+  std::string timeout = "5s";
+  std::string creds, user, password, token, tls_ca, tls_cert, tls_key;
+  std::string log_level = "warn";
+};
+
+// Option validators that refuse bad names at parse time, before any I/O (exit 2).
+CLI::Validator slot_name_validator();
+CLI::Validator task_id_validator();
+
+// Registers the global options on the top-level app; with fallthrough they
+// are accepted before or after the verb.
+void add_global_options(CLI::App& app, Globals& globals);
+
+class Context {
+ public:
+  explicit Context(const Globals& globals) : globals_(globals), out_(globals.json) {}
+
+  const Globals& globals() const { return globals_; }
+  const Output& out() const { return out_; }
+  std::chrono::milliseconds timeout() const;
+
+  // The workspace from --workspace / $SWARM_WORKSPACE / the current folder up.
+  swarm::Workspace workspace() const;
+  // Connection options from the globals; `config` supplies the URL when
+  // neither --nats-url nor $NATS_URL does.
+  kv::ConnectionOptions connection_options(const swarm::WorkspaceConfig* config) const;
+  // Timeouts, auth and TLS from the globals, without URLs.
+  kv::ConnectionOptions auth_options() const;
+  // Everything the slot verbs need: a bootstrapped workspace, a connection,
+  // the session bucket bound (not created), this host's identity.
+  swarm::SlotLifecycle lifecycle() const;
+
+ private:
+  Globals globals_;
+  Output out_;
+};
+
+// A verb: its subcommand and what runs when it was the one parsed.
+struct Verb {
+  CLI::App* command = nullptr;
+  std::function<int(Context&)> run;
+};
+
+Verb add_up(CLI::App& app);
+Verb add_down(CLI::App& app);
+Verb add_join(CLI::App& app);
+Verb add_commit(CLI::App& app);
+Verb add_renew(CLI::App& app);
+Verb add_close(CLI::App& app);
+Verb add_evict(CLI::App& app);
+Verb add_status(CLI::App& app);
+Verb add_cwd(CLI::App& app);
+
+}  // namespace cli

@@ -1,0 +1,35 @@
+// swarm evict: operator override, any host.
+#include "cli/context.h"
+#include "swarm/json.h"
+
+namespace cli {
+
+Verb add_evict(CLI::App& app) {
+  auto slot = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand("evict", "Operator override: CAS-delete the slot's record, whatever its host");
+  cmd->add_option("--slot", *slot, "Slot name")->required()
+      ->check(slot_name_validator());
+  cmd->footer(
+      "Example:\n  swarm evict --slot render     # prints the record it removed\n"
+      "The worktree (on its own host) is left alone; `swarm doctor --fix` there salvages it.");
+  return {cmd, [slot](Context& ctx) {
+            auto lifecycle = ctx.lifecycle();
+            auto removed = lifecycle.evict(*slot);
+            std::string human = "evicted slot " + *slot + " (revision " + std::to_string(removed.revision) + "): ";
+            if (removed.corrupt())
+              human += "a corrupt record (" + removed.corrupt_reason + ")";
+            else
+              human += "host " + removed.session->host + ", task " + removed.session->task_id + ", started " +
+                       (removed.session->started_at ? swarm::format_rfc3339(*removed.session->started_at) : "?");
+            human += "\n  removed: " + removed.raw;
+            swarm::Json doc = swarm::Json::object();
+            doc.set("slot", *slot).set("revision", removed.revision).set("corrupt", removed.corrupt());
+            swarm::Json record = swarm::Json::parse(removed.raw);
+            if (record) doc.set("record", std::move(record));
+            else doc.set("raw", removed.raw);
+            ctx.out().result("evict", human, std::move(doc));
+            return 0;
+          }};
+}
+
+}  // namespace cli

@@ -1,0 +1,49 @@
+#include "cli/output.h"
+
+#include <cstdio>
+#include <iostream>
+
+#include "cli/exit_code.h"
+
+namespace cli {
+
+void Output::result(const std::string& verb, const std::string& human, swarm::Json doc) const {
+  if (json_) {
+    swarm::Json out = swarm::Json::object();
+    out.set("schema", "swarm." + verb + ".v1");
+    // Schema first, then the verb's own fields.
+    for (cJSON* item = doc.get()->child; item != nullptr;) {
+      cJSON* next = item->next;
+      cJSON* detached = cJSON_DetachItemViaPointer(doc.get(), item);
+      if (std::string(detached->string) == "schema") cJSON_Delete(detached);
+      else cJSON_AddItemToObject(out.get(), detached->string, detached);
+      item = next;
+    }
+    std::cout << out.dump() << std::endl;
+    return;
+  }
+  if (human.empty()) return;
+  std::cout << human;
+  if (human.back() != '\n') std::cout << '\n';
+  std::cout.flush();
+}
+
+void Output::json_line(const swarm::Json& doc) const { std::cout << doc.dump() << std::endl; }
+
+void Output::warn(const std::string& message) const { std::cerr << "swarm: warning: " << message << std::endl; }
+
+void Output::note(const std::string& message) const { std::cerr << "swarm: " << message << std::endl; }
+
+int Output::error(swarm::Errc kind, const std::string& message) const {
+  int code = exit_code_for(kind);
+  if (json_) {
+    swarm::Json doc = swarm::Json::object();
+    doc.set("schema", "swarm.error.v1").set("kind", swarm::to_string(kind)).set("message", message).set("exit", code);
+    std::cerr << doc.dump() << std::endl;
+  } else {
+    std::cerr << "swarm: error: " << message << std::endl;
+  }
+  return code;
+}
+
+}  // namespace cli

@@ -1,0 +1,33 @@
+// What a verb prints: the result on stdout (human text, or exactly one JSON
+// document with --json), diagnostics on stderr.
+#pragma once
+
+#include <string>
+
+#include "swarm/error.h"
+#include "swarm/json.h"
+
+namespace cli {
+
+class Output {
+ public:
+  explicit Output(bool json) : json_(json) {}
+  bool json() const { return json_; }
+
+  // Prints the result: `human` (a trailing newline is added when missing), or
+  // `doc` with its "schema" set to swarm.<verb>.v1.
+  void result(const std::string& verb, const std::string& human, swarm::Json doc) const;
+  // One line of JSON on stdout, flushed (for streams such as status --watch).
+  void json_line(const swarm::Json& doc) const;
+  // "swarm: warning: ..." on stderr.
+  void warn(const std::string& message) const;
+  // "swarm: ..." on stderr: progress and notes that are not the result.
+  void note(const std::string& message) const;
+  // The error on stderr (as swarm.error.v1 with --json); returns its exit code.
+  int error(swarm::Errc kind, const std::string& message) const;
+
+ private:
+  bool json_;
+};
+
+}  // namespace cli

@@ -1,0 +1,23 @@
+// swarm renew: heartbeat.
+#include "cli/context.h"
+
+namespace cli {
+
+Verb add_renew(CLI::App& app) {
+  auto slot = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand("renew", "Heartbeat: CAS-bump the slot's last_renewed (owning host only)");
+  cmd->add_option("--slot", *slot, "Slot name")->required()
+      ->check(slot_name_validator());
+  cmd->footer("Example:\n  swarm renew --slot render");
+  return {cmd, [slot](Context& ctx) {
+            auto lifecycle = ctx.lifecycle();
+            auto revision = lifecycle.renew(*slot);
+            swarm::Json doc = swarm::Json::object();
+            doc.set("slot", *slot).set("revision", revision);
+            ctx.out().result("renew", "renewed slot " + *slot + " (revision " + std::to_string(revision) + ")",
+                             std::move(doc));
+            return 0;
+          }};
+}
+
+}  // namespace cli

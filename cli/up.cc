@@ -1,0 +1,70 @@
+// swarm up: bootstrap the workspace (idempotent).
+#include <filesystem>
+
+#include "cli/context.h"
+#include "swarm/bootstrap.h"
+#include "swarm/duration.h"
+
+namespace cli {
+
+namespace {
+struct UpFlags {
+  std::string ttl;
+  int replicas = 0;
+};
+}  // namespace
+
+Verb add_up(CLI::App& app) {
+  auto flags = std::make_shared<UpFlags>();
+  CLI::App* cmd = app.add_subcommand("up", "Bootstrap the workspace: .swarm/, the hub, the buckets, and (without "
+                                           "--nats-url) an embedded nats-server");
+  cmd->add_option("--ttl", flags->ttl, "Session TTL: a record not renewed within it expires (default 5m)")
+      ->option_text("DUR");
+  cmd->add_option("--replicas", flags->replicas, "Bucket replicas on a NATS cluster (default 1)")->option_text("N");
+  cmd->footer(
+      "Examples:\n"
+      "  swarm up                                  # embedded nats-server on 127.0.0.1\n"
+      "  swarm up --ttl 2m\n"
+      "  swarm up --nats-url nats://n1:4222,nats://n2:4222,nats://n3:4222 --replicas 3\n"
+      "Running it again reuses what is there; after `swarm down` it restarts the server on the same data.");
+  return {cmd, [flags](Context& ctx) {
+            const Globals& g = ctx.globals();
+            swarm::UpOptions options;
+            options.root = g.workspace.empty() ? std::filesystem::current_path() : std::filesystem::path(g.workspace);
+            if (!g.nats_url.empty()) options.nats_url = g.nats_url;
+            if (!flags->ttl.empty()) options.ttl = swarm::parse_duration(flags->ttl);
+            if (flags->replicas != 0) options.replicas = flags->replicas;
+            if (!g.bucket.empty()) options.bucket = g.bucket;
+            options.connection = ctx.auth_options();
+            auto r = swarm::up(options);
+
+            std::string server = r.config.embedded
+                                     ? "embedded nats-server " + r.config.nats_url +
+                                           (r.server_pid ? " (pid " + std::to_string(*r.server_pid) + ", " +
+                                                               (r.started_server ? "started" : "already running") + ")"
+                                                         : "")
+                                     : "NATS " + r.config.nats_url;
+            std::string human = "workspace " + r.workspace.root().string() + " is ready\n" +
+                                "  nats:    " + server + "\n" +
+                                "  bucket:  " + r.config.bucket + " (TTL " + swarm::format_duration(r.config.ttl) +
+                                ", replicas " + std::to_string(r.config.replicas) + ")\n" +
+                                "  hub:     " + r.config.hub + (r.created_hub ? " (created)" : "") + "\n";
+            swarm::Json doc = swarm::Json::object();
+            doc.set("workspace", r.workspace.root().string())
+                .set("nats_url", r.config.nats_url)
+                .set("embedded", r.config.embedded)
+                .set("started_server", r.started_server)
+                .set("bucket", r.config.bucket)
+                .set("lease_bucket", r.config.lease_bucket)
+                .set("ttl_seconds", static_cast<double>(r.config.ttl.count()) / 1000.0)
+                .set("replicas", r.config.replicas)
+                .set("hub", r.config.hub)
+                .set("created_hub", r.created_hub);
+            if (r.server_pid) doc.set("server_pid", static_cast<std::int64_t>(*r.server_pid));
+            else doc.set_null("server_pid");
+            ctx.out().result("up", human, std::move(doc));
+            return 0;
+          }};
+}
+
+}  // namespace cli

@@ -1,0 +1,112 @@
+#include "swarm/bootstrap.h"
+
+#include <fstream>
+
+#include "kv/bucket.h"
+#include "swarm/embedded_server.h"
+#include "swarm/error.h"
+#include "swarm/hub.h"
+
+namespace swarm {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Lease records carry their own TTLs (at most 1h); the bucket's MaxAge only
+// collects leases nobody renewed for longer than any lease can live.
+constexpr std::chrono::hours kLeaseBucketTtl{1};
+constexpr std::chrono::seconds kServerStartTimeout{15};
+
+void write_if_missing(const fs::path& path, const std::string& text) {
+  if (fs::exists(path)) return;
+  std::ofstream(path) << text;
+}
+
+}  // namespace
+
+kv::Connection connect_nats(const kv::ConnectionOptions& options) {
+  try {
+    return kv::Connection::connect(options);
+  } catch (const kv::Error& e) {
+    if (e.kind() != kv::Errc::unavailable) throw from_kv(e);
+    throw Error(Errc::unavailable, std::string(e.what()) + "; is the server running? `swarm doctor` checks");
+  }
+}
+
+UpResult up(const UpOptions& options) {
+  UpResult result{.workspace = Workspace::at(options.root), .config = {}};
+  const Workspace& ws = result.workspace;
+  fs::create_directories(ws.swarm_dir());
+  // Keeps .swarm/ out of the workspace's own git status.
+  write_if_missing(ws.swarm_dir() / ".gitignore", "*\n");
+
+  WorkspaceConfig& config = result.config;
+  if (ws.has_config()) config = ws.load_config();
+  else result.created_config = true;
+  if (options.ttl) config.ttl = *options.ttl;
+  if (options.replicas) config.replicas = *options.replicas;
+  if (options.bucket) config.bucket = *options.bucket;
+  if (config.ttl < 1s) throw Error(Errc::bad_input, "--ttl must be at least 1s");
+  if (config.replicas < 1 || config.replicas > 5) throw Error(Errc::bad_input, "--replicas must be 1 to 5");
+
+  if (options.nats_url) {
+    config.nats_url = *options.nats_url;
+    config.embedded = false;
+  } else if (result.created_config || config.embedded) {
+    // Embedded: reuse the running server, or (re)start it on its old port and data.
+    EmbeddedServer server(ws.nats_dir());
+    if (auto pid = server.running_pid(); pid && !config.nats_url.empty()) {
+      result.server_pid = *pid;
+    } else {
+      int port = config.nats_url.empty() ? 0 : port_of_url(config.nats_url);
+      config.nats_url = server.start(port, kServerStartTimeout);
+      result.started_server = true;
+      result.server_pid = server.recorded_pid();
+    }
+    config.embedded = true;
+    if (config.replicas != 1)
+      throw Error(Errc::bad_input, "the embedded nats-server is a single node: --replicas must be 1 "
+                                   "(use --nats-url with a cluster for more)");
+  }
+
+  kv::ConnectionOptions connection = options.connection;
+  connection.urls = kv::split_urls(config.nats_url);
+  kv::Connection nats = connect_nats(connection);
+  try {
+    SessionStore::ensure(nats, config.bucket, config.ttl, config.replicas);
+    translating_kv([&] {
+      return kv::Bucket::ensure(nats, {.name = config.lease_bucket, .ttl = kLeaseBucketTtl,
+                                       .replicas = config.replicas});
+    });
+  } catch (const Error& e) {
+    if (e.kind() != Errc::conflict) throw;
+    throw Error(Errc::conflict, std::string(e.what()) +
+                                    "; run `swarm up` with the bucket's settings (--ttl, --replicas), or delete "
+                                    "the bucket when no session is live");
+  }
+
+  config.hub = ws.hub_dir().string();
+  if (!fs::exists(ws.hub_dir() / "HEAD")) {
+    Hub::create(ws.hub_dir(), ws.root());
+    result.created_hub = true;
+  } else {
+    Hub::open(ws.hub_dir());  // a broken hub is reported, not papered over
+  }
+  ws.save_config(config);
+  return result;
+}
+
+DownResult down(const Workspace& workspace, std::chrono::milliseconds grace) {
+  DownResult result;
+  WorkspaceConfig config = workspace.load_config();
+  result.embedded = config.embedded;
+  if (!config.embedded) return result;
+  EmbeddedServer server(workspace.nats_dir());
+  if (auto pid = server.running_pid()) result.pid = *pid;
+  result.stopped = server.stop(grace);
+  return result;
+}
+
+}  // namespace swarm

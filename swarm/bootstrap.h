@@ -1,0 +1,47 @@
+// `swarm up` and `swarm down`: make a workspace ready (its .swarm/ folder,
+// config, hub, buckets and, by default, its own nats-server), and stop that
+// server again. Both are idempotent.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "kv/connection.h"
+#include "swarm/workspace.h"
+
+namespace swarm {
+
+struct UpOptions {
+  std::filesystem::path root;                      // the workspace folder
+  std::optional<std::string> nats_url;             // external NATS (comma-separated); empty: embedded
+  std::optional<std::chrono::milliseconds> ttl;    // default: the config's, else 5m
+  std::optional<int> replicas;                     // default: the config's, else 1
+  std::optional<std::string> bucket;               // default: the config's, else swarm-sessions
+  kv::ConnectionOptions connection;                // auth, TLS, timeouts (urls are filled in here)
+};
+
+struct UpResult {
+  Workspace workspace;
+  WorkspaceConfig config;
+  bool created_config = false;
+  bool created_hub = false;
+  bool started_server = false;  // an embedded server was (re)started by this call
+  std::optional<int> server_pid;
+};
+
+UpResult up(const UpOptions& options);
+
+struct DownResult {
+  bool embedded = false;  // false: the workspace uses an external NATS; nothing to stop
+  bool stopped = false;   // false: the embedded server was not running
+  std::optional<int> pid;
+};
+
+DownResult down(const Workspace& workspace, std::chrono::milliseconds grace);
+
+// Connects with swarm's error kinds: unavailable (exit 7) or bad_input.
+kv::Connection connect_nats(const kv::ConnectionOptions& options);
+
+}  // namespace swarm

@@ -1,0 +1,31 @@
+#include "swarm/git.h"
+
+#include <mutex>
+
+#include "swarm/error.h"
+
+namespace swarm::git {
+
+void ensure_initialized() {
+  static std::once_flag once;
+  std::call_once(once, [] { git_libgit2_init(); });
+}
+
+void check(int rc, std::string_view what) {
+  if (rc >= 0) return;
+  const git_error* e = git_error_last();
+  std::string message(what);
+  message += ": ";
+  message += (e != nullptr && e->message != nullptr) ? e->message : "libgit2 error " + std::to_string(rc);
+  throw Error(Errc::internal, message);
+}
+
+std::string hex(const git_oid& oid) {
+  char buffer[GIT_OID_HEXSZ + 1] = {0};
+  git_oid_tostr(buffer, sizeof buffer, &oid);
+  return buffer;
+}
+
+std::string short_hex(const git_oid& oid) { return hex(oid).substr(0, 12); }
+
+}  // namespace swarm::git

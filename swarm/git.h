@@ -1,0 +1,42 @@
+// Owning handles for libgit2 objects and the translation of libgit2 failures
+// into swarm::Error. The only place git_*_free is called.
+#pragma once
+
+#include <git2.h>
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace swarm::git {
+
+// libgit2 needs one global init per process; every git entry point calls this.
+void ensure_initialized();
+
+template <auto Free>
+struct Freer {
+  template <typename T>
+  void operator()(T* p) const { Free(p); }
+};
+
+using RepositoryPtr = std::unique_ptr<git_repository, Freer<git_repository_free>>;
+using ReferencePtr = std::unique_ptr<git_reference, Freer<git_reference_free>>;
+using CommitPtr = std::unique_ptr<git_commit, Freer<git_commit_free>>;
+using TreePtr = std::unique_ptr<git_tree, Freer<git_tree_free>>;
+using TreeBuilderPtr = std::unique_ptr<git_treebuilder, Freer<git_treebuilder_free>>;
+using IndexPtr = std::unique_ptr<git_index, Freer<git_index_free>>;
+using RemotePtr = std::unique_ptr<git_remote, Freer<git_remote_free>>;
+using SignaturePtr = std::unique_ptr<git_signature, Freer<git_signature_free>>;
+using StatusListPtr = std::unique_ptr<git_status_list, Freer<git_status_list_free>>;
+using RevwalkPtr = std::unique_ptr<git_revwalk, Freer<git_revwalk_free>>;
+using PackBuilderPtr = std::unique_ptr<git_packbuilder, Freer<git_packbuilder_free>>;
+using ObjectPtr = std::unique_ptr<git_object, Freer<git_object_free>>;
+
+// Throws swarm::Error(internal) with `what` and libgit2's last message unless rc >= 0.
+void check(int rc, std::string_view what);
+
+// An oid as 40 hex digits, and its first 12.
+std::string hex(const git_oid& oid);
+std::string short_hex(const git_oid& oid);
+
+}  // namespace swarm::git

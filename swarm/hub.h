@@ -1,0 +1,38 @@
+// The hub: the workspace's bare git repository (.swarm/hub.git). Every slot's
+// worktree is a clone of it and pushes its branch swarm/<slot> back to it.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "swarm/git.h"
+
+namespace swarm {
+
+class Hub {
+ public:
+  // Creates a bare hub at `path`, seeded from `source`'s HEAD (its commits and
+  // branch name) when `source` is a git repository with a commit, else with
+  // one empty initial commit on "main". Leaves `source` untouched.
+  static Hub create(const std::filesystem::path& path, const std::filesystem::path& source);
+
+  // Opens an existing hub. Throws not_bootstrapped when it is missing or broken.
+  static Hub open(const std::filesystem::path& path);
+
+  const std::filesystem::path& path() const { return path_; }
+  std::string url() const { return "file://" + path_.string(); }
+  // The branch HEAD names, e.g. "main".
+  std::string default_branch() const;
+  // The commit at the tip of `branch` (40 hex digits), or nullopt.
+  std::optional<std::string> branch_tip(const std::string& branch) const;
+  // Whether `branch` has commits that the default branch does not.
+  bool has_commits_beyond_default(const std::string& branch) const;
+
+ private:
+  Hub(git::RepositoryPtr repo, std::filesystem::path path) : repo_(std::move(repo)), path_(std::move(path)) {}
+  git::RepositoryPtr repo_;
+  std::filesystem::path path_;
+};
+
+}  // namespace swarm

@@ -1,0 +1,270 @@
+#include "swarm/slot_lifecycle.h"
+
+#include <fstream>
+
+#include "swarm/duration.h"
+#include "swarm/error.h"
+#include "swarm/hub.h"
+#include "swarm/liveness.h"
+#include "swarm/names.h"
+#include "swarm/worktree.h"
+
+namespace swarm {
+
+namespace fs = std::filesystem;
+
+std::string corrupt_message(const std::string& slot, const std::string& reason) {
+  return "the record of slot " + slot + " is corrupt (" + reason +
+         "); remove it with `swarm doctor --fix` or `swarm evict --slot " + slot + "`";
+}
+
+std::string foreign_message(const std::string& slot, const Session& owner) {
+  return "slot " + slot + " belongs to host " + owner.host +
+         (owner.task_id.empty() ? "" : " (task " + owner.task_id + ")") + "; run the verb on " + owner.host +
+         ", or `swarm evict --slot " + slot + "` if that host is gone";
+}
+
+namespace {
+
+std::string not_found_message(const std::string& slot) {
+  return "no session for slot " + slot + " (closed, evicted or expired); take it again with `swarm join --slot " +
+         slot + " --task ...`";
+}
+
+void remove_if_empty(const fs::path& dir) {
+  std::error_code ec;
+  if (fs::is_directory(dir, ec) && fs::is_empty(dir, ec)) fs::remove(dir, ec);
+}
+
+}  // namespace
+
+SlotLifecycle::SlotLifecycle(Workspace workspace, WorkspaceConfig config, SessionStore store, HostIdentity me,
+                             Clock clock)
+    : workspace_(std::move(workspace)),
+      config_(std::move(config)),
+      store_(std::move(store)),
+      me_(std::move(me)),
+      clock_(std::move(clock)) {}
+
+template <typename Write>
+std::uint64_t SlotLifecycle::same_session_cas(SessionEntry entry, const char* doing, Write write) const {
+  const std::string slot = entry.slot;
+  const std::optional<Session> original = entry.session;
+  for (int attempt = 1;; ++attempt) {
+    try {
+      return write(entry);
+    } catch (const Error& e) {
+      if (e.kind() != Errc::conflict || attempt >= kMaxCasAttempts) throw;
+    }
+    // Lost a race: go on only if the record is still the same session.
+    auto reread = store_.get(slot);
+    if (!reread)
+      throw Error(Errc::not_found, "the record of slot " + slot + " vanished while " + doing +
+                                       " (closed, evicted or expired)");
+    bool same = original ? (!reread->corrupt() && reread->session->same_session_as(*original))
+                         : (reread->corrupt() && reread->raw == entry.raw);
+    if (!same)
+      throw Error(Errc::conflict, "slot " + slot + " changed hands while " + doing +
+                                      "; the new session is left alone (see `swarm status --slot " + slot + "`)");
+    entry = *reread;
+  }
+}
+
+std::uint64_t SlotLifecycle::renew(const SessionEntry& entry) const {
+  return same_session_cas(entry, "renewing", [&](const SessionEntry& current) {
+    Session renewed = *current.session;  // keeps fields a newer client wrote
+    renewed.last_renewed = clock_();
+    return store_.update(renewed, current.revision);
+  });
+}
+
+SessionEntry SlotLifecycle::read_own(const std::string& slot) const {
+  require_slot_name(slot);
+  auto entry = store_.get(slot);
+  if (!entry) throw Error(Errc::not_found, not_found_message(slot));
+  if (entry->corrupt()) throw Error(Errc::corrupt, corrupt_message(slot, entry->corrupt_reason));
+  if (!me_.owns(*entry->session)) throw Error(Errc::foreign_host, foreign_message(slot, *entry->session));
+  return *entry;
+}
+
+bool SlotLifecycle::ensure_worktree(const std::string& slot) const {
+  fs::path wt = workspace_.worktree(slot);
+  if (fs::exists(wt)) {
+    try {
+      Worktree::open(wt, slot);
+      return true;
+    } catch (const Error&) {
+      throw Error(Errc::conflict, "the folder " + wt.string() + " exists but is not a git worktree; move it away, "
+                                  "or salvage and remove it with `swarm doctor --fix`");
+    }
+  }
+  fs::create_directories(workspace_.slot_dir(slot));
+  try {
+    Worktree::create(Hub::open(config_.hub), wt, slot);
+  } catch (...) {
+    std::error_code ec;
+    fs::remove_all(wt, ec);  // ours, and half made
+    throw;
+  }
+  return false;
+}
+
+JoinResult SlotLifecycle::join(const std::string& slot, const std::string& task, bool force, std::int64_t leaf_pid) {
+  require_slot_name(slot);
+  require_task_id(task);
+  JoinResult result;
+  Session& s = result.session;
+  s.slot = slot;
+  s.task_id = task;
+  s.agent_id = "slot-" + slot;
+  s.host = me_.host;
+  s.host_id = me_.host_id;
+  s.leaf_pid = leaf_pid;
+  s.hub_url = Hub::open(config_.hub).url();
+  s.started_at = clock_();
+  s.last_renewed = s.started_at;
+
+  auto existing = store_.get(slot);
+  if (!existing) {
+    try {
+      result.revision = store_.create(s);
+    } catch (const Error& e) {
+      if (e.kind() != Errc::conflict) throw;
+      throw Error(Errc::conflict, "slot " + slot + " was just taken by another join; see `swarm status --slot " +
+                                      slot + "`");
+    }
+  } else {
+    if (existing->corrupt()) throw Error(Errc::corrupt, corrupt_message(slot, existing->corrupt_reason));
+    const Session& owner = *existing->session;
+    if (!me_.owns(owner)) throw Error(Errc::foreign_host, foreign_message(slot, owner));
+    auto age = age_of(existing->stored_at, clock_());
+    State state = state_of(age, store_.ttl());
+    if (state != State::stale && !force)
+      throw Error(Errc::conflict, "slot " + slot + " is held by a " + std::string(to_string(state)) +
+                                      " session of this host (task " + owner.task_id + ", renewed " +
+                                      format_duration(std::chrono::duration_cast<std::chrono::seconds>(age)) +
+                                      " ago); take it over with --force, or `swarm close --slot " + slot + "` first");
+    try {
+      result.revision = store_.update(s, existing->revision);
+    } catch (const Error& e) {
+      if (e.kind() != Errc::conflict) throw;
+      throw Error(Errc::conflict, "slot " + slot + " changed while joining; see `swarm status --slot " + slot + "`");
+    }
+    result.replaced = existing;
+  }
+
+  // The record is ours: now the worktree. Undo the record if that fails.
+  try {
+    result.resumed_worktree = ensure_worktree(slot);
+    std::ofstream(workspace_.pid_file(slot)) << leaf_pid << "\n";
+  } catch (...) {
+    try {
+      store_.erase(slot, result.revision);
+    } catch (const Error&) {
+      // Expired or taken meanwhile: either way it is not ours to remove now.
+    }
+    throw;
+  }
+  result.worktree = fs::weakly_canonical(workspace_.worktree(slot));
+  return result;
+}
+
+CommitResult SlotLifecycle::commit(const std::string& slot, const std::string& message,
+                                   const std::vector<std::string>& paths) {
+  if (message.empty()) throw Error(Errc::bad_input, "an empty commit message; say what changed with -m");
+  SessionEntry entry = read_own(slot);
+  fs::path wt = workspace_.worktree(slot);
+  if (!fs::exists(wt))
+    throw Error(Errc::not_found, "slot " + slot + " has no worktree at " + wt.string() +
+                                     "; close the slot and join it again");
+  Worktree worktree = Worktree::open(wt, slot);
+  CommitResult result;
+  result.branch = worktree.branch();
+  result.commit = worktree.commit(message, paths, {entry.session->agent_id.empty() ? "swarm" : entry.session->agent_id,
+                                                   (entry.session->agent_id.empty() ? "swarm" : entry.session->agent_id) +
+                                                       "@" + me_.host});
+  if (result.commit) {
+    try {
+      worktree.push();
+      result.pushed = true;
+    } catch (const Error& e) {
+      result.warnings.push_back(std::string("push failed, the commit stands locally: ") + e.what());
+    }
+  }
+  try {
+    result.revision = renew(entry);
+  } catch (const Error& e) {
+    result.warnings.push_back(std::string("renewal failed: ") + e.what());
+  }
+  return result;
+}
+
+std::uint64_t SlotLifecycle::renew(const std::string& slot) { return renew(read_own(slot)); }
+
+CloseResult SlotLifecycle::close(const std::string& slot, const CloseOptions& options) {
+  require_slot_name(slot);
+  if (options.result != "success" && options.result != "fail" && options.result != "fork")
+    throw Error(Errc::bad_input, "bad --result '" + options.result + "': use success, fail or fork");
+  CloseResult result;
+  auto entry = store_.get(slot);
+  if (entry && entry->corrupt()) throw Error(Errc::corrupt, corrupt_message(slot, entry->corrupt_reason));
+  if (entry && !me_.owns(*entry->session)) throw Error(Errc::foreign_host, foreign_message(slot, *entry->session));
+  fs::path wt = workspace_.worktree(slot);
+  bool have_worktree = fs::exists(wt);
+  if (!entry && !fs::exists(workspace_.slot_dir(slot))) throw Error(Errc::not_found, not_found_message(slot));
+
+  std::optional<Worktree> worktree;
+  if (have_worktree) {
+    try {
+      worktree.emplace(Worktree::open(wt, slot));
+    } catch (const Error&) {
+      // A broken repository: salvage treats it as plain files below.
+    }
+  }
+  if (options.result == "success" && !options.no_artifact) {
+    bool committed = worktree ? worktree->has_commits_beyond_default()
+                              : Hub::open(config_.hub).has_commits_beyond_default("swarm/" + slot);
+    if (!committed)
+      throw Error(Errc::conflict, "slot " + slot + " never committed, so there is nothing to show for success; "
+                                  "commit first, close with --result fail, or pass --no-artifact");
+  }
+  // Salvage before anything is removed; a failed copy stops the close here.
+  if (have_worktree && !options.keep_worktree) {
+    result.salvage = worktree ? salvage_uncommitted(*worktree, slot, workspace_.recovery_dir(), clock_())
+                              : salvage_everything(wt, slot, workspace_.recovery_dir(), clock_());
+  }
+  if (entry) {
+    same_session_cas(*entry, "closing", [&](const SessionEntry& current) {
+      store_.erase(slot, current.revision);
+      return current.revision;
+    });
+    result.released = entry;
+  } else {
+    result.warnings.push_back("slot " + slot + " had no record (it expired); cleaned up its folder only");
+  }
+  worktree.reset();
+  std::error_code ec;
+  if (have_worktree && !options.keep_worktree) {
+    fs::remove_all(wt, ec);
+    if (ec) result.warnings.push_back("could not remove " + wt.string() + ": " + ec.message());
+    result.removed_worktree = !ec;
+  }
+  fs::remove(workspace_.pid_file(slot), ec);
+  remove_if_empty(workspace_.slot_dir(slot));
+  return result;
+}
+
+SessionEntry SlotLifecycle::evict(const std::string& slot) {
+  require_slot_name(slot);
+  auto entry = store_.get(slot);
+  if (!entry) throw Error(Errc::not_found, "no record for slot " + slot + " to evict");
+  SessionEntry removed = *entry;
+  same_session_cas(*entry, "evicting", [&](const SessionEntry& current) {
+    store_.erase(slot, current.revision);
+    removed = current;
+    return current.revision;
+  });
+  return removed;
+}
+
+}  // namespace swarm

@@ -1,0 +1,106 @@
+// The slot verbs (join, commit, renew, close, evict) on one workspace: who may
+// do what to a slot's record and worktree, and in which order, so that a
+// failure part way never leaves a record without a worktree or loses work.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "swarm/clock.h"
+#include "swarm/host.h"
+#include "swarm/recovery.h"
+#include "swarm/session_store.h"
+#include "swarm/workspace.h"
+
+namespace swarm {
+
+// A CAS write that lost a race is retried at most this often, and only while
+// the record is still the same session.
+inline constexpr int kMaxCasAttempts = 5;
+
+struct JoinResult {
+  std::filesystem::path worktree;
+  Session session;
+  std::uint64_t revision = 0;
+  std::optional<SessionEntry> replaced;  // the stale (or forced) record it replaced
+  bool resumed_worktree = false;         // the slot's folder was already there
+};
+
+struct CommitResult {
+  std::optional<std::string> commit;  // empty: nothing to commit
+  std::string branch;
+  bool pushed = false;
+  std::uint64_t revision = 0;         // the renewed record's revision, 0 when renewal failed
+  std::vector<std::string> warnings;  // push or renewal failures: the commit stands
+};
+
+struct CloseOptions {
+  std::string result = "success";  // success | fail | fork
+  bool keep_worktree = false;
+  bool no_artifact = false;
+};
+
+struct CloseResult {
+  std::optional<SessionEntry> released;  // the record it deleted
+  Salvage salvage;
+  bool removed_worktree = false;
+  std::vector<std::string> warnings;
+};
+
+class SlotLifecycle {
+ public:
+  SlotLifecycle(Workspace workspace, WorkspaceConfig config, SessionStore store, HostIdentity me,
+                Clock clock = system_clock());
+
+  // Takes the slot: a record of another host is never touched (foreign_host);
+  // a live one of this host only with `force` (else conflict); a stale one of
+  // this host is replaced. The record is CAS-written first (so racing joins
+  // lose before touching the disk), then the worktree is made or reused; if
+  // that fails the record is removed again.
+  JoinResult join(const std::string& slot, const std::string& task, bool force, std::int64_t leaf_pid);
+
+  // Commits in the slot's worktree, pushes the branch, renews the record (one
+  // CAS update with the revision read). Push and renewal failures are warnings.
+  // `paths` are relative to the worktree (see path_inside).
+  CommitResult commit(const std::string& slot, const std::string& message, const std::vector<std::string>& paths);
+
+  // Bumps last_renewed by CAS. Returns the new revision.
+  std::uint64_t renew(const std::string& slot);
+  // The same from a record already read (one round trip): on a lost race it
+  // rereads and retries only while the record is still the same session.
+  std::uint64_t renew(const SessionEntry& read) const;
+
+  // Releases the slot: artifact gate, salvage, CAS delete, then the folder.
+  CloseResult close(const std::string& slot, const CloseOptions& options);
+
+  // Operator override: CAS-deletes the record whatever its host. Returns it.
+  SessionEntry evict(const std::string& slot);
+
+  // The record of `slot` when it is this host's; not_found, corrupt and
+  // foreign_host errors name the next step.
+  SessionEntry read_own(const std::string& slot) const;
+
+  const Workspace& workspace() const { return workspace_; }
+  const SessionStore& store() const { return store_; }
+  const HostIdentity& me() const { return me_; }
+
+ private:
+  template <typename Write>
+  std::uint64_t same_session_cas(SessionEntry entry, const char* doing, Write write) const;
+  bool ensure_worktree(const std::string& slot) const;
+
+  Workspace workspace_;
+  WorkspaceConfig config_;
+  SessionStore store_;
+  HostIdentity me_;
+  Clock clock_;
+};
+
+// The messages of the contract's refusals, shared with doctor and status.
+std::string corrupt_message(const std::string& slot, const std::string& reason);
+std::string foreign_message(const std::string& slot, const Session& owner);
+
+}  // namespace swarm

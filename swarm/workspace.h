@@ -1,0 +1,64 @@
+// A workspace: a folder with a .swarm/ in it, its config.json, and where each
+// thing lives under .swarm/ (see adr/0006-workspace-layout.md).
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+
+#include "swarm/session_store.h"
+
+namespace swarm {
+
+inline constexpr const char* kDefaultLeaseBucket = "swarm-leases";
+
+// .swarm/config.json, written by `swarm up`. Zero values are the defaults.
+struct WorkspaceConfig {
+  std::string nats_url;  // one URL or several, comma-separated
+  std::string bucket = kDefaultSessionBucket;
+  std::string hub;       // absolute path of the hub
+  bool embedded = false;  // true when `swarm up` started the nats-server itself
+  std::chrono::milliseconds ttl = kDefaultSessionTtl;
+  int replicas = 1;
+  std::string lease_bucket = kDefaultLeaseBucket;
+};
+
+class Workspace {
+ public:
+  // `explicit_dir` (from --workspace or $SWARM_WORKSPACE) when given, else the
+  // nearest folder from `cwd` upwards that has a .swarm/. Throws
+  // not_bootstrapped when there is none.
+  static Workspace find(const std::string& explicit_dir, const std::filesystem::path& cwd);
+  // The workspace rooted at `root`, whether or not it exists yet (for `up`).
+  static Workspace at(const std::filesystem::path& root);
+
+  const std::filesystem::path& root() const { return root_; }
+  std::filesystem::path swarm_dir() const { return root_ / ".swarm"; }
+  std::filesystem::path config_file() const { return swarm_dir() / "config.json"; }
+  std::filesystem::path hub_dir() const { return swarm_dir() / "hub.git"; }
+  std::filesystem::path nats_dir() const { return swarm_dir() / "nats"; }
+  std::filesystem::path slots_dir() const { return swarm_dir() / "slots"; }
+  std::filesystem::path slot_dir(const std::string& slot) const { return slots_dir() / slot; }
+  std::filesystem::path worktree(const std::string& slot) const { return slot_dir(slot) / "wt"; }
+  std::filesystem::path pid_file(const std::string& slot) const { return slot_dir(slot) / "leaf.pid"; }
+  std::filesystem::path recovery_dir() const { return swarm_dir() / "recovery"; }
+
+  bool has_config() const;
+  // Throws not_bootstrapped when config.json is missing or unreadable.
+  WorkspaceConfig load_config() const;
+  // Writes config.json atomically (temp file and rename).
+  void save_config(const WorkspaceConfig& config) const;
+  // The config, after checking the workspace is bootstrapped: config.json and
+  // the hub exist. Throws not_bootstrapped naming what is missing.
+  WorkspaceConfig require_bootstrapped() const;
+
+ private:
+  explicit Workspace(std::filesystem::path root) : root_(std::move(root)) {}
+  std::filesystem::path root_;
+};
+
+// Writes `text` to `path` through a temporary file and a rename, so readers
+// see the old or the new file, never half of one.
+void write_file_atomically(const std::filesystem::path& path, const std::string& text);
+
+}  // namespace swarm

@@ -1,0 +1,72 @@
+// A slot's worktree: a clone of the hub at .swarm/slots/<slot>/wt on branch
+// swarm/<slot>. Commits move that branch and are pushed back to the hub.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "swarm/git.h"
+
+namespace swarm {
+
+class Hub;
+
+// One uncommitted path, relative to the worktree, with a git-status-like code.
+struct Change {
+  std::string path;
+  char code = '?';  // 'A' added, 'M' modified, 'D' deleted, 'R' renamed, 'T' type change, '?' untracked
+};
+
+struct CommitAuthor {
+  std::string name;
+  std::string email;
+};
+
+class Worktree {
+ public:
+  // Clones the hub into `path` and checks out swarm/<slot>: the hub's branch
+  // of that name when it exists (earlier work of the slot), else a new branch
+  // at the tip of the hub's default branch.
+  static Worktree create(const Hub& hub, const std::filesystem::path& path, const std::string& slot);
+
+  // Opens an existing worktree. Throws not_found when `path` is not a git
+  // repository.
+  static Worktree open(const std::filesystem::path& path, const std::string& slot);
+
+  const std::filesystem::path& path() const { return path_; }
+  std::string branch() const { return "swarm/" + slot_; }
+
+  // Commits `paths` (relative to the worktree; empty: every change, untracked
+  // included, ignored files not) with the branch tip as parent, and moves the
+  // branch. Returns the new commit, or nullopt when there is nothing to commit.
+  std::optional<std::string> commit(const std::string& message, const std::vector<std::string>& paths,
+                                    const CommitAuthor& author);
+
+  // Pushes swarm/<slot> to the hub. Throws when the push fails or is rejected.
+  void push();
+
+  // Every uncommitted change, untracked files included.
+  std::vector<Change> changes() const;
+
+  // Whether swarm/<slot> has commits that the hub's default branch (as cloned) lacks.
+  bool has_commits_beyond_default() const;
+
+ private:
+  Worktree(git::RepositoryPtr repo, std::filesystem::path path, std::string slot)
+      : repo_(std::move(repo)), path_(std::move(path)), slot_(std::move(slot)) {}
+  void require_on_branch() const;
+
+  git::RepositoryPtr repo_;
+  std::filesystem::path path_;
+  std::string slot_;
+};
+
+// The path, relative to `worktree`, that `user_path` names (relative paths are
+// relative to `cwd`). Throws bad_input when it lies outside the worktree,
+// including through a symlink, or inside its .git folder.
+std::string path_inside(const std::filesystem::path& worktree, const std::filesystem::path& cwd,
+                        const std::string& user_path);
+
+}  // namespace swarm

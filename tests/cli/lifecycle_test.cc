@@ -1,0 +1,282 @@
+// The slot lifecycle through the real binary: join, commit, status, close, evict.
+#include <doctest/doctest.h>
+
+#include <thread>
+
+#include "cli/swarm_fixture.h"
+
+using namespace testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+// The record of `slot` as `status --slot --json` reports it.
+swarm::Json session_json(const SwarmWorkspace& ws, const std::string& slot) {
+  auto r = ws.swarm({"status", "--slot", slot, "--json"});
+  REQUIRE_MESSAGE(r.exit == 0, r.err);
+  auto doc = json_of(r);
+  REQUIRE(doc);
+  cJSON* sessions = cJSON_GetObjectItem(doc.get(), "sessions");
+  REQUIRE(cJSON_GetArraySize(sessions) == 1);
+  return swarm::Json::parse(cJSON_PrintUnformatted(cJSON_GetArrayItem(sessions, 0)));
+}
+
+}  // namespace
+
+TEST_CASE("Lifecycle_JoinCommitStatusCloseEvict") {
+  // three slots join, commit, show in status; one closes with success, one is evicted.
+  SwarmWorkspace ws;
+  for (std::string slot : {"a", "b", "c"}) {
+    auto r = ws.swarm({"join", "--slot", slot, "--task", "T-" + slot});
+    REQUIRE_MESSAGE(r.exit == 0, r.err);
+    CHECK(r.out == ws.worktree(slot).string() + "\n");  // stdout is the path alone
+    CHECK(std::filesystem::exists(ws.worktree(slot) / ".git"));
+    CHECK(read_file(ws.root() / ".swarm/slots" / slot / "leaf.pid").size() > 1);
+    write_file(ws.worktree(slot) / ("work-" + slot + ".txt"), "made by " + slot + "\n");
+    auto c = ws.swarm({"commit", "--slot", slot, "-m", "work of " + slot});
+    REQUIRE_MESSAGE(c.exit == 0, c.err);
+    CHECK(c.err.empty());  // pushed and renewed: no warning
+  }
+
+  auto status = ws.swarm({"status", "--json"});
+  REQUIRE(status.exit == 0);
+  auto doc = json_of(status);
+  REQUIRE(doc);
+  CHECK(field(doc, "schema") == "swarm.status.v1");
+  cJSON* sessions = cJSON_GetObjectItem(doc.get(), "sessions");
+  REQUIRE(cJSON_GetArraySize(sessions) == 3);
+  for (int i = 0; i < 3; ++i) {
+    cJSON* s = cJSON_GetArrayItem(sessions, i);
+    CHECK(std::string(cJSON_GetObjectItem(s, "state")->valuestring) == "fresh");
+    CHECK(std::string(cJSON_GetObjectItem(s, "host")->valuestring) == "host-a");
+    CHECK(std::string(cJSON_GetObjectItem(s, "host_id")->valuestring) == "id-a");
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItem(s, "local")));
+    CHECK(cJSON_GetObjectItem(s, "age_seconds")->valuedouble < 30);
+    CHECK(cJSON_GetObjectItem(s, "revision")->valuedouble > 0);
+  }
+  auto human = ws.swarm({"status"});
+  CHECK(human.out.find("SLOT") != std::string::npos);
+  CHECK(human.out.find("T-b") != std::string::npos);
+
+  auto closed = ws.swarm({"close", "--slot", "a", "--result", "success"});
+  REQUIRE_MESSAGE(closed.exit == 0, closed.err);
+  CHECK_FALSE(std::filesystem::exists(ws.worktree("a")));
+  CHECK_FALSE(std::filesystem::exists(ws.root() / ".swarm/slots/a"));
+  CHECK(ws.swarm({"status", "--slot", "a"}).exit == 4);
+
+  auto evicted = ws.swarm({"evict", "--slot", "b"});
+  REQUIRE_MESSAGE(evicted.exit == 0, evicted.err);
+  CHECK(evicted.out.find("task T-b") != std::string::npos);  // says what it removed
+  CHECK(ws.swarm({"status", "--slot", "b"}).exit == 4);
+  CHECK(ws.swarm({"evict", "--slot", "b"}).exit == 4);
+  CHECK(ws.swarm({"status", "--slot", "c"}).exit == 0);
+}
+
+TEST_CASE("Commit_PushesTheSlotBranchToTheHub") {
+  // the hub's swarm/<slot> branch, read back with the real git CLI, has the commit and the file.
+  SwarmWorkspace ws;
+  REQUIRE(ws.swarm({"join", "--slot", "render", "--task", "T-42"}).exit == 0);
+  write_file(ws.worktree("render") / "src/tile.cc", "int tile;\n");
+  write_file(ws.worktree("render") / "notes.md", "untracked too\n");
+  auto c = ws.swarm({"commit", "--slot", "render", "-m", "render: tile cache"});
+  REQUIRE_MESSAGE(c.exit == 0, c.err);
+  auto hub = (ws.root() / ".swarm/hub.git").string();
+  auto log = ws.git({"--git-dir", hub, "log", "--format=%s", "swarm/render"});
+  REQUIRE(log.exit == 0);
+  CHECK(log.out.find("render: tile cache") == 0);
+  CHECK(ws.git({"--git-dir", hub, "show", "swarm/render:src/tile.cc"}).out == "int tile;\n");
+  CHECK(ws.git({"--git-dir", hub, "show", "swarm/render:notes.md"}).out == "untracked too\n");
+  // The commit's parent is the hub's default branch: the branch started there.
+  auto parent = ws.git({"--git-dir", hub, "rev-parse", "swarm/render~1"});
+  auto main_tip = ws.git({"--git-dir", hub, "rev-parse", "HEAD"});
+  CHECK(parent.out == main_tip.out);
+  // The commit id printed is the hub's tip.
+  auto tip = ws.git({"--git-dir", hub, "rev-parse", "swarm/render"});
+  CHECK(tip.out.substr(0, 12) == c.out.substr(0, 12));
+}
+
+TEST_CASE("Commit_OnlyNamedPathsAndDeletions") {
+  // with paths, only they are committed (deletions too); the rest stays uncommitted.
+  SwarmWorkspace ws;
+  REQUIRE(ws.swarm({"join", "--slot", "s", "--task", "T-1"}).exit == 0);
+  auto wt = ws.worktree("s");
+  write_file(wt / "keep.txt", "1\n");
+  write_file(wt / "gone.txt", "2\n");
+  REQUIRE(ws.swarm({"commit", "--slot", "s", "-m", "two files"}).exit == 0);
+  std::filesystem::remove(wt / "gone.txt");
+  write_file(wt / "keep.txt", "changed\n");
+  write_file(wt / "later.txt", "not yet\n");
+  auto c = ws.swarm({"commit", "--slot", "s", "-m", "delete one", "gone.txt"}, kHostA, wt);
+  REQUIRE_MESSAGE(c.exit == 0, c.err);
+  auto files = ws.git({"ls-tree", "--name-only", "HEAD"}, wt);
+  CHECK(files.out == "keep.txt\n");
+  CHECK(ws.git({"show", "HEAD:keep.txt"}, wt).out == "1\n");
+  auto status = ws.git({"status", "--porcelain"}, wt);
+  CHECK(status.out.find(" M keep.txt") != std::string::npos);
+  CHECK(status.out.find("?? later.txt") != std::string::npos);
+  // Nothing left to commit is not an error, and still renews.
+  REQUIRE(ws.swarm({"commit", "--slot", "s", "-m", "all"}).exit == 0);
+  auto again = ws.swarm({"commit", "--slot", "s", "-m", "nothing"});
+  CHECK(again.exit == 0);
+  CHECK(again.out.find("nothing to commit") != std::string::npos);
+}
+
+TEST_CASE("Commit_RenewsTheRecord") {
+  // a commit bumps the record's revision and last_renewed.
+  SwarmWorkspace ws;
+  REQUIRE(ws.swarm({"join", "--slot", "s", "--task", "T-1"}).exit == 0);
+  auto before = session_json(ws, "s");
+  std::this_thread::sleep_for(20ms);
+  write_file(ws.worktree("s") / "f.txt", "x\n");
+  REQUIRE(ws.swarm({"commit", "--slot", "s", "-m", "f"}).exit == 0);
+  auto after = session_json(ws, "s");
+  CHECK(number(after, "revision") > number(before, "revision"));
+  CHECK(field(after, "last_renewed") > field(before, "last_renewed"));
+  CHECK(field(after, "started_at") == field(before, "started_at"));
+  auto renewed = ws.swarm({"renew", "--slot", "s"});
+  REQUIRE(renewed.exit == 0);
+  CHECK(number(session_json(ws, "s"), "revision") > number(after, "revision"));
+}
+
+TEST_CASE("Commit_RejectedPushIsAWarningAndTheCommitStands") {
+  // when the hub's branch moved on, the push is refused: exit 0, a warning, the local commit kept.
+  SwarmWorkspace ws;
+  REQUIRE(ws.swarm({"join", "--slot", "s", "--task", "T-1"}).exit == 0);
+  // Someone else pushes another history to swarm/s in the hub.
+  auto other = ws.root() / "other";
+  REQUIRE(ws.git({"clone", "-q", (ws.root() / ".swarm/hub.git").string(), other.string()}).exit == 0);
+  write_file(other / "theirs.txt", "theirs\n");
+  REQUIRE(ws.git({"-c", "user.name=o", "-c", "user.email=o@o", "commit", "-q", "-a", "--allow-empty", "-m", "theirs"}, other)
+              .exit == 0);
+  REQUIRE(ws.git({"push", "-q", "origin", "HEAD:refs/heads/swarm/s"}, other).exit == 0);
+
+  write_file(ws.worktree("s") / "mine.txt", "mine\n");
+  auto c = ws.swarm({"commit", "--slot", "s", "-m", "mine"});
+  CHECK(c.exit == 0);
+  CHECK(c.err.find("warning: push failed") != std::string::npos);
+  CHECK(c.out.find("not pushed") != std::string::npos);
+  CHECK(ws.git({"log", "-1", "--format=%s"}, ws.worktree("s")).out == "mine\n");
+}
+
+TEST_CASE("Join_ReplacesAStaleSessionOfThisHost") {
+  // in a 3s-TTL workspace a session older than 2s is stale: join takes it without --force.
+  SwarmWorkspace ws({.up_args = {"--ttl", "3s"}});
+  REQUIRE(ws.swarm({"join", "--slot", "s", "--task", "T-1"}).exit == 0);
+  auto first = session_json(ws, "s");
+  CHECK(ws.swarm({"join", "--slot", "s", "--task", "T-1"}).exit == 3);  // still fresh
+  std::this_thread::sleep_for(2100ms);
+  CHECK(field(session_json(ws, "s"), "state") == "stale");
+  auto r = ws.swarm({"join", "--slot", "s", "--task", "T-2"});
+  REQUIRE_MESSAGE(r.exit == 0, r.err);
+  auto second = session_json(ws, "s");
+  CHECK(field(second, "task_id") == "T-2");
+  CHECK(field(second, "started_at") != field(first, "started_at"));
+  CHECK(field(second, "state") == "fresh");
+}
+
+TEST_CASE("Join_ExpiredSessionLeavesTheWorktreeToResume") {
+  // after the record expires, join takes the slot again and keeps the uncommitted work.
+  SwarmWorkspace ws({.up_args = {"--ttl", "2s"}});
+  REQUIRE(ws.swarm({"join", "--slot", "s", "--task", "T-1"}).exit == 0);
+  write_file(ws.worktree("s") / "wip.txt", "work in progress\n");
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (ws.swarm({"status", "--slot", "s"}).exit == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(250ms);
+  REQUIRE(ws.swarm({"status", "--slot", "s"}).exit == 4);
+  auto r = ws.swarm({"join", "--slot", "s", "--task", "T-1"});
+  REQUIRE_MESSAGE(r.exit == 0, r.err);
+  CHECK(r.err.find("reusing the existing worktree") != std::string::npos);
+  CHECK(read_file(ws.worktree("s") / "wip.txt") == "work in progress\n");
+}
+
+TEST_CASE("Join_ForceTakesALiveSessionOfThisHost") {
+  // --force replaces a fresh session of this host and keeps its worktree.
+  SwarmWorkspace ws;
+  REQUIRE(ws.swarm({"join", "--slot", "s", "--task", "T-1"}).exit == 0);
+  write_file(ws.worktree("s") / "wip.txt", "keep me\n");
+  auto first = session_json(ws, "s");
+  auto refused = ws.swarm({"join", "--slot", "s", "--task", "T-1"});
+  CHECK(refused.exit == 3);
+  CHECK(refused.err.find("--force") != std::string::npos);
+  auto forced = ws.swarm({"join", "--slot", "s", "--task", "T-9", "--force"});
+  REQUIRE_MESSAGE(forced.exit == 0, forced.err);
+  auto second = session_json(ws, "s");
+  CHECK(field(second, "task_id") == "T-9");
+  CHECK(number(second, "revision") > number(first, "revision"));
+  CHECK(read_file(ws.worktree("s") / "wip.txt") == "keep me\n");
+}
+
+TEST_CASE("Join_SixteenConcurrentJoinsHaveOneWinner") {
+  // 16 processes join one slot at once: exactly one exit 0, fifteen exit 3, one worktree.
+  SwarmWorkspace ws;
+  std::vector<Process> processes;
+  for (int i = 0; i < 16; ++i) processes.emplace_back(ws.command({"join", "--slot", "hot", "--task", "T-1"}));
+  int winners = 0, conflicts = 0;
+  for (auto& p : processes) {
+    auto r = p.wait();
+    if (r.exit == 0) ++winners;
+    else if (r.exit == 3) ++conflicts;
+    else FAIL("unexpected exit " << r.exit << ": " << r.err);
+  }
+  CHECK(winners == 1);
+  CHECK(conflicts == 15);
+  CHECK(std::filesystem::exists(ws.worktree("hot") / ".git"));
+  CHECK(ws.git({"status", "--porcelain"}, ws.worktree("hot")).out.empty());
+}
+
+TEST_CASE("Close_ArtifactGate") {
+  // success is refused for a slot that never committed (exit 3, nothing removed) unless --no-artifact.
+  SwarmWorkspace ws;
+  REQUIRE(ws.swarm({"join", "--slot", "s", "--task", "T-1"}).exit == 0);
+  auto refused = ws.swarm({"close", "--slot", "s"});
+  CHECK(refused.exit == 3);
+  CHECK(refused.err.find("never committed") != std::string::npos);
+  CHECK(std::filesystem::exists(ws.worktree("s")));
+  CHECK(ws.swarm({"status", "--slot", "s"}).exit == 0);
+  CHECK(ws.swarm({"close", "--slot", "s", "--result", "success", "--no-artifact"}).exit == 0);
+  CHECK(ws.swarm({"status", "--slot", "s"}).exit == 4);
+
+  REQUIRE(ws.swarm({"join", "--slot", "t", "--task", "T-2"}).exit == 0);
+  write_file(ws.worktree("t") / "result.txt", "done\n");
+  REQUIRE(ws.swarm({"commit", "--slot", "t", "-m", "result"}).exit == 0);
+  CHECK(ws.swarm({"close", "--slot", "t", "--result", "success"}).exit == 0);
+  CHECK(ws.swarm({"close", "--slot", "t"}).exit == 4);
+}
+
+TEST_CASE("Close_SalvagesUncommittedFilesBeforeRemoving") {
+  // modified and untracked files are copied with their relative paths to .swarm/recovery/.
+  SwarmWorkspace ws;
+  REQUIRE(ws.swarm({"join", "--slot", "s", "--task", "T-1"}).exit == 0);
+  auto wt = ws.worktree("s");
+  write_file(wt / "tracked.txt", "v1\n");
+  REQUIRE(ws.swarm({"commit", "--slot", "s", "-m", "v1"}).exit == 0);
+  write_file(wt / "tracked.txt", "v2 uncommitted\n");
+  write_file(wt / "deep/new/file.txt", "new\n");
+  auto r = ws.swarm({"close", "--slot", "s", "--result", "fail"});
+  REQUIRE_MESSAGE(r.exit == 0, r.err);
+  CHECK_FALSE(std::filesystem::exists(wt));
+  auto recovery = ws.root() / ".swarm/recovery";
+  REQUIRE(std::filesystem::exists(recovery));
+  auto folder = std::filesystem::directory_iterator(recovery)->path();
+  CHECK(folder.filename().string().rfind("s-", 0) == 0);
+  CHECK(read_file(folder / "tracked.txt") == "v2 uncommitted\n");
+  CHECK(read_file(folder / "deep/new/file.txt") == "new\n");
+  CHECK(read_file(folder / "MANIFEST").find("M tracked.txt") != std::string::npos);
+
+  // --keep-worktree keeps the folder and salvages nothing.
+  REQUIRE(ws.swarm({"join", "--slot", "k", "--task", "T-2"}).exit == 0);
+  write_file(ws.worktree("k") / "x.txt", "x\n");
+  REQUIRE(ws.swarm({"close", "--slot", "k", "--result", "fail", "--keep-worktree"}).exit == 0);
+  CHECK(read_file(ws.worktree("k") / "x.txt") == "x\n");
+}
+
+TEST_CASE("Cwd_PrintsTheWorktreeWithoutNats") {
+  // cwd answers from the filesystem: it works with the server gone.
+  SwarmWorkspace ws;
+  REQUIRE(ws.swarm({"join", "--slot", "s", "--task", "T-1"}).exit == 0);
+  ws.server()->stop();
+  auto r = ws.swarm({"cwd", "--slot", "s"});
+  CHECK(r.exit == 0);
+  CHECK(r.out == ws.worktree("s").string() + "\n");
+  CHECK(ws.swarm({"cwd", "--slot", "nope"}).exit == 4);
+}

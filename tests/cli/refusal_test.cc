@@ -1,0 +1,250 @@
+// What swarm refuses, with which exit code, and that a refusal changes nothing.
+#include <doctest/doctest.h>
+
+#include "cli/swarm_fixture.h"
+#include "kv/bucket.h"
+
+using namespace testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string raw_record(SwarmWorkspace& ws, const std::string& slot) {
+  auto connection = kv::Connection::connect({.urls = {ws.server()->url()}});
+  auto entry = kv::Bucket::open(connection, "swarm-sessions").get(slot);
+  return entry ? entry->value + "@" + std::to_string(entry->revision) : "(none)";
+}
+
+}  // namespace
+
+TEST_CASE("ForeignHost_RefusedEvenWithForce") {
+  // a live or stale session of another host is never taken or touched by join, commit, renew or close.
+  SwarmWorkspace ws;
+  REQUIRE(ws.swarm({"join", "--slot", "s", "--task", "T-1"}, kHostB).exit == 0);
+  auto before = raw_record(ws, "s");
+  for (auto args : std::vector<std::vector<std::string>>{{"join", "--slot", "s", "--task", "T-1"},
+                                                         {"join", "--slot", "s", "--task", "T-1", "--force"},
+                                                         {"commit", "--slot", "s", "-m", "x"},
+                                                         {"renew", "--slot", "s"},
+                                                         {"close", "--slot", "s", "--result", "fail"}}) {
+    auto r = ws.swarm(args, kHostA);
+    CHECK_MESSAGE(r.exit == 5, args[0] << ": " << r.err);
+    CHECK(r.err.find("host-b") != std::string::npos);
+    CHECK(r.err.find("swarm evict --slot s") != std::string::npos);
+  }
+  CHECK(raw_record(ws, "s") == before);
+  CHECK(std::filesystem::exists(ws.worktree("s")));  // host B's folder (same disk here) untouched
+}
+
+TEST_CASE("ForeignHost_SameHostnameOtherMachineIsForeign") {
+  // two hosts that share a hostname are told apart by the machine id.
+  SwarmWorkspace ws;
+  REQUIRE(ws.swarm({"join", "--slot", "s", "--task", "T-1"}, {{"SWARM_HOST", "box"}, {"SWARM_HOST_ID", "m1"}}).exit == 0);
+  CHECK(ws.swarm({"renew", "--slot", "s"}, {{"SWARM_HOST", "box"}, {"SWARM_HOST_ID", "m2"}}).exit == 5);
+  CHECK(ws.swarm({"renew", "--slot", "s"}, {{"SWARM_HOST", "box"}, {"SWARM_HOST_ID", "m1"}}).exit == 0);
+}
+
+TEST_CASE("Evict_RemovesAnotherHostsRecord") {
+  // evict is the operator override: any host, and it prints what it removed.
+  SwarmWorkspace ws;
+  REQUIRE(ws.swarm({"join", "--slot", "s", "--task", "T-7"}, kHostB).exit == 0);
+  auto r = ws.swarm({"evict", "--slot", "s", "--json"}, kHostA);
+  REQUIRE_MESSAGE(r.exit == 0, r.err);
+  auto doc = json_of(r);
+  CHECK(field(doc, "schema") == "swarm.evict.v1");
+  cJSON* record = cJSON_GetObjectItem(doc.get(), "record");
+  REQUIRE(record);
+  CHECK(std::string(cJSON_GetObjectItem(record, "host")->valuestring) == "host-b");
+  CHECK(raw_record(ws, "s") == "(none)");
+  // Now host A may take it.
+  CHECK(ws.swarm({"join", "--slot", "s", "--task", "T-7"}, kHostA).exit == 0);
+}
+
+TEST_CASE("Corrupt_RecordIsRefusedWithExit3AndNamesTheFix") {
+  // a corrupt record stops join, commit, renew and close with exit 3; status shows it; evict removes it.
+  SwarmWorkspace ws;
+  {
+    auto connection = kv::Connection::connect({.urls = {ws.server()->url()}});
+    kv::Bucket::open(connection, "swarm-sessions").create("bad", "{\"slot\":\"bad\"");
+  }
+  for (auto args : std::vector<std::vector<std::string>>{{"join", "--slot", "bad", "--task", "T-1", "--force"},
+                                                         {"commit", "--slot", "bad", "-m", "x"},
+                                                         {"renew", "--slot", "bad"},
+                                                         {"close", "--slot", "bad"}}) {
+    auto r = ws.swarm(args);
+    CHECK_MESSAGE(r.exit == 3, args[0] << ": " << r.err);
+    CHECK(r.err.find("corrupt") != std::string::npos);
+    CHECK(r.err.find("swarm doctor --fix") != std::string::npos);
+    CHECK(r.err.find("swarm evict --slot bad") != std::string::npos);
+  }
+  auto status = ws.swarm({"status", "--json"});
+  REQUIRE(status.exit == 0);
+  auto doc = json_of(status);
+  cJSON* first = cJSON_GetArrayItem(cJSON_GetObjectItem(doc.get(), "sessions"), 0);
+  CHECK(std::string(cJSON_GetObjectItem(first, "state")->valuestring) == "corrupt");
+  CHECK(std::string(cJSON_GetObjectItem(first, "error")->valuestring) == "the value is not valid JSON");
+  CHECK(ws.swarm({"status"}).out.find("corrupt") != std::string::npos);
+  CHECK(ws.swarm({"evict", "--slot", "bad"}).exit == 0);
+  CHECK(ws.swarm({"join", "--slot", "bad", "--task", "T-1"}).exit == 0);
+}
+
+TEST_CASE("BadSlotNames_Exit2BeforeAnyIo") {
+  // a bad slot name is refused with exit 2 by every verb, even with NATS down, and creates nothing.
+  SwarmWorkspace ws;
+  ws.server()->stop();  // proves no NATS round trip happens first
+  for (std::string bad : std::vector<std::string>{"a.b", "a/b", "", "a b", "*", ">", "../x", "-a", std::string(64, 'x')}) {
+    for (auto args : std::vector<std::vector<std::string>>{{"join", "--slot", bad, "--task", "T-1"},
+                                                           {"commit", "--slot", bad, "-m", "m"},
+                                                           {"renew", "--slot", bad},
+                                                           {"close", "--slot", bad},
+                                                           {"evict", "--slot", bad},
+                                                           {"status", "--slot", bad},
+                                                           {"cwd", "--slot", bad}}) {
+      auto r = ws.swarm(args);
+      CHECK_MESSAGE(r.exit == 2, args[0] << " '" << bad << "': " << r.err);
+      CHECK(r.out.empty());
+    }
+  }
+  CHECK_FALSE(std::filesystem::exists(ws.root() / ".swarm/slots"));
+  CHECK(ws.swarm({"join", "--slot", "ok", "--task", "bad task"}).exit == 2);
+  CHECK(ws.swarm({"status", "--timeout", "soon"}).exit == 2);
+  CHECK(ws.swarm({"close", "--slot", "ok", "--result", "maybe"}).exit == 2);
+  CHECK(ws.swarm({"frobnicate"}).exit == 2);
+}
+
+TEST_CASE("Commit_PathsOutsideTheWorktreeExit2AndChangeNothing") {
+  // "..", absolute paths elsewhere and symlinks leading out are refused; no commit, no renewal.
+  SwarmWorkspace ws;
+  REQUIRE(ws.swarm({"join", "--slot", "s", "--task", "T-1"}).exit == 0);
+  auto wt = ws.worktree("s");
+  write_file(wt / "inside.txt", "in\n");
+  write_file(ws.root() / "outside.txt", "out\n");
+  std::filesystem::create_symlink(ws.root(), wt / "escape");
+  std::filesystem::create_symlink(ws.root() / "outside.txt", wt / "link-out.txt");
+  auto before = raw_record(ws, "s");
+  auto tip = ws.git({"rev-parse", "HEAD"}, wt).out;
+  for (std::string bad : std::vector<std::string>{"../../../../outside.txt", (ws.root() / "outside.txt").string(), "/etc/passwd",
+                          "escape/outside.txt", "link-out.txt", ".git/config", "../wt2/x"}) {
+    auto r = ws.swarm({"commit", "--slot", "s", "-m", "m", "inside.txt", bad}, kHostA, wt);
+    CHECK_MESSAGE(r.exit == 2, bad << ": " << r.err);
+  }
+  CHECK(ws.git({"rev-parse", "HEAD"}, wt).out == tip);
+  CHECK(raw_record(ws, "s") == before);
+  // A path that names no file is bad input too.
+  CHECK(ws.swarm({"commit", "--slot", "s", "-m", "m", "nope.txt"}, kHostA, wt).exit == 2);
+  // Inside paths, relative to the current folder, are fine.
+  std::filesystem::create_directories(wt / "sub");
+  write_file(wt / "sub/f.txt", "f\n");
+  CHECK(ws.swarm({"commit", "--slot", "s", "-m", "sub", "f.txt"}, kHostA, wt / "sub").exit == 0);
+  CHECK(ws.git({"show", "HEAD:sub/f.txt"}, wt).out == "f\n");
+}
+
+TEST_CASE("StoppedServer_Exit7WithinTheTimeout") {
+  // with NATS gone every verb that needs it exits 7 within --timeout plus a second.
+  SwarmWorkspace ws;
+  REQUIRE(ws.swarm({"join", "--slot", "s", "--task", "T-1"}).exit == 0);
+  ws.server()->stop();
+  for (auto args : std::vector<std::vector<std::string>>{{"join", "--slot", "t", "--task", "T-1"},
+                                                         {"commit", "--slot", "s", "-m", "m"},
+                                                         {"renew", "--slot", "s"},
+                                                         {"close", "--slot", "s", "--no-artifact"},
+                                                         {"evict", "--slot", "s"},
+                                                         {"status"}}) {
+    args.insert(args.end(), {"--timeout", "2s"});
+    auto r = ws.swarm(args);
+    CHECK_MESSAGE(r.exit == 7, args[0] << ": " << r.err);
+    CHECK(r.took < 3s);
+    CHECK(r.err.find("cannot reach NATS") != std::string::npos);
+  }
+  CHECK(std::filesystem::exists(ws.worktree("s")));
+}
+
+TEST_CASE("SilentServer_Exit7WithinTheTimeout") {
+  // a server that accepts connections but never answers: exit 7 once the timeout passes.
+  SwarmWorkspace ws;
+  SilentListener silent;
+  auto r = ws.swarm({"status", "--timeout", "1s", "--nats-url", silent.url()});
+  CHECK(r.exit == 7);
+  CHECK(r.took < 2s);
+}
+
+TEST_CASE("NotBootstrapped_Exit6WithoutTellingTheLeafToBootstrap") {
+  // no .swarm/, or no config or hub: exit 6, and the message never says to run swarm up.
+  TempDir empty;
+  Command c;
+  c.args = {SWARM_BINARY, "join", "--slot", "s", "--task", "T-1"};
+  c.cwd = empty.path();
+  c.env = {{"SWARM_WORKSPACE", ""}, {"NATS_URL", ""}};
+  auto r = run(c);
+  CHECK(r.exit == 6);
+  CHECK(r.err.find("swarm up") == std::string::npos);
+  CHECK(r.err.find("bootstrap") == std::string::npos);
+  std::filesystem::create_directories(empty.path() / ".swarm");
+  for (auto args : std::vector<std::vector<std::string>>{{"join", "--slot", "s", "--task", "T-1"},
+                                                         {"status"},
+                                                         {"commit", "--slot", "s", "-m", "m"}}) {
+    c.args = {SWARM_BINARY};
+    c.args.insert(c.args.end(), args.begin(), args.end());
+    auto r2 = run(c);
+    CHECK_MESSAGE(r2.exit == 6, r2.err);
+    CHECK(r2.err.find("swarm up") == std::string::npos);
+  }
+  CHECK(std::filesystem::is_empty(empty.path() / ".swarm"));
+}
+
+TEST_CASE("Json_EveryVerbPrintsOneDocumentWithItsSchema") {
+  // with --json stdout is exactly one JSON document named swarm.<verb>.v1; errors go to stderr as swarm.error.v1.
+  SwarmWorkspace ws;
+  auto expect = [&](const std::vector<std::string>& args, const std::string& schema) {
+    auto with_json = args;
+    with_json.push_back("--json");
+    auto r = ws.swarm(with_json);
+    CHECK_MESSAGE(r.exit == 0, args[0] << ": " << r.err);
+    auto doc = json_of(r);
+    REQUIRE_MESSAGE(doc, args[0] << " printed: " << r.out);
+    CHECK(field(doc, "schema") == schema);
+    CHECK(r.out.find('\n') == r.out.size() - 1);  // one line
+    return doc;
+  };
+  expect({"up", "--nats-url", ws.server()->url()}, "swarm.up.v1");
+  auto join = expect({"join", "--slot", "s", "--task", "T-1"}, "swarm.join.v1");
+  CHECK(field(join, "worktree") == ws.worktree("s").string());
+  write_file(ws.worktree("s") / "f.txt", "f\n");
+  auto commit = expect({"commit", "--slot", "s", "-m", "f"}, "swarm.commit.v1");
+  CHECK(field(commit, "commit").size() == 40);
+  expect({"renew", "--slot", "s"}, "swarm.renew.v1");
+  expect({"status"}, "swarm.status.v1");
+  expect({"cwd", "--slot", "s"}, "swarm.cwd.v1");
+  expect({"close", "--slot", "s"}, "swarm.close.v1");
+  REQUIRE(ws.swarm({"join", "--slot", "e", "--task", "T-1"}).exit == 0);
+  expect({"evict", "--slot", "e"}, "swarm.evict.v1");
+  // The global flag is accepted before the verb too.
+  auto before = ws.swarm({"--json", "status"});
+  CHECK(field(json_of(before), "schema") == "swarm.status.v1");
+
+  auto err = ws.swarm({"renew", "--slot", "missing", "--json"});
+  CHECK(err.exit == 4);
+  CHECK(err.out.empty());
+  auto error_doc = swarm::Json::parse(err.err);
+  REQUIRE(error_doc);
+  CHECK(field(error_doc, "schema") == "swarm.error.v1");
+  CHECK(field(error_doc, "kind") == "not_found");
+  CHECK(number(error_doc, "exit") == 4);
+  CHECK(field(error_doc, "message").find("missing") != std::string::npos);
+  auto usage = ws.swarm({"join", "--json"});
+  CHECK(usage.exit == 2);
+  CHECK(field(swarm::Json::parse(usage.err), "schema") == "swarm.error.v1");
+}
+
+TEST_CASE("Help_EveryVerbHasAnExample") {
+  // `swarm VERB --help` exits 0 and shows an example.
+  SwarmWorkspace ws({.up = false});
+  for (std::string verb : {"up", "down", "join", "commit", "renew", "close", "evict", "status", "cwd"}) {
+    auto r = ws.swarm({verb, "--help"});
+    CHECK_MESSAGE(r.exit == 0, verb);
+    CHECK_MESSAGE(r.out.find("swarm " + verb) != std::string::npos, verb << ": " << r.out);
+  }
+  auto top = ws.swarm({"--help"});
+  CHECK(top.exit == 0);
+  CHECK(top.out.find("Exit codes") != std::string::npos);
+}

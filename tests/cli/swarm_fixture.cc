@@ -1,0 +1,78 @@
+#include "cli/swarm_fixture.h"
+
+#include <signal.h>
+
+#include <fstream>
+#include <stdexcept>
+
+namespace testing {
+
+SwarmWorkspace::SwarmWorkspace(Options options) : dir_("swarm-cli"), root_(dir_.path() / "ws"), embedded_(options.embedded) {
+  std::filesystem::create_directories(root_);
+  if (options.git_repo) {
+    git({"init", "-q", "-b", "trunk"});
+    write_file(root_ / "README.txt", "the workspace's own file\n");
+    git({"add", "README.txt"});
+    git({"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "workspace commit"});
+  }
+  if (!embedded_) server_.emplace();
+  if (!options.up) return;
+  std::vector<std::string> args = {"up"};
+  if (server_) args.insert(args.end(), {"--nats-url", server_->url()});
+  args.insert(args.end(), options.up_args.begin(), options.up_args.end());
+  auto r = swarm(args);
+  if (r.exit != 0) throw std::runtime_error("swarm up failed: " + r.err);
+}
+
+SwarmWorkspace::~SwarmWorkspace() {
+  if (!embedded_) return;
+  swarm({"down"});
+  // Belt and braces: never leave a server behind, even if down failed.
+  std::ifstream in(root_ / ".swarm/nats/nats.pid");
+  long pid = 0;
+  if (in >> pid && pid > 0) kill(static_cast<pid_t>(pid), SIGKILL);
+}
+
+Command SwarmWorkspace::command(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
+                                const std::filesystem::path& cwd) const {
+  Command c;
+  c.args = {SWARM_BINARY};
+  c.args.insert(c.args.end(), args.begin(), args.end());
+  c.env = env;
+  c.env["SWARM_WORKSPACE"] = root_.string();
+  c.env["HOME"] = dir_.path().string();  // no user git config, host-id file in the temp dir
+  c.env["XDG_CONFIG_HOME"] = (dir_.path() / "config").string();
+  c.env["NATS_URL"] = "";  // unset: the workspace's config decides
+  c.cwd = cwd.empty() ? root_ : cwd;
+  return c;
+}
+
+RunResult SwarmWorkspace::swarm(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
+                                const std::filesystem::path& cwd) const {
+  return run(command(args, env, cwd));
+}
+
+RunResult SwarmWorkspace::git(const std::vector<std::string>& args, const std::filesystem::path& cwd) const {
+  Command c;
+  c.args = {"/usr/bin/git"};
+  c.args.insert(c.args.end(), args.begin(), args.end());
+  c.cwd = cwd.empty() ? root_ : cwd;
+  c.env["HOME"] = dir_.path().string();
+  return run(c);
+}
+
+swarm::Json json_of(const RunResult& r) { return swarm::Json::parse(r.out); }
+
+std::string field(const swarm::Json& json, const char* name) {
+  if (!json) return "";
+  const cJSON* item = cJSON_GetObjectItemCaseSensitive(json.get(), name);
+  return cJSON_IsString(item) ? item->valuestring : "";
+}
+
+double number(const swarm::Json& json, const char* name) {
+  if (!json) return -1;
+  const cJSON* item = cJSON_GetObjectItemCaseSensitive(json.get(), name);
+  return cJSON_IsNumber(item) ? item->valuedouble : -1;
+}
+
+}  // namespace testing

@@ -1,0 +1,60 @@
+// A workspace driven through the real `swarm` binary, as separate processes.
+// By default it runs on a nats-server of the test's own (killed with the test);
+// `embedded` makes `swarm up` start its own, stopped again by `swarm down`.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "support/nats_server.h"
+#include "support/process.h"
+#include "support/temp_dir.h"
+#include "swarm/json.h"
+
+namespace testing {
+
+inline const std::map<std::string, std::string> kHostA = {{"SWARM_HOST", "host-a"}, {"SWARM_HOST_ID", "id-a"}};
+inline const std::map<std::string, std::string> kHostB = {{"SWARM_HOST", "host-b"}, {"SWARM_HOST_ID", "id-b"}};
+
+class SwarmWorkspace {
+ public:
+  struct Options {
+    bool embedded = false;
+    bool up = true;              // run `swarm up` in the constructor
+    std::vector<std::string> up_args;  // e.g. {"--ttl", "3s"}
+    bool git_repo = false;       // make the workspace folder a git repository first
+  };
+
+  SwarmWorkspace() : SwarmWorkspace(Options{}) {}
+  explicit SwarmWorkspace(Options options);
+  ~SwarmWorkspace();
+
+  const std::filesystem::path& root() const { return root_; }
+  std::filesystem::path worktree(const std::string& slot) const { return root_ / ".swarm/slots" / slot / "wt"; }
+  NatsServer* server() { return server_ ? &*server_ : nullptr; }
+
+  // Runs `swarm ARGS...` as host A (or with `env` on top), in `cwd` (default: the root).
+  RunResult swarm(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = kHostA,
+                  const std::filesystem::path& cwd = {}) const;
+  Command command(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = kHostA,
+                  const std::filesystem::path& cwd = {}) const;
+
+  // `git ARGS...` (the real git CLI) with stdout.
+  RunResult git(const std::vector<std::string>& args, const std::filesystem::path& cwd = {}) const;
+
+ private:
+  TempDir dir_;
+  std::filesystem::path root_;
+  std::optional<NatsServer> server_;
+  bool embedded_;
+};
+
+// Parses stdout as one JSON document (empty Json when it is not).
+swarm::Json json_of(const RunResult& r);
+// A string field of a JSON object ("" when absent).
+std::string field(const swarm::Json& json, const char* name);
+double number(const swarm::Json& json, const char* name);
+
+}  // namespace testing

@@ -1,0 +1,45 @@
+// Runs programs as real processes for tests: exit code, stdout, stderr, time.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace testing {
+
+struct RunResult {
+  int exit = -1;  // 128 + signal when killed by one
+  std::string out;
+  std::string err;
+  std::chrono::milliseconds took{0};
+};
+
+struct Command {
+  std::vector<std::string> args;
+  std::map<std::string, std::string> env;  // added to the test's environment; "" unsets
+  std::filesystem::path cwd;               // empty: the test's
+};
+
+// A started process; wait() collects its output.
+class Process {
+ public:
+  explicit Process(const Command& command);
+  ~Process();
+  Process(Process&&) noexcept;
+  Process(const Process&) = delete;
+  RunResult wait(std::chrono::milliseconds limit = std::chrono::seconds(60));
+
+ private:
+  pid_t pid_ = -1;
+  int out_fd_ = -1;
+  int err_fd_ = -1;
+  std::chrono::steady_clock::time_point started_;
+};
+
+RunResult run(const Command& command, std::chrono::milliseconds limit = std::chrono::seconds(60));
+
+}  // namespace testing

@@ -1,0 +1,106 @@
+// SlotLifecycle against a real server and a real hub: the CAS rules and the undo paths.
+#include "swarm/slot_lifecycle.h"
+
+#include <doctest/doctest.h>
+
+#include "support/nats_server.h"
+#include "swarm/bootstrap.h"
+#include "swarm/error.h"
+
+using namespace swarm;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct Fixture {
+  testing::NatsServer server;
+  testing::TempDir dir{"swarm-lifecycle"};
+  UpResult up_result = up({.root = dir.path(), .nats_url = server.url(), .connection = {}});
+  kv::Connection connection = connect_nats({.urls = {server.url()}});
+  TimePoint now = std::chrono::system_clock::now();
+
+  SlotLifecycle lifecycle(HostIdentity me = {"host-a", "id-a"}) {
+    return SlotLifecycle(up_result.workspace, up_result.config, SessionStore::open(connection), me,
+                         [this] { return now; });
+  }
+  const SessionStore store() { return SessionStore::open(connection); }
+};
+
+Errc kind_of(const auto& call) {
+  try {
+    call();
+  } catch (const Error& e) {
+    return e.kind();
+  }
+  return Errc::internal;
+}
+
+}  // namespace
+
+TEST_CASE("SlotLifecycle_RenewRetriesOnlyForTheSameSession") {
+  // a renewal that lost a race to the same session retries and keeps its fields; to another session it stops.
+  Fixture f;
+  auto life = f.lifecycle();
+  life.join("s", "T-1", false, 1);
+  auto read = *f.store().get("s");
+
+  // The same session moved on (say, another process of it renewed and added a field).
+  Session same = *read.session;
+  same.unknown_fields.push_back({"note", "\"from a newer client\""});
+  f.store().update(same, read.revision);
+  auto rev = life.renew(read);
+  auto after = *f.store().get("s");
+  CHECK(after.revision == rev);
+  CHECK(after.raw.find("from a newer client") != std::string::npos);
+
+  // Another session took the slot: the stale read must not renew it.
+  Session other = *after.session;
+  other.started_at = *other.started_at + 1s;
+  other.task_id = "T-other";
+  auto other_rev = f.store().update(other, after.revision);
+  CHECK(kind_of([&] { life.renew(after); }) == Errc::conflict);
+  auto untouched = *f.store().get("s");
+  CHECK(untouched.revision == other_rev);
+  CHECK(untouched.session->task_id == "T-other");
+}
+
+TEST_CASE("SlotLifecycle_JoinUndoesTheRecordWhenTheWorktreeFails") {
+  // if the worktree cannot be made, the record it just wrote is removed again.
+  Fixture f;
+  auto life = f.lifecycle();
+  std::filesystem::create_directories(f.up_result.workspace.slots_dir());
+  testing::write_file(f.up_result.workspace.slot_dir("s"), "a file where the slot folder should be");
+  CHECK_THROWS(life.join("s", "T-1", false, 1));
+  CHECK_FALSE(f.store().get("s"));
+}
+
+TEST_CASE("SlotLifecycle_StalenessFollowsTheInjectedClock") {
+  // with the clock moved past 2/3 of the TTL, this host's session is stale and join replaces it.
+  Fixture f;
+  auto life = f.lifecycle();
+  life.join("s", "T-1", false, 1);
+  CHECK(kind_of([&] { life.join("s", "T-2", false, 2); }) == Errc::conflict);
+  f.now += 4min;  // TTL is 5m: 4m is past 2/3
+  auto r = life.join("s", "T-2", false, 2);
+  CHECK(r.replaced);
+  CHECK(f.store().get("s")->session->task_id == "T-2");
+  // Another host never replaces it, however old.
+  auto other = f.lifecycle({"host-b", "id-b"});
+  f.now += 10min;
+  CHECK(kind_of([&] { other.join("s", "T-3", true, 3); }) == Errc::foreign_host);
+}
+
+TEST_CASE("HostIdentity_OwnsByHostAndMachineId") {
+  // host_id must match when the record has one; a record without it matches by hostname.
+  HostIdentity me{"box", "m1"};
+  Session s;
+  s.host = "box";
+  s.host_id = "m1";
+  CHECK(me.owns(s));
+  s.host_id = "m2";
+  CHECK_FALSE(me.owns(s));
+  s.host_id = "";
+  CHECK(me.owns(s));
+  s.host = "other";
+  CHECK_FALSE(me.owns(s));
+}
