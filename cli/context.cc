@@ -89,7 +89,9 @@ kv::ConnectionOptions Context::auth_options() const {
 swarm::SlotLifecycle Context::lifecycle() const {
   timeout();  // a bad --timeout is bad input before any I/O
   swarm::Workspace ws = workspace();
-  swarm::WorkspaceConfig config = ws.require_bootstrapped();
+  // The hub is checked where it is used (join, commit, close): status and
+  // evict work on NATS alone.
+  swarm::WorkspaceConfig config = ws.load_config();
   if (!globals_.bucket.empty()) config.bucket = globals_.bucket;
   kv::Connection nats = swarm::connect_nats(connection_options(&config));
   swarm::SessionStore store = swarm::SessionStore::open(nats, config.bucket);

@@ -50,7 +50,7 @@ class Context {
   kv::ConnectionOptions connection_options(const swarm::WorkspaceConfig* config) const;
   // Timeouts, auth and TLS from the globals, without URLs.
   kv::ConnectionOptions auth_options() const;
-  // Everything the slot verbs need: a bootstrapped workspace, a connection,
+  // Everything the slot verbs need: the workspace's config, a connection,
   // the session bucket bound (not created), this host's identity.
   swarm::SlotLifecycle lifecycle() const;
 
@@ -74,5 +74,6 @@ Verb add_close(CLI::App& app);
 Verb add_evict(CLI::App& app);
 Verb add_status(CLI::App& app);
 Verb add_cwd(CLI::App& app);
+Verb add_doctor(CLI::App& app);
 
 }  // namespace cli

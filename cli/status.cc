@@ -1,5 +1,10 @@
 // swarm status: every session, its age (server timestamps) and state.
+#include <signal.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <csignal>
+#include <iostream>
 #include <sstream>
 
 #include "cli/context.h"
@@ -63,21 +68,107 @@ std::string table(const std::vector<swarm::SessionRow>& rows) {
   return out.str();
 }
 
+swarm::Json status_doc(const std::string& bucket, std::chrono::milliseconds ttl,
+                       const std::vector<swarm::SessionRow>& rows) {
+  swarm::Json sessions = swarm::Json::array();
+  for (const auto& row : rows) sessions.push(row_json(row));
+  swarm::Json doc = swarm::Json::object();
+  doc.set("schema", "swarm.status.v1")
+      .set("bucket", bucket)
+      .set("ttl_seconds", static_cast<double>(ttl.count()) / 1000.0)
+      .set("sessions", std::move(sessions));
+  return doc;
+}
+
+volatile std::sig_atomic_t g_stop = 0;
+void on_stop_signal(int) { g_stop = 1; }
+
+// Redraws the live view on each change (and each second, so ages tick), from
+// a KV watch: no polling of the bucket. Ends cleanly on SIGINT or SIGTERM.
+int watch(Context& ctx, const swarm::SlotLifecycle& lifecycle, const std::string& slot_filter) {
+  using namespace std::chrono_literals;
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+
+  const auto& store = lifecycle.store();
+  const auto ttl = store.ttl();
+  const bool tty = isatty(STDOUT_FILENO) != 0;
+  auto watch = store.watch(slot_filter.empty() ? ">" : slot_filter);
+  swarm::LiveSessions live;
+  bool caught_up = false;
+  auto last_draw = std::chrono::steady_clock::now() - 1h;
+
+  auto draw = [&](const std::vector<swarm::LiveSessions::Change>& changes) {
+    auto rows = swarm::rows_of(live.entries(), ttl, std::chrono::system_clock::now(), lifecycle.me());
+    last_draw = std::chrono::steady_clock::now();
+    if (ctx.out().json()) {
+      // One line per change; the first line is the snapshot.
+      auto emit = [&](const swarm::LiveSessions::Change* change) {
+        swarm::Json doc = status_doc(store.bucket_name(), ttl, rows);
+        if (change) {
+          swarm::Json c = swarm::Json::object();
+          c.set("event", swarm::to_string(change->kind)).set("slot", change->slot);
+          doc.set("change", std::move(c));
+        } else {
+          doc.set_null("change");
+        }
+        ctx.out().json_line(doc);
+      };
+      if (changes.empty()) emit(nullptr);
+      for (const auto& c : changes) emit(&c);
+      return;
+    }
+    std::string text = table(rows);
+    if (tty) {
+      std::cout << "\033[H\033[2J" << "swarm status --watch   (" << store.bucket_name() << ", TTL "
+                << swarm::format_duration(ttl) << "; Ctrl-C to stop)\n\n"
+                << text << std::flush;
+    } else {
+      std::cout << "-- " << swarm::format_rfc3339(std::chrono::system_clock::now()) << "\n" << text << std::flush;
+    }
+  };
+
+  while (!g_stop) {
+    auto event = watch.next(250ms);
+    std::vector<swarm::LiveSessions::Change> changes;
+    if (event) {
+      if (event->kind == swarm::SessionEvent::Kind::caught_up) {
+        caught_up = true;
+        draw({});
+        continue;
+      }
+      if (auto change = live.apply(*event)) changes.push_back(*change);
+    }
+    if (!caught_up) continue;
+    for (auto& c : live.expire(std::chrono::system_clock::now(), ttl)) changes.push_back(c);
+    if (!changes.empty()) draw(changes);
+    else if (tty && !ctx.out().json() && std::chrono::steady_clock::now() - last_draw >= 1s) draw({});
+  }
+  watch.stop();
+  return 0;
+}
+
 }  // namespace
 
 Verb add_status(CLI::App& app) {
   auto flags = std::make_shared<StatusFlags>();
   CLI::App* cmd = app.add_subcommand("status", "Every session: slot, task, host, age, state (fresh/late/stale/corrupt)");
+  cmd->add_flag("--watch", flags->watch, "Keep the view live from a KV watch (--json: one line per change)");
   cmd->add_option("--slot", flags->slot, "Only this slot (exit 4 when it has no record)")
       ->check(slot_name_validator());
   cmd->footer(
       "Examples:\n"
       "  swarm status\n"
       "  swarm status --slot render --json\n"
+      "  swarm status --watch          # live; Ctrl-C ends it\n"
       "Ages come from the server's timestamps: fresh < TTL/3 <= late < 2*TTL/3 <= stale.");
   return {cmd, [flags](Context& ctx) {
             if (!flags->slot.empty()) swarm::require_slot_name(flags->slot);
             auto lifecycle = ctx.lifecycle();
+            if (flags->watch) return watch(ctx, lifecycle, flags->slot);
             const auto& store = lifecycle.store();
             auto ttl = store.ttl();
             std::vector<swarm::SessionEntry> entries;
@@ -89,13 +180,7 @@ Verb add_status(CLI::App& app) {
               throw swarm::Error(swarm::Errc::not_found, "no session for slot " + flags->slot);
             }
             auto rows = swarm::rows_of(entries, ttl, std::chrono::system_clock::now(), lifecycle.me());
-            swarm::Json sessions = swarm::Json::array();
-            for (const auto& row : rows) sessions.push(row_json(row));
-            swarm::Json doc = swarm::Json::object();
-            doc.set("bucket", store.bucket_name())
-                .set("ttl_seconds", static_cast<double>(ttl.count()) / 1000.0)
-                .set("sessions", std::move(sessions));
-            ctx.out().result("status", table(rows), std::move(doc));
+            ctx.out().result("status", table(rows), status_doc(store.bucket_name(), ttl, rows));
             return 0;
           }};
 }

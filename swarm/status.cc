@@ -22,4 +22,46 @@ std::vector<SessionRow> rows_of(const std::vector<SessionEntry>& entries, std::c
   return rows;
 }
 
+std::optional<LiveSessions::Change> LiveSessions::apply(const SessionEvent& event) {
+  switch (event.kind) {
+    case SessionEvent::Kind::caught_up: return std::nullopt;
+    case SessionEvent::Kind::put:
+      entries_[event.entry.slot] = event.entry;
+      return Change{Change::Kind::put, event.entry.slot};
+    case SessionEvent::Kind::erase:
+      if (entries_.erase(event.entry.slot) == 0) return std::nullopt;
+      return Change{Change::Kind::erase, event.entry.slot};
+  }
+  return std::nullopt;
+}
+
+std::vector<LiveSessions::Change> LiveSessions::expire(TimePoint now, std::chrono::milliseconds ttl) {
+  std::vector<Change> changes;
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    if (age_of(it->second.stored_at, now) >= ttl) {
+      changes.push_back({Change::Kind::expired, it->first});
+      it = entries_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return changes;
+}
+
+std::vector<SessionEntry> LiveSessions::entries() const {
+  std::vector<SessionEntry> out;
+  out.reserve(entries_.size());
+  for (const auto& [slot, entry] : entries_) out.push_back(entry);
+  return out;
+}
+
+std::string_view to_string(LiveSessions::Change::Kind kind) {
+  switch (kind) {
+    case LiveSessions::Change::Kind::put: return "put";
+    case LiveSessions::Change::Kind::erase: return "delete";
+    case LiveSessions::Change::Kind::expired: return "expired";
+  }
+  return "put";
+}
+
 }  // namespace swarm

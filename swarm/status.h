@@ -2,6 +2,9 @@
 #pragma once
 
 #include <chrono>
+#include <map>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "swarm/host.h"
@@ -22,5 +25,28 @@ SessionRow row_of(const SessionEntry& entry, std::chrono::milliseconds ttl, Time
 // Rows sorted by slot.
 std::vector<SessionRow> rows_of(const std::vector<SessionEntry>& entries, std::chrono::milliseconds ttl,
                                 TimePoint now, const HostIdentity& me);
+
+// The sessions as a live watch reports them. Expiry by TTL sends no event,
+// so entries older than the TTL are dropped here, by the server's timestamps.
+class LiveSessions {
+ public:
+  struct Change {
+    enum class Kind { put, erase, expired };
+    Kind kind;
+    std::string slot;
+  };
+
+  // Applies one watch event; the change it made, if any (caught_up makes none).
+  std::optional<Change> apply(const SessionEvent& event);
+  // Drops entries whose age reached `ttl`: the server has evicted them.
+  std::vector<Change> expire(TimePoint now, std::chrono::milliseconds ttl);
+  std::vector<SessionEntry> entries() const;
+  std::size_t size() const { return entries_.size(); }
+
+ private:
+  std::map<std::string, SessionEntry> entries_;
+};
+
+std::string_view to_string(LiveSessions::Change::Kind kind);
 
 }  // namespace swarm

@@ -92,14 +92,6 @@ void Workspace::save_config(const WorkspaceConfig& config) const {
   write_file_atomically(config_file(), json.dump_pretty() + "\n");
 }
 
-WorkspaceConfig Workspace::require_bootstrapped() const {
-  WorkspaceConfig config = load_config();
-  if (!fs::exists(fs::path(config.hub) / "HEAD"))
-    throw Error(Errc::not_bootstrapped,
-                "workspace " + root_.string() + " has no hub: " + config.hub + " is missing or not a git repository");
-  return config;
-}
-
 void write_file_atomically(const fs::path& path, const std::string& text) {
   fs::path temp = path;
   temp += ".tmp." + std::to_string(getpid());

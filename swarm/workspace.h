@@ -48,9 +48,6 @@ class Workspace {
   WorkspaceConfig load_config() const;
   // Writes config.json atomically (temp file and rename).
   void save_config(const WorkspaceConfig& config) const;
-  // The config, after checking the workspace is bootstrapped: config.json and
-  // the hub exist. Throws not_bootstrapped naming what is missing.
-  WorkspaceConfig require_bootstrapped() const;
 
  private:
   explicit Workspace(std::filesystem::path root) : root_(std::move(root)) {}

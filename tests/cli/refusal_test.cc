@@ -192,6 +192,17 @@ TEST_CASE("NotBootstrapped_Exit6WithoutTellingTheLeafToBootstrap") {
   CHECK(std::filesystem::is_empty(empty.path() / ".swarm"));
 }
 
+TEST_CASE("NotBootstrapped_MissingHubIsExit6ForJoin") {
+  // a workspace whose hub is gone refuses join with exit 6 and writes no record.
+  SwarmWorkspace ws;
+  std::filesystem::rename(ws.root() / ".swarm/hub.git", ws.root() / "hub-moved");
+  auto r = ws.swarm({"join", "--slot", "s", "--task", "T-1"});
+  CHECK(r.exit == 6);
+  CHECK(r.err.find("hub") != std::string::npos);
+  CHECK(r.err.find("swarm up") == std::string::npos);
+  CHECK(ws.swarm({"status", "--slot", "s"}).exit == 4);
+}
+
 TEST_CASE("Json_EveryVerbPrintsOneDocumentWithItsSchema") {
   // with --json stdout is exactly one JSON document named swarm.<verb>.v1; errors go to stderr as swarm.error.v1.
   SwarmWorkspace ws;

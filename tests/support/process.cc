@@ -94,12 +94,37 @@ RunResult Process::wait(std::chrono::milliseconds limit) {
       }
     }
   }
+  result.out = pending_ + result.out;
   int status = 0;
   waitpid(pid_, &status, 0);
   pid_ = -1;
   result.took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started_);
   result.exit = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return result;
+}
+
+std::optional<std::string> Process::read_line(std::chrono::milliseconds limit) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  char buffer[4096];
+  while (true) {
+    auto newline = pending_.find('\n');
+    if (newline != std::string::npos) {
+      std::string line = pending_.substr(0, newline);
+      pending_.erase(0, newline + 1);
+      return line;
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0 || out_fd_ < 0) return std::nullopt;
+    pollfd fd = {out_fd_, POLLIN, 0};
+    if (poll(&fd, 1, static_cast<int>(left.count())) <= 0) continue;
+    ssize_t n = read(out_fd_, buffer, sizeof buffer);
+    if (n <= 0) return std::nullopt;
+    pending_.append(buffer, static_cast<std::size_t>(n));
+  }
+}
+
+void Process::signal(int signo) {
+  if (pid_ > 0) kill(pid_, signo);
 }
 
 RunResult run(const Command& command, std::chrono::milliseconds limit) { return Process(command).wait(limit); }

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,12 +33,17 @@ class Process {
   Process(Process&&) noexcept;
   Process(const Process&) = delete;
   RunResult wait(std::chrono::milliseconds limit = std::chrono::seconds(60));
+  // The next line of stdout (without its newline), or nullopt after `limit`
+  // or at end of output. Lines read here are not in wait()'s result.
+  std::optional<std::string> read_line(std::chrono::milliseconds limit);
+  void signal(int signo);
 
  private:
   pid_t pid_ = -1;
   int out_fd_ = -1;
   int err_fd_ = -1;
   std::chrono::steady_clock::time_point started_;
+  std::string pending_;  // stdout read by read_line beyond its last line
 };
 
 RunResult run(const Command& command, std::chrono::milliseconds limit = std::chrono::seconds(60));

@@ -1,0 +1,277 @@
+#include "swarm/doctor.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "kv/bucket.h"
+#include "swarm/bootstrap.h"
+#include "swarm/duration.h"
+#include "swarm/embedded_server.h"
+#include "swarm/error.h"
+#include "swarm/hub.h"
+#include "swarm/liveness.h"
+#include "swarm/names.h"
+#include "swarm/recovery.h"
+#include "swarm/session_store.h"
+#include "swarm/slot_lifecycle.h"
+#include "swarm/worktree.h"
+
+namespace swarm {
+
+namespace fs = std::filesystem;
+
+std::string_view to_string(Severity severity) { return severity == Severity::notice ? "notice" : "problem"; }
+
+int DoctorReport::problems_remaining() const {
+  return static_cast<int>(std::count_if(findings.begin(), findings.end(), [](const Finding& f) {
+    return f.severity == Severity::problem && !f.fixed;
+  }));
+}
+
+int DoctorReport::notices() const {
+  return static_cast<int>(
+      std::count_if(findings.begin(), findings.end(), [](const Finding& f) { return f.severity == Severity::notice; }));
+}
+
+int DoctorReport::fixed() const {
+  return static_cast<int>(std::count_if(findings.begin(), findings.end(), [](const Finding& f) { return f.fixed; }));
+}
+
+namespace {
+
+std::string ago(std::chrono::milliseconds age) {
+  return format_duration(std::chrono::duration_cast<std::chrono::seconds>(age)) + " ago";
+}
+
+// One run of the checks; fixes as it goes when asked.
+class Checkup {
+ public:
+  Checkup(const Workspace& ws, const HostIdentity& me, const Clock& clock, bool fix)
+      : ws_(ws), me_(me), clock_(clock), fix_(fix) {}
+
+  DoctorReport& report() { return report_; }
+
+  Finding& add(Severity severity, std::string check, std::string subject, std::string message, std::string fix) {
+    report_.findings.push_back({severity, std::move(check), std::move(subject), std::move(message), std::move(fix)});
+    return report_.findings.back();
+  }
+
+  void check_hub(const WorkspaceConfig& config) {
+    try {
+      Hub::open(config.hub);
+    } catch (const Error& e) {
+      bool missing = !fs::exists(config.hub);
+      add(Severity::problem, "hub", config.hub,
+          missing ? "the hub is missing, so no slot can be joined or push its work"
+                  : std::string("the hub is broken: ") + e.what(),
+          missing ? "swarm up" : "move " + config.hub + " away (keep it: slot branches live there), then swarm up");
+    }
+  }
+
+  void check_embedded_server(const WorkspaceConfig& config) {
+    if (!config.embedded) return;
+    EmbeddedServer server(ws_.nats_dir());
+    if (server.running_pid()) return;
+    auto pid = server.recorded_pid();
+    add(Severity::problem, "embedded_server", server.pid_file().string(),
+        pid ? "the embedded nats-server's pid file names process " + std::to_string(*pid) + ", which is not running"
+            : "the embedded nats-server has no pid file: it was never started here, or its folder was removed",
+        "swarm up");
+  }
+
+  void check_bucket(const SessionStore& store, const WorkspaceConfig& config, const kv::Connection& nats) {
+    auto have = store.bucket_config();
+    if (have.ttl != config.ttl)
+      add(Severity::problem, "bucket_config", store.bucket_name(),
+          "bucket " + store.bucket_name() + " has TTL " + format_duration(have.ttl) + " but config.json says " +
+              format_duration(config.ttl) + ": sessions expire on the bucket's clock",
+          "swarm up --ttl " + format_duration(have.ttl) + "   (or recreate the bucket with the config's TTL when no "
+          "session is live)");
+    if (have.replicas != config.replicas)
+      add(Severity::problem, "bucket_config", store.bucket_name(),
+          "bucket " + store.bucket_name() + " has " + std::to_string(have.replicas) + " replica(s) but config.json says " +
+              std::to_string(config.replicas),
+          "swarm up --replicas " + std::to_string(have.replicas));
+    try {
+      kv::Bucket::open(nats, config.lease_bucket);
+    } catch (const kv::Error& e) {
+      if (e.kind() != kv::Errc::not_found) throw from_kv(e);
+      add(Severity::problem, "lease_bucket", config.lease_bucket,
+          "the lease bucket " + config.lease_bucket + " does not exist", "swarm up");
+    }
+  }
+
+  // Records: late, stale, corrupt, and this host's records with no folder.
+  void check_records(const SessionStore& store, const std::vector<SessionEntry>& entries, std::chrono::milliseconds ttl) {
+    for (const auto& entry : entries) {
+      const std::string& slot = entry.slot;
+      if (entry.corrupt()) {
+        auto& f = add(Severity::problem, "corrupt_record", slot,
+                      "the record of slot " + slot + " is corrupt (" + entry.corrupt_reason + ")",
+                      "swarm doctor --fix   (or: swarm evict --slot " + slot + ")");
+        if (fix_) erase(store, entry, f, "removed the corrupt record");
+        continue;
+      }
+      const Session& s = *entry.session;
+      bool mine = me_.owns(s);
+      auto age = age_of(entry.stored_at, clock_());
+      State state = state_of(age, ttl);
+      bool has_folder = fs::exists(ws_.slot_dir(slot));
+      std::string whose = mine ? "this host's session" : "host " + s.host + "'s session";
+      if (state == State::stale) {
+        auto& f = add(Severity::problem, "stale_session", slot,
+                      "slot " + slot + ": " + whose + " (task " + s.task_id + ") was last renewed " + ago(age) +
+                          "; the server drops it at " + format_duration(ttl),
+                      mine ? "swarm doctor --fix   (or: swarm close --slot " + slot + " --result fail)"
+                           : "on " + s.host + ": swarm doctor --fix   (or here: swarm evict --slot " + slot + ")");
+        if (fix_ && mine && erase(store, entry, f, "removed the stale record") && has_folder)
+          salvage_and_remove(slot, f);
+        continue;
+      }
+      if (mine && !has_folder) {
+        auto& f = add(Severity::problem, "missing_folder", slot,
+                      "slot " + slot + ": this host's session (task " + s.task_id + ") has no folder " +
+                          ws_.slot_dir(slot).string(),
+                      "swarm doctor --fix   (or: swarm close --slot " + slot + " --no-artifact)");
+        if (fix_) erase(store, entry, f, "removed the record whose folder was gone");
+        continue;
+      }
+      if (state == State::late)
+        add(Severity::notice, "late_session", slot,
+            "slot " + slot + ": " + whose + " (task " + s.task_id + ") was last renewed " + ago(age) +
+                ", past a third of the TTL (" + format_duration(ttl) + ")",
+            mine ? "swarm renew --slot " + slot : "on " + s.host + ": swarm renew --slot " + slot);
+    }
+  }
+
+  // Slot folders whose record is gone: the session expired, its agent died.
+  void check_folders(const SessionStore& store, const std::set<std::string>& recorded) {
+    if (!fs::is_directory(ws_.slots_dir())) return;
+    for (const auto& dir : fs::directory_iterator(ws_.slots_dir())) {
+      std::string slot = dir.path().filename().string();
+      if (recorded.count(slot) != 0) continue;
+      auto& f = add(Severity::problem, "orphan_folder", slot,
+                    "slot folder " + dir.path().string() + " has no record: its session expired (the agent died "
+                    "or stopped renewing)",
+                    "swarm doctor --fix   (salvages uncommitted files, removes the folder; or resume it: swarm join "
+                    "--slot " + slot + " --task ...)");
+      if (!fix_) continue;
+      // A join that started meanwhile writes its record first: look again.
+      if (is_valid_slot_name(slot) && store.get(slot)) {
+        f.fix_note = "a session took the slot meanwhile; left alone";
+        f.severity = Severity::notice;
+        continue;
+      }
+      salvage_and_remove(slot, f);
+    }
+  }
+
+ private:
+  // CAS delete at the revision read: a session that renewed meanwhile survives.
+  bool erase(const SessionStore& store, const SessionEntry& entry, Finding& f, const std::string& done) {
+    try {
+      store.erase(entry.slot, entry.revision);
+      f.fixed = true;
+      f.fix_note = done;
+      return true;
+    } catch (const Error& e) {
+      if (e.kind() != Errc::conflict) throw;
+      f.severity = Severity::notice;
+      f.fix_note = "the record changed meanwhile (renewed or replaced); left alone";
+      return false;
+    }
+  }
+
+  void salvage_and_remove(const std::string& slot, Finding& f) {
+    fs::path folder = ws_.slot_dir(slot);
+    fs::path wt = folder / "wt";
+    Salvage salvage;
+    if (fs::exists(wt)) {
+      try {
+        salvage = salvage_uncommitted(Worktree::open(wt, slot), slot, ws_.recovery_dir(), clock_());
+      } catch (const Error&) {
+        salvage = salvage_everything(wt, slot, ws_.recovery_dir(), clock_());  // not a readable repository
+      }
+    }
+    std::error_code ec;
+    fs::remove_all(folder, ec);
+    if (ec) {
+      f.fixed = false;
+      f.fix_note = "could not remove " + folder.string() + ": " + ec.message();
+      return;
+    }
+    f.fixed = true;
+    std::string note = (f.fix_note.empty() ? "" : f.fix_note + "; ") + "removed " + folder.string();
+    if (salvage.files > 0) note += " after salvaging " + std::to_string(salvage.files) + " file(s) to " +
+                                   salvage.folder.string();
+    f.fix_note = note;
+  }
+
+  const Workspace& ws_;
+  const HostIdentity& me_;
+  const Clock& clock_;
+  bool fix_;
+  DoctorReport report_;
+};
+
+}  // namespace
+
+Doctor::Doctor(Workspace workspace, HostIdentity me, kv::ConnectionOptions connection, std::string bucket_override,
+               Clock clock)
+    : workspace_(std::move(workspace)),
+      me_(std::move(me)),
+      connection_(std::move(connection)),
+      bucket_override_(std::move(bucket_override)),
+      clock_(std::move(clock)) {}
+
+DoctorReport Doctor::run(bool fix) {
+  Checkup checkup(workspace_, me_, clock_, fix);
+  DoctorReport& report = checkup.report();
+  report.workspace = workspace_.root().string();
+
+  WorkspaceConfig config;
+  try {
+    config = workspace_.load_config();
+  } catch (const Error& e) {
+    checkup.add(Severity::problem, "config", workspace_.config_file().string(), e.what(), "swarm up");
+    return report;
+  }
+  if (!bucket_override_.empty()) config.bucket = bucket_override_;
+  if (connection_.urls.empty()) connection_.urls = kv::split_urls(config.nats_url);
+  report.nats_url = config.nats_url;
+
+  // The filesystem checks run whatever NATS does.
+  checkup.check_hub(config);
+  checkup.check_embedded_server(config);
+
+  std::optional<kv::Connection> nats;
+  try {
+    nats.emplace(connect_nats(connection_));
+  } catch (const Error& e) {
+    checkup.add(Severity::problem, "nats", config.nats_url, e.what(),
+                config.embedded ? "swarm up   (restarts the embedded nats-server)"
+                                : "check the NATS server at " + config.nats_url);
+    return report;
+  }
+  report.nats_reachable = true;
+
+  std::optional<SessionStore> store;
+  try {
+    store.emplace(SessionStore::open(*nats, config.bucket));
+  } catch (const Error& e) {
+    if (e.kind() != Errc::not_bootstrapped) throw;
+    checkup.add(Severity::problem, "bucket", config.bucket, e.what(), "swarm up");
+    return report;
+  }
+  checkup.check_bucket(*store, config, *nats);
+  auto ttl = store->ttl();
+  auto entries = store->list();
+  std::set<std::string> recorded;
+  for (const auto& e : entries) recorded.insert(e.slot);
+  checkup.check_records(*store, entries, ttl);
+  checkup.check_folders(*store, recorded);
+  return report;
+}
+
+}  // namespace swarm

@@ -1,0 +1,59 @@
+// Doctor: finds what is wrong with a workspace (stale and corrupt records,
+// orphaned slot folders, a missing hub, an unreachable NATS, a bucket unlike
+// its config, a dead embedded server), names the command that fixes each, and
+// with `fix` repairs what is safe on this host. Never starts a server.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kv/connection.h"
+#include "swarm/clock.h"
+#include "swarm/host.h"
+#include "swarm/workspace.h"
+
+namespace swarm {
+
+enum class Severity { notice, problem };
+std::string_view to_string(Severity severity);
+
+struct Finding {
+  Severity severity = Severity::problem;
+  std::string check;    // what kind: stale_session, corrupt_record, orphan_folder, ...
+  std::string subject;  // the slot, or a path, or a URL
+  std::string message;  // one plain sentence
+  std::string fix;      // the exact command that fixes it
+  bool fixed = false;   // --fix repaired it
+  std::string fix_note; // what --fix did, or why it left it alone
+};
+
+struct DoctorReport {
+  std::string workspace;
+  std::string nats_url;
+  bool nats_reachable = false;
+  std::vector<Finding> findings;
+
+  int problems_remaining() const;
+  int notices() const;
+  int fixed() const;
+};
+
+class Doctor {
+ public:
+  // `connection` carries timeouts and auth; its URLs come from the config
+  // unless already set (--nats-url).
+  Doctor(Workspace workspace, HostIdentity me, kv::ConnectionOptions connection, std::string bucket_override = {},
+         Clock clock = system_clock());
+
+  // Read-only unless `fix`.
+  DoctorReport run(bool fix);
+
+ private:
+  Workspace workspace_;
+  HostIdentity me_;
+  kv::ConnectionOptions connection_;
+  std::string bucket_override_;
+  Clock clock_;
+};
+
+}  // namespace swarm

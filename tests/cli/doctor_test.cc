@@ -1,0 +1,249 @@
+// swarm doctor and status --watch, each condition made for real.
+#include <doctest/doctest.h>
+
+#include <signal.h>
+
+#include <thread>
+
+#include "cli/swarm_fixture.h"
+#include "kv/bucket.h"
+
+using namespace testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct Doctor {
+  int exit;
+  swarm::Json doc;
+  std::string err;
+};
+
+Doctor doctor(const SwarmWorkspace& ws, std::vector<std::string> args = {},
+              const std::map<std::string, std::string>& env = kHostA) {
+  args.insert(args.begin(), "doctor");
+  args.push_back("--json");
+  auto r = ws.swarm(args, env);
+  auto doc = json_of(r);
+  REQUIRE_MESSAGE(doc, "doctor printed: " << r.out << r.err);
+  CHECK(field(doc, "schema") == "swarm.doctor.v1");
+  return {r.exit, std::move(doc), r.err};
+}
+
+// The findings of a report with the given check name.
+std::vector<swarm::Json> findings(const Doctor& d, const std::string& check) {
+  std::vector<swarm::Json> out;
+  cJSON* item = nullptr;
+  cJSON_ArrayForEach(item, cJSON_GetObjectItem(d.doc.get(), "findings")) {
+    if (std::string(cJSON_GetObjectItem(item, "check")->valuestring) == check)
+      out.push_back(swarm::Json::parse(cJSON_PrintUnformatted(item)));
+  }
+  return out;
+}
+
+int finding_count(const Doctor& d) { return cJSON_GetArraySize(cJSON_GetObjectItem(d.doc.get(), "findings")); }
+
+bool fixed(const swarm::Json& finding) { return cJSON_IsTrue(cJSON_GetObjectItem(finding.get(), "fixed")); }
+
+void wait_until_gone(const SwarmWorkspace& ws, const std::string& slot) {
+  auto deadline = std::chrono::steady_clock::now() + 15s;
+  while (ws.swarm({"status", "--slot", slot}).exit == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(200ms);
+  REQUIRE(ws.swarm({"status", "--slot", slot}).exit == 4);
+}
+
+}  // namespace
+
+TEST_CASE("Doctor_HealthyWorkspaceIsExit0") {
+  // a fresh workspace with a live session has nothing to report.
+  SwarmWorkspace ws;
+  REQUIRE(ws.swarm({"join", "--slot", "s", "--task", "T-1"}).exit == 0);
+  auto d = doctor(ws);
+  CHECK(d.exit == 0);
+  CHECK(finding_count(d) == 0);
+  CHECK(cJSON_IsTrue(cJSON_GetObjectItem(d.doc.get(), "healthy")));
+  auto human = ws.swarm({"doctor"});
+  CHECK(human.out.find("healthy") != std::string::npos);
+}
+
+TEST_CASE("Doctor_DeadAgentLeavesAnOrphanFolderThatFixSalvages") {
+  // the record expired (the agent died): the folder is reported, --fix salvages and removes it, again is a no-op.
+  SwarmWorkspace ws({.up_args = {"--ttl", "2s"}});
+  REQUIRE(ws.swarm({"join", "--slot", "dead", "--task", "T-1"}).exit == 0);
+  write_file(ws.worktree("dead") / "wip/notes.txt", "unsaved thoughts\n");
+  wait_until_gone(ws, "dead");
+
+  auto report = doctor(ws);
+  CHECK(report.exit == 8);
+  auto orphans = findings(report, "orphan_folder");
+  REQUIRE(orphans.size() == 1);
+  CHECK(field(orphans[0], "subject") == "dead");
+  CHECK(field(orphans[0], "severity") == "problem");
+  CHECK(field(orphans[0], "fix").find("swarm doctor --fix") == 0);
+  CHECK(std::filesystem::exists(ws.worktree("dead")));  // read-only
+
+  auto fix = doctor(ws, {"--fix"});
+  CHECK(fix.exit == 0);
+  REQUIRE(findings(fix, "orphan_folder").size() == 1);
+  CHECK(fixed(findings(fix, "orphan_folder")[0]));
+  CHECK_FALSE(std::filesystem::exists(ws.root() / ".swarm/slots/dead"));
+  auto recovered = std::filesystem::directory_iterator(ws.root() / ".swarm/recovery")->path();
+  CHECK(read_file(recovered / "wip/notes.txt") == "unsaved thoughts\n");
+
+  auto again = doctor(ws, {"--fix"});
+  CHECK(again.exit == 0);
+  CHECK(finding_count(again) == 0);
+}
+
+TEST_CASE("Doctor_StaleAndLateSessions") {
+  // a session past 2/3 of the TTL is a stale problem (--fix removes it and its folder); past 1/3 a late notice.
+  SwarmWorkspace ws({.up_args = {"--ttl", "6s"}});
+  REQUIRE(ws.swarm({"join", "--slot", "old", "--task", "T-1"}).exit == 0);
+  std::this_thread::sleep_for(2200ms);
+  REQUIRE(ws.swarm({"join", "--slot", "mid", "--task", "T-2"}).exit == 0);
+  std::this_thread::sleep_for(2200ms);  // old: ~4.4s of 6s (stale); mid: ~2.2s (late)
+
+  auto report = doctor(ws);
+  CHECK(report.exit == 8);
+  auto stale = findings(report, "stale_session");
+  REQUIRE(stale.size() == 1);
+  CHECK(field(stale[0], "subject") == "old");
+  auto late = findings(report, "late_session");
+  REQUIRE(late.size() == 1);
+  CHECK(field(late[0], "subject") == "mid");
+  CHECK(field(late[0], "severity") == "notice");
+  CHECK(field(late[0], "fix") == "swarm renew --slot mid");
+
+  auto fix = doctor(ws, {"--fix"});
+  CHECK(fix.exit == 0);  // only the late notice remains
+  CHECK(ws.swarm({"status", "--slot", "old"}).exit == 4);
+  CHECK_FALSE(std::filesystem::exists(ws.root() / ".swarm/slots/old"));
+  CHECK(ws.swarm({"status", "--slot", "mid"}).exit == 0);  // a notice is never "fixed" away
+  REQUIRE(ws.swarm({"renew", "--slot", "mid"}).exit == 0);
+  auto again = doctor(ws, {"--fix"});
+  CHECK(again.exit == 0);
+  CHECK(finding_count(again) == 0);
+}
+
+TEST_CASE("Doctor_CorruptRecordIsRemovedByFix") {
+  // a raw corrupt value is reported with its reason; --fix removes it; a second --fix finds nothing.
+  SwarmWorkspace ws;
+  {
+    auto connection = kv::Connection::connect({.urls = {ws.server()->url()}});
+    kv::Bucket::open(connection, "swarm-sessions").create("junk", "[1,2,3]");
+  }
+  auto report = doctor(ws);
+  CHECK(report.exit == 8);
+  auto corrupt = findings(report, "corrupt_record");
+  REQUIRE(corrupt.size() == 1);
+  CHECK(field(corrupt[0], "message").find("not a JSON object") != std::string::npos);
+  CHECK(field(corrupt[0], "fix").find("swarm evict --slot junk") != std::string::npos);
+  CHECK(doctor(ws, {"--fix"}).exit == 0);
+  CHECK(ws.swarm({"status", "--slot", "junk"}).exit == 4);
+  CHECK(finding_count(doctor(ws, {"--fix"})) == 0);
+}
+
+TEST_CASE("Doctor_RecordOfThisHostWithoutFolder") {
+  // a live record whose slot folder was deleted is reported; --fix removes the record.
+  SwarmWorkspace ws;
+  REQUIRE(ws.swarm({"join", "--slot", "s", "--task", "T-1"}).exit == 0);
+  std::filesystem::remove_all(ws.root() / ".swarm/slots/s");
+  auto report = doctor(ws);
+  CHECK(report.exit == 8);
+  REQUIRE(findings(report, "missing_folder").size() == 1);
+  CHECK(doctor(ws, {"--fix"}).exit == 0);
+  CHECK(ws.swarm({"status", "--slot", "s"}).exit == 4);
+  CHECK(finding_count(doctor(ws, {"--fix"})) == 0);
+}
+
+TEST_CASE("Doctor_AnotherHostsProblemIsLeftToThatHost") {
+  // --fix never touches another host's stale record; it names the command for that host or evict.
+  SwarmWorkspace ws({.up_args = {"--ttl", "3s"}});
+  REQUIRE(ws.swarm({"join", "--slot", "theirs", "--task", "T-1"}, kHostB).exit == 0);
+  std::this_thread::sleep_for(2200ms);
+  auto fix = doctor(ws, {"--fix"}, kHostA);
+  CHECK(fix.exit == 8);
+  auto stale = findings(fix, "stale_session");
+  REQUIRE(stale.size() == 1);
+  CHECK_FALSE(fixed(stale[0]));
+  CHECK(field(stale[0], "fix").find("on host-b: swarm doctor --fix") == 0);
+  CHECK(field(stale[0], "fix").find("swarm evict --slot theirs") != std::string::npos);
+  CHECK(ws.swarm({"status", "--slot", "theirs"}).exit == 0);
+  // On host B the same fix works.
+  CHECK(doctor(ws, {"--fix"}, kHostB).exit == 0);
+  CHECK(ws.swarm({"status", "--slot", "theirs"}).exit == 4);
+}
+
+TEST_CASE("Doctor_BucketTtlUnlikeTheConfigNamesAFixThatWorks") {
+  // a bucket whose TTL differs from config.json is a problem; the command it names makes doctor healthy.
+  SwarmWorkspace ws;  // bucket made with 5m
+  auto config_path = ws.root() / ".swarm/config.json";
+  auto config = swarm::Json::parse(read_file(config_path));
+  config.set("ttl_ms", std::int64_t{60000});
+  write_file(config_path, config.dump());
+  auto report = doctor(ws);
+  CHECK(report.exit == 8);
+  auto diff = findings(report, "bucket_config");
+  REQUIRE(diff.size() == 1);
+  CHECK(field(diff[0], "message").find("TTL 5m but config.json says 1m") != std::string::npos);
+  std::string fix = field(diff[0], "fix");
+  CHECK(fix.find("swarm up --ttl 5m") == 0);
+  REQUIRE(ws.swarm({"up", "--nats-url", ws.server()->url(), "--ttl", "5m"}).exit == 0);
+  CHECK(doctor(ws).exit == 0);
+}
+
+TEST_CASE("Doctor_StoppedServerIsReportedAndFilesystemChecksStillRun") {
+  // NATS down: reported within the timeout, never restarted; a dead pid file and a missing hub are still found.
+  SwarmWorkspace ws({.embedded = true});
+  REQUIRE(ws.swarm({"down"}).exit == 0);
+  std::filesystem::rename(ws.root() / ".swarm/hub.git", ws.root() / "hub-moved");
+  auto start = std::chrono::steady_clock::now();
+  auto report = doctor(ws, {"--timeout", "2s"});
+  CHECK(std::chrono::steady_clock::now() - start < 3s);
+  CHECK(report.exit == 8);
+  CHECK(findings(report, "nats").size() == 1);
+  CHECK(cJSON_IsFalse(cJSON_GetObjectItem(report.doc.get(), "nats_reachable")));
+  auto server = findings(report, "embedded_server");
+  REQUIRE(server.size() == 1);
+  CHECK(field(server[0], "message").find("not running") != std::string::npos);
+  CHECK(field(server[0], "fix") == "swarm up");
+  CHECK(findings(report, "hub").size() == 1);
+  // --fix does not start a server either.
+  CHECK(doctor(ws, {"--fix", "--timeout", "1s"}).exit == 8);
+  CHECK(ws.swarm({"status", "--timeout", "1s"}).exit == 7);
+}
+
+TEST_CASE("StatusWatch_SeesJoinAndCloseArrive") {
+  // status --watch --json prints the snapshot, then one line per change, and ends cleanly on SIGINT.
+  SwarmWorkspace ws;
+  Process watcher(ws.command({"status", "--watch", "--json"}));
+  auto first = watcher.read_line(10s);
+  REQUIRE(first);
+  auto snapshot = swarm::Json::parse(*first);
+  REQUIRE(snapshot);
+  CHECK(field(snapshot, "schema") == "swarm.status.v1");
+  CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(snapshot.get(), "sessions")) == 0);
+
+  REQUIRE(ws.swarm({"join", "--slot", "w", "--task", "T-1"}).exit == 0);
+  auto joined = watcher.read_line(10s);
+  REQUIRE(joined);
+  auto put = swarm::Json::parse(*joined);
+  REQUIRE(put);
+  cJSON* change = cJSON_GetObjectItem(put.get(), "change");
+  CHECK(std::string(cJSON_GetObjectItem(change, "event")->valuestring) == "put");
+  CHECK(std::string(cJSON_GetObjectItem(change, "slot")->valuestring) == "w");
+  CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(put.get(), "sessions")) == 1);
+
+  REQUIRE(ws.swarm({"close", "--slot", "w", "--no-artifact"}).exit == 0);
+  auto closed = watcher.read_line(10s);
+  REQUIRE(closed);
+  auto del = swarm::Json::parse(*closed);
+  REQUIRE(del);
+  change = cJSON_GetObjectItem(del.get(), "change");
+  CHECK(std::string(cJSON_GetObjectItem(change, "event")->valuestring) == "delete");
+  CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(del.get(), "sessions")) == 0);
+
+  watcher.signal(SIGINT);
+  auto end = watcher.wait(5s);
+  CHECK(end.exit == 0);
+}

@@ -1,0 +1,51 @@
+// LiveSessions: the model behind status --watch.
+#include "swarm/status.h"
+
+#include <doctest/doctest.h>
+
+using namespace swarm;
+using namespace std::chrono_literals;
+
+namespace {
+SessionEvent put(const std::string& slot, TimePoint at) {
+  SessionEvent e;
+  e.kind = SessionEvent::Kind::put;
+  e.entry = session_entry_of({slot, R"({"slot":")" + slot + R"(","host":"h"})", 1, at});
+  return e;
+}
+}  // namespace
+
+TEST_CASE("LiveSessions_AppliesPutsDeletesAndExpiresByTtl") {
+  // puts add or replace, deletes remove, and entries past the TTL drop out with no event.
+  LiveSessions live;
+  TimePoint t0 = std::chrono::system_clock::now();
+  CHECK(live.apply(put("a", t0))->kind == LiveSessions::Change::Kind::put);
+  CHECK(live.apply(put("b", t0 + 2s)));
+  CHECK(live.size() == 2);
+  SessionEvent erase;
+  erase.kind = SessionEvent::Kind::erase;
+  erase.entry.slot = "b";
+  CHECK(live.apply(erase)->kind == LiveSessions::Change::Kind::erase);
+  CHECK_FALSE(live.apply(erase));  // already gone: no change
+  SessionEvent caught_up;
+  caught_up.kind = SessionEvent::Kind::caught_up;
+  CHECK_FALSE(live.apply(caught_up));
+  CHECK(live.expire(t0 + 4s, 5s).empty());
+  auto expired = live.expire(t0 + 5s, 5s);
+  REQUIRE(expired.size() == 1);
+  CHECK(expired[0].slot == "a");
+  CHECK(live.size() == 0);
+}
+
+TEST_CASE("Liveness_StatesByThirdsOfTheTtl") {
+  // fresh below TTL/3, late below 2TTL/3, stale from there.
+  CHECK(state_of(0s, 300s) == State::fresh);
+  CHECK(state_of(99s, 300s) == State::fresh);
+  CHECK(state_of(100s, 300s) == State::late);
+  CHECK(state_of(199s, 300s) == State::late);
+  CHECK(state_of(200s, 300s) == State::stale);
+  CHECK(state_of(1000s, 300s) == State::stale);
+  auto now = std::chrono::system_clock::now();
+  CHECK(age_of(now + 5s, now) == 0ms);  // a server clock ahead reads as age 0
+  CHECK(age_of(now - 5s, now) == 5000ms);
+}
