@@ -21,12 +21,13 @@ Verb add_evict(CLI::App& app) {
             else
               human += "host " + removed.session->host + ", task " + removed.session->task_id + ", started " +
                        (removed.session->started_at ? swarm::format_rfc3339(*removed.session->started_at) : "?");
-            human += "\n  removed: " + removed.raw;
+            const std::string stored = removed.corrupt() ? removed.raw : swarm::to_json(*removed.session);
+            human += "\n  removed: " + stored;
             swarm::Json doc = swarm::Json::object();
             doc.set("slot", *slot).set("revision", removed.revision).set("corrupt", removed.corrupt());
-            swarm::Json record = swarm::Json::parse(removed.raw);
+            swarm::Json record = removed.corrupt() ? swarm::Json() : swarm::Json::parse(stored);
             if (record) doc.set("record", std::move(record));
-            else doc.set("raw", removed.raw);
+            else doc.set("raw", stored);
             ctx.out().result("evict", human, std::move(doc));
             return 0;
           }};

@@ -28,6 +28,12 @@ void Output::result(const std::string& verb, const std::string& human, swarm::Js
   std::cout.flush();
 }
 
+void Output::rendered(const std::string& text) const {
+  std::cout << text;
+  if (!text.empty() && text.back() != '\n') std::cout << '\n';
+  std::cout.flush();
+}
+
 void Output::json_line(const swarm::Json& doc) const { std::cout << doc.dump() << std::endl; }
 
 void Output::warn(const std::string& message) const { std::cerr << "swarm: warning: " << message << std::endl; }

@@ -17,6 +17,9 @@ class Output {
   // Prints the result: `human` (a trailing newline is added when missing), or
   // `doc` with its "schema" set to swarm.<verb>.v1.
   void result(const std::string& verb, const std::string& human, swarm::Json doc) const;
+  // A result already rendered (human text, or a JSON document that carries its
+  // schema): for results too large to build twice.
+  void rendered(const std::string& text) const;
   // One line of JSON on stdout, flushed (for streams such as status --watch).
   void json_line(const swarm::Json& doc) const;
   // "swarm: warning: ..." on stderr.

@@ -2,6 +2,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <csignal>
 #include <iostream>
@@ -22,6 +23,7 @@ struct StatusFlags {
   bool watch = false;
 };
 
+// One session as swarm.status.v1 has it: the record's fields, then ours.
 swarm::Json row_json(const swarm::SessionRow& row) {
   const auto& e = row.entry;
   swarm::Json item = e.corrupt() ? swarm::Json::object() : swarm::Json::parse(swarm::to_json(*e.session));
@@ -38,46 +40,63 @@ std::string age_text(std::chrono::milliseconds age) {
   return swarm::format_duration(std::chrono::duration_cast<std::chrono::seconds>(age));
 }
 
-std::string table(const std::vector<swarm::SessionRow>& rows) {
-  if (rows.empty()) return "no sessions\n";
-  std::vector<std::vector<std::string>> cells = {{"SLOT", "TASK", "HOST", "AGE", "STATE", "REV"}};
-  bool any_local = false;
-  for (const auto& row : rows) {
-    const auto& e = row.entry;
-    if (e.corrupt()) {
-      cells.push_back({e.slot, "-", "-", age_text(row.age), "corrupt: " + e.corrupt_reason, std::to_string(e.revision)});
-      continue;
-    }
-    any_local = any_local || row.local;
-    cells.push_back({e.slot, e.session->task_id.empty() ? "-" : e.session->task_id,
-                     e.session->host + (row.local ? " *" : ""), age_text(row.age),
-                     std::string(swarm::to_string(row.state)), std::to_string(e.revision)});
-  }
-  std::vector<std::size_t> width(cells[0].size(), 0);
-  for (const auto& line : cells)
-    for (std::size_t i = 0; i < line.size(); ++i) width[i] = std::max(width[i], line[i].size());
-  std::ostringstream out;
-  for (const auto& line : cells) {
-    for (std::size_t i = 0; i < line.size(); ++i) {
-      out << line[i];
-      if (i + 1 < line.size()) out << std::string(width[i] - line[i].size() + 2, ' ');
-    }
-    out << "\n";
-  }
-  if (any_local) out << "* this host\n";
-  return out.str();
+// The cells of one table line.
+std::array<std::string, 6> cells_of(const swarm::SessionRow& row) {
+  const auto& e = row.entry;
+  if (e.corrupt())
+    return {e.slot, "-", "-", age_text(row.age), "corrupt: " + e.corrupt_reason, std::to_string(e.revision)};
+  return {e.slot, e.session->task_id.empty() ? "-" : e.session->task_id, e.session->host + (row.local ? " *" : ""),
+          age_text(row.age), std::string(swarm::to_string(row.state)), std::to_string(e.revision)};
 }
 
-swarm::Json status_doc(const std::string& bucket, std::chrono::milliseconds ttl,
-                       const std::vector<swarm::SessionRow>& rows) {
-  swarm::Json sessions = swarm::Json::array();
-  for (const auto& row : rows) sessions.push(row_json(row));
-  swarm::Json doc = swarm::Json::object();
-  doc.set("schema", "swarm.status.v1")
+// The table, built line by line (at 10,000 sessions no cell grid is kept).
+std::string table(const std::vector<swarm::SessionRow>& rows) {
+  if (rows.empty()) return "no sessions\n";
+  const std::array<std::string, 6> header = {"SLOT", "TASK", "HOST", "AGE", "STATE", "REV"};
+  std::array<std::size_t, 6> width{};
+  bool any_local = false;
+  auto widen = [&](const std::array<std::string, 6>& line) {
+    for (std::size_t i = 0; i < line.size(); ++i) width[i] = std::max(width[i], line[i].size());
+  };
+  widen(header);
+  for (const auto& row : rows) {
+    widen(cells_of(row));
+    any_local = any_local || row.local;
+  }
+  std::string out;
+  auto print = [&](const std::array<std::string, 6>& line) {
+    for (std::size_t i = 0; i < line.size(); ++i) {
+      out += line[i];
+      if (i + 1 < line.size()) out.append(width[i] - line[i].size() + 2, ' ');
+    }
+    out += '\n';
+  };
+  print(header);
+  for (const auto& row : rows) print(cells_of(row));
+  if (any_local) out += "* this host\n";
+  return out;
+}
+
+// swarm.status.v1, serialized one session at a time (no tree of all of them).
+// A watch adds "change": null on its first line, then the change of each line.
+std::string status_json(const std::string& bucket, std::chrono::milliseconds ttl,
+                        const std::vector<swarm::SessionRow>& rows, bool watching = false,
+                        const swarm::Json* change = nullptr) {
+  swarm::Json head = swarm::Json::object();
+  head.set("schema", "swarm.status.v1")
       .set("bucket", bucket)
-      .set("ttl_seconds", static_cast<double>(ttl.count()) / 1000.0)
-      .set("sessions", std::move(sessions));
-  return doc;
+      .set("ttl_seconds", static_cast<double>(ttl.count()) / 1000.0);
+  std::string out = head.dump();
+  out.pop_back();  // reopen the object
+  out += ",\"sessions\":[";
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (i > 0) out += ',';
+    out += row_json(rows[i]).dump();
+  }
+  out += "]";
+  if (watching) out += ",\"change\":" + (change ? change->dump() : std::string("null"));
+  out += "}";
+  return out;
 }
 
 volatile std::sig_atomic_t g_stop = 0;
@@ -107,15 +126,12 @@ int watch(Context& ctx, const swarm::SlotLifecycle& lifecycle, const std::string
     if (ctx.out().json()) {
       // One line per change; the first line is the snapshot.
       auto emit = [&](const swarm::LiveSessions::Change* change) {
-        swarm::Json doc = status_doc(store.bucket_name(), ttl, rows);
+        swarm::Json c;
         if (change) {
-          swarm::Json c = swarm::Json::object();
+          c = swarm::Json::object();
           c.set("event", swarm::to_string(change->kind)).set("slot", change->slot);
-          doc.set("change", std::move(c));
-        } else {
-          doc.set_null("change");
         }
-        ctx.out().json_line(doc);
+        ctx.out().rendered(status_json(store.bucket_name(), ttl, rows, true, change ? &c : nullptr));
       };
       if (changes.empty()) emit(nullptr);
       for (const auto& c : changes) emit(&c);
@@ -179,8 +195,8 @@ Verb add_status(CLI::App& app) {
             } else {
               throw swarm::Error(swarm::Errc::not_found, "no session for slot " + flags->slot);
             }
-            auto rows = swarm::rows_of(entries, ttl, std::chrono::system_clock::now(), lifecycle.me());
-            ctx.out().result("status", table(rows), status_doc(store.bucket_name(), ttl, rows));
+            auto rows = swarm::rows_of(std::move(entries), ttl, std::chrono::system_clock::now(), lifecycle.me());
+            ctx.out().rendered(ctx.out().json() ? status_json(store.bucket_name(), ttl, rows) : table(rows));
             return 0;
           }};
 }

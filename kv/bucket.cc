@@ -53,17 +53,6 @@ detail::StreamInfoPtr stream_info(jsCtx* js, const std::string& stream, const st
 
 }  // namespace
 
-namespace detail {
-Entry entry_of(kvEntry* e) {
-  Entry entry;
-  entry.key = kvEntry_Key(e);
-  const char* data = static_cast<const char*>(kvEntry_Value(e));
-  entry.value.assign(data ? data : "", static_cast<std::size_t>(kvEntry_ValueLen(e)));
-  entry.revision = kvEntry_Revision(e);
-  entry.created = time_of(kvEntry_Created(e));
-  return entry;
-}
-}  // namespace detail
 
 void require_valid_bucket_name(std::string_view name) {
   bool ok = !name.empty();
@@ -82,6 +71,24 @@ void require_valid_key(std::string_view bucket, std::string_view key) {
     else ok = is_name_char(c) || c == '/' || c == '\\' || c == '=';
   }
   if (!ok) throw Error(Errc::bad_request, "bad key '" + std::string(key) + "' in " + where(bucket));
+}
+
+void require_valid_pattern(std::string_view bucket, std::string_view pattern) {
+  bool ok = !pattern.empty();
+  std::size_t start = 0;
+  while (ok) {
+    auto dot = pattern.find('.', start);
+    auto token = pattern.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
+    bool last = dot == std::string_view::npos;
+    if (token == ">") ok = last;
+    else if (token != "*") {
+      ok = !token.empty();
+      for (char c : token) ok = ok && (is_name_char(c) || c == '/' || c == '\\' || c == '=');
+    }
+    if (last) break;
+    start = dot + 1;
+  }
+  if (!ok) throw Error(Errc::bad_request, "bad key pattern '" + std::string(pattern) + "' in " + where(bucket));
 }
 
 std::vector<std::string> differences(const BucketConfig& want, const BucketConfig& have) {
@@ -104,12 +111,14 @@ Bucket Bucket::open(const Connection& connection, const std::string& name) {
   state->connection = connection.state();
   state->stream = "KV_" + name;
   state->prefix = "$KV." + name + ".";
-  kvStore* store = nullptr;
-  natsStatus status = js_KeyValue(&store, state->js(), name.c_str());
-  if (status == NATS_NOT_FOUND)
-    throw Error(Errc::not_found, where(name) + " does not exist on " + connection.connected_url());
-  check(status, "open " + where(name));
-  state->store.reset(store);
+  // One round trip: the stream's config and size, kept for config() and for
+  // knowing whether a snapshot has anything to replay.
+  auto info = stream_info(state->js(), state->stream, name);
+  if (!info) throw Error(Errc::not_found, where(name) + " does not exist on " + connection.connected_url());
+  if (info->Config->MaxMsgsPerSubject < 1)
+    throw Error(Errc::bad_request, "stream " + state->stream + " is not a key-value bucket");
+  state->config = config_of(*info, name);
+  state->messages = info->State.Msgs;
   return Bucket(std::move(state), name);
 }
 
@@ -145,6 +154,7 @@ Bucket Bucket::ensure(const Connection& connection, const BucketConfig& want) {
   config.StorageType = want.storage == Storage::memory ? js_MemoryStorage : js_FileStorage;
   kvStore* store = nullptr;
   natsStatus status = js_CreateKeyValue(&store, js, &config);
+  detail::StorePtr created(store);
   if (status != NATS_OK) {
     // Someone else may have created it meanwhile, perhaps with another config.
     if (auto info = stream_info(js, stream, want.name)) {
@@ -153,15 +163,10 @@ Bucket Bucket::ensure(const Connection& connection, const BucketConfig& want) {
     }
     check(status, "create " + where(want.name));
   }
-  detail::StorePtr owned(store);
   return open(connection, want.name);
 }
 
-BucketConfig Bucket::config() const {
-  auto info = stream_info(state_->js(), state_->stream, name_);
-  if (!info) throw Error(Errc::not_found, where(name_) + " no longer exists");
-  return config_of(*info, name_);
-}
+BucketConfig Bucket::config() const { return state_->config; }
 
 std::string Bucket::leader() const {
   auto info = stream_info(state_->js(), state_->stream, name_);
@@ -259,33 +264,39 @@ void Bucket::erase(std::string_view key, std::uint64_t revision) const {
   publish(key, {}, revision, false, true, "erase");
 }
 
-std::vector<Entry> Bucket::snapshot() const {
+void Bucket::for_each(const std::function<void(Entry&&)>& visit, bool keys_only) const {
+  // An empty stream has nothing to replay: one stream-info read proves it at
+  // this instant, without creating a consumer.
+  if (state_->messages == 0) {
+    auto info = stream_info(state_->js(), state_->stream, name_);
+    if (!info) throw Error(Errc::not_found, where(name_) + " no longer exists");
+    if (info->State.Msgs == 0) return;
+  }
   WatchOptions options;
   options.ignore_deletes = true;
+  options.keys_only = keys_only;
   auto watch = this->watch(">", options);
-  std::vector<Entry> entries;
+  std::size_t seen = 0;
   while (true) {
     auto event = watch.next(request_timeout());
     if (!event)
-      throw Error(Errc::timeout, "snapshot of " + where(name_) + " stalled after " +
-                                     std::to_string(entries.size()) + " entries");
-    if (event->kind == WatchEvent::Kind::caught_up) return entries;
-    entries.push_back(std::move(event->entry));
+      throw Error(Errc::timeout, "reading " + where(name_) + " stalled after " + std::to_string(seen) + " entries");
+    if (event->kind == WatchEvent::Kind::caught_up) return;
+    ++seen;
+    visit(std::move(event->entry));
   }
 }
 
+std::vector<Entry> Bucket::snapshot() const {
+  std::vector<Entry> entries;
+  for_each([&](Entry&& e) { entries.push_back(std::move(e)); });
+  return entries;
+}
+
 std::vector<std::string> Bucket::keys() const {
-  WatchOptions options;
-  options.ignore_deletes = true;
-  options.keys_only = true;
-  auto watch = this->watch(">", options);
   std::vector<std::string> keys;
-  while (true) {
-    auto event = watch.next(request_timeout());
-    if (!event) throw Error(Errc::timeout, "listing keys of " + where(name_) + " stalled");
-    if (event->kind == WatchEvent::Kind::caught_up) return keys;
-    keys.push_back(std::move(event->entry.key));
-  }
+  for_each([&](Entry&& e) { keys.push_back(std::move(e.key)); }, true);
+  return keys;
 }
 
 }  // namespace kv

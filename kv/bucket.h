@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -34,6 +35,8 @@ std::vector<std::string> differences(const BucketConfig& want, const BucketConfi
 // A bucket name or key that JetStream accepts; `what` names it in the error.
 void require_valid_bucket_name(std::string_view name);
 void require_valid_key(std::string_view bucket, std::string_view key);
+// A key, or a pattern whose tokens may be "*" (one token) or a final ">".
+void require_valid_pattern(std::string_view bucket, std::string_view pattern);
 
 class Bucket {
  public:
@@ -48,7 +51,7 @@ class Bucket {
 
   const std::string& name() const { return name_; }
 
-  // The bucket's config as the server has it now (one round trip).
+  // The bucket's config as the server had it when the bucket was opened.
   BucketConfig config() const;
 
   // The server that leads the bucket's stream (empty when not clustered).
@@ -74,8 +77,13 @@ class Bucket {
   // Every current entry in one streamed pass (never one get per key).
   std::vector<Entry> snapshot() const;
 
+  // The same pass, handing each entry to `visit` as it arrives, so callers can
+  // work while the rest is still on the wire. With `keys_only` values are empty.
+  void for_each(const std::function<void(Entry&&)>& visit, bool keys_only = false) const;
+
   // A live watch of one key or a pattern ("a.*", ">"); it first replays the
-  // current values, then reports a caught_up event, then every change.
+  // current values, then reports a caught_up event, then every change. Entries
+  // removed by the bucket's TTL vanish without an event (JetStream sends none).
   Watch watch(std::string_view pattern, WatchOptions options = {}) const;
 
   std::chrono::milliseconds request_timeout() const;

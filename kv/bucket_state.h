@@ -1,6 +1,7 @@
 // What a Bucket and its watches share. Private to kv/.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -11,16 +12,12 @@ namespace kv {
 
 struct Bucket::State {
   std::shared_ptr<detail::ConnectionState> connection;
-  detail::StorePtr store;   // nats.c's handle, used for watches
-  std::string stream;       // "KV_<bucket>"
-  std::string prefix;       // "$KV.<bucket>."
+  std::string stream;      // "KV_<bucket>"
+  std::string prefix;      // "$KV.<bucket>."
+  BucketConfig config;     // as read at open
+  std::uint64_t messages;  // messages in the stream at open (0: nothing to replay)
 
   jsCtx* js() const { return connection->js.get(); }
 };
-
-namespace detail {
-// Copies a watcher entry into an Entry.
-Entry entry_of(kvEntry* e);
-}  // namespace detail
 
 }  // namespace kv

@@ -6,6 +6,7 @@
 #include "swarm/embedded_server.h"
 #include "swarm/error.h"
 #include "swarm/hub.h"
+#include "swarm/log.h"
 
 namespace swarm {
 
@@ -28,7 +29,9 @@ void write_if_missing(const fs::path& path, const std::string& text) {
 
 kv::Connection connect_nats(const kv::ConnectionOptions& options) {
   try {
-    return kv::Connection::connect(options);
+    auto connection = kv::Connection::connect(options);
+    spdlog::debug("connected to NATS at {}", connection.connected_url());
+    return connection;
   } catch (const kv::Error& e) {
     if (e.kind() != kv::Errc::unavailable) throw from_kv(e);
     throw Error(Errc::unavailable, std::string(e.what()) + "; is the server running? `swarm doctor` checks");
@@ -62,6 +65,7 @@ UpResult up(const UpOptions& options) {
     } else {
       int port = config.nats_url.empty() ? 0 : port_of_url(config.nats_url);
       config.nats_url = server.start(port, kServerStartTimeout);
+      spdlog::debug("started the embedded nats-server at {}", config.nats_url);
       result.started_server = true;
       result.server_pid = server.recorded_pid();
     }

@@ -12,14 +12,43 @@ Clock system_clock() {
 
 namespace {
 
-std::tm utc_of(TimePoint t, long* millis) {
-  auto since = t.time_since_epoch();
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(since).count();
-  auto secs = static_cast<std::time_t>(ms >= 0 ? ms / 1000 : (ms - 999) / 1000);
-  *millis = static_cast<long>(ms - static_cast<long long>(secs) * 1000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  return tm;
+struct Civil {
+  long long year;
+  int month, day, hour, minute, second, millis;
+};
+
+// UTC calendar fields of t (H. Hinnant's civil_from_days): every renewal
+// writes two times, and gmtime_r takes a lock and a locale on each.
+Civil civil_of(TimePoint t) {
+  long long ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+  long long secs = ms >= 0 ? ms / 1000 : (ms - 999) / 1000;
+  long long days = secs >= 0 ? secs / 86400 : (secs - 86399) / 86400;
+  long long rest = secs - days * 86400;
+  Civil c{};
+  c.millis = static_cast<int>(ms - secs * 1000);
+  c.hour = static_cast<int>(rest / 3600);
+  c.minute = static_cast<int>(rest / 60 % 60);
+  c.second = static_cast<int>(rest % 60);
+  long long z = days + 719468;
+  const long long era = (z >= 0 ? z : z - 146096) / 146097;
+  const long long doe = z - era * 146097;
+  const long long yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  const long long doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  const long long mp = (5 * doy + 2) / 153;
+  c.day = static_cast<int>(doy - (153 * mp + 2) / 5 + 1);
+  c.month = static_cast<int>(mp < 10 ? mp + 3 : mp - 9);
+  c.year = yoe + era * 400 + (c.month <= 2);
+  return c;
+}
+
+// Appends `value` as exactly `width` digits.
+void put_digits(std::string& out, long long value, int width) {
+  char digits[20];
+  for (int i = width - 1; i >= 0; --i) {
+    digits[i] = static_cast<char>('0' + value % 10);
+    value /= 10;
+  }
+  out.append(digits, static_cast<std::size_t>(width));
 }
 
 bool digits(std::string_view s, std::size_t at, std::size_t n, int* out) {
@@ -33,6 +62,17 @@ bool digits(std::string_view s, std::size_t at, std::size_t n, int* out) {
   return true;
 }
 
+// Days from 1970-01-01 to year-month-day in the proleptic Gregorian calendar
+// (H. Hinnant's days_from_civil): no timegm, no time zone, no locale.
+long long days_from_civil(int y, int m, int d) {
+  y -= m <= 2;
+  const long long era = (y >= 0 ? y : y - 399) / 400;
+  const long long yoe = y - era * 400;
+  const long long doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const long long doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + doe - 719468;
+}
+
 int days_in_month(int year, int month) {
   static const int days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
   bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
@@ -42,21 +82,39 @@ int days_in_month(int year, int month) {
 }  // namespace
 
 std::string format_rfc3339(TimePoint t) {
-  long millis = 0;
-  std::tm tm = utc_of(t, &millis);
-  char buffer[96];
-  std::snprintf(buffer, sizeof buffer, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900, tm.tm_mon + 1,
-                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, millis);
-  return buffer;
+  Civil c = civil_of(t);
+  std::string out;
+  out.reserve(24);
+  put_digits(out, c.year, 4);
+  out += '-';
+  put_digits(out, c.month, 2);
+  out += '-';
+  put_digits(out, c.day, 2);
+  out += 'T';
+  put_digits(out, c.hour, 2);
+  out += ':';
+  put_digits(out, c.minute, 2);
+  out += ':';
+  put_digits(out, c.second, 2);
+  out += '.';
+  put_digits(out, c.millis, 3);
+  out += 'Z';
+  return out;
 }
 
 std::string format_compact_utc(TimePoint t) {
-  long millis = 0;
-  std::tm tm = utc_of(t, &millis);
-  char buffer[96];
-  std::snprintf(buffer, sizeof buffer, "%04d%02d%02dT%02d%02d%02dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
-  return buffer;
+  Civil c = civil_of(t);
+  std::string out;
+  out.reserve(16);
+  put_digits(out, c.year, 4);
+  put_digits(out, c.month, 2);
+  put_digits(out, c.day, 2);
+  out += 'T';
+  put_digits(out, c.hour, 2);
+  put_digits(out, c.minute, 2);
+  put_digits(out, c.second, 2);
+  out += 'Z';
+  return out;
 }
 
 std::optional<TimePoint> parse_rfc3339(std::string_view s) {
@@ -97,14 +155,8 @@ std::optional<TimePoint> parse_rfc3339(std::string_view s) {
   }
   if (at != s.size()) return std::nullopt;
 
-  std::tm tm{};
-  tm.tm_year = year - 1900;
-  tm.tm_mon = month - 1;
-  tm.tm_mday = day;
-  tm.tm_hour = hour;
-  tm.tm_min = minute;
-  tm.tm_sec = second;
-  std::time_t secs = timegm(&tm) - offset_minutes * 60;
+  long long secs = days_from_civil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second -
+                  offset_minutes * 60;
   return TimePoint(std::chrono::duration_cast<TimePoint::duration>(std::chrono::seconds(secs) +
                                                                    std::chrono::nanoseconds(nanos)));
 }

@@ -11,6 +11,7 @@
 #include "swarm/error.h"
 #include "swarm/hub.h"
 #include "swarm/liveness.h"
+#include "swarm/log.h"
 #include "swarm/names.h"
 #include "swarm/recovery.h"
 #include "swarm/session_store.h"
@@ -174,6 +175,7 @@ class Checkup {
       store.erase(entry.slot, entry.revision);
       f.fixed = true;
       f.fix_note = done;
+      spdlog::debug("doctor: {} of slot {} (revision {})", done, entry.slot, entry.revision);
       return true;
     } catch (const Error& e) {
       if (e.kind() != Errc::conflict) throw;

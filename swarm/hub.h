@@ -3,10 +3,11 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 
-#include "swarm/git.h"
+#include "swarm/git_backend.h"
 
 namespace swarm {
 
@@ -23,15 +24,17 @@ class Hub {
   const std::filesystem::path& path() const { return path_; }
   std::string url() const { return "file://" + path_.string(); }
   // The branch HEAD names, e.g. "main".
-  std::string default_branch() const;
+  std::string default_branch() const { return repo_->default_branch(); }
   // The commit at the tip of `branch` (40 hex digits), or nullopt.
-  std::optional<std::string> branch_tip(const std::string& branch) const;
+  std::optional<std::string> branch_tip(const std::string& branch) const { return repo_->branch_tip(branch); }
   // Whether `branch` has commits that the default branch does not.
-  bool has_commits_beyond_default(const std::string& branch) const;
+  bool has_commits_beyond_default(const std::string& branch) const {
+    return repo_->has_commits_beyond_default(branch);
+  }
 
  private:
-  Hub(git::RepositoryPtr repo, std::filesystem::path path) : repo_(std::move(repo)), path_(std::move(path)) {}
-  git::RepositoryPtr repo_;
+  Hub(std::unique_ptr<HubBackend> repo, std::filesystem::path path) : repo_(std::move(repo)), path_(std::move(path)) {}
+  std::unique_ptr<HubBackend> repo_;
   std::filesystem::path path_;
 };
 

@@ -1,9 +1,66 @@
 #include "swarm/json.h"
 
 #include <cmath>
+#include <cstddef>
+#include <cstdlib>
 #include <string>
 
 namespace swarm {
+
+namespace {
+
+// One block per thread, reused by every arena on it; big requests and
+// overflow fall back to malloc (and are freed normally).
+struct ArenaBlock {
+  static constexpr std::size_t kSize = 64 * 1024;
+  alignas(std::max_align_t) char bytes[kSize];
+  std::size_t used = 0;
+  bool active = false;
+
+  bool owns(const void* p) const {
+    auto* c = static_cast<const char*>(p);
+    return c >= bytes && c < bytes + kSize;
+  }
+};
+
+thread_local ArenaBlock t_block;
+
+void* arena_malloc(std::size_t n) {
+  constexpr std::size_t kAlign = alignof(std::max_align_t);
+  if (t_block.active) {
+    std::size_t size = (n + kAlign - 1) / kAlign * kAlign;
+    if (t_block.used + size <= ArenaBlock::kSize) {
+      void* p = t_block.bytes + t_block.used;
+      t_block.used += size;
+      return p;
+    }
+  }
+  return std::malloc(n);
+}
+
+void arena_free(void* p) {
+  if (p == nullptr || t_block.owns(p)) return;  // arena memory goes with the arena
+  std::free(p);
+}
+
+// Installed before main, before any cJSON tree exists.
+const bool kHooksInstalled = [] {
+  cJSON_Hooks hooks{arena_malloc, arena_free};
+  cJSON_InitHooks(&hooks);
+  return true;
+}();
+
+}  // namespace
+
+JsonArena::JsonArena() {
+  t_block.active = true;
+  t_block.used = 0;
+}
+
+JsonArena::~JsonArena() {
+  t_block.active = false;
+  t_block.used = 0;
+}
 
 Json Json::object() { return Json(cJSON_CreateObject()); }
 Json Json::array() { return Json(cJSON_CreateArray()); }
@@ -13,6 +70,27 @@ Json Json::parse(std::string_view text) {
   if (text.find('\0') != std::string_view::npos) return Json(nullptr);
   std::string copy(text);
   return Json(cJSON_ParseWithOpts(copy.c_str(), nullptr, true));
+}
+
+Json& Json::add(const char* key, std::string_view value) {
+  std::string copy(value);
+  cJSON_AddItemToObject(root_.get(), key, cJSON_CreateString(copy.c_str()));
+  return *this;
+}
+
+Json& Json::add(const char* key, std::int64_t value) {
+  cJSON_AddItemToObject(root_.get(), key, cJSON_CreateNumber(static_cast<double>(value)));
+  return *this;
+}
+
+Json& Json::add(const char* key, Json child) {
+  cJSON_AddItemToObject(root_.get(), key, child.release());
+  return *this;
+}
+
+Json& Json::add_raw(const char* key, const std::string& json_text) {
+  cJSON_AddRawToObject(root_.get(), key, json_text.c_str());
+  return *this;
 }
 
 Json& Json::set(const char* key, std::string_view value) {
@@ -61,8 +139,10 @@ Json& Json::push(Json child) {
 }
 
 namespace {
+constexpr int kPrintBuffer = 512;  // a session record fits: no regrowth
+
 std::string printed(cJSON* root, bool pretty) {
-  char* text = pretty ? cJSON_Print(root) : cJSON_PrintUnformatted(root);
+  char* text = pretty ? cJSON_Print(root) : cJSON_PrintBuffered(root, kPrintBuffer, false);
   if (text == nullptr) return {};
   std::string out(text);
   cJSON_free(text);

@@ -1,6 +1,7 @@
 #include "swarm/session.h"
 
 #include <cmath>
+#include <cstring>
 
 #include "swarm/json.h"
 
@@ -8,42 +9,63 @@ namespace swarm {
 
 namespace {
 
-const char* const kKnownFields[] = {"slot",     "task_id", "agent_id",   "host",        "host_id",
-                                    "leaf_pid", "hub_url", "started_at", "last_renewed"};
+// The known fields, in the order a writer puts them.
+enum class Field { slot, task_id, agent_id, host, host_id, leaf_pid, hub_url, started_at, last_renewed, unknown };
 
-bool is_known(const char* name) {
-  for (const char* known : kKnownFields)
-    if (std::string_view(known) == name) return true;
-  return false;
+Field field_of(const char* name) {
+  switch (name[0]) {
+    case 's':
+      if (std::strcmp(name, "slot") == 0) return Field::slot;
+      if (std::strcmp(name, "started_at") == 0) return Field::started_at;
+      break;
+    case 't':
+      if (std::strcmp(name, "task_id") == 0) return Field::task_id;
+      break;
+    case 'a':
+      if (std::strcmp(name, "agent_id") == 0) return Field::agent_id;
+      break;
+    case 'h':
+      if (std::strcmp(name, "host") == 0) return Field::host;
+      if (std::strcmp(name, "host_id") == 0) return Field::host_id;
+      if (std::strcmp(name, "hub_url") == 0) return Field::hub_url;
+      break;
+    case 'l':
+      if (std::strcmp(name, "leaf_pid") == 0) return Field::leaf_pid;
+      if (std::strcmp(name, "last_renewed") == 0) return Field::last_renewed;
+      break;
+    default:
+      break;
+  }
+  return Field::unknown;
 }
 
+bool is_known(const char* name) { return field_of(name) != Field::unknown; }
+
 // Reads an optional string field; false (with reason) when it has another type.
-bool read_string(const cJSON* root, const char* name, std::string* out, std::string* reason) {
-  const cJSON* item = cJSON_GetObjectItemCaseSensitive(root, name);
-  if (item == nullptr || cJSON_IsNull(item)) return true;
+bool read_string(const cJSON* item, std::string* out, std::string* reason) {
+  if (cJSON_IsNull(item)) return true;
   if (!cJSON_IsString(item)) {
-    *reason = std::string("field '") + name + "' is not a string";
+    *reason = std::string("field '") + item->string + "' is not a string";
     return false;
   }
   *out = item->valuestring;
   return true;
 }
 
-bool read_time(const cJSON* root, const char* name, std::optional<TimePoint>* out, std::string* reason) {
+bool read_time(const cJSON* item, std::optional<TimePoint>* out, std::string* reason) {
   std::string text;
-  if (!read_string(root, name, &text, reason)) return false;
+  if (!read_string(item, &text, reason)) return false;
   if (text.empty()) return true;
   *out = parse_rfc3339(text);
   if (!*out) {
-    *reason = std::string("field '") + name + "' is not an RFC 3339 time: '" + text + "'";
+    *reason = std::string("field '") + item->string + "' is not an RFC 3339 time: '" + text + "'";
     return false;
   }
   return true;
 }
 
-bool read_pid(const cJSON* root, std::int64_t* out, std::string* reason) {
-  const cJSON* item = cJSON_GetObjectItemCaseSensitive(root, "leaf_pid");
-  if (item == nullptr || cJSON_IsNull(item)) return true;
+bool read_pid(const cJSON* item, std::int64_t* out, std::string* reason) {
+  if (cJSON_IsNull(item)) return true;
   double v = cJSON_IsNumber(item) ? item->valuedouble : -1;
   if (!cJSON_IsNumber(item) || v < 0 || v != std::floor(v) || v > 4194304.0 * 1024) {
     *reason = "field 'leaf_pid' is not a process id";
@@ -53,10 +75,33 @@ bool read_pid(const cJSON* root, std::int64_t* out, std::string* reason) {
   return true;
 }
 
+// Reads one member into the session; false (with reason) when its type is wrong.
+bool read_member(const cJSON* item, Session* s, std::string* reason) {
+  switch (field_of(item->string)) {
+    case Field::slot: return read_string(item, &s->slot, reason);
+    case Field::task_id: return read_string(item, &s->task_id, reason);
+    case Field::agent_id: return read_string(item, &s->agent_id, reason);
+    case Field::host: return read_string(item, &s->host, reason);
+    case Field::host_id: return read_string(item, &s->host_id, reason);
+    case Field::leaf_pid: return read_pid(item, &s->leaf_pid, reason);
+    case Field::hub_url: return read_string(item, &s->hub_url, reason);
+    case Field::started_at: return read_time(item, &s->started_at, reason);
+    case Field::last_renewed: return read_time(item, &s->last_renewed, reason);
+    case Field::unknown: break;
+  }
+  char* raw = cJSON_PrintUnformatted(item);
+  if (raw != nullptr) {
+    s->unknown_fields.emplace_back(item->string, raw);
+    cJSON_free(raw);
+  }
+  return true;
+}
+
 }  // namespace
 
 ParsedSession parse_session(std::string_view text) {
   ParsedSession out;
+  JsonArena arena;  // the tree below dies before it
   Json json = Json::parse(text);
   if (!json) {
     out.corrupt_reason = text.empty() ? "the value is empty" : "the value is not valid JSON";
@@ -68,47 +113,41 @@ ParsedSession parse_session(std::string_view text) {
     return out;
   }
   Session s;
-  std::string& reason = out.corrupt_reason;
-  if (!read_string(root, "slot", &s.slot, &reason) || !read_string(root, "task_id", &s.task_id, &reason) ||
-      !read_string(root, "agent_id", &s.agent_id, &reason) || !read_string(root, "host", &s.host, &reason) ||
-      !read_string(root, "host_id", &s.host_id, &reason) || !read_string(root, "hub_url", &s.hub_url, &reason) ||
-      !read_pid(root, &s.leaf_pid, &reason) || !read_time(root, "started_at", &s.started_at, &reason) ||
-      !read_time(root, "last_renewed", &s.last_renewed, &reason))
-    return out;
+  // One pass over the members: a record is read in the order it was written.
+  for (const cJSON* item = root->child; item != nullptr; item = item->next) {
+    if (item->string == nullptr) continue;
+    if (!read_member(item, &s, &out.corrupt_reason)) return out;
+  }
   if (s.slot.empty()) {
-    reason = "field 'slot' is missing";
+    out.corrupt_reason = "field 'slot' is missing";
     return out;
   }
   if (s.host.empty()) {
-    reason = "field 'host' is missing";
+    out.corrupt_reason = "field 'host' is missing";
     return out;
-  }
-  for (const cJSON* item = root->child; item != nullptr; item = item->next) {
-    if (item->string == nullptr || is_known(item->string)) continue;
-    char* raw = cJSON_PrintUnformatted(item);
-    if (raw == nullptr) continue;
-    s.unknown_fields.emplace_back(item->string, raw);
-    cJSON_free(raw);
   }
   out.session = std::move(s);
   return out;
 }
 
 std::string to_json(const Session& s) {
+  JsonArena arena;  // the tree below dies before it
   Json json = Json::object();
-  json.set("slot", s.slot);
-  if (!s.task_id.empty()) json.set("task_id", s.task_id);
-  if (!s.agent_id.empty()) json.set("agent_id", s.agent_id);
-  json.set("host", s.host);
-  if (!s.host_id.empty()) json.set("host_id", s.host_id);
-  if (s.leaf_pid != 0) json.set("leaf_pid", s.leaf_pid);
-  if (!s.hub_url.empty()) json.set("hub_url", s.hub_url);
-  if (s.started_at) json.set("started_at", format_rfc3339(*s.started_at));
-  if (s.last_renewed) json.set("last_renewed", format_rfc3339(*s.last_renewed));
+  json.add("slot", s.slot);
+  if (!s.task_id.empty()) json.add("task_id", s.task_id);
+  if (!s.agent_id.empty()) json.add("agent_id", s.agent_id);
+  json.add("host", s.host);
+  if (!s.host_id.empty()) json.add("host_id", s.host_id);
+  // An integer printed as digits: cJSON would print a double through %g.
+  if (s.leaf_pid != 0) json.add_raw("leaf_pid", std::to_string(s.leaf_pid));
+  if (!s.hub_url.empty()) json.add("hub_url", s.hub_url);
+  if (s.started_at) json.add("started_at", format_rfc3339(*s.started_at));
+  if (s.last_renewed) json.add("last_renewed", format_rfc3339(*s.last_renewed));
   for (const auto& [name, raw] : s.unknown_fields) {
-    if (is_known(name.c_str())) continue;  // a known field always comes from the struct
-    Json value = Json::parse(raw);
-    if (value) json.set(name.c_str(), std::move(value));
+    // A known field always comes from the struct; a repeated unknown one once.
+    if (is_known(name.c_str()) || cJSON_GetObjectItemCaseSensitive(json.get(), name.c_str()) != nullptr) continue;
+    // Printed by cJSON when read, so valid JSON; checked again all the same.
+    if (Json::parse(raw)) json.add_raw(name.c_str(), raw);
   }
   return json.dump();
 }

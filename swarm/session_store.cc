@@ -5,20 +5,21 @@
 
 namespace swarm {
 
-SessionEntry session_entry_of(const kv::Entry& entry) {
+SessionEntry session_entry_of(kv::Entry&& entry) {
   SessionEntry out;
-  out.slot = entry.key;
+  out.slot = std::move(entry.key);
   out.revision = entry.revision;
   out.stored_at = entry.created;
-  out.raw = entry.value;
   ParsedSession parsed = parse_session(entry.value);
   if (!parsed.session) {
     out.corrupt_reason = parsed.corrupt_reason;
-  } else if (parsed.session->slot != entry.key) {
-    out.corrupt_reason = "field 'slot' is '" + parsed.session->slot + "' but the key is '" + entry.key + "'";
+  } else if (parsed.session->slot != out.slot) {
+    out.corrupt_reason = "field 'slot' is '" + parsed.session->slot + "' but the key is '" + out.slot + "'";
   } else {
     out.session = std::move(parsed.session);
+    return out;
   }
+  out.raw = std::move(entry.value);
   return out;
 }
 
@@ -36,7 +37,7 @@ std::optional<SessionEvent> SessionWatch::next(std::chrono::milliseconds timeout
       break;
     case kv::WatchEvent::Kind::put:
       out.kind = SessionEvent::Kind::put;
-      out.entry = session_entry_of(event->entry);
+      out.entry = session_entry_of(std::move(event->entry));
       break;
   }
   return out;
@@ -71,7 +72,7 @@ std::optional<SessionEntry> SessionStore::get(const std::string& slot) const {
   require_slot_name(slot);
   auto entry = translating_kv([&] { return bucket_.get(slot); });
   if (!entry) return std::nullopt;
-  return session_entry_of(*entry);
+  return session_entry_of(std::move(*entry));
 }
 
 std::uint64_t SessionStore::create(const Session& session) const {
@@ -90,10 +91,8 @@ void SessionStore::erase(const std::string& slot, std::uint64_t revision) const 
 }
 
 std::vector<SessionEntry> SessionStore::list() const {
-  auto entries = translating_kv([&] { return bucket_.snapshot(); });
   std::vector<SessionEntry> out;
-  out.reserve(entries.size());
-  for (const auto& entry : entries) out.push_back(session_entry_of(entry));
+  translating_kv([&] { bucket_.for_each([&](kv::Entry&& entry) { out.push_back(session_entry_of(std::move(entry))); }); });
   return out;
 }
 

@@ -23,13 +23,13 @@ struct SessionEntry {
   TimePoint stored_at{};           // the server's timestamp of this revision
   std::optional<Session> session;  // empty when corrupt
   std::string corrupt_reason;
-  std::string raw;                 // the stored bytes, for reports
+  std::string raw;                 // the stored bytes of a corrupt record (empty otherwise)
 
   bool corrupt() const { return !session.has_value(); }
 };
 
 // Parses a stored value; a record whose `slot` is not its key is corrupt too.
-SessionEntry session_entry_of(const kv::Entry& entry);
+SessionEntry session_entry_of(kv::Entry&& entry);
 
 struct SessionEvent {
   enum class Kind { put, erase, caught_up };
@@ -71,7 +71,8 @@ class SessionStore {
   std::uint64_t update(const Session& session, std::uint64_t revision) const;
   // Only if the record is still at `revision`. Conflict otherwise.
   void erase(const std::string& slot, std::uint64_t revision) const;
-  // Every record, corrupt ones included, from one streamed snapshot.
+  // Every record, corrupt ones included, from one streamed snapshot; each is
+  // parsed as it arrives, while the rest is still on the wire.
   std::vector<SessionEntry> list() const;
   SessionWatch watch(const std::string& pattern = ">") const;
 

@@ -6,6 +6,7 @@
 #include "swarm/error.h"
 #include "swarm/hub.h"
 #include "swarm/liveness.h"
+#include "swarm/log.h"
 #include "swarm/names.h"
 #include "swarm/worktree.h"
 
@@ -57,12 +58,13 @@ std::uint64_t SlotLifecycle::same_session_cas(SessionEntry entry, const char* do
       if (e.kind() != Errc::conflict || attempt >= kMaxCasAttempts) throw;
     }
     // Lost a race: go on only if the record is still the same session.
+    spdlog::debug("slot {}: lost a CAS race while {} (attempt {}), rereading", slot, doing, attempt);
     auto reread = store_.get(slot);
     if (!reread)
       throw Error(Errc::not_found, "the record of slot " + slot + " vanished while " + doing +
                                        " (closed, evicted or expired)");
     bool same = original ? (!reread->corrupt() && reread->session->same_session_as(*original))
-                         : (reread->corrupt() && reread->raw == entry.raw);
+                         : (reread->corrupt() && reread->raw == entry.raw);  // the same bad bytes
     if (!same)
       throw Error(Errc::conflict, "slot " + slot + " changed hands while " + doing +
                                       "; the new session is left alone (see `swarm status --slot " + slot + "`)");
@@ -151,6 +153,8 @@ JoinResult SlotLifecycle::join(const std::string& slot, const std::string& task,
       throw Error(Errc::conflict, "slot " + slot + " changed while joining; see `swarm status --slot " + slot + "`");
     }
     result.replaced = existing;
+    spdlog::debug("slot {}: replaced a {} session of this host (revision {})", slot, to_string(state),
+                  existing->revision);
   }
 
   // The record is ours: now the worktree. Undo the record if that fails.

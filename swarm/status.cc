@@ -4,21 +4,25 @@
 
 namespace swarm {
 
-SessionRow row_of(const SessionEntry& entry, std::chrono::milliseconds ttl, TimePoint now, const HostIdentity& me) {
+SessionRow row_of(SessionEntry entry, std::chrono::milliseconds ttl, TimePoint now, const HostIdentity& me) {
   SessionRow row;
-  row.entry = entry;
   row.age = age_of(entry.stored_at, now);
   row.state = entry.corrupt() ? State::corrupt : state_of(row.age, ttl);
   row.local = !entry.corrupt() && me.owns(*entry.session);
+  row.entry = std::move(entry);
   return row;
 }
 
-std::vector<SessionRow> rows_of(const std::vector<SessionEntry>& entries, std::chrono::milliseconds ttl,
-                                TimePoint now, const HostIdentity& me) {
+std::vector<SessionRow> rows_of(std::vector<SessionEntry> entries, std::chrono::milliseconds ttl, TimePoint now,
+                                const HostIdentity& me) {
+  // Sort indices, then move each entry once: rows are too big to shuffle.
+  std::vector<std::size_t> order(entries.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return entries[a].slot < entries[b].slot; });
   std::vector<SessionRow> rows;
   rows.reserve(entries.size());
-  for (const auto& e : entries) rows.push_back(row_of(e, ttl, now, me));
-  std::sort(rows.begin(), rows.end(), [](const SessionRow& a, const SessionRow& b) { return a.entry.slot < b.entry.slot; });
+  for (std::size_t i : order) rows.push_back(row_of(std::move(entries[i]), ttl, now, me));
   return rows;
 }
 

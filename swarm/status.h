@@ -20,11 +20,11 @@ struct SessionRow {
   bool local = false;                // the session belongs to this host
 };
 
-SessionRow row_of(const SessionEntry& entry, std::chrono::milliseconds ttl, TimePoint now, const HostIdentity& me);
+SessionRow row_of(SessionEntry entry, std::chrono::milliseconds ttl, TimePoint now, const HostIdentity& me);
 
-// Rows sorted by slot.
-std::vector<SessionRow> rows_of(const std::vector<SessionEntry>& entries, std::chrono::milliseconds ttl,
-                                TimePoint now, const HostIdentity& me);
+// Rows sorted by slot; the entries are moved into them.
+std::vector<SessionRow> rows_of(std::vector<SessionEntry> entries, std::chrono::milliseconds ttl, TimePoint now,
+                                const HostIdentity& me);
 
 // The sessions as a live watch reports them. Expiry by TTL sends no event,
 // so entries older than the TTL are dropped here, by the server's timestamps.

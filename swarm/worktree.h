@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "swarm/git.h"
+#include "swarm/git_backend.h"
 
 namespace swarm {
 
@@ -42,23 +42,24 @@ class Worktree {
   // included, ignored files not) with the branch tip as parent, and moves the
   // branch. Returns the new commit, or nullopt when there is nothing to commit.
   std::optional<std::string> commit(const std::string& message, const std::vector<std::string>& paths,
-                                    const CommitAuthor& author);
+                                    const CommitAuthor& author) {
+    return repo_->commit(message, paths, author);
+  }
 
   // Pushes swarm/<slot> to the hub. Throws when the push fails or is rejected.
-  void push();
+  void push() { repo_->push(); }
 
   // Every uncommitted change, untracked files included.
-  std::vector<Change> changes() const;
+  std::vector<Change> changes() const { return repo_->changes(); }
 
   // Whether swarm/<slot> has commits that the hub's default branch (as cloned) lacks.
-  bool has_commits_beyond_default() const;
+  bool has_commits_beyond_default() const { return repo_->has_commits_beyond_default(); }
 
  private:
-  Worktree(git::RepositoryPtr repo, std::filesystem::path path, std::string slot)
+  Worktree(std::unique_ptr<WorktreeBackend> repo, std::filesystem::path path, std::string slot)
       : repo_(std::move(repo)), path_(std::move(path)), slot_(std::move(slot)) {}
-  void require_on_branch() const;
 
-  git::RepositoryPtr repo_;
+  std::unique_ptr<WorktreeBackend> repo_;
   std::filesystem::path path_;
   std::string slot_;
 };

@@ -152,8 +152,8 @@ TEST_CASE("Bucket_UpdateAfterDeleteConflicts") {
 TEST_CASE("Bucket_EntriesExpireAfterTtl") {
   // in a short-TTL bucket an entry not rewritten vanishes; create then works again.
   Fixture f;
-  auto b = f.bucket("short", 1s);
-  b.create("k", "v");
+  f.bucket("short", 1s).create("k", "v");
+  auto b = kv::Bucket::open(f.connection, "short");  // opened while it holds an entry
   CHECK(b.get("k"));
   auto deadline = std::chrono::steady_clock::now() + 5s;
   while (b.get("k") && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(100ms);
@@ -229,6 +229,52 @@ TEST_CASE("Bucket_WatchSeesCurrentValuesThenChanges") {
   REQUIRE(erased);
   CHECK(erased->kind == kv::WatchEvent::Kind::erase);
   CHECK(erased->entry.key == "a");
+}
+
+TEST_CASE("Bucket_SnapshotSeesWritesAfterOpen") {
+  // a bucket opened empty still lists what was written after it was opened.
+  Fixture f;
+  auto b = f.bucket();
+  CHECK(b.snapshot().empty());
+  b.create("late", "1");
+  auto entries = b.snapshot();
+  REQUIRE(entries.size() == 1);
+  CHECK(entries[0].key == "late");
+}
+
+TEST_CASE("Bucket_WatchOfAKeyWithNoValueCatchesUpAtOnce") {
+  // a watch of a key that has no value reports caught_up quickly, then the key's first put.
+  Fixture f;
+  auto b = f.bucket();
+  b.create("other", "x");
+  auto watch = b.watch("k");
+  auto start = std::chrono::steady_clock::now();
+  auto marker = watch.next(5s);
+  REQUIRE(marker);
+  CHECK(marker->kind == kv::WatchEvent::Kind::caught_up);
+  CHECK(std::chrono::steady_clock::now() - start < 2s);
+  b.create("k", "v");
+  auto put = watch.next(2s);
+  REQUIRE(put);
+  CHECK(put->entry.key == "k");
+}
+
+TEST_CASE("Bucket_WatchPatternMatchesTokens") {
+  // "a.*" sees a.x and a.y but not b.x or a.x.y; bad patterns are bad requests.
+  Fixture f;
+  auto b = f.bucket();
+  for (const char* key : {"a.x", "a.y", "b.x", "a.x.y"}) b.create(key, "v");
+  auto watch = b.watch("a.*");
+  std::set<std::string> keys;
+  while (true) {
+    auto event = watch.next(2s);
+    REQUIRE(event);
+    if (event->kind == kv::WatchEvent::Kind::caught_up) break;
+    keys.insert(event->entry.key);
+  }
+  CHECK(keys == std::set<std::string>{"a.x", "a.y"});
+  CHECK(kind_of([&] { b.watch("a.>.b"); }) == kv::Errc::bad_request);
+  CHECK(kind_of([&] { b.watch("a b"); }) == kv::Errc::bad_request);
 }
 
 TEST_CASE("Bucket_RejectsBadKeysAndNames") {

@@ -1,4 +1,4 @@
-#include "swarm/git.h"
+#include "swarm/git/handles.h"
 
 #include <mutex>
 

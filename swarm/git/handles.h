@@ -1,5 +1,6 @@
 // Owning handles for libgit2 objects and the translation of libgit2 failures
-// into swarm::Error. The only place git_*_free is called.
+// into swarm::Error. The only place git_*_free is called. Part of the git
+// module (libswarm_git.so); nothing outside swarm/git/ includes git2.h.
 #pragma once
 
 #include <git2.h>

@@ -1,0 +1,29 @@
+// The entry point of libswarm_git.so: the libgit2 GitBackend.
+#include "swarm/git/repos.h"
+
+namespace swarm::git {
+namespace {
+
+class Libgit2Backend : public GitBackend {
+ public:
+  std::unique_ptr<HubBackend> create_hub(const std::filesystem::path& path,
+                                         const std::filesystem::path& source) override {
+    return HubRepo::create(path, source);
+  }
+  std::unique_ptr<HubBackend> open_hub(const std::filesystem::path& path) override { return HubRepo::open(path); }
+  std::unique_ptr<WorktreeBackend> create_worktree(const std::filesystem::path& hub, const std::filesystem::path& path,
+                                                   const std::string& slot) override {
+    return WorktreeRepo::create(hub, path, slot);
+  }
+  std::unique_ptr<WorktreeBackend> open_worktree(const std::filesystem::path& path, const std::string& slot) override {
+    return WorktreeRepo::open(path, slot);
+  }
+};
+
+}  // namespace
+}  // namespace swarm::git
+
+extern "C" __attribute__((visibility("default"))) swarm::GitBackend* swarm_git_backend_v1() {
+  static swarm::git::Libgit2Backend backend;
+  return &backend;
+}

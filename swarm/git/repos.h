@@ -1,0 +1,51 @@
+// The libgit2 implementations of the hub and a worktree, inside the git module.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "swarm/git/handles.h"
+#include "swarm/git_backend.h"
+
+namespace swarm::git {
+
+class HubRepo : public HubBackend {
+ public:
+  explicit HubRepo(RepositoryPtr repo);
+  static std::unique_ptr<HubRepo> create(const std::filesystem::path& path, const std::filesystem::path& source);
+  static std::unique_ptr<HubRepo> open(const std::filesystem::path& path);
+
+  std::string default_branch() const override;
+  std::optional<std::string> branch_tip(const std::string& branch) const override;
+  bool has_commits_beyond_default(const std::string& branch) const override;
+
+ private:
+  RepositoryPtr repo_;
+};
+
+class WorktreeRepo : public WorktreeBackend {
+ public:
+  WorktreeRepo(RepositoryPtr repo, std::filesystem::path path, std::string slot);
+  static std::unique_ptr<WorktreeRepo> create(const std::filesystem::path& hub, const std::filesystem::path& path,
+                                              const std::string& slot);
+  static std::unique_ptr<WorktreeRepo> open(const std::filesystem::path& path, const std::string& slot);
+
+  std::optional<std::string> commit(const std::string& message, const std::vector<std::string>& paths,
+                                    const CommitAuthor& author) override;
+  void push() override;
+  std::vector<Change> changes() const override;
+  bool has_commits_beyond_default() const override;
+
+ private:
+  std::string branch_name() const { return "swarm/" + slot_; }
+  void require_on_branch() const;
+
+  RepositoryPtr repo_;
+  std::filesystem::path path_;
+  std::string slot_;
+};
+
+}  // namespace swarm::git

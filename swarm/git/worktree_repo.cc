@@ -1,0 +1,199 @@
+#include "swarm/git/repos.h"
+
+#include "swarm/error.h"
+#include "swarm/worktree.h"
+
+namespace swarm::git {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+CommitPtr lookup_commit(git_repository* repo, const git_oid& oid, const std::string& what) {
+  git_commit* raw = nullptr;
+  check(git_commit_lookup(&raw, repo, &oid), what);
+  return CommitPtr(raw);
+}
+
+// A git_strarray view over strings that outlive it.
+struct PathSpec {
+  std::vector<char*> pointers;
+  git_strarray array{};
+  explicit PathSpec(std::vector<std::string>& paths) {
+    for (auto& p : paths) pointers.push_back(p.data());
+    array.strings = pointers.data();
+    array.count = pointers.size();
+  }
+};
+
+int on_push_update(const char* refname, const char* status, void* payload) {
+  if (status != nullptr) *static_cast<std::string*>(payload) = std::string(refname) + ": " + status;
+  return 0;
+}
+
+}  // namespace
+
+WorktreeRepo::WorktreeRepo(RepositoryPtr repo, fs::path path, std::string slot)
+    : repo_(std::move(repo)), path_(std::move(path)), slot_(std::move(slot)) {}
+
+std::unique_ptr<WorktreeRepo> WorktreeRepo::create(const fs::path& hub, const fs::path& path, const std::string& slot) {
+  ensure_initialized();
+  git_clone_options options = GIT_CLONE_OPTIONS_INIT;
+  options.checkout_opts.checkout_strategy = GIT_CHECKOUT_SAFE;
+  git_repository* raw = nullptr;
+  check(git_clone(&raw, hub.c_str(), path.c_str(), &options),
+             "clone the hub into " + path.string());
+  RepositoryPtr repo(raw);
+
+  const std::string branch = "swarm/" + slot;
+  git_oid start;
+  bool resumed = git_reference_name_to_id(&start, repo.get(), ("refs/remotes/origin/" + branch).c_str()) == 0;
+  if (!resumed) check(git_reference_name_to_id(&start, repo.get(), "HEAD"), "read the hub's default branch");
+  auto commit = lookup_commit(repo.get(), start, "read the start of " + branch);
+
+  git_reference* ref_raw = nullptr;
+  check(git_branch_create(&ref_raw, repo.get(), branch.c_str(), commit.get(), 0), "create branch " + branch);
+  ReferencePtr ref(ref_raw);
+  if (resumed)
+    check(git_branch_set_upstream(ref.get(), ("origin/" + branch).c_str()), "track origin/" + branch);
+
+  git_checkout_options checkout = GIT_CHECKOUT_OPTIONS_INIT;
+  checkout.checkout_strategy = GIT_CHECKOUT_SAFE;
+  check(git_checkout_tree(repo.get(), reinterpret_cast<const git_object*>(commit.get()), &checkout),
+             "check out " + branch);
+  check(git_repository_set_head(repo.get(), ("refs/heads/" + branch).c_str()), "switch to " + branch);
+  return std::make_unique<WorktreeRepo>(std::move(repo), fs::weakly_canonical(path), slot);
+}
+
+std::unique_ptr<WorktreeRepo> WorktreeRepo::open(const fs::path& path, const std::string& slot) {
+  ensure_initialized();
+  git_repository* raw = nullptr;
+  if (git_repository_open_ext(&raw, path.c_str(), GIT_REPOSITORY_OPEN_NO_SEARCH, nullptr) != 0)
+    throw Error(Errc::not_found, "no worktree for slot " + slot + " at " + path.string());
+  return std::make_unique<WorktreeRepo>(RepositoryPtr(raw), fs::weakly_canonical(path), slot);
+}
+
+void WorktreeRepo::require_on_branch() const {
+  git_reference* raw = nullptr;
+  std::string head = "(detached)";
+  if (git_repository_head(&raw, repo_.get()) == 0) {
+    ReferencePtr ref(raw);
+    if (git_reference_is_branch(ref.get())) head = git_reference_shorthand(ref.get());
+  }
+  if (head != branch_name())
+    throw Error(Errc::bad_input, "the worktree of slot " + slot_ + " is on " + head + ", not " + branch_name() +
+                                     "; check out " + branch_name() + " in " + path_.string() + " first");
+}
+
+std::optional<std::string> WorktreeRepo::commit(const std::string& message, const std::vector<std::string>& paths,
+                                            const CommitAuthor& author) {
+  require_on_branch();
+  git_index* index_raw = nullptr;
+  check(git_repository_index(&index_raw, repo_.get()), "open the index of " + path_.string());
+  IndexPtr index(index_raw);
+
+  bool everything = paths.empty();
+  for (const auto& p : paths) everything = everything || p == ".";
+  std::vector<std::string> spec = everything ? std::vector<std::string>{"*"} : paths;
+  for (const auto& p : everything ? std::vector<std::string>{} : paths) {
+    bool on_disk = fs::exists(fs::symlink_status(path_ / p));
+    bool in_index = git_index_get_bypath(index.get(), p.c_str(), 0) != nullptr;
+    bool dir_in_index = false;
+    if (!on_disk && !in_index) {
+      size_t at = 0;
+      dir_in_index = git_index_find_prefix(&at, index.get(), (p + "/").c_str()) == 0;
+    }
+    if (!on_disk && !in_index && !dir_in_index)
+      throw Error(Errc::bad_input, "path " + p + " matches no file in the worktree of slot " + slot_);
+  }
+  PathSpec pathspec(spec);
+  // add_all takes new and modified files (not ignored ones); update_all takes deletions.
+  check(git_index_add_all(index.get(), &pathspec.array, GIT_INDEX_ADD_DEFAULT, nullptr, nullptr),
+             "stage changes in " + path_.string());
+  check(git_index_update_all(index.get(), &pathspec.array, nullptr, nullptr),
+             "stage deletions in " + path_.string());
+  git_oid tree_id;
+  check(git_index_write_tree(&tree_id, index.get()), "write the tree of the commit");
+
+  git_oid parent_id;
+  check(git_reference_name_to_id(&parent_id, repo_.get(), ("refs/heads/" + branch_name()).c_str()),
+             "read the tip of " + branch_name());
+  auto parent = lookup_commit(repo_.get(), parent_id, "read the tip of " + branch_name());
+  if (git_oid_equal(&tree_id, git_commit_tree_id(parent.get()))) {
+    check(git_index_write(index.get()), "write the index");
+    return std::nullopt;
+  }
+  git_tree* tree_raw = nullptr;
+  check(git_tree_lookup(&tree_raw, repo_.get(), &tree_id), "read the tree of the commit");
+  TreePtr tree(tree_raw);
+
+  git_signature* sig_raw = nullptr;
+  if (git_signature_default(&sig_raw, repo_.get()) != 0)
+    check(git_signature_now(&sig_raw, author.name.c_str(), author.email.c_str()), "make a signature");
+  SignaturePtr sig(sig_raw);
+
+  git_oid commit_id;
+  const git_commit* parents[] = {parent.get()};
+  const std::string text = message.back() == '\n' ? message : message + "\n";
+  // Updating the branch ref (not HEAD) with its tip as the parent: libgit2
+  // refuses if the branch moved meanwhile, so no commit is ever lost.
+  check(git_commit_create(&commit_id, repo_.get(), ("refs/heads/" + branch_name()).c_str(), sig.get(), sig.get(),
+                               nullptr, text.c_str(), tree.get(), 1, parents),
+             "commit on " + branch_name());
+  check(git_index_write(index.get()), "write the index");
+  return hex(commit_id);
+}
+
+void WorktreeRepo::push() {
+  git_remote* raw = nullptr;
+  check(git_remote_lookup(&raw, repo_.get(), "origin"), "find the hub remote of " + path_.string());
+  RemotePtr remote(raw);
+  std::string refspec = "refs/heads/" + branch_name() + ":refs/heads/" + branch_name();
+  std::vector<std::string> specs = {refspec};
+  PathSpec array(specs);
+  std::string rejected;
+  git_push_options options = GIT_PUSH_OPTIONS_INIT;
+  options.callbacks.push_update_reference = on_push_update;
+  options.callbacks.payload = &rejected;
+  check(git_remote_push(remote.get(), &array.array, &options), "push " + branch_name() + " to the hub");
+  if (!rejected.empty()) throw Error(Errc::conflict, "the hub rejected the push of " + rejected);
+}
+
+std::vector<Change> WorktreeRepo::changes() const {
+  git_status_options options = GIT_STATUS_OPTIONS_INIT;
+  options.show = GIT_STATUS_SHOW_INDEX_AND_WORKDIR;
+  options.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS |
+                  GIT_STATUS_OPT_RENAMES_HEAD_TO_INDEX | GIT_STATUS_OPT_EXCLUDE_SUBMODULES;
+  git_status_list* raw = nullptr;
+  check(git_status_list_new(&raw, repo_.get(), &options), "read the status of " + path_.string());
+  StatusListPtr list(raw);
+  std::vector<Change> out;
+  for (size_t i = 0, n = git_status_list_entrycount(list.get()); i < n; ++i) {
+    const git_status_entry* e = git_status_byindex(list.get(), i);
+    const git_diff_delta* delta = e->index_to_workdir ? e->index_to_workdir : e->head_to_index;
+    if (delta == nullptr) continue;
+    Change change;
+    change.path = delta->new_file.path ? delta->new_file.path : delta->old_file.path;
+    unsigned s = e->status;
+    if (s & GIT_STATUS_WT_NEW) change.code = '?';
+    else if (s & (GIT_STATUS_WT_DELETED | GIT_STATUS_INDEX_DELETED)) change.code = 'D';
+    else if (s & GIT_STATUS_INDEX_NEW) change.code = 'A';
+    else if (s & (GIT_STATUS_WT_RENAMED | GIT_STATUS_INDEX_RENAMED)) change.code = 'R';
+    else if (s & (GIT_STATUS_WT_TYPECHANGE | GIT_STATUS_INDEX_TYPECHANGE)) change.code = 'T';
+    else if (s & (GIT_STATUS_WT_MODIFIED | GIT_STATUS_INDEX_MODIFIED)) change.code = 'M';
+    else continue;  // ignored, unreadable or conflicted entries carry nothing to salvage
+    out.push_back(change);
+  }
+  return out;
+}
+
+bool WorktreeRepo::has_commits_beyond_default() const {
+  git_oid tip, base;
+  if (git_reference_name_to_id(&tip, repo_.get(), ("refs/heads/" + branch_name()).c_str()) != 0) return false;
+  if (git_reference_name_to_id(&base, repo_.get(), "refs/remotes/origin/HEAD") != 0) return true;
+  size_t ahead = 0, behind = 0;
+  check(git_graph_ahead_behind(&ahead, &behind, repo_.get(), &tip, &base), "compare " + branch_name());
+  return ahead > 0;
+}
+
+}  // namespace swarm::git

@@ -1,0 +1,57 @@
+// The seam between swarm and libgit2. libgit2 and what it pulls in (ssh2,
+// krb5, mbedtls, pcre2, ...) cost every process milliseconds of dynamic
+// linking, and most verbs (status, renew, evict) never touch git. So git work
+// lives in a module, libswarm_git.so, loaded on first use (adr/0008).
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace swarm {
+
+struct Change;
+struct CommitAuthor;
+
+class HubBackend {
+ public:
+  virtual ~HubBackend() = default;
+  virtual std::string default_branch() const = 0;
+  virtual std::optional<std::string> branch_tip(const std::string& branch) const = 0;
+  virtual bool has_commits_beyond_default(const std::string& branch) const = 0;
+};
+
+class WorktreeBackend {
+ public:
+  virtual ~WorktreeBackend() = default;
+  virtual std::optional<std::string> commit(const std::string& message, const std::vector<std::string>& paths,
+                                            const CommitAuthor& author) = 0;
+  virtual void push() = 0;
+  virtual std::vector<Change> changes() const = 0;
+  virtual bool has_commits_beyond_default() const = 0;
+};
+
+class GitBackend {
+ public:
+  virtual ~GitBackend() = default;
+  virtual std::unique_ptr<HubBackend> create_hub(const std::filesystem::path& path,
+                                                 const std::filesystem::path& source) = 0;
+  virtual std::unique_ptr<HubBackend> open_hub(const std::filesystem::path& path) = 0;
+  virtual std::unique_ptr<WorktreeBackend> create_worktree(const std::filesystem::path& hub,
+                                                           const std::filesystem::path& path,
+                                                           const std::string& slot) = 0;
+  virtual std::unique_ptr<WorktreeBackend> open_worktree(const std::filesystem::path& path,
+                                                         const std::string& slot) = 0;
+};
+
+// The backend, loading libswarm_git.so (next to the executable, else where
+// the build put it) on first use. Throws swarm::Error(internal) naming the
+// paths tried when it cannot be loaded.
+GitBackend& git_backend();
+
+// The symbol the module exports, and its version.
+inline constexpr const char* kGitBackendSymbol = "swarm_git_backend_v1";
+
+}  // namespace swarm
