@@ -1,5 +1,6 @@
 // swarm close: release the slot, salvage, remove the worktree.
 #include "cli/context.h"
+#include "swarm/git_backend.h"
 
 namespace cli {
 
@@ -26,6 +27,7 @@ Verb add_close(CLI::App& app) {
       "  swarm close --slot render --result fail\n"
       "Uncommitted files are copied to .swarm/recovery/<slot>-<time>/ before the worktree goes.");
   return {cmd, [flags](Context& ctx) {
+            auto git = swarm::prefetch_git_backend();  // overlaps the NATS round trips below
             auto lifecycle = ctx.lifecycle();
             auto r = lifecycle.close(flags->slot, flags->options);
             for (const auto& w : r.warnings) ctx.out().warn(w);

@@ -2,6 +2,7 @@
 #include <filesystem>
 
 #include "cli/context.h"
+#include "swarm/git_backend.h"
 #include "swarm/names.h"
 #include "swarm/worktree.h"
 
@@ -30,6 +31,7 @@ Verb add_commit(CLI::App& app) {
       "A failed push or renewal is a warning (exit 0): the local commit stands.");
   return {cmd, [flags](Context& ctx) {
             swarm::require_slot_name(flags->slot);
+            auto git = swarm::prefetch_git_backend();  // overlaps the NATS round trips below
             // Paths are checked before any NATS round trip: bad ones change nothing.
             auto ws = ctx.workspace();
             std::vector<std::string> relative;

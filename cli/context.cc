@@ -93,8 +93,8 @@ swarm::SlotLifecycle Context::lifecycle() const {
   // evict work on NATS alone.
   swarm::WorkspaceConfig config = ws.load_config();
   if (!globals_.bucket.empty()) config.bucket = globals_.bucket;
-  kv::Connection nats = swarm::connect_nats(connection_options(&config));
-  swarm::SessionStore store = swarm::SessionStore::open(nats, config.bucket);
+  connection_ = swarm::connect_nats(connection_options(&config));
+  swarm::SessionStore store = swarm::SessionStore::open(*connection_, config.bucket);
   return swarm::SlotLifecycle(ws, config, std::move(store), swarm::HostIdentity::detect());
 }
 

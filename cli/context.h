@@ -57,6 +57,9 @@ class Context {
  private:
   Globals globals_;
   Output out_;
+  // Kept here, not only in the lifecycle a verb drops, so that the process
+  // can exit without the client's orderly close (see main.cc).
+  mutable std::optional<kv::Connection> connection_;
 };
 
 // A verb: its subcommand and what runs when it was the one parsed.

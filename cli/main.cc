@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <iostream>
 
 #include "cli/context.h"
@@ -54,19 +55,26 @@ int main(int argc, char** argv) {
   }
 
   setup_logging(globals.log_level);
-  cli::Context ctx(globals);
+  static cli::Context ctx(globals);  // never destroyed: see below
+  int code = cli::kInternal;
   for (auto& verb : verbs) {
     if (!verb.command->parsed()) continue;
     try {
-      return verb.run(ctx);
+      code = verb.run(ctx);
     } catch (const swarm::Error& e) {
-      return ctx.out().error(e.kind(), e.what());
+      code = ctx.out().error(e.kind(), e.what());
     } catch (const kv::Error& e) {
       auto translated = swarm::from_kv(e);
-      return ctx.out().error(translated.kind(), translated.what());
+      code = ctx.out().error(translated.kind(), translated.what());
     } catch (const std::exception& e) {
-      return ctx.out().error(swarm::Errc::internal, e.what());
+      code = ctx.out().error(swarm::Errc::internal, e.what());
     }
   }
-  return cli::kInternal;
+  // The verb is done: every KV write it made was acknowledged and every file
+  // it wrote is closed. Leave without the NATS client's orderly close (a PING
+  // round trip and joining its threads); the kernel closes the socket.
+  std::cout.flush();
+  std::cerr.flush();
+  spdlog::shutdown();
+  std::_Exit(code);
 }

@@ -168,6 +168,8 @@ Bucket Bucket::ensure(const Connection& connection, const BucketConfig& want) {
 
 BucketConfig Bucket::config() const { return state_->config; }
 
+std::uint64_t Bucket::size_hint() const { return state_->messages; }
+
 std::string Bucket::leader() const {
   auto info = stream_info(state_->js(), state_->stream, name_);
   if (!info) throw Error(Errc::not_found, where(name_) + " no longer exists");

@@ -54,6 +54,10 @@ class Bucket {
   // The bucket's config as the server had it when the bucket was opened.
   BucketConfig config() const;
 
+  // Messages in the bucket's stream when it was opened: an upper bound on the
+  // entries a snapshot then returned (deleted keys keep a marker), to reserve.
+  std::uint64_t size_hint() const;
+
   // The server that leads the bucket's stream (empty when not clustered).
   std::string leader() const;
 

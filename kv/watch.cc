@@ -1,8 +1,12 @@
 #include "kv/watch.h"
 
 #include <atomic>
+#include <charconv>
 #include <cstring>
+#include <optional>
+#include <string_view>
 
+#include "kv/ack_subject.h"
 #include "kv/bucket_state.h"
 
 namespace kv {
@@ -16,6 +20,17 @@ constexpr const char* kOperationHeader = "KV-Operation";
 // With replay expected but nothing arriving this long, ask the consumer
 // whether anything is pending: the stream may have emptied meanwhile.
 constexpr std::chrono::milliseconds kReplayCheck{200};
+
+detail::Delivery delivery_of(natsMsg* msg, const std::string& bucket, const std::string& pattern) {
+  const char* reply = natsMsg_GetReply(msg);
+  if (reply != nullptr)
+    if (auto d = detail::parse_ack_subject(reply)) return *d;
+  jsMsgMetaData* raw = nullptr;  // an ack subject of another shape: let nats.c read it
+  natsStatus status = natsMsg_GetMetaData(&raw, msg);
+  if (status != NATS_OK) detail::raise(status, jsErrCode(0), "watch " + where(bucket, pattern));
+  detail::MetaDataPtr meta(raw);
+  return {meta->Sequence.Stream, meta->Sequence.Consumer, meta->Timestamp, meta->NumPending};
+}
 
 bool is_delete(natsMsg* msg) {
   const char* op = nullptr;
@@ -79,14 +94,13 @@ std::optional<WatchEvent> Watch::next(std::chrono::milliseconds timeout) {
       }
       continue;
     }
-    check(status, "watch " + where(w.bucket_name, w.pattern));
+    // (The error text is built only on failure: this runs once per message.)
+    if (status != NATS_OK) detail::raise(status, jsErrCode(0), "watch " + where(w.bucket_name, w.pattern));
     detail::MsgPtr msg(raw);
 
-    jsMsgMetaData* meta_raw = nullptr;
-    check(natsMsg_GetMetaData(&meta_raw, raw), "watch " + where(w.bucket_name, w.pattern));
-    detail::MetaDataPtr meta(meta_raw);
-    w.last_consumer_seq = meta->Sequence.Consumer;
-    if (!w.caught_up && meta->NumPending == 0) w.caught_up = w.marker_due = true;
+    detail::Delivery delivery = delivery_of(raw, w.bucket_name, w.pattern);
+    w.last_consumer_seq = delivery.consumer_seq;
+    if (!w.caught_up && delivery.pending == 0) w.caught_up = w.marker_due = true;
 
     bool erased = is_delete(raw);
     if (erased && w.ignore_deletes) continue;
@@ -96,9 +110,9 @@ std::optional<WatchEvent> Watch::next(std::chrono::milliseconds timeout) {
     event.entry.key = subject + w.bucket->prefix.size();
     const char* data = natsMsg_GetData(raw);
     event.entry.value.assign(data ? data : "", static_cast<std::size_t>(natsMsg_GetDataLength(raw)));
-    event.entry.revision = meta->Sequence.Stream;
+    event.entry.revision = delivery.stream_seq;
     event.entry.created = std::chrono::system_clock::time_point(
-        std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::nanoseconds(meta->Timestamp)));
+        std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::nanoseconds(delivery.timestamp)));
     return event;
   }
   return std::nullopt;

@@ -48,6 +48,16 @@ GitBackend* load() {
 
 }  // namespace
 
+std::future<void> prefetch_git_backend() {
+  return std::async(std::launch::async, [] {
+    try {
+      git_backend();
+    } catch (...) {
+      // Reported when a caller asks for the backend itself.
+    }
+  });
+}
+
 GitBackend& git_backend() {
   static std::once_flag once;
   static GitBackend* backend = nullptr;

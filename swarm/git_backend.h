@@ -5,6 +5,7 @@
 #pragma once
 
 #include <filesystem>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
@@ -50,6 +51,13 @@ class GitBackend {
 // the build put it) on first use. Throws swarm::Error(internal) naming the
 // paths tried when it cannot be loaded.
 GitBackend& git_backend();
+
+// Starts loading the backend on another thread and returns at once. A verb
+// that will need git calls this first, so the load overlaps its NATS round
+// trips: libgit2's own init parses the system's CA bundle (~9 ms) even for a
+// file:// hub. The future is ready when the load is done (its error, if any,
+// comes again from git_backend()); destroying it waits for the thread.
+std::future<void> prefetch_git_backend();
 
 // The symbol the module exports, and its version.
 inline constexpr const char* kGitBackendSymbol = "swarm_git_backend_v1";

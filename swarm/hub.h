@@ -22,7 +22,11 @@ class Hub {
   static Hub open(const std::filesystem::path& path);
 
   const std::filesystem::path& path() const { return path_; }
-  std::string url() const { return "file://" + path_.string(); }
+  std::string url() const { return url_of(path_); }
+  static std::string url_of(const std::filesystem::path& path) { return "file://" + path.string(); }
+  // Whether `path` looks like a hub (a bare repository's HEAD is there),
+  // without loading git: cheap enough for every join, winner or not.
+  static bool exists_at(const std::filesystem::path& path);
   // The branch HEAD names, e.g. "main".
   std::string default_branch() const { return repo_->default_branch(); }
   // The commit at the tip of `branch` (40 hex digits), or nullopt.

@@ -92,6 +92,7 @@ void SessionStore::erase(const std::string& slot, std::uint64_t revision) const 
 
 std::vector<SessionEntry> SessionStore::list() const {
   std::vector<SessionEntry> out;
+  out.reserve(static_cast<std::size_t>(bucket_.size_hint()));
   translating_kv([&] { bucket_.for_each([&](kv::Entry&& entry) { out.push_back(session_entry_of(std::move(entry))); }); });
   return out;
 }

@@ -122,7 +122,11 @@ JoinResult SlotLifecycle::join(const std::string& slot, const std::string& task,
   s.host = me_.host;
   s.host_id = me_.host_id;
   s.leaf_pid = leaf_pid;
-  s.hub_url = Hub::open(config_.hub).url();
+  // Only the winner of the slot makes a worktree (and loads git); every
+  // joiner checks the hub is there, cheaply.
+  if (!Hub::exists_at(config_.hub))
+    throw Error(Errc::not_bootstrapped, "the hub " + config_.hub + " is missing or not a git repository");
+  s.hub_url = Hub::url_of(fs::weakly_canonical(config_.hub));
   s.started_at = clock_();
   s.last_renewed = s.started_at;
 
