@@ -66,10 +66,14 @@ Json Json::object() { return Json(cJSON_CreateObject()); }
 Json Json::array() { return Json(cJSON_CreateArray()); }
 
 Json Json::parse(std::string_view text) {
-  // Require the whole text to be one value: "{} trailing" is not valid JSON.
-  if (text.find('\0') != std::string_view::npos) return Json(nullptr);
-  std::string copy(text);
-  return Json(cJSON_ParseWithOpts(copy.c_str(), nullptr, true));
+  return parse(std::string(text));
+}
+
+Json Json::parse(const std::string& text) {
+  // Require the whole text to be one value: "{} trailing" is not valid JSON,
+  // nor is a value with a NUL byte in it (cJSON would stop reading there).
+  if (text.find('\0') != std::string::npos) return Json(nullptr);
+  return Json(cJSON_ParseWithOpts(text.c_str(), nullptr, true));
 }
 
 Json& Json::add(const char* key, std::string_view value) {

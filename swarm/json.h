@@ -19,6 +19,11 @@ class Json {
   static Json array();
   // Parses text; an empty Json (no tree) when it is not valid JSON.
   static Json parse(std::string_view text);
+  // The same without copying: a std::string is already NUL-terminated.
+  static Json parse(const std::string& text);
+  static Json parse(const char* text) { return parse(std::string_view(text)); }
+  // A deep copy of a node of another tree.
+  static Json copy(const cJSON* node) { return Json(cJSON_Duplicate(node, true)); }
 
   explicit operator bool() const { return root_ != nullptr; }
   cJSON* get() const { return root_.get(); }

@@ -99,7 +99,7 @@ bool read_member(const cJSON* item, Session* s, std::string* reason) {
 
 }  // namespace
 
-ParsedSession parse_session(std::string_view text) {
+ParsedSession parse_session(const std::string& text) {
   ParsedSession out;
   JsonArena arena;  // the tree below dies before it
   Json json = Json::parse(text);

@@ -38,7 +38,7 @@ struct ParsedSession {
   std::string corrupt_reason;  // set when session is empty
 };
 
-ParsedSession parse_session(std::string_view json);
+ParsedSession parse_session(const std::string& json);
 std::string to_json(const Session& session);
 
 }  // namespace swarm

@@ -36,7 +36,7 @@ std::vector<swarm::Json> findings(const Doctor& d, const std::string& check) {
   cJSON* item = nullptr;
   cJSON_ArrayForEach(item, cJSON_GetObjectItem(d.doc.get(), "findings")) {
     if (std::string(cJSON_GetObjectItem(item, "check")->valuestring) == check)
-      out.push_back(swarm::Json::parse(cJSON_PrintUnformatted(item)));
+      out.push_back(swarm::Json::copy(item));
   }
   return out;
 }

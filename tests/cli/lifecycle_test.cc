@@ -18,7 +18,7 @@ swarm::Json session_json(const SwarmWorkspace& ws, const std::string& slot) {
   REQUIRE(doc);
   cJSON* sessions = cJSON_GetObjectItem(doc.get(), "sessions");
   REQUIRE(cJSON_GetArraySize(sessions) == 1);
-  return swarm::Json::parse(cJSON_PrintUnformatted(cJSON_GetArrayItem(sessions, 0)));
+  return swarm::Json::copy(cJSON_GetArrayItem(sessions, 0));
 }
 
 }  // namespace

@@ -91,8 +91,9 @@ TEST_CASE("Session_KeepsUnknownFieldsAcrossAnUpdate") {
   s.last_renewed = parse_rfc3339("2026-11-22T11:00:00Z");
   Json out = Json::parse(to_json(s));
   REQUIRE(out);
-  CHECK(Json::parse(cJSON_PrintUnformatted(cJSON_GetObjectItem(out.get(), "future"))).dump() ==
-        R"({"x":[1,2,{"y":null}]})");
+  char* future = cJSON_PrintUnformatted(cJSON_GetObjectItem(out.get(), "future"));
+  CHECK(std::string(future) == R"({"x":[1,2,{"y":null}]})");
+  cJSON_free(future);
   CHECK(std::string(cJSON_GetObjectItem(out.get(), "note")->valuestring) == "keep me");
   CHECK(cJSON_GetObjectItem(out.get(), "n")->valuedouble == 1.5);
   CHECK(cJSON_IsFalse(cJSON_GetObjectItem(out.get(), "flag")));
