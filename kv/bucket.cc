@@ -212,16 +212,21 @@ std::optional<Entry> Bucket::get(std::string_view key) const {
 std::uint64_t Bucket::publish(std::string_view key, std::string_view value, std::uint64_t expect_revision,
                               bool expect_absent, bool is_delete, std::string_view what) const {
   require_valid_key(name_, key);
+  // Every renewal comes through here: the error text is built only on failure.
+  auto fail = [&](natsStatus status, jsErrCode code) {
+    detail::raise(status, code, std::string(what) + " " + where(name_, key));
+  };
   const std::string subject = state_->prefix + std::string(key);
-  const std::string where_text = std::string(what) + " " + where(name_, key);
   natsMsg* raw = nullptr;
-  check(natsMsg_Create(&raw, subject.c_str(), nullptr, value.data(), static_cast<int>(value.size())),
-        where_text);
+  if (natsStatus s = natsMsg_Create(&raw, subject.c_str(), nullptr, value.data(), static_cast<int>(value.size()));
+      s != NATS_OK)
+    fail(s, jsErrCode(0));
   detail::MsgPtr msg(raw);
-  if (is_delete) check(natsMsgHeader_Set(raw, kOperationHeader, "DEL"), where_text);
+  if (is_delete)
+    if (natsStatus s = natsMsgHeader_Set(raw, kOperationHeader, "DEL"); s != NATS_OK) fail(s, jsErrCode(0));
 
   jsPubOptions options;
-  check(jsPubOptions_Init(&options), where_text);
+  jsPubOptions_Init(&options);
   options.MaxWait = state_->connection->request_timeout.count();
   if (expect_absent) options.ExpectNoMessage = true;
   else options.ExpectLastSubjectSeq = expect_revision;
@@ -230,7 +235,7 @@ std::uint64_t Bucket::publish(std::string_view key, std::string_view value, std:
   jsErrCode code = jsErrCode(0);
   natsStatus status = js_PublishMsg(&ack, state_->js(), raw, &options, &code);
   detail::PubAckPtr owned_ack(ack);
-  check(status, where_text, code);
+  if (status != NATS_OK) fail(status, code);
   return ack->Sequence;
 }
 

@@ -8,15 +8,13 @@
 #include <string>
 #include <string_view>
 
+#include "kv/c_handle.h"
 #include "kv/error.h"
 
 namespace kv::detail {
 
 template <auto Destroy>
-struct Deleter {
-  template <typename T>
-  void operator()(T* p) const { Destroy(p); }
-};
+using Deleter = CFree<Destroy>;
 
 using OptionsPtr = std::unique_ptr<natsOptions, Deleter<natsOptions_Destroy>>;
 using ConnectionPtr = std::unique_ptr<natsConnection, Deleter<natsConnection_Destroy>>;

@@ -81,41 +81,37 @@ int days_in_month(int year, int month) {
 
 }  // namespace
 
-std::string format_rfc3339(TimePoint t) {
+namespace {
+// "2026-11-22T10:00:00.123Z", or "20261122T100000Z" when compact.
+std::string format_utc(TimePoint t, bool compact) {
   Civil c = civil_of(t);
   std::string out;
   out.reserve(24);
+  auto sep = [&](char ch) {
+    if (!compact) out += ch;
+  };
   put_digits(out, c.year, 4);
-  out += '-';
+  sep('-');
   put_digits(out, c.month, 2);
-  out += '-';
+  sep('-');
   put_digits(out, c.day, 2);
   out += 'T';
   put_digits(out, c.hour, 2);
-  out += ':';
+  sep(':');
   put_digits(out, c.minute, 2);
-  out += ':';
+  sep(':');
   put_digits(out, c.second, 2);
-  out += '.';
-  put_digits(out, c.millis, 3);
+  if (!compact) {
+    out += '.';
+    put_digits(out, c.millis, 3);
+  }
   out += 'Z';
   return out;
 }
+}  // namespace
 
-std::string format_compact_utc(TimePoint t) {
-  Civil c = civil_of(t);
-  std::string out;
-  out.reserve(16);
-  put_digits(out, c.year, 4);
-  put_digits(out, c.month, 2);
-  put_digits(out, c.day, 2);
-  out += 'T';
-  put_digits(out, c.hour, 2);
-  put_digits(out, c.minute, 2);
-  put_digits(out, c.second, 2);
-  out += 'Z';
-  return out;
-}
+std::string format_rfc3339(TimePoint t) { return format_utc(t, false); }
+std::string format_compact_utc(TimePoint t) { return format_utc(t, true); }
 
 std::optional<TimePoint> parse_rfc3339(std::string_view s) {
   int year, month, day, hour, minute, second;

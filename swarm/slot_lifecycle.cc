@@ -73,10 +73,10 @@ std::uint64_t SlotLifecycle::same_session_cas(SessionEntry entry, const char* do
 }
 
 std::uint64_t SlotLifecycle::renew(const SessionEntry& entry) const {
-  return same_session_cas(entry, "renewing", [&](const SessionEntry& current) {
-    Session renewed = *current.session;  // keeps fields a newer client wrote
-    renewed.last_renewed = clock_();
-    return store_.update(renewed, current.revision);
+  return same_session_cas(entry, "renewing", [&](SessionEntry& current) {
+    // Only last_renewed changes; every other field (a newer client's too) stays.
+    current.session->last_renewed = clock_();
+    return store_.update(*current.session, current.revision);
   });
 }
 
@@ -242,7 +242,7 @@ CloseResult SlotLifecycle::close(const std::string& slot, const CloseOptions& op
                               : salvage_everything(wt, slot, workspace_.recovery_dir(), clock_());
   }
   if (entry) {
-    same_session_cas(*entry, "closing", [&](const SessionEntry& current) {
+    same_session_cas(*entry, "closing", [&](SessionEntry& current) {
       store_.erase(slot, current.revision);
       return current.revision;
     });
@@ -267,7 +267,7 @@ SessionEntry SlotLifecycle::evict(const std::string& slot) {
   auto entry = store_.get(slot);
   if (!entry) throw Error(Errc::not_found, "no record for slot " + slot + " to evict");
   SessionEntry removed = *entry;
-  same_session_cas(*entry, "evicting", [&](const SessionEntry& current) {
+  same_session_cas(*entry, "evicting", [&](SessionEntry& current) {
     store_.erase(slot, current.revision);
     removed = current;
     return current.revision;

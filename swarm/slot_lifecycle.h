@@ -88,6 +88,8 @@ class SlotLifecycle {
   const HostIdentity& me() const { return me_; }
 
  private:
+  // Calls write(entry) (on its own copy, which write may change); after a lost
+  // race rereads and calls it again only while it is still the same session.
   template <typename Write>
   std::uint64_t same_session_cas(SessionEntry entry, const char* doing, Write write) const;
   bool ensure_worktree(const std::string& slot) const;

@@ -5,6 +5,8 @@
 
 #include <git2.h>
 
+#include "kv/c_handle.h"
+
 #include <memory>
 #include <string>
 #include <string_view>
@@ -15,10 +17,7 @@ namespace swarm::git {
 void ensure_initialized();
 
 template <auto Free>
-struct Freer {
-  template <typename T>
-  void operator()(T* p) const { Free(p); }
-};
+using Freer = kv::CFree<Free>;
 
 using RepositoryPtr = std::unique_ptr<git_repository, Freer<git_repository_free>>;
 using ReferencePtr = std::unique_ptr<git_reference, Freer<git_reference_free>>;

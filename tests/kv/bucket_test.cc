@@ -7,9 +7,11 @@
 #include <set>
 #include <thread>
 
+#include "support/expect.h"
 #include "support/nats_server.h"
 
 using namespace std::chrono_literals;
+using testing::kv_kind_of;
 
 namespace {
 
@@ -22,23 +24,13 @@ struct Fixture {
   }
 };
 
-kv::Errc kind_of(const auto& call) {
-  try {
-    call();
-  } catch (const kv::Error& e) {
-    return e.kind();
-  }
-  FAIL("expected a kv::Error");
-  return kv::Errc::internal;
-}
-
 }  // namespace
 
 TEST_CASE("Bucket_OpenDoesNotCreate") {
   // open binds an existing bucket only: a missing one is not_found, and stays missing.
   Fixture f;
-  CHECK(kind_of([&] { kv::Bucket::open(f.connection, "missing"); }) == kv::Errc::not_found);
-  CHECK(kind_of([&] { kv::Bucket::open(f.connection, "missing"); }) == kv::Errc::not_found);
+  CHECK(kv_kind_of([&] { kv::Bucket::open(f.connection, "missing"); }) == kv::Errc::not_found);
+  CHECK(kv_kind_of([&] { kv::Bucket::open(f.connection, "missing"); }) == kv::Errc::not_found);
   f.bucket("present");
   CHECK(kv::Bucket::open(f.connection, "present").name() == "present");
 }
@@ -119,12 +111,12 @@ TEST_CASE("Bucket_EraseIsCasDelete") {
   auto b = f.bucket();
   auto r1 = b.create("k", "a");
   auto r2 = b.update("k", "b", r1);
-  CHECK(kind_of([&] { b.erase("k", r1); }) == kv::Errc::conflict);
+  CHECK(kv_kind_of([&] { b.erase("k", r1); }) == kv::Errc::conflict);
   CHECK(b.get("k")->value == "b");
   b.erase("k", r2);
   CHECK_FALSE(b.get("k"));
   // Erasing the deleted key again: its revision moved on to the marker.
-  CHECK(kind_of([&] { b.erase("k", r2); }) == kv::Errc::conflict);
+  CHECK(kv_kind_of([&] { b.erase("k", r2); }) == kv::Errc::conflict);
 }
 
 TEST_CASE("Bucket_CreateAfterDeleteSucceeds") {
@@ -136,7 +128,7 @@ TEST_CASE("Bucket_CreateAfterDeleteSucceeds") {
   auto r2 = b.create("k", "again");
   CHECK(r2 > r1);
   CHECK(b.get("k")->value == "again");
-  CHECK(kind_of([&] { b.create("k", "third"); }) == kv::Errc::conflict);
+  CHECK(kv_kind_of([&] { b.create("k", "third"); }) == kv::Errc::conflict);
 }
 
 TEST_CASE("Bucket_UpdateAfterDeleteConflicts") {
@@ -145,7 +137,7 @@ TEST_CASE("Bucket_UpdateAfterDeleteConflicts") {
   auto b = f.bucket();
   auto r1 = b.create("k", "a");
   b.erase("k", r1);
-  CHECK(kind_of([&] { b.update("k", "zombie", r1); }) == kv::Errc::conflict);
+  CHECK(kv_kind_of([&] { b.update("k", "zombie", r1); }) == kv::Errc::conflict);
   CHECK_FALSE(b.get("k"));
 }
 
@@ -273,8 +265,8 @@ TEST_CASE("Bucket_WatchPatternMatchesTokens") {
     keys.insert(event->entry.key);
   }
   CHECK(keys == std::set<std::string>{"a.x", "a.y"});
-  CHECK(kind_of([&] { b.watch("a.>.b"); }) == kv::Errc::bad_request);
-  CHECK(kind_of([&] { b.watch("a b"); }) == kv::Errc::bad_request);
+  CHECK(kv_kind_of([&] { b.watch("a.>.b"); }) == kv::Errc::bad_request);
+  CHECK(kv_kind_of([&] { b.watch("a b"); }) == kv::Errc::bad_request);
 }
 
 TEST_CASE("Bucket_RejectsBadKeysAndNames") {
@@ -282,7 +274,7 @@ TEST_CASE("Bucket_RejectsBadKeysAndNames") {
   Fixture f;
   auto b = f.bucket();
   for (const char* key : {"", "a b", "a*", "a.>", ".a", "a.", "a..b"})
-    CHECK(kind_of([&] { b.create(key, "v"); }) == kv::Errc::bad_request);
-  CHECK(kind_of([&] { kv::Bucket::open(f.connection, "bad.name"); }) == kv::Errc::bad_request);
-  CHECK(kind_of([&] { b.update("k", "v", 0); }) == kv::Errc::bad_request);
+    CHECK(kv_kind_of([&] { b.create(key, "v"); }) == kv::Errc::bad_request);
+  CHECK(kv_kind_of([&] { kv::Bucket::open(f.connection, "bad.name"); }) == kv::Errc::bad_request);
+  CHECK(kv_kind_of([&] { b.update("k", "v", 0); }) == kv::Errc::bad_request);
 }

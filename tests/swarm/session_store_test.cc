@@ -4,10 +4,12 @@
 #include <doctest/doctest.h>
 
 #include "swarm/error.h"
+#include "support/expect.h"
 #include "support/nats_server.h"
 
 using namespace swarm;
 using namespace std::chrono_literals;
+using testing::kind_of;
 
 namespace {
 
@@ -26,15 +28,6 @@ Session session(const std::string& slot) {
   s.started_at = parse_rfc3339("2026-11-22T10:00:00Z");
   s.last_renewed = s.started_at;
   return s;
-}
-
-Errc kind_of(const auto& call) {
-  try {
-    call();
-  } catch (const Error& e) {
-    return e.kind();
-  }
-  return Errc::internal;
 }
 
 }  // namespace

@@ -3,12 +3,14 @@
 
 #include <doctest/doctest.h>
 
+#include "support/expect.h"
 #include "support/nats_server.h"
 #include "swarm/bootstrap.h"
 #include "swarm/error.h"
 
 using namespace swarm;
 using namespace std::chrono_literals;
+using testing::kind_of;
 
 namespace {
 
@@ -25,15 +27,6 @@ struct Fixture {
   }
   const SessionStore store() { return SessionStore::open(connection); }
 };
-
-Errc kind_of(const auto& call) {
-  try {
-    call();
-  } catch (const Error& e) {
-    return e.kind();
-  }
-  return Errc::internal;
-}
 
 }  // namespace
 
