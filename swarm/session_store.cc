@@ -1,5 +1,10 @@
 #include "swarm/session_store.h"
 
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
 #include "swarm/error.h"
 #include "swarm/names.h"
 
@@ -90,10 +95,87 @@ void SessionStore::erase(const std::string& slot, std::uint64_t revision) const 
   translating_kv([&] { bucket_.erase(slot, revision); });
 }
 
+namespace {
+
+// Parses batches of stored records on one worker thread while the caller
+// keeps draining the consumer: the stream is flow controlled, so a reader
+// that stops to parse also stops the server from sending.
+class BatchParser {
+ public:
+  static constexpr std::size_t kBatch = 512;
+  static constexpr std::size_t kMaxQueued = 64;  // batches: bounds the memory held
+
+  explicit BatchParser(std::vector<SessionEntry>* out) : out_(out), worker_([this] { run(); }) {}
+  ~BatchParser() { finish(); }
+
+  void add(kv::Entry&& entry) {
+    batch_.push_back(std::move(entry));
+    if (batch_.size() == kBatch) flush();
+  }
+
+  // Parses what is left and waits for the worker; entries are in arrival order.
+  void finish() {
+    if (!worker_.joinable()) return;
+    flush();
+    {
+      std::lock_guard lock(mu_);
+      done_ = true;
+    }
+    ready_.notify_one();
+    worker_.join();
+  }
+
+ private:
+  void flush() {
+    if (batch_.empty()) return;
+    std::unique_lock lock(mu_);
+    space_.wait(lock, [&] { return queue_.size() < kMaxQueued; });
+    queue_.push_back(std::move(batch_));
+    lock.unlock();
+    ready_.notify_one();
+    batch_ = {};
+    batch_.reserve(kBatch);
+  }
+
+  void run() {
+    while (true) {
+      std::vector<kv::Entry> batch;
+      {
+        std::unique_lock lock(mu_);
+        ready_.wait(lock, [&] { return done_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        batch = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      space_.notify_one();
+      for (auto& entry : batch) out_->push_back(session_entry_of(std::move(entry)));
+    }
+  }
+
+  std::vector<SessionEntry>* out_;  // written by the worker only
+  std::vector<kv::Entry> batch_;
+  std::deque<std::vector<kv::Entry>> queue_;
+  std::mutex mu_;
+  std::condition_variable ready_, space_;
+  bool done_ = false;
+  std::thread worker_;
+};
+
+// Below this many records a thread costs more than it saves.
+constexpr std::uint64_t kParallelParseFrom = 2000;
+
+}  // namespace
+
 std::vector<SessionEntry> SessionStore::list() const {
   std::vector<SessionEntry> out;
   out.reserve(static_cast<std::size_t>(bucket_.size_hint()));
-  translating_kv([&] { bucket_.for_each([&](kv::Entry&& entry) { out.push_back(session_entry_of(std::move(entry))); }); });
+  if (bucket_.size_hint() < kParallelParseFrom) {
+    translating_kv([&] { bucket_.for_each([&](kv::Entry&& e) { out.push_back(session_entry_of(std::move(e))); }); });
+    return out;
+  }
+  BatchParser parser(&out);
+  translating_kv([&] { bucket_.for_each([&](kv::Entry&& e) { parser.add(std::move(e)); }); });
+  parser.finish();
   return out;
 }
 

@@ -3,6 +3,8 @@
 
 #include <doctest/doctest.h>
 
+#include <set>
+
 #include "swarm/error.h"
 #include "support/expect.h"
 #include "support/nats_server.h"
@@ -106,6 +108,32 @@ TEST_CASE("SessionStore_CorruptRecordsAreEntriesNotErrors") {
   int corrupt = 0;
   for (const auto& e : all) corrupt += e.corrupt() ? 1 : 0;
   CHECK(corrupt == 3);
+}
+
+TEST_CASE("SessionStore_ListOfManyRecordsIsCompleteAndTyped") {
+  // a list large enough to be parsed on a worker thread returns every record, parsed, corrupt ones flagged.
+  Fixture f;
+  for (int i = 0; i < 2600; ++i) {
+    if (i % 500 == 7) f.store.bucket().create("bad" + std::to_string(i), "not json " + std::to_string(i));
+    else f.store.create(session("s" + std::to_string(i)));
+  }
+  auto reopened = SessionStore::open(f.connection);  // its size hint now says 2,600
+  auto all = reopened.list();
+  REQUIRE(all.size() == 2600);
+  std::set<std::string> slots;
+  int corrupt = 0;
+  for (const auto& e : all) {
+    slots.insert(e.slot);
+    if (e.corrupt()) {
+      ++corrupt;
+      CHECK(e.raw.rfind("not json ", 0) == 0);
+    } else {
+      CHECK(e.session->slot == e.slot);
+      CHECK(e.session->task_id == "T-1");
+    }
+  }
+  CHECK(slots.size() == 2600);
+  CHECK(corrupt == 6);
 }
 
 TEST_CASE("SessionStore_ListAndWatch") {
