@@ -97,11 +97,11 @@ TEST_CASE("Doctor_DeadAgentLeavesAnOrphanFolderThatFixSalvages") {
 
 TEST_CASE("Doctor_StaleAndLateSessions") {
   // a session past 2/3 of the TTL is a stale problem (--fix removes it and its folder); past 1/3 a late notice.
-  SwarmWorkspace ws({.up_args = {"--ttl", "6s"}});
+  SwarmWorkspace ws({.up_args = {"--ttl", "9s"}});
   REQUIRE(ws.swarm({"join", "--slot", "old", "--task", "T-1"}).exit == 0);
-  std::this_thread::sleep_for(2200ms);
+  std::this_thread::sleep_for(3200ms);
   REQUIRE(ws.swarm({"join", "--slot", "mid", "--task", "T-2"}).exit == 0);
-  std::this_thread::sleep_for(2200ms);  // old: ~4.4s of 6s (stale); mid: ~2.2s (late)
+  std::this_thread::sleep_for(3200ms);  // old: ~6.4s of 9s (stale from 6s); mid: ~3.2s (late from 3s)
 
   auto report = doctor(ws);
   CHECK(report.exit == 8);
@@ -158,9 +158,9 @@ TEST_CASE("Doctor_RecordOfThisHostWithoutFolder") {
 
 TEST_CASE("Doctor_AnotherHostsProblemIsLeftToThatHost") {
   // --fix never touches another host's stale record; it names the command for that host or evict.
-  SwarmWorkspace ws({.up_args = {"--ttl", "3s"}});
+  SwarmWorkspace ws({.up_args = {"--ttl", "6s"}});
   REQUIRE(ws.swarm({"join", "--slot", "theirs", "--task", "T-1"}, kHostB).exit == 0);
-  std::this_thread::sleep_for(2200ms);
+  std::this_thread::sleep_for(4200ms);  // stale at 4s; the server drops it at 6s
   auto fix = doctor(ws, {"--fix"}, kHostA);
   CHECK(fix.exit == 8);
   auto stale = findings(fix, "stale_session");

@@ -159,12 +159,12 @@ TEST_CASE("Commit_RejectedPushIsAWarningAndTheCommitStands") {
 }
 
 TEST_CASE("Join_ReplacesAStaleSessionOfThisHost") {
-  // in a 3s-TTL workspace a session older than 2s is stale: join takes it without --force.
-  SwarmWorkspace ws({.up_args = {"--ttl", "3s"}});
+  // in a 6s-TTL workspace a session older than 4s is stale: join takes it without --force.
+  SwarmWorkspace ws({.up_args = {"--ttl", "6s"}});
   REQUIRE(ws.swarm({"join", "--slot", "s", "--task", "T-1"}).exit == 0);
   auto first = session_json(ws, "s");
   CHECK(ws.swarm({"join", "--slot", "s", "--task", "T-1"}).exit == 3);  // still fresh
-  std::this_thread::sleep_for(2100ms);
+  std::this_thread::sleep_for(4100ms);  // stale at 4s; the server drops it at 6s
   CHECK(field(session_json(ws, "s"), "state") == "stale");
   auto r = ws.swarm({"join", "--slot", "s", "--task", "T-2"});
   REQUIRE_MESSAGE(r.exit == 0, r.err);
