@@ -35,6 +35,8 @@ Verb add_close(CLI::App& app) {
             if (r.salvage.files > 0 || r.salvage.deleted > 0)
               human += "; salvaged " + std::to_string(r.salvage.files) + " uncommitted file(s) to " +
                        r.salvage.folder.string();
+            if (!r.salvage.commits_ref.empty())
+              human += "; its unpushed commits are in the hub as " + r.salvage.commits_ref;
             if (flags->options.keep_worktree) human += "; kept the worktree";
             swarm::Json doc = swarm::Json::object();
             doc.set("slot", flags->slot)
@@ -44,6 +46,8 @@ Verb add_close(CLI::App& app) {
                 .set("salvaged_files", r.salvage.files);
             if (r.salvage.folder.empty()) doc.set_null("recovery");
             else doc.set("recovery", r.salvage.folder.string());
+            if (r.salvage.commits_ref.empty()) doc.set_null("recovery_ref");
+            else doc.set("recovery_ref", r.salvage.commits_ref);
             ctx.out().result("close", human, std::move(doc));
             return 0;
           }};

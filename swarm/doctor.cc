@@ -190,10 +190,18 @@ class Checkup {
     fs::path wt = folder / "wt";
     Salvage salvage;
     if (fs::exists(wt)) {
+      std::optional<Worktree> worktree;
       try {
-        salvage = salvage_uncommitted(Worktree::open(wt, slot), slot, ws_.recovery_dir(), clock_());
+        worktree.emplace(Worktree::open(wt, slot));
       } catch (const Error&) {
-        salvage = salvage_everything(wt, slot, ws_.recovery_dir(), clock_());  // not a readable repository
+        // Not a readable repository: its files are all that can be saved.
+      }
+      try {
+        salvage = worktree ? salvage_worktree(*worktree, slot, ws_.recovery_dir(), clock_())
+                           : salvage_everything(wt, slot, ws_.recovery_dir(), clock_());
+      } catch (const Error& e) {
+        f.fix_note = std::string("left alone: could not salvage it first: ") + e.what();
+        return;
       }
     }
     std::error_code ec;
@@ -207,6 +215,7 @@ class Checkup {
     std::string note = (f.fix_note.empty() ? "" : f.fix_note + "; ") + "removed " + folder.string();
     if (salvage.files > 0) note += " after salvaging " + std::to_string(salvage.files) + " file(s) to " +
                                    salvage.folder.string();
+    if (!salvage.commits_ref.empty()) note += "; its unpushed commits are in the hub as " + salvage.commits_ref;
     f.fix_note = note;
   }
 

@@ -30,6 +30,7 @@ class WorktreeBackend {
   virtual std::optional<std::string> commit(const std::string& message, const std::vector<std::string>& paths,
                                             const CommitAuthor& author) = 0;
   virtual void push() = 0;
+  virtual std::optional<std::string> preserve_unpushed(const std::string& recovery_ref) = 0;
   virtual std::vector<Change> changes() const = 0;
   virtual bool has_commits_beyond_default() const = 0;
 };

@@ -28,9 +28,11 @@ void copy_one(const fs::path& from, const fs::path& to) {
 
 }  // namespace
 
-Salvage salvage_uncommitted(const Worktree& worktree, const std::string& slot, const fs::path& recovery_root,
-                            TimePoint now) {
+Salvage salvage_worktree(Worktree& worktree, const std::string& slot, const fs::path& recovery_root,
+                         TimePoint now) {
   Salvage out;
+  auto pushed = worktree.preserve_unpushed("refs/recovery/" + slot + "-" + format_compact_utc(now));
+  if (pushed) out.commits_ref = *pushed;
   auto changes = worktree.changes();
   if (changes.empty()) return out;
   out.folder = fresh_folder(recovery_root, slot, now);

@@ -12,16 +12,19 @@
 namespace swarm {
 
 struct Salvage {
-  std::filesystem::path folder;  // empty when there was nothing to salvage
+  std::filesystem::path folder;  // empty when there was no uncommitted file
   int files = 0;                 // copied files
   int deleted = 0;               // deletions, listed in the manifest only
+  std::string commits_ref;       // hub ref holding commits that were never pushed, or empty
 };
 
-// Copies the uncommitted files of `worktree` (untracked ones included) into a
-// new folder under `recovery_root`, with a MANIFEST listing each change.
-// Throws (and leaves the worktree alone) when a copy fails.
-Salvage salvage_uncommitted(const Worktree& worktree, const std::string& slot,
-                            const std::filesystem::path& recovery_root, TimePoint now);
+// Everything a worktree holds that the hub may not: its uncommitted files
+// (untracked ones included) are copied into a new folder under
+// `recovery_root` with a MANIFEST, and commits the hub lacks are pushed to the
+// hub as refs/recovery/<slot>-<time>. Throws (having removed nothing) when
+// either fails: the caller must then keep the worktree.
+Salvage salvage_worktree(Worktree& worktree, const std::string& slot, const std::filesystem::path& recovery_root,
+                         TimePoint now);
 
 // Salvages a folder that may not be a readable git worktree: every file but
 // .git/ is copied. For orphaned slot folders whose repository is broken.

@@ -238,8 +238,13 @@ CloseResult SlotLifecycle::close(const std::string& slot, const CloseOptions& op
   }
   // Salvage before anything is removed; a failed copy stops the close here.
   if (have_worktree && !options.keep_worktree) {
-    result.salvage = worktree ? salvage_uncommitted(*worktree, slot, workspace_.recovery_dir(), clock_())
-                              : salvage_everything(wt, slot, workspace_.recovery_dir(), clock_());
+    try {
+      result.salvage = worktree ? salvage_worktree(*worktree, slot, workspace_.recovery_dir(), clock_())
+                                : salvage_everything(wt, slot, workspace_.recovery_dir(), clock_());
+    } catch (const Error& e) {
+      throw Error(e.kind(), "slot " + slot + " is not closed and its worktree is kept: salvaging it failed (" +
+                                e.what() + "); fix that, or close with --keep-worktree");
+    }
   }
   if (entry) {
     same_session_cas(*entry, "closing", [&](SessionEntry& current) {

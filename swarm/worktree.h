@@ -49,6 +49,14 @@ class Worktree {
   // Pushes swarm/<slot> to the hub. Throws when the push fails or is rejected.
   void push() { repo_->push(); }
 
+  // Commits of swarm/<slot> that may not be on the hub (a push failed or was
+  // refused) are pushed to `recovery_ref` (e.g. refs/recovery/<slot>-<time>),
+  // a new name, so nothing can refuse them. Returns that ref, or nullopt when
+  // the hub already had everything. Throws when the push fails.
+  std::optional<std::string> preserve_unpushed(const std::string& recovery_ref) {
+    return repo_->preserve_unpushed(recovery_ref);
+  }
+
   // Every uncommitted change, untracked files included.
   std::vector<Change> changes() const { return repo_->changes(); }
 

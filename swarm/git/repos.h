@@ -36,11 +36,13 @@ class WorktreeRepo : public WorktreeBackend {
   std::optional<std::string> commit(const std::string& message, const std::vector<std::string>& paths,
                                     const CommitAuthor& author) override;
   void push() override;
+  std::optional<std::string> preserve_unpushed(const std::string& recovery_ref) override;
   std::vector<Change> changes() const override;
   bool has_commits_beyond_default() const override;
 
  private:
   std::string branch_name() const { return "swarm/" + slot_; }
+  void push_branch_to(const std::string& target_ref);
   void require_on_branch() const;
 
   RepositoryPtr repo_;

@@ -144,12 +144,11 @@ std::optional<std::string> WorktreeRepo::commit(const std::string& message, cons
   return hex(commit_id);
 }
 
-void WorktreeRepo::push() {
+void WorktreeRepo::push_branch_to(const std::string& target_ref) {
   git_remote* raw = nullptr;
   check(git_remote_lookup(&raw, repo_.get(), "origin"), "find the hub remote of " + path_.string());
   RemotePtr remote(raw);
-  std::string refspec = "refs/heads/" + branch_name() + ":refs/heads/" + branch_name();
-  std::vector<std::string> specs = {refspec};
+  std::vector<std::string> specs = {"refs/heads/" + branch_name() + ":" + target_ref};
   PathSpec array(specs);
   std::string rejected;
   git_push_options options = GIT_PUSH_OPTIONS_INIT;
@@ -157,6 +156,22 @@ void WorktreeRepo::push() {
   options.callbacks.payload = &rejected;
   check(git_remote_push(remote.get(), &array.array, &options), "push " + branch_name() + " to the hub");
   if (!rejected.empty()) throw Error(Errc::conflict, "the hub rejected the push of " + rejected);
+}
+
+void WorktreeRepo::push() { push_branch_to("refs/heads/" + branch_name()); }
+
+std::optional<std::string> WorktreeRepo::preserve_unpushed(const std::string& recovery_ref) {
+  git_oid local, pushed;
+  if (git_reference_name_to_id(&local, repo_.get(), ("refs/heads/" + branch_name()).c_str()) != 0)
+    return std::nullopt;  // no branch, no commits of its own
+  // A successful push moves origin/swarm/<slot> to the tip: anything else
+  // means the hub may lack commits that exist only here.
+  if (git_reference_name_to_id(&pushed, repo_.get(), ("refs/remotes/origin/" + branch_name()).c_str()) == 0 &&
+      (git_oid_equal(&local, &pushed) || git_graph_descendant_of(repo_.get(), &pushed, &local) == 1))
+    return std::nullopt;
+  if (!has_commits_beyond_default()) return std::nullopt;  // nothing but the hub's own history
+  push_branch_to(recovery_ref);
+  return recovery_ref;
 }
 
 std::vector<Change> WorktreeRepo::changes() const {

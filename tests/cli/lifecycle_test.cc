@@ -280,3 +280,39 @@ TEST_CASE("Cwd_PrintsTheWorktreeWithoutNats") {
   CHECK(r.out == ws.worktree("s").string() + "\n");
   CHECK(ws.swarm({"cwd", "--slot", "nope"}).exit == 4);
 }
+
+TEST_CASE("Close_PreservesUnpushedCommitsInTheHub") {
+  // commits the hub never got (a refused push) go to refs/recovery/<slot>-<time> before the worktree is removed.
+  SwarmWorkspace ws;
+  REQUIRE(ws.swarm({"join", "--slot", "s", "--task", "T-1"}).exit == 0);
+  auto other = ws.root() / "other";
+  REQUIRE(ws.git({"clone", "-q", (ws.root() / ".swarm/hub.git").string(), other.string()}).exit == 0);
+  REQUIRE(ws.git({"-c", "user.name=o", "-c", "user.email=o@o", "commit", "-q", "--allow-empty", "-m", "theirs"}, other)
+              .exit == 0);
+  REQUIRE(ws.git({"push", "-q", "origin", "HEAD:refs/heads/swarm/s"}, other).exit == 0);
+  write_file(ws.worktree("s") / "mine.txt", "only here\n");
+  auto c = ws.swarm({"commit", "--slot", "s", "-m", "mine, never pushed"});
+  REQUIRE(c.exit == 0);
+  REQUIRE(c.err.find("push failed") != std::string::npos);
+
+  auto closed = ws.swarm({"close", "--slot", "s", "--result", "fail", "--json"});
+  REQUIRE_MESSAGE(closed.exit == 0, closed.err);
+  std::string ref = field(json_of(closed), "recovery_ref");
+  CHECK(ref.rfind("refs/recovery/s-", 0) == 0);
+  CHECK_FALSE(std::filesystem::exists(ws.worktree("s")));
+  auto hub = (ws.root() / ".swarm/hub.git").string();
+  CHECK(ws.git({"--git-dir", hub, "log", "-1", "--format=%s", ref}).out == "mine, never pushed\n");
+  CHECK(ws.git({"--git-dir", hub, "show", ref + ":mine.txt"}).out == "only here\n");
+}
+
+TEST_CASE("Close_PushedCommitsNeedNoRecoveryRef") {
+  // when the hub has every commit, close adds no recovery ref.
+  SwarmWorkspace ws;
+  REQUIRE(ws.swarm({"join", "--slot", "s", "--task", "T-1"}).exit == 0);
+  write_file(ws.worktree("s") / "f.txt", "f\n");
+  REQUIRE(ws.swarm({"commit", "--slot", "s", "-m", "f"}).exit == 0);
+  auto closed = ws.swarm({"close", "--slot", "s", "--json"});
+  REQUIRE(closed.exit == 0);
+  CHECK(cJSON_IsNull(cJSON_GetObjectItem(json_of(closed).get(), "recovery_ref")));
+  CHECK(ws.git({"--git-dir", (ws.root() / ".swarm/hub.git").string(), "for-each-ref", "refs/recovery"}).out.empty());
+}
