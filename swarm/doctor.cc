@@ -256,32 +256,43 @@ DoctorReport Doctor::run(bool fix) {
   checkup.check_hub(config);
   checkup.check_embedded_server(config);
 
+  // NATS trouble, at connect or at any request after it (a cluster electing
+  // a new leader, a server going away), is a finding, never an exit 7.
+  auto nats_finding = [&](const Error& e) {
+    checkup.add(Severity::problem, "nats", config.nats_url, e.what(),
+                config.embedded ? "swarm up   (restarts the embedded nats-server)"
+                                : "check the NATS server at " + config.nats_url + ", then run swarm doctor again");
+  };
   std::optional<kv::Connection> nats;
   try {
     nats.emplace(connect_nats(connection_));
   } catch (const Error& e) {
-    checkup.add(Severity::problem, "nats", config.nats_url, e.what(),
-                config.embedded ? "swarm up   (restarts the embedded nats-server)"
-                                : "check the NATS server at " + config.nats_url);
+    nats_finding(e);
     return report;
   }
   report.nats_reachable = true;
 
-  std::optional<SessionStore> store;
   try {
-    store.emplace(SessionStore::open(*nats, config.bucket));
+    std::optional<SessionStore> store;
+    try {
+      store.emplace(SessionStore::open(*nats, config.bucket));
+    } catch (const Error& e) {
+      if (e.kind() != Errc::not_bootstrapped) throw;
+      checkup.add(Severity::problem, "bucket", config.bucket, e.what(), "swarm up");
+      return report;
+    }
+    checkup.check_bucket(*store, config, *nats);
+    auto ttl = store->ttl();
+    auto entries = store->list();
+    std::set<std::string> recorded;
+    for (const auto& e : entries) recorded.insert(e.slot);
+    checkup.check_records(*store, entries, ttl);
+    checkup.check_folders(*store, recorded);
   } catch (const Error& e) {
-    if (e.kind() != Errc::not_bootstrapped) throw;
-    checkup.add(Severity::problem, "bucket", config.bucket, e.what(), "swarm up");
-    return report;
+    if (e.kind() != Errc::unavailable) throw;
+    report.nats_reachable = false;
+    nats_finding(e);
   }
-  checkup.check_bucket(*store, config, *nats);
-  auto ttl = store->ttl();
-  auto entries = store->list();
-  std::set<std::string> recorded;
-  for (const auto& e : entries) recorded.insert(e.slot);
-  checkup.check_records(*store, entries, ttl);
-  checkup.check_folders(*store, recorded);
   return report;
 }
 
