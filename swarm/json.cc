@@ -52,12 +52,14 @@ const bool kHooksInstalled = [] {
 
 }  // namespace
 
-JsonArena::JsonArena() {
+JsonArena::JsonArena() : owner_(!t_block.active) {
+  if (!owner_) return;
   t_block.active = true;
   t_block.used = 0;
 }
 
 JsonArena::~JsonArena() {
+  if (!owner_) return;
   t_block.active = false;
   t_block.used = 0;
 }

@@ -66,12 +66,17 @@ std::string quoted(std::string_view text);
 // reusable block instead of one malloc per node, and freeing them costs
 // nothing. Every tree made under it must be freed before it ends. Reading
 // 10,000 records spends most of its time in cJSON's allocations otherwise.
+// An arena opened while another is active on the thread does nothing, so the
+// outer one's trees are never overwritten.
 class JsonArena {
  public:
   JsonArena();
   ~JsonArena();
   JsonArena(const JsonArena&) = delete;
   JsonArena& operator=(const JsonArena&) = delete;
+
+ private:
+  bool owner_;  // false when nested inside another arena
 };
 
 }  // namespace swarm

@@ -1,0 +1,29 @@
+// Json and JsonArena: trees made in an arena stay intact while it lives.
+#include "swarm/json.h"
+
+#include <doctest/doctest.h>
+
+#include "swarm/session.h"
+
+using namespace swarm;
+
+TEST_CASE("JsonArena_NestedArenaLeavesTheOuterTreesAlone") {
+  // parse_session opens its own arena; inside an outer one it must not reuse the outer trees' memory.
+  JsonArena outer;
+  Json tree = Json::parse(R"({"name":"outer tree","items":[1,2,3],"nested":{"k":"v"}})");
+  REQUIRE(tree);
+  const std::string before = tree.dump();
+  auto parsed = parse_session(R"({"slot":"s","host":"h","pad":")" + std::string(2000, 'x') + R"("})");
+  REQUIRE(parsed.session);
+  CHECK(to_json(*parsed.session).size() > 2000);
+  CHECK(tree.dump() == before);
+}
+
+TEST_CASE("Json_ParseRefusesTrailingTextAndNulBytes") {
+  // one whole JSON value or nothing: trailing text and embedded NULs are not JSON.
+  CHECK(Json::parse(R"({"a":1})"));
+  CHECK_FALSE(Json::parse(R"({"a":1} trailing)"));
+  CHECK_FALSE(Json::parse(std::string("{\"a\":\"x\0y\"}", 12)));
+  CHECK_FALSE(Json::parse(""));
+  CHECK(quoted("say \"hi\"\n") == R"("say \"hi\"\n")");
+}
