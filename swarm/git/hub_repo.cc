@@ -42,7 +42,7 @@ git_oid copy_history(git_repository* source, const fs::path& hub_path) {
   PackBuilderPtr pb(pb_raw);
   check(git_packbuilder_insert_walk(pb.get(), walk.get()), "pack the workspace's history");
   check(git_packbuilder_write(pb.get(), (hub_path / "objects" / "pack").c_str(), 0, nullptr, nullptr),
-             "write the workspace's history into the hub");
+        "write the workspace's history into the hub");
   return head;
 }
 
@@ -60,8 +60,8 @@ git_oid empty_initial_commit(git_repository* hub) {
   SignaturePtr sig(sig_raw);
   git_oid commit;
   check(git_commit_create(&commit, hub, nullptr, sig.get(), sig.get(), nullptr, "swarm: initial commit",
-                               tree.get(), 0, nullptr),
-             "write the hub's initial commit");
+                          tree.get(), 0, nullptr),
+        "write the hub's initial commit");
   return commit;
 }
 
@@ -83,10 +83,10 @@ std::unique_ptr<HubRepo> HubRepo::create(const fs::path& path, const fs::path& s
   RepositoryPtr hub(raw);
 
   git_oid tip = src ? copy_history(src.get(), path) : empty_initial_commit(hub.get());
-  git_reference* ref = nullptr;
-  check(git_reference_create(&ref, hub.get(), head_ref.c_str(), &tip, 0, "swarm up: seed the hub"),
-             "create branch " + branch + " in the hub");
-  git_reference_free(ref);
+  git_reference* ref_raw = nullptr;
+  check(git_reference_create(&ref_raw, hub.get(), head_ref.c_str(), &tip, 0, "swarm up: seed the hub"),
+        "create branch " + branch + " in the hub");
+  ReferencePtr ref(ref_raw);
   check(git_repository_set_head(hub.get(), head_ref.c_str()), "point the hub's HEAD at " + branch);
   return std::make_unique<HubRepo>(std::move(hub));
 }

@@ -42,7 +42,7 @@ std::unique_ptr<WorktreeRepo> WorktreeRepo::create(const fs::path& hub, const fs
   options.checkout_opts.checkout_strategy = GIT_CHECKOUT_SAFE;
   git_repository* raw = nullptr;
   check(git_clone(&raw, hub.c_str(), path.c_str(), &options),
-             "clone the hub into " + path.string());
+        "clone the hub into " + path.string());
   RepositoryPtr repo(raw);
 
   const std::string branch = "swarm/" + slot;
@@ -60,7 +60,7 @@ std::unique_ptr<WorktreeRepo> WorktreeRepo::create(const fs::path& hub, const fs
   git_checkout_options checkout = GIT_CHECKOUT_OPTIONS_INIT;
   checkout.checkout_strategy = GIT_CHECKOUT_SAFE;
   check(git_checkout_tree(repo.get(), reinterpret_cast<const git_object*>(commit.get()), &checkout),
-             "check out " + branch);
+        "check out " + branch);
   check(git_repository_set_head(repo.get(), ("refs/heads/" + branch).c_str()), "switch to " + branch);
   return std::make_unique<WorktreeRepo>(std::move(repo), fs::weakly_canonical(path), slot);
 }
@@ -109,15 +109,15 @@ std::optional<std::string> WorktreeRepo::commit(const std::string& message, cons
   PathSpec pathspec(spec);
   // add_all takes new and modified files (not ignored ones); update_all takes deletions.
   check(git_index_add_all(index.get(), &pathspec.array, GIT_INDEX_ADD_DEFAULT, nullptr, nullptr),
-             "stage changes in " + path_.string());
+        "stage changes in " + path_.string());
   check(git_index_update_all(index.get(), &pathspec.array, nullptr, nullptr),
-             "stage deletions in " + path_.string());
+        "stage deletions in " + path_.string());
   git_oid tree_id;
   check(git_index_write_tree(&tree_id, index.get()), "write the tree of the commit");
 
   git_oid parent_id;
   check(git_reference_name_to_id(&parent_id, repo_.get(), ("refs/heads/" + branch_name()).c_str()),
-             "read the tip of " + branch_name());
+        "read the tip of " + branch_name());
   auto parent = lookup_commit(repo_.get(), parent_id, "read the tip of " + branch_name());
   if (git_oid_equal(&tree_id, git_commit_tree_id(parent.get()))) {
     check(git_index_write(index.get()), "write the index");
@@ -138,8 +138,8 @@ std::optional<std::string> WorktreeRepo::commit(const std::string& message, cons
   // Updating the branch ref (not HEAD) with its tip as the parent: libgit2
   // refuses if the branch moved meanwhile, so no commit is ever lost.
   check(git_commit_create(&commit_id, repo_.get(), ("refs/heads/" + branch_name()).c_str(), sig.get(), sig.get(),
-                               nullptr, text.c_str(), tree.get(), 1, parents),
-             "commit on " + branch_name());
+                          nullptr, text.c_str(), tree.get(), 1, parents),
+        "commit on " + branch_name());
   check(git_index_write(index.get()), "write the index");
   return hex(commit_id);
 }
