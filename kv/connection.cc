@@ -1,5 +1,9 @@
 #include "kv/connection.h"
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <sstream>
 
 #include "kv/connection_state.h"
@@ -56,6 +60,10 @@ detail::OptionsPtr make_options(const ConnectionOptions& o) {
   if (!o.user.empty() || !o.password.empty())
     check(natsOptions_SetUserInfo(raw, o.user.c_str(), o.password.c_str()), what);
   if (!o.token.empty()) check(natsOptions_SetToken(raw, o.token.c_str()), what);
+  if (!o.creds_file.empty() && access(o.creds_file.c_str(), R_OK) != 0)
+    // nats.c reads it only while connecting, where a missing file would pass
+    // for an unreachable server.
+    throw Error(Errc::bad_request, "cannot read the creds file " + o.creds_file + ": " + std::strerror(errno));
   if (!o.creds_file.empty())
     check(natsOptions_SetUserCredentialsFromFiles(raw, o.creds_file.c_str(), nullptr),
           "creds file " + o.creds_file);
@@ -88,6 +96,8 @@ Connection Connection::connect(const ConnectionOptions& o) {
                  text.find("Authorization") != std::string::npos)
                     ? Errc::bad_request
                     : Errc::unavailable;
+    if (kind == Errc::unavailable && !o.tls_ca.empty() && o.tls_cert.empty())
+      text += "; a TLS server that requires client certificates hangs up like this: pass --tls-cert and --tls-key";
     throw Error(kind, kind == Errc::unavailable
                           ? "cannot reach NATS at " + state->urls + " (" + text + ")"
                           : "NATS at " + state->urls + " refused the connection: " + text);

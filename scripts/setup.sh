@@ -3,14 +3,14 @@
 # Does nothing when everything is already there.
 set -euo pipefail
 
-packages=(build-essential cmake pkg-config git nats-server
+packages=(build-essential cmake pkg-config git nats-server openssl
           libnats-dev libcjson-dev libgit2-dev libspdlog-dev libcli11-dev doctest-dev)
 
 # A package is "there" when what we use from it is on disk.
 have() {
   case "$1" in
     build-essential) command -v g++ >/dev/null && command -v make >/dev/null ;;
-    cmake|git|nats-server) command -v "$1" >/dev/null ;;
+    cmake|git|nats-server|openssl) command -v "$1" >/dev/null ;;
     pkg-config) command -v pkg-config >/dev/null ;;
     libnats-dev) [ -f /usr/include/nats/nats.h ] ;;
     libcjson-dev) [ -f /usr/include/cjson/cJSON.h ] ;;

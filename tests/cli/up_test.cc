@@ -61,3 +61,25 @@ TEST_CASE("Up_RefusesAnotherTtlOnAnExistingBucket") {
   CHECK(r.err.find("TTL is 300s, want 60s") != std::string::npos);
   CHECK(ws.swarm({"up", "--nats-url", ws.server()->url(), "--ttl", "5m"}).exit == 0);
 }
+
+TEST_CASE("Auth_GlobalOptionsReachAServerThatNeedsAPassword") {
+  // --user/--password go to every verb's connection; without them the server's refusal is exit 2, named as such.
+  NatsServer locked({.name = "locked", .extra_args = {"--user", "alice", "--pass", "s3cret"}});
+  SwarmWorkspace ws({.up = false});
+  const std::vector<std::string> auth = {"--user", "alice", "--password", "s3cret"};
+  auto with_auth = [&](std::vector<std::string> args) {
+    args.insert(args.end(), auth.begin(), auth.end());
+    return ws.swarm(args);
+  };
+  auto up = with_auth({"up", "--nats-url", locked.url()});
+  REQUIRE_MESSAGE(up.exit == 0, up.err);
+  REQUIRE(with_auth({"join", "--slot", "s", "--task", "T-1"}).exit == 0);
+  CHECK(with_auth({"status", "--slot", "s"}).exit == 0);
+
+  auto refused = ws.swarm({"status"});
+  CHECK(refused.exit == 2);
+  CHECK(refused.err.find("refused the connection") != std::string::npos);
+  auto wrong = ws.swarm({"renew", "--slot", "s", "--user", "alice", "--password", "nope"});
+  CHECK(wrong.exit == 2);
+  CHECK(with_auth({"close", "--slot", "s", "--no-artifact"}).exit == 0);
+}
