@@ -31,6 +31,8 @@ Verb add_commit(CLI::App& app) {
       "A failed push or renewal is a warning (exit 0): the local commit stands.");
   return {cmd, [flags](Context& ctx) {
             swarm::require_slot_name(flags->slot);
+            if (flags->message.empty())
+              throw swarm::Error(swarm::Errc::bad_input, "an empty commit message; say what changed with -m");
             auto git = swarm::prefetch_git_backend();  // overlaps the NATS round trips below
             // Paths are checked before any NATS round trip: bad ones change nothing.
             auto ws = ctx.workspace();

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <iostream>
+#include <string_view>
 
 #include "cli/context.h"
 #include "cli/exit_code.h"
@@ -18,6 +19,17 @@ void setup_logging(const std::string& level) {
   logger->set_pattern("swarm: %l: %v");
   logger->set_level(spdlog::level::from_str(level));
   spdlog::set_default_logger(logger);
+}
+
+// Whether --json is among the arguments (before a "--"), for errors that
+// stop the parse before CLI11 has stored the flag.
+bool asks_for_json(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "--") break;
+    if (arg == "--json") return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -45,7 +57,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::Success& e) {
     return app.exit(e);  // --help, --version
   } catch (const CLI::ParseError& e) {
-    cli::Output out(globals.json);
+    // The --json flag itself may not have been stored when parsing stopped.
+    cli::Output out(globals.json || asks_for_json(argc, argv));
     std::string message = e.what();
     if (auto* sub = app.get_subcommands().empty() ? nullptr : app.get_subcommands().front())
       message += " (see `swarm " + sub->get_name() + " --help`)";

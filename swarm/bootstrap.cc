@@ -19,6 +19,7 @@ namespace {
 // collects leases nobody renewed for longer than any lease can live.
 constexpr std::chrono::hours kLeaseBucketTtl{1};
 constexpr std::chrono::seconds kServerStartTimeout{15};
+constexpr std::chrono::seconds kServerStopGrace{5};
 
 void write_if_missing(const fs::path& path, const std::string& text) {
   if (fs::exists(path)) return;
@@ -38,43 +39,12 @@ kv::Connection connect_nats(const kv::ConnectionOptions& options) {
   }
 }
 
-UpResult up(const UpOptions& options) {
-  UpResult result{.workspace = Workspace::at(options.root), .config = {}};
+namespace {
+
+// The part of `up` that needs the server: buckets, hub, config.json.
+void finish_up(const UpOptions& options, UpResult& result) {
   const Workspace& ws = result.workspace;
-  fs::create_directories(ws.swarm_dir());
-  // Keeps .swarm/ out of the workspace's own git status.
-  write_if_missing(ws.swarm_dir() / ".gitignore", "*\n");
-
   WorkspaceConfig& config = result.config;
-  if (ws.has_config()) config = ws.load_config();
-  else result.created_config = true;
-  if (options.ttl) config.ttl = *options.ttl;
-  if (options.replicas) config.replicas = *options.replicas;
-  if (options.bucket) config.bucket = *options.bucket;
-  if (config.ttl < 1s) throw Error(Errc::bad_input, "--ttl must be at least 1s");
-  if (config.replicas < 1 || config.replicas > 5) throw Error(Errc::bad_input, "--replicas must be 1 to 5");
-
-  if (options.nats_url) {
-    config.nats_url = *options.nats_url;
-    config.embedded = false;
-  } else if (result.created_config || config.embedded) {
-    // Embedded: reuse the running server, or (re)start it on its old port and data.
-    EmbeddedServer server(ws.nats_dir());
-    if (auto pid = server.running_pid(); pid && !config.nats_url.empty()) {
-      result.server_pid = *pid;
-    } else {
-      int port = config.nats_url.empty() ? 0 : port_of_url(config.nats_url);
-      config.nats_url = server.start(port, kServerStartTimeout);
-      spdlog::debug("started the embedded nats-server at {}", config.nats_url);
-      result.started_server = true;
-      result.server_pid = server.recorded_pid();
-    }
-    config.embedded = true;
-    if (config.replicas != 1)
-      throw Error(Errc::bad_input, "the embedded nats-server is a single node: --replicas must be 1 "
-                                   "(use --nats-url with a cluster for more)");
-  }
-
   kv::ConnectionOptions connection = options.connection;
   connection.urls = kv::split_urls(config.nats_url);
   kv::Connection nats = connect_nats(connection);
@@ -99,6 +69,56 @@ UpResult up(const UpOptions& options) {
     Hub::open(ws.hub_dir());  // a broken hub is reported, not papered over
   }
   ws.save_config(config);
+}
+
+}  // namespace
+
+UpResult up(const UpOptions& options) {
+  UpResult result{.workspace = Workspace::at(options.root), .config = {}};
+  const Workspace& ws = result.workspace;
+  fs::create_directories(ws.swarm_dir());
+  // Keeps .swarm/ out of the workspace's own git status.
+  write_if_missing(ws.swarm_dir() / ".gitignore", "*\n");
+
+  WorkspaceConfig& config = result.config;
+  if (ws.has_config()) config = ws.load_config();
+  else result.created_config = true;
+  if (options.ttl) config.ttl = *options.ttl;
+  if (options.replicas) config.replicas = *options.replicas;
+  if (options.bucket) config.bucket = *options.bucket;
+  if (config.ttl < 1s) throw Error(Errc::bad_input, "--ttl must be at least 1s");
+  if (config.replicas < 1 || config.replicas > 5) throw Error(Errc::bad_input, "--replicas must be 1 to 5");
+
+  const bool embedded = !options.nats_url && (result.created_config || config.embedded);
+  // Checked before a server is started: a refused `up` leaves nothing running.
+  if (embedded && config.replicas != 1)
+    throw Error(Errc::bad_input, "the embedded nats-server is a single node: --replicas must be 1 "
+                                 "(use --nats-url with a cluster for more)");
+  EmbeddedServer server(ws.nats_dir());
+  if (options.nats_url) {
+    config.nats_url = *options.nats_url;
+    config.embedded = false;
+  } else if (embedded) {
+    // Reuse the running server, or (re)start it on its old port and data.
+    if (auto pid = server.running_pid(); pid && !config.nats_url.empty()) {
+      result.server_pid = *pid;
+    } else {
+      int port = config.nats_url.empty() ? 0 : port_of_url(config.nats_url);
+      config.nats_url = server.start(port, kServerStartTimeout);
+      spdlog::debug("started the embedded nats-server at {}", config.nats_url);
+      result.started_server = true;
+      result.server_pid = server.recorded_pid();
+    }
+    config.embedded = true;
+  }
+  try {
+    finish_up(options, result);
+  } catch (...) {
+    // A server this call started and whose workspace it could not finish
+    // would be one that no `swarm down` knows of.
+    if (result.started_server) server.stop(kServerStopGrace);
+    throw;
+  }
   return result;
 }
 

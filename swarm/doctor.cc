@@ -249,8 +249,12 @@ DoctorReport Doctor::run(bool fix) {
     return report;
   }
   if (!bucket_override_.empty()) config.bucket = bucket_override_;
-  if (connection_.urls.empty()) connection_.urls = kv::split_urls(config.nats_url);
-  report.nats_url = config.nats_url;
+  // --nats-url (already in the options) overrides the workspace's server.
+  const bool own_server = connection_.urls.empty();
+  if (own_server) connection_.urls = kv::split_urls(config.nats_url);
+  std::string nats_url;
+  for (const auto& url : connection_.urls) nats_url += (nats_url.empty() ? "" : ",") + url;
+  report.nats_url = nats_url;
 
   // The filesystem checks run whatever NATS does.
   checkup.check_hub(config);
@@ -259,9 +263,10 @@ DoctorReport Doctor::run(bool fix) {
   // NATS trouble, at connect or at any request after it (a cluster electing
   // a new leader, a server going away), is a finding, never an exit 7.
   auto nats_finding = [&](const Error& e) {
-    checkup.add(Severity::problem, "nats", config.nats_url, e.what(),
-                config.embedded ? "swarm up   (restarts the embedded nats-server)"
-                                : "check the NATS server at " + config.nats_url + ", then run swarm doctor again");
+    checkup.add(Severity::problem, "nats", nats_url, e.what(),
+                config.embedded && own_server
+                    ? "swarm up   (restarts the embedded nats-server)"
+                    : "check the NATS server at " + nats_url + ", then run swarm doctor again");
   };
   std::optional<kv::Connection> nats;
   try {

@@ -227,8 +227,10 @@ TEST_CASE("Json_EveryVerbPrintsOneDocumentWithItsSchema") {
   expect({"status"}, "swarm.status.v1");
   expect({"cwd", "--slot", "s"}, "swarm.cwd.v1");
   expect({"close", "--slot", "s"}, "swarm.close.v1");
+  expect({"doctor"}, "swarm.doctor.v1");  // healthy: exit 0
   REQUIRE(ws.swarm({"join", "--slot", "e", "--task", "T-1"}).exit == 0);
   expect({"evict", "--slot", "e"}, "swarm.evict.v1");
+  expect({"down"}, "swarm.down.v1");  // an external server: nothing to stop
   // The global flag is accepted before the verb too.
   auto before = ws.swarm({"--json", "status"});
   CHECK(field(json_of(before), "schema") == "swarm.status.v1");
@@ -242,18 +244,28 @@ TEST_CASE("Json_EveryVerbPrintsOneDocumentWithItsSchema") {
   CHECK(field(error_doc, "kind") == "not_found");
   CHECK(number(error_doc, "exit") == 4);
   CHECK(field(error_doc, "message").find("missing") != std::string::npos);
-  auto usage = ws.swarm({"join", "--json"});
-  CHECK(usage.exit == 2);
-  CHECK(field(swarm::Json::parse(usage.err), "schema") == "swarm.error.v1");
+  // Usage errors too, also those that stop the parse before --json is read.
+  for (auto args : std::vector<std::vector<std::string>>{{"join", "--json"},
+                                                         {"join", "--json", "--slot"},
+                                                         {"--json", "status", "--timeout"},
+                                                         {"close", "--slot", "a", "--json", "--result"}}) {
+    auto usage = ws.swarm(args);
+    CHECK(usage.exit == 2);
+    CHECK(usage.out.empty());
+    CHECK_MESSAGE(field(swarm::Json::parse(usage.err), "schema") == "swarm.error.v1", usage.err);
+  }
 }
 
 TEST_CASE("Help_EveryVerbHasAnExample") {
   // `swarm VERB --help` exits 0 and shows an example.
   SwarmWorkspace ws({.up = false});
-  for (std::string verb : {"up", "down", "join", "commit", "renew", "close", "evict", "status", "cwd"}) {
+  for (std::string verb : {"up", "down", "join", "commit", "renew", "close", "evict", "status", "cwd", "doctor"}) {
     auto r = ws.swarm({verb, "--help"});
     CHECK_MESSAGE(r.exit == 0, verb);
-    CHECK_MESSAGE(r.out.find("swarm " + verb) != std::string::npos, verb << ": " << r.out);
+    // The footer shows the verb run (the usage line above it always says "Usage: swarm VERB").
+    auto example = r.out.find("Example");
+    REQUIRE_MESSAGE(example != std::string::npos, verb << ": " << r.out);
+    CHECK_MESSAGE(r.out.find("swarm " + verb, example) != std::string::npos, verb << ": " << r.out);
   }
   auto top = ws.swarm({"--help"});
   CHECK(top.exit == 0);

@@ -83,3 +83,23 @@ TEST_CASE("Auth_GlobalOptionsReachAServerThatNeedsAPassword") {
   CHECK(wrong.exit == 2);
   CHECK(with_auth({"close", "--slot", "s", "--no-artifact"}).exit == 0);
 }
+
+TEST_CASE("Up_RefusedUpLeavesNoServerRunning") {
+  // --replicas 3 on the embedded server is refused before any server starts; an up that fails after
+  // (re)starting the server stops it again, so no server is left that `swarm down` does not know of.
+  SwarmWorkspace fresh({.embedded = true, .up = false});
+  auto refused = fresh.swarm({"up", "--replicas", "3"});
+  CHECK(refused.exit == 2);
+  CHECK(refused.err.find("single node") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(fresh.root() / ".swarm/nats/nats.pid"));
+  CHECK_FALSE(std::filesystem::exists(fresh.root() / ".swarm/config.json"));
+
+  SwarmWorkspace ws({.embedded = true});
+  REQUIRE(ws.swarm({"down"}).exit == 0);
+  auto conflict = ws.swarm({"up", "--ttl", "1m"});  // restarts the server, then meets the 5m bucket
+  CHECK(conflict.exit == 3);
+  CHECK(ws.swarm({"status", "--timeout", "1s"}).exit == 7);  // stopped again
+  CHECK(ws.swarm({"down"}).out.find("not running") != std::string::npos);
+  REQUIRE(ws.swarm({"up"}).exit == 0);
+  CHECK(ws.swarm({"status"}).exit == 0);
+}
