@@ -104,17 +104,28 @@ class Checkup {
   }
 
   // Records: late, stale, corrupt, and this host's records with no folder.
-  void check_records(const SessionStore& store, const std::vector<SessionEntry>& entries, std::chrono::milliseconds ttl) {
+  // `hub_url` tells this workspace's sessions from those of another workspace
+  // that shares the bucket (the same slot name there is another slot).
+  void check_records(const SessionStore& store, const std::vector<SessionEntry>& entries, std::chrono::milliseconds ttl,
+                     const std::string& hub_url) {
     for (const auto& entry : entries) {
       const std::string& slot = entry.slot;
       if (entry.corrupt()) {
         auto& f = add(Severity::problem, "corrupt_record", slot,
                       "the record of slot " + slot + " is corrupt (" + entry.corrupt_reason + ")",
-                      "swarm doctor --fix   (or: swarm evict --slot " + slot + ")");
+                      is_valid_slot_name(slot) ? "swarm doctor --fix   (or: swarm evict --slot " + slot + ")"
+                                               : "swarm doctor --fix");
         if (fix_) erase(store, entry, f, "removed the corrupt record");
         continue;
       }
       const Session& s = *entry.session;
+      if (me_.owns(s) && !s.hub_url.empty() && s.hub_url != hub_url) {
+        add(Severity::notice, "other_workspace", slot,
+            "slot " + slot + ": a session of this host in another workspace (hub " + s.hub_url +
+                ") uses this bucket, so its slot names and this workspace's collide",
+            "give each workspace its own bucket: swarm up --bucket NAME");
+        continue;
+      }
       bool mine = me_.owns(s);
       auto age = age_of(entry.stored_at, clock_());
       State state = state_of(age, ttl);
@@ -135,7 +146,8 @@ class Checkup {
                       "slot " + slot + ": this host's session (task " + s.task_id + ") has no folder " +
                           ws_.slot_dir(slot).string(),
                       "swarm doctor --fix   (or: swarm close --slot " + slot + " --no-artifact)");
-        if (fix_) erase(store, entry, f, "removed the record whose folder was gone");
+        // Looked at again just before: a join makes the folder right after its record.
+        if (fix_ && !fs::exists(ws_.slot_dir(slot))) erase(store, entry, f, "removed the record whose folder was gone");
         continue;
       }
       if (state == State::late)
@@ -172,7 +184,7 @@ class Checkup {
   // CAS delete at the revision read: a session that renewed meanwhile survives.
   bool erase(const SessionStore& store, const SessionEntry& entry, Finding& f, const std::string& done) {
     try {
-      store.erase(entry.slot, entry.revision);
+      store.erase(entry);
       f.fixed = true;
       f.fix_note = done;
       spdlog::debug("doctor: {} of slot {} (revision {})", done, entry.slot, entry.revision);
@@ -199,7 +211,7 @@ class Checkup {
       try {
         salvage = worktree ? salvage_worktree(*worktree, slot, ws_.recovery_dir(), clock_())
                            : salvage_everything(wt, slot, ws_.recovery_dir(), clock_());
-      } catch (const Error& e) {
+      } catch (const std::exception& e) {
         f.fix_note = std::string("left alone: could not salvage it first: ") + e.what();
         return;
       }
@@ -291,7 +303,7 @@ DoctorReport Doctor::run(bool fix) {
     auto entries = store->list();
     std::set<std::string> recorded;
     for (const auto& e : entries) recorded.insert(e.slot);
-    checkup.check_records(*store, entries, ttl);
+    checkup.check_records(*store, entries, ttl, Hub::url_of(fs::weakly_canonical(config.hub)));
     checkup.check_folders(*store, recorded);
   } catch (const Error& e) {
     if (e.kind() != Errc::unavailable) throw;

@@ -18,18 +18,46 @@ fs::path fresh_folder(const fs::path& root, const std::string& slot, TimePoint n
   return folder;
 }
 
-void copy_one(const fs::path& from, const fs::path& to) {
-  std::error_code ec;
-  fs::create_directories(to.parent_path(), ec);
-  if (fs::is_symlink(fs::symlink_status(from))) fs::copy_symlink(from, to, ec);
-  else fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
-  if (ec) throw Error(Errc::internal, "cannot salvage " + from.string() + " to " + to.string() + ": " + ec.message());
+[[noreturn]] void cannot_salvage(const fs::path& from, const fs::path& to, const std::error_code& ec) {
+  throw Error(Errc::internal, "cannot salvage " + from.string() + " to " + to.string() + ": " + ec.message());
 }
 
-}  // namespace
+// Copies a file, a symlink (as a link) or a whole folder (an untracked nested
+// repository, its .git included); returns the number of files copied.
+int copy_one(const fs::path& from, const fs::path& to) {
+  std::error_code ec;
+  fs::create_directories(to.parent_path(), ec);
+  auto status = fs::symlink_status(from, ec);
+  if (fs::is_symlink(status)) {
+    fs::copy_symlink(from, to, ec);
+  } else if (fs::is_directory(status)) {
+    fs::copy(from, to, fs::copy_options::recursive | fs::copy_options::copy_symlinks, ec);
+    if (ec) cannot_salvage(from, to, ec);
+    int files = 0;
+    for (auto it = fs::recursive_directory_iterator(to, ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec))
+      files += fs::is_directory(it->symlink_status()) ? 0 : 1;
+    return files;
+  } else {
+    fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
+  }
+  if (ec) cannot_salvage(from, to, ec);
+  return 1;
+}
 
-Salvage salvage_worktree(Worktree& worktree, const std::string& slot, const fs::path& recovery_root,
-                         TimePoint now) {
+
+// A filesystem failure (permissions, a full disk) as swarm's error: the
+// callers keep the worktree when salvage fails.
+template <typename Salvaging>
+Salvage reporting_fs_errors(const fs::path& folder, Salvaging salvaging) {
+  try {
+    return salvaging();
+  } catch (const fs::filesystem_error& e) {
+    throw Error(Errc::internal, "cannot salvage " + folder.string() + ": " + e.what());
+  }
+}
+
+Salvage copy_changes(Worktree& worktree, const std::string& slot, const fs::path& recovery_root, TimePoint now) {
   Salvage out;
   auto pushed = worktree.preserve_unpushed("refs/recovery/" + slot + "-" + format_compact_utc(now));
   if (pushed) out.commits_ref = *pushed;
@@ -48,34 +76,52 @@ Salvage salvage_worktree(Worktree& worktree, const std::string& slot, const fs::
       ++out.deleted;
       continue;
     }
-    if (fs::is_directory(fs::symlink_status(source))) continue;  // a nested repository: listed only
-    copy_one(source, out.folder / change.path);
-    ++out.files;
+    out.files += copy_one(source, out.folder / change.path);
   }
   if (!manifest) throw Error(Errc::internal, "cannot write " + (out.folder / "MANIFEST").string());
   return out;
 }
 
-Salvage salvage_everything(const fs::path& folder, const std::string& slot, const fs::path& recovery_root,
-                           TimePoint now) {
+Salvage copy_every_file(const fs::path& folder, const std::string& slot, const fs::path& recovery_root,
+                        TimePoint now) {
   Salvage out;
-  if (!fs::exists(folder)) return out;
+  std::error_code ec;
+  auto status = fs::symlink_status(folder, ec);
+  if (!fs::exists(status)) return out;
   out.folder = fresh_folder(recovery_root, slot, now);
   fs::create_directories(out.folder);
   std::ofstream manifest(out.folder / "MANIFEST");
   manifest << "# every file of " << folder.string() << " (its repository could not be read)\n";
-  for (auto it = fs::recursive_directory_iterator(folder); it != fs::recursive_directory_iterator(); ++it) {
+  if (!fs::is_directory(status)) {  // a file where the worktree should be
+    out.files += copy_one(folder, out.folder / folder.filename());
+    manifest << "? " << folder.filename().generic_string() << "\n";
+    return out;
+  }
+  for (auto it = fs::recursive_directory_iterator(folder, ec); it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
     if (it->path().filename() == ".git") {
       it.disable_recursion_pending();
       continue;
     }
     if (fs::is_directory(it->symlink_status())) continue;
     fs::path relative = it->path().lexically_relative(folder);
-    copy_one(it->path(), out.folder / relative);
+    out.files += copy_one(it->path(), out.folder / relative);
     manifest << "? " << relative.generic_string() << "\n";
-    ++out.files;
   }
+  if (ec) cannot_salvage(folder, out.folder, ec);
   return out;
+}
+
+}  // namespace
+
+Salvage salvage_worktree(Worktree& worktree, const std::string& slot, const fs::path& recovery_root,
+                         TimePoint now) {
+  return reporting_fs_errors(worktree.path(), [&] { return copy_changes(worktree, slot, recovery_root, now); });
+}
+
+Salvage salvage_everything(const fs::path& folder, const std::string& slot, const fs::path& recovery_root,
+                           TimePoint now) {
+  return reporting_fs_errors(folder, [&] { return copy_every_file(folder, slot, recovery_root, now); });
 }
 
 }  // namespace swarm

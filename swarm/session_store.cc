@@ -16,7 +16,10 @@ SessionEntry session_entry_of(kv::Entry&& entry) {
   out.revision = entry.revision;
   out.stored_at = entry.created;
   ParsedSession parsed = parse_session(entry.value);
-  if (!parsed.session) {
+  if (!is_valid_slot_name(out.slot)) {
+    // Written by something else (a raw NATS client): no verb can name it.
+    out.corrupt_reason = "the key is not a valid slot name";
+  } else if (!parsed.session) {
     out.corrupt_reason = parsed.corrupt_reason;
   } else if (parsed.session->slot != out.slot) {
     out.corrupt_reason = "field 'slot' is '" + parsed.session->slot + "' but the key is '" + out.slot + "'";
@@ -93,6 +96,10 @@ std::uint64_t SessionStore::update(const Session& session, std::uint64_t revisio
 void SessionStore::erase(const std::string& slot, std::uint64_t revision) const {
   require_slot_name(slot);
   translating_kv([&] { bucket_.erase(slot, revision); });
+}
+
+void SessionStore::erase(const SessionEntry& entry) const {
+  translating_kv([&] { bucket_.erase(entry.slot, entry.revision); });
 }
 
 namespace {

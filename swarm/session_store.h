@@ -71,6 +71,9 @@ class SessionStore {
   std::uint64_t update(const Session& session, std::uint64_t revision) const;
   // Only if the record is still at `revision`. Conflict otherwise.
   void erase(const std::string& slot, std::uint64_t revision) const;
+  // An entry as read, at its revision, whatever its key: a key that is no
+  // slot name (written by another client) can only be removed this way.
+  void erase(const SessionEntry& entry) const;
   // Every record, corrupt ones included, from one streamed snapshot; each is
   // parsed as it arrives, while the rest is still on the wire.
   std::vector<SessionEntry> list() const;

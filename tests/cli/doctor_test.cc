@@ -247,3 +247,64 @@ TEST_CASE("StatusWatch_SeesJoinAndCloseArrive") {
   auto end = watcher.wait(5s);
   CHECK(end.exit == 0);
 }
+
+TEST_CASE("Doctor_KeyThatIsNoSlotNameAndAFileForAWorktree") {
+  // a key no verb can name is a corrupt record that --fix removes; a slot folder whose wt is a file is salvaged;
+  // neither stops the run.
+  SwarmWorkspace ws;
+  {
+    auto connection = kv::Connection::connect({.urls = {ws.server()->url()}});
+    kv::Bucket::open(connection, "swarm-sessions").create("x.y", R"({"slot":"x.y","host":"host-a"})");
+  }
+  std::filesystem::create_directories(ws.root() / ".swarm/slots/zz");
+  write_file(ws.root() / ".swarm/slots/zz/wt", "junk where the worktree should be\n");
+
+  auto report = doctor(ws);
+  CHECK(report.exit == 8);
+  auto corrupt = findings(report, "corrupt_record");
+  REQUIRE(corrupt.size() == 1);
+  CHECK(field(corrupt[0], "subject") == "x.y");
+  CHECK(field(corrupt[0], "message").find("not a valid slot name") != std::string::npos);
+  CHECK(field(corrupt[0], "fix") == "swarm doctor --fix");  // evict cannot name it
+  REQUIRE(findings(report, "orphan_folder").size() == 1);
+
+  auto fix = doctor(ws, {"--fix"});
+  CHECK_MESSAGE(fix.exit == 0, fix.err);
+  CHECK(fixed(findings(fix, "corrupt_record")[0]));
+  CHECK(fixed(findings(fix, "orphan_folder")[0]));
+  CHECK_FALSE(std::filesystem::exists(ws.root() / ".swarm/slots/zz"));
+  auto recovered = std::filesystem::directory_iterator(ws.root() / ".swarm/recovery")->path();
+  CHECK(read_file(recovered / "wt") == "junk where the worktree should be\n");
+  CHECK(finding_count(doctor(ws, {"--fix"})) == 0);
+}
+
+TEST_CASE("Doctor_SessionOfAnotherWorkspaceOnTheSameBucketIsLeftAlone") {
+  // two workspaces of one host sharing a bucket: --fix in one never removes the other's live sessions.
+  SwarmWorkspace first;
+  SwarmWorkspace second({.up = false});
+  REQUIRE(second.swarm({"up", "--nats-url", first.server()->url()}).exit == 0);
+  REQUIRE(first.swarm({"join", "--slot", "live", "--task", "T-1"}).exit == 0);
+  auto fix = doctor(second, {"--fix"});
+  CHECK(fix.exit == 0);  // a notice, not a problem
+  auto other = findings(fix, "other_workspace");
+  REQUIRE(other.size() == 1);
+  CHECK_FALSE(fixed(other[0]));
+  CHECK(field(other[0], "fix").find("--bucket") != std::string::npos);
+  CHECK(findings(fix, "missing_folder").empty());
+  CHECK(first.swarm({"status", "--slot", "live"}).exit == 0);
+}
+
+TEST_CASE("Doctor_BucketReplicasUnlikeTheConfig") {
+  // a config that asks for 3 replicas of a 1-replica bucket is a problem naming the bucket's count.
+  SwarmWorkspace ws;
+  auto config_path = ws.root() / ".swarm/config.json";
+  auto config = swarm::Json::parse(read_file(config_path));
+  config.set("replicas", 3);
+  write_file(config_path, config.dump());
+  auto report = doctor(ws);
+  CHECK(report.exit == 8);
+  auto diff = findings(report, "bucket_config");
+  REQUIRE(diff.size() == 1);
+  CHECK(field(diff[0], "message").find("1 replica(s) but config.json says 3") != std::string::npos);
+  CHECK(field(diff[0], "fix") == "swarm up --replicas 1");
+}

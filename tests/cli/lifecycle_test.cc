@@ -252,6 +252,9 @@ TEST_CASE("Close_SalvagesUncommittedFilesBeforeRemoving") {
   REQUIRE(ws.swarm({"commit", "--slot", "s", "-m", "v1"}).exit == 0);
   write_file(wt / "tracked.txt", "v2 uncommitted\n");
   write_file(wt / "deep/new/file.txt", "new\n");
+  // An untracked nested repository is copied whole, its history included.
+  REQUIRE(ws.git({"init", "-q", (wt / "dep").string()}).exit == 0);
+  write_file(wt / "dep/p.txt", "nested\n");
   auto r = ws.swarm({"close", "--slot", "s", "--result", "fail"});
   REQUIRE_MESSAGE(r.exit == 0, r.err);
   CHECK_FALSE(std::filesystem::exists(wt));
@@ -262,6 +265,8 @@ TEST_CASE("Close_SalvagesUncommittedFilesBeforeRemoving") {
   CHECK(read_file(folder / "tracked.txt") == "v2 uncommitted\n");
   CHECK(read_file(folder / "deep/new/file.txt") == "new\n");
   CHECK(read_file(folder / "MANIFEST").find("M tracked.txt") != std::string::npos);
+  CHECK(read_file(folder / "dep/p.txt") == "nested\n");
+  CHECK(std::filesystem::exists(folder / "dep/.git/HEAD"));
 
   // --keep-worktree keeps the folder and salvages nothing.
   REQUIRE(ws.swarm({"join", "--slot", "k", "--task", "T-2"}).exit == 0);
