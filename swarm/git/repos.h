@@ -44,6 +44,9 @@ class WorktreeRepo : public WorktreeBackend {
   std::string branch_name() const { return "swarm/" + slot_; }
   void push_branch_to(const std::string& target_ref);
   void require_on_branch() const;
+  void require_paths_exist(git_index* index, const std::vector<std::string>& paths) const;
+  // Stages `paths` (every change when empty) into `index`.
+  void stage(git_index* index, const std::vector<std::string>& paths) const;
 
   RepositoryPtr repo_;
   std::filesystem::path path_;

@@ -1,5 +1,7 @@
 #include "swarm/git/repos.h"
 
+#include <string_view>
+
 #include "swarm/error.h"
 #include "swarm/worktree.h"
 
@@ -25,6 +27,27 @@ struct PathSpec {
     array.count = pointers.size();
   }
 };
+
+// A pathspec entry that matches `path` literally: glob characters escaped.
+std::string escaped_pathspec(const std::string& path) {
+  std::string out;
+  for (char c : path) {
+    if (c == '*' || c == '?' || c == '[' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+// Filters what a pathspec matched down to the named paths and what lies
+// under a named folder (payload: the names).
+int only_named(const char* path, const char* /*matched_pathspec*/, void* payload) {
+  std::string_view p(path);
+  for (const auto& name : *static_cast<const std::vector<std::string>*>(payload)) {
+    if (p == name) return 0;
+    if (p.size() > name.size() && p.compare(0, name.size(), name) == 0 && p[name.size()] == '/') return 0;
+  }
+  return 1;  // skip
+}
 
 int on_push_update(const char* refname, const char* status, void* payload) {
   if (status != nullptr) *static_cast<std::string*>(payload) = std::string(refname) + ": " + status;
@@ -85,8 +108,42 @@ void WorktreeRepo::require_on_branch() const {
                                      "; check out " + branch_name() + " in " + path_.string() + " first");
 }
 
+void WorktreeRepo::require_paths_exist(git_index* index, const std::vector<std::string>& paths) const {
+  for (const auto& p : paths) {
+    bool on_disk = fs::exists(fs::symlink_status(path_ / p));
+    bool in_index = git_index_get_bypath(index, p.c_str(), 0) != nullptr;
+    bool dir_in_index = false;
+    if (!on_disk && !in_index) {
+      size_t at = 0;
+      dir_in_index = git_index_find_prefix(&at, index, (p + "/").c_str()) == 0;
+    }
+    if (!on_disk && !in_index && !dir_in_index)
+      throw Error(Errc::bad_input, "path " + p + " matches no file in the worktree of slot " + slot_);
+  }
+}
+
+void WorktreeRepo::stage(git_index* index, const std::vector<std::string>& paths) const {
+  // add_all takes new and modified files (not ignored ones); update_all takes deletions.
+  if (paths.empty()) {
+    std::vector<std::string> all = {"*"};
+    PathSpec spec(all);
+    check(git_index_add_all(index, &spec.array, GIT_INDEX_ADD_DEFAULT, nullptr, nullptr),
+          "stage changes in " + path_.string());
+    check(git_index_update_all(index, &spec.array, nullptr, nullptr), "stage deletions in " + path_.string());
+    return;
+  }
+  // Named paths are names, not patterns: "a*" is the file a*, never ab.
+  std::vector<std::string> escaped;
+  for (const auto& p : paths) escaped.push_back(escaped_pathspec(p));
+  PathSpec spec(escaped);
+  auto* payload = const_cast<std::vector<std::string>*>(&paths);
+  check(git_index_add_all(index, &spec.array, GIT_INDEX_ADD_DEFAULT, only_named, payload),
+        "stage changes in " + path_.string());
+  check(git_index_update_all(index, &spec.array, only_named, payload), "stage deletions in " + path_.string());
+}
+
 std::optional<std::string> WorktreeRepo::commit(const std::string& message, const std::vector<std::string>& paths,
-                                            const CommitAuthor& author) {
+                                                const CommitAuthor& author) {
   require_on_branch();
   git_index* index_raw = nullptr;
   check(git_repository_index(&index_raw, repo_.get()), "open the index of " + path_.string());
@@ -94,54 +151,52 @@ std::optional<std::string> WorktreeRepo::commit(const std::string& message, cons
 
   bool everything = paths.empty();
   for (const auto& p : paths) everything = everything || p == ".";
-  std::vector<std::string> spec = everything ? std::vector<std::string>{"*"} : paths;
-  for (const auto& p : everything ? std::vector<std::string>{} : paths) {
-    bool on_disk = fs::exists(fs::symlink_status(path_ / p));
-    bool in_index = git_index_get_bypath(index.get(), p.c_str(), 0) != nullptr;
-    bool dir_in_index = false;
-    if (!on_disk && !in_index) {
-      size_t at = 0;
-      dir_in_index = git_index_find_prefix(&at, index.get(), (p + "/").c_str()) == 0;
-    }
-    if (!on_disk && !in_index && !dir_in_index)
-      throw Error(Errc::bad_input, "path " + p + " matches no file in the worktree of slot " + slot_);
-  }
-  PathSpec pathspec(spec);
-  // add_all takes new and modified files (not ignored ones); update_all takes deletions.
-  check(git_index_add_all(index.get(), &pathspec.array, GIT_INDEX_ADD_DEFAULT, nullptr, nullptr),
-        "stage changes in " + path_.string());
-  check(git_index_update_all(index.get(), &pathspec.array, nullptr, nullptr),
-        "stage deletions in " + path_.string());
-  git_oid tree_id;
-  check(git_index_write_tree(&tree_id, index.get()), "write the tree of the commit");
+  const std::vector<std::string> named = everything ? std::vector<std::string>{} : paths;
+  require_paths_exist(index.get(), named);
 
   git_oid parent_id;
   check(git_reference_name_to_id(&parent_id, repo_.get(), ("refs/heads/" + branch_name()).c_str()),
         "read the tip of " + branch_name());
   auto parent = lookup_commit(repo_.get(), parent_id, "read the tip of " + branch_name());
-  if (git_oid_equal(&tree_id, git_commit_tree_id(parent.get()))) {
-    check(git_index_write(index.get()), "write the index");
-    return std::nullopt;
+  git_tree* parent_tree_raw = nullptr;
+  check(git_commit_tree(&parent_tree_raw, parent.get()), "read the tree of " + branch_name());
+  TreePtr parent_tree(parent_tree_raw);
+
+  // With paths, like `git commit PATH...`: the commit is the branch tip plus
+  // those paths, whatever else is staged. The index is reset to the tip in
+  // memory only; what the user staged is read back from disk afterwards.
+  if (!everything) check(git_index_read_tree(index.get(), parent_tree.get()), "reset the index in memory");
+  stage(index.get(), named);
+  git_oid tree_id;
+  check(git_index_write_tree(&tree_id, index.get()), "write the tree of the commit");
+
+  std::optional<std::string> made;
+  if (!git_oid_equal(&tree_id, git_tree_id(parent_tree.get()))) {
+    git_tree* tree_raw = nullptr;
+    check(git_tree_lookup(&tree_raw, repo_.get(), &tree_id), "read the tree of the commit");
+    TreePtr tree(tree_raw);
+    git_signature* sig_raw = nullptr;
+    if (git_signature_default(&sig_raw, repo_.get()) != 0)
+      check(git_signature_now(&sig_raw, author.name.c_str(), author.email.c_str()), "make a signature");
+    SignaturePtr sig(sig_raw);
+
+    git_oid commit_id;
+    const git_commit* parents[] = {parent.get()};
+    const std::string text = message.back() == '\n' ? message : message + "\n";
+    // Updating the branch ref (not HEAD) with its tip as the parent: libgit2
+    // refuses if the branch moved meanwhile, so no commit is ever lost.
+    check(git_commit_create(&commit_id, repo_.get(), ("refs/heads/" + branch_name()).c_str(), sig.get(), sig.get(),
+                            nullptr, text.c_str(), tree.get(), 1, parents),
+          "commit on " + branch_name());
+    made = hex(commit_id);
   }
-  git_tree* tree_raw = nullptr;
-  check(git_tree_lookup(&tree_raw, repo_.get(), &tree_id), "read the tree of the commit");
-  TreePtr tree(tree_raw);
-
-  git_signature* sig_raw = nullptr;
-  if (git_signature_default(&sig_raw, repo_.get()) != 0)
-    check(git_signature_now(&sig_raw, author.name.c_str(), author.email.c_str()), "make a signature");
-  SignaturePtr sig(sig_raw);
-
-  git_oid commit_id;
-  const git_commit* parents[] = {parent.get()};
-  const std::string text = message.back() == '\n' ? message : message + "\n";
-  // Updating the branch ref (not HEAD) with its tip as the parent: libgit2
-  // refuses if the branch moved meanwhile, so no commit is ever lost.
-  check(git_commit_create(&commit_id, repo_.get(), ("refs/heads/" + branch_name()).c_str(), sig.get(), sig.get(),
-                          nullptr, text.c_str(), tree.get(), 1, parents),
-        "commit on " + branch_name());
+  if (!everything) {
+    // Back to what the user staged, with the named paths as committed.
+    check(git_index_read(index.get(), true), "read the index of " + path_.string());
+    if (made) stage(index.get(), named);
+  }
   check(git_index_write(index.get()), "write the index");
-  return hex(commit_id);
+  return made;
 }
 
 void WorktreeRepo::push_branch_to(const std::string& target_ref) {

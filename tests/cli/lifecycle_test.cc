@@ -321,3 +321,29 @@ TEST_CASE("Close_PushedCommitsNeedNoRecoveryRef") {
   CHECK(cJSON_IsNull(cJSON_GetObjectItem(json_of(closed).get(), "recovery_ref")));
   CHECK(ws.git({"--git-dir", (ws.root() / ".swarm/hub.git").string(), "for-each-ref", "refs/recovery"}).out.empty());
 }
+
+TEST_CASE("Commit_NamedPathsAreLiteralAndLeaveOtherStagedWorkAlone") {
+  // like `git commit PATH`: "a*" names the file a*, never ab; what the agent staged itself stays staged, uncommitted.
+  SwarmWorkspace ws;
+  REQUIRE(ws.swarm({"join", "--slot", "s", "--task", "T-1"}).exit == 0);
+  auto wt = ws.worktree("s");
+  for (const char* name : {"a*", "ab", "one.txt", "two.txt"}) write_file(wt / name, std::string(name) + "\n");
+  REQUIRE(ws.git({"add", "two.txt"}, wt).exit == 0);
+
+  REQUIRE(ws.swarm({"commit", "--slot", "s", "-m", "star", "a*"}, kHostA, wt).exit == 0);
+  CHECK(ws.git({"ls-tree", "--name-only", "HEAD"}, wt).out == "a*\n");
+  REQUIRE(ws.swarm({"commit", "--slot", "s", "-m", "only one", "one.txt"}, kHostA, wt).exit == 0);
+  CHECK(ws.git({"ls-tree", "--name-only", "HEAD"}, wt).out == "a*\none.txt\n");
+  CHECK(ws.git({"diff", "--cached", "--name-only"}, wt).out == "two.txt\n");  // still staged
+  CHECK(ws.git({"status", "--porcelain", "--", "ab"}, wt).out == "?? ab\n");
+
+  // A deletion named literally is committed too; the staged file still waits.
+  std::filesystem::remove(wt / "a*");
+  REQUIRE(ws.swarm({"commit", "--slot", "s", "-m", "drop star", "a*"}, kHostA, wt).exit == 0);
+  CHECK(ws.git({"ls-tree", "--name-only", "HEAD"}, wt).out == "one.txt\n");
+  CHECK(ws.git({"diff", "--cached", "--name-only"}, wt).out == "two.txt\n");
+  // With no paths, everything goes in, staged or not.
+  REQUIRE(ws.swarm({"commit", "--slot", "s", "-m", "the rest"}).exit == 0);
+  CHECK(ws.git({"ls-tree", "--name-only", "HEAD"}, wt).out == "ab\none.txt\ntwo.txt\n");
+  CHECK(ws.git({"status", "--porcelain"}, wt).out.empty());
+}
