@@ -33,6 +33,7 @@ class WorktreeBackend {
   virtual std::optional<std::string> preserve_unpushed(const std::string& recovery_ref) = 0;
   virtual std::vector<Change> changes() const = 0;
   virtual bool has_commits_beyond_default() const = 0;
+  virtual std::optional<std::string> branch_tip() const = 0;
 };
 
 class GitBackend {

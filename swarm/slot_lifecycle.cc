@@ -89,12 +89,12 @@ SessionEntry SlotLifecycle::read_own(const std::string& slot) const {
   return *entry;
 }
 
-bool SlotLifecycle::ensure_worktree(const std::string& slot) const {
+Worktree SlotLifecycle::ensure_worktree(const std::string& slot, bool* resumed) const {
   fs::path wt = workspace_.worktree(slot);
-  if (fs::exists(wt)) {
+  *resumed = fs::exists(wt);
+  if (*resumed) {
     try {
-      Worktree::open(wt, slot);
-      return true;
+      return Worktree::open(wt, slot);
     } catch (const Error&) {
       throw Error(Errc::conflict, "the folder " + wt.string() + " exists but is not a git worktree; move it away, "
                                   "or salvage and remove it with `swarm doctor --fix`");
@@ -102,13 +102,20 @@ bool SlotLifecycle::ensure_worktree(const std::string& slot) const {
   }
   fs::create_directories(workspace_.slot_dir(slot));
   try {
-    Worktree::create(Hub::open(config_.hub), wt, slot);
+    return Worktree::create(Hub::open(config_.hub), wt, slot);
   } catch (...) {
     std::error_code ec;
     fs::remove_all(wt, ec);  // ours, and half made
     throw;
   }
-  return false;
+}
+
+bool SlotLifecycle::committed_since_join(const std::string& slot, const std::optional<Worktree>& worktree) const {
+  std::ifstream in(workspace_.session_base(slot));
+  std::string base;
+  if (worktree && in >> base) return worktree->branch_tip() != base;
+  return worktree ? worktree->has_commits_beyond_default()
+                  : Hub::open(config_.hub).has_commits_beyond_default("swarm/" + slot);
 }
 
 JoinResult SlotLifecycle::join(const std::string& slot, const std::string& task, bool force, std::int64_t leaf_pid) {
@@ -161,11 +168,19 @@ JoinResult SlotLifecycle::join(const std::string& slot, const std::string& task,
                   existing->revision);
   }
 
-  // The record is ours: now the worktree. Undo the record if that fails.
+  // The record is ours: now the worktree. If that fails, undo the record,
+  // and the worktree too when it was made just now (it holds no work yet).
+  std::optional<Worktree> worktree;
   try {
-    result.resumed_worktree = ensure_worktree(slot);
+    worktree.emplace(ensure_worktree(slot, &result.resumed_worktree));
     std::ofstream(workspace_.pid_file(slot)) << leaf_pid << "\n";
+    write_file_atomically(workspace_.session_base(slot), worktree->branch_tip().value_or("") + "\n");
   } catch (...) {
+    if (worktree && !result.resumed_worktree) {
+      worktree.reset();
+      std::error_code ec;
+      fs::remove_all(workspace_.worktree(slot), ec);
+    }
     try {
       store_.erase(slot, result.revision);
     } catch (const Error&) {
@@ -229,13 +244,9 @@ CloseResult SlotLifecycle::close(const std::string& slot, const CloseOptions& op
       // A broken repository: salvage treats it as plain files below.
     }
   }
-  if (options.result == "success" && !options.no_artifact) {
-    bool committed = worktree ? worktree->has_commits_beyond_default()
-                              : Hub::open(config_.hub).has_commits_beyond_default("swarm/" + slot);
-    if (!committed)
-      throw Error(Errc::conflict, "slot " + slot + " never committed, so there is nothing to show for success; "
-                                  "commit first, close with --result fail, or pass --no-artifact");
-  }
+  if (options.result == "success" && !options.no_artifact && !committed_since_join(slot, worktree))
+    throw Error(Errc::conflict, "slot " + slot + " has no commit of this session, so there is nothing to show for "
+                                "success; commit first, close with --result fail, or pass --no-artifact");
   // Salvage before anything is removed; a failed copy stops the close here.
   if (have_worktree && !options.keep_worktree) {
     try {
@@ -263,6 +274,7 @@ CloseResult SlotLifecycle::close(const std::string& slot, const CloseOptions& op
     result.removed_worktree = !ec;
   }
   fs::remove(workspace_.pid_file(slot), ec);
+  fs::remove(workspace_.session_base(slot), ec);
   remove_if_empty(workspace_.slot_dir(slot));
   return result;
 }

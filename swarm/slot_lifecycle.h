@@ -14,6 +14,7 @@
 #include "swarm/recovery.h"
 #include "swarm/session_store.h"
 #include "swarm/workspace.h"
+#include "swarm/worktree.h"
 
 namespace swarm {
 
@@ -92,7 +93,11 @@ class SlotLifecycle {
   // race rereads and calls it again only while it is still the same session.
   template <typename Write>
   std::uint64_t same_session_cas(SessionEntry entry, const char* doing, Write write) const;
-  bool ensure_worktree(const std::string& slot) const;
+  // Makes the slot's worktree, or opens the one there; `resumed` says which.
+  Worktree ensure_worktree(const std::string& slot, bool* resumed) const;
+  // Whether this session committed: the branch moved since join, or (for
+  // slots joined before session-base existed) it has commits beyond default.
+  bool committed_since_join(const std::string& slot, const std::optional<Worktree>& worktree) const;
 
   Workspace workspace_;
   WorkspaceConfig config_;

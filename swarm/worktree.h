@@ -63,6 +63,9 @@ class Worktree {
   // Whether swarm/<slot> has commits that the hub's default branch (as cloned) lacks.
   bool has_commits_beyond_default() const { return repo_->has_commits_beyond_default(); }
 
+  // The commit at the tip of swarm/<slot> (40 hex digits), or nullopt.
+  std::optional<std::string> branch_tip() const { return repo_->branch_tip(); }
+
  private:
   Worktree(std::unique_ptr<WorktreeBackend> repo, std::filesystem::path path, std::string slot)
       : repo_(std::move(repo)), path_(std::move(path)), slot_(std::move(slot)) {}

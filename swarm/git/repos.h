@@ -39,6 +39,7 @@ class WorktreeRepo : public WorktreeBackend {
   std::optional<std::string> preserve_unpushed(const std::string& recovery_ref) override;
   std::vector<Change> changes() const override;
   bool has_commits_beyond_default() const override;
+  std::optional<std::string> branch_tip() const override;
 
  private:
   std::string branch_name() const { return "swarm/" + slot_; }

@@ -257,6 +257,12 @@ std::vector<Change> WorktreeRepo::changes() const {
   return out;
 }
 
+std::optional<std::string> WorktreeRepo::branch_tip() const {
+  git_oid tip;
+  if (git_reference_name_to_id(&tip, repo_.get(), ("refs/heads/" + branch_name()).c_str()) != 0) return std::nullopt;
+  return hex(tip);
+}
+
 bool WorktreeRepo::has_commits_beyond_default() const {
   git_oid tip, base;
   if (git_reference_name_to_id(&tip, repo_.get(), ("refs/heads/" + branch_name()).c_str()) != 0) return false;

@@ -230,7 +230,7 @@ TEST_CASE("Close_ArtifactGate") {
   REQUIRE(ws.swarm({"join", "--slot", "s", "--task", "T-1"}).exit == 0);
   auto refused = ws.swarm({"close", "--slot", "s"});
   CHECK(refused.exit == 3);
-  CHECK(refused.err.find("never committed") != std::string::npos);
+  CHECK(refused.err.find("no commit of this session") != std::string::npos);
   CHECK(std::filesystem::exists(ws.worktree("s")));
   CHECK(ws.swarm({"status", "--slot", "s"}).exit == 0);
   CHECK(ws.swarm({"close", "--slot", "s", "--result", "success", "--no-artifact"}).exit == 0);
@@ -241,6 +241,17 @@ TEST_CASE("Close_ArtifactGate") {
   REQUIRE(ws.swarm({"commit", "--slot", "t", "-m", "result"}).exit == 0);
   CHECK(ws.swarm({"close", "--slot", "t", "--result", "success"}).exit == 0);
   CHECK(ws.swarm({"close", "--slot", "t"}).exit == 4);
+
+  // A new session of the slot resumes its branch from the hub, but the earlier
+  // session's commit is not an artifact of this one.
+  REQUIRE(ws.swarm({"join", "--slot", "t", "--task", "T-3"}).exit == 0);
+  CHECK(read_file(ws.worktree("t") / "result.txt") == "done\n");
+  auto again = ws.swarm({"close", "--slot", "t"});
+  CHECK(again.exit == 3);
+  CHECK(again.err.find("no commit of this session") != std::string::npos);
+  write_file(ws.worktree("t") / "result.txt", "done again\n");
+  REQUIRE(ws.swarm({"commit", "--slot", "t", "-m", "second result"}).exit == 0);
+  CHECK(ws.swarm({"close", "--slot", "t"}).exit == 0);
 }
 
 TEST_CASE("Close_SalvagesUncommittedFilesBeforeRemoving") {
