@@ -5,6 +5,7 @@
 #include <array>
 #include <chrono>
 #include <csignal>
+#include <future>
 #include <iostream>
 #include <sstream>
 
@@ -114,6 +115,7 @@ int watch(Context& ctx, const swarm::SlotLifecycle& lifecycle, const std::string
 
   const auto& store = lifecycle.store();
   const auto ttl = store.ttl();
+  const swarm::Clock server_clock = store.server_clock();
   const bool tty = isatty(STDOUT_FILENO) != 0;
   auto watch = store.watch(slot_filter.empty() ? ">" : slot_filter);
   swarm::LiveSessions live;
@@ -121,7 +123,7 @@ int watch(Context& ctx, const swarm::SlotLifecycle& lifecycle, const std::string
   auto last_draw = std::chrono::steady_clock::now() - 1h;
 
   auto draw = [&](const std::vector<swarm::LiveSessions::Change>& changes) {
-    auto rows = swarm::rows_of(live.entries(), ttl, std::chrono::system_clock::now(), lifecycle.me());
+    auto rows = swarm::rows_of(live.entries(), ttl, server_clock(), lifecycle.me());
     last_draw = std::chrono::steady_clock::now();
     if (ctx.out().json()) {
       // One line per change; the first line is the snapshot.
@@ -159,7 +161,7 @@ int watch(Context& ctx, const swarm::SlotLifecycle& lifecycle, const std::string
       if (auto change = live.apply(*event)) changes.push_back(*change);
     }
     if (!caught_up) continue;
-    for (auto& c : live.expire(std::chrono::system_clock::now(), ttl)) changes.push_back(c);
+    for (auto& c : live.expire(server_clock(), ttl)) changes.push_back(c);
     if (!changes.empty()) draw(changes);
     else if (tty && !ctx.out().json() && std::chrono::steady_clock::now() - last_draw >= 1s) draw({});
   }
@@ -180,13 +182,16 @@ Verb add_status(CLI::App& app) {
       "  swarm status\n"
       "  swarm status --slot render --json\n"
       "  swarm status --watch          # live; Ctrl-C ends it\n"
-      "Ages come from the server's timestamps: fresh < TTL/3 <= late < 2*TTL/3 <= stale.");
+      "Ages are read on the server's clock: fresh < TTL/3 <= late < 2*TTL/3 <= stale.");
   return {cmd, [flags](Context& ctx) {
             if (!flags->slot.empty()) swarm::require_slot_name(flags->slot);
             auto lifecycle = ctx.lifecycle();
             if (flags->watch) return watch(ctx, lifecycle, flags->slot);
             const auto& store = lifecycle.store();
             auto ttl = store.ttl();
+            // The server's clock is read while the records are: its round trip
+            // overlaps theirs instead of following it.
+            auto server_clock = std::async(std::launch::async, [&] { return store.server_clock(); });
             std::vector<swarm::SessionEntry> entries;
             if (flags->slot.empty()) {
               entries = store.list();
@@ -195,7 +200,7 @@ Verb add_status(CLI::App& app) {
             } else {
               throw swarm::Error(swarm::Errc::not_found, "no session for slot " + flags->slot);
             }
-            auto rows = swarm::rows_of(std::move(entries), ttl, std::chrono::system_clock::now(), lifecycle.me());
+            auto rows = swarm::rows_of(std::move(entries), ttl, server_clock.get()(), lifecycle.me());
             ctx.out().rendered(ctx.out().json() ? status_json(store.bucket_name(), ttl, rows) : table(rows));
             return 0;
           }};

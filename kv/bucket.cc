@@ -12,6 +12,10 @@ namespace {
 
 constexpr const char* kOperationHeader = "KV-Operation";
 constexpr std::int64_t kNanosPerMilli = 1000 * 1000;
+// The clock probe's consumer: a key no one writes (not a valid slot or lease
+// name), removed by the server after this long without interest.
+constexpr const char* kClockProbeKey = "_swarm_clock_probe";
+constexpr std::int64_t kClockProbeLifetimeNanos = 1000 * kNanosPerMilli;
 
 bool is_name_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
@@ -178,6 +182,28 @@ std::string Bucket::leader() const {
 }
 
 std::chrono::milliseconds Bucket::request_timeout() const { return state_->connection->request_timeout; }
+
+std::chrono::nanoseconds Bucket::server_clock_offset() const {
+  const std::string subject = state_->prefix + kClockProbeKey;
+  jsConsumerConfig config;
+  check(jsConsumerConfig_Init(&config), "clock probe of " + where(name_));
+  config.AckPolicy = js_AckNone;
+  config.DeliverPolicy = js_DeliverNew;
+  config.FilterSubject = subject.c_str();
+  config.MemoryStorage = true;
+  config.InactiveThreshold = kClockProbeLifetimeNanos;
+  jsConsumerInfo* raw = nullptr;
+  jsErrCode code = jsErrCode(0);
+  auto sent = std::chrono::system_clock::now();
+  natsStatus status = js_AddConsumer(&raw, state_->js(), state_->stream.c_str(), &config, nullptr, &code);
+  auto answered = std::chrono::system_clock::now();
+  check(status, "read the server's clock through " + where(name_), code);
+  detail::ConsumerInfoPtr info(raw);
+  // The server stamped it between our send and its answer: call it the middle.
+  auto local = sent + (answered - sent) / 2;
+  return std::chrono::nanoseconds(info->Created) -
+         std::chrono::duration_cast<std::chrono::nanoseconds>(local.time_since_epoch());
+}
 
 std::optional<Entry> Bucket::latest(std::string_view key, bool* deleted) const {
   require_valid_key(name_, key);

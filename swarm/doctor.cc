@@ -108,6 +108,7 @@ class Checkup {
   // that shares the bucket (the same slot name there is another slot).
   void check_records(const SessionStore& store, const std::vector<SessionEntry>& entries, std::chrono::milliseconds ttl,
                      const std::string& hub_url) {
+    const TimePoint server_now = store.server_clock()();
     for (const auto& entry : entries) {
       const std::string& slot = entry.slot;
       if (entry.corrupt()) {
@@ -127,7 +128,7 @@ class Checkup {
         continue;
       }
       bool mine = me_.owns(s);
-      auto age = age_of(entry.stored_at, clock_());
+      auto age = age_of(entry.stored_at, server_now);
       State state = state_of(age, ttl);
       bool has_folder = fs::exists(ws_.slot_dir(slot));
       std::string whose = mine ? "this host's session" : "host " + s.host + "'s session";

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "swarm/error.h"
+#include "swarm/log.h"
 #include "swarm/names.h"
 
 namespace swarm {
@@ -184,6 +185,18 @@ std::vector<SessionEntry> SessionStore::list() const {
   translating_kv([&] { bucket_.for_each([&](kv::Entry&& e) { parser.add(std::move(e)); }); });
   parser.finish();
   return out;
+}
+
+Clock SessionStore::server_clock() const {
+  std::chrono::nanoseconds offset{0};
+  try {
+    offset = bucket_.server_clock_offset();
+    spdlog::debug("the server's clock is {} us ahead of this host's", offset.count() / 1000);
+  } catch (const kv::Error& e) {
+    spdlog::warn("ages use this host's clock: {}", e.what());
+  }
+  auto skew = std::chrono::duration_cast<TimePoint::duration>(offset);
+  return [skew] { return std::chrono::system_clock::now() + skew; };
 }
 
 SessionWatch SessionStore::watch(const std::string& pattern) const {

@@ -79,6 +79,13 @@ class SessionStore {
   std::vector<SessionEntry> list() const;
   SessionWatch watch(const std::string& pattern = ">") const;
 
+  // The server's clock, read once now (one round trip, see
+  // kv::Bucket::server_clock_offset) and then run on this host's clock. Ages
+  // are measured on it, so hosts whose clocks disagree agree on ages. When
+  // the server cannot tell (a cluster without a JetStream leader), it is this
+  // host's clock, and a warning says so.
+  Clock server_clock() const;
+
   // For tests and doctor: the raw bucket underneath.
   const kv::Bucket& bucket() const { return bucket_; }
 

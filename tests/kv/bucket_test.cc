@@ -278,3 +278,20 @@ TEST_CASE("Bucket_RejectsBadKeysAndNames") {
   CHECK(kv_kind_of([&] { kv::Bucket::open(f.connection, "bad.name"); }) == kv::Errc::bad_request);
   CHECK(kv_kind_of([&] { b.update("k", "v", 0); }) == kv::Errc::bad_request);
 }
+
+TEST_CASE("Bucket_ServerClockOffsetIsTheServersClock") {
+  // on one machine the server's clock is ours: the offset is a round trip's worth, not a unit or epoch error.
+  Fixture f;
+  auto b = f.bucket();
+  for (int i = 0; i < 3; ++i) {
+    auto offset = b.server_clock_offset();
+    CHECK(offset < 250ms);
+    CHECK(offset > -250ms);
+  }
+  // Written entries carry the same clock: an entry stored now is about "now" on it.
+  b.create("k", "v");
+  auto server_now = std::chrono::system_clock::now() + b.server_clock_offset();
+  auto age = server_now - b.get("k")->created;
+  CHECK(age > -250ms);
+  CHECK(age < 2s);
+}

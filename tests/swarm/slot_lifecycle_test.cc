@@ -3,6 +3,8 @@
 
 #include <doctest/doctest.h>
 
+#include <thread>
+
 #include "support/expect.h"
 #include "support/nats_server.h"
 #include "swarm/bootstrap.h"
@@ -67,20 +69,35 @@ TEST_CASE("SlotLifecycle_JoinUndoesTheRecordWhenTheWorktreeFails") {
   CHECK_FALSE(f.store().get("s"));
 }
 
-TEST_CASE("SlotLifecycle_StalenessFollowsTheInjectedClock") {
-  // with the clock moved past 2/3 of the TTL, this host's session is stale and join replaces it.
+TEST_CASE("SlotLifecycle_AgesAreOnTheServersClockNotThisHosts") {
+  // a host whose clock runs minutes ahead (or behind) of the server still sees its fresh session as fresh.
   Fixture f;
+  f.now += 4min;  // TTL is 5m: by this host's clock the record would be past 2/3 of it
   auto life = f.lifecycle();
   life.join("s", "T-1", false, 1);
   CHECK(kind_of([&] { life.join("s", "T-2", false, 2); }) == Errc::conflict);
-  f.now += 4min;  // TTL is 5m: 4m is past 2/3
+  f.now -= 10min;
+  CHECK(kind_of([&] { life.join("s", "T-2", false, 2); }) == Errc::conflict);
+  CHECK(f.store().get("s")->session->task_id == "T-1");
+  // Another host never replaces it, whatever its clock says.
+  auto other = f.lifecycle({"host-b", "id-b"});
+  f.now += 60min;
+  CHECK(kind_of([&] { other.join("s", "T-3", true, 3); }) == Errc::foreign_host);
+}
+
+TEST_CASE("SlotLifecycle_StaleSessionOfThisHostIsReplaced") {
+  // in a 3s-TTL workspace a session of this host older than 2s (by the server's clock) is replaced without --force.
+  testing::NatsServer server;
+  testing::TempDir dir{"swarm-lifecycle"};
+  auto up_result = up({.root = dir.path(), .nats_url = server.url(), .ttl = 3s, .connection = {}});
+  auto connection = connect_nats({.urls = {server.url()}});
+  SlotLifecycle life(up_result.workspace, up_result.config, SessionStore::open(connection), {"host-a", "id-a"});
+  life.join("s", "T-1", false, 1);
+  CHECK(kind_of([&] { life.join("s", "T-2", false, 2); }) == Errc::conflict);
+  std::this_thread::sleep_for(2100ms);
   auto r = life.join("s", "T-2", false, 2);
   CHECK(r.replaced);
-  CHECK(f.store().get("s")->session->task_id == "T-2");
-  // Another host never replaces it, however old.
-  auto other = f.lifecycle({"host-b", "id-b"});
-  f.now += 10min;
-  CHECK(kind_of([&] { other.join("s", "T-3", true, 3); }) == Errc::foreign_host);
+  CHECK(SessionStore::open(connection).get("s")->session->task_id == "T-2");
 }
 
 TEST_CASE("HostIdentity_OwnsByHostAndMachineId") {
