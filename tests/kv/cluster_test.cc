@@ -1,6 +1,7 @@
 // A 3-node cluster with an R3 bucket: losing a node loses no acknowledged write.
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <thread>
@@ -28,38 +29,49 @@ kv::Bucket ensure_when_ready(const kv::Connection& connection, const kv::BucketC
 }  // namespace
 
 TEST_CASE("Cluster_NodeLossLosesNoAcknowledgedWrite") {
-  // kill the R3 stream's leader mid-stream of writes: every acknowledged write is still there.
+  // kill the R3 stream's leader while a writer thread is writing: every acknowledged write is still there.
   testing::NatsCluster cluster;
   auto connection = kv::Connection::connect({.urls = cluster.url_list(), .request_timeout = 2s});
   auto bucket = ensure_when_ready(connection, {.name = "replicated", .replicas = 3});
   CHECK(bucket.config().replicas == 3);
 
-  std::map<std::string, std::string> acknowledged;
-  int attempts = 0;
-  auto write = [&] {
-    std::string key = "k" + std::to_string(attempts);
-    std::string value = "value-" + std::to_string(attempts);
-    ++attempts;
-    try {
-      bucket.create(key, value);
-      acknowledged[key] = value;
-    } catch (const kv::Error&) {
-      // Not acknowledged: it may or may not be stored, and it promises nothing.
-      std::this_thread::sleep_for(20ms);
+  // A writer keeps writing on its own thread, so the node dies with writes in flight.
+  std::map<std::string, std::string> acknowledged;  // the writer's until it is joined
+  std::atomic<std::size_t> acked{0};
+  std::atomic<int> attempts{0};
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    while (!stop) {
+      int n = attempts++;
+      std::string key = "k" + std::to_string(n);
+      std::string value = "value-" + std::to_string(n);
+      try {
+        bucket.create(key, value);
+        acknowledged[key] = value;
+        ++acked;
+      } catch (const kv::Error&) {
+        // Not acknowledged: it may or may not be stored, and it promises nothing.
+        std::this_thread::sleep_for(20ms);
+      }
     }
+  });
+  auto wait_for_acks = [&](std::size_t count) {
+    auto deadline = std::chrono::steady_clock::now() + 60s;
+    while (acked < count && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(5ms);
+    return acked >= count;
   };
-  while (acknowledged.size() < 150) write();
-
+  bool before_ok = wait_for_acks(150);
   std::string leader = bucket.leader();
-  REQUIRE(!leader.empty());
   int victim = leader == "n1" ? 0 : leader == "n2" ? 1 : 2;
   cluster.node(victim).kill();
-
-  std::size_t before_kill = acknowledged.size();
+  std::size_t before_kill = acked;
   int attempts_before_kill = attempts;
-  auto deadline = std::chrono::steady_clock::now() + 60s;
-  while (acknowledged.size() < before_kill + 150 && std::chrono::steady_clock::now() < deadline) write();
-  REQUIRE(acknowledged.size() >= before_kill + 150);  // the cluster kept accepting writes
+  bool after_ok = wait_for_acks(before_kill + 150);  // the cluster kept accepting writes
+  stop = true;
+  writer.join();
+  REQUIRE(before_ok);
+  REQUIRE(!leader.empty());
+  REQUIRE(after_ok);
 
   std::vector<std::string> survivors;
   for (int i = 0; i < 3; ++i)
@@ -83,6 +95,7 @@ TEST_CASE("Cluster_NodeLossLosesNoAcknowledgedWrite") {
   for (const auto& [key, value] : acknowledged)
     if (stored.count(key) == 0 || stored[key] != value) ++lost;
   CHECK(lost == 0);
-  MESSAGE("attempts before kill " << attempts_before_kill << "; writes attempted " << attempts << ", acknowledged " << acknowledged.size() << ", stored "
-                              << stored.size() << ", leader killed " << leader);
+  MESSAGE("attempts before kill " << attempts_before_kill << "; writes attempted " << attempts.load()
+                                   << ", acknowledged " << acknowledged.size() << ", stored " << stored.size()
+                                   << ", leader killed " << leader);
 }

@@ -3,12 +3,15 @@
 
 #include <doctest/doctest.h>
 
+#include <functional>
 #include <thread>
+#include <utility>
 
 #include "support/expect.h"
 #include "support/nats_server.h"
 #include "swarm/bootstrap.h"
 #include "swarm/error.h"
+#include "swarm/hub.h"
 
 using namespace swarm;
 using namespace std::chrono_literals;
@@ -57,6 +60,36 @@ TEST_CASE("SlotLifecycle_RenewRetriesOnlyForTheSameSession") {
   auto untouched = *f.store().get("s");
   CHECK(untouched.revision == other_rev);
   CHECK(untouched.session->task_id == "T-other");
+}
+
+TEST_CASE("SlotLifecycle_CommitWhoseRenewalFailsStillStands") {
+  // the slot changes hands while a commit renews: the renewal stops (same-session rule) as a warning; the
+  // commit and its push stand, and the new session's record is left alone.
+  Fixture f;
+  std::function<void()> as_renewal_starts;
+  SlotLifecycle life(f.up_result.workspace, f.up_result.config, SessionStore::open(f.connection), {"host-a", "id-a"},
+                     [&] {
+                       if (auto hook = std::exchange(as_renewal_starts, nullptr)) hook();
+                       return f.now;
+                     });
+  life.join("s", "T-1", false, 1);
+  testing::write_file(f.up_result.workspace.worktree("s") / "f.txt", "work\n");
+  as_renewal_starts = [&] {  // another session of this host takes the slot (a --force join elsewhere)
+    auto read = *f.store().get("s");
+    Session other = *read.session;
+    other.started_at = *other.started_at + 1s;
+    other.task_id = "T-other";
+    f.store().update(other, read.revision);
+  };
+  auto r = life.commit("s", "work", {});
+  REQUIRE(r.commit);
+  CHECK(r.pushed);
+  CHECK(r.revision == 0);
+  REQUIRE(r.warnings.size() == 1);
+  CHECK(r.warnings[0].find("renewal failed") != std::string::npos);
+  CHECK(r.warnings[0].find("changed hands") != std::string::npos);
+  CHECK(f.store().get("s")->session->task_id == "T-other");
+  CHECK(Hub::open(f.up_result.config.hub).branch_tip("swarm/s") == *r.commit);
 }
 
 TEST_CASE("SlotLifecycle_JoinUndoesTheRecordWhenTheWorktreeFails") {
