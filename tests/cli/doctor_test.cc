@@ -45,6 +45,14 @@ int finding_count(const Doctor& d) { return cJSON_GetArraySize(cJSON_GetObjectIt
 
 bool fixed(const swarm::Json& finding) { return cJSON_IsTrue(cJSON_GetObjectItem(finding.get(), "fixed")); }
 
+// Changes one number in the workspace's config.json, as an operator might.
+void set_config(const SwarmWorkspace& ws, const char* key, std::int64_t value) {
+  auto path = ws.root() / ".swarm/config.json";
+  auto config = swarm::Json::parse(read_file(path));
+  config.set(key, value);
+  write_file(path, config.dump());
+}
+
 void wait_until_gone(const SwarmWorkspace& ws, const std::string& slot) {
   auto deadline = std::chrono::steady_clock::now() + 15s;
   while (ws.swarm({"status", "--slot", slot}).exit == 0 && std::chrono::steady_clock::now() < deadline)
@@ -177,10 +185,7 @@ TEST_CASE("Doctor_AnotherHostsProblemIsLeftToThatHost") {
 TEST_CASE("Doctor_BucketTtlUnlikeTheConfigNamesAFixThatWorks") {
   // a bucket whose TTL differs from config.json is a problem; the command it names makes doctor healthy.
   SwarmWorkspace ws;  // bucket made with 5m
-  auto config_path = ws.root() / ".swarm/config.json";
-  auto config = swarm::Json::parse(read_file(config_path));
-  config.set("ttl_ms", std::int64_t{60000});
-  write_file(config_path, config.dump());
+  set_config(ws, "ttl_ms", 60000);
   auto report = doctor(ws);
   CHECK(report.exit == 8);
   auto diff = findings(report, "bucket_config");
@@ -297,10 +302,7 @@ TEST_CASE("Doctor_SessionOfAnotherWorkspaceOnTheSameBucketIsLeftAlone") {
 TEST_CASE("Doctor_BucketReplicasUnlikeTheConfig") {
   // a config that asks for 3 replicas of a 1-replica bucket is a problem naming the bucket's count.
   SwarmWorkspace ws;
-  auto config_path = ws.root() / ".swarm/config.json";
-  auto config = swarm::Json::parse(read_file(config_path));
-  config.set("replicas", 3);
-  write_file(config_path, config.dump());
+  set_config(ws, "replicas", 3);
   auto report = doctor(ws);
   CHECK(report.exit == 8);
   auto diff = findings(report, "bucket_config");
