@@ -23,6 +23,7 @@ using RepositoryPtr = std::unique_ptr<git_repository, Freer<git_repository_free>
 using ReferencePtr = std::unique_ptr<git_reference, Freer<git_reference_free>>;
 using CommitPtr = std::unique_ptr<git_commit, Freer<git_commit_free>>;
 using TreePtr = std::unique_ptr<git_tree, Freer<git_tree_free>>;
+using TreeEntryPtr = std::unique_ptr<git_tree_entry, Freer<git_tree_entry_free>>;
 using TreeBuilderPtr = std::unique_ptr<git_treebuilder, Freer<git_treebuilder_free>>;
 using IndexPtr = std::unique_ptr<git_index, Freer<git_index_free>>;
 using RemotePtr = std::unique_ptr<git_remote, Freer<git_remote_free>>;

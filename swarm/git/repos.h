@@ -45,7 +45,13 @@ class WorktreeRepo : public WorktreeBackend {
   std::string branch_name() const { return "swarm/" + slot_; }
   void push_branch_to(const std::string& target_ref);
   void require_on_branch() const;
-  void require_paths_exist(git_index* index, const std::vector<std::string>& paths) const;
+  // Each path is on disk, staged, or in the tip (a deletion to commit).
+  void require_paths_exist(git_index* index, git_tree* tip, const std::vector<std::string>& paths) const;
+  // commit()'s second half: stage, write the tree, commit when it changed,
+  // and leave the index as the user will see it. `named` empty: everything.
+  std::optional<std::string> commit_index(git_index* index, git_commit* parent, git_tree* parent_tree,
+                                          const std::string& message, const std::vector<std::string>& named,
+                                          const CommitAuthor& author);
   // Stages `paths` (every change when empty) into `index`.
   void stage(git_index* index, const std::vector<std::string>& paths) const;
 

@@ -28,18 +28,9 @@ struct PathSpec {
   }
 };
 
-// A pathspec entry that matches `path` literally: glob characters escaped.
-std::string escaped_pathspec(const std::string& path) {
-  std::string out;
-  for (char c : path) {
-    if (c == '*' || c == '?' || c == '[' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out;
-}
-
-// Filters what a pathspec matched down to the named paths and what lies
-// under a named folder (payload: the names).
+// Keeps, of every changed path, the named ones and what lies under a named
+// folder (payload: the names). Names match literally: "a*" is the file a*,
+// never ab, and "dir[1]" is that folder.
 int only_named(const char* path, const char* /*matched_pathspec*/, void* payload) {
   std::string_view p(path);
   for (const auto& name : *static_cast<const std::vector<std::string>*>(payload)) {
@@ -108,17 +99,18 @@ void WorktreeRepo::require_on_branch() const {
                                      "; check out " + branch_name() + " in " + path_.string() + " first");
 }
 
-void WorktreeRepo::require_paths_exist(git_index* index, const std::vector<std::string>& paths) const {
+void WorktreeRepo::require_paths_exist(git_index* index, git_tree* tip, const std::vector<std::string>& paths) const {
   for (const auto& p : paths) {
-    bool on_disk = fs::exists(fs::symlink_status(path_ / p));
-    bool in_index = git_index_get_bypath(index, p.c_str(), 0) != nullptr;
-    bool dir_in_index = false;
-    if (!on_disk && !in_index) {
-      size_t at = 0;
-      dir_in_index = git_index_find_prefix(&at, index, (p + "/").c_str()) == 0;
-    }
-    if (!on_disk && !in_index && !dir_in_index)
-      throw Error(Errc::bad_input, "path " + p + " matches no file in the worktree of slot " + slot_);
+    std::error_code ec;
+    if (fs::exists(fs::symlink_status(path_ / p, ec))) continue;  // on disk
+    if (git_index_get_bypath(index, p.c_str(), 0) != nullptr) continue;  // staged
+    size_t at = 0;
+    if (git_index_find_prefix(&at, index, (p + "/").c_str()) == 0) continue;  // a staged folder
+    git_tree_entry* entry = nullptr;
+    int in_tip = git_tree_entry_bypath(&entry, tip, p.c_str());
+    TreeEntryPtr owned(entry);
+    if (in_tip == 0) continue;  // committed, and removed since (rm, or git rm)
+    throw Error(Errc::bad_input, "path " + p + " matches no file in the worktree of slot " + slot_);
   }
 }
 
@@ -132,14 +124,12 @@ void WorktreeRepo::stage(git_index* index, const std::vector<std::string>& paths
     check(git_index_update_all(index, &spec.array, nullptr, nullptr), "stage deletions in " + path_.string());
     return;
   }
-  // Named paths are names, not patterns: "a*" is the file a*, never ab.
-  std::vector<std::string> escaped;
-  for (const auto& p : paths) escaped.push_back(escaped_pathspec(p));
-  PathSpec spec(escaped);
+  // No pathspec (libgit2's are patterns, and trim trailing spaces): every
+  // changed path is offered to only_named, which keeps the named ones.
   auto* payload = const_cast<std::vector<std::string>*>(&paths);
-  check(git_index_add_all(index, &spec.array, GIT_INDEX_ADD_DEFAULT, only_named, payload),
+  check(git_index_add_all(index, nullptr, GIT_INDEX_ADD_DEFAULT, only_named, payload),
         "stage changes in " + path_.string());
-  check(git_index_update_all(index, &spec.array, only_named, payload), "stage deletions in " + path_.string());
+  check(git_index_update_all(index, nullptr, only_named, payload), "stage deletions in " + path_.string());
 }
 
 std::optional<std::string> WorktreeRepo::commit(const std::string& message, const std::vector<std::string>& paths,
@@ -152,7 +142,6 @@ std::optional<std::string> WorktreeRepo::commit(const std::string& message, cons
   bool everything = paths.empty();
   for (const auto& p : paths) everything = everything || p == ".";
   const std::vector<std::string> named = everything ? std::vector<std::string>{} : paths;
-  require_paths_exist(index.get(), named);
 
   git_oid parent_id;
   check(git_reference_name_to_id(&parent_id, repo_.get(), ("refs/heads/" + branch_name()).c_str()),
@@ -161,17 +150,31 @@ std::optional<std::string> WorktreeRepo::commit(const std::string& message, cons
   git_tree* parent_tree_raw = nullptr;
   check(git_commit_tree(&parent_tree_raw, parent.get()), "read the tree of " + branch_name());
   TreePtr parent_tree(parent_tree_raw);
+  require_paths_exist(index.get(), parent_tree.get(), named);
 
   // With paths, like `git commit PATH...`: the commit is the branch tip plus
   // those paths, whatever else is staged. The index is reset to the tip in
-  // memory only; what the user staged is read back from disk afterwards.
+  // memory only; what the user staged is read back from disk afterwards,
+  // also when anything below fails.
   if (!everything) check(git_index_read_tree(index.get(), parent_tree.get()), "reset the index in memory");
-  stage(index.get(), named);
+  try {
+    return commit_index(index.get(), parent.get(), parent_tree.get(), message, named, author);
+  } catch (...) {
+    if (!everything) git_index_read(index.get(), true);
+    throw;
+  }
+}
+
+std::optional<std::string> WorktreeRepo::commit_index(git_index* index, git_commit* parent, git_tree* parent_tree,
+                                                      const std::string& message, const std::vector<std::string>& named,
+                                                      const CommitAuthor& author) {
+  const bool everything = named.empty();
+  stage(index, named);
   git_oid tree_id;
-  check(git_index_write_tree(&tree_id, index.get()), "write the tree of the commit");
+  check(git_index_write_tree(&tree_id, index), "write the tree of the commit");
 
   std::optional<std::string> made;
-  if (!git_oid_equal(&tree_id, git_tree_id(parent_tree.get()))) {
+  if (!git_oid_equal(&tree_id, git_tree_id(parent_tree))) {
     git_tree* tree_raw = nullptr;
     check(git_tree_lookup(&tree_raw, repo_.get(), &tree_id), "read the tree of the commit");
     TreePtr tree(tree_raw);
@@ -181,7 +184,7 @@ std::optional<std::string> WorktreeRepo::commit(const std::string& message, cons
     SignaturePtr sig(sig_raw);
 
     git_oid commit_id;
-    const git_commit* parents[] = {parent.get()};
+    const git_commit* parents[] = {parent};
     const std::string text = message.back() == '\n' ? message : message + "\n";
     // Updating the branch ref (not HEAD) with its tip as the parent: libgit2
     // refuses if the branch moved meanwhile, so no commit is ever lost.
@@ -192,10 +195,10 @@ std::optional<std::string> WorktreeRepo::commit(const std::string& message, cons
   }
   if (!everything) {
     // Back to what the user staged, with the named paths as committed.
-    check(git_index_read(index.get(), true), "read the index of " + path_.string());
-    if (made) stage(index.get(), named);
+    check(git_index_read(index, true), "read the index of " + path_.string());
+    if (made) stage(index, named);
   }
-  check(git_index_write(index.get()), "write the index");
+  check(git_index_write(index), "write the index");
   return made;
 }
 

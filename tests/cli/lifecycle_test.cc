@@ -353,8 +353,15 @@ TEST_CASE("Commit_NamedPathsAreLiteralAndLeaveOtherStagedWorkAlone") {
   REQUIRE(ws.swarm({"commit", "--slot", "s", "-m", "drop star", "a*"}, kHostA, wt).exit == 0);
   CHECK(ws.git({"ls-tree", "--name-only", "HEAD"}, wt).out == "one.txt\n");
   CHECK(ws.git({"diff", "--cached", "--name-only"}, wt).out == "two.txt\n");
+  // A deletion staged with `git rm` is named by its path too; a folder with
+  // glob characters in its name is taken literally.
+  REQUIRE(ws.git({"rm", "-q", "one.txt"}, wt).exit == 0);
+  write_file(wt / "dir[1]/x.txt", "x\n");
+  REQUIRE(ws.swarm({"commit", "--slot", "s", "-m", "rm one, add dir[1]", "one.txt", "dir[1]"}, kHostA, wt).exit == 0);
+  CHECK(ws.git({"ls-tree", "-r", "--name-only", "HEAD"}, wt).out == "dir[1]/x.txt\n");
+  CHECK(ws.git({"diff", "--cached", "--name-only"}, wt).out == "two.txt\n");
   // With no paths, everything goes in, staged or not.
   REQUIRE(ws.swarm({"commit", "--slot", "s", "-m", "the rest"}).exit == 0);
-  CHECK(ws.git({"ls-tree", "--name-only", "HEAD"}, wt).out == "ab\none.txt\ntwo.txt\n");
+  CHECK(ws.git({"ls-tree", "-r", "--name-only", "HEAD"}, wt).out == "ab\ndir[1]/x.txt\ntwo.txt\n");
   CHECK(ws.git({"status", "--porcelain"}, wt).out.empty());
 }
