@@ -115,7 +115,7 @@ int watch(Context& ctx, const swarm::SlotLifecycle& lifecycle, const std::string
 
   const auto& store = lifecycle.store();
   const auto ttl = store.ttl();
-  const swarm::Clock server_clock = store.server_clock();
+  const swarm::Clock server_clock = store.server_clock().now;
   const bool tty = isatty(STDOUT_FILENO) != 0;
   auto watch = store.watch(slot_filter.empty() ? ">" : slot_filter);
   swarm::LiveSessions live;
@@ -191,7 +191,7 @@ Verb add_status(CLI::App& app) {
             auto ttl = store.ttl();
             // The server's clock is read while the records are: its round trip
             // overlaps theirs instead of following it.
-            auto server_clock = std::async(std::launch::async, [&] { return store.server_clock(); });
+            auto server_clock = std::async(std::launch::async, [&] { return store.server_clock().now; });
             std::vector<swarm::SessionEntry> entries;
             if (flags->slot.empty()) {
               entries = store.list();

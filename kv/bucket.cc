@@ -183,7 +183,7 @@ std::string Bucket::leader() const {
 
 std::chrono::milliseconds Bucket::request_timeout() const { return state_->connection->request_timeout; }
 
-std::chrono::nanoseconds Bucket::server_clock_offset() const {
+std::chrono::nanoseconds Bucket::server_clock_offset(const LocalClock& local_clock) const {
   const std::string subject = state_->prefix + kClockProbeKey;
   jsConsumerConfig config;
   check(jsConsumerConfig_Init(&config), "clock probe of " + where(name_));
@@ -194,9 +194,9 @@ std::chrono::nanoseconds Bucket::server_clock_offset() const {
   config.InactiveThreshold = kClockProbeLifetimeNanos;
   jsConsumerInfo* raw = nullptr;
   jsErrCode code = jsErrCode(0);
-  auto sent = std::chrono::system_clock::now();
+  auto sent = local_clock();
   natsStatus status = js_AddConsumer(&raw, state_->js(), state_->stream.c_str(), &config, nullptr, &code);
-  auto answered = std::chrono::system_clock::now();
+  auto answered = local_clock();
   check(status, "read the server's clock through " + where(name_), code);
   detail::ConsumerInfoPtr info(raw);
   // The server stamped it between our send and its answer: call it the middle.

@@ -92,12 +92,13 @@ class Bucket {
 
   std::chrono::milliseconds request_timeout() const;
 
-  // How far the clock of the server behind this bucket is ahead of this
-  // host's system clock (negative: behind), good to about half a round trip.
-  // nats-server 2.9 tells its time only in what it stamps, so this asks it to
-  // create a consumer (ephemeral, matching nothing, gone within a second of
-  // idleness) and reads the creation time it reports. One round trip.
-  std::chrono::nanoseconds server_clock_offset() const;
+  // How far the clock of the server behind this bucket is ahead of `local`
+  // (negative: behind), good to about half a round trip. nats-server 2.9
+  // tells its time only in what it stamps, so this asks it to create a
+  // consumer (ephemeral, matching nothing, gone within a second of idleness)
+  // and reads the creation time it reports. One round trip.
+  using LocalClock = std::function<std::chrono::system_clock::time_point()>;
+  std::chrono::nanoseconds server_clock_offset(const LocalClock& local = std::chrono::system_clock::now) const;
 
   // Implementation detail shared with watch.cc.
   struct State;

@@ -108,7 +108,8 @@ class Checkup {
   // that shares the bucket (the same slot name there is another slot).
   void check_records(const SessionStore& store, const std::vector<SessionEntry>& entries, std::chrono::milliseconds ttl,
                      const std::string& hub_url) {
-    const TimePoint server_now = store.server_clock()();
+    const ServerClock server = store.server_clock(clock_);
+    const TimePoint server_now = server.now();
     for (const auto& entry : entries) {
       const std::string& slot = entry.slot;
       if (entry.corrupt()) {
@@ -138,7 +139,9 @@ class Checkup {
                           "; the server drops it at " + format_duration(ttl),
                       mine ? "swarm doctor --fix   (or: swarm close --slot " + slot + " --result fail)"
                            : "on " + s.host + ": swarm doctor --fix   (or here: swarm evict --slot " + slot + ")");
-        if (fix_ && mine && erase(store, entry, f, "removed the stale record") && has_folder)
+        if (fix_ && mine && !server.measured)
+          f.fix_note = "not fixed: the server's clock could not be read, so the age is not certain";
+        else if (fix_ && mine && erase(store, entry, f, "removed the stale record") && has_folder)
           salvage_and_remove(slot, f);
         continue;
       }

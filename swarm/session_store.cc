@@ -187,16 +187,16 @@ std::vector<SessionEntry> SessionStore::list() const {
   return out;
 }
 
-Clock SessionStore::server_clock() const {
-  std::chrono::nanoseconds offset{0};
+ServerClock SessionStore::server_clock(const Clock& local) const {
   try {
-    offset = bucket_.server_clock_offset();
+    auto offset = bucket_.server_clock_offset(local);
     spdlog::debug("the server's clock is {} us ahead of this host's", offset.count() / 1000);
+    auto skew = std::chrono::duration_cast<TimePoint::duration>(offset);
+    return {[local, skew] { return local() + skew; }, true};
   } catch (const kv::Error& e) {
-    spdlog::warn("ages use this host's clock: {}", e.what());
+    spdlog::warn("ages are read on this host's clock, which may not be the server's: {}", e.what());
+    return {local, false};
   }
-  auto skew = std::chrono::duration_cast<TimePoint::duration>(offset);
-  return [skew] { return std::chrono::system_clock::now() + skew; };
 }
 
 SessionWatch SessionStore::watch(const std::string& pattern) const {

@@ -48,6 +48,11 @@ class SessionWatch {
   kv::Watch watch_;
 };
 
+struct ServerClock {
+  Clock now;
+  bool measured = false;
+};
+
 class SessionStore {
  public:
   // Binds an existing bucket (no create on the hot path). A missing bucket is
@@ -80,11 +85,12 @@ class SessionStore {
   SessionWatch watch(const std::string& pattern = ">") const;
 
   // The server's clock, read once now (one round trip, see
-  // kv::Bucket::server_clock_offset) and then run on this host's clock. Ages
-  // are measured on it, so hosts whose clocks disagree agree on ages. When
-  // the server cannot tell (a cluster without a JetStream leader), it is this
-  // host's clock, and a warning says so.
-  Clock server_clock() const;
+  // kv::Bucket::server_clock_offset) and then run on `local`. Ages are
+  // measured on it, so hosts whose clocks disagree agree on ages. When the
+  // server cannot tell (a cluster without a JetStream leader) it is `local`,
+  // not `measured`, and a warning says so: callers then remove nothing for
+  // being stale.
+  ServerClock server_clock(const Clock& local = system_clock()) const;
 
   // For tests and doctor: the raw bucket underneath.
   const kv::Bucket& bucket() const { return bucket_; }

@@ -150,8 +150,12 @@ JoinResult SlotLifecycle::join(const std::string& slot, const std::string& task,
     if (existing->corrupt()) throw Error(Errc::corrupt, corrupt_message(slot, existing->corrupt_reason));
     const Session& owner = *existing->session;
     if (!me_.owns(owner)) throw Error(Errc::foreign_host, foreign_message(slot, owner));
-    auto age = age_of(existing->stored_at, store_.server_clock()());
+    auto server = store_.server_clock(clock_);
+    auto age = age_of(existing->stored_at, server.now());
     State state = state_of(age, store_.ttl());
+    if (state == State::stale && !server.measured && !force)
+      throw Error(Errc::conflict, "slot " + slot + " looks stale by this host's clock, but the server's clock could "
+                                  "not be read to be sure; take it over with --force, or try again");
     if (state != State::stale && !force)
       throw Error(Errc::conflict, "slot " + slot + " is held by a " + std::string(to_string(state)) +
                                       " session of this host (task " + owner.task_id + ", renewed " +

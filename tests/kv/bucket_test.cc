@@ -288,6 +288,11 @@ TEST_CASE("Bucket_ServerClockOffsetIsTheServersClock") {
     CHECK(offset < 250ms);
     CHECK(offset > -250ms);
   }
+  // Against a local clock ten minutes slow, the server is ten minutes ahead (not behind).
+  auto slow = [] { return std::chrono::system_clock::now() - 10min; };
+  auto ahead = b.server_clock_offset(slow);
+  CHECK(ahead > 10min - 250ms);
+  CHECK(ahead < 10min + 250ms);
   // Written entries carry the same clock: an entry stored now is about "now" on it.
   b.create("k", "v");
   auto server_now = std::chrono::system_clock::now() + b.server_clock_offset();

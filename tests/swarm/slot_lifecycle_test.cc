@@ -119,15 +119,15 @@ TEST_CASE("SlotLifecycle_AgesAreOnTheServersClockNotThisHosts") {
 }
 
 TEST_CASE("SlotLifecycle_StaleSessionOfThisHostIsReplaced") {
-  // in a 3s-TTL workspace a session of this host older than 2s (by the server's clock) is replaced without --force.
+  // in a 4.5s-TTL workspace a session of this host older than 3s (by the server's clock) is replaced without --force.
   testing::NatsServer server;
   testing::TempDir dir{"swarm-lifecycle"};
-  auto up_result = up({.root = dir.path(), .nats_url = server.url(), .ttl = 3s, .connection = {}});
+  auto up_result = up({.root = dir.path(), .nats_url = server.url(), .ttl = 4500ms, .connection = {}});
   auto connection = connect_nats({.urls = {server.url()}});
   SlotLifecycle life(up_result.workspace, up_result.config, SessionStore::open(connection), {"host-a", "id-a"});
   life.join("s", "T-1", false, 1);
   CHECK(kind_of([&] { life.join("s", "T-2", false, 2); }) == Errc::conflict);
-  std::this_thread::sleep_for(2100ms);
+  std::this_thread::sleep_for(3100ms);  // stale from 3s; the server drops it at 4.5s
   auto r = life.join("s", "T-2", false, 2);
   CHECK(r.replaced);
   CHECK(SessionStore::open(connection).get("s")->session->task_id == "T-2");
