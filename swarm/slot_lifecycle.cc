@@ -91,7 +91,8 @@ SessionEntry SlotLifecycle::read_own(const std::string& slot) const {
 
 Worktree SlotLifecycle::ensure_worktree(const std::string& slot, bool* resumed) const {
   fs::path wt = workspace_.worktree(slot);
-  *resumed = fs::exists(wt);
+  std::error_code ec;
+  *resumed = fs::exists(fs::symlink_status(wt, ec));
   if (*resumed) {
     try {
       return Worktree::open(wt, slot);
@@ -104,13 +105,12 @@ Worktree SlotLifecycle::ensure_worktree(const std::string& slot, bool* resumed) 
   try {
     return Worktree::create(Hub::open(config_.hub), wt, slot);
   } catch (...) {
-    std::error_code ec;
     fs::remove_all(wt, ec);  // ours, and half made
     throw;
   }
 }
 
-bool SlotLifecycle::committed_since_join(const std::string& slot, const std::optional<Worktree>& worktree) const {
+bool SlotLifecycle::committed_in_this_run(const std::string& slot, const std::optional<Worktree>& worktree) const {
   std::ifstream in(workspace_.session_base(slot));
   std::string base;
   if (worktree && in >> base) return worktree->branch_tip() != base;
@@ -178,12 +178,20 @@ JoinResult SlotLifecycle::join(const std::string& slot, const std::string& task,
   try {
     worktree.emplace(ensure_worktree(slot, &result.resumed_worktree));
     std::ofstream(workspace_.pid_file(slot)) << leaf_pid << "\n";
-    write_file_atomically(workspace_.session_base(slot), worktree->branch_tip().value_or("") + "\n");
+    // A slot's run of work starts with a new worktree (or one kept by close);
+    // a join that takes over a worktree its session never closed (expired,
+    // stale or forced out) carries that run on, its commits included.
+    std::error_code ec;
+    if (!result.resumed_worktree || !fs::exists(workspace_.session_base(slot), ec))
+      write_file_atomically(workspace_.session_base(slot), worktree->branch_tip().value_or("") + "\n");
   } catch (...) {
     if (worktree && !result.resumed_worktree) {
       worktree.reset();
       std::error_code ec;
       fs::remove_all(workspace_.worktree(slot), ec);
+      fs::remove(workspace_.pid_file(slot), ec);
+      fs::remove(workspace_.session_base(slot), ec);
+      remove_if_empty(workspace_.slot_dir(slot));
     }
     try {
       store_.erase(slot, result.revision);
@@ -248,9 +256,9 @@ CloseResult SlotLifecycle::close(const std::string& slot, const CloseOptions& op
       // A broken repository: salvage treats it as plain files below.
     }
   }
-  if (options.result == "success" && !options.no_artifact && !committed_since_join(slot, worktree))
-    throw Error(Errc::conflict, "slot " + slot + " has no commit of this session, so there is nothing to show for "
-                                "success; commit first, close with --result fail, or pass --no-artifact");
+  if (options.result == "success" && !options.no_artifact && !committed_in_this_run(slot, worktree))
+    throw Error(Errc::conflict, "slot " + slot + " has not committed since it was taken up, so there is nothing to "
+                                "show for success; commit first, close with --result fail, or pass --no-artifact");
   // Salvage before anything is removed; a failed copy stops the close here.
   if (have_worktree && !options.keep_worktree) {
     try {

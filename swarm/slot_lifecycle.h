@@ -95,9 +95,10 @@ class SlotLifecycle {
   std::uint64_t same_session_cas(SessionEntry entry, const char* doing, Write write) const;
   // Makes the slot's worktree, or opens the one there; `resumed` says which.
   Worktree ensure_worktree(const std::string& slot, bool* resumed) const;
-  // Whether this session committed: the branch moved since join, or (for
-  // slots joined before session-base existed) it has commits beyond default.
-  bool committed_since_join(const std::string& slot, const std::optional<Worktree>& worktree) const;
+  // Whether the slot committed in its current run: the branch moved since
+  // session-base, or (a slot joined before session-base existed) it has
+  // commits beyond the default branch.
+  bool committed_in_this_run(const std::string& slot, const std::optional<Worktree>& worktree) const;
 
   Workspace workspace_;
   WorkspaceConfig config_;

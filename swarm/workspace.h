@@ -41,8 +41,9 @@ class Workspace {
   std::filesystem::path slot_dir(const std::string& slot) const { return slots_dir() / slot; }
   std::filesystem::path worktree(const std::string& slot) const { return slot_dir(slot) / "wt"; }
   std::filesystem::path pid_file(const std::string& slot) const { return slot_dir(slot) / "leaf.pid"; }
-  // The commit swarm/<slot> was at when the current session joined: close's
-  // artifact gate asks whether this session committed since.
+  // The commit swarm/<slot> was at when the slot's current run of work began
+  // (a join that made its worktree): close's artifact gate asks whether the
+  // slot committed since.
   std::filesystem::path session_base(const std::string& slot) const { return slot_dir(slot) / "session-base"; }
   std::filesystem::path recovery_dir() const { return swarm_dir() / "recovery"; }
 

@@ -230,7 +230,7 @@ TEST_CASE("Close_ArtifactGate") {
   REQUIRE(ws.swarm({"join", "--slot", "s", "--task", "T-1"}).exit == 0);
   auto refused = ws.swarm({"close", "--slot", "s"});
   CHECK(refused.exit == 3);
-  CHECK(refused.err.find("no commit of this session") != std::string::npos);
+  CHECK(refused.err.find("not committed since it was taken up") != std::string::npos);
   CHECK(std::filesystem::exists(ws.worktree("s")));
   CHECK(ws.swarm({"status", "--slot", "s"}).exit == 0);
   CHECK(ws.swarm({"close", "--slot", "s", "--result", "success", "--no-artifact"}).exit == 0);
@@ -242,16 +242,24 @@ TEST_CASE("Close_ArtifactGate") {
   CHECK(ws.swarm({"close", "--slot", "t", "--result", "success"}).exit == 0);
   CHECK(ws.swarm({"close", "--slot", "t"}).exit == 4);
 
-  // A new session of the slot resumes its branch from the hub, but the earlier
-  // session's commit is not an artifact of this one.
+  // After a close, a new session of the slot resumes its branch from the hub,
+  // but the closed run's commit is not an artifact of the new one.
   REQUIRE(ws.swarm({"join", "--slot", "t", "--task", "T-3"}).exit == 0);
   CHECK(read_file(ws.worktree("t") / "result.txt") == "done\n");
   auto again = ws.swarm({"close", "--slot", "t"});
   CHECK(again.exit == 3);
-  CHECK(again.err.find("no commit of this session") != std::string::npos);
+  CHECK(again.err.find("not committed since it was taken up") != std::string::npos);
   write_file(ws.worktree("t") / "result.txt", "done again\n");
   REQUIRE(ws.swarm({"commit", "--slot", "t", "-m", "second result"}).exit == 0);
   CHECK(ws.swarm({"close", "--slot", "t"}).exit == 0);
+
+  // An agent that restarts (--force, or after its record expired) carries its
+  // unclosed run on: the commit before the restart counts.
+  REQUIRE(ws.swarm({"join", "--slot", "u", "--task", "T-4"}).exit == 0);
+  write_file(ws.worktree("u") / "u.txt", "u\n");
+  REQUIRE(ws.swarm({"commit", "--slot", "u", "-m", "before the restart"}).exit == 0);
+  REQUIRE(ws.swarm({"join", "--slot", "u", "--task", "T-4", "--force"}).exit == 0);
+  CHECK(ws.swarm({"close", "--slot", "u"}).exit == 0);
 }
 
 TEST_CASE("Close_SalvagesUncommittedFilesBeforeRemoving") {

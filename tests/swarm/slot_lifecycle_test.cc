@@ -102,6 +102,19 @@ TEST_CASE("SlotLifecycle_JoinUndoesTheRecordWhenTheWorktreeFails") {
   CHECK_FALSE(f.store().get("s"));
 }
 
+TEST_CASE("SlotLifecycle_JoinFailingAfterTheCloneRemovesTheNewWorktreeOnly") {
+  // when a step after the clone fails, the record and the worktree it just made go; nothing else is touched.
+  Fixture f;
+  auto life = f.lifecycle();
+  const auto& ws = f.up_result.workspace;
+  std::filesystem::create_directories(ws.session_base("s") / "in-the-way");  // session-base cannot be written
+  CHECK_THROWS(life.join("s", "T-1", false, 1));
+  CHECK_FALSE(f.store().get("s"));
+  CHECK_FALSE(std::filesystem::exists(ws.worktree("s")));
+  CHECK_FALSE(std::filesystem::exists(ws.pid_file("s")));
+  CHECK(std::filesystem::exists(ws.session_base("s") / "in-the-way"));
+}
+
 TEST_CASE("SlotLifecycle_AgesAreOnTheServersClockNotThisHosts") {
   // a host whose clock runs minutes ahead (or behind) of the server still sees its fresh session as fresh.
   Fixture f;
