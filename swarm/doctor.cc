@@ -51,6 +51,9 @@ class Checkup {
   Checkup(const Workspace& ws, const HostIdentity& me, const Clock& clock, bool fix)
       : ws_(ws), me_(me), clock_(clock), fix_(fix) {}
 
+  // This workspace's hub as sessions record it (hub_url), once config is read.
+  void set_hub(const std::string& hub_path) { hub_url_ = Hub::url_of(fs::weakly_canonical(hub_path)); }
+
   DoctorReport& report() { return report_; }
 
   Finding& add(Severity severity, std::string check, std::string subject, std::string message, std::string fix) {
@@ -103,11 +106,15 @@ class Checkup {
     }
   }
 
+  // A session of this host in another workspace that shares the bucket (its
+  // hub is elsewhere): the same slot name there is another slot.
+  bool other_workspace(const Session& s) const { return me_.owns(s) && !s.hub_url.empty() && s.hub_url != hub_url_; }
+  // Whether a slot folder here has a record: a corrupt one, or a session
+  // that is not another workspace's.
+  bool has_record_here(const SessionEntry& e) const { return e.corrupt() || !other_workspace(*e.session); }
+
   // Records: late, stale, corrupt, and this host's records with no folder.
-  // `hub_url` tells this workspace's sessions from those of another workspace
-  // that shares the bucket (the same slot name there is another slot).
-  void check_records(const SessionStore& store, const std::vector<SessionEntry>& entries, std::chrono::milliseconds ttl,
-                     const std::string& hub_url) {
+  void check_records(const SessionStore& store, const std::vector<SessionEntry>& entries, std::chrono::milliseconds ttl) {
     const ServerClock server = store.server_clock(clock_);
     const TimePoint server_now = server.now();
     for (const auto& entry : entries) {
@@ -121,7 +128,7 @@ class Checkup {
         continue;
       }
       const Session& s = *entry.session;
-      if (me_.owns(s) && !s.hub_url.empty() && s.hub_url != hub_url) {
+      if (other_workspace(s)) {
         add(Severity::notice, "other_workspace", slot,
             "slot " + slot + ": a session of this host in another workspace (hub " + s.hub_url +
                 ") uses this bucket, so its slot names and this workspace's collide",
@@ -163,7 +170,10 @@ class Checkup {
   }
 
   // Slot folders whose record is gone: the session expired, its agent died.
-  void check_folders(const SessionStore& store, const std::set<std::string>& recorded) {
+  void check_folders(const SessionStore& store, const std::vector<SessionEntry>& entries) {
+    std::set<std::string> recorded;
+    for (const auto& e : entries)
+      if (has_record_here(e)) recorded.insert(e.slot);
     if (!fs::is_directory(ws_.slots_dir())) return;
     for (const auto& dir : fs::directory_iterator(ws_.slots_dir())) {
       std::string slot = dir.path().filename().string();
@@ -175,7 +185,7 @@ class Checkup {
                     "--slot " + slot + " --task ...)");
       if (!fix_) continue;
       // A join that started meanwhile writes its record first: look again.
-      if (is_valid_slot_name(slot) && store.get(slot)) {
+      if (auto now = is_valid_slot_name(slot) ? store.get(slot) : std::nullopt; now && has_record_here(*now)) {
         f.fix_note = "a session took the slot meanwhile; left alone";
         f.severity = Severity::notice;
         continue;
@@ -239,6 +249,7 @@ class Checkup {
   const HostIdentity& me_;
   const Clock& clock_;
   bool fix_;
+  std::string hub_url_;
   DoctorReport report_;
 };
 
@@ -273,6 +284,7 @@ DoctorReport Doctor::run(bool fix) {
   report.nats_url = nats_url;
 
   // The filesystem checks run whatever NATS does.
+  checkup.set_hub(config.hub);
   checkup.check_hub(config);
   checkup.check_embedded_server(config);
 
@@ -305,10 +317,8 @@ DoctorReport Doctor::run(bool fix) {
     checkup.check_bucket(*store, config, *nats);
     auto ttl = store->ttl();
     auto entries = store->list();
-    std::set<std::string> recorded;
-    for (const auto& e : entries) recorded.insert(e.slot);
-    checkup.check_records(*store, entries, ttl, Hub::url_of(fs::weakly_canonical(config.hub)));
-    checkup.check_folders(*store, recorded);
+    checkup.check_records(*store, entries, ttl);
+    checkup.check_folders(*store, entries);
   } catch (const Error& e) {
     if (e.kind() != Errc::unavailable) throw;
     report.nats_reachable = false;

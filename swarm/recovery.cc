@@ -99,8 +99,11 @@ Salvage copy_every_file(const fs::path& folder, const std::string& slot, const f
   }
   for (auto it = fs::recursive_directory_iterator(folder, ec); it != fs::recursive_directory_iterator();
        it.increment(ec)) {
-    if (it->path().filename() == ".git") {
+    if (it->path() == folder / ".git") {
+      // The unreadable repository itself, whole: it may hold commits no one pushed.
       it.disable_recursion_pending();
+      out.files += copy_one(it->path(), out.folder / ".git");
+      manifest << "? .git/ (the repository that could not be read, copied whole)\n";
       continue;
     }
     if (fs::is_directory(it->symlink_status())) continue;

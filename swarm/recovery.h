@@ -26,8 +26,8 @@ struct Salvage {
 Salvage salvage_worktree(Worktree& worktree, const std::string& slot, const std::filesystem::path& recovery_root,
                          TimePoint now);
 
-// Salvages a folder that may not be a readable git worktree: every file but
-// .git/ is copied. For orphaned slot folders whose repository is broken.
+// Salvages a folder that may not be a readable git worktree: every file is
+// copied, .git/ included (whole). For slot folders whose repository is broken.
 Salvage salvage_everything(const std::filesystem::path& folder, const std::string& slot,
                            const std::filesystem::path& recovery_root, TimePoint now);
 

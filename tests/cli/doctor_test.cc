@@ -53,6 +53,15 @@ void set_config(const SwarmWorkspace& ws, const char* key, std::int64_t value) {
   write_file(path, config.dump());
 }
 
+// The recovery folder salvaged from `slot` (there must be exactly one).
+std::filesystem::path recovery_of(const SwarmWorkspace& ws, const std::string& slot) {
+  std::vector<std::filesystem::path> found;
+  for (const auto& dir : std::filesystem::directory_iterator(ws.root() / ".swarm/recovery"))
+    if (dir.path().filename().string().rfind(slot + "-", 0) == 0) found.push_back(dir.path());
+  REQUIRE(found.size() == 1);
+  return found[0];
+}
+
 void wait_until_gone(const SwarmWorkspace& ws, const std::string& slot) {
   auto deadline = std::chrono::steady_clock::now() + 15s;
   while (ws.swarm({"status", "--slot", slot}).exit == 0 && std::chrono::steady_clock::now() < deadline)
@@ -254,8 +263,8 @@ TEST_CASE("StatusWatch_SeesJoinAndCloseArrive") {
 }
 
 TEST_CASE("Doctor_KeyThatIsNoSlotNameAndAFileForAWorktree") {
-  // a key no verb can name is a corrupt record that --fix removes; a slot folder whose wt is a file is salvaged;
-  // neither stops the run.
+  // a key no verb can name is a corrupt record that --fix removes; slot folders whose wt is a file, or a broken
+  // repository, are salvaged whole; none stops the run.
   SwarmWorkspace ws;
   {
     auto connection = kv::Connection::connect({.urls = {ws.server()->url()}});
@@ -263,6 +272,12 @@ TEST_CASE("Doctor_KeyThatIsNoSlotNameAndAFileForAWorktree") {
   }
   std::filesystem::create_directories(ws.root() / ".swarm/slots/zz");
   write_file(ws.root() / ".swarm/slots/zz/wt", "junk where the worktree should be\n");
+  // A worktree whose repository is broken, with an untracked nested repository in it.
+  auto broken = ws.root() / ".swarm/slots/yy/wt";
+  write_file(broken / ".git/HEAD", "not a ref\n");
+  write_file(broken / "a.txt", "a\n");
+  write_file(broken / "sub/b.txt", "b\n");
+  write_file(broken / "sub/.git/HEAD", "ref: refs/heads/main\n");
 
   auto report = doctor(ws);
   CHECK(report.exit == 8);
@@ -271,32 +286,47 @@ TEST_CASE("Doctor_KeyThatIsNoSlotNameAndAFileForAWorktree") {
   CHECK(field(corrupt[0], "subject") == "x.y");
   CHECK(field(corrupt[0], "message").find("not a valid slot name") != std::string::npos);
   CHECK(field(corrupt[0], "fix") == "swarm doctor --fix");  // evict cannot name it
-  REQUIRE(findings(report, "orphan_folder").size() == 1);
+  REQUIRE(findings(report, "orphan_folder").size() == 2);
 
   auto fix = doctor(ws, {"--fix"});
   CHECK_MESSAGE(fix.exit == 0, fix.err);
   CHECK(fixed(findings(fix, "corrupt_record")[0]));
-  CHECK(fixed(findings(fix, "orphan_folder")[0]));
+  for (const auto& f : findings(fix, "orphan_folder")) CHECK(fixed(f));
   CHECK_FALSE(std::filesystem::exists(ws.root() / ".swarm/slots/zz"));
-  auto recovered = std::filesystem::directory_iterator(ws.root() / ".swarm/recovery")->path();
-  CHECK(read_file(recovered / "wt") == "junk where the worktree should be\n");
+  CHECK_FALSE(std::filesystem::exists(ws.root() / ".swarm/slots/yy"));
+  CHECK(read_file(recovery_of(ws, "zz") / "wt") == "junk where the worktree should be\n");
+  auto yy = recovery_of(ws, "yy");
+  CHECK(read_file(yy / "a.txt") == "a\n");
+  CHECK(read_file(yy / "sub/b.txt") == "b\n");
+  CHECK(read_file(yy / "sub/.git/HEAD") == "ref: refs/heads/main\n");
+  CHECK(read_file(yy / ".git/HEAD") == "not a ref\n");  // the broken repository, kept whole
   CHECK(finding_count(doctor(ws, {"--fix"})) == 0);
 }
 
 TEST_CASE("Doctor_SessionOfAnotherWorkspaceOnTheSameBucketIsLeftAlone") {
-  // two workspaces of one host sharing a bucket: --fix in one never removes the other's live sessions.
+  // two workspaces of one host sharing a bucket: --fix in one never removes the other's live sessions, and
+  // their records do not hide its own dead slots.
   SwarmWorkspace first;
   SwarmWorkspace second({.up = false});
   REQUIRE(second.swarm({"up", "--nats-url", first.server()->url()}).exit == 0);
   REQUIRE(first.swarm({"join", "--slot", "live", "--task", "T-1"}).exit == 0);
+  // The second workspace has a dead slot of the same name: that record is not its record.
+  write_file(second.root() / ".swarm/slots/live/wt/left.txt", "left behind\n");
+  auto report = doctor(second);
+  CHECK(report.exit == 8);
+  REQUIRE(findings(report, "orphan_folder").size() == 1);
+
   auto fix = doctor(second, {"--fix"});
-  CHECK(fix.exit == 0);  // a notice, not a problem
+  CHECK(fix.exit == 0);  // the folder is fixed; the other workspace's session is a notice
   auto other = findings(fix, "other_workspace");
   REQUIRE(other.size() == 1);
   CHECK_FALSE(fixed(other[0]));
   CHECK(field(other[0], "fix").find("--bucket") != std::string::npos);
   CHECK(findings(fix, "missing_folder").empty());
+  CHECK(fixed(findings(fix, "orphan_folder")[0]));
+  CHECK_FALSE(std::filesystem::exists(second.root() / ".swarm/slots/live"));
   CHECK(first.swarm({"status", "--slot", "live"}).exit == 0);
+  CHECK(std::filesystem::exists(first.worktree("live")));
 }
 
 TEST_CASE("Doctor_BucketReplicasUnlikeTheConfig") {
