@@ -96,7 +96,8 @@ Connection Connection::connect(const ConnectionOptions& o) {
                  text.find("Authorization") != std::string::npos)
                     ? Errc::bad_request
                     : Errc::unavailable;
-    if (kind == Errc::unavailable && !o.tls_ca.empty() && o.tls_cert.empty())
+    // Only for a server that answered and then hung up: not for one that is down.
+    if (kind == Errc::unavailable && status != NATS_NO_SERVER && !o.tls_ca.empty() && o.tls_cert.empty())
       text += "; a TLS server that requires client certificates hangs up like this: pass --tls-cert and --tls-key";
     throw Error(kind, kind == Errc::unavailable
                           ? "cannot reach NATS at " + state->urls + " (" + text + ")"

@@ -150,6 +150,14 @@ TEST_CASE("Connection_TlsWithCaAndClientCertificate") {
     CHECK(e.kind() == kv::Errc::unavailable);
     CHECK(std::string(e.what()).find("--tls-cert") != std::string::npos);
   }
+  // A server that is simply not there gets no such hint.
+  try {
+    kv::Connection::connect({.urls = {"nats://127.0.0.1:" + std::to_string(testing::free_port())}, .tls_ca = certs.ca()});
+    FAIL("connected to nothing");
+  } catch (const kv::Error& e) {
+    CHECK(e.kind() == kv::Errc::unavailable);
+    CHECK(std::string(e.what()).find("--tls-cert") == std::string::npos);
+  }
 }
 
 TEST_CASE("Connection_BadAuthOptionsAreBadRequests") {
