@@ -191,19 +191,29 @@ TEST_CASE("Doctor_AnotherHostsProblemIsLeftToThatHost") {
   CHECK(ws.swarm({"status", "--slot", "theirs"}).exit == 4);
 }
 
-TEST_CASE("Doctor_BucketTtlUnlikeTheConfigNamesAFixThatWorks") {
-  // a bucket whose TTL differs from config.json is a problem; the command it names makes doctor healthy.
-  SwarmWorkspace ws;  // bucket made with 5m
-  set_config(ws, "ttl_ms", 60000);
-  auto report = doctor(ws);
-  CHECK(report.exit == 8);
-  auto diff = findings(report, "bucket_config");
-  REQUIRE(diff.size() == 1);
-  CHECK(field(diff[0], "message").find("TTL 5m but config.json says 1m") != std::string::npos);
-  std::string fix = field(diff[0], "fix");
-  CHECK(fix.find("swarm up --ttl 5m") == 0);
-  REQUIRE(ws.swarm({"up", "--nats-url", ws.server()->url(), "--ttl", "5m"}).exit == 0);
-  CHECK(doctor(ws).exit == 0);
+TEST_CASE("Doctor_BucketUnlikeTheConfigNamesAFixThatWorks") {
+  // a bucket whose TTL or replicas differ from config.json is a problem; the command it names makes doctor healthy.
+  SwarmWorkspace ws;  // bucket made with 5m and 1 replica
+  struct Case {
+    const char* key;
+    std::int64_t value;
+    std::string message;
+    std::vector<std::string> fix;  // the arguments of `swarm up` the finding names
+  };
+  for (const auto& c : {Case{"ttl_ms", 60000, "TTL 5m but config.json says 1m", {"--ttl", "5m"}},
+                        Case{"replicas", 3, "1 replica(s) but config.json says 3", {"--replicas", "1"}}}) {
+    set_config(ws, c.key, c.value);
+    auto report = doctor(ws);
+    CHECK(report.exit == 8);
+    auto diff = findings(report, "bucket_config");
+    REQUIRE(diff.size() == 1);
+    CHECK(field(diff[0], "message").find(c.message) != std::string::npos);
+    CHECK(field(diff[0], "fix").find("swarm up " + c.fix[0] + " " + c.fix[1]) == 0);
+    std::vector<std::string> up = {"up", "--nats-url", ws.server()->url()};
+    up.insert(up.end(), c.fix.begin(), c.fix.end());
+    REQUIRE(ws.swarm(up).exit == 0);
+    CHECK(doctor(ws).exit == 0);
+  }
 }
 
 TEST_CASE("Doctor_StoppedServerIsReportedAndFilesystemChecksStillRun") {
@@ -327,16 +337,4 @@ TEST_CASE("Doctor_SessionOfAnotherWorkspaceOnTheSameBucketIsLeftAlone") {
   CHECK_FALSE(std::filesystem::exists(second.root() / ".swarm/slots/live"));
   CHECK(first.swarm({"status", "--slot", "live"}).exit == 0);
   CHECK(std::filesystem::exists(first.worktree("live")));
-}
-
-TEST_CASE("Doctor_BucketReplicasUnlikeTheConfig") {
-  // a config that asks for 3 replicas of a 1-replica bucket is a problem naming the bucket's count.
-  SwarmWorkspace ws;
-  set_config(ws, "replicas", 3);
-  auto report = doctor(ws);
-  CHECK(report.exit == 8);
-  auto diff = findings(report, "bucket_config");
-  REQUIRE(diff.size() == 1);
-  CHECK(field(diff[0], "message").find("1 replica(s) but config.json says 3") != std::string::npos);
-  CHECK(field(diff[0], "fix") == "swarm up --replicas 1");
 }
