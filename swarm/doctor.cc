@@ -115,6 +115,7 @@ class Checkup {
 
   // Records: late, stale, corrupt, and this host's records with no folder.
   void check_records(const SessionStore& store, const std::vector<SessionEntry>& entries, std::chrono::milliseconds ttl) {
+    if (entries.empty()) return;  // no ages to judge: no need for the server's clock
     const ServerClock server = store.server_clock(clock_);
     const TimePoint server_now = server.now();
     for (const auto& entry : entries) {

@@ -45,7 +45,6 @@ int copy_one(const fs::path& from, const fs::path& to) {
   return 1;
 }
 
-
 // A filesystem failure (permissions, a full disk) as swarm's error: the
 // callers keep the worktree when salvage fails.
 template <typename Salvaging>
