@@ -60,13 +60,13 @@ detail::OptionsPtr make_options(const ConnectionOptions& o) {
   if (!o.user.empty() || !o.password.empty())
     check(natsOptions_SetUserInfo(raw, o.user.c_str(), o.password.c_str()), what);
   if (!o.token.empty()) check(natsOptions_SetToken(raw, o.token.c_str()), what);
-  if (!o.creds_file.empty() && access(o.creds_file.c_str(), R_OK) != 0)
+  if (!o.creds_file.empty()) {
     // nats.c reads it only while connecting, where a missing file would pass
     // for an unreachable server.
-    throw Error(Errc::bad_request, "cannot read the creds file " + o.creds_file + ": " + std::strerror(errno));
-  if (!o.creds_file.empty())
-    check(natsOptions_SetUserCredentialsFromFiles(raw, o.creds_file.c_str(), nullptr),
-          "creds file " + o.creds_file);
+    if (access(o.creds_file.c_str(), R_OK) != 0)
+      throw Error(Errc::bad_request, "cannot read the creds file " + o.creds_file + ": " + std::strerror(errno));
+    check(natsOptions_SetUserCredentialsFromFiles(raw, o.creds_file.c_str(), nullptr), "creds file " + o.creds_file);
+  }
   if (!o.tls_ca.empty() || !o.tls_cert.empty()) check(natsOptions_SetSecure(raw, true), what);
   if (!o.tls_ca.empty())
     check(natsOptions_LoadCATrustedCertificates(raw, o.tls_ca.c_str()), "TLS CA file " + o.tls_ca);
