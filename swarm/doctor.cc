@@ -52,7 +52,7 @@ class Checkup {
       : ws_(ws), me_(me), clock_(clock), fix_(fix) {}
 
   // This workspace's hub as sessions record it (hub_url), once config is read.
-  void set_hub(const std::string& hub_path) { hub_url_ = Hub::url_of(fs::weakly_canonical(hub_path)); }
+  void set_hub(const std::string& hub_path) { hub_url_ = Hub::url_of(hub_path); }
 
   DoctorReport& report() { return report_; }
 

@@ -23,7 +23,11 @@ class Hub {
 
   const std::filesystem::path& path() const { return path_; }
   std::string url() const { return url_of(path_); }
-  static std::string url_of(const std::filesystem::path& path) { return "file://" + path.string(); }
+  // The URL sessions record for the hub at `path` (hub_url): of its canonical
+  // path, so every verb and doctor compare the same text.
+  static std::string url_of(const std::filesystem::path& path) {
+    return "file://" + std::filesystem::weakly_canonical(path).string();
+  }
   // Whether `path` looks like a hub (a bare repository's HEAD is there),
   // without loading git: cheap enough for every join, winner or not.
   static bool exists_at(const std::filesystem::path& path);

@@ -133,7 +133,7 @@ JoinResult SlotLifecycle::join(const std::string& slot, const std::string& task,
   // joiner checks the hub is there, cheaply.
   if (!Hub::exists_at(config_.hub))
     throw Error(Errc::not_bootstrapped, "the hub " + config_.hub + " is missing or not a git repository");
-  s.hub_url = Hub::url_of(fs::weakly_canonical(config_.hub));
+  s.hub_url = Hub::url_of(config_.hub);
   s.started_at = clock_();
   s.last_renewed = s.started_at;
 
