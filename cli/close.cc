@@ -36,7 +36,7 @@ Verb add_close(CLI::App& app) {
               human += "; salvaged " + std::to_string(r.salvage.files) + " uncommitted file(s) to " +
                        r.salvage.folder.string();
             if (!r.salvage.commits_ref.empty())
-              human += "; its unpushed commits are in the hub as " + r.salvage.commits_ref;
+              human += "; history the hub lacked is in the hub under " + r.salvage.commits_ref + "/";
             if (flags->options.keep_worktree) human += "; kept the worktree";
             swarm::Json doc = swarm::Json::object();
             doc.set("slot", flags->slot)
@@ -48,6 +48,9 @@ Verb add_close(CLI::App& app) {
             else doc.set("recovery", r.salvage.folder.string());
             if (r.salvage.commits_ref.empty()) doc.set_null("recovery_ref");
             else doc.set("recovery_ref", r.salvage.commits_ref);
+            swarm::Json refs = swarm::Json::array();
+            for (const auto& ref : r.salvage.refs) refs.push(swarm::Json::parse(swarm::quoted(ref)));
+            doc.set("recovery_refs", std::move(refs));
             ctx.out().result("close", human, std::move(doc));
             return 0;
           }};

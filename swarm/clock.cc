@@ -82,7 +82,7 @@ int days_in_month(int year, int month) {
 }  // namespace
 
 namespace {
-// "2026-11-22T10:00:00.123Z", or "20261122T100000Z" when compact.
+// "2026-11-22T10:00:00.123Z", or "20261122T100000.123Z" when compact.
 std::string format_utc(TimePoint t, bool compact) {
   Civil c = civil_of(t);
   std::string out;
@@ -101,10 +101,8 @@ std::string format_utc(TimePoint t, bool compact) {
   put_digits(out, c.minute, 2);
   sep(':');
   put_digits(out, c.second, 2);
-  if (!compact) {
-    out += '.';
-    put_digits(out, c.millis, 3);
-  }
+  out += '.';
+  put_digits(out, c.millis, 3);
   out += 'Z';
   return out;
 }

@@ -24,7 +24,8 @@ std::string format_rfc3339(TimePoint t);
 // a numeric offset. nullopt for anything else, including impossible dates.
 std::optional<TimePoint> parse_rfc3339(std::string_view text);
 
-// "20261122T100000Z": for folder names.
+// "20261122T100000.123Z": for folder and ref names (milliseconds keep two
+// made within one second apart).
 std::string format_compact_utc(TimePoint t);
 
 }  // namespace swarm

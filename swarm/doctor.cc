@@ -15,8 +15,8 @@
 #include "swarm/names.h"
 #include "swarm/recovery.h"
 #include "swarm/session_store.h"
+#include "swarm/slot_folder.h"
 #include "swarm/slot_lifecycle.h"
-#include "swarm/worktree.h"
 
 namespace swarm {
 
@@ -64,6 +64,7 @@ class Checkup {
   void check_hub(const WorkspaceConfig& config) {
     try {
       Hub::open(config.hub);
+      hub_present_ = true;
     } catch (const Error& e) {
       bool missing = !fs::exists(config.hub);
       add(Severity::problem, "hub", config.hub,
@@ -119,83 +120,162 @@ class Checkup {
     const ServerClock server = store.server_clock(clock_);
     const TimePoint server_now = server.now();
     for (const auto& entry : entries) {
-      const std::string& slot = entry.slot;
       if (entry.corrupt()) {
-        auto& f = add(Severity::problem, "corrupt_record", slot,
-                      "the record of slot " + slot + " is corrupt (" + entry.corrupt_reason + ")",
-                      is_valid_slot_name(slot) ? "swarm doctor --fix   (or: swarm evict --slot " + slot + ")"
-                                               : "swarm doctor --fix");
-        if (fix_) erase(store, entry, f, "removed the corrupt record");
+        corrupt_record(store, entry);
         continue;
       }
       const Session& s = *entry.session;
       if (other_workspace(s)) {
-        add(Severity::notice, "other_workspace", slot,
-            "slot " + slot + ": a session of this host in another workspace (hub " + s.hub_url +
-                ") uses this bucket, so its slot names and this workspace's collide",
-            "give each workspace its own bucket: swarm up --bucket NAME");
+        other_workspace_session(entry);
         continue;
       }
-      bool mine = me_.owns(s);
       auto age = age_of(entry.stored_at, server_now);
       State state = state_of(age, ttl);
-      bool has_folder = fs::exists(ws_.slot_dir(slot));
-      std::string whose = mine ? "this host's session" : "host " + s.host + "'s session";
-      if (state == State::stale) {
-        auto& f = add(Severity::problem, "stale_session", slot,
-                      "slot " + slot + ": " + whose + " (task " + s.task_id + ") was last renewed " + ago(age) +
-                          "; the server drops it at " + format_duration(ttl),
-                      mine ? "swarm doctor --fix   (or: swarm close --slot " + slot + " --result fail)"
-                           : "on " + s.host + ": swarm doctor --fix   (or here: swarm evict --slot " + slot + ")");
-        if (fix_ && mine && !server.measured)
-          f.fix_note = "not fixed: the server's clock could not be read, so the age is not certain";
-        else if (fix_ && mine && erase(store, entry, f, "removed the stale record") && has_folder)
-          salvage_and_remove(slot, f);
-        continue;
-      }
-      if (mine && !has_folder) {
-        auto& f = add(Severity::problem, "missing_folder", slot,
-                      "slot " + slot + ": this host's session (task " + s.task_id + ") has no folder " +
-                          ws_.slot_dir(slot).string(),
-                      "swarm doctor --fix   (or: swarm close --slot " + slot + " --no-artifact)");
-        // Looked at again just before: a join makes the folder right after its record.
-        if (fix_ && !fs::exists(ws_.slot_dir(slot))) erase(store, entry, f, "removed the record whose folder was gone");
-        continue;
-      }
-      if (state == State::late)
-        add(Severity::notice, "late_session", slot,
-            "slot " + slot + ": " + whose + " (task " + s.task_id + ") was last renewed " + ago(age) +
-                ", past a third of the TTL (" + format_duration(ttl) + ")",
-            mine ? "swarm renew --slot " + slot : "on " + s.host + ": swarm renew --slot " + slot);
+      if (state == State::stale) stale_session(store, entry, age, ttl, server.measured);
+      else if (me_.owns(s) && !fs::exists(ws_.slot_dir(entry.slot))) missing_folder(store, entry);
+      else if (state == State::late) late_session(entry, age, ttl);
     }
   }
 
-  // Slot folders whose record is gone: the session expired, its agent died.
+  // Slot folders whose record is gone (the session expired, its agent died),
+  // and anything in .swarm/slots/ that is no slot folder.
   void check_folders(const SessionStore& store, const std::vector<SessionEntry>& entries) {
     std::set<std::string> recorded;
     for (const auto& e : entries)
       if (has_record_here(e)) recorded.insert(e.slot);
-    if (!fs::is_directory(ws_.slots_dir())) return;
-    for (const auto& dir : fs::directory_iterator(ws_.slots_dir())) {
-      std::string slot = dir.path().filename().string();
-      if (recorded.count(slot) != 0) continue;
-      auto& f = add(Severity::problem, "orphan_folder", slot,
-                    "slot folder " + dir.path().string() + " has no record: its session expired (the agent died "
-                    "or stopped renewing)",
-                    "swarm doctor --fix   (salvages uncommitted files, removes the folder; or resume it: swarm join "
-                    "--slot " + slot + " --task ...)");
+    std::error_code ec;
+    for (const auto& dir : fs::directory_iterator(ws_.slots_dir(), ec)) {
+      std::string name = dir.path().filename().string();
+      if (!is_valid_slot_name(name) || !dir.is_directory(ec)) stray_entry(dir.path());
+      else if (recorded.count(name) == 0) orphan_folder(store, name);
+    }
+  }
+
+  // What interrupted removals left in .swarm/trash/: salvaged already.
+  void check_leftovers() {
+    for (const auto& leftover : leftover_removals(ws_)) {
+      auto& f = add(Severity::problem, "unfinished_removal", leftover.string(),
+                    leftover.string() + " is what a removal of a slot folder left: it was salvaged (or is a clone "
+                    "no one got), and deleting it was interrupted",
+                    "swarm doctor --fix");
       if (!fix_) continue;
-      // A join that started meanwhile writes its record first: look again.
-      if (auto now = is_valid_slot_name(slot) ? store.get(slot) : std::nullopt; now && has_record_here(*now)) {
-        f.fix_note = "a session took the slot meanwhile; left alone";
-        f.severity = Severity::notice;
+      std::string name = leftover.filename().string();
+      std::string slot = name.substr(0, name.find('.'));
+      auto lock = try_lock_slot(ws_, slot, "doctor --fix of slot " + slot);
+      if (!lock) {
+        busy(f, slot);
         continue;
       }
-      salvage_and_remove(slot, f);
+      if (auto problem = finish_removal(leftover); !problem.empty()) {
+        f.fix_note = problem;
+        continue;
+      }
+      f.fixed = true;
+      f.fix_note = "deleted " + leftover.string();
     }
   }
 
  private:
+  void corrupt_record(const SessionStore& store, const SessionEntry& entry) {
+    const std::string& slot = entry.slot;
+    auto& f = add(Severity::problem, "corrupt_record", slot,
+                  "the record of slot " + slot + " is corrupt (" + entry.corrupt_reason + ")",
+                  is_valid_slot_name(slot) ? "swarm doctor --fix   (or: swarm evict --slot " + slot + ")"
+                                           : "swarm doctor --fix");
+    if (fix_) erase(store, entry, f, "removed the corrupt record");
+  }
+
+  void other_workspace_session(const SessionEntry& entry) {
+    add(Severity::notice, "other_workspace", entry.slot,
+        "slot " + entry.slot + ": a session of this host in another workspace (hub " + entry.session->hub_url +
+            ") uses this bucket, so its slot names and this workspace's collide",
+        "give each workspace its own bucket: swarm up --bucket NAME");
+  }
+
+  std::string whose(const Session& s) const { return me_.owns(s) ? "this host's session" : "host " + s.host + "'s session"; }
+
+  void stale_session(const SessionStore& store, const SessionEntry& entry, std::chrono::milliseconds age,
+                     std::chrono::milliseconds ttl, bool age_is_certain) {
+    const std::string& slot = entry.slot;
+    const Session& s = *entry.session;
+    const bool mine = me_.owns(s);
+    auto& f = add(Severity::problem, "stale_session", slot,
+                  "slot " + slot + ": " + whose(s) + " (task " + s.task_id + ") was last renewed " + ago(age) +
+                      "; the server drops it at " + format_duration(ttl),
+                  mine ? "swarm doctor --fix   (or: swarm close --slot " + slot + " --result fail)"
+                       : "on " + s.host + ": swarm doctor --fix   (or here: swarm evict --slot " + slot + ")");
+    if (!fix_ || !mine) return;
+    if (!age_is_certain) {
+      f.fix_note = "not fixed: the server's clock could not be read, so the age is not certain";
+      return;
+    }
+    auto lock = try_lock_slot(ws_, slot, "doctor --fix of slot " + slot);
+    if (!lock) {
+      busy(f, slot);
+      return;
+    }
+    // By CAS on the revision read: a session that renewed meanwhile survives.
+    if (erase(store, entry, f, "removed the stale record") && fs::exists(ws_.slot_dir(slot)))
+      remove_folder(slot, f);
+  }
+
+  void missing_folder(const SessionStore& store, const SessionEntry& entry) {
+    const std::string& slot = entry.slot;
+    auto& f = add(Severity::problem, "missing_folder", slot,
+                  "slot " + slot + ": this host's session (task " + entry.session->task_id + ") has no folder " +
+                      ws_.slot_dir(slot).string(),
+                  "swarm doctor --fix   (or: swarm close --slot " + slot + " --no-artifact)");
+    if (!fix_) return;
+    // A join holds the lock from before its record until its folder is made.
+    auto lock = try_lock_slot(ws_, slot, "doctor --fix of slot " + slot);
+    if (!lock) {
+      busy(f, slot);
+      return;
+    }
+    if (!fs::exists(ws_.slot_dir(slot))) erase(store, entry, f, "removed the record whose folder was gone");
+  }
+
+  void late_session(const SessionEntry& entry, std::chrono::milliseconds age, std::chrono::milliseconds ttl) {
+    const Session& s = *entry.session;
+    add(Severity::notice, "late_session", entry.slot,
+        "slot " + entry.slot + ": " + whose(s) + " (task " + s.task_id + ") was last renewed " + ago(age) +
+            ", past a third of the TTL (" + format_duration(ttl) + ")",
+        me_.owns(s) ? "swarm renew --slot " + entry.slot : "on " + s.host + ": swarm renew --slot " + entry.slot);
+  }
+
+  void stray_entry(const fs::path& path) {
+    add(Severity::notice, "stray_entry", path.string(),
+        path.string() + " is not a slot folder (only folders named like slots are): swarm never removes it",
+        "move it out of " + ws_.slots_dir().string());
+  }
+
+  void orphan_folder(const SessionStore& store, const std::string& slot) {
+    auto& f = add(Severity::problem, "orphan_folder", slot,
+                  "slot folder " + ws_.slot_dir(slot).string() + " has no record: its session expired (the agent "
+                  "died or stopped renewing)",
+                  "swarm doctor --fix   (salvages uncommitted files, removes the folder; or resume it: swarm join "
+                  "--slot " + slot + " --task ...)");
+    if (!fix_) return;
+    auto lock = try_lock_slot(ws_, slot, "doctor --fix of slot " + slot);
+    if (!lock) {
+      busy(f, slot);
+      return;
+    }
+    // A join that took the slot before we locked it wrote its record first: look again.
+    if (auto now = store.get(slot); now && has_record_here(*now)) {
+      f.fix_note = "a session took the slot meanwhile; left alone";
+      f.severity = Severity::notice;
+      return;
+    }
+    remove_folder(slot, f);
+  }
+
+  // Another swarm process of this host holds the slot's folder right now.
+  void busy(Finding& f, const std::string& slot) {
+    f.fix_note = "left alone: another swarm process is working on the slot's folder (" +
+                 slot_lock_holder(ws_, slot) + "); run doctor again when it is done";
+  }
+
   // CAS delete at the revision read: a session that renewed meanwhile survives.
   bool erase(const SessionStore& store, const SessionEntry& entry, Finding& f, const std::string& done) {
     try {
@@ -212,37 +292,34 @@ class Checkup {
     }
   }
 
-  void salvage_and_remove(const std::string& slot, Finding& f) {
-    fs::path folder = ws_.slot_dir(slot);
-    fs::path wt = folder / "wt";
-    Salvage salvage;
-    if (fs::exists(wt)) {
-      std::optional<Worktree> worktree;
-      try {
-        worktree.emplace(Worktree::open(wt, slot));
-      } catch (const Error&) {
-        // Not a readable repository: its files are all that can be saved.
-      }
-      try {
-        salvage = worktree ? salvage_worktree(*worktree, slot, ws_.recovery_dir(), clock_())
-                           : salvage_everything(wt, slot, ws_.recovery_dir(), clock_());
-      } catch (const std::exception& e) {
-        f.fix_note = std::string("left alone: could not salvage it first: ") + e.what();
-        return;
-      }
-    }
-    std::error_code ec;
-    fs::remove_all(folder, ec);
-    if (ec) {
+  // Salvages and removes a slot folder; the caller holds the slot's lock.
+  void remove_folder(const std::string& slot, Finding& f) {
+    if (!hub_present_) {
       f.fixed = false;
-      f.fix_note = "could not remove " + folder.string() + ": " + ec.message();
+      f.fix_note = "left alone: the hub is missing, and salvage keeps history there; fix the hub first";
+      return;
+    }
+    Removal removal;
+    try {
+      removal = remove_slot_folder(ws_, slot, clock_());
+    } catch (const std::exception& e) {
+      f.fixed = false;
+      f.fix_note = std::string("left alone: could not salvage it first: ") + e.what();
+      return;
+    }
+    const Salvage& salvage = removal.salvage;
+    std::string note = f.fix_note.empty() ? "" : f.fix_note + "; ";
+    if (!removal.removed) {
+      f.fixed = false;
+      f.fix_note = note + "salvaged, but " + removal.warning;
       return;
     }
     f.fixed = true;
-    std::string note = (f.fix_note.empty() ? "" : f.fix_note + "; ") + "removed " + folder.string();
-    if (salvage.files > 0) note += " after salvaging " + std::to_string(salvage.files) + " file(s) to " +
-                                   salvage.folder.string();
-    if (!salvage.commits_ref.empty()) note += "; its unpushed commits are in the hub as " + salvage.commits_ref;
+    note += "removed " + ws_.slot_dir(slot).string();
+    if (salvage.files > 0)
+      note += " after salvaging " + std::to_string(salvage.files) + " file(s) to " + salvage.folder.string();
+    if (salvage.unreadable_repository) note += " (its repository could not be read: every file, .git whole)";
+    if (!salvage.commits_ref.empty()) note += "; history the hub lacked is in the hub under " + salvage.commits_ref;
     f.fix_note = note;
   }
 
@@ -251,6 +328,7 @@ class Checkup {
   const Clock& clock_;
   bool fix_;
   std::string hub_url_;
+  bool hub_present_ = false;
   DoctorReport report_;
 };
 
@@ -288,6 +366,7 @@ DoctorReport Doctor::run(bool fix) {
   checkup.set_hub(config.hub);
   checkup.check_hub(config);
   checkup.check_embedded_server(config);
+  checkup.check_leftovers();
 
   // NATS trouble, at connect or at any request after it (a cluster electing
   // a new leader, a server going away), is a finding, never an exit 7.

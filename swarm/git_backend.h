@@ -16,6 +16,12 @@ namespace swarm {
 struct Change;
 struct CommitAuthor;
 
+// What a salvage pushed to the hub: every ref under one new prefix.
+struct PreservedHistory {
+  std::string prefix;             // refs/recovery/<slot>-<time>, with -2, -3... when taken
+  std::vector<std::string> refs;  // the full names pushed under it
+};
+
 class HubBackend {
  public:
   virtual ~HubBackend() = default;
@@ -30,7 +36,7 @@ class WorktreeBackend {
   virtual std::optional<std::string> commit(const std::string& message, const std::vector<std::string>& paths,
                                             const CommitAuthor& author) = 0;
   virtual void push() = 0;
-  virtual std::optional<std::string> preserve_unpushed(const std::string& recovery_ref) = 0;
+  virtual std::optional<PreservedHistory> preserve_unpushed(const std::string& prefix) = 0;
   virtual std::vector<Change> changes() const = 0;
   virtual bool has_commits_beyond_default() const = 0;
   virtual std::optional<std::string> branch_tip() const = 0;

@@ -1,8 +1,11 @@
 #include "swarm/recovery.h"
 
 #include <fstream>
+#include <optional>
 
 #include "swarm/error.h"
+#include "swarm/log.h"
+#include "swarm/worktree.h"
 
 namespace swarm {
 
@@ -10,120 +13,163 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A folder name that no earlier salvage of the same slot used.
-fs::path fresh_folder(const fs::path& root, const std::string& slot, TimePoint now) {
-  fs::path base = root / (slot + "-" + format_compact_utc(now));
-  fs::path folder = base;
-  for (int n = 2; fs::exists(folder); ++n) folder = base.string() + "-" + std::to_string(n);
-  return folder;
-}
+// Our own crumbs in a slot folder, which hold nothing to keep.
+bool is_crumb(const fs::path& name) { return name == "leaf.pid" || name == "session-base"; }
 
 [[noreturn]] void cannot_salvage(const fs::path& from, const fs::path& to, const std::error_code& ec) {
   throw Error(Errc::internal, "cannot salvage " + from.string() + " to " + to.string() + ": " + ec.message());
 }
 
-// Copies a file, a symlink (as a link) or a whole folder (an untracked nested
-// repository, its .git included); returns the number of files copied.
-int copy_one(const fs::path& from, const fs::path& to) {
-  std::error_code ec;
-  fs::create_directories(to.parent_path(), ec);
-  auto status = fs::symlink_status(from, ec);
-  if (fs::is_symlink(status)) {
-    fs::copy_symlink(from, to, ec);
-  } else if (fs::is_directory(status)) {
-    fs::copy(from, to, fs::copy_options::recursive | fs::copy_options::copy_symlinks, ec);
-    if (ec) cannot_salvage(from, to, ec);
-    int files = 0;
-    for (auto it = fs::recursive_directory_iterator(to, ec); !ec && it != fs::recursive_directory_iterator();
-         it.increment(ec))
-      files += fs::is_directory(it->symlink_status()) ? 0 : 1;
-    return files;
-  } else {
-    fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
-  }
-  if (ec) cannot_salvage(from, to, ec);
-  return 1;
-}
+// The recovery folder of one salvage, made when the first file goes in.
+class RecoveryFolder {
+ public:
+  RecoveryFolder(const fs::path& root, const std::string& slot, TimePoint now, Salvage* out)
+      : root_(root), name_(recovery_name(slot, now)), now_(now), out_(out) {}
 
-// A filesystem failure (permissions, a full disk) as swarm's error: the
-// callers keep the worktree when salvage fails.
-template <typename Salvaging>
-Salvage reporting_fs_errors(const fs::path& folder, Salvaging salvaging) {
-  try {
-    return salvaging();
-  } catch (const fs::filesystem_error& e) {
-    throw Error(Errc::internal, "cannot salvage " + folder.string() + ": " + e.what());
-  }
-}
+  // A header line for the manifest, written when the folder is made.
+  void describe(std::string header) { header_ = std::move(header); }
 
-Salvage copy_changes(Worktree& worktree, const std::string& slot, const fs::path& recovery_root, TimePoint now) {
-  Salvage out;
-  auto pushed = worktree.preserve_unpushed("refs/recovery/" + slot + "-" + format_compact_utc(now));
-  if (pushed) out.commits_ref = *pushed;
-  auto changes = worktree.changes();
-  if (changes.empty()) return out;
-  out.folder = fresh_folder(recovery_root, slot, now);
-  fs::create_directories(out.folder);
-  std::ofstream manifest(out.folder / "MANIFEST");
-  manifest << "# uncommitted changes of slot " << slot << " in " << worktree.path().string() << "\n"
-           << "# salvaged " << format_rfc3339(now) << "; codes: ? untracked, A added, M modified, D deleted, "
-           << "R renamed, T type change\n";
-  for (const auto& change : changes) {
-    manifest << change.code << " " << change.path << "\n";
-    fs::path source = worktree.path() / change.path;
-    if (change.code == 'D' || !fs::exists(fs::symlink_status(source))) {
-      ++out.deleted;
-      continue;
+  // Lists `relative` with its code; copies `source` there unless it is gone.
+  void add(char code, const std::string& relative, const fs::path& source) {
+    open();
+    manifest_ << code << " " << relative << "\n";
+    if (code == 'D' || !fs::exists(fs::symlink_status(source))) {
+      ++out_->deleted;
+      return;
     }
-    out.files += copy_one(source, out.folder / change.path);
+    out_->files += copy_one(source, out_->folder / relative);
   }
-  if (!manifest) throw Error(Errc::internal, "cannot write " + (out.folder / "MANIFEST").string());
-  return out;
+
+  void close() {
+    if (!manifest_.is_open()) return;
+    manifest_.flush();
+    if (!manifest_) throw Error(Errc::internal, "cannot write " + (out_->folder / "MANIFEST").string());
+  }
+
+ private:
+  void open() {
+    if (manifest_.is_open()) return;
+    fs::path folder = root_ / name_;
+    for (int n = 2; fs::exists(folder); ++n) folder = root_ / (name_ + "-" + std::to_string(n));
+    fs::create_directories(folder);
+    out_->folder = folder;
+    manifest_.open(folder / "MANIFEST");
+    manifest_ << "# " << header_ << "\n# salvaged " << format_rfc3339(now_)
+              << "; codes: ? untracked, A added, M modified, D deleted, R renamed, T type change, F a file kept "
+                 "whole\n";
+  }
+
+  // Copies a file, a symlink (as a link) or a whole folder (a nested
+  // repository, a .git); returns the number of files copied.
+  static int copy_one(const fs::path& from, const fs::path& to) {
+    std::error_code ec;
+    fs::create_directories(to.parent_path(), ec);
+    auto status = fs::symlink_status(from, ec);
+    if (fs::is_symlink(status)) {
+      fs::copy_symlink(from, to, ec);
+    } else if (fs::is_directory(status)) {
+      fs::copy(from, to, fs::copy_options::recursive | fs::copy_options::copy_symlinks, ec);
+      if (ec) cannot_salvage(from, to, ec);
+      int files = 0;
+      for (auto it = fs::recursive_directory_iterator(to, ec); !ec && it != fs::recursive_directory_iterator();
+           it.increment(ec))
+        files += fs::is_directory(it->symlink_status()) ? 0 : 1;
+      return files;
+    } else if (fs::is_regular_file(status)) {
+      fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
+    } else {
+      return 0;  // a FIFO or socket holds no data to keep
+    }
+    if (ec) cannot_salvage(from, to, ec);
+    return 1;
+  }
+
+  fs::path root_;
+  std::string name_;
+  TimePoint now_;
+  Salvage* out_;
+  std::string header_ = "salvaged files";
+  std::ofstream manifest_;
+};
+
+// A readable worktree: the history the hub lacks, then the uncommitted files.
+void salvage_worktree(Worktree& worktree, const std::string& slot, TimePoint now, RecoveryFolder& folder,
+                      Salvage& out) {
+  if (auto pushed = worktree.preserve_unpushed("refs/recovery/" + recovery_name(slot, now))) {
+    out.commits_ref = pushed->prefix;
+    out.refs = pushed->refs;
+  }
+  folder.describe("uncommitted changes of slot " + slot + " in " + worktree.path().string());
+  for (const auto& change : worktree.changes()) folder.add(change.code, change.path, worktree.path() / change.path);
 }
 
-Salvage copy_every_file(const fs::path& folder, const std::string& slot, const fs::path& recovery_root,
-                        TimePoint now) {
-  Salvage out;
+// A folder whose repository cannot be read: every file, and .git whole (it
+// may hold commits no one pushed). A file where the worktree should be, too.
+void salvage_every_file(const fs::path& wt, RecoveryFolder& folder) {
+  folder.describe("every file of " + wt.string() + " (its repository could not be read)");
   std::error_code ec;
-  auto status = fs::symlink_status(folder, ec);
-  if (!fs::exists(status)) return out;
-  out.folder = fresh_folder(recovery_root, slot, now);
-  fs::create_directories(out.folder);
-  std::ofstream manifest(out.folder / "MANIFEST");
-  manifest << "# every file of " << folder.string() << " (its repository could not be read)\n";
-  if (!fs::is_directory(status)) {  // a file where the worktree should be
-    out.files += copy_one(folder, out.folder / folder.filename());
-    manifest << "? " << folder.filename().generic_string() << "\n";
-    return out;
+  if (!fs::is_directory(fs::symlink_status(wt, ec))) {
+    folder.add('F', wt.filename().string(), wt);
+    return;
   }
-  for (auto it = fs::recursive_directory_iterator(folder, ec); it != fs::recursive_directory_iterator();
-       it.increment(ec)) {
-    if (it->path() == folder / ".git") {
-      // The unreadable repository itself, whole: it may hold commits no one pushed.
+  for (auto it = fs::recursive_directory_iterator(wt, ec); it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    fs::path relative = it->path().lexically_relative(wt);
+    if (relative == ".git") {
       it.disable_recursion_pending();
-      out.files += copy_one(it->path(), out.folder / ".git");
-      manifest << "? .git/ (the repository that could not be read, copied whole)\n";
+      folder.add('F', ".git", it->path());
       continue;
     }
     if (fs::is_directory(it->symlink_status())) continue;
-    fs::path relative = it->path().lexically_relative(folder);
-    out.files += copy_one(it->path(), out.folder / relative);
-    manifest << "? " << relative.generic_string() << "\n";
+    folder.add('?', relative.generic_string(), it->path());
   }
-  if (ec) cannot_salvage(folder, out.folder, ec);
+  if (ec) cannot_salvage(wt, wt, ec);
+}
+
+Salvage salvage(const fs::path& slot_dir, const std::string& slot, const fs::path& recovery_root, TimePoint now) {
+  Salvage out;
+  RecoveryFolder folder(recovery_root, slot, now, &out);
+  const fs::path wt = slot_dir / "wt";
+  std::error_code ec;
+  if (fs::exists(fs::symlink_status(wt, ec))) {
+    std::optional<Worktree> worktree;
+    try {
+      if (fs::is_directory(wt / ".git")) worktree.emplace(Worktree::open(wt, slot));
+      if (worktree) salvage_worktree(*worktree, slot, now, folder, out);
+    } catch (const Error& e) {
+      if (e.kind() == Errc::unavailable) throw;  // the hub, not the worktree: try again later
+      // Its history or status cannot be read (objects gone, a broken ref):
+      // keep every file as it is instead, the repository with them.
+      spdlog::warn("slot {}: the worktree's repository cannot be read ({}); keeping every file of it", slot, e.what());
+      worktree.reset();
+    }
+    if (!worktree) {
+      out.unreadable_repository = true;
+      salvage_every_file(wt, folder);
+    }
+  }
+  // Anything else an agent or an operator left in the slot folder.
+  for (const auto& entry : fs::directory_iterator(slot_dir, ec)) {
+    fs::path name = entry.path().filename();
+    if (name == "wt" || is_crumb(name)) continue;
+    folder.add('F', "beside-wt/" + name.string(), entry.path());
+  }
+  if (ec) cannot_salvage(slot_dir, recovery_root, ec);
+  folder.close();
   return out;
 }
 
 }  // namespace
 
-Salvage salvage_worktree(Worktree& worktree, const std::string& slot, const fs::path& recovery_root,
-                         TimePoint now) {
-  return reporting_fs_errors(worktree.path(), [&] { return copy_changes(worktree, slot, recovery_root, now); });
-}
+std::string recovery_name(const std::string& slot, TimePoint now) { return slot + "-" + format_compact_utc(now); }
 
-Salvage salvage_everything(const fs::path& folder, const std::string& slot, const fs::path& recovery_root,
-                           TimePoint now) {
-  return reporting_fs_errors(folder, [&] { return copy_every_file(folder, slot, recovery_root, now); });
+Salvage salvage_slot_folder(const fs::path& slot_dir, const std::string& slot, const fs::path& recovery_root,
+                            TimePoint now) {
+  try {
+    return salvage(slot_dir, slot, recovery_root, now);
+  } catch (const fs::filesystem_error& e) {
+    // Permissions, a full disk: swarm's error, and the caller keeps the folder.
+    throw Error(Errc::internal, "cannot salvage " + slot_dir.string() + ": " + e.what());
+  }
 }
 
 }  // namespace swarm

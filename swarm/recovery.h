@@ -1,34 +1,37 @@
-// Salvage: before a worktree is removed, its uncommitted files are copied,
-// with their relative paths, to .swarm/recovery/<slot>-<time>/, so removing a
-// slot never loses work.
+// Salvage: before a slot's folder is removed, everything in it that exists
+// nowhere else is kept. Uncommitted files go, with their relative paths, to
+// .swarm/recovery/<slot>-<time>/ (with a MANIFEST); history the hub lacks
+// goes to the hub as refs/recovery/<slot>-<time>/...
 #pragma once
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "swarm/clock.h"
-#include "swarm/worktree.h"
 
 namespace swarm {
 
 struct Salvage {
-  std::filesystem::path folder;  // empty when there was no uncommitted file
-  int files = 0;                 // copied files
-  int deleted = 0;               // deletions, listed in the manifest only
-  std::string commits_ref;       // hub ref holding commits that were never pushed, or empty
+  std::filesystem::path folder;   // empty when no file needed saving
+  int files = 0;                  // files kept
+  int deleted = 0;                // deletions, listed in the manifest only
+  std::string commits_ref;        // the refs/recovery/<slot>-<time> prefix in the hub, or empty
+  std::vector<std::string> refs;  // the refs pushed under it
+  bool unreadable_repository = false;  // every file was kept, the repository's .git whole
 };
 
-// Everything a worktree holds that the hub may not: its uncommitted files
-// (untracked ones included) are copied into a new folder under
-// `recovery_root` with a MANIFEST, and commits the hub lacks are pushed to the
-// hub as refs/recovery/<slot>-<time>. Throws (having removed nothing) when
-// either fails: the caller must then keep the worktree.
-Salvage salvage_worktree(Worktree& worktree, const std::string& slot, const std::filesystem::path& recovery_root,
-                         TimePoint now);
+// Salvages the slot folder `slot_dir` (.swarm/slots/<slot>): its worktree's
+// uncommitted files and the history the hub lacks; every file of a worktree
+// whose repository cannot be read (its .git whole, as it is); and any other
+// file beside the worktree (under beside-wt/). Throws (having removed
+// nothing) when anything cannot be kept: the caller must keep the folder.
+// The hub must be there: a worktree that cannot push to it counts as unreadable.
+Salvage salvage_slot_folder(const std::filesystem::path& slot_dir, const std::string& slot,
+                            const std::filesystem::path& recovery_root, TimePoint now);
 
-// Salvages a folder that may not be a readable git worktree: every file is
-// copied, .git/ included (whole). For slot folders whose repository is broken.
-Salvage salvage_everything(const std::filesystem::path& folder, const std::string& slot,
-                           const std::filesystem::path& recovery_root, TimePoint now);
+// "<slot>-20261122T100000.123Z": the name a salvage at `now` gives its
+// recovery folder and its prefix under refs/recovery/.
+std::string recovery_name(const std::string& slot, TimePoint now);
 
 }  // namespace swarm

@@ -1,5 +1,7 @@
 #include "swarm/slot_lifecycle.h"
 
+#include <unistd.h>
+
 #include <fstream>
 
 #include "swarm/duration.h"
@@ -8,6 +10,7 @@
 #include "swarm/liveness.h"
 #include "swarm/log.h"
 #include "swarm/names.h"
+#include "swarm/slot_folder.h"
 #include "swarm/worktree.h"
 
 namespace swarm {
@@ -101,13 +104,22 @@ Worktree SlotLifecycle::ensure_worktree(const std::string& slot, bool* resumed) 
                                   "or salvage and remove it with `swarm doctor --fix`");
     }
   }
+  // Cloned aside and moved in by one rename, so a join killed half way never
+  // leaves a half-checked-out worktree that a later join would take for work
+  // (its missing files would commit as deletions). What a killed clone
+  // leaves in .swarm/trash/ holds no work; close and doctor --fix delete it.
   fs::create_directories(workspace_.slot_dir(slot));
+  fs::create_directories(workspace_.trash_dir());
+  fs::path clone = workspace_.trash_dir() / (slot + ".clone." + format_compact_utc(clock_()) + "." +
+                                             std::to_string(::getpid()));
   try {
-    return Worktree::create(Hub::open(config_.hub), wt, slot);
+    Worktree::create(Hub::open(config_.hub), clone, slot);
+    fs::rename(clone, wt);
   } catch (...) {
-    fs::remove_all(wt, ec);  // ours, and half made
+    fs::remove_all(clone, ec);  // ours, and holds nothing yet
     throw;
   }
+  return Worktree::open(wt, slot);
 }
 
 bool SlotLifecycle::committed_in_this_run(const std::string& slot, const std::optional<Worktree>& worktree) const {
@@ -131,9 +143,11 @@ JoinResult SlotLifecycle::join(const std::string& slot, const std::string& task,
   s.leaf_pid = leaf_pid;
   // Only the winner of the slot makes a worktree (and loads git); every
   // joiner checks the hub is there, cheaply.
-  if (!Hub::exists_at(config_.hub))
-    throw Error(Errc::not_bootstrapped, "the hub " + config_.hub + " is missing or not a git repository");
+  require_hub();
   s.hub_url = Hub::url_of(config_.hub);
+  // The slot's folder is ours alone from here: a close or doctor --fix of
+  // this host removing it finishes first, and sees the record we write.
+  FileLock folder_lock = lock_slot(workspace_, slot, "join of slot " + slot);
   s.started_at = clock_();
   s.last_renewed = s.started_at;
 
@@ -207,6 +221,9 @@ JoinResult SlotLifecycle::join(const std::string& slot, const std::string& task,
 CommitResult SlotLifecycle::commit(const std::string& slot, const std::string& message,
                                    const std::vector<std::string>& paths) {
   if (message.empty()) throw Error(Errc::bad_input, "an empty commit message; say what changed with -m");
+  require_slot_name(slot);
+  // No close or doctor --fix of this host removes the folder while we commit.
+  FileLock folder_lock = lock_slot(workspace_, slot, "commit of slot " + slot);
   SessionEntry entry = read_own(slot);
   fs::path wt = workspace_.worktree(slot);
   if (!fs::exists(wt))
@@ -240,30 +257,46 @@ CloseResult SlotLifecycle::close(const std::string& slot, const CloseOptions& op
   require_slot_name(slot);
   if (options.result != "success" && options.result != "fail" && options.result != "fork")
     throw Error(Errc::bad_input, "bad --result '" + options.result + "': use success, fail or fork");
+  // Salvage pushes to the hub and the artifact gate reads it: without it,
+  // close keeps everything.
+  require_hub();
+  // Every step below, from the first look at the record to the removal, with
+  // the folder ours alone: a join of this host waits, then sees what we did.
+  FileLock folder_lock = lock_slot(workspace_, slot, "close of slot " + slot);
   CloseResult result;
   auto entry = store_.get(slot);
   if (entry && entry->corrupt()) throw Error(Errc::corrupt, corrupt_message(slot, entry->corrupt_reason));
   if (entry && !me_.owns(*entry->session)) throw Error(Errc::foreign_host, foreign_message(slot, *entry->session));
-  fs::path wt = workspace_.worktree(slot);
-  bool have_worktree = fs::exists(wt);
-  if (!entry && !fs::exists(workspace_.slot_dir(slot))) throw Error(Errc::not_found, not_found_message(slot));
-
-  std::optional<Worktree> worktree;
-  if (have_worktree) {
-    try {
-      worktree.emplace(Worktree::open(wt, slot));
-    } catch (const Error&) {
-      // A broken repository: salvage treats it as plain files below.
-    }
+  const fs::path folder = workspace_.slot_dir(slot);
+  const bool have_folder = fs::exists(fs::symlink_status(folder));
+  auto leftovers = leftover_removals(workspace_, slot);
+  if (!entry && !have_folder) {
+    if (leftovers.empty()) throw Error(Errc::not_found, not_found_message(slot));
+    // A close killed while deleting the folder it had salvaged: finish it.
+    finish_leftovers(leftovers, result);
+    result.warnings.push_back("slot " + slot + " had no record and no folder; finished removing what an "
+                              "interrupted close or doctor --fix had salvaged already");
+    return result;
   }
-  if (options.result == "success" && !options.no_artifact && !committed_in_this_run(slot, worktree))
-    throw Error(Errc::conflict, "slot " + slot + " has not committed since it was taken up, so there is nothing to "
-                                "show for success; commit first, close with --result fail, or pass --no-artifact");
-  // Salvage before anything is removed; a failed copy stops the close here.
-  if (have_worktree && !options.keep_worktree) {
+  const fs::path wt = workspace_.worktree(slot);
+  if (options.result == "success" && !options.no_artifact) {
+    std::optional<Worktree> worktree;
+    if (fs::exists(wt)) {
+      try {
+        worktree.emplace(Worktree::open(wt, slot));
+      } catch (const Error&) {
+        // A broken repository: it cannot show a commit; salvage keeps its files.
+      }
+    }
+    if (!committed_in_this_run(slot, worktree))
+      throw Error(Errc::conflict, "slot " + slot + " has not committed since it was taken up, so there is nothing to "
+                                  "show for success; commit first, close with --result fail, or pass --no-artifact");
+  }
+  // Salvage before anything is removed; a failed salvage stops the close here.
+  const bool remove_folder = have_folder && !options.keep_worktree;
+  if (remove_folder) {
     try {
-      result.salvage = worktree ? salvage_worktree(*worktree, slot, workspace_.recovery_dir(), clock_())
-                                : salvage_everything(wt, slot, workspace_.recovery_dir(), clock_());
+      result.salvage = salvage_slot(workspace_, slot, clock_());
     } catch (const Error& e) {
       throw Error(e.kind(), "slot " + slot + " is not closed and its worktree is kept: salvaging it failed (" +
                                 e.what() + "); fix that, or close with --keep-worktree");
@@ -278,17 +311,29 @@ CloseResult SlotLifecycle::close(const std::string& slot, const CloseOptions& op
   } else {
     result.warnings.push_back("slot " + slot + " had no record (it expired); cleaned up its folder only");
   }
-  worktree.reset();
-  std::error_code ec;
-  if (have_worktree && !options.keep_worktree) {
-    fs::remove_all(wt, ec);
-    if (ec) result.warnings.push_back("could not remove " + wt.string() + ": " + ec.message());
-    result.removed_worktree = !ec;
+  if (remove_folder) {
+    Removal removal = discard_slot_folder(workspace_, slot, clock_());
+    result.removed_worktree = removal.removed;
+    if (!removal.removed) result.warnings.push_back(removal.warning + "; `swarm doctor --fix` finishes it");
+  } else {
+    std::error_code ec;
+    fs::remove(workspace_.pid_file(slot), ec);
+    fs::remove(workspace_.session_base(slot), ec);
+    remove_if_empty(folder);
   }
-  fs::remove(workspace_.pid_file(slot), ec);
-  fs::remove(workspace_.session_base(slot), ec);
-  remove_if_empty(workspace_.slot_dir(slot));
+  finish_leftovers(leftovers, result);
   return result;
+}
+
+void SlotLifecycle::finish_leftovers(const std::vector<fs::path>& leftovers, CloseResult& result) const {
+  for (const auto& leftover : leftovers)
+    if (auto problem = finish_removal(leftover); !problem.empty()) result.warnings.push_back(problem);
+}
+
+void SlotLifecycle::require_hub() const {
+  if (!Hub::exists_at(config_.hub))
+    throw Error(Errc::not_bootstrapped, "the hub " + config_.hub + " is missing or not a git repository, so "
+                                        "nothing was changed; the workspace's operator must restore it");
 }
 
 SessionEntry SlotLifecycle::evict(const std::string& slot) {

@@ -99,6 +99,10 @@ class SlotLifecycle {
   // session-base, or (a slot joined before session-base existed) it has
   // commits beyond the default branch.
   bool committed_in_this_run(const std::string& slot, const std::optional<Worktree>& worktree) const;
+  // Throws not_bootstrapped naming the hub when it is not there.
+  void require_hub() const;
+  // Deletes what interrupted removals of the slot left in .swarm/trash/.
+  void finish_leftovers(const std::vector<std::filesystem::path>& leftovers, CloseResult& result) const;
 
   Workspace workspace_;
   WorkspaceConfig config_;

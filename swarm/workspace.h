@@ -46,6 +46,14 @@ class Workspace {
   // slot committed since.
   std::filesystem::path session_base(const std::string& slot) const { return slot_dir(slot) / "session-base"; }
   std::filesystem::path recovery_dir() const { return swarm_dir() / "recovery"; }
+  // Lock files (adr/0009): one per slot, for local work on its folder, and
+  // one for `swarm up`. Slot names have no '.', so the two never collide.
+  std::filesystem::path locks_dir() const { return swarm_dir() / "locks"; }
+  std::filesystem::path slot_lock(const std::string& slot) const { return locks_dir() / ("slot." + slot); }
+  std::filesystem::path up_lock() const { return locks_dir() / "up"; }
+  // Where a slot folder goes, by one rename, once it is salvaged: removing
+  // it from there may be interrupted, and is finished by anyone later.
+  std::filesystem::path trash_dir() const { return swarm_dir() / "trash"; }
 
   bool has_config() const;
   // Throws not_bootstrapped when config.json is missing or unreadable.

@@ -49,12 +49,14 @@ class Worktree {
   // Pushes swarm/<slot> to the hub. Throws when the push fails or is rejected.
   void push() { repo_->push(); }
 
-  // Commits of swarm/<slot> that may not be on the hub (a push failed or was
-  // refused) are pushed to `recovery_ref` (e.g. refs/recovery/<slot>-<time>),
-  // a new name, so nothing can refuse them. Returns that ref, or nullopt when
-  // the hub already had everything. Throws when the push fails.
-  std::optional<std::string> preserve_unpushed(const std::string& recovery_ref) {
-    return repo_->preserve_unpushed(recovery_ref);
+  // Everything the hub lacks that this clone can reach: commits of any local
+  // branch (swarm/<slot> or another), tags, the stash and its older entries,
+  // a detached HEAD and the commits in HEAD's reflog. Pushed as new refs under
+  // `prefix` (refs/recovery/<slot>-<time>; -2, -3... when the hub has that
+  // prefix already), so nothing can refuse them. nullopt when the hub had it
+  // all. Throws when the push fails.
+  std::optional<PreservedHistory> preserve_unpushed(const std::string& prefix) {
+    return repo_->preserve_unpushed(prefix);
   }
 
   // Every uncommitted change, untracked files included.

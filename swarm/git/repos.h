@@ -36,7 +36,7 @@ class WorktreeRepo : public WorktreeBackend {
   std::optional<std::string> commit(const std::string& message, const std::vector<std::string>& paths,
                                     const CommitAuthor& author) override;
   void push() override;
-  std::optional<std::string> preserve_unpushed(const std::string& recovery_ref) override;
+  std::optional<PreservedHistory> preserve_unpushed(const std::string& prefix) override;
   std::vector<Change> changes() const override;
   bool has_commits_beyond_default() const override;
   std::optional<std::string> branch_tip() const override;

@@ -218,20 +218,6 @@ void WorktreeRepo::push_branch_to(const std::string& target_ref) {
 
 void WorktreeRepo::push() { push_branch_to("refs/heads/" + branch_name()); }
 
-std::optional<std::string> WorktreeRepo::preserve_unpushed(const std::string& recovery_ref) {
-  git_oid local, pushed;
-  if (git_reference_name_to_id(&local, repo_.get(), ("refs/heads/" + branch_name()).c_str()) != 0)
-    return std::nullopt;  // no branch, no commits of its own
-  // A successful push moves origin/swarm/<slot> to the tip: anything else
-  // means the hub may lack commits that exist only here.
-  if (git_reference_name_to_id(&pushed, repo_.get(), ("refs/remotes/origin/" + branch_name()).c_str()) == 0 &&
-      (git_oid_equal(&local, &pushed) || git_graph_descendant_of(repo_.get(), &pushed, &local) == 1))
-    return std::nullopt;
-  if (!has_commits_beyond_default()) return std::nullopt;  // nothing but the hub's own history
-  push_branch_to(recovery_ref);
-  return recovery_ref;
-}
-
 std::vector<Change> WorktreeRepo::changes() const {
   git_status_options options = GIT_STATUS_OPTIONS_INIT;
   options.show = GIT_STATUS_SHOW_INDEX_AND_WORKDIR;

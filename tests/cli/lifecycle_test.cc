@@ -321,8 +321,9 @@ TEST_CASE("Close_PreservesUnpushedCommitsInTheHub") {
 
   auto closed = ws.swarm({"close", "--slot", "s", "--result", "fail", "--json"});
   REQUIRE_MESSAGE(closed.exit == 0, closed.err);
-  std::string ref = field(json_of(closed), "recovery_ref");
-  CHECK(ref.rfind("refs/recovery/s-", 0) == 0);
+  std::string prefix = field(json_of(closed), "recovery_ref");
+  CHECK(prefix.rfind("refs/recovery/s-", 0) == 0);
+  std::string ref = prefix + "/heads/swarm/s";
   CHECK_FALSE(std::filesystem::exists(ws.worktree("s")));
   auto hub = (ws.root() / ".swarm/hub.git").string();
   CHECK(ws.git({"--git-dir", hub, "log", "-1", "--format=%s", ref}).out == "mine, never pushed\n");

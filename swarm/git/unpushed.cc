@@ -1,0 +1,205 @@
+// What a slot's clone holds that the hub lacks, pushed to the hub under
+// refs/recovery/<slot>-<time>/ before the clone is removed: any local branch,
+// tag or other ref, the stash and its older entries, a detached HEAD, and the
+// commits HEAD's reflog remembers (an amended or abandoned commit).
+#include <set>
+#include <string_view>
+
+#include "swarm/error.h"
+#include "swarm/git/repos.h"
+
+namespace swarm::git {
+
+namespace {
+
+// Pushing to a prefix the hub has already is retried under the next free
+// one at most this often (another salvage of the same slot got there first).
+constexpr int kMaxPrefixAttempts = 5;
+// Where the tips are named locally for the push (the clone goes right after).
+constexpr std::string_view kTempNamespace = "refs/swarm-salvage/";
+
+using RevwalkPtr = std::unique_ptr<git_revwalk, Freer<git_revwalk_free>>;
+using ReflogPtr = std::unique_ptr<git_reflog, Freer<git_reflog_free>>;
+using RefIteratorPtr = std::unique_ptr<git_reference_iterator, Freer<git_reference_iterator_free>>;
+using OdbPtr = std::unique_ptr<git_odb, Freer<git_odb_free>>;
+
+struct OidLess {
+  bool operator()(const git_oid& a, const git_oid& b) const { return git_oid_cmp(&a, &b) < 0; }
+};
+using OidSet = std::set<git_oid, OidLess>;
+
+// A tip to keep: its name under the prefix ("heads/feature", "stash-1").
+struct Tip {
+  std::string name;
+  git_oid oid;
+  bool from_reflog = false;
+};
+
+// The commit an object peels to, when it peels to one.
+std::optional<git_oid> commit_of(git_repository* repo, const git_oid& oid) {
+  git_object* raw = nullptr;
+  if (git_object_lookup(&raw, repo, &oid, GIT_OBJECT_ANY) != 0) return std::nullopt;
+  ObjectPtr object(raw);
+  git_object* peeled_raw = nullptr;
+  if (git_object_peel(&peeled_raw, object.get(), GIT_OBJECT_COMMIT) != 0) return std::nullopt;
+  ObjectPtr peeled(peeled_raw);
+  return *git_object_id(peeled.get());
+}
+
+// The hub's refs as it has them now (one ls-remote).
+std::vector<std::pair<std::string, git_oid>> hub_refs(git_remote* remote, const std::string& where) {
+  git_remote_callbacks callbacks = GIT_REMOTE_CALLBACKS_INIT;
+  check(git_remote_connect(remote, GIT_DIRECTION_FETCH, &callbacks, nullptr, nullptr), "reach the hub from " + where);
+  const git_remote_head** heads = nullptr;
+  size_t count = 0;
+  int rc = git_remote_ls(&heads, &count, remote);
+  std::vector<std::pair<std::string, git_oid>> out;
+  for (size_t i = 0; rc == 0 && i < count; ++i) out.emplace_back(heads[i]->name, heads[i]->oid);
+  git_remote_disconnect(remote);
+  check(rc, "list the hub's refs from " + where);
+  return out;
+}
+
+// Every local tip worth keeping, named for the recovery prefix.
+std::vector<Tip> local_tips(git_repository* repo) {
+  std::vector<Tip> tips;
+  git_reference_iterator* it_raw = nullptr;
+  check(git_reference_iterator_new(&it_raw, repo), "list the clone's refs");
+  RefIteratorPtr it(it_raw);
+  git_reference* ref_raw = nullptr;
+  while (git_reference_next(&ref_raw, it.get()) == 0) {
+    ReferencePtr ref(ref_raw);
+    std::string_view name = git_reference_name(ref.get());
+    if (git_reference_type(ref.get()) != GIT_REFERENCE_DIRECT) continue;
+    if (name.rfind("refs/remotes/", 0) == 0 || name.rfind(kTempNamespace, 0) == 0) continue;
+    if (name.rfind("refs/", 0) != 0) continue;
+    tips.push_back({std::string(name.substr(5)), *git_reference_target(ref.get())});
+  }
+  // Older stash entries live only in the stash's reflog; HEAD's reflog holds
+  // commits no ref names any more. Entry 0 is the newest.
+  for (const char* log : {"refs/stash", "HEAD"}) {
+    git_reflog* reflog_raw = nullptr;
+    if (git_reflog_read(&reflog_raw, repo, log) != 0) continue;
+    ReflogPtr reflog(reflog_raw);
+    std::string base = std::string_view(log) == "HEAD" ? "HEAD-reflog-" : "stash-";
+    for (size_t i = 0, n = git_reflog_entrycount(reflog.get()); i < n; ++i) {
+      const git_reflog_entry* entry = git_reflog_entry_byindex(reflog.get(), i);
+      const git_oid* id = git_reflog_entry_id_new(entry);
+      if (id == nullptr || git_oid_is_zero(id)) continue;
+      tips.push_back({base + std::to_string(i), *id, true});
+    }
+  }
+  if (git_repository_head_detached(repo) == 1) {
+    git_oid head;
+    if (git_reference_name_to_id(&head, repo, "HEAD") == 0) tips.push_back({"detached-HEAD", head});
+  }
+  return tips;
+}
+
+// Commits reachable from `from` but from none of `hidden`.
+OidSet reachable(git_repository* repo, const std::vector<git_oid>& from, const std::vector<git_oid>& hidden) {
+  OidSet out;
+  if (from.empty()) return out;
+  git_revwalk* raw = nullptr;
+  check(git_revwalk_new(&raw, repo), "walk the clone's history");
+  RevwalkPtr walk(raw);
+  for (const auto& oid : from) check(git_revwalk_push(walk.get(), &oid), "walk the clone's history");
+  for (const auto& oid : hidden) check(git_revwalk_hide(walk.get(), &oid), "walk the clone's history");
+  git_oid next;
+  while (git_revwalk_next(&next, walk.get()) == 0) out.insert(next);
+  return out;
+}
+
+// The tips whose history the hub lacks: every named one (its name helps
+// whoever recovers it), then a reflog entry only for commits that no tip
+// kept before it carries.
+std::vector<Tip> tips_the_hub_lacks(git_repository* repo, const std::vector<Tip>& tips,
+                                    const std::vector<std::pair<std::string, git_oid>>& hub) {
+  git_odb* odb_raw = nullptr;
+  check(git_repository_odb(&odb_raw, repo), "open the clone's objects");
+  OdbPtr odb(odb_raw);
+  OidSet hub_objects;
+  std::vector<git_oid> hidden;  // the hub's commits that this clone knows
+  for (const auto& [name, oid] : hub) {
+    hub_objects.insert(oid);
+    if (!git_odb_exists(odb.get(), &oid)) continue;
+    if (auto commit = commit_of(repo, oid)) hidden.push_back(*commit);
+  }
+  std::vector<Tip> keep;
+  OidSet covered;  // commits that the tips kept so far carry to the hub
+  for (bool reflog_pass : {false, true}) {
+    for (const auto& tip : tips) {
+      if (tip.from_reflog != reflog_pass) continue;
+      auto commit = commit_of(repo, tip.oid);
+      if (!commit) {  // a tag of a tree or a blob: kept unless the hub has that very object
+        if (hub_objects.count(tip.oid) == 0) keep.push_back(tip);
+        continue;
+      }
+      if (reflog_pass && covered.count(*commit) != 0) continue;
+      auto lacking = reachable(repo, {*commit}, hidden);
+      if (lacking.empty()) continue;  // the hub has all of it
+      keep.push_back(tip);
+      covered.insert(lacking.begin(), lacking.end());
+    }
+  }
+  return keep;
+}
+
+int on_push_update(const char* refname, const char* status, void* payload) {
+  if (status != nullptr) static_cast<std::vector<std::string>*>(payload)->push_back(std::string(refname) + ": " + status);
+  return 0;
+}
+
+// `prefix`, or the first of prefix-2, prefix-3... that no hub ref uses.
+std::string free_prefix(const std::string& prefix, const std::vector<std::pair<std::string, git_oid>>& hub) {
+  for (int n = 1;; ++n) {
+    std::string candidate = n == 1 ? prefix : prefix + "-" + std::to_string(n);
+    bool taken = false;
+    for (const auto& [name, oid] : hub)
+      taken = taken || name == candidate || name.rfind(candidate + "/", 0) == 0;
+    if (!taken) return candidate;
+  }
+}
+
+}  // namespace
+
+std::optional<PreservedHistory> WorktreeRepo::preserve_unpushed(const std::string& prefix) {
+  git_remote* raw = nullptr;
+  check(git_remote_lookup(&raw, repo_.get(), "origin"), "find the hub remote of " + path_.string());
+  RemotePtr remote(raw);
+  auto hub = hub_refs(remote.get(), path_.string());
+  auto keep = tips_the_hub_lacks(repo_.get(), local_tips(repo_.get()), hub);
+  if (keep.empty()) return std::nullopt;
+
+  // Named locally first: a push takes refs, not bare object ids.
+  for (const auto& tip : keep) {
+    git_reference* ref = nullptr;
+    check(git_reference_create(&ref, repo_.get(), (std::string(kTempNamespace) + tip.name).c_str(), &tip.oid, 1,
+                               "swarm: salvage"),
+          "name " + tip.name + " for the salvage push");
+    git_reference_free(ref);
+  }
+  for (int attempt = 1; attempt <= kMaxPrefixAttempts; ++attempt) {
+    PreservedHistory out{free_prefix(prefix, hub), {}};
+    std::vector<std::string> specs;
+    for (const auto& tip : keep) {
+      out.refs.push_back(out.prefix + "/" + tip.name);
+      specs.push_back(std::string(kTempNamespace) + tip.name + ":" + out.refs.back());
+    }
+    std::vector<char*> pointers;
+    for (auto& s : specs) pointers.push_back(s.data());
+    git_strarray array{pointers.data(), pointers.size()};
+    std::vector<std::string> rejected;
+    git_push_options options = GIT_PUSH_OPTIONS_INIT;
+    options.callbacks.push_update_reference = on_push_update;
+    options.callbacks.payload = &rejected;
+    check(git_remote_push(remote.get(), &array, &options), "push the unpushed history of " + path_.string() +
+                                                                  " to the hub");
+    if (rejected.empty()) return out;
+    // Someone made refs under that prefix meanwhile: look for a free one again.
+    hub = hub_refs(remote.get(), path_.string());
+  }
+  throw Error(Errc::conflict, "the hub refused every recovery prefix tried for " + path_.string());
+}
+
+}  // namespace swarm::git

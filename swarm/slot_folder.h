@@ -1,0 +1,57 @@
+// A slot's folder on this host, .swarm/slots/<slot>/: local work on it is
+// exclusive (join making or reusing the worktree, commit, close and doctor
+// salvaging and removing it each hold the slot's lock), and removing it
+// never loses work and can always be finished (adr/0009).
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "swarm/clock.h"
+#include "swarm/file_lock.h"
+#include "swarm/recovery.h"
+#include "swarm/workspace.h"
+
+namespace swarm {
+
+// How long a verb waits for another swarm process of this host to finish
+// with a slot's folder: a salvage of a very large worktree takes a while.
+inline constexpr std::chrono::seconds kSlotLockWait{120};
+
+// Takes the slot's lock, waiting up to kSlotLockWait (and saying on stderr
+// whom it waits for). Throws conflict naming the holder when the wait runs out.
+FileLock lock_slot(const Workspace& ws, const std::string& slot, const std::string& doing);
+// The same without waiting: nullopt when another process holds it.
+std::optional<FileLock> try_lock_slot(const Workspace& ws, const std::string& slot, const std::string& doing);
+// Who holds the slot's lock, as it described itself.
+std::string slot_lock_holder(const Workspace& ws, const std::string& slot);
+
+struct Removal {
+  Salvage salvage;
+  bool removed = false;  // false: the folder stays (in .swarm/trash/ when it got that far), see warning
+  std::string warning;   // why it is not removed
+};
+
+// Salvages the slot's folder (see salvage_slot_folder). Call it holding the
+// slot's lock. Throws when anything cannot be kept: then nothing was removed.
+Salvage salvage_slot(const Workspace& ws, const std::string& slot, TimePoint now);
+
+// Removes a salvaged slot folder: moves it whole into .swarm/trash/ (one
+// rename: from then on the slot has no folder, and what is left is only
+// deletion, which anyone may finish later) and deletes it there. Call it
+// holding the slot's lock, after salvage_slot.
+Removal discard_slot_folder(const Workspace& ws, const std::string& slot, TimePoint now);
+
+// salvage_slot, then discard_slot_folder.
+Removal remove_slot_folder(const Workspace& ws, const std::string& slot, TimePoint now);
+
+// What interrupted removals left in .swarm/trash/ (of `slot`, or of every
+// slot when empty). Their salvage was complete before they moved there.
+std::vector<std::filesystem::path> leftover_removals(const Workspace& ws, const std::string& slot = {});
+// Deletes one such leftover; an error message, or "" when it is gone.
+std::string finish_removal(const std::filesystem::path& leftover);
+
+}  // namespace swarm
