@@ -5,6 +5,7 @@
 #include "kv/bucket.h"
 #include "swarm/embedded_server.h"
 #include "swarm/error.h"
+#include "swarm/file_lock.h"
 #include "swarm/hub.h"
 #include "swarm/log.h"
 
@@ -20,6 +21,8 @@ namespace {
 constexpr std::chrono::hours kLeaseBucketTtl{1};
 constexpr std::chrono::seconds kServerStartTimeout{15};
 constexpr std::chrono::seconds kServerStopGrace{5};
+// Another `up` or `down` of this workspace runs at most about this long.
+constexpr std::chrono::seconds kUpLockWait{60};
 
 void write_if_missing(const fs::path& path, const std::string& text) {
   if (fs::exists(path)) return;
@@ -73,12 +76,51 @@ void finish_up(const UpOptions& options, UpResult& result) {
 
 }  // namespace
 
+namespace {
+
+// `up` and `down` of one workspace run one at a time, so two of them never
+// start two servers on one store, or stop a server the other just started.
+FileLock lock_up(const Workspace& ws, const char* verb) {
+  auto lock = FileLock::acquire(ws.up_lock(), std::string("swarm ") + verb, kUpLockWait, [&](const std::string& holder) {
+    spdlog::warn("waiting for another `swarm up` or `swarm down` of this workspace: {}", holder);
+  });
+  if (!lock)
+    throw Error(Errc::conflict, "another `swarm up` or `swarm down` of this workspace is still running after " +
+                                    std::to_string(kUpLockWait.count()) + "s (" +
+                                    FileLock::holder_of(ws.up_lock()) + "); try again when it is done");
+  return std::move(*lock);
+}
+
+// Reuses the embedded server that runs, else (re)starts it on its old port
+// and data; stops any other server on the store (left by a killed or racing
+// `up` of an older swarm).
+void ensure_embedded_server(const Workspace& ws, UpResult& result) {
+  WorkspaceConfig& config = result.config;
+  EmbeddedServer server(ws.nats_dir());
+  if (auto id = server.running()) {
+    result.server_pid = id->pid;
+    if (!id->url.empty()) config.nats_url = id->url;
+    server.stop_others(id->pid, kServerStopGrace);
+  } else {
+    server.stop(kServerStopGrace);
+    int port = config.nats_url.empty() ? 0 : port_of_url(config.nats_url);
+    config.nats_url = server.start(port, kServerStartTimeout);
+    spdlog::debug("started the embedded nats-server at {}", config.nats_url);
+    result.started_server = true;
+    result.server_pid = server.recorded_pid();
+  }
+  config.embedded = true;
+}
+
+}  // namespace
+
 UpResult up(const UpOptions& options) {
   UpResult result{.workspace = Workspace::at(options.root), .config = {}};
   const Workspace& ws = result.workspace;
   fs::create_directories(ws.swarm_dir());
   // Keeps .swarm/ out of the workspace's own git status.
   write_if_missing(ws.swarm_dir() / ".gitignore", "*\n");
+  FileLock lock = lock_up(ws, "up");
 
   WorkspaceConfig& config = result.config;
   if (ws.has_config()) config = ws.load_config();
@@ -94,29 +136,18 @@ UpResult up(const UpOptions& options) {
   if (embedded && config.replicas != 1)
     throw Error(Errc::bad_input, "the embedded nats-server is a single node: --replicas must be 1 "
                                  "(use --nats-url with a cluster for more)");
-  EmbeddedServer server(ws.nats_dir());
   if (options.nats_url) {
     config.nats_url = *options.nats_url;
     config.embedded = false;
   } else if (embedded) {
-    // Reuse the running server, or (re)start it on its old port and data.
-    if (auto pid = server.running_pid(); pid && !config.nats_url.empty()) {
-      result.server_pid = *pid;
-    } else {
-      int port = config.nats_url.empty() ? 0 : port_of_url(config.nats_url);
-      config.nats_url = server.start(port, kServerStartTimeout);
-      spdlog::debug("started the embedded nats-server at {}", config.nats_url);
-      result.started_server = true;
-      result.server_pid = server.recorded_pid();
-    }
-    config.embedded = true;
+    ensure_embedded_server(ws, result);
   }
   try {
     finish_up(options, result);
   } catch (...) {
     // A server this call started and whose workspace it could not finish
     // would be one that no `swarm down` knows of.
-    if (result.started_server) server.stop(kServerStopGrace);
+    if (result.started_server) EmbeddedServer(ws.nats_dir()).stop(kServerStopGrace);
     throw;
   }
   return result;
@@ -127,9 +158,13 @@ DownResult down(const Workspace& workspace, std::chrono::milliseconds grace) {
   WorkspaceConfig config = workspace.load_config();
   result.embedded = config.embedded;
   if (!config.embedded) return result;
+  FileLock lock = lock_up(workspace, "down");
   EmbeddedServer server(workspace.nats_dir());
   if (auto pid = server.running_pid()) result.pid = *pid;
-  result.stopped = server.stop(grace);
+  // Every server on this workspace's store: ours, and any an older race left.
+  auto stopped = server.stop(grace);
+  result.stopped = !stopped.empty();
+  if (!result.pid && !stopped.empty()) result.pid = stopped.front();
   return result;
 }
 

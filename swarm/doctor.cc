@@ -77,10 +77,18 @@ class Checkup {
   void check_embedded_server(const WorkspaceConfig& config) {
     if (!config.embedded) return;
     EmbeddedServer server(ws_.nats_dir());
-    if (server.running_pid()) return;
+    auto ours = server.running_pid();
+    auto on_store = server.all_on_store();
+    if (on_store.size() > 1)
+      add(Severity::problem, "embedded_server", server.data_dir().string(),
+          std::to_string(on_store.size()) + " nats-servers run on this workspace's store (an older `swarm up` raced "
+          "another); only one may",
+          "swarm down && swarm up");
+    if (ours) return;
     auto pid = server.recorded_pid();
     add(Severity::problem, "embedded_server", server.pid_file().string(),
-        pid ? "the embedded nats-server's pid file names process " + std::to_string(*pid) + ", which is not running"
+        pid ? "the embedded nats-server is not running (the pid file names process " + std::to_string(*pid) +
+                  ", which is gone or is another program now)"
             : "the embedded nats-server has no pid file: it was never started here, or its folder was removed",
         "swarm up");
   }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "swarm/error.h"
+#include "swarm/json.h"
 #include "swarm/workspace.h"
 
 namespace swarm {
@@ -47,10 +48,46 @@ bool answers(int port) {
   return ok;
 }
 
-bool is_nats_server(pid_t pid) {
+// The NUL-separated arguments of a process (empty when it is gone).
+std::vector<std::string> arguments_of(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
-  std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return cmdline.find("nats-server") != std::string::npos;
+  std::vector<std::string> args;
+  std::string arg;
+  while (std::getline(in, arg, '\0')) args.push_back(arg);
+  return args;
+}
+
+// /proc/<pid>/stat field 22: when the process started, in clock ticks since
+// boot. A pid reused by another process has another start time.
+std::optional<unsigned long long> start_ticks_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto paren = stat.rfind(')');  // the command name before it may hold spaces
+  if (paren == std::string::npos) return std::nullopt;
+  std::istringstream fields(stat.substr(paren + 2));
+  std::string field;
+  for (int i = 3; i <= 22 && fields >> field; ++i)
+    if (i == 22) return std::stoull(field);
+  return std::nullopt;
+}
+
+std::string exe_of(pid_t pid) {
+  std::error_code ec;
+  std::string exe = fs::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec).string();
+  // An executable replaced on disk since (a package upgrade) still runs.
+  const std::string deleted = " (deleted)";
+  if (exe.size() > deleted.size() && exe.compare(exe.size() - deleted.size(), deleted.size(), deleted) == 0)
+    exe.resize(exe.size() - deleted.size());
+  return exe;
+}
+
+// Whether `pid` runs nats-server with `store` as its store directory.
+bool serves_store(pid_t pid, const fs::path& store) {
+  auto args = arguments_of(pid);
+  if (args.empty() || fs::path(args[0]).filename().string().find("nats-server") == std::string::npos) return false;
+  for (std::size_t i = 0; i + 1 < args.size(); ++i)
+    if (args[i] == "-sd" && args[i + 1] == store.string()) return true;
+  return false;
 }
 
 bool alive(pid_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM); }
@@ -61,13 +98,17 @@ std::string tail_of(const fs::path& path, std::size_t max_chars) {
   return text.size() > max_chars ? text.substr(text.size() - max_chars) : text;
 }
 
-bool on_path(const std::string& program) {
+// The program's real path, found on PATH ("" when it is not there).
+std::string find_on_path(const std::string& program) {
   const char* path = std::getenv("PATH");
   std::stringstream dirs(path ? path : "");
   std::string dir;
-  while (std::getline(dirs, dir, ':'))
-    if (!dir.empty() && access((fs::path(dir) / program).c_str(), X_OK) == 0) return true;
-  return false;
+  while (std::getline(dirs, dir, ':')) {
+    fs::path candidate = fs::path(dir) / program;
+    std::error_code ec;
+    if (!dir.empty() && access(candidate.c_str(), X_OK) == 0) return fs::canonical(candidate, ec).string();
+  }
+  return {};
 }
 
 }  // namespace
@@ -108,14 +149,52 @@ std::optional<pid_t> EmbeddedServer::recorded_pid() const {
   return static_cast<pid_t>(pid);
 }
 
+std::optional<ServerIdentity> EmbeddedServer::running() const {
+  std::ifstream in(identity_file());
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  Json json = Json::parse(text);
+  if (!json || !cJSON_IsObject(json.get())) return std::nullopt;
+  auto number = [&](const char* name) {
+    const cJSON* item = cJSON_GetObjectItemCaseSensitive(json.get(), name);
+    return cJSON_IsNumber(item) ? item->valuedouble : -1.0;
+  };
+  auto string = [&](const char* name) {
+    const cJSON* item = cJSON_GetObjectItemCaseSensitive(json.get(), name);
+    return cJSON_IsString(item) ? std::string(item->valuestring) : std::string();
+  };
+  ServerIdentity id;
+  if (number("pid") <= 0 || number("start_ticks") < 0) return std::nullopt;
+  id.pid = static_cast<pid_t>(number("pid"));
+  id.start_ticks = static_cast<unsigned long long>(number("start_ticks"));
+  id.exe = string("exe");
+  id.url = string("url");
+  // All three: the same process (start time), the same program, our store.
+  if (!alive(id.pid) || start_ticks_of(id.pid) != id.start_ticks || !serves_store(id.pid, data_dir())) return std::nullopt;
+  if (!id.exe.empty() && exe_of(id.pid) != id.exe) return std::nullopt;
+  return id;
+}
+
 std::optional<pid_t> EmbeddedServer::running_pid() const {
-  auto pid = recorded_pid();
-  if (!pid || !alive(*pid) || !is_nats_server(*pid)) return std::nullopt;
-  return pid;
+  auto id = running();
+  if (!id) return std::nullopt;
+  return id->pid;
+}
+
+std::vector<pid_t> EmbeddedServer::all_on_store() const {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    pid_t pid = static_cast<pid_t>(std::stol(name));
+    if (serves_store(pid, data_dir())) out.push_back(pid);
+  }
+  return out;
 }
 
 std::string EmbeddedServer::start(int port, std::chrono::milliseconds timeout) {
-  if (!on_path("nats-server"))
+  const std::string program = find_on_path("nats-server");
+  if (program.empty())
     throw Error(Errc::unavailable,
                 "nats-server is not on PATH: install it (apt-get install nats-server) or pass --nats-url");
   fs::create_directories(data_dir());
@@ -137,12 +216,22 @@ std::string EmbeddedServer::start(int port, std::chrono::milliseconds timeout) {
     dup2(devnull, 0);
     dup2(devnull, 1);
     dup2(devnull, 2);
-    execvp(argv[0], argv.data());
+    execv(program.c_str(), argv.data());
     _exit(127);
   }
   // The pid file is nats-server's own (-P); write it too, so a server that dies
-  // before writing it still leaves a pid for doctor to name.
+  // before writing it still leaves a pid for doctor to name. The identity is
+  // written at once: an `up` killed from here on leaves a server that the
+  // next `up` reuses and `down` stops.
   write_file_atomically(pid_file(), std::to_string(pid) + "\n");
+  const std::string url = "nats://127.0.0.1:" + std::to_string(port);
+  Json identity = Json::object();
+  identity.set("pid", static_cast<std::int64_t>(pid))
+      .set("start_ticks", static_cast<std::int64_t>(start_ticks_of(pid).value_or(0)))
+      .set("exe", program)
+      .set("url", url)
+      .set("store", data_dir().string());
+  write_file_atomically(identity_file(), identity.dump_pretty() + "\n");
 
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (!answers(port)) {
@@ -158,26 +247,34 @@ std::string EmbeddedServer::start(int port, std::chrono::milliseconds timeout) {
     }
     std::this_thread::sleep_for(20ms);
   }
-  return "nats://127.0.0.1:" + std::to_string(port);
+  return url;
 }
 
-bool EmbeddedServer::stop(std::chrono::milliseconds grace) {
-  auto pid = running_pid();
-  if (!pid) return false;
-  kill(*pid, SIGTERM);
+std::vector<pid_t> EmbeddedServer::stop(std::chrono::milliseconds grace) const { return stop_others(0, grace); }
+
+std::vector<pid_t> EmbeddedServer::stop_others(pid_t keep, std::chrono::milliseconds grace) const {
+  std::vector<pid_t> pids;
+  for (pid_t pid : all_on_store())
+    if (pid != keep) pids.push_back(pid);
+  // Each is checked again right before each signal: a pid that stopped
+  // serving our store meanwhile is no longer ours to signal.
+  auto still_ours = [&](pid_t pid) { return alive(pid) && serves_store(pid, data_dir()); };
+  for (pid_t pid : pids)
+    if (still_ours(pid)) kill(pid, SIGTERM);
   auto deadline = std::chrono::steady_clock::now() + grace;
-  while (alive(*pid) && std::chrono::steady_clock::now() < deadline) {
-    waitpid(*pid, nullptr, WNOHANG);  // reaps it when we are its parent (tests)
-    std::this_thread::sleep_for(20ms);
-  }
-  if (alive(*pid)) {
-    kill(*pid, SIGKILL);
-    for (int i = 0; i < 100 && alive(*pid); ++i) {
-      waitpid(*pid, nullptr, WNOHANG);
-      std::this_thread::sleep_for(10ms);
+  auto any_left = [&] {
+    bool left = false;
+    for (pid_t pid : pids) {
+      waitpid(pid, nullptr, WNOHANG);  // reaps it when we are its parent (tests)
+      left = left || still_ours(pid);
     }
-  }
-  return true;
+    return left;
+  };
+  while (any_left() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(20ms);
+  for (pid_t pid : pids)
+    if (still_ours(pid)) kill(pid, SIGKILL);
+  for (int i = 0; i < 100 && any_left(); ++i) std::this_thread::sleep_for(10ms);
+  return pids;
 }
 
 }  // namespace swarm

@@ -1,6 +1,11 @@
 // The nats-server that `swarm up` starts when no --nats-url is given: from PATH,
 // JetStream on, 127.0.0.1 only, data, log and pid under .swarm/nats/. It
-// outlives the `swarm up` that started it; `swarm down` stops it by its pid.
+// outlives the `swarm up` that started it; `swarm down` stops it.
+//
+// A pid alone does not name our server: after a reboot or a crash the pid in
+// nats.pid may belong to anyone. Our server is the process that runs the
+// recorded executable with this workspace's store (-sd) and started at the
+// recorded time; only such a process is ever reused or signalled.
 #pragma once
 
 #include <sys/types.h>
@@ -9,29 +14,47 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace swarm {
+
+// What identifies the server `up` started (.swarm/nats/server.json).
+struct ServerIdentity {
+  pid_t pid = 0;
+  unsigned long long start_ticks = 0;  // /proc/<pid>/stat starttime: a reused pid has another
+  std::string exe;                     // the executable it runs
+  std::string url;
+};
 
 class EmbeddedServer {
  public:
   explicit EmbeddedServer(std::filesystem::path dir) : dir_(std::move(dir)) {}
 
   std::filesystem::path pid_file() const { return dir_ / "nats.pid"; }
+  std::filesystem::path identity_file() const { return dir_ / "server.json"; }
   std::filesystem::path log_file() const { return dir_ / "nats.log"; }
   std::filesystem::path data_dir() const { return dir_ / "data"; }
 
-  // The pid in the pid file when that process is alive and is a nats-server.
+  // Our server, when the process recorded is still it and alive.
+  std::optional<ServerIdentity> running() const;
   std::optional<pid_t> running_pid() const;
   // The pid named by the pid file, alive or not (nullopt when there is no file).
   std::optional<pid_t> recorded_pid() const;
+  // Every nats-server process whose store is this workspace's: ours, and
+  // any left by an earlier `up` that was killed or raced another.
+  std::vector<pid_t> all_on_store() const;
 
   // Starts the server on `port` (0: pick a free one; a taken port is replaced
-  // by a free one) and waits up to `timeout` until it answers. Returns its URL.
-  // Throws unavailable when nats-server is missing, exits, or never answers.
+  // by a free one), records its identity, and waits up to `timeout` until it
+  // answers. Returns its URL. Throws unavailable when nats-server is missing,
+  // exits, or never answers.
   std::string start(int port, std::chrono::milliseconds timeout);
 
-  // SIGTERM, then SIGKILL after `grace`. False when it was not running.
-  bool stop(std::chrono::milliseconds grace);
+  // SIGTERM to every server on this store, then SIGKILL after `grace`.
+  // Returns the pids it stopped (none: nothing was running).
+  std::vector<pid_t> stop(std::chrono::milliseconds grace) const;
+  // The same for every server on this store except `keep`.
+  std::vector<pid_t> stop_others(pid_t keep, std::chrono::milliseconds grace) const;
 
  private:
   std::filesystem::path dir_;

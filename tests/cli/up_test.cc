@@ -1,9 +1,18 @@
 // swarm up / down on the embedded default: idempotent, restartable, git-aware.
 #include <doctest/doctest.h>
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <sstream>
+
+#include <thread>
+
 #include "cli/swarm_fixture.h"
 
 using namespace testing;
+using namespace std::chrono_literals;
 
 TEST_CASE("Up_EmbeddedServerIsIdempotentAndSurvivesDown") {
   // a second up keeps the URL; down stops the server; up restarts it on the same data.
@@ -102,4 +111,100 @@ TEST_CASE("Up_RefusedUpLeavesNoServerRunning") {
   CHECK(ws.swarm({"down"}).out.find("not running") != std::string::npos);
   REQUIRE(ws.swarm({"up"}).exit == 0);
   CHECK(ws.swarm({"status"}).exit == 0);
+}
+
+namespace {
+
+// The nats-server processes whose store is the workspace's (read from /proc).
+int servers_on_store(const SwarmWorkspace& ws) {
+  const std::string store = (ws.root() / ".swarm/nats/data").string();
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmdline = read_file(entry.path() / "cmdline");
+    if (cmdline.find(std::string("-sd") + '\0' + store + '\0') != std::string::npos) ++count;
+  }
+  return count;
+}
+
+// nats-server's path, as `swarm up` finds it.
+std::string nats_server_on_path() {
+  std::stringstream dirs(std::getenv("PATH") ? std::getenv("PATH") : "");
+  std::string dir;
+  while (std::getline(dirs, dir, ':'))
+    if (::access((std::filesystem::path(dir) / "nats-server").c_str(), X_OK) == 0)
+      return (std::filesystem::path(dir) / "nats-server").string();
+  return "nats-server";
+}
+
+}  // namespace
+
+TEST_CASE("Down_NeverSignalsAProcessThatOnlyHasOurOldPid") {
+  // a stale nats.pid naming another program (here another nats-server, on its own store) is not our server:
+  // down leaves it alone, and up starts our server again instead of exiting 7.
+  SwarmWorkspace ws({.embedded = true});
+  REQUIRE(ws.swarm({"down"}).exit == 0);
+  NatsServer stranger;
+  write_file(ws.root() / ".swarm/nats/nats.pid", std::to_string(stranger.pid()) + "\n");
+  auto down = ws.swarm({"down"});
+  CHECK(down.exit == 0);
+  CHECK(down.out.find("not running") != std::string::npos);
+  CHECK(::kill(stranger.pid(), 0) == 0);
+  auto up = ws.swarm({"up", "--json"});
+  REQUIRE_MESSAGE(up.exit == 0, up.err);
+  CHECK(cJSON_IsTrue(cJSON_GetObjectItem(json_of(up).get(), "started_server")));
+  CHECK(ws.swarm({"status"}).exit == 0);
+  CHECK(::kill(stranger.pid(), 0) == 0);
+  // The identity file is checked against the process itself: a recorded pid that is now a shell (even one
+  // whose arguments say nats-server) is not our server.
+  REQUIRE(ws.swarm({"down"}).exit == 0);
+  Process imposter({.args = {"/bin/sh", "-c", "sleep 30", "nats-server"}});
+  auto identity = swarm::Json::parse(read_file(ws.root() / ".swarm/nats/server.json"));
+  REQUIRE(identity);
+  identity.set("pid", static_cast<std::int64_t>(imposter.pid()));
+  write_file(ws.root() / ".swarm/nats/server.json", identity.dump());
+  write_file(ws.root() / ".swarm/nats/nats.pid", std::to_string(imposter.pid()) + "\n");
+  CHECK(ws.swarm({"down"}).out.find("not running") != std::string::npos);
+  CHECK(::kill(imposter.pid(), 0) == 0);
+  CHECK(ws.swarm({"doctor", "--json"}).out.find("is another program now") != std::string::npos);
+  imposter.signal(SIGKILL);
+}
+
+TEST_CASE("Up_TwoAtOnceStartOneServerThatDownStops") {
+  // two `swarm up` at once on a new workspace: both succeed with one URL, one server runs, down stops it.
+  SwarmWorkspace ws({.embedded = true, .up = false});
+  Process first(ws.command({"up", "--json"}));
+  Process second(ws.command({"up", "--json"}));
+  auto a = first.wait();
+  auto b = second.wait();
+  REQUIRE_MESSAGE(a.exit == 0, a.err);
+  REQUIRE_MESSAGE(b.exit == 0, b.err);
+  CHECK(field(json_of(a), "nats_url") == field(json_of(b), "nats_url"));
+  CHECK(servers_on_store(ws) == 1);
+  // A second server on the same store, as an older swarm's race left: doctor names it, down stops both.
+  int port = free_port();
+  Process stray({.args = {nats_server_on_path(), "-js", "-a", "127.0.0.1", "-p", std::to_string(port), "-sd",
+                          (ws.root() / ".swarm/nats/data").string()}});
+  for (int i = 0; i < 100 && servers_on_store(ws) < 2; ++i) std::this_thread::sleep_for(20ms);
+  REQUIRE(servers_on_store(ws) == 2);
+  CHECK(ws.swarm({"doctor", "--json"}).out.find("2 nats-servers run on this workspace's store") != std::string::npos);
+  REQUIRE(ws.swarm({"down"}).exit == 0);
+  CHECK(servers_on_store(ws) == 0);
+  stray.wait();
+}
+
+TEST_CASE("Up_AfterAnUpKilledBeforeItsConfigReusesItsServer") {
+  // an up killed after starting the server but before writing config.json: the next up adopts that server
+  // (no second one on the store), and down stops it.
+  SwarmWorkspace ws({.embedded = true});
+  auto url = field(swarm::Json::parse(read_file(ws.root() / ".swarm/config.json")), "nats_url");
+  std::filesystem::remove(ws.root() / ".swarm/config.json");
+  auto up = ws.swarm({"up", "--json"});
+  REQUIRE_MESSAGE(up.exit == 0, up.err);
+  CHECK(cJSON_IsFalse(cJSON_GetObjectItem(json_of(up).get(), "started_server")));
+  CHECK(field(json_of(up), "nats_url") == url);
+  CHECK(servers_on_store(ws) == 1);
+  REQUIRE(ws.swarm({"down"}).exit == 0);
+  CHECK(servers_on_store(ws) == 0);
 }

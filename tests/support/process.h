@@ -37,6 +37,7 @@ class Process {
   // or at end of output. Lines read here are not in wait()'s result.
   std::optional<std::string> read_line(std::chrono::milliseconds limit);
   void signal(int signo);
+  pid_t pid() const { return pid_; }
 
  private:
   pid_t pid_ = -1;
