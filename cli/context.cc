@@ -76,6 +76,9 @@ kv::ConnectionOptions Context::auth_options() const {
   kv::ConnectionOptions o;
   o.connect_timeout = timeout();
   o.request_timeout = timeout();
+  // A verb waits on NATS for --timeout in all, however many requests it
+  // makes and retries through a failover.
+  o.total_wait = timeout();
   o.user = globals_.user;
   o.password = globals_.password;
   o.token = globals_.token;

@@ -3,10 +3,12 @@
 #include <cstring>
 
 #include "kv/bucket_state.h"
+#include "kv/retry.h"
 
 namespace kv {
 
 using detail::check;
+using detail::with_retries;
 
 namespace {
 
@@ -45,17 +47,47 @@ std::chrono::system_clock::time_point time_of(std::int64_t unix_nanos) {
       std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::nanoseconds(unix_nanos)));
 }
 
-// Reads the stream behind a bucket; nullptr when it does not exist.
-detail::StreamInfoPtr stream_info(jsCtx* js, const std::string& stream, const std::string& bucket) {
+// JetStream options whose requests wait `wait` for their answer.
+jsOptions waiting(std::chrono::milliseconds wait) {
+  jsOptions options;
+  jsOptions_Init(&options);
+  options.Wait = wait.count();
+  return options;
+}
+
+// Reads the stream behind a bucket, waiting `wait` for the answer; nullptr
+// when it does not exist.
+detail::StreamInfoPtr stream_info_once(jsCtx* js, const std::string& stream, const std::string& bucket,
+                                       std::chrono::milliseconds wait) {
   jsStreamInfo* info = nullptr;
   jsErrCode code = jsErrCode(0);
-  natsStatus status = js_GetStreamInfo(&info, js, stream.c_str(), nullptr, &code);
+  jsOptions options = waiting(wait);
+  natsStatus status = js_GetStreamInfo(&info, js, stream.c_str(), &options, &code);
   if (status == NATS_NOT_FOUND || code == JSStreamNotFoundErr) return nullptr;
   check(status, "read config of " + where(bucket), code);
   return detail::StreamInfoPtr(info);
 }
 
+// The same, retried through a failover.
+detail::StreamInfoPtr stream_info(detail::ConnectionState& connection, const std::string& stream,
+                                  const std::string& bucket) {
+  return with_retries(connection, [&](std::chrono::milliseconds wait) {
+    return stream_info_once(connection.js.get(), stream, bucket, wait);
+  });
+}
+
+// What open() read of the stream is still news this long after.
+constexpr std::chrono::milliseconds kFreshOpen{1000};
+
 }  // namespace
+
+namespace detail {
+std::uint64_t last_sequence(const Bucket::State& bucket, const std::string& name, std::chrono::milliseconds wait) {
+  auto info = stream_info_once(bucket.js(), bucket.stream, name, wait);
+  if (!info) throw Error(Errc::not_found, where(name) + " no longer exists");
+  return info->State.LastSeq;
+}
+}  // namespace detail
 
 
 void require_valid_bucket_name(std::string_view name) {
@@ -117,12 +149,14 @@ Bucket Bucket::open(const Connection& connection, const std::string& name) {
   state->prefix = "$KV." + name + ".";
   // One round trip: the stream's config and size, kept for config() and for
   // knowing whether a snapshot has anything to replay.
-  auto info = stream_info(state->js(), state->stream, name);
+  auto info = stream_info(*state->connection, state->stream, name);
   if (!info) throw Error(Errc::not_found, where(name) + " does not exist on " + connection.connected_url());
   if (info->Config->MaxMsgsPerSubject < 1)
     throw Error(Errc::bad_request, "stream " + state->stream + " is not a key-value bucket");
   state->config = config_of(*info, name);
   state->messages = info->State.Msgs;
+  state->last_seq = info->State.LastSeq;
+  state->opened_at = std::chrono::steady_clock::now();
   return Bucket(std::move(state), name);
 }
 
@@ -144,7 +178,7 @@ Bucket Bucket::ensure(const Connection& connection, const BucketConfig& want) {
     throw Error(Errc::conflict, message);
   };
 
-  if (auto info = stream_info(js, stream, want.name)) {
+  if (auto info = stream_info(*connection.state(), stream, want.name)) {
     compare_with_server(*info);
     return open(connection, want.name);
   }
@@ -161,7 +195,7 @@ Bucket Bucket::ensure(const Connection& connection, const BucketConfig& want) {
   detail::StorePtr created(store);
   if (status != NATS_OK) {
     // Someone else may have created it meanwhile, perhaps with another config.
-    if (auto info = stream_info(js, stream, want.name)) {
+    if (auto info = stream_info(*connection.state(), stream, want.name)) {
       compare_with_server(*info);
       return open(connection, want.name);
     }
@@ -174,8 +208,10 @@ BucketConfig Bucket::config() const { return state_->config; }
 
 std::uint64_t Bucket::size_hint() const { return state_->messages; }
 
+std::uint64_t Bucket::revision_at_open() const { return state_->last_seq; }
+
 std::string Bucket::leader() const {
-  auto info = stream_info(state_->js(), state_->stream, name_);
+  auto info = stream_info(*state_->connection, state_->stream, name_);
   if (!info) throw Error(Errc::not_found, where(name_) + " no longer exists");
   if (info->Cluster == nullptr || info->Cluster->Leader == nullptr) return {};
   return info->Cluster->Leader;
@@ -192,30 +228,37 @@ std::chrono::nanoseconds Bucket::server_clock_offset(const LocalClock& local_clo
   config.FilterSubject = subject.c_str();
   config.MemoryStorage = true;
   config.InactiveThreshold = kClockProbeLifetimeNanos;
-  jsConsumerInfo* raw = nullptr;
-  jsErrCode code = jsErrCode(0);
-  auto sent = local_clock();
-  natsStatus status = js_AddConsumer(&raw, state_->js(), state_->stream.c_str(), &config, nullptr, &code);
-  auto answered = local_clock();
-  check(status, "read the server's clock through " + where(name_), code);
-  detail::ConsumerInfoPtr info(raw);
-  // The server stamped it between our send and its answer: call it the middle.
-  auto local = sent + (answered - sent) / 2;
-  return std::chrono::nanoseconds(info->Created) -
-         std::chrono::duration_cast<std::chrono::nanoseconds>(local.time_since_epoch());
+  return with_retries(*state_->connection, [&](std::chrono::milliseconds wait) {
+    jsConsumerInfo* raw = nullptr;
+    jsErrCode code = jsErrCode(0);
+    jsOptions options = waiting(wait);
+    auto sent = local_clock();
+    natsStatus status = js_AddConsumer(&raw, state_->js(), state_->stream.c_str(), &config, &options, &code);
+    auto answered = local_clock();
+    check(status, "read the server's clock through " + where(name_), code);
+    detail::ConsumerInfoPtr info(raw);
+    // The server stamped it between our send and its answer: call it the middle.
+    auto local = sent + (answered - sent) / 2;
+    return std::chrono::nanoseconds(info->Created) -
+           std::chrono::duration_cast<std::chrono::nanoseconds>(local.time_since_epoch());
+  });
 }
 
 std::optional<Entry> Bucket::latest(std::string_view key, bool* deleted) const {
   require_valid_key(name_, key);
   const std::string subject = state_->prefix + std::string(key);
-  natsMsg* raw = nullptr;
-  jsErrCode code = jsErrCode(0);
   // The stream leader answers this, so a client always reads its own writes.
-  natsStatus status = js_GetLastMsg(&raw, state_->js(), state_->stream.c_str(), subject.c_str(), nullptr, &code);
-  if (status == NATS_NOT_FOUND || code == JSNoMessageFoundErr) return std::nullopt;
-  check(status, "get " + where(name_, key), code);
-  detail::MsgPtr msg(raw);
-
+  detail::MsgPtr msg = with_retries(*state_->connection, [&](std::chrono::milliseconds wait) {
+    natsMsg* raw = nullptr;
+    jsErrCode code = jsErrCode(0);
+    jsOptions options = waiting(wait);
+    natsStatus status = js_GetLastMsg(&raw, state_->js(), state_->stream.c_str(), subject.c_str(), &options, &code);
+    if (status == NATS_NOT_FOUND || code == JSNoMessageFoundErr) return detail::MsgPtr();
+    check(status, "get " + where(name_, key), code);
+    return detail::MsgPtr(raw);
+  });
+  if (!msg) return std::nullopt;
+  natsMsg* raw = msg.get();
   const char* operation = nullptr;
   *deleted = natsMsgHeader_Get(raw, kOperationHeader, &operation) == NATS_OK && operation != nullptr &&
              (std::strcmp(operation, "DEL") == 0 || std::strcmp(operation, "PURGE") == 0);
@@ -253,16 +296,40 @@ std::uint64_t Bucket::publish(std::string_view key, std::string_view value, std:
 
   jsPubOptions options;
   jsPubOptions_Init(&options);
-  options.MaxWait = state_->connection->request_timeout.count();
   if (expect_absent) options.ExpectNoMessage = true;
   else options.ExpectLastSubjectSeq = expect_revision;
 
-  jsPubAck* ack = nullptr;
-  jsErrCode code = jsErrCode(0);
-  natsStatus status = js_PublishMsg(&ack, state_->js(), raw, &options, &code);
-  detail::PubAckPtr owned_ack(ack);
-  if (status != NATS_OK) fail(status, code);
-  return ack->Sequence;
+  detail::Attempts attempts(*state_->connection);
+  bool maybe_stored = false;  // an attempt got no answer: it may have landed all the same
+  while (true) {
+    options.MaxWait = attempts.wait().count();
+    jsPubAck* ack = nullptr;
+    jsErrCode code = jsErrCode(0);
+    natsStatus status = js_PublishMsg(&ack, state_->js(), raw, &options, &code);
+    detail::PubAckPtr owned_ack(ack);
+    if (status == NATS_OK) return ack->Sequence;
+    try {
+      fail(status, code);
+    } catch (const Error& e) {
+      // The retry of a write that did land loses its own CAS: it is ours
+      // when the key holds exactly what we wrote.
+      if (e.kind() == Errc::conflict && maybe_stored)
+        if (auto revision = landed(key, value, is_delete)) return *revision;
+      maybe_stored = maybe_stored || detail::is_transient(e);
+      if (!attempts.again_after(e)) throw;
+    }
+  }
+}
+
+std::optional<std::uint64_t> Bucket::landed(std::string_view key, std::string_view value, bool is_delete) const {
+  bool deleted = false;
+  auto last = latest(key, &deleted);
+  if (is_delete) {
+    if (!last || deleted) return last ? last->revision : 0;
+    return std::nullopt;
+  }
+  if (last && !deleted && last->value == value) return last->revision;
+  return std::nullopt;
 }
 
 std::uint64_t Bucket::create(std::string_view key, std::string_view value) const {
@@ -298,37 +365,59 @@ void Bucket::erase(std::string_view key, std::uint64_t revision) const {
 }
 
 void Bucket::for_each(const std::function<void(Entry&&)>& visit, bool keys_only) const {
-  // An empty stream has nothing to replay: one stream-info read proves it at
-  // this instant, without creating a consumer.
-  if (state_->messages == 0) {
-    auto info = stream_info(state_->js(), state_->stream, name_);
-    if (!info) throw Error(Errc::not_found, where(name_) + " no longer exists");
-    if (info->State.Msgs == 0) return;
-  }
-  WatchOptions options;
-  options.ignore_deletes = true;
-  options.keys_only = keys_only;
-  auto watch = this->watch(">", options);
-  std::size_t seen = 0;
+  // A pass that fails before its first entry (a consumer the cluster never
+  // made, say on a node that is gone) is started again; one that fails later
+  // is the caller's to repeat, since it has seen entries.
+  detail::Attempts attempts(*state_->connection);
   while (true) {
-    auto event = watch.next(request_timeout());
-    if (!event)
-      throw Error(Errc::timeout, "reading " + where(name_) + " stalled after " + std::to_string(seen) + " entries");
-    if (event->kind == WatchEvent::Kind::caught_up) return;
-    ++seen;
-    visit(std::move(event->entry));
+    std::size_t seen = 0;
+    try {
+      // Where the replay ends, and whether there is anything to replay: what
+      // open() read when that was just now (status opens, then lists),
+      // else one stream-info request. An empty stream needs no consumer.
+      std::uint64_t messages = state_->messages, end = state_->last_seq;
+      if (messages == 0 || std::chrono::steady_clock::now() - state_->opened_at > kFreshOpen) {
+        auto info = stream_info_once(state_->js(), state_->stream, name_, attempts.wait());
+        if (!info) throw Error(Errc::not_found, where(name_) + " no longer exists");
+        messages = info->State.Msgs;
+        end = info->State.LastSeq;
+      }
+      if (messages == 0) return;
+      WatchOptions options;
+      options.ignore_deletes = true;
+      options.keys_only = keys_only;
+      auto watch = watch_once(">", options, attempts.wait(), end);
+      while (true) {
+        auto event = watch.next(seen == 0 ? attempts.wait() : request_timeout());
+        if (!event)
+          throw Error(Errc::timeout,
+                      "reading " + where(name_) + " stalled after " + std::to_string(seen) + " entries");
+        if (event->kind == WatchEvent::Kind::caught_up) return;
+        ++seen;
+        visit(std::move(event->entry));
+      }
+    } catch (const Error& e) {
+      if (seen > 0 || !attempts.again_after(e)) throw;
+    }
   }
 }
 
 std::vector<Entry> Bucket::snapshot() const {
   std::vector<Entry> entries;
   for_each([&](Entry&& e) { entries.push_back(std::move(e)); });
+  drop_repeats(entries, revision_at_open(), [](const Entry& e) -> const std::string& { return e.key; },
+               [](const Entry& e) { return e.revision; });
   return entries;
 }
 
 std::vector<std::string> Bucket::keys() const {
+  std::vector<Entry> entries;
+  for_each([&](Entry&& e) { entries.push_back(std::move(e)); }, true);
+  drop_repeats(entries, revision_at_open(), [](const Entry& e) -> const std::string& { return e.key; },
+               [](const Entry& e) { return e.revision; });
   std::vector<std::string> keys;
-  for_each([&](Entry&& e) { keys.push_back(std::move(e.key)); }, true);
+  keys.reserve(entries.size());
+  for (auto& e : entries) keys.push_back(std::move(e.key));
   return keys;
 }
 

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "kv/connection.h"
@@ -83,7 +84,13 @@ class Bucket {
 
   // The same pass, handing each entry to `visit` as it arrives, so callers can
   // work while the rest is still on the wire. With `keys_only` values are empty.
+  // A key written while the pass runs may come twice, the newer revision last
+  // (see drop_repeats); the pass ends however busy the writers are.
   void for_each(const std::function<void(Entry&&)>& visit, bool keys_only = false) const;
+
+  // The stream's last revision when the bucket was opened: only entries of a
+  // pass newer than this can repeat a key.
+  std::uint64_t revision_at_open() const;
 
   // A live watch of one key or a pattern ("a.*", ">"); it first replays the
   // current values, then reports a caught_up event, then every change. Entries
@@ -109,9 +116,31 @@ class Bucket {
   std::uint64_t publish(std::string_view key, std::string_view value, std::uint64_t expect_revision,
                         bool expect_absent, bool is_delete, std::string_view what) const;
   std::optional<Entry> latest(std::string_view key, bool* deleted) const;
+  // One attempt at watch(): creating its consumer waits `wait` for the
+  // answer; its replay ends at `replay_end` (0: when nothing is pending).
+  Watch watch_once(std::string_view pattern, const WatchOptions& options, std::chrono::milliseconds wait,
+                   std::uint64_t replay_end) const;
+  // After a lost answer: the revision at which the key holds exactly `value`
+  // (or, for a delete, no value), when it does.
+  std::optional<std::uint64_t> landed(std::string_view key, std::string_view value, bool is_delete) const;
 
   std::shared_ptr<State> state_;
   std::string name_;
 };
+
+// Drops from the entries of one pass (in arrival order) every older revision
+// of a key that a later entry repeats. Only entries newer than `since`
+// (revision_at_open) can repeat one, so without such this does nothing.
+template <typename E, typename KeyOf, typename RevisionOf>
+void drop_repeats(std::vector<E>& entries, std::uint64_t since, KeyOf key_of, RevisionOf revision_of) {
+  std::unordered_map<std::string, std::uint64_t> newest;
+  for (const auto& e : entries)
+    if (revision_of(e) > since) newest[std::string(key_of(e))] = std::max(newest[std::string(key_of(e))], revision_of(e));
+  if (newest.empty()) return;
+  std::erase_if(entries, [&](const E& e) {
+    auto it = newest.find(std::string(key_of(e)));
+    return it != newest.end() && revision_of(e) < it->second;
+  });
+}
 
 }  // namespace kv

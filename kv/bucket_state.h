@@ -1,6 +1,7 @@
 // What a Bucket and its watches share. Private to kv/.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -16,8 +17,16 @@ struct Bucket::State {
   std::string prefix;      // "$KV.<bucket>."
   BucketConfig config;     // as read at open
   std::uint64_t messages;  // messages in the stream at open (0: nothing to replay)
+  std::uint64_t last_seq = 0;  // the stream's last sequence at open
+  std::chrono::steady_clock::time_point opened_at;
 
   jsCtx* js() const { return connection->js.get(); }
 };
+
+namespace detail {
+// The last sequence of the bucket's stream now (one stream-info request that
+// waits `wait`); throws not_found when the bucket is gone.
+std::uint64_t last_sequence(const Bucket::State& bucket, const std::string& name, std::chrono::milliseconds wait);
+}  // namespace detail
 
 }  // namespace kv

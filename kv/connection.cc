@@ -87,6 +87,7 @@ Connection Connection::connect(const ConnectionOptions& o) {
   state->request_timeout = o.request_timeout;
 
   natsConnection* nc = nullptr;
+  const auto started = std::chrono::steady_clock::now();
   natsStatus status = natsConnection_Connect(&nc, options.get());
   if (status != NATS_OK) {
     std::string text = detail::last_error_text(status);
@@ -111,7 +112,11 @@ Connection Connection::connect(const ConnectionOptions& o) {
   jsCtx* js = nullptr;
   check(natsConnection_JetStream(&js, nc, &js_options), "JetStream context on " + state->urls);
   state->js.reset(js);
-  return Connection(std::move(state));
+  Connection connection(std::move(state));
+  if (o.total_wait.count() > 0)
+    connection.limit_total_wait(o.total_wait - std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                   std::chrono::steady_clock::now() - started));
+  return connection;
 }
 
 std::string Connection::connected_url() const {
@@ -122,6 +127,11 @@ std::string Connection::connected_url() const {
 }
 
 std::chrono::milliseconds Connection::request_timeout() const { return state_->request_timeout; }
+
+void Connection::limit_total_wait(std::chrono::milliseconds limit) {
+  state_->waited_ms = 0;
+  state_->total_wait_limit = limit;
+}
 
 std::chrono::microseconds Connection::rtt() const {
   int64_t nanos = 0;

@@ -18,6 +18,9 @@ struct ConnectionOptions {
   std::vector<std::string> urls;  // one or more nats:// URLs; all are tried
   std::chrono::milliseconds connect_timeout{5000};
   std::chrono::milliseconds request_timeout{5000};
+  // When set, connecting and every request together wait at most this long,
+  // retries included (see limit_total_wait): a one-shot command's --timeout.
+  std::chrono::milliseconds total_wait{0};
   std::string name = "swarm";
   // Authentication: set at most one of user/password, token, creds_file.
   std::string user;
@@ -41,6 +44,11 @@ class Connection {
 
   std::string connected_url() const;
   std::chrono::milliseconds request_timeout() const;
+  // Bounds the time all requests on this connection wait together, retries
+  // included, from now on: a one-shot command's --timeout. Without it each
+  // request may take request_timeout (right for a process that lives on).
+  // Once it is spent, a request still gets one short attempt.
+  void limit_total_wait(std::chrono::milliseconds limit);
   // Microseconds of one round trip to the server (a PING), for diagnostics.
   std::chrono::microseconds rtt() const;
 

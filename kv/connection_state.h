@@ -1,6 +1,7 @@
 // What a Connection and the buckets opened on it share. Private to kv/.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <string>
 
@@ -14,6 +15,10 @@ struct ConnectionState {
   JsPtr js;
   std::chrono::milliseconds request_timeout{5000};
   std::string urls;  // for error messages
+  // With a limit, every request together waits at most this long
+  // (Connection::limit_total_wait); zero: each request has request_timeout.
+  std::chrono::milliseconds total_wait_limit{0};
+  std::atomic<std::int64_t> waited_ms{0};
 
   ~ConnectionState() {
     js.reset();

@@ -38,6 +38,11 @@ Errc kind_of_js_code(jsErrCode code) {
     case JSNoMessageFoundErr: return Errc::not_found;
     case JSNotEnabledErr:
     case JSNotEnabledForAccountErr:
+    // A cluster between leaders: worth a retry within the caller's timeout.
+    case JSClusterIncompleteErr:
+    case JSClusterNotAvailErr:
+    case JSClusterNotLeaderErr:
+    case JSRaftGeneralErr:
     case JSClusterNoPeersErr:
     case JSInsufficientResourcesErr: return Errc::unavailable;
     case JSStreamReplicasNotSupportedErr:

@@ -8,6 +8,7 @@
 
 #include "kv/ack_subject.h"
 #include "kv/bucket_state.h"
+#include "kv/retry.h"
 
 namespace kv {
 
@@ -41,11 +42,19 @@ bool is_delete(natsMsg* msg) {
 }  // namespace
 
 // A watch is an ordered push consumer bound to the bucket's stream, delivering
-// the last message of each matching key, then every new one. nats.c's own
-// kvWatcher costs two more round trips per watch in 3.4.1 (a stream-name
-// lookup and a consumer delete), which every `swarm status` would pay.
+// every message it holds, then every new one. swarm's buckets keep one
+// revision per key, so that replay is the current value of each key; the
+// last-per-subject policy would say the same, but nats-server 2.9 then
+// delivers a message twice and miscounts what is pending when a write lands
+// as the consumer is made (adr/0010). nats.c's own kvWatcher costs two more
+// round trips per watch in 3.4.1 (a stream-name lookup and a consumer
+// delete), which every `swarm status` would pay.
 struct Watch::Impl {
   std::shared_ptr<Bucket::State> bucket;  // keeps the connection alive
+  // The watch's own JetStream context: its requests (the consumer's
+  // creation, and its deletion below) wait one attempt's slice, not the
+  // connection's whole request timeout. Declared before `sub`, which uses it.
+  detail::JsPtr js;
   detail::SubscriptionPtr sub;
   std::string bucket_name;
   std::string pattern;
@@ -53,18 +62,48 @@ struct Watch::Impl {
   bool caught_up = false;     // every initial value was delivered
   bool marker_due = false;    // the caught_up event is the next to report
   bool pending_checked = false;
+  // The replay is over at the first message with nothing pending after it,
+  // or (while writers keep writing, "nothing pending" may never come) at the
+  // first one at or past `replay_end`, the stream's last sequence when the
+  // watch began. A key rewritten before the replay reached it moved past
+  // that end, so when writes came meanwhile the end is read again, once.
+  std::uint64_t replay_end = 0;  // 0: unknown (a watch of some keys only)
+  bool end_extended = false;
   std::uint64_t last_consumer_seq = 0;  // of the last message read here
+  std::chrono::milliseconds info_wait{0};  // for the consumer-info request: one attempt's slice
   std::atomic<bool> stopped{false};
+
+  // nats.c 3.4.1's reader thread takes a subscription from its table and
+  // uses it without holding a reference, so destroying one that messages
+  // still reach can free it under that thread. Unsubscribing first deletes
+  // the consumer by a request, and the reader thread handles the reply only
+  // after every message it was given before: then nothing uses it any more.
+  ~Impl() {
+    if (sub && !stopped) natsSubscription_Unsubscribe(sub.get());
+  }
 
   // Asks the server whether the consumer has anything left to replay: nothing
   // pending, and everything it delivered already read here (none in flight).
   bool nothing_pending() {
     jsConsumerInfo* raw = nullptr;
     jsErrCode code = jsErrCode(0);
-    check(natsSubscription_GetConsumerInfo(&raw, sub.get(), nullptr, &code), "watch " + where(bucket_name, pattern),
+    jsOptions options;
+    jsOptions_Init(&options);
+    options.Wait = info_wait.count();
+    check(natsSubscription_GetConsumerInfo(&raw, sub.get(), &options, &code), "watch " + where(bucket_name, pattern),
           code);
     detail::ConsumerInfoPtr info(raw);
     return info->NumPending == 0 && info->Delivered.Consumer == last_consumer_seq;
+  }
+
+  // Whether the message just delivered ends the replay.
+  bool ends_replay(const detail::Delivery& delivery) {
+    if (delivery.pending == 0) return true;
+    if (replay_end == 0 || delivery.stream_seq < replay_end) return false;
+    if (end_extended) return true;
+    end_extended = true;
+    replay_end = detail::last_sequence(*bucket, bucket_name, info_wait);
+    return delivery.stream_seq >= replay_end;
   }
 };
 
@@ -100,7 +139,7 @@ std::optional<WatchEvent> Watch::next(std::chrono::milliseconds timeout) {
 
     detail::Delivery delivery = delivery_of(raw, w.bucket_name, w.pattern);
     w.last_consumer_seq = delivery.consumer_seq;
-    if (!w.caught_up && delivery.pending == 0) w.caught_up = w.marker_due = true;
+    if (!w.caught_up && w.ends_replay(delivery)) w.caught_up = w.marker_due = true;
 
     bool erased = is_delete(raw);
     if (erased && w.ignore_deletes) continue;
@@ -120,12 +159,22 @@ std::optional<WatchEvent> Watch::next(std::chrono::milliseconds timeout) {
 
 void Watch::stop() {
   if (impl_->stopped.exchange(true)) return;
-  // Wakes a NextMsg blocked in another thread; the consumer itself is left
-  // for the server to drop once it has no interest (no round trip).
+  // Wakes a NextMsg blocked in another thread, and deletes the consumer
+  // (one round trip: see ~Impl).
   natsSubscription_Unsubscribe(impl_->sub.get());
 }
 
 Watch Bucket::watch(std::string_view pattern, WatchOptions options) const {
+  // Creating the consumer is retried through a failover: a consumer the
+  // cluster never made is only a little garbage it drops by itself.
+  return detail::with_retries(*state_->connection, [&](std::chrono::milliseconds wait) {
+    std::uint64_t replay_end = pattern == ">" ? detail::last_sequence(*state_, name_, wait) : 0;
+    return watch_once(pattern, options, wait, replay_end);
+  });
+}
+
+Watch Bucket::watch_once(std::string_view pattern, const WatchOptions& options, std::chrono::milliseconds wait,
+                         std::uint64_t replay_end) const {
   const std::string what = "watch " + where(name_, pattern);
   require_valid_pattern(name_, pattern);
   auto impl = std::make_unique<Watch::Impl>();
@@ -133,17 +182,25 @@ Watch Bucket::watch(std::string_view pattern, WatchOptions options) const {
   impl->bucket_name = name_;
   impl->pattern = std::string(pattern);
   impl->ignore_deletes = options.ignore_deletes;
+  impl->info_wait = wait;
+  impl->replay_end = replay_end;
 
   jsSubOptions sub_options;
   check(jsSubOptions_Init(&sub_options), what);
   sub_options.Stream = state_->stream.c_str();  // bound: no stream lookup by subject
   sub_options.Ordered = true;
-  sub_options.Config.DeliverPolicy = js_DeliverLastPerSubject;
+  sub_options.Config.DeliverPolicy = js_DeliverAll;
   sub_options.Config.HeadersOnly = options.keys_only;
   const std::string subject = state_->prefix + impl->pattern;
+  jsOptions js_options;
+  jsOptions_Init(&js_options);
+  js_options.Wait = wait.count();
+  jsCtx* js = nullptr;
+  check(natsConnection_JetStream(&js, state_->connection->connection.get(), &js_options), what);
+  impl->js.reset(js);
   natsSubscription* sub = nullptr;
   jsErrCode code = jsErrCode(0);
-  check(js_SubscribeSync(&sub, state_->js(), subject.c_str(), nullptr, &sub_options, &code), what, code);
+  check(js_SubscribeSync(&sub, js, subject.c_str(), nullptr, &sub_options, &code), what, code);
   impl->sub.reset(sub);
   // Never drop messages of a large replay because the reader is slower.
   check(natsSubscription_SetPendingLimits(sub, -1, -1), what);

@@ -179,11 +179,14 @@ std::vector<SessionEntry> SessionStore::list() const {
   out.reserve(static_cast<std::size_t>(bucket_.size_hint()));
   if (bucket_.size_hint() < kParallelParseFrom) {
     translating_kv([&] { bucket_.for_each([&](kv::Entry&& e) { out.push_back(session_entry_of(std::move(e))); }); });
-    return out;
+  } else {
+    BatchParser parser(&out);
+    translating_kv([&] { bucket_.for_each([&](kv::Entry&& e) { parser.add(std::move(e)); }); });
+    parser.finish();
   }
-  BatchParser parser(&out);
-  translating_kv([&] { bucket_.for_each([&](kv::Entry&& e) { parser.add(std::move(e)); }); });
-  parser.finish();
+  // A session renewed while the pass ran may have come twice.
+  kv::drop_repeats(out, bucket_.revision_at_open(), [](const SessionEntry& e) -> const std::string& { return e.slot; },
+                   [](const SessionEntry& e) { return e.revision; });
   return out;
 }
 

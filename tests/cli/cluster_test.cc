@@ -1,6 +1,8 @@
 // A workspace on an existing 3-node NATS cluster with R3 buckets.
 #include <doctest/doctest.h>
 
+#include <atomic>
+#include <mutex>
 #include <thread>
 
 #include "cli/swarm_fixture.h"
@@ -58,4 +60,91 @@ TEST_CASE("Cluster_WorkspaceOnThreeNodesSurvivesANodeLoss") {
     std::this_thread::sleep_for(500ms);
   } while (std::chrono::steady_clock::now() < deadline2 + 30s);
   CHECK(doctor.exit == 0);
+}
+
+TEST_CASE("Cluster_VerbsRideOutALeaderElection") {
+  // the sessions stream's leader is killed while renew and status run in loops and two workspaces race to join one
+  // slot: with --timeout longer than the election no verb fails, no acknowledged renewal is lost, one join wins.
+  NatsCluster cluster;
+  SwarmWorkspace ws({.up = false});
+  SwarmWorkspace other({.up = false});
+  auto up_when_ready = [&](const SwarmWorkspace& w) {
+    RunResult up;
+    auto deadline = std::chrono::steady_clock::now() + 40s;
+    do {
+      up = w.swarm({"up", "--nats-url", cluster.urls(), "--replicas", "3"});
+      if (up.exit == 0) break;
+      std::this_thread::sleep_for(500ms);
+    } while (std::chrono::steady_clock::now() < deadline);
+    return up.exit;
+  };
+  REQUIRE(up_when_ready(ws) == 0);
+  REQUIRE(up_when_ready(other) == 0);
+  REQUIRE(ws.swarm({"join", "--slot", "a", "--task", "T-1"}).exit == 0);
+
+  const std::vector<std::string> patient = {"--timeout", "20s", "--json"};
+  auto with = [&](std::vector<std::string> args) {
+    args.insert(args.end(), patient.begin(), patient.end());
+    return args;
+  };
+  std::atomic<bool> stop{false};
+  std::atomic<int> renewals{0}, listings{0};
+  std::atomic<double> last_renewal{0};
+  std::atomic<long> longest_ms{0};
+  std::mutex mu;
+  std::vector<std::string> failures;
+  auto loop = [&](std::vector<std::string> args, std::atomic<int>& count, bool renew) {
+    while (!stop) {
+      auto r = ws.swarm(with(args));
+      longest_ms = std::max(longest_ms.load(), static_cast<long>(r.took.count()));
+      if (r.exit != 0) {
+        std::lock_guard lock(mu);
+        failures.push_back(args[0] + " exit " + std::to_string(r.exit) + ": " + r.err);
+        return;
+      }
+      if (renew) last_renewal = number(json_of(r), "revision");
+      ++count;
+    }
+  };
+  std::thread renewer(loop, std::vector<std::string>{"renew", "--slot", "a"}, std::ref(renewals), true);
+  std::thread lister(loop, std::vector<std::string>{"status"}, std::ref(listings), false);
+  auto wait_for = [&](int r, int l) {
+    auto deadline = std::chrono::steady_clock::now() + 90s;
+    while ((renewals < r || listings < l) && failures.empty() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(20ms);
+  };
+  wait_for(5, 5);
+  std::string leader;
+  {
+    auto connection = kv::Connection::connect({.urls = cluster.url_list()});
+    leader = kv::Bucket::open(connection, "swarm-sessions").leader();
+  }
+  int victim = leader == "n1" ? 0 : leader == "n2" ? 1 : 2;
+  cluster.node(victim).kill();
+  // Two workspaces, as two hosts, race for one slot while the cluster elects a leader.
+  Process join_here(ws.command(with({"join", "--slot", "c", "--task", "T-3"}), kHostA));
+  Process join_there(other.command(with({"join", "--slot", "c", "--task", "T-3"}), kHostB));
+  auto here = join_here.wait(60s);
+  auto there = join_there.wait(60s);
+  wait_for(renewals + 5, listings + 5);
+  stop = true;
+  renewer.join();
+  lister.join();
+
+  CHECK_MESSAGE(failures.empty(), (failures.empty() ? std::string() : failures.front()));
+  CHECK(renewals >= 10);
+  CHECK(longest_ms < 25'000);  // --timeout 20s bounds every verb, failover or not
+  CHECK(listings >= 10);
+  CHECK_MESSAGE(((here.exit == 0) != (there.exit == 0)), "joins: " << here.exit << " " << here.err << " / "
+                                                                     << there.exit << " " << there.err);
+  CHECK_MESSAGE((here.exit == 0 || here.exit == 3 || here.exit == 5), here.err);
+  CHECK_MESSAGE((there.exit == 0 || there.exit == 3 || there.exit == 5), there.err);
+  auto status = ws.swarm(with({"status", "--slot", "a"}));
+  REQUIRE(status.exit == 0);
+  auto doc = json_of(status);
+  cJSON* session = cJSON_GetArrayItem(cJSON_GetObjectItem(doc.get(), "sessions"), 0);
+  REQUIRE(session);
+  CHECK(cJSON_GetObjectItem(session, "revision")->valuedouble >= last_renewal);
+  MESSAGE("leader " << leader << " killed; " << renewals.load() << " renewals and " << listings.load()
+                    << " listings, none failed; the slowest took " << longest_ms.load() << " ms");
 }

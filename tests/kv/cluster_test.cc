@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <map>
+#include <mutex>
 #include <thread>
 
 #include "kv/bucket.h"
@@ -98,4 +99,89 @@ TEST_CASE("Cluster_NodeLossLosesNoAcknowledgedWrite") {
   MESSAGE("attempts before kill " << attempts_before_kill << "; writes attempted " << attempts.load()
                                    << ", acknowledged " << acknowledged.size() << ", stored " << stored.size()
                                    << ", leader killed " << leader);
+}
+
+TEST_CASE("Cluster_FailoverIsOnlyLatencyWithinTheTimeout") {
+  // the stream leader is killed under CAS renewals and listings: with a timeout longer than the election, no request
+  // fails, and every acknowledged renewal is what the bucket holds afterwards.
+  testing::NatsCluster cluster;
+  auto connection = kv::Connection::connect({.urls = cluster.url_list(), .request_timeout = 20s});
+  auto bucket = ensure_when_ready(connection, {.name = "failover", .replicas = 3});
+  constexpr int kWriters = 3;
+  struct Writer {
+    std::string key, last_acked;
+    std::uint64_t revision = 0;
+    std::atomic<int> acked{0};
+  };
+  std::vector<Writer> writers(kWriters);
+  for (int i = 0; i < kWriters; ++i) {
+    writers[i].key = "k" + std::to_string(i);
+    writers[i].last_acked = "start";
+    writers[i].revision = bucket.create(writers[i].key, "start");
+  }
+  std::atomic<bool> stop{false};
+  std::atomic<int> listings{0};
+  std::mutex failures_mu;
+  std::vector<std::string> failures;
+  auto failed = [&](const std::string& what, const kv::Error& e) {
+    std::lock_guard lock(failures_mu);
+    failures.push_back(what + ": " + e.what());
+  };
+  std::vector<std::thread> threads;
+  for (auto& w : writers)
+    threads.emplace_back([&] {
+      for (int n = 0; !stop; ++n) {
+        std::string value = w.key + "-" + std::to_string(n);
+        try {
+          w.revision = bucket.update(w.key, value, w.revision);
+          w.last_acked = value;
+          ++w.acked;
+        } catch (const kv::Error& e) {
+          failed("update " + w.key, e);
+          return;
+        }
+      }
+    });
+  threads.emplace_back([&] {
+    while (!stop) {
+      try {
+        bucket.snapshot();
+        ++listings;
+      } catch (const kv::Error& e) {
+        failed("snapshot", e);
+        return;
+      }
+    }
+  });
+  auto progressed = [&](int at_least, int listed) {
+    auto deadline = std::chrono::steady_clock::now() + 90s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      bool all = listings >= listed;
+      for (auto& w : writers) all = all && w.acked >= at_least;
+      if (all) return true;
+      std::this_thread::sleep_for(20ms);
+    }
+    return false;
+  };
+  bool before = progressed(50, 5);
+  std::string leader = bucket.leader();
+  int victim = leader == "n1" ? 0 : leader == "n2" ? 1 : 2;
+  auto killed_at = std::chrono::steady_clock::now();
+  cluster.node(victim).kill();
+  int acked_at_kill = writers[0].acked;
+  bool after = progressed(acked_at_kill + 100, listings + 10);
+  auto recovered = std::chrono::steady_clock::now() - killed_at;
+  stop = true;
+  for (auto& t : threads) t.join();
+  CHECK(before);
+  CHECK(after);
+  CHECK_MESSAGE(failures.empty(), (failures.empty() ? std::string() : failures.front()));
+  for (auto& w : writers) {
+    auto entry = bucket.get(w.key);
+    REQUIRE(entry);
+    CHECK(entry->value == w.last_acked);
+    CHECK(entry->revision == w.revision);
+  }
+  MESSAGE("leader " << leader << " killed; writers and listings went on within "
+                    << std::chrono::duration_cast<std::chrono::milliseconds>(recovered).count() << " ms");
 }
