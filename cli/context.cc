@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "kv/bucket.h"
 #include "swarm/bootstrap.h"
 #include "swarm/duration.h"
 #include "swarm/error.h"
@@ -11,13 +12,15 @@
 namespace cli {
 
 namespace {
-// Runs a swarm name check and hands its message to CLI11 ("" means valid).
-CLI::Validator validator_of(void (*require)(std::string_view), const char* name) {
+// Runs a check that throws (swarm::Error or kv::Error) and hands its message
+// to CLI11 ("" means valid), so bad values stop the parse before any I/O.
+template <typename Require>
+CLI::Validator validator_of(Require require, const char* name) {
   return CLI::Validator(
       [require](std::string& value) -> std::string {
         try {
           require(value);
-        } catch (const swarm::Error& e) {
+        } catch (const std::exception& e) {
           return e.what();
         }
         return {};
@@ -28,6 +31,9 @@ CLI::Validator validator_of(void (*require)(std::string_view), const char* name)
 
 CLI::Validator slot_name_validator() { return validator_of(swarm::require_slot_name, "SLOT"); }
 CLI::Validator task_id_validator() { return validator_of(swarm::require_task_id, "TASK"); }
+CLI::Validator duration_validator() {
+  return validator_of([](const std::string& text) { swarm::parse_duration(text); }, "DUR");
+}
 
 void add_global_options(CLI::App& app, Globals& g) {
   app.add_option("--workspace", g.workspace, "Workspace folder (default: the nearest folder up with a .swarm/)")
@@ -35,12 +41,15 @@ void add_global_options(CLI::App& app, Globals& g) {
       ->option_text("DIR");
   app.add_option("--nats-url", g.nats_url, "NATS server URL(s), comma-separated (default: the workspace's)")
       ->envname("NATS_URL")
-      ->option_text("URL[,URL...]");
-  app.add_option("--bucket", g.bucket, "Session bucket (default: the workspace's, else swarm-sessions)");
+      ->option_text("URL[,URL...]")
+      ->check(validator_of(kv::require_valid_urls, "URL"));
+  app.add_option("--bucket", g.bucket, "Session bucket (default: the workspace's, else swarm-sessions)")
+      ->check(validator_of(kv::require_valid_bucket_name, "NAME"));
   app.add_flag("--json", g.json, "Print one JSON document (schema swarm.<verb>.v1); errors as swarm.error.v1");
-  app.add_option("--timeout", g.timeout, "Connect and request timeout, e.g. 5s, 500ms")
+  app.add_option("--timeout", g.timeout, "How long a verb waits for NATS in all, e.g. 5s, 500ms")
       ->capture_default_str()
-      ->option_text("DUR");
+      ->option_text("DUR")
+      ->check(duration_validator());
   app.add_option("--creds", g.creds, "NATS credentials file")->option_text("FILE");
   app.add_option("--user", g.user, "NATS user");
   app.add_option("--password", g.password, "NATS password");

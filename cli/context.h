@@ -30,6 +30,7 @@ struct Globals {
 // Option validators that refuse bad names at parse time, before any I/O (exit 2).
 CLI::Validator slot_name_validator();
 CLI::Validator task_id_validator();
+CLI::Validator duration_validator();
 
 // Registers the global options on the top-level app; with fallthrough they
 // are accepted before or after the verb.

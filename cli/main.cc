@@ -32,6 +32,27 @@ bool asks_for_json(int argc, char** argv) {
   return false;
 }
 
+// The first argument that is neither an option nor an option's value: the
+// verb the user meant, for an error that names it.
+std::string first_word(const CLI::App& app, int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "--") break;
+    if (arg.empty() || arg[0] != '-') return std::string(arg);
+    if (arg.find('=') != std::string_view::npos) continue;
+    const CLI::Option* option = app.get_option_no_throw(std::string(arg));
+    if (option != nullptr && option->get_expected_max() > 0) ++i;  // its value
+  }
+  return {};
+}
+
+std::string verb_names(const CLI::App& app) {
+  std::string names;
+  for (const auto* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+    names += (names.empty() ? "" : ", ") + sub->get_name();
+  return names;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -60,10 +81,13 @@ int main(int argc, char** argv) {
     // The --json flag itself may not have been stored when parsing stopped.
     cli::Output out(globals.json || asks_for_json(argc, argv));
     std::string message = e.what();
-    if (auto* sub = app.get_subcommands().empty() ? nullptr : app.get_subcommands().front())
+    if (auto* sub = app.get_subcommands().empty() ? nullptr : app.get_subcommands().front()) {
       message += " (see `swarm " + sub->get_name() + " --help`)";
-    else
+    } else if (auto word = first_word(app, argc, argv); !word.empty()) {
+      message = "unknown verb '" + word + "': the verbs are " + verb_names(app) + " (see `swarm --help`)";
+    } else {
       message += " (see `swarm --help`)";
+    }
     return out.error(swarm::Errc::bad_input, message);
   }
 

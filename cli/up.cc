@@ -11,6 +11,8 @@ namespace {
 struct UpFlags {
   std::string ttl;
   int replicas = 0;
+  CLI::Option* ttl_option = nullptr;
+  CLI::Option* replicas_option = nullptr;
 };
 }  // namespace
 
@@ -18,9 +20,14 @@ Verb add_up(CLI::App& app) {
   auto flags = std::make_shared<UpFlags>();
   CLI::App* cmd = app.add_subcommand("up", "Bootstrap the workspace: .swarm/, the hub, the buckets, and (without "
                                            "--nats-url) an embedded nats-server");
-  cmd->add_option("--ttl", flags->ttl, "Session TTL: a record not renewed within it expires (default 5m)")
-      ->option_text("DUR");
-  cmd->add_option("--replicas", flags->replicas, "Bucket replicas on a NATS cluster (default 1)")->option_text("N");
+  flags->ttl_option = cmd->add_option("--ttl", flags->ttl,
+                                      "Session TTL, 1s to 24h: a record not renewed within it expires (default 5m)")
+                          ->option_text("DUR")
+                          ->check(duration_validator());
+  flags->replicas_option =
+      cmd->add_option("--replicas", flags->replicas, "Bucket replicas on a NATS cluster, 1 to 5 (default 1)")
+          ->option_text("N")
+          ->check(CLI::Range(1, 5));
   cmd->footer(
       "Examples:\n"
       "  swarm up                                  # embedded nats-server on 127.0.0.1\n"
@@ -32,11 +39,14 @@ Verb add_up(CLI::App& app) {
             swarm::UpOptions options;
             options.root = g.workspace.empty() ? std::filesystem::current_path() : std::filesystem::path(g.workspace);
             if (!g.nats_url.empty()) options.nats_url = g.nats_url;
-            if (!flags->ttl.empty()) options.ttl = swarm::parse_duration(flags->ttl);
-            if (flags->replicas != 0) options.replicas = flags->replicas;
+            // Given at all, even empty or 0, is given: checked, never ignored.
+            if (flags->ttl_option->count() > 0) options.ttl = swarm::parse_duration(flags->ttl);
+            if (flags->replicas_option->count() > 0) options.replicas = flags->replicas;
             if (!g.bucket.empty()) options.bucket = g.bucket;
             options.connection = ctx.auth_options();
             auto r = swarm::up(options);
+            if (!r.replaced_config.empty())
+              ctx.out().warn("config.json was corrupt: rebuilt it, and kept the corrupt one as " + r.replaced_config);
 
             std::string server = r.config.embedded
                                      ? "embedded nats-server " + r.config.nats_url +

@@ -26,6 +26,55 @@ std::vector<std::string> split_urls(const std::string& comma_separated) {
 
 namespace {
 
+bool is_host_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ||
+         c == '_';
+}
+
+// Why `url` is no server URL, or "" when it is one.
+std::string url_problem(const std::string& url) {
+  std::string rest = url;
+  if (auto scheme_end = rest.find("://"); scheme_end != std::string::npos) {
+    std::string scheme = rest.substr(0, scheme_end);
+    if (scheme != "nats" && scheme != "tls" && scheme != "ws" && scheme != "wss")
+      return "the scheme '" + scheme + "' is not nats://, tls://, ws:// or wss://";
+    rest = rest.substr(scheme_end + 3);
+  }
+  if (auto at = rest.rfind('@'); at != std::string::npos) rest = rest.substr(at + 1);  // user[:password]@
+  if (auto slash = rest.find('/'); slash != std::string::npos) {
+    if (slash + 1 != rest.size()) return "a server URL has no path";
+    rest.pop_back();
+  }
+  std::string host = rest, port;
+  if (!rest.empty() && rest.front() == '[') {  // [IPv6]:port
+    auto close = rest.find(']');
+    if (close == std::string::npos) return "the IPv6 address has no closing ']'";
+    host = rest.substr(1, close - 1);
+    if (close + 1 < rest.size()) {
+      if (rest[close + 1] != ':') return "junk after the IPv6 address";
+      port = rest.substr(close + 2);
+      if (port.empty()) return "the port is empty";
+    }
+    if (host.empty() || host.find_first_not_of("0123456789abcdefABCDEF:.") != std::string::npos)
+      return "'" + host + "' is not an IPv6 address";
+  } else {
+    if (auto colon = rest.find(':'); colon != std::string::npos) {
+      host = rest.substr(0, colon);
+      port = rest.substr(colon + 1);
+      if (port.empty()) return "the port is empty";
+    }
+    if (host.empty()) return "there is no host";
+    for (char c : host)
+      if (!is_host_char(c)) return "'" + host + "' is not a host name or address";
+  }
+  if (!port.empty()) {
+    if (port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos || std::stoi(port) < 1 ||
+        std::stoi(port) > 65535)
+      return "the port '" + port + "' is not 1 to 65535";
+  }
+  return {};
+}
+
 std::string joined(const std::vector<std::string>& urls) {
   std::string out;
   for (const auto& url : urls) {
@@ -38,6 +87,7 @@ std::string joined(const std::vector<std::string>& urls) {
 detail::OptionsPtr make_options(const ConnectionOptions& o) {
   const std::string what = "connect options";
   if (o.urls.empty()) throw Error(Errc::bad_request, "no NATS URL given (set --nats-url or $NATS_URL)");
+  for (const auto& url : o.urls) require_valid_urls(url);
   natsOptions* raw = nullptr;
   check(natsOptions_Create(&raw), what);
   detail::OptionsPtr options(raw);
@@ -79,6 +129,15 @@ detail::OptionsPtr make_options(const ConnectionOptions& o) {
 }
 
 }  // namespace
+
+void require_valid_urls(const std::string& comma_separated) {
+  auto urls = split_urls(comma_separated);
+  if (urls.empty()) throw Error(Errc::bad_request, "no NATS server URL in '" + comma_separated + "'");
+  for (const auto& url : urls)
+    if (auto problem = url_problem(url); !problem.empty())
+      throw Error(Errc::bad_request, "bad NATS URL '" + url + "': " + problem +
+                                         "; use nats://HOST:PORT, e.g. nats://127.0.0.1:4222");
+}
 
 Connection Connection::connect(const ConnectionOptions& o) {
   auto options = make_options(o);

@@ -36,6 +36,11 @@ struct ConnectionOptions {
 // Splits "nats://a:4222,nats://b:4222" into URLs, dropping empty parts.
 std::vector<std::string> split_urls(const std::string& comma_separated);
 
+// Throws bad_request naming the bad part unless `comma_separated` holds one
+// or more server URLs nats.c can use: [nats|tls|ws|wss://][user[:pass]@]host[:port],
+// with a host and a port of 1 to 65535.
+void require_valid_urls(const std::string& comma_separated);
+
 class Connection {
  public:
   // Connects, or throws kv::Error: unavailable when no server answers within

@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include "kv/bucket.h"
+#include "swarm/duration.h"
 #include "swarm/embedded_server.h"
 #include "swarm/error.h"
 #include "swarm/file_lock.h"
@@ -21,8 +22,18 @@ namespace {
 constexpr std::chrono::hours kLeaseBucketTtl{1};
 constexpr std::chrono::seconds kServerStartTimeout{15};
 constexpr std::chrono::seconds kServerStopGrace{5};
+constexpr const char* kCorruptConfigAdvice =
+    "This workspace ran no embedded nats-server, so `swarm up` cannot tell which NATS it used: run "
+    "`swarm up --nats-url URL` (with --bucket, --replicas and --ttl as it had them)";
 // Another `up` or `down` of this workspace runs at most about this long.
 constexpr std::chrono::seconds kUpLockWait{60};
+
+// Whether `up` ever started an embedded server here (its store or identity is there).
+bool had_embedded_server(const Workspace& ws) {
+  EmbeddedServer server(ws.nats_dir());
+  std::error_code ec;
+  return fs::exists(server.identity_file(), ec) || fs::exists(server.data_dir(), ec);
+}
 
 void write_if_missing(const fs::path& path, const std::string& text) {
   if (fs::exists(path)) return;
@@ -71,6 +82,13 @@ void finish_up(const UpOptions& options, UpResult& result) {
   } else {
     Hub::open(ws.hub_dir());  // a broken hub is reported, not papered over
   }
+  if (!result.replaced_config.empty()) {
+    std::error_code ec;
+    fs::copy_file(ws.config_file(), result.replaced_config, ec);
+    if (ec)
+      throw Error(Errc::internal, "cannot keep the corrupt " + ws.config_file().string() + " as " +
+                                      result.replaced_config + ": " + ec.message());
+  }
   ws.save_config(config);
 }
 
@@ -114,7 +132,28 @@ void ensure_embedded_server(const Workspace& ws, UpResult& result) {
 
 }  // namespace
 
+std::string config_fix(const Workspace& ws, const Workspace::ConfigFile& file) {
+  switch (file.state) {
+    case Workspace::ConfigFile::State::unreadable: return "make " + ws.config_file().string() + " readable again";
+    case Workspace::ConfigFile::State::corrupt:
+      return had_embedded_server(ws) ? "swarm up   (keeps the corrupt file beside it, rebuilds it for the embedded "
+                                       "nats-server)"
+                                     : "swarm up --nats-url URL   (the workspace's NATS; with --bucket, --replicas, "
+                                       "--ttl as it had them)";
+    case Workspace::ConfigFile::State::missing:
+    case Workspace::ConfigFile::State::good: break;
+  }
+  return "swarm up";
+}
+
 UpResult up(const UpOptions& options) {
+  // Bad options are refused before anything is made or started.
+  if (options.ttl && (*options.ttl < kMinSessionTtl || *options.ttl > kMaxSessionTtl))
+    throw Error(Errc::bad_input, "--ttl " + format_duration(*options.ttl) + " is out of range: a session TTL is 1s to 24h");
+  if (options.replicas && (*options.replicas < 1 || *options.replicas > 5))
+    throw Error(Errc::bad_input, "--replicas " + std::to_string(*options.replicas) + " is out of range: use 1 to 5");
+  if (options.nats_url) translating_kv([&] { kv::require_valid_urls(*options.nats_url); });
+  if (options.bucket) translating_kv([&] { kv::require_valid_bucket_name(*options.bucket); });
   UpResult result{.workspace = Workspace::at(options.root), .config = {}};
   const Workspace& ws = result.workspace;
   fs::create_directories(ws.swarm_dir());
@@ -123,13 +162,24 @@ UpResult up(const UpOptions& options) {
   FileLock lock = lock_up(ws, "up");
 
   WorkspaceConfig& config = result.config;
-  if (ws.has_config()) config = ws.load_config();
-  else result.created_config = true;
+  auto file = ws.read_config();
+  switch (file.state) {
+    case Workspace::ConfigFile::State::good: config = file.config; break;
+    case Workspace::ConfigFile::State::missing: result.created_config = true; break;
+    case Workspace::ConfigFile::State::unreadable:
+      throw Error(Errc::not_bootstrapped, file.problem + "; make it readable again");
+    case Workspace::ConfigFile::State::corrupt:
+      // Rebuilt when it is clear which NATS the workspace used: the one
+      // named now, or its embedded server. The corrupt file is kept.
+      if (!options.nats_url && !had_embedded_server(ws))
+        throw Error(Errc::bad_input, file.problem + "; it is left as it is. " + kCorruptConfigAdvice);
+      result.created_config = true;
+      result.replaced_config = ws.config_file().string() + ".corrupt-" + format_compact_utc(std::chrono::system_clock::now());
+      break;
+  }
   if (options.ttl) config.ttl = *options.ttl;
   if (options.replicas) config.replicas = *options.replicas;
   if (options.bucket) config.bucket = *options.bucket;
-  if (config.ttl < 1s) throw Error(Errc::bad_input, "--ttl must be at least 1s");
-  if (config.replicas < 1 || config.replicas > 5) throw Error(Errc::bad_input, "--replicas must be 1 to 5");
 
   const bool embedded = !options.nats_url && (result.created_config || config.embedded);
   // Checked before a server is started: a refused `up` leaves nothing running.

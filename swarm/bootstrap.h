@@ -26,12 +26,16 @@ struct UpResult {
   Workspace workspace;
   WorkspaceConfig config;
   bool created_config = false;
+  std::string replaced_config;  // where a corrupt config.json was kept, when up rebuilt it
   bool created_hub = false;
   bool started_server = false;  // an embedded server was (re)started by this call
   std::optional<int> server_pid;
 };
 
 UpResult up(const UpOptions& options);
+
+// The command that repairs the workspace's config.json, given what read_config found.
+std::string config_fix(const Workspace& ws, const Workspace::ConfigFile& file);
 
 struct DownResult {
   bool embedded = false;  // false: the workspace uses an external NATS; nothing to stop

@@ -151,6 +151,10 @@ std::optional<TimePoint> parse_rfc3339(std::string_view s) {
 
   long long secs = days_from_civil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second -
                   offset_minutes * 60;
+  // A time_point counts nanoseconds in 64 bits: about the years 1678 to 2261.
+  // Outside, the conversion would overflow; such a time is not one we hold.
+  constexpr long long kLimit = std::chrono::duration_cast<std::chrono::seconds>(TimePoint::duration::max()).count() - 1;
+  if (secs < -kLimit || secs > kLimit) return std::nullopt;
   return TimePoint(std::chrono::duration_cast<TimePoint::duration>(std::chrono::seconds(secs) +
                                                                    std::chrono::nanoseconds(nanos)));
 }

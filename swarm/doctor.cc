@@ -355,13 +355,13 @@ DoctorReport Doctor::run(bool fix) {
   DoctorReport& report = checkup.report();
   report.workspace = workspace_.root().string();
 
-  WorkspaceConfig config;
-  try {
-    config = workspace_.load_config();
-  } catch (const Error& e) {
-    checkup.add(Severity::problem, "config", workspace_.config_file().string(), e.what(), "swarm up");
+  auto file = workspace_.read_config();
+  if (file.state != Workspace::ConfigFile::State::good) {
+    checkup.add(Severity::problem, "config", workspace_.config_file().string(), file.problem,
+                config_fix(workspace_, file));
     return report;
   }
+  WorkspaceConfig config = file.config;
   if (!bucket_override_.empty()) config.bucket = bucket_override_;
   // --nats-url (already in the options) overrides the workspace's server.
   const bool own_server = connection_.urls.empty();

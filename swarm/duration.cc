@@ -1,7 +1,6 @@
 #include "swarm/duration.h"
 
 #include <cctype>
-#include <cmath>
 
 #include "swarm/error.h"
 
@@ -9,44 +8,67 @@ namespace swarm {
 
 namespace {
 
+// No duration swarm takes comes near this (about 11.5 days): anything
+// longer is a typo, and refusing it keeps every sum far from overflowing.
+constexpr unsigned long long kMaxDurationNs = 1'000'000ULL * 1'000'000'000ULL;
+constexpr unsigned long long kNanosPerSecond = 1'000'000'000ULL;
+constexpr std::size_t kMaxDurationText = 64;
+
 [[noreturn]] void bad(std::string_view text) {
-  throw Error(Errc::bad_input, "bad duration '" + std::string(text) +
-                                   "': use a number and a unit (ms, s, m, h), e.g. 90s, 5m, 1h30m");
+  // A text of hundreds of digits is named by its start only.
+  std::string shown = text.size() > 40 ? std::string(text.substr(0, 40)) + "..." : std::string(text);
+  throw Error(Errc::bad_input, "bad duration '" + shown +
+                                   "': use a number and a unit (ms, s, m, h), e.g. 90s, 5m, 1h30m, at most 1000000s");
 }
 
 }  // namespace
 
 std::chrono::milliseconds parse_duration(std::string_view text) {
   if (text == "0") return std::chrono::milliseconds(0);
-  if (text.empty()) bad(text);
-  double total_ms = 0;
+  if (text.empty() || text.size() > kMaxDurationText) bad(text);
+  // Whole nanoseconds in an unsigned 64-bit sum: exact for every fraction a
+  // user types (to the nanosecond), and no floating point to overflow.
+  unsigned long long total_ns = 0;
   std::size_t at = 0;
   while (at < text.size()) {
-    std::size_t start = at;
+    unsigned long long whole = 0, fraction = 0, fraction_scale = 1;
+    std::size_t digits = 0;
     bool seen_dot = false;
-    while (at < text.size() && (std::isdigit(static_cast<unsigned char>(text[at])) || text[at] == '.')) {
+    for (; at < text.size() && (std::isdigit(static_cast<unsigned char>(text[at])) || text[at] == '.'); ++at) {
       if (text[at] == '.') {
         if (seen_dot) bad(text);
         seen_dot = true;
+        continue;
       }
-      ++at;
+      ++digits;
+      unsigned digit = static_cast<unsigned>(text[at] - '0');
+      if (!seen_dot) {
+        if (whole > kMaxDurationNs / 10) bad(text);  // too many digits: far beyond any timeout
+        whole = whole * 10 + digit;
+      } else if (fraction_scale < kNanosPerSecond) {  // finer than a nanosecond is dropped
+        fraction = fraction * 10 + digit;
+        fraction_scale *= 10;
+      }
     }
-    auto number = text.substr(start, at - start);
-    if (number.empty() || number == ".") bad(text);
-    double value = std::stod(std::string(number));
+    if (digits == 0) bad(text);
     std::size_t unit_start = at;
     while (at < text.size() && std::isalpha(static_cast<unsigned char>(text[at]))) ++at;
     auto unit = text.substr(unit_start, at - unit_start);
-    double scale = 0;
-    if (unit == "ms") scale = 1;
-    else if (unit == "s") scale = 1000;
-    else if (unit == "m") scale = 60 * 1000;
-    else if (unit == "h") scale = 3600 * 1000;
+    unsigned long long unit_ns = 0;
+    if (unit == "ms") unit_ns = 1'000'000ULL;
+    else if (unit == "s") unit_ns = 1'000'000'000ULL;
+    else if (unit == "m") unit_ns = 60ULL * 1'000'000'000ULL;
+    else if (unit == "h") unit_ns = 3600ULL * 1'000'000'000ULL;
     else bad(text);
-    total_ms += value * scale;
+    if (whole > kMaxDurationNs / unit_ns) bad(text);
+    // fraction / fraction_scale of a unit, in nanoseconds, without a product
+    // that could overflow (fraction < fraction_scale <= 10^9).
+    unsigned long long q = unit_ns / fraction_scale, r = unit_ns % fraction_scale;
+    unsigned long long part = whole * unit_ns + fraction * q + fraction * r / fraction_scale;
+    if (part > kMaxDurationNs - total_ns) bad(text);
+    total_ns += part;
   }
-  if (total_ms > 1e15) bad(text);
-  return std::chrono::milliseconds(static_cast<long long>(std::llround(total_ms)));
+  return std::chrono::milliseconds(static_cast<long long>((total_ns + 500'000) / 1'000'000));
 }
 
 std::string format_duration(std::chrono::milliseconds d) {

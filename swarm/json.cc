@@ -73,8 +73,9 @@ Json Json::parse(std::string_view text) {
 
 Json Json::parse(const std::string& text) {
   // Require the whole text to be one value: "{} trailing" is not valid JSON,
-  // nor is a value with a NUL byte in it (cJSON would stop reading there).
-  if (text.find('\0') != std::string::npos) return Json(nullptr);
+  // nor is a value with a NUL byte in it (cJSON would stop reading there),
+  // raw or escaped.
+  if (text.find('\0') != std::string::npos || has_escaped_nul(text)) return Json(nullptr);
   return Json(cJSON_ParseWithOpts(text.c_str(), nullptr, true));
 }
 
@@ -165,6 +166,82 @@ std::string quoted(std::string_view text) {
   cJSON_AddItemToArray(holder.get(), cJSON_CreateString(copy.c_str()));
   std::string out = holder.dump();  // ["..."]
   return out.substr(1, out.size() - 2);
+}
+
+bool has_escaped_nul(std::string_view text) {
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (!in_string) {
+      in_string = c == '"';
+      continue;
+    }
+    if (c == '"') {
+      in_string = false;
+    } else if (c == '\\') {
+      if (text.substr(i + 1, 5) == "u0000") return true;
+      ++i;  // the escaped character, whatever it is
+    }
+  }
+  return false;
+}
+
+namespace {
+
+std::size_t skip_space(std::string_view t, std::size_t i) {
+  while (i < t.size() && (t[i] == ' ' || t[i] == '\t' || t[i] == '\n' || t[i] == '\r')) ++i;
+  return i;
+}
+
+// The index just past the string that starts at t[i] == '"'.
+std::size_t skip_string(std::string_view t, std::size_t i) {
+  for (++i; i < t.size(); ++i) {
+    if (t[i] == '\\') ++i;
+    else if (t[i] == '"') return i + 1;
+  }
+  return t.size();
+}
+
+// The index just past the value that starts at t[i].
+std::size_t skip_value(std::string_view t, std::size_t i) {
+  if (i < t.size() && t[i] == '"') return skip_string(t, i);
+  if (i < t.size() && (t[i] == '{' || t[i] == '[')) {
+    int depth = 0;
+    while (i < t.size()) {
+      char c = t[i];
+      if (c == '"') {
+        i = skip_string(t, i);
+        continue;
+      }
+      if (c == '{' || c == '[') ++depth;
+      if ((c == '}' || c == ']') && --depth == 0) return i + 1;
+      ++i;
+    }
+    return t.size();
+  }
+  while (i < t.size() && t[i] != ',' && t[i] != '}' && t[i] != ']' && t[i] != ' ' && t[i] != '\t' &&
+         t[i] != '\n' && t[i] != '\r')
+    ++i;  // a number, true, false or null
+  return i;
+}
+
+}  // namespace
+
+std::vector<std::string_view> member_value_texts(std::string_view t) {
+  std::vector<std::string_view> out;
+  std::size_t i = skip_space(t, 0);
+  if (i >= t.size() || t[i] != '{') return out;
+  i = skip_space(t, i + 1);
+  while (i < t.size() && t[i] == '"') {
+    i = skip_space(t, skip_string(t, i));  // the name
+    if (i >= t.size() || t[i] != ':') break;
+    std::size_t start = skip_space(t, i + 1);
+    std::size_t end = skip_value(t, start);
+    out.push_back(t.substr(start, end - start));
+    i = skip_space(t, end);
+    if (i < t.size() && t[i] == ',') i = skip_space(t, i + 1);
+  }
+  return out;
 }
 
 }  // namespace swarm

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace swarm {
 
@@ -61,6 +62,15 @@ class Json {
 
 // A JSON string's text with its quotes and escapes, for building by hand.
 std::string quoted(std::string_view text);
+
+// Whether `text` has a \u0000 escape inside a string: cJSON would cut the
+// string there, so such a value is never read as if it were shorter.
+bool has_escaped_nul(std::string_view text);
+
+// The text of each top-level member's value of a JSON object, as written, in
+// order (for a value already parsed as an object). Lets a writer keep a field
+// it does not know byte for byte: cJSON would print a number it read anew.
+std::vector<std::string_view> member_value_texts(std::string_view object_text);
 
 // While one lives, cJSON trees made on this thread are carved out of a
 // reusable block instead of one malloc per node, and freeing them costs

@@ -52,16 +52,22 @@ bool read_string(const cJSON* item, std::string* out, std::string* reason) {
   return true;
 }
 
-bool read_time(const cJSON* item, std::optional<TimePoint>* out, std::string* reason) {
-  std::string text;
-  if (!read_string(item, &text, reason)) return false;
-  if (text.empty()) return true;
-  *out = parse_rfc3339(text);
+bool read_time(const cJSON* item, std::optional<TimePoint>* out, std::string* text, std::string* reason) {
+  if (!read_string(item, text, reason)) return false;
+  if (text->empty()) return true;
+  *out = parse_rfc3339(*text);
   if (!*out) {
-    *reason = std::string("field '") + item->string + "' is not an RFC 3339 time: '" + text + "'";
+    *reason = std::string("field '") + item->string + "' is not an RFC 3339 time of the years 1678 to 2261: '" +
+              *text + "'";
     return false;
   }
   return true;
+}
+
+// A time as read when it still says `t`, else `t` in swarm's own form.
+std::string time_text(TimePoint t, const std::string& as_read) {
+  if (!as_read.empty() && parse_rfc3339(as_read) == t) return as_read;
+  return format_rfc3339(t);
 }
 
 bool read_pid(const cJSON* item, std::int64_t* out, std::string* reason) {
@@ -75,8 +81,9 @@ bool read_pid(const cJSON* item, std::int64_t* out, std::string* reason) {
   return true;
 }
 
-// Reads one member into the session; false (with reason) when its type is wrong.
-bool read_member(const cJSON* item, Session* s, std::string* reason) {
+// Reads one member into the session; false (with reason) when its type is
+// wrong. `as_written` is its value's text in the record.
+bool read_member(const cJSON* item, std::string_view as_written, Session* s, std::string* reason) {
   switch (field_of(item->string)) {
     case Field::slot: return read_string(item, &s->slot, reason);
     case Field::task_id: return read_string(item, &s->task_id, reason);
@@ -85,15 +92,11 @@ bool read_member(const cJSON* item, Session* s, std::string* reason) {
     case Field::host_id: return read_string(item, &s->host_id, reason);
     case Field::leaf_pid: return read_pid(item, &s->leaf_pid, reason);
     case Field::hub_url: return read_string(item, &s->hub_url, reason);
-    case Field::started_at: return read_time(item, &s->started_at, reason);
-    case Field::last_renewed: return read_time(item, &s->last_renewed, reason);
+    case Field::started_at: return read_time(item, &s->started_at, &s->started_at_text, reason);
+    case Field::last_renewed: return read_time(item, &s->last_renewed, &s->last_renewed_text, reason);
     case Field::unknown: break;
   }
-  char* raw = cJSON_PrintUnformatted(item);
-  if (raw != nullptr) {
-    s->unknown_fields.emplace_back(item->string, raw);
-    cJSON_free(raw);
-  }
+  s->unknown_fields.emplace_back(item->string, std::string(as_written));
   return true;
 }
 
@@ -104,7 +107,9 @@ ParsedSession parse_session(const std::string& text) {
   JsonArena arena;  // the tree below dies before it
   Json json = Json::parse(text);
   if (!json) {
-    out.corrupt_reason = text.empty() ? "the value is empty" : "the value is not valid JSON";
+    out.corrupt_reason = text.empty()               ? "the value is empty"
+                         : has_escaped_nul(text) ? "a string in the value holds a NUL character (\\u0000)"
+                                                 : "the value is not valid JSON";
     return out;
   }
   const cJSON* root = json.get();
@@ -114,9 +119,12 @@ ParsedSession parse_session(const std::string& text) {
   }
   Session s;
   // One pass over the members: a record is read in the order it was written.
-  for (const cJSON* item = root->child; item != nullptr; item = item->next) {
+  const auto texts = member_value_texts(text);
+  std::size_t index = 0;
+  for (const cJSON* item = root->child; item != nullptr; item = item->next, ++index) {
     if (item->string == nullptr) continue;
-    if (!read_member(item, &s, &out.corrupt_reason)) return out;
+    std::string_view as_written = index < texts.size() ? texts[index] : std::string_view();
+    if (!read_member(item, as_written, &s, &out.corrupt_reason)) return out;
   }
   if (s.slot.empty()) {
     out.corrupt_reason = "field 'slot' is missing";
@@ -141,12 +149,12 @@ std::string to_json(const Session& s) {
   // An integer printed as digits: cJSON would print a double through %g.
   if (s.leaf_pid != 0) json.add_raw("leaf_pid", std::to_string(s.leaf_pid));
   if (!s.hub_url.empty()) json.add("hub_url", s.hub_url);
-  if (s.started_at) json.add("started_at", format_rfc3339(*s.started_at));
-  if (s.last_renewed) json.add("last_renewed", format_rfc3339(*s.last_renewed));
+  if (s.started_at) json.add("started_at", time_text(*s.started_at, s.started_at_text));
+  if (s.last_renewed) json.add("last_renewed", time_text(*s.last_renewed, s.last_renewed_text));
   for (const auto& [name, raw] : s.unknown_fields) {
     // A known field always comes from the struct; a repeated unknown one once.
     if (is_known(name.c_str()) || cJSON_GetObjectItemCaseSensitive(json.get(), name.c_str()) != nullptr) continue;
-    // Printed by cJSON when read, so valid JSON; checked again all the same.
+    // As it was written in a record that parsed; checked again all the same.
     if (Json::parse(raw)) json.add_raw(name.c_str(), raw);
   }
   return json.dump();

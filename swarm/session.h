@@ -23,7 +23,12 @@ struct Session {
   std::string hub_url;
   std::optional<TimePoint> started_at;
   std::optional<TimePoint> last_renewed;
-  // Fields this version does not know, as (name, raw JSON text), in their order.
+  // The times as read: written back as they were while unchanged, so a
+  // renewal never rewrites another writer's started_at (its precision, its
+  // offset) into ours.
+  std::string started_at_text;
+  std::string last_renewed_text;
+  // Fields this version does not know, as (name, JSON text as read), in their order.
   std::vector<std::pair<std::string, std::string>> unknown_fields;
 
   // Same session: the identity a CAS retry checks before it goes on.

@@ -2,9 +2,14 @@
 
 #include <unistd.h>
 
+#include <cerrno>
+#include <cmath>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
+#include "kv/bucket.h"
+#include "kv/connection.h"
 #include "swarm/error.h"
 #include "swarm/json.h"
 
@@ -40,44 +45,81 @@ Workspace Workspace::at(const fs::path& root) { return Workspace(absolute_clean(
 
 bool Workspace::has_config() const { return fs::exists(config_file()); }
 
-WorkspaceConfig Workspace::load_config() const {
+Workspace::ConfigFile Workspace::read_config() const {
+  using State = ConfigFile::State;
+  ConfigFile out;
+  const std::string file = config_file().string();
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(config_file(), ec))) {
+    out.problem = "workspace " + root_.string() + " is not set up: " + file + " is missing";
+    return out;
+  }
   std::ifstream in(config_file());
-  if (!in)
-    throw Error(Errc::not_bootstrapped, "workspace " + root_.string() + " is not set up: " +
-                                            config_file().string() + " is missing");
   std::stringstream text;
-  text << in.rdbuf();
-  Json json = Json::parse(text.str());
+  if (in) text << in.rdbuf();
+  if (!in || fs::is_directory(config_file(), ec)) {
+    out.state = State::unreadable;
+    out.problem = "cannot read the workspace config " + file + ": " +
+                  (fs::is_directory(config_file(), ec) ? std::string("it is a folder") : std::strerror(errno));
+    return out;
+  }
+  out.state = State::corrupt;
   auto bad = [&](const std::string& why) {
-    return Error(Errc::not_bootstrapped, "workspace config " + config_file().string() + " is unreadable: " + why);
+    out.problem = "the workspace config " + file + " is corrupt: " + why;
+    return out;
   };
-  if (!json || !cJSON_IsObject(json.get())) throw bad("not a JSON object");
-  WorkspaceConfig config;
-  auto str = [&](const char* name, std::string* out) {
+  Json json = Json::parse(text.str());
+  if (!json || !cJSON_IsObject(json.get())) return bad("not a JSON object");
+  WorkspaceConfig& config = out.config;
+  std::string problem;
+  auto str = [&](const char* name, std::string* value) {
     const cJSON* item = cJSON_GetObjectItemCaseSensitive(json.get(), name);
     if (item == nullptr) return;
-    if (!cJSON_IsString(item)) throw bad(std::string("'") + name + "' is not a string");
-    *out = item->valuestring;
+    if (!cJSON_IsString(item)) problem = std::string("'") + name + "' is not a string";
+    else *value = item->valuestring;
   };
   str("nats_url", &config.nats_url);
   str("bucket", &config.bucket);
   str("hub", &config.hub);
   str("lease_bucket", &config.lease_bucket);
+  if (!problem.empty()) return bad(problem);
   if (const cJSON* item = cJSON_GetObjectItemCaseSensitive(json.get(), "embedded")) {
-    if (!cJSON_IsBool(item)) throw bad("'embedded' is not true or false");
+    if (!cJSON_IsBool(item)) return bad("'embedded' is not true or false");
     config.embedded = cJSON_IsTrue(item);
   }
+  // Numbers are range-checked before they are converted: 1e300 is no TTL.
+  const double min_ttl = std::chrono::duration<double, std::milli>(kMinSessionTtl).count();
+  const double max_ttl = std::chrono::duration<double, std::milli>(kMaxSessionTtl).count();
   if (const cJSON* item = cJSON_GetObjectItemCaseSensitive(json.get(), "ttl_ms")) {
-    if (!cJSON_IsNumber(item) || item->valuedouble < 1000) throw bad("'ttl_ms' is not a TTL of 1s or more");
+    if (!cJSON_IsNumber(item) || !(item->valuedouble >= min_ttl && item->valuedouble <= max_ttl) ||
+        item->valuedouble != std::floor(item->valuedouble))
+      return bad("'ttl_ms' is not a whole number of milliseconds from 1s to 24h");
     config.ttl = std::chrono::milliseconds(static_cast<long long>(item->valuedouble));
   }
   if (const cJSON* item = cJSON_GetObjectItemCaseSensitive(json.get(), "replicas")) {
-    if (!cJSON_IsNumber(item) || item->valuedouble < 1 || item->valuedouble > 5) throw bad("'replicas' is not 1 to 5");
+    if (!cJSON_IsNumber(item) || !(item->valuedouble >= 1 && item->valuedouble <= 5) ||
+        item->valuedouble != std::floor(item->valuedouble))
+      return bad("'replicas' is not 1 to 5");
     config.replicas = static_cast<int>(item->valuedouble);
   }
-  if (config.nats_url.empty()) throw bad("'nats_url' is missing");
+  if (config.nats_url.empty()) return bad("'nats_url' is missing");
+  try {
+    kv::require_valid_urls(config.nats_url);
+    kv::require_valid_bucket_name(config.bucket);
+    kv::require_valid_bucket_name(config.lease_bucket);
+  } catch (const kv::Error& e) {
+    return bad(e.what());
+  }
   if (config.hub.empty()) config.hub = hub_dir().string();
-  return config;
+  out.state = State::good;
+  out.problem.clear();
+  return out;
+}
+
+WorkspaceConfig Workspace::load_config() const {
+  ConfigFile file = read_config();
+  if (file.state != ConfigFile::State::good) throw Error(Errc::not_bootstrapped, file.problem);
+  return file.config;
 }
 
 void Workspace::save_config(const WorkspaceConfig& config) const {

@@ -56,7 +56,16 @@ class Workspace {
   std::filesystem::path trash_dir() const { return swarm_dir() / "trash"; }
 
   bool has_config() const;
-  // Throws not_bootstrapped when config.json is missing or unreadable.
+
+  // config.json as it is on disk: there and good, missing, unreadable (the
+  // file cannot be read), or corrupt (read, but not a config).
+  struct ConfigFile {
+    enum class State { good, missing, unreadable, corrupt } state = State::missing;
+    WorkspaceConfig config;  // when good
+    std::string problem;     // one sentence, naming the file, when not good
+  };
+  ConfigFile read_config() const;
+  // The config when it is good; throws not_bootstrapped with the problem otherwise.
   WorkspaceConfig load_config() const;
   // Writes config.json atomically (temp file and rename).
   void save_config(const WorkspaceConfig& config) const;

@@ -37,6 +37,13 @@ std::string path_inside(const fs::path& worktree, const fs::path& cwd, const std
   if (fs::is_symlink(fs::symlink_status(candidate)) && !inside(fs::weakly_canonical(candidate)))
     throw Error(Errc::bad_input, "path " + user_path + " is a symlink that leads out of the worktree " +
                                      root.string());
+  // git keeps files, folders and symlinks; a pipe, socket or device named
+  // here would otherwise be "nothing to commit" without a word.
+  if (auto status = fs::symlink_status(candidate); fs::is_fifo(status) || fs::is_socket(status) ||
+                                                    fs::is_block_file(status) || fs::is_character_file(status))
+    throw Error(Errc::bad_input, "path " + user_path + " is a " +
+                                     (fs::is_fifo(status) ? "FIFO (named pipe)" : fs::is_socket(status) ? "socket" : "device") +
+                                     ": git commits only files, folders and symlinks");
   fs::path relative = candidate.lexically_relative(root);
   if (*relative.begin() == ".git")
     throw Error(Errc::bad_input, "path " + user_path + " is inside the worktree's .git folder");

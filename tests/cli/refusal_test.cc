@@ -1,6 +1,8 @@
 // What swarm refuses, with which exit code, and that a refusal changes nothing.
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+
 #include "cli/swarm_fixture.h"
 #include "kv/bucket.h"
 
@@ -270,4 +272,59 @@ TEST_CASE("Help_EveryVerbHasAnExample") {
   auto top = ws.swarm({"--help"});
   CHECK(top.exit == 0);
   CHECK(top.out.find("Exit codes") != std::string::npos);
+}
+
+TEST_CASE("BadInput_Exit2NamingTheValueBeforeAnyIo") {
+  // values that are no duration, bucket, URL or verb stop the command with exit 2 and a message naming them, before
+  // anything is read or written; an empty value is a value, never "not given".
+  SwarmWorkspace ws;
+  auto record_before = raw_record(ws, "s");
+  const std::string huge = std::string(300, '1') + "s";
+  struct Case {
+    std::vector<std::string> args;
+    std::string named;
+  };
+  const std::vector<Case> cases = {
+      {{"up", "--ttl", huge}, "bad duration '1111"},
+      {{"up", "--ttl", ""}, "bad duration ''"},
+      {{"up", "--ttl", "25h"}, "--ttl 25h"},
+      {{"up", "--replicas", "0"}, "0"},
+      {{"status", "--bucket", ""}, "bad bucket name ''"},
+      {{"status", "--bucket", "a.b"}, "'a.b'"},
+      {{"status", "--nats-url", ""}, "''"},
+      {{"status", "--nats-url", "::::"}, "'::::'"},
+      {{"status", "--nats-url", "http://127.0.0.1:4222"}, "'http'"},
+      {{"status", "--nats-url", "nats://127.0.0.1:99999"}, "'99999'"},
+      {{"join", "--slot", "s", "--task", "T-1", "--timeout", "1e400s"}, "'1e400s'"},
+      {{"renew", "--slot", "s", "--timeout", huge}, "bad duration '1111"},
+      {{"frobnicate"}, "unknown verb 'frobnicate'"},
+      {{"--workspace", ws.root().string(), "frobnicate", "--json"}, "unknown verb 'frobnicate'"},
+  };
+  for (const auto& c : cases) {
+    auto r = ws.swarm(c.args);
+    CHECK_MESSAGE(r.exit == 2, c.args[0] << " " << (c.args.size() > 1 ? c.args[1] : "") << ": " << r.err);
+    CHECK_MESSAGE(r.err.find(c.named) != std::string::npos, r.err);
+    CHECK(r.out.empty());
+  }
+  CHECK(raw_record(ws, "s") == record_before);
+  CHECK_FALSE(std::filesystem::exists(ws.worktree("s")));
+  // A refused up leaves a new folder without .swarm/.
+  SwarmWorkspace fresh({.up = false});
+  CHECK(fresh.swarm({"up", "--ttl", ""}).exit == 2);
+  CHECK(fresh.swarm({"up", "--replicas", "0", "--nats-url", fresh.server()->url()}).exit == 2);
+  CHECK(fresh.swarm({"up", "--nats-url", ""}).exit == 2);
+  CHECK_FALSE(std::filesystem::exists(fresh.root() / ".swarm"));
+}
+
+TEST_CASE("Commit_AFifoOrSocketIsRefusedNotNothingToCommit") {
+  // a named pipe is no file git can keep: exit 2 naming it, and the branch does not move.
+  SwarmWorkspace ws;
+  REQUIRE(ws.swarm({"join", "--slot", "s", "--task", "T-1"}).exit == 0);
+  auto pipe = ws.worktree("s") / "pipe";
+  REQUIRE(::mkfifo(pipe.c_str(), 0600) == 0);
+  auto tip = ws.git({"rev-parse", "HEAD"}, ws.worktree("s")).out;
+  auto r = ws.swarm({"commit", "--slot", "s", "-m", "pipe", "pipe"}, kHostA, ws.worktree("s"));
+  CHECK(r.exit == 2);
+  CHECK(r.err.find("pipe is a FIFO") != std::string::npos);
+  CHECK(ws.git({"rev-parse", "HEAD"}, ws.worktree("s")).out == tip);
 }

@@ -208,3 +208,61 @@ TEST_CASE("Up_AfterAnUpKilledBeforeItsConfigReusesItsServer") {
   REQUIRE(ws.swarm({"down"}).exit == 0);
   CHECK(servers_on_store(ws) == 0);
 }
+
+TEST_CASE("Config_CorruptIsRepairedByTheFixDoctorNames") {
+  // a config.json cut short: doctor names a fix that works; with an embedded server `swarm up` rebuilds it and
+  // keeps the corrupt file beside it.
+  SwarmWorkspace ws({.embedded = true});
+  REQUIRE(ws.swarm({"join", "--slot", "s", "--task", "T-1"}).exit == 0);
+  write_file(ws.root() / ".swarm/config.json", "{");
+  auto report = ws.swarm({"doctor", "--json"});
+  CHECK(report.exit == 8);
+  CHECK(report.out.find("corrupt") != std::string::npos);
+  CHECK(report.out.find("\"fix\":\"swarm up") != std::string::npos);
+  CHECK(ws.swarm({"status"}).exit == 6);
+  auto up = ws.swarm({"up"});
+  REQUIRE_MESSAGE(up.exit == 0, up.err);
+  CHECK(up.err.find("kept the corrupt one") != std::string::npos);
+  CHECK(ws.swarm({"status", "--slot", "s"}).exit == 0);  // the same server and its records
+  CHECK(ws.swarm({"doctor"}).exit == 0);
+  int kept = 0;
+  for (const auto& e : std::filesystem::directory_iterator(ws.root() / ".swarm"))
+    if (e.path().filename().string().rfind("config.json.corrupt-", 0) == 0 && read_file(e.path()) == "{") ++kept;
+  CHECK(kept == 1);
+}
+
+TEST_CASE("Config_CorruptOnAnExternalServerNeedsItsUrl") {
+  // without an embedded server `swarm up` cannot guess the NATS: it says to pass --nats-url and changes nothing;
+  // with it, the config is rebuilt.
+  SwarmWorkspace ws;
+  write_file(ws.root() / ".swarm/config.json", "{\"nats_url\":");
+  auto guess = ws.swarm({"up"});
+  CHECK(guess.exit == 2);
+  CHECK(guess.err.find("--nats-url") != std::string::npos);
+  CHECK(read_file(ws.root() / ".swarm/config.json") == "{\"nats_url\":");
+  CHECK_FALSE(std::filesystem::exists(ws.root() / ".swarm/nats/data"));  // no server was started
+  CHECK(ws.swarm({"doctor", "--json"}).out.find("swarm up --nats-url URL") != std::string::npos);
+  auto up = ws.swarm({"up", "--nats-url", ws.server()->url()});
+  REQUIRE_MESSAGE(up.exit == 0, up.err);
+  CHECK(ws.swarm({"doctor"}).exit == 0);
+}
+
+TEST_CASE("Config_NumbersOutOfRangeAndUnreadableFilesAreNamed") {
+  // ttl_ms of 1e300 is a corrupt config, not "--ttl must be at least 1s"; a config that cannot be read is not
+  // "missing".
+  SwarmWorkspace ws;
+  auto path = ws.root() / ".swarm/config.json";
+  auto config = swarm::Json::parse(read_file(path));
+  config.set("ttl_ms", 1e300);
+  write_file(path, config.dump());
+  auto status = ws.swarm({"status"});
+  CHECK(status.exit == 6);
+  CHECK(status.err.find("'ttl_ms'") != std::string::npos);
+  CHECK(status.err.find("--ttl") == std::string::npos);
+  std::filesystem::remove(path);
+  std::filesystem::create_directory(path);
+  auto folder = ws.swarm({"status"});
+  CHECK(folder.exit == 6);
+  CHECK(folder.err.find("cannot read") != std::string::npos);
+  CHECK(folder.err.find("missing") == std::string::npos);
+}

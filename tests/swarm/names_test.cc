@@ -42,12 +42,20 @@ TEST_CASE("Duration_ParsesUnitsAndCombinations") {
   CHECK(parse_duration("1m30s") == 90s);
   CHECK(parse_duration("0") == 0ms);
   CHECK(parse_duration("0s") == 0ms);
+  CHECK(parse_duration("1.5ms") == 2ms);  // to the nearest millisecond
+  CHECK(parse_duration("0.25h") == 15min);
+  CHECK(parse_duration("1000000s") == 1000000s);
 }
 
 TEST_CASE("Duration_RejectsWhatIsNotADuration") {
   // a unitless number, a negative, an unknown unit or junk is bad input with the accepted form.
-  for (const char* bad : {"", "90", "-5s", "5d", "s", "1h30", "abc", "1..5s", " 5s", "5 s", "5S"})
+  for (const char* bad : {"", "90", "-5s", "5d", "s", "1h30", "abc", "1..5s", " 5s", "5 s", "5S", ".s", "1e3s",
+                          "1000001s", "300h", "1e400s"})
     CHECK_MESSAGE(kind_of([&] { parse_duration(bad); }) == Errc::bad_input, bad);
+  // Hundreds of digits are bad input too (they once escaped as an exception of the standard library).
+  const std::string huge = std::string(400, '1') + "s";
+  CHECK(kind_of([&] { parse_duration(huge); }) == Errc::bad_input);
+  CHECK(kind_of([&] { parse_duration(std::string(30, '9') + "ms"); }) == Errc::bad_input);
   try {
     parse_duration("90");
   } catch (const Error& e) {

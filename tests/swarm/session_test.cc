@@ -122,7 +122,7 @@ TEST_CASE("Session_CorruptShapesAreReportedNotThrown") {
   CHECK(reason_for(R"({"slot":"a","host":"h","leaf_pid":1.5})") == "field 'leaf_pid' is not a process id");
   CHECK(reason_for(R"({"slot":"a","host":"h","started_at":12})") == "field 'started_at' is not a string");
   CHECK(reason_for(R"({"slot":"a","host":"h","started_at":"yesterday"})") ==
-        "field 'started_at' is not an RFC 3339 time: 'yesterday'");
+        "field 'started_at' is not an RFC 3339 time of the years 1678 to 2261: 'yesterday'");
   CHECK(reason_for(R"({"slot":"a","host":"h","last_renewed":"2026-02-30T00:00:00Z"})").find("last_renewed") !=
         std::string::npos);
   CHECK(reason_for(R"({"slot":"a","host":"h"} trailing)") == "the value is not valid JSON");
@@ -141,4 +141,46 @@ TEST_CASE("Session_SameSessionIsSlotHostAndStart") {
   Session c = a;
   c.host = "build-8";
   CHECK_FALSE(a.same_session_as(c));
+}
+
+TEST_CASE("Session_TimesAClockCannotHoldAreCorrupt") {
+  // a time outside 1678-2261 would overflow a nanosecond time_point: the record is corrupt, never wrapped around.
+  for (const char* t : {"1500-01-01T00:00:00Z", "1677-09-21T00:12:43Z", "2262-04-12T00:00:00Z", "9999-12-31T23:59:59Z"}) {
+    CHECK_MESSAGE(!parse_rfc3339(t), t);
+    auto parsed = parse_session(std::string(R"({"slot":"a","host":"h","started_at":")") + t + "\"}");
+    CHECK_MESSAGE(!parsed.session, t);
+    CHECK(parsed.corrupt_reason.find("1678 to 2261") != std::string::npos);
+  }
+  CHECK(parse_rfc3339("1678-01-01T00:00:00Z"));
+  CHECK(parse_rfc3339("2261-12-31T23:59:59Z"));
+}
+
+TEST_CASE("Session_RenewalWritesBackWhatItDidNotChangeExactlyAsRead") {
+  // another writer's started_at (nanoseconds, an offset) and an unknown field swarm cannot hold exactly in a double
+  // survive a renewal byte for byte; only last_renewed changes.
+  const std::string started = "2026-11-22T11:00:00.123456789+01:00";
+  auto parsed = parse_session(R"({"slot":"a","host":"h","started_at":")" + started +
+                              R"(","big":12345678901234567890,"tiny":1e-400,"nested":{"n":1.000}})");
+  REQUIRE(parsed.session);
+  Session s = *parsed.session;
+  s.last_renewed = parse_rfc3339("2026-11-22T11:00:00Z");
+  std::string written = to_json(s);
+  CHECK(written.find(R"("started_at":")" + started + "\"") != std::string::npos);
+  CHECK(written.find(R"("big":12345678901234567890)") != std::string::npos);
+  CHECK(written.find(R"("tiny":1e-400)") != std::string::npos);
+  CHECK(written.find(R"("nested":{"n":1.000})") != std::string::npos);
+  CHECK(written.find(R"("last_renewed":"2026-11-22T11:00:00.000Z")") != std::string::npos);
+  // A changed start is written in swarm's own form.
+  s.started_at = *s.started_at + std::chrono::seconds(1);
+  CHECK(to_json(s).find(started) == std::string::npos);
+}
+
+TEST_CASE("Session_NulInAStringIsCorruptNotCut") {
+  // "v\u0000m" is not the host "v": such a record is corrupt; an escaped backslash before u0000 is plain text.
+  auto parsed = parse_session(R"({"slot":"a","host":"v\u0000m"})");
+  CHECK_FALSE(parsed.session);
+  CHECK(parsed.corrupt_reason.find("NUL") != std::string::npos);
+  auto literal = parse_session(R"({"slot":"a","host":"v\\u0000m"})");
+  REQUIRE(literal.session);
+  CHECK(literal.session->host == "v\\u0000m");
 }
