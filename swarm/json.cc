@@ -188,8 +188,12 @@ bool has_escaped_nul(std::string_view text) {
 
 namespace {
 
+// What cJSON skips between tokens: every byte up to the space, not only the
+// four JSON names (it validated the text, so this must agree with it).
+bool is_space(char c) { return static_cast<unsigned char>(c) <= 32; }
+
 std::size_t skip_space(std::string_view t, std::size_t i) {
-  while (i < t.size() && (t[i] == ' ' || t[i] == '\t' || t[i] == '\n' || t[i] == '\r')) ++i;
+  while (i < t.size() && is_space(t[i])) ++i;
   return i;
 }
 
@@ -219,8 +223,7 @@ std::size_t skip_value(std::string_view t, std::size_t i) {
     }
     return t.size();
   }
-  while (i < t.size() && t[i] != ',' && t[i] != '}' && t[i] != ']' && t[i] != ' ' && t[i] != '\t' &&
-         t[i] != '\n' && t[i] != '\r')
+  while (i < t.size() && t[i] != ',' && t[i] != '}' && t[i] != ']' && !is_space(t[i]))
     ++i;  // a number, true, false or null
   return i;
 }

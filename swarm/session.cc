@@ -152,8 +152,10 @@ std::string to_json(const Session& s) {
   if (s.started_at) json.add("started_at", time_text(*s.started_at, s.started_at_text));
   if (s.last_renewed) json.add("last_renewed", time_text(*s.last_renewed, s.last_renewed_text));
   for (const auto& [name, raw] : s.unknown_fields) {
-    // A known field always comes from the struct; a repeated unknown one once.
-    if (is_known(name.c_str()) || cJSON_GetObjectItemCaseSensitive(json.get(), name.c_str()) != nullptr) continue;
+    // A known field always comes from the struct; an unknown one is written
+    // back as it was read, a repeated name repeated (as another reader may
+    // take either).
+    if (is_known(name.c_str())) continue;
     // As it was written in a record that parsed; checked again all the same.
     if (Json::parse(raw)) json.add_raw(name.c_str(), raw);
   }

@@ -45,30 +45,16 @@ Workspace Workspace::at(const fs::path& root) { return Workspace(absolute_clean(
 
 bool Workspace::has_config() const { return fs::exists(config_file()); }
 
-Workspace::ConfigFile Workspace::read_config() const {
-  using State = ConfigFile::State;
-  ConfigFile out;
-  const std::string file = config_file().string();
-  std::error_code ec;
-  if (!fs::exists(fs::symlink_status(config_file(), ec))) {
-    out.problem = "workspace " + root_.string() + " is not set up: " + file + " is missing";
-    return out;
-  }
-  std::ifstream in(config_file());
-  std::stringstream text;
-  if (in) text << in.rdbuf();
-  if (!in || fs::is_directory(config_file(), ec)) {
-    out.state = State::unreadable;
-    out.problem = "cannot read the workspace config " + file + ": " +
-                  (fs::is_directory(config_file(), ec) ? std::string("it is a folder") : std::strerror(errno));
-    return out;
-  }
+Workspace::ConfigFile parse_config(const std::string& text, const std::string& file,
+                                   const std::filesystem::path& default_hub) {
+  using State = Workspace::ConfigFile::State;
+  Workspace::ConfigFile out;
   out.state = State::corrupt;
   auto bad = [&](const std::string& why) {
     out.problem = "the workspace config " + file + " is corrupt: " + why;
     return out;
   };
-  Json json = Json::parse(text.str());
+  Json json = Json::parse(text);
   if (!json || !cJSON_IsObject(json.get())) return bad("not a JSON object");
   WorkspaceConfig& config = out.config;
   std::string problem;
@@ -110,10 +96,31 @@ Workspace::ConfigFile Workspace::read_config() const {
   } catch (const kv::Error& e) {
     return bad(e.what());
   }
-  if (config.hub.empty()) config.hub = hub_dir().string();
+  if (config.hub.empty()) config.hub = default_hub.string();
   out.state = State::good;
   out.problem.clear();
   return out;
+}
+
+Workspace::ConfigFile Workspace::read_config() const {
+  using State = ConfigFile::State;
+  ConfigFile out;
+  const std::string file = config_file().string();
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(config_file(), ec))) {
+    out.problem = "workspace " + root_.string() + " is not set up: " + file + " is missing";
+    return out;
+  }
+  std::ifstream in(config_file());
+  std::stringstream text;
+  if (in) text << in.rdbuf();
+  if (!in || fs::is_directory(config_file(), ec)) {
+    out.state = State::unreadable;
+    out.problem = "cannot read the workspace config " + file + ": " +
+                  (fs::is_directory(config_file(), ec) ? std::string("it is a folder") : std::strerror(errno));
+    return out;
+  }
+  return parse_config(text.str(), file, hub_dir());
 }
 
 WorkspaceConfig Workspace::load_config() const {

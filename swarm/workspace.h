@@ -75,6 +75,11 @@ class Workspace {
   std::filesystem::path root_;
 };
 
+// config.json's text read as a config (good or corrupt, with why); `file`
+// names it in the problem, `default_hub` is the hub when it names none.
+Workspace::ConfigFile parse_config(const std::string& text, const std::string& file,
+                                   const std::filesystem::path& default_hub);
+
 // Writes `text` to `path` through a temporary file and a rename, so readers
 // see the old or the new file, never half of one.
 void write_file_atomically(const std::filesystem::path& path, const std::string& text);
