@@ -64,7 +64,7 @@ void add_global_options(CLI::App& app, Globals& g) {
 
 std::chrono::milliseconds Context::timeout() const {
   auto t = swarm::parse_duration(globals_.timeout);
-  if (t.count() <= 0) throw swarm::Error(swarm::Errc::bad_input, "--timeout must be more than 0");
+  if (t.count() <= 0) throw swarm::Error(swarm::Errc::bad_input, "--timeout " + globals_.timeout + " is too short: it must be at least 1ms");
   return t;
 }
 

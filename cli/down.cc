@@ -12,7 +12,7 @@ Verb add_down(CLI::App& app) {
             auto r = swarm::down(ws, ctx.timeout());
             std::string human;
             if (!r.embedded)
-              human = "nothing to stop: this workspace uses an external NATS server (" + ws.load_config().nats_url + ")";
+              human = "nothing to stop: this workspace uses an external NATS server";
             else if (!r.stopped)
               human = "the embedded nats-server was not running";
             else

@@ -71,7 +71,7 @@ detail::StreamInfoPtr stream_info_once(jsCtx* js, const std::string& stream, con
 // The same, retried through a failover.
 detail::StreamInfoPtr stream_info(detail::ConnectionState& connection, const std::string& stream,
                                   const std::string& bucket) {
-  return with_retries(connection, [&](std::chrono::milliseconds wait) {
+  return with_retries(connection, {}, [&](std::chrono::milliseconds wait) {
     return stream_info_once(connection.js.get(), stream, bucket, wait);
   });
 }
@@ -217,9 +217,18 @@ std::string Bucket::leader() const {
   return info->Cluster->Leader;
 }
 
-std::chrono::milliseconds Bucket::request_timeout() const { return state_->connection->request_timeout; }
+std::chrono::milliseconds Bucket::request_timeout() const {
+  return budget_.count() > 0 ? budget_ : state_->connection->request_timeout;
+}
 
-std::chrono::nanoseconds Bucket::server_clock_offset(const LocalClock& local_clock) const {
+Bucket Bucket::with_budget(std::chrono::milliseconds budget) const {
+  Bucket copy = *this;
+  copy.budget_ = budget;
+  return copy;
+}
+
+std::chrono::nanoseconds Bucket::server_clock_offset(const LocalClock& local_clock,
+                                                     std::chrono::nanoseconds* uncertainty) const {
   const std::string subject = state_->prefix + kClockProbeKey;
   jsConsumerConfig config;
   check(jsConsumerConfig_Init(&config), "clock probe of " + where(name_));
@@ -228,7 +237,7 @@ std::chrono::nanoseconds Bucket::server_clock_offset(const LocalClock& local_clo
   config.FilterSubject = subject.c_str();
   config.MemoryStorage = true;
   config.InactiveThreshold = kClockProbeLifetimeNanos;
-  return with_retries(*state_->connection, [&](std::chrono::milliseconds wait) {
+  return with_retries(*state_->connection, budget_, [&](std::chrono::milliseconds wait) {
     jsConsumerInfo* raw = nullptr;
     jsErrCode code = jsErrCode(0);
     jsOptions options = waiting(wait);
@@ -239,6 +248,7 @@ std::chrono::nanoseconds Bucket::server_clock_offset(const LocalClock& local_clo
     detail::ConsumerInfoPtr info(raw);
     // The server stamped it between our send and its answer: call it the middle.
     auto local = sent + (answered - sent) / 2;
+    if (uncertainty != nullptr) *uncertainty = std::chrono::duration_cast<std::chrono::nanoseconds>(answered - sent) / 2;
     return std::chrono::nanoseconds(info->Created) -
            std::chrono::duration_cast<std::chrono::nanoseconds>(local.time_since_epoch());
   });
@@ -248,7 +258,7 @@ std::optional<Entry> Bucket::latest(std::string_view key, bool* deleted) const {
   require_valid_key(name_, key);
   const std::string subject = state_->prefix + std::string(key);
   // The stream leader answers this, so a client always reads its own writes.
-  detail::MsgPtr msg = with_retries(*state_->connection, [&](std::chrono::milliseconds wait) {
+  detail::MsgPtr msg = with_retries(*state_->connection, budget_, [&](std::chrono::milliseconds wait) {
     natsMsg* raw = nullptr;
     jsErrCode code = jsErrCode(0);
     jsOptions options = waiting(wait);
@@ -279,7 +289,7 @@ std::optional<Entry> Bucket::get(std::string_view key) const {
 }
 
 std::uint64_t Bucket::publish(std::string_view key, std::string_view value, std::uint64_t expect_revision,
-                              bool expect_absent, bool is_delete, std::string_view what) const {
+                              bool expect_absent, bool is_delete, std::string_view what, bool maybe_stored) const {
   require_valid_key(name_, key);
   // Every renewal comes through here: the error text is built only on failure.
   auto fail = [&](natsStatus status, jsErrCode code) {
@@ -299,8 +309,8 @@ std::uint64_t Bucket::publish(std::string_view key, std::string_view value, std:
   if (expect_absent) options.ExpectNoMessage = true;
   else options.ExpectLastSubjectSeq = expect_revision;
 
-  detail::Attempts attempts(*state_->connection);
-  bool maybe_stored = false;  // an attempt got no answer: it may have landed all the same
+  detail::Attempts attempts(*state_->connection, budget_);
+  // maybe_stored: an attempt got no answer, so it may have landed all the same.
   while (true) {
     options.MaxWait = attempts.wait().count();
     jsPubAck* ack = nullptr;
@@ -325,11 +335,126 @@ std::optional<std::uint64_t> Bucket::landed(std::string_view key, std::string_vi
   bool deleted = false;
   auto last = latest(key, &deleted);
   if (is_delete) {
-    if (!last || deleted) return last ? last->revision : 0;
+    if (!last || (deleted && last->value == value)) return last ? last->revision : 0;
     return std::nullopt;
   }
   if (last && !deleted && last->value == value) return last->revision;
   return std::nullopt;
+}
+
+namespace {
+
+// A pipelined write's answer: the new revision, or the failure (a conflict
+// carries the current revision, as nats.c's own error text does).
+Bucket::WriteResult read_pub_ack(natsMsg* reply, const std::string& what) {
+  Bucket::WriteResult out;
+  const char* status = nullptr;
+  if (natsMsgHeader_Get(reply, "Status", &status) == NATS_OK && status != nullptr && std::strcmp(status, "503") == 0) {
+    out.error = Error(Errc::unavailable, what + ": No responders available for request");
+    return out;
+  }
+  std::string_view ack(natsMsg_GetData(reply) ? natsMsg_GetData(reply) : "",
+                       static_cast<std::size_t>(natsMsg_GetDataLength(reply)));
+  auto number_after = [&](std::string_view name) -> std::uint64_t {
+    auto at = ack.find(name);
+    if (at == std::string_view::npos) return 0;
+    return std::strtoull(std::string(ack.substr(at + name.size())).c_str(), nullptr, 10);
+  };
+  if (ack.find("\"error\"") == std::string_view::npos) {
+    out.revision = number_after("\"seq\":");
+    if (out.revision == 0) out.error = Error(Errc::internal, what + ": an acknowledgement without a sequence");
+    return out;
+  }
+  auto code = number_after("\"err_code\":");
+  std::string description;
+  if (auto at = ack.find("\"description\":\""); at != std::string_view::npos) {
+    auto start = at + 15;
+    description = std::string(ack.substr(start, ack.find('"', start) - start));
+  }
+  Errc kind = code == JSStreamWrongLastSequenceErr ? Errc::conflict : Errc::internal;
+  if (code == JSClusterNotAvailErr || code == JSClusterNotLeaderErr || code == JSClusterIncompleteErr ||
+      code == JSRaftGeneralErr)
+    kind = Errc::unavailable;
+  std::uint64_t current = 0;
+  if (auto at = description.find("wrong last sequence: "); at != std::string::npos)
+    current = std::strtoull(description.c_str() + at + 21, nullptr, 10);
+  out.error = Error(kind, what + ": " + description + " (JetStream error " + std::to_string(code) + ")", current);
+  return out;
+}
+
+}  // namespace
+
+std::vector<Bucket::WriteResult> Bucket::update_together(const std::vector<Write>& writes) {
+  std::vector<WriteResult> out(writes.size());
+  if (writes.empty()) return out;
+  detail::ConnectionState& connection = *writes.front().bucket->state_->connection;
+  for (const auto& w : writes) {
+    if (&*w.bucket->state_->connection != &connection)
+      throw Error(Errc::bad_request, "update_together: every bucket must be on one connection");
+    require_valid_key(w.bucket->name_, w.key);
+    if (w.revision == 0)
+      throw Error(Errc::bad_request, "update " + where(w.bucket->name_, w.key) + ": revision 0 is not a revision");
+  }
+  std::vector<bool> answered(writes.size(), false);
+  {
+    std::lock_guard lock(connection.reply_mu);
+    natsConnection* nc = connection.connection.get();
+    if (connection.replies == nullptr) {
+      char* inbox = nullptr;
+      detail::check(natsInbox_Create(&inbox), "make a reply inbox");
+      connection.reply_prefix = std::string(inbox) + ".";
+      natsInbox_Destroy(inbox);
+      detail::check(natsConnection_SubscribeSync(&connection.replies, nc, (connection.reply_prefix + "*").c_str()),
+                    "subscribe to replies");
+      detail::check(natsSubscription_SetPendingLimits(connection.replies, -1, -1), "subscribe to replies");
+    }
+    detail::Attempts attempts(connection, writes.front().bucket->budget_);
+    const auto wait = attempts.wait();
+    const std::uint64_t first = connection.next_reply;
+    connection.next_reply += writes.size();
+    for (std::size_t i = 0; i < writes.size(); ++i) {
+      const Write& w = writes[i];
+      const std::string subject = w.bucket->state_->prefix + w.key;
+      const std::string reply = connection.reply_prefix + std::to_string(first + i);
+      natsMsg* raw = nullptr;
+      detail::check(natsMsg_Create(&raw, subject.c_str(), reply.c_str(), w.value.data(), static_cast<int>(w.value.size())),
+                    "update " + where(w.bucket->name_, w.key));
+      detail::MsgPtr msg(raw);
+      const std::string expected = std::to_string(w.revision);
+      detail::check(natsMsgHeader_Set(raw, "Nats-Expected-Last-Subject-Sequence", expected.c_str()),
+                    "update " + where(w.bucket->name_, w.key));
+      if (natsConnection_PublishMsg(nc, raw) != NATS_OK) break;  // the rest go one at a time below
+    }
+    auto deadline = std::chrono::steady_clock::now() + wait;
+    std::size_t left = writes.size();
+    while (left > 0) {
+      auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (ms.count() <= 0) break;
+      natsMsg* raw = nullptr;
+      if (natsSubscription_NextMsg(&raw, connection.replies, ms.count()) != NATS_OK) break;
+      detail::MsgPtr reply(raw);
+      std::string_view subject = natsMsg_GetSubject(raw);
+      std::uint64_t n = std::strtoull(std::string(subject.substr(connection.reply_prefix.size())).c_str(), nullptr, 10);
+      if (n < first || n >= first + writes.size() || answered[n - first]) continue;  // an earlier batch's late answer
+      std::size_t i = n - first;
+      out[i] = read_pub_ack(raw, "update " + where(writes[i].bucket->name_, writes[i].key));
+      answered[i] = !(out[i].error && detail::is_transient(*out[i].error));
+      if (answered[i]) --left;
+    }
+  }
+  // No answer in time (a failover, say): alone, the usual way, knowing the
+  // first send may have landed.
+  for (std::size_t i = 0; i < writes.size(); ++i) {
+    if (answered[i]) continue;
+    const Write& w = writes[i];
+    out[i] = {};
+    try {
+      out[i].revision = w.bucket->publish(w.key, w.value, w.revision, false, false, "update", true);
+    } catch (const Error& e) {
+      out[i].error = e;
+    }
+  }
+  return out;
 }
 
 std::uint64_t Bucket::create(std::string_view key, std::string_view value) const {
@@ -356,19 +481,19 @@ std::uint64_t Bucket::update(std::string_view key, std::string_view value, std::
   return publish(key, value, revision, false, false, "update");
 }
 
-void Bucket::erase(std::string_view key, std::uint64_t revision) const {
+void Bucket::erase(std::string_view key, std::uint64_t revision, std::string_view value) const {
   if (revision == 0)
     throw Error(Errc::bad_request, "erase " + where(name_, key) + ": revision 0 is not a revision");
   // nats.c has no conditional delete: publish the delete marker ourselves with
   // the expected-last-subject-sequence header (JetStream error 10071 on a miss).
-  publish(key, {}, revision, false, true, "erase");
+  publish(key, value, revision, false, true, "erase");
 }
 
-void Bucket::for_each(const std::function<void(Entry&&)>& visit, bool keys_only) const {
+void Bucket::for_each(const std::function<void(Entry&&)>& visit, bool keys_only, const std::string& pattern) const {
   // A pass that fails before its first entry (a consumer the cluster never
   // made, say on a node that is gone) is started again; one that fails later
   // is the caller's to repeat, since it has seen entries.
-  detail::Attempts attempts(*state_->connection);
+  detail::Attempts attempts(*state_->connection, budget_);
   while (true) {
     std::size_t seen = 0;
     try {
@@ -386,7 +511,9 @@ void Bucket::for_each(const std::function<void(Entry&&)>& visit, bool keys_only)
       WatchOptions options;
       options.ignore_deletes = true;
       options.keys_only = keys_only;
-      auto watch = watch_once(">", options, attempts.wait(), end);
+      // The stream's last sequence ends a replay of every key; a replay of
+      // some keys may never reach it, so it ends when nothing is pending.
+      auto watch = watch_once(pattern, options, attempts.wait(), pattern == ">" ? end : 0);
       while (true) {
         auto event = watch.next(seen == 0 ? attempts.wait() : request_timeout());
         if (!event)

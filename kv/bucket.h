@@ -65,6 +65,10 @@ class Bucket {
   // The key's current value, or nullopt when it is absent, deleted or expired.
   std::optional<Entry> get(std::string_view key) const;
 
+  // The key's last message, a delete marker included (`deleted` says which):
+  // a marker may carry data (see erase), e.g. what a released lease was.
+  std::optional<Entry> last(std::string_view key, bool* deleted) const { return latest(key, deleted); }
+
   // Writes only if the key has no value (absent, deleted or expired). Returns
   // the new revision; throws conflict (with the current revision) otherwise.
   std::uint64_t create(std::string_view key, std::string_view value) const;
@@ -72,9 +76,26 @@ class Bucket {
   // Writes only if the key's latest revision is still `revision`.
   std::uint64_t update(std::string_view key, std::string_view value, std::uint64_t revision) const;
 
+  // Several such updates, of keys in buckets on one connection, sent
+  // together and acknowledged together: one round trip for all (a session
+  // and its task lease renewed at once). Each succeeds or fails on its own,
+  // as update() would; one that got no answer in time is retried alone.
+  struct Write {
+    const Bucket* bucket = nullptr;
+    std::string key;
+    std::string value;
+    std::uint64_t revision = 0;
+  };
+  struct WriteResult {
+    std::uint64_t revision = 0;  // the new revision when it succeeded
+    std::optional<Error> error;
+  };
+  static std::vector<WriteResult> update_together(const std::vector<Write>& writes);
+
   // Deletes only if the key's latest revision is still `revision`: leaves a
-  // delete marker, so watchers see the delete.
-  void erase(std::string_view key, std::uint64_t revision) const;
+  // delete marker, so watchers see the delete. The marker carries `value`
+  // (readers of the key see it as absent; last() returns it).
+  void erase(std::string_view key, std::uint64_t revision, std::string_view value = {}) const;
 
   // Every key that has a value now, in one streamed pass.
   std::vector<std::string> keys() const;
@@ -86,7 +107,9 @@ class Bucket {
   // work while the rest is still on the wire. With `keys_only` values are empty.
   // A key written while the pass runs may come twice, the newer revision last
   // (see drop_repeats); the pass ends however busy the writers are.
-  void for_each(const std::function<void(Entry&&)>& visit, bool keys_only = false) const;
+  // `pattern` narrows it to some keys ("a.*", "_wait.x.>").
+  void for_each(const std::function<void(Entry&&)>& visit, bool keys_only = false,
+                const std::string& pattern = ">") const;
 
   // The stream's last revision when the bucket was opened: only entries of a
   // pass newer than this can repeat a key.
@@ -99,13 +122,19 @@ class Bucket {
 
   std::chrono::milliseconds request_timeout() const;
 
+  // The same bucket, whose requests (retries included) take at most `budget`
+  // each, whatever the connection's timeouts: a lease holder renews within
+  // what is left of its TTL.
+  Bucket with_budget(std::chrono::milliseconds budget) const;
+
   // How far the clock of the server behind this bucket is ahead of `local`
   // (negative: behind), good to about half a round trip. nats-server 2.9
   // tells its time only in what it stamps, so this asks it to create a
   // consumer (ephemeral, matching nothing, gone within a second of idleness)
   // and reads the creation time it reports. One round trip.
   using LocalClock = std::function<std::chrono::system_clock::time_point()>;
-  std::chrono::nanoseconds server_clock_offset(const LocalClock& local = std::chrono::system_clock::now) const;
+  std::chrono::nanoseconds server_clock_offset(const LocalClock& local = std::chrono::system_clock::now,
+                                               std::chrono::nanoseconds* uncertainty = nullptr) const;
 
   // Implementation detail shared with watch.cc.
   struct State;
@@ -113,8 +142,10 @@ class Bucket {
  private:
   Bucket(std::shared_ptr<State> state, std::string name)
       : state_(std::move(state)), name_(std::move(name)) {}
+  // `maybe_stored`: an earlier send of this very write got no answer, so a
+  // conflict may be the write itself having landed.
   std::uint64_t publish(std::string_view key, std::string_view value, std::uint64_t expect_revision,
-                        bool expect_absent, bool is_delete, std::string_view what) const;
+                        bool expect_absent, bool is_delete, std::string_view what, bool maybe_stored = false) const;
   std::optional<Entry> latest(std::string_view key, bool* deleted) const;
   // One attempt at watch(): creating its consumer waits `wait` for the
   // answer; its replay ends at `replay_end` (0: when nothing is pending).
@@ -126,6 +157,7 @@ class Bucket {
 
   std::shared_ptr<State> state_;
   std::string name_;
+  std::chrono::milliseconds budget_{0};  // 0: the connection's
 };
 
 // Drops from the entries of one pass (in arrival order) every older revision

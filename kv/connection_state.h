@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <string>
 
 #include "kv/nats_handles.h"
@@ -13,6 +14,13 @@ struct ConnectionState {
   // Declared in this order so the JetStream context dies before the connection.
   ConnectionPtr connection;
   JsPtr js;
+  // Replies to pipelined writes (Bucket::update_together) arrive on
+  // "<reply_prefix><n>": one subscription for the connection's life, made
+  // when first needed, used by one batch at a time.
+  std::mutex reply_mu;
+  natsSubscription* replies = nullptr;
+  std::string reply_prefix;
+  std::uint64_t next_reply = 0;
   std::chrono::milliseconds request_timeout{5000};
   std::string urls;  // for error messages
   // With a limit, every request together waits at most this long
@@ -23,6 +31,8 @@ struct ConnectionState {
   ~ConnectionState() {
     js.reset();
     if (connection) natsConnection_Close(connection.get());
+    // Closed first: no reader thread can be handing it a message now.
+    if (replies != nullptr) natsSubscription_Destroy(replies);
   }
 };
 

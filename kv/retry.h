@@ -31,10 +31,11 @@ class Attempts {
   static constexpr std::chrono::milliseconds kFirstPause{25};
   static constexpr std::chrono::milliseconds kLongestPause{250};
 
-  // The budget of one request on `connection`: its request timeout, or what
-  // is left of its total wait limit (at least one short attempt).
-  explicit Attempts(ConnectionState& connection)
-      : Attempts(budget_of(connection), &connection.waited_ms) {}
+  // The budget of one request on `connection`: `budget` when one is given,
+  // else its request timeout, or what is left of its total wait limit (at
+  // least one short attempt).
+  explicit Attempts(ConnectionState& connection, std::chrono::milliseconds budget = {})
+      : Attempts(budget.count() > 0 ? budget : budget_of(connection), &connection.waited_ms) {}
 
   Attempts(std::chrono::milliseconds budget, std::atomic<std::int64_t>* waited = nullptr)
       : start_(std::chrono::steady_clock::now()),
@@ -84,11 +85,12 @@ class Attempts {
   int failures_ = 0;
 };
 
-// Runs attempt(wait) until it returns, fails for good, or the budget of a
-// request on `connection` is spent.
+// Runs attempt(wait) until it returns, fails for good, or the budget (0: that
+// of a request on `connection`) is spent.
 template <typename Attempt>
-auto with_retries(ConnectionState& connection, Attempt attempt) -> decltype(attempt(std::chrono::milliseconds())) {
-  Attempts attempts(connection);
+auto with_retries(ConnectionState& connection, std::chrono::milliseconds budget, Attempt attempt)
+    -> decltype(attempt(std::chrono::milliseconds())) {
+  Attempts attempts(connection, budget);
   while (true) {
     try {
       return attempt(attempts.wait());

@@ -167,7 +167,7 @@ void Watch::stop() {
 Watch Bucket::watch(std::string_view pattern, WatchOptions options) const {
   // Creating the consumer is retried through a failover: a consumer the
   // cluster never made is only a little garbage it drops by itself.
-  return detail::with_retries(*state_->connection, [&](std::chrono::milliseconds wait) {
+  return detail::with_retries(*state_->connection, budget_, [&](std::chrono::milliseconds wait) {
     std::uint64_t replay_end = pattern == ">" ? detail::last_sequence(*state_, name_, wait) : 0;
     return watch_once(pattern, options, wait, replay_end);
   });

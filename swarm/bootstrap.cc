@@ -187,6 +187,12 @@ UpResult up(const UpOptions& options) {
     throw Error(Errc::bad_input, "the embedded nats-server is a single node: --replicas must be 1 "
                                  "(use --nats-url with a cluster for more)");
   if (options.nats_url) {
+    // The workspace moves to another server: its embedded one (if any) is no
+    // longer what anyone talks to, and would be one that no `down` names.
+    auto stopped = EmbeddedServer(ws.nats_dir()).stop(kServerStopGrace);
+    if (!stopped.empty())
+      spdlog::warn("stopped this workspace's embedded nats-server (pid {}): the workspace now uses {}; its data "
+                   "stays in {}", stopped.front(), *options.nats_url, ws.nats_dir().string());
     config.nats_url = *options.nats_url;
     config.embedded = false;
   } else if (embedded) {
@@ -205,15 +211,17 @@ UpResult up(const UpOptions& options) {
 
 DownResult down(const Workspace& workspace, std::chrono::milliseconds grace) {
   DownResult result;
-  WorkspaceConfig config = workspace.load_config();
-  result.embedded = config.embedded;
-  if (!config.embedded) return result;
+  // Read, not required: a corrupt config.json does not keep a server running.
+  auto file = workspace.read_config();
+  result.embedded = file.state != Workspace::ConfigFile::State::good || file.config.embedded;
   FileLock lock = lock_up(workspace, "down");
   EmbeddedServer server(workspace.nats_dir());
   if (auto pid = server.running_pid()) result.pid = *pid;
-  // Every server on this workspace's store: ours, and any an older race left.
+  // Every server on this workspace's store: ours, and any an older race, or
+  // a workspace since moved to another server, left running.
   auto stopped = server.stop(grace);
   result.stopped = !stopped.empty();
+  if (result.stopped) result.embedded = true;
   if (!result.pid && !stopped.empty()) result.pid = stopped.front();
   return result;
 }

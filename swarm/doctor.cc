@@ -51,6 +51,10 @@ class Checkup {
   Checkup(const Workspace& ws, const HostIdentity& me, const Clock& clock, bool fix)
       : ws_(ws), me_(me), clock_(clock), fix_(fix) {}
 
+  // The records read are not the workspace's own (`why` names the option):
+  // --fix then removes no slot folder.
+  void forbid_folder_removal(const std::string& why) { folders_elsewhere_ = why; }
+
   // This workspace's hub as sessions record it (hub_url), once config is read.
   void set_hub(const std::string& hub_path) { hub_url_ = Hub::url_of(hub_path); }
 
@@ -75,8 +79,15 @@ class Checkup {
   }
 
   void check_embedded_server(const WorkspaceConfig& config) {
-    if (!config.embedded) return;
     EmbeddedServer server(ws_.nats_dir());
+    if (!config.embedded) {
+      if (auto strays = server.all_on_store(); !strays.empty())
+        add(Severity::problem, "embedded_server", server.data_dir().string(),
+            "a nats-server (pid " + std::to_string(strays.front()) + ") runs on this workspace's store, though "
+            "config.json names another server (" + config.nats_url + ")",
+            "swarm down");
+      return;
+    }
     auto ours = server.running_pid();
     auto on_store = server.all_on_store();
     if (on_store.size() > 1)
@@ -302,6 +313,12 @@ class Checkup {
 
   // Salvages and removes a slot folder; the caller holds the slot's lock.
   void remove_folder(const std::string& slot, Finding& f) {
+    if (!folders_elsewhere_.empty()) {
+      f.fixed = false;
+      f.fix_note = "left alone: the records were read from another server or bucket than config.json's (" +
+                   folders_elsewhere_ + "), where this slot may well have a session; run doctor without it";
+      return;
+    }
     if (!hub_present_) {
       f.fixed = false;
       f.fix_note = "left alone: the hub is missing, and salvage keeps history there; fix the hub first";
@@ -326,7 +343,7 @@ class Checkup {
     note += "removed " + ws_.slot_dir(slot).string();
     if (salvage.files > 0)
       note += " after salvaging " + std::to_string(salvage.files) + " file(s) to " + salvage.folder.string();
-    if (salvage.unreadable_repository) note += " (its repository could not be read: every file, .git whole)";
+    if (salvage.unreadable_repository) note += " (every file kept, its .git whole: the repository could not be read)";
     if (!salvage.commits_ref.empty()) note += "; history the hub lacked is in the hub under " + salvage.commits_ref;
     f.fix_note = note;
   }
@@ -337,6 +354,7 @@ class Checkup {
   bool fix_;
   std::string hub_url_;
   bool hub_present_ = false;
+  std::string folders_elsewhere_;  // non-empty: folders are reported only
   DoctorReport report_;
 };
 
@@ -362,10 +380,14 @@ DoctorReport Doctor::run(bool fix) {
     return report;
   }
   WorkspaceConfig config = file.config;
+  // --nats-url (already in the options) or --bucket may point elsewhere than
+  // the workspace's own records. Then a slot folder without a record there may
+  // well have one in the workspace's: folders are reported, never removed.
+  const bool own_bucket = bucket_override_.empty() || bucket_override_ == config.bucket;
+  const bool own_server = connection_.urls.empty() || connection_.urls == kv::split_urls(config.nats_url);
   if (!bucket_override_.empty()) config.bucket = bucket_override_;
-  // --nats-url (already in the options) overrides the workspace's server.
-  const bool own_server = connection_.urls.empty();
-  if (own_server) connection_.urls = kv::split_urls(config.nats_url);
+  if (connection_.urls.empty()) connection_.urls = kv::split_urls(config.nats_url);
+  if (!own_server || !own_bucket) checkup.forbid_folder_removal(own_server ? "--bucket" : "--nats-url (or $NATS_URL)");
   std::string nats_url;
   for (const auto& url : connection_.urls) nats_url += (nats_url.empty() ? "" : ",") + url;
   report.nats_url = nats_url;

@@ -16,6 +16,7 @@
 
 #include "swarm/error.h"
 #include "swarm/json.h"
+#include "swarm/process_info.h"
 #include "swarm/workspace.h"
 
 namespace swarm {
@@ -48,29 +49,6 @@ bool answers(int port) {
   return ok;
 }
 
-// The NUL-separated arguments of a process (empty when it is gone).
-std::vector<std::string> arguments_of(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
-  std::vector<std::string> args;
-  std::string arg;
-  while (std::getline(in, arg, '\0')) args.push_back(arg);
-  return args;
-}
-
-// /proc/<pid>/stat field 22: when the process started, in clock ticks since
-// boot. A pid reused by another process has another start time.
-std::optional<unsigned long long> start_ticks_of(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  auto paren = stat.rfind(')');  // the command name before it may hold spaces
-  if (paren == std::string::npos) return std::nullopt;
-  std::istringstream fields(stat.substr(paren + 2));
-  std::string field;
-  for (int i = 3; i <= 22 && fields >> field; ++i)
-    if (i == 22) return std::stoull(field);
-  return std::nullopt;
-}
-
 std::string exe_of(pid_t pid) {
   std::error_code ec;
   std::string exe = fs::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec).string();
@@ -83,14 +61,13 @@ std::string exe_of(pid_t pid) {
 
 // Whether `pid` runs nats-server with `store` as its store directory.
 bool serves_store(pid_t pid, const fs::path& store) {
-  auto args = arguments_of(pid);
+  auto args = process_arguments(pid);
   if (args.empty() || fs::path(args[0]).filename().string().find("nats-server") == std::string::npos) return false;
   for (std::size_t i = 0; i + 1 < args.size(); ++i)
     if (args[i] == "-sd" && args[i + 1] == store.string()) return true;
   return false;
 }
 
-bool alive(pid_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM); }
 
 std::string tail_of(const fs::path& path, std::size_t max_chars) {
   std::ifstream in(path);
@@ -143,16 +120,16 @@ int port_of_url(const std::string& url) {
 }
 
 std::optional<pid_t> EmbeddedServer::recorded_pid() const {
-  std::ifstream in(pid_file());
-  long pid = 0;
-  if (!(in >> pid) || pid <= 0) return std::nullopt;
+  std::string why;
+  auto text = read_plain_file(pid_file(), 64, &why);
+  long pid = text ? std::atol(text->c_str()) : 0;
+  if (pid <= 0) return std::nullopt;
   return static_cast<pid_t>(pid);
 }
 
 std::optional<ServerIdentity> EmbeddedServer::running() const {
-  std::ifstream in(identity_file());
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  Json json = Json::parse(text);
+  std::string why;
+  Json json = Json::parse(read_plain_file(identity_file(), 4096, &why).value_or(""));
   if (!json || !cJSON_IsObject(json.get())) return std::nullopt;
   auto number = [&](const char* name) {
     const cJSON* item = cJSON_GetObjectItemCaseSensitive(json.get(), name);
@@ -169,7 +146,7 @@ std::optional<ServerIdentity> EmbeddedServer::running() const {
   id.exe = string("exe");
   id.url = string("url");
   // All three: the same process (start time), the same program, our store.
-  if (!alive(id.pid) || start_ticks_of(id.pid) != id.start_ticks || !serves_store(id.pid, data_dir())) return std::nullopt;
+  if (!process_alive(id.pid) || process_start_ticks(id.pid) != id.start_ticks || !serves_store(id.pid, data_dir())) return std::nullopt;
   if (!id.exe.empty() && exe_of(id.pid) != id.exe) return std::nullopt;
   return id;
 }
@@ -225,13 +202,19 @@ std::string EmbeddedServer::start(int port, std::chrono::milliseconds timeout) {
   // next `up` reuses and `down` stops.
   write_file_atomically(pid_file(), std::to_string(pid) + "\n");
   const std::string url = "nats://127.0.0.1:" + std::to_string(port);
-  Json identity = Json::object();
-  identity.set("pid", static_cast<std::int64_t>(pid))
-      .set("start_ticks", static_cast<std::int64_t>(start_ticks_of(pid).value_or(0)))
-      .set("exe", program)
-      .set("url", url)
-      .set("store", data_dir().string());
-  write_file_atomically(identity_file(), identity.dump_pretty() + "\n");
+  const auto start_ticks = process_start_ticks(pid).value_or(0);
+  // The executable is recorded once the server answers, from /proc: what PATH
+  // named may be a wrapper (asdf, mise, nix) that exec'd the real one.
+  auto record_identity = [&](const std::string& exe) {
+    Json identity = Json::object();
+    identity.set("pid", static_cast<std::int64_t>(pid))
+        .set("start_ticks", static_cast<std::int64_t>(start_ticks))
+        .set("exe", exe)
+        .set("url", url)
+        .set("store", data_dir().string());
+    write_file_atomically(identity_file(), identity.dump_pretty() + "\n");
+  };
+  record_identity("");
 
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (!answers(port)) {
@@ -247,6 +230,7 @@ std::string EmbeddedServer::start(int port, std::chrono::milliseconds timeout) {
     }
     std::this_thread::sleep_for(20ms);
   }
+  record_identity(exe_of(pid));
   return url;
 }
 
@@ -258,7 +242,7 @@ std::vector<pid_t> EmbeddedServer::stop_others(pid_t keep, std::chrono::millisec
     if (pid != keep) pids.push_back(pid);
   // Each is checked again right before each signal: a pid that stopped
   // serving our store meanwhile is no longer ours to signal.
-  auto still_ours = [&](pid_t pid) { return alive(pid) && serves_store(pid, data_dir()); };
+  auto still_ours = [&](pid_t pid) { return process_alive(pid) && serves_store(pid, data_dir()); };
   for (pid_t pid : pids)
     if (still_ours(pid)) kill(pid, SIGTERM);
   auto deadline = std::chrono::steady_clock::now() + grace;

@@ -77,6 +77,9 @@ std::optional<FileLock> FileLock::acquire(const fs::path& path, const std::strin
 }
 
 std::string FileLock::holder_of(const fs::path& path) {
+  // A plain, short file of ours: anything else is not read (a FIFO would block).
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec) || fs::file_size(path, ec) > 4096) return {};
   std::ifstream in(path);
   std::string line;
   std::getline(in, line);

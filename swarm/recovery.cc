@@ -55,7 +55,7 @@ class RecoveryFolder {
     out_->folder = folder;
     manifest_.open(folder / "MANIFEST");
     manifest_ << "# " << header_ << "\n# salvaged " << format_rfc3339(now_)
-              << "; codes: ? untracked, A added, M modified, D deleted, R renamed, T type change, F a file kept "
+              << "; codes: ? untracked, ! ignored, A added, M modified, D deleted, R renamed, T type change, F kept "
                  "whole\n";
   }
 
@@ -106,7 +106,8 @@ void salvage_worktree(Worktree& worktree, const std::string& slot, TimePoint now
 // A folder whose repository cannot be read: every file, and .git whole (it
 // may hold commits no one pushed). A file where the worktree should be, too.
 void salvage_every_file(const fs::path& wt, RecoveryFolder& folder) {
-  folder.describe("every file of " + wt.string() + " (its repository could not be read)");
+  folder.describe("every file of " + wt.string() + ", its .git whole (the repository could not be salvaged "
+                  "through git, or holds linked worktrees or submodules)");
   std::error_code ec;
   if (!fs::is_directory(fs::symlink_status(wt, ec))) {
     folder.add('F', wt.filename().string(), wt);
@@ -132,14 +133,18 @@ Salvage salvage(const fs::path& slot_dir, const std::string& slot, const fs::pat
   std::error_code ec;
   if (fs::exists(fs::symlink_status(wt, ec))) {
     std::optional<Worktree> worktree;
+    // Linked worktrees and submodules keep history in .git/worktrees and
+    // .git/modules, beyond the clone's own refs: such a repository is kept
+    // whole, like one that cannot be read.
+    const bool nested = fs::exists(wt / ".git" / "worktrees", ec) || fs::exists(wt / ".git" / "modules", ec);
     try {
-      if (fs::is_directory(wt / ".git")) worktree.emplace(Worktree::open(wt, slot));
+      if (fs::is_directory(wt / ".git") && !nested) worktree.emplace(Worktree::open(wt, slot));
       if (worktree) salvage_worktree(*worktree, slot, now, folder, out);
     } catch (const Error& e) {
       if (e.kind() == Errc::unavailable) throw;  // the hub, not the worktree: try again later
-      // Its history or status cannot be read (objects gone, a broken ref):
-      // keep every file as it is instead, the repository with them.
-      spdlog::warn("slot {}: the worktree's repository cannot be read ({}); keeping every file of it", slot, e.what());
+      // Its history or status cannot be read (objects gone, a broken ref),
+      // or the hub took nothing: keep every file as it is, .git with them.
+      spdlog::warn("slot {}: keeping every file of the worktree, its .git whole: {}", slot, e.what());
       worktree.reset();
     }
     if (!worktree) {

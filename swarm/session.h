@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "swarm/clock.h"
+#include "swarm/record.h"
 
 namespace swarm {
 
@@ -29,7 +30,7 @@ struct Session {
   std::string started_at_text;
   std::string last_renewed_text;
   // Fields this version does not know, as (name, JSON text as read), in their order.
-  std::vector<std::pair<std::string, std::string>> unknown_fields;
+  record::UnknownFields unknown_fields;
 
   // Same session: the identity a CAS retry checks before it goes on.
   bool same_session_as(const Session& other) const {

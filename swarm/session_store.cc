@@ -190,18 +190,6 @@ std::vector<SessionEntry> SessionStore::list() const {
   return out;
 }
 
-ServerClock SessionStore::server_clock(const Clock& local) const {
-  try {
-    auto offset = bucket_.server_clock_offset(local);
-    spdlog::debug("the server's clock is {} us ahead of this host's", offset.count() / 1000);
-    auto skew = std::chrono::duration_cast<TimePoint::duration>(offset);
-    return {[local, skew] { return local() + skew; }, true};
-  } catch (const kv::Error& e) {
-    spdlog::warn("ages are read on this host's clock, which may not be the server's: {}", e.what());
-    return {local, false};
-  }
-}
-
 SessionWatch SessionStore::watch(const std::string& pattern) const {
   return SessionWatch(translating_kv([&] { return bucket_.watch(pattern); }));
 }

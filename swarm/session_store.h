@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kv/bucket.h"
+#include "swarm/server_clock.h"
 #include "swarm/session.h"
 
 namespace swarm {
@@ -52,10 +53,6 @@ class SessionWatch {
   kv::Watch watch_;
 };
 
-struct ServerClock {
-  Clock now;
-  bool measured = false;
-};
 
 class SessionStore {
  public:
@@ -94,7 +91,7 @@ class SessionStore {
   // server cannot tell (a cluster without a JetStream leader) it is `local`,
   // not `measured`, and a warning says so: callers then remove nothing for
   // being stale.
-  ServerClock server_clock(const Clock& local = system_clock()) const;
+  ServerClock server_clock(const Clock& local = system_clock()) const { return read_server_clock(bucket_, local); }
 
   // For tests and doctor: the raw bucket underneath.
   const kv::Bucket& bucket() const { return bucket_; }

@@ -85,7 +85,11 @@ std::vector<fs::path> leftover_removals(const Workspace& ws, const std::string& 
 std::string finish_removal(const fs::path& leftover) {
   std::error_code ec;
   fs::remove_all(leftover, ec);
-  if (ec) return "could not delete " + leftover.string() + " (already salvaged): " + ec.message();
+  // Another process finishing the same leftover may have deleted part of it
+  // under us: what counts is that it is gone.
+  if (ec && fs::exists(fs::symlink_status(leftover, ec))) {
+    return "could not delete " + leftover.string() + " (already salvaged): " + ec.message();
+  }
   return {};
 }
 

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <sstream>
 
 #include "swarm/duration.h"
 #include "swarm/error.h"
@@ -104,6 +105,10 @@ Worktree SlotLifecycle::ensure_worktree(const std::string& slot, bool* resumed) 
                                   "or salvage and remove it with `swarm doctor --fix`");
     }
   }
+  if (std::error_code ec2; fs::exists(fs::symlink_status(workspace_.slot_dir(slot), ec2)) &&
+                            !fs::is_directory(fs::symlink_status(workspace_.slot_dir(slot), ec2)))
+    throw Error(Errc::conflict, workspace_.slot_dir(slot).string() + " is a file where the folder of slot " + slot +
+                                    " should be; move it away (swarm never removes it)");
   // Cloned aside and moved in by one rename, so a join killed half way never
   // leaves a half-checked-out worktree that a later join would take for work
   // (its missing files would commit as deletions). What a killed clone
@@ -123,7 +128,8 @@ Worktree SlotLifecycle::ensure_worktree(const std::string& slot, bool* resumed) 
 }
 
 bool SlotLifecycle::committed_in_this_run(const std::string& slot, const std::optional<Worktree>& worktree) const {
-  std::ifstream in(workspace_.session_base(slot));
+  std::string why;
+  std::istringstream in(read_plain_file(workspace_.session_base(slot), 256, &why).value_or(""));
   std::string base;
   if (worktree && in >> base) return worktree->branch_tip() != base;
   return worktree ? worktree->has_commits_beyond_default()
@@ -199,7 +205,8 @@ JoinResult SlotLifecycle::join(const std::string& slot, const std::string& task,
     if (!result.resumed_worktree || !fs::exists(workspace_.session_base(slot), ec))
       write_file_atomically(workspace_.session_base(slot), worktree->branch_tip().value_or("") + "\n");
   } catch (...) {
-    if (worktree && !result.resumed_worktree) {
+    if (!result.resumed_worktree) {
+      // Made just now, or never made: nothing in it is work yet.
       worktree.reset();
       std::error_code ec;
       fs::remove_all(workspace_.worktree(slot), ec);

@@ -21,6 +21,9 @@ namespace {
 
 fs::path absolute_clean(const fs::path& p) { return fs::weakly_canonical(fs::absolute(p)); }
 
+// A config.json larger than this is not one swarm wrote.
+constexpr std::size_t kMaxConfigBytes = 64 * 1024;
+
 }  // namespace
 
 Workspace Workspace::find(const std::string& explicit_dir, const fs::path& cwd) {
@@ -111,16 +114,14 @@ Workspace::ConfigFile Workspace::read_config() const {
     out.problem = "workspace " + root_.string() + " is not set up: " + file + " is missing";
     return out;
   }
-  std::ifstream in(config_file());
-  std::stringstream text;
-  if (in) text << in.rdbuf();
-  if (!in || fs::is_directory(config_file(), ec)) {
+  std::string why;
+  auto text = read_plain_file(config_file(), kMaxConfigBytes, &why);
+  if (!text) {
     out.state = State::unreadable;
-    out.problem = "cannot read the workspace config " + file + ": " +
-                  (fs::is_directory(config_file(), ec) ? std::string("it is a folder") : std::strerror(errno));
+    out.problem = "cannot read the workspace config " + file + ": " + why;
     return out;
   }
-  return parse_config(text.str(), file, hub_dir());
+  return parse_config(*text, file, hub_dir());
 }
 
 WorkspaceConfig Workspace::load_config() const {
@@ -139,6 +140,27 @@ void Workspace::save_config(const WorkspaceConfig& config) const {
   json.set("replicas", config.replicas);
   json.set("lease_bucket", config.lease_bucket);
   write_file_atomically(config_file(), json.dump_pretty() + "\n");
+}
+
+std::optional<std::string> read_plain_file(const fs::path& path, std::size_t max_bytes, std::string* why) {
+  std::error_code ec;
+  auto status = fs::status(path, ec);
+  if (ec) {
+    *why = ec.message();
+    return std::nullopt;
+  }
+  if (fs::is_directory(status)) *why = "it is a folder";
+  else if (!fs::is_regular_file(status)) *why = "it is not a plain file (a FIFO, socket or device)";
+  else if (fs::file_size(path, ec) > max_bytes) *why = "it is larger than " + std::to_string(max_bytes) + " bytes";
+  if (!why->empty()) return std::nullopt;
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  if (in) text << in.rdbuf();
+  if (!in) {
+    *why = std::strerror(errno);
+    return std::nullopt;
+  }
+  return text.str();
 }
 
 void write_file_atomically(const fs::path& path, const std::string& text) {

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "swarm/session_store.h"
@@ -79,6 +80,11 @@ class Workspace {
 // names it in the problem, `default_hub` is the hub when it names none.
 Workspace::ConfigFile parse_config(const std::string& text, const std::string& file,
                                    const std::filesystem::path& default_hub);
+
+// The contents of `path` when it is a regular file (symlinks followed) of at
+// most `max_bytes`; nullopt with `why` otherwise. Never blocks on a FIFO and
+// never reads a device: swarm's own files are small plain files.
+std::optional<std::string> read_plain_file(const std::filesystem::path& path, std::size_t max_bytes, std::string* why);
 
 // Writes `text` to `path` through a temporary file and a rename, so readers
 // see the old or the new file, never half of one.

@@ -16,7 +16,7 @@ class Hub;
 // One uncommitted path, relative to the worktree, with a git-status-like code.
 struct Change {
   std::string path;
-  char code = '?';  // 'A' added, 'M' modified, 'D' deleted, 'R' renamed, 'T' type change, '?' untracked
+  char code = '?';  // 'A' added, 'M' modified, 'D' deleted, 'R' renamed, 'T' type change, '?' untracked, '!' ignored
 };
 
 struct CommitAuthor {
@@ -59,7 +59,8 @@ class Worktree {
     return repo_->preserve_unpushed(prefix);
   }
 
-  // Every uncommitted change, untracked files included.
+  // Every uncommitted change, untracked and ignored files included (an
+  // ignored folder as one entry, "dir/").
   std::vector<Change> changes() const { return repo_->changes(); }
 
   // Whether swarm/<slot> has commits that the hub's default branch (as cloned) lacks.

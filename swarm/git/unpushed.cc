@@ -60,9 +60,25 @@ std::vector<std::pair<std::string, git_oid>> hub_refs(git_remote* remote, const 
   return out;
 }
 
-// Every local tip worth keeping, named for the recovery prefix.
+// The reflog of `log` as tips "<base><i>" (entry 0 is the newest).
+void add_reflog(git_repository* repo, const std::string& log, const std::string& base, std::vector<Tip>& tips) {
+  git_reflog* reflog_raw = nullptr;
+  if (git_reflog_read(&reflog_raw, repo, log.c_str()) != 0) return;
+  ReflogPtr reflog(reflog_raw);
+  for (size_t i = 0, n = git_reflog_entrycount(reflog.get()); i < n; ++i) {
+    const git_reflog_entry* entry = git_reflog_entry_byindex(reflog.get(), i);
+    const git_oid* id = git_reflog_entry_id_new(entry);
+    if (id == nullptr || git_oid_is_zero(id)) continue;
+    tips.push_back({base + std::to_string(i), *id, true});
+  }
+}
+
+// Every local tip worth keeping, named for the recovery prefix: each ref, and
+// what its reflog and HEAD's remember (older stashes, amended and abandoned
+// commits, a branch moved back).
 std::vector<Tip> local_tips(git_repository* repo) {
   std::vector<Tip> tips;
+  std::vector<std::string> logs;
   git_reference_iterator* it_raw = nullptr;
   check(git_reference_iterator_new(&it_raw, repo), "list the clone's refs");
   RefIteratorPtr it(it_raw);
@@ -74,21 +90,14 @@ std::vector<Tip> local_tips(git_repository* repo) {
     if (name.rfind("refs/remotes/", 0) == 0 || name.rfind(kTempNamespace, 0) == 0) continue;
     if (name.rfind("refs/", 0) != 0) continue;
     tips.push_back({std::string(name.substr(5)), *git_reference_target(ref.get())});
+    logs.emplace_back(name);
   }
-  // Older stash entries live only in the stash's reflog; HEAD's reflog holds
-  // commits no ref names any more. Entry 0 is the newest.
-  for (const char* log : {"refs/stash", "HEAD"}) {
-    git_reflog* reflog_raw = nullptr;
-    if (git_reflog_read(&reflog_raw, repo, log) != 0) continue;
-    ReflogPtr reflog(reflog_raw);
-    std::string base = std::string_view(log) == "HEAD" ? "HEAD-reflog-" : "stash-";
-    for (size_t i = 0, n = git_reflog_entrycount(reflog.get()); i < n; ++i) {
-      const git_reflog_entry* entry = git_reflog_entry_byindex(reflog.get(), i);
-      const git_oid* id = git_reflog_entry_id_new(entry);
-      if (id == nullptr || git_oid_is_zero(id)) continue;
-      tips.push_back({base + std::to_string(i), *id, true});
-    }
+  for (const auto& log : logs) {
+    // "refs/stash" -> "stash-<i>", "refs/heads/tmp" -> "heads/tmp-reflog-<i>".
+    std::string base = log == "refs/stash" ? "stash-" : log.substr(5) + "-reflog-";
+    add_reflog(repo, log, base, tips);
   }
+  add_reflog(repo, "HEAD", "HEAD-reflog-", tips);
   if (git_repository_head_detached(repo) == 1) {
     git_oid head;
     if (git_reference_name_to_id(&head, repo, "HEAD") == 0) tips.push_back({"detached-HEAD", head});
@@ -130,11 +139,21 @@ std::vector<Tip> tips_the_hub_lacks(git_repository* repo, const std::vector<Tip>
   for (bool reflog_pass : {false, true}) {
     for (const auto& tip : tips) {
       if (tip.from_reflog != reflog_pass) continue;
+      git_object_t type = GIT_OBJECT_INVALID;
+      size_t size = 0;
+      git_odb_read_header(&size, &type, odb.get(), &tip.oid);
       auto commit = commit_of(repo, tip.oid);
-      if (!commit) {  // a tag of a tree or a blob: kept unless the hub has that very object
-        if (hub_objects.count(tip.oid) == 0) keep.push_back(tip);
+      // A tag object (its message, its signature) is kept unless the hub has
+      // that very object, even when the hub has the commit it names.
+      if (type != GIT_OBJECT_COMMIT && hub_objects.count(tip.oid) == 0) {
+        keep.push_back(tip);
+        if (commit) {
+          auto lacking = reachable(repo, {*commit}, hidden);
+          covered.insert(lacking.begin(), lacking.end());
+        }
         continue;
       }
+      if (!commit) continue;
       if (reflog_pass && covered.count(*commit) != 0) continue;
       auto lacking = reachable(repo, {*commit}, hidden);
       if (lacking.empty()) continue;  // the hub has all of it

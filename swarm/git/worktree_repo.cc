@@ -221,8 +221,11 @@ void WorktreeRepo::push() { push_branch_to("refs/heads/" + branch_name()); }
 std::vector<Change> WorktreeRepo::changes() const {
   git_status_options options = GIT_STATUS_OPTIONS_INIT;
   options.show = GIT_STATUS_SHOW_INDEX_AND_WORKDIR;
+  // Ignored files are work too (a .env, a results file): salvage keeps them.
+  // An ignored folder comes as one entry, kept whole.
   options.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS |
-                  GIT_STATUS_OPT_RENAMES_HEAD_TO_INDEX | GIT_STATUS_OPT_EXCLUDE_SUBMODULES;
+                  GIT_STATUS_OPT_INCLUDE_IGNORED | GIT_STATUS_OPT_RENAMES_HEAD_TO_INDEX |
+                  GIT_STATUS_OPT_EXCLUDE_SUBMODULES;
   git_status_list* raw = nullptr;
   check(git_status_list_new(&raw, repo_.get(), &options), "read the status of " + path_.string());
   StatusListPtr list(raw);
@@ -234,7 +237,8 @@ std::vector<Change> WorktreeRepo::changes() const {
     Change change;
     change.path = delta->new_file.path ? delta->new_file.path : delta->old_file.path;
     unsigned s = e->status;
-    if (s & GIT_STATUS_WT_NEW) change.code = '?';
+    if (s & GIT_STATUS_IGNORED) change.code = '!';
+    else if (s & GIT_STATUS_WT_NEW) change.code = '?';
     else if (s & (GIT_STATUS_WT_DELETED | GIT_STATUS_INDEX_DELETED)) change.code = 'D';
     else if (s & GIT_STATUS_INDEX_NEW) change.code = 'A';
     else if (s & (GIT_STATUS_WT_RENAMED | GIT_STATUS_INDEX_RENAMED)) change.code = 'R';

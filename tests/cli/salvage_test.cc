@@ -37,6 +37,12 @@ int count_files(const fs::path& dir) {
 
 const std::vector<std::string> kGitUser = {"-c", "user.name=t", "-c", "user.email=t@t"};
 
+std::string trimmed_out(const RunResult& r) {
+  std::string s = r.out;
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
 RunResult git_in(const SwarmWorkspace& ws, const fs::path& dir, std::vector<std::string> args) {
   args.insert(args.begin(), kGitUser.begin(), kGitUser.end());
   return ws.git(args, dir);
@@ -258,4 +264,80 @@ TEST_CASE("Close_WithTheHubGoneIsExit6AndKeepsEverything") {
   CHECK(r.err.find("unsupported URL") == std::string::npos);
   CHECK(read_file(ws.worktree("s") / "wip.txt") == "wip\n");
   CHECK(ws.swarm({"status", "--slot", "s"}).exit == 0);
+}
+
+TEST_CASE("Doctor_PointedAtAnotherServerRemovesNoFolder") {
+  // doctor --fix reading another server's records (--nats-url, $NATS_URL) sees no record for this workspace's live
+  // slots: it reports their folders, and removes none.
+  SwarmWorkspace ws;
+  SwarmWorkspace other;
+  REQUIRE(ws.swarm({"join", "--slot", "live", "--task", "T-1"}).exit == 0);
+  write_file(ws.worktree("live") / "notes.txt", "work in progress\n");
+  auto fix = ws.swarm({"doctor", "--fix", "--json", "--nats-url", other.server()->url()});
+  CHECK(fix.exit == 8);
+  CHECK(fix.out.find("another server or bucket") != std::string::npos);
+  CHECK(read_file(ws.worktree("live") / "notes.txt") == "work in progress\n");
+  auto with_env = ws.command({"doctor", "--fix"});
+  with_env.env["NATS_URL"] = other.server()->url();
+  auto by_env = run(with_env);
+  CHECK(by_env.exit == 8);
+  CHECK(fs::exists(ws.worktree("live") / "notes.txt"));
+  CHECK(ws.swarm({"doctor"}).exit == 0);  // the workspace's own server: healthy
+}
+
+TEST_CASE("Close_KeepsIgnoredFilesReflogsTagsAndNestedRepositories") {
+  // ignored files, a commit only a branch's reflog remembers, and an annotated tag on a pushed commit are kept;
+  // a worktree with a linked worktree is kept whole.
+  SwarmWorkspace ws;
+  REQUIRE(ws.swarm({"join", "--slot", "s", "--task", "T-1"}).exit == 0);
+  auto wt = ws.worktree("s");
+  write_file(wt / ".gitignore", "*.log\n");
+  write_file(wt / "base.txt", "base\n");
+  REQUIRE(ws.swarm({"commit", "--slot", "s", "-m", "base"}).exit == 0);
+  write_file(wt / "results.log", "hours of results\n");
+  write_file(wt / ".git/info/exclude", "secret.env\n");
+  write_file(wt / "secret.env", "TOKEN=1\n");
+  write_file(wt / "build/out.log", "ignored folder\n");
+  // A commit that only refs/heads/tmp's reflog remembers, and an annotated tag on the pushed tip.
+  REQUIRE(git_in(ws, wt, {"commit", "-q", "--allow-empty", "-m", "reflog only"}).exit == 0);
+  auto lost_commit = trimmed_out(ws.git({"rev-parse", "HEAD"}, wt));
+  REQUIRE(git_in(ws, wt, {"reset", "-q", "--hard", "HEAD~1"}).exit == 0);
+  REQUIRE(git_in(ws, wt, {"update-ref", "refs/heads/tmp", lost_commit}).exit == 0);
+  REQUIRE(git_in(ws, wt, {"update-ref", "refs/heads/tmp", "HEAD"}).exit == 0);
+  REQUIRE(git_in(ws, wt, {"tag", "-a", "release-1", "-m", "the release notes"}).exit == 0);
+  auto closed = ws.swarm({"close", "--slot", "s", "--result", "fail", "--json"});
+  REQUIRE_MESSAGE(closed.exit == 0, closed.err);
+  auto found = recoveries(ws, "s");
+  REQUIRE(found.size() == 1);
+  CHECK(read_file(found[0] / "results.log") == "hours of results\n");
+  CHECK(read_file(found[0] / "secret.env") == "TOKEN=1\n");
+  CHECK(read_file(found[0] / "build/out.log") == "ignored folder\n");
+  std::string prefix = field(json_of(closed), "recovery_ref");
+  REQUIRE(!prefix.empty());
+  auto refs = ws.git({"--git-dir", hub_of(ws), "for-each-ref", "--format=%(objectname)", prefix + "/"}).out;
+  CHECK(refs.find(lost_commit) != std::string::npos);
+  CHECK(ws.git({"--git-dir", hub_of(ws), "cat-file", "-p", prefix + "/tags/release-1"}).out.find("the release notes") !=
+        std::string::npos);
+
+  // A linked worktree's history lives in .git/worktrees: the repository is kept whole.
+  REQUIRE(ws.swarm({"join", "--slot", "l", "--task", "T-2"}).exit == 0);
+  auto lwt = ws.worktree("l");
+  REQUIRE(git_in(ws, lwt, {"worktree", "add", "-q", "--detach", (lwt / "linked").string()}).exit == 0);
+  REQUIRE(git_in(ws, lwt / "linked", {"commit", "-q", "--allow-empty", "-m", "in the linked worktree"}).exit == 0);
+  auto linked_commit = trimmed_out(ws.git({"rev-parse", "HEAD"}, lwt / "linked"));
+  REQUIRE(ws.swarm({"close", "--slot", "l", "--result", "fail"}).exit == 0);
+  auto kept = recoveries(ws, "l");
+  REQUIRE(kept.size() == 1);
+  CHECK(ws.git({"--git-dir", (kept[0] / ".git").string(), "cat-file", "-t", linked_commit}).out == "commit\n");
+}
+
+TEST_CASE("Join_AFileWhereTheSlotFolderShouldBeIsNamed") {
+  // a plain file at .swarm/slots/<slot> is refused (exit 3) naming it; the file stays, nothing is left behind.
+  SwarmWorkspace ws;
+  write_file(ws.root() / ".swarm/slots/s", "an operator's file\n");
+  auto r = ws.swarm({"join", "--slot", "s", "--task", "T-1"});
+  CHECK(r.exit == 3);
+  CHECK(r.err.find("is a file where the folder of slot s should be") != std::string::npos);
+  CHECK(read_file(ws.root() / ".swarm/slots/s") == "an operator's file\n");
+  CHECK(ws.swarm({"status", "--slot", "s"}).exit == 4);  // the record was undone
 }

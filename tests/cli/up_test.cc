@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -265,4 +266,51 @@ TEST_CASE("Config_NumbersOutOfRangeAndUnreadableFilesAreNamed") {
   CHECK(folder.exit == 6);
   CHECK(folder.err.find("cannot read") != std::string::npos);
   CHECK(folder.err.find("missing") == std::string::npos);
+}
+
+TEST_CASE("Up_AWrapperScriptOnPathIsStillOurServer") {
+  // nats-server reached through a wrapper that execs it (asdf, mise, nix): a second up reuses the server instead of
+  // replacing it, and doctor is healthy.
+  SwarmWorkspace ws({.embedded = true, .up = false});
+  TempDir shims("swarm-shim");
+  write_file(shims / "nats-server", "#!/bin/sh\nexec " + nats_server_on_path() + " \"$@\"\n");
+  std::filesystem::permissions(shims / "nats-server", std::filesystem::perms::owner_all);
+  std::map<std::string, std::string> env = kHostA;
+  env["PATH"] = shims.path().string() + ":" + std::getenv("PATH");
+  auto first = ws.swarm({"up", "--json"}, env);
+  REQUIRE_MESSAGE(first.exit == 0, first.err);
+  auto second = ws.swarm({"up", "--json"}, env);
+  REQUIRE(second.exit == 0);
+  CHECK(cJSON_IsFalse(cJSON_GetObjectItem(json_of(second).get(), "started_server")));
+  CHECK(number(json_of(second), "server_pid") == number(json_of(first), "server_pid"));
+  CHECK(ws.swarm({"doctor"}, env).exit == 0);
+}
+
+TEST_CASE("Up_ToAnotherServerStopsTheEmbeddedOne_DownStopsStraysWhateverTheConfig") {
+  // moving an embedded workspace to another server stops its embedded one; down stops a server on the store even
+  // when config.json is corrupt; a config.json that is a FIFO or a device is unreadable, never a hang.
+  SwarmWorkspace ws({.embedded = true});
+  NatsServer elsewhere;
+  auto moved = ws.swarm({"up", "--nats-url", elsewhere.url()});
+  REQUIRE_MESSAGE(moved.exit == 0, moved.err);
+  CHECK(moved.err.find("stopped this workspace's embedded nats-server") != std::string::npos);
+  CHECK(servers_on_store(ws) == 0);
+  REQUIRE(ws.swarm({"up", "--nats-url", ""}).exit == 2);
+
+  SwarmWorkspace corrupt({.embedded = true});
+  write_file(corrupt.root() / ".swarm/config.json", "{");
+  auto down = corrupt.swarm({"down"});
+  CHECK_MESSAGE(down.exit == 0, down.err);
+  CHECK(servers_on_store(corrupt) == 0);
+
+  auto config = corrupt.root() / ".swarm/config.json";
+  std::filesystem::remove(config);
+  REQUIRE(::mkfifo(config.c_str(), 0600) == 0);
+  auto fifo = corrupt.swarm({"status", "--timeout", "2s"});
+  CHECK(fifo.exit == 6);
+  CHECK(fifo.err.find("not a plain file") != std::string::npos);
+  CHECK(fifo.took < 5s);
+  std::filesystem::remove(config);
+  std::filesystem::create_symlink("/dev/zero", config);
+  CHECK(corrupt.swarm({"doctor", "--json"}).exit == 8);
 }

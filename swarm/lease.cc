@@ -1,0 +1,336 @@
+#include "swarm/lease.h"
+
+#include <cstdio>
+
+#include "swarm/duration.h"
+#include "swarm/error.h"
+#include "swarm/log.h"
+#include "swarm/names.h"
+#include "swarm/process_info.h"
+
+namespace swarm {
+
+namespace {
+
+using std::chrono::duration_cast;
+using std::chrono::milliseconds;
+
+constexpr const char* kQueueRoot = "_wait.";
+constexpr const char* kResignRoot = "_resign.";
+
+std::string seconds_text(milliseconds d) {
+  return format_duration(duration_cast<std::chrono::seconds>(d + std::chrono::milliseconds(999)));
+}
+
+std::string held_message(const std::string& name, const LeaseRecord& r, std::uint64_t token, milliseconds left) {
+  return "lease " + name + " is held by " + r.holder + " on host " + r.host +
+         (r.pid != 0 ? " (pid " + std::to_string(r.pid) + ")" : std::string()) + ", token " + std::to_string(token) +
+         ", for up to " + seconds_text(left) + " more unless renewed; wait for it with --wait DUR";
+}
+
+void require_ttl(milliseconds ttl) {
+  if (ttl < kMinLeaseTtl || ttl > kMaxLeaseTtl)
+    throw Error(Errc::bad_input, "a lease TTL of " + format_duration(ttl) + " is out of range: use 1s to 1h");
+}
+
+// A 64-bit FNV-1a hash: stable across hosts and builds, for task lease names.
+std::uint64_t fnv1a(std::string_view bytes) {
+  std::uint64_t h = 14695981039346656037ULL;
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+// kv errors in swarm's terms, with a CAS conflict said as `conflict_message`.
+template <typename Call>
+auto cas(const std::string& conflict_message, Call&& call) -> decltype(call()) {
+  try {
+    return call();
+  } catch (const kv::Error& e) {
+    if (e.kind() == kv::Errc::conflict) throw Error(Errc::conflict, conflict_message);
+    throw from_kv(e);
+  }
+}
+
+LeaseRecord record_for(const std::string& name, const LeaseHolder& who, milliseconds ttl) {
+  LeaseRecord r;
+  r.name = name;
+  r.holder = who.holder;
+  r.host = who.host;
+  r.host_id = who.host_id;
+  r.pid = who.pid;
+  r.pid_start = who.pid_start;
+  r.ttl = ttl;
+  r.slot = who.slot;
+  r.task = who.task;
+  r.acquired_at = std::chrono::system_clock::now();
+  r.renewed_at = r.acquired_at;
+  return r;
+}
+
+}  // namespace
+
+LeaseHolder LeaseHolder::process(const HostIdentity& me, std::int64_t pid, const std::string& holder) {
+  LeaseHolder who;
+  who.host = me.host;
+  who.host_id = me.host_id;
+  who.pid = pid;
+  who.pid_start = process_start_ticks(static_cast<pid_t>(pid)).value_or(0);
+  who.holder = holder.empty() ? me.host + ":" + std::to_string(pid) : holder;
+  return who;
+}
+
+std::string_view to_string(LeaseState state) {
+  switch (state) {
+    case LeaseState::held: return "held";
+    case LeaseState::expired: return "expired";
+    case LeaseState::corrupt: return "corrupt";
+  }
+  return "corrupt";
+}
+
+LeaseStanding standing_of(const LeaseEntry& entry, TimePoint server_now) {
+  LeaseStanding out;
+  out.age = std::max(milliseconds(0), duration_cast<milliseconds>(server_now - entry.stored_at));
+  if (entry.corrupt()) return out;
+  out.left = std::max(milliseconds(0), entry.record->ttl - out.age);
+  out.state = out.left.count() > 0 ? LeaseState::held : LeaseState::expired;
+  return out;
+}
+
+milliseconds expiry_margin(milliseconds ttl, std::chrono::nanoseconds uncertainty) {
+  // 50 ms for the time between the server's stamp and its answer, 1 ms per
+  // second of TTL for clock rates up to 1000 ppm apart, and the reading's error.
+  return milliseconds(50) + ttl / 1000 + duration_cast<milliseconds>(uncertainty + milliseconds(1) - std::chrono::nanoseconds(1));
+}
+
+std::string task_lease_name(const std::string& task_id) {
+  std::string plain = "task." + task_id;
+  if (is_valid_lease_name(plain)) return plain;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a(task_id)));
+  return std::string("task.h") + hex;
+}
+
+std::string queue_prefix(const std::string& name) { return kQueueRoot + name + "."; }
+std::string resign_key(const std::string& name) { return kResignRoot + name; }
+bool is_lease_key(std::string_view key) { return !key.empty() && key.front() != '_'; }
+
+LeaseEntry lease_entry_of(kv::Entry&& entry) {
+  LeaseEntry out;
+  out.name = std::move(entry.key);
+  out.revision = entry.revision;
+  out.stored_at = entry.created;
+  ParsedLease parsed = parse_lease(entry.value);
+  if (!is_valid_lease_name(out.name)) {
+    out.corrupt_reason = "the key is not a valid lease name";
+  } else if (!parsed.lease) {
+    out.corrupt_reason = parsed.corrupt_reason;
+  } else if (parsed.lease->name != out.name) {
+    out.corrupt_reason = "field 'name' is '" + parsed.lease->name + "' but the key is '" + out.name + "'";
+  } else {
+    out.record = std::move(parsed.lease);
+    return out;
+  }
+  out.raw = std::move(entry.value);
+  return out;
+}
+
+LeaseStore LeaseStore::open(const kv::Connection& connection, const std::string& bucket) {
+  try {
+    return LeaseStore(kv::Bucket::open(connection, bucket));
+  } catch (const kv::Error& e) {
+    if (e.kind() == kv::Errc::not_found)
+      throw Error(Errc::not_bootstrapped, "the lease bucket " + bucket + " does not exist on " +
+                                              connection.connected_url() +
+                                              "; the workspace is not set up on this NATS server");
+    throw from_kv(e);
+  }
+}
+
+const ServerClock& LeaseStore::server_clock() const {
+  if (!server_clock_) server_clock_ = read_server_clock(bucket_);
+  return *server_clock_;
+}
+
+std::optional<LeaseEntry> LeaseStore::get(const std::string& name) const {
+  require_lease_name(name);
+  auto entry = translating_kv([&] { return bucket_.get(name); });
+  if (!entry) return std::nullopt;
+  return lease_entry_of(std::move(*entry));
+}
+
+std::vector<LeaseEntry> LeaseStore::list() const {
+  std::vector<LeaseEntry> out;
+  translating_kv([&] {
+    bucket_.for_each([&](kv::Entry&& e) {
+      if (is_lease_key(e.key)) out.push_back(lease_entry_of(std::move(e)));
+    });
+  });
+  kv::drop_repeats(out, bucket_.revision_at_open(), [](const LeaseEntry& e) -> const std::string& { return e.name; },
+                   [](const LeaseEntry& e) { return e.revision; });
+  return out;
+}
+
+std::map<std::string, int> LeaseStore::waiting(const std::string& name) const {
+  std::vector<kv::Entry> places;
+  const std::string pattern = name.empty() ? std::string(kQueueRoot) + ">" : queue_prefix(name) + "*";
+  translating_kv([&] { bucket_.for_each([&](kv::Entry&& e) { places.push_back(std::move(e)); }, false, pattern); });
+  kv::drop_repeats(places, bucket_.revision_at_open(), [](const kv::Entry& e) -> const std::string& { return e.key; },
+                   [](const kv::Entry& e) { return e.revision; });
+  std::map<std::string, int> out;
+  const TimePoint now = server_clock().now();
+  for (auto& place : places) {
+    // "_wait.<name>.<id>": the name is everything between.
+    std::string key = place.key;
+    auto last_dot = key.rfind('.');
+    if (last_dot == std::string::npos || last_dot <= std::string(kQueueRoot).size()) continue;
+    std::string lease = key.substr(std::string(kQueueRoot).size(), last_dot - std::string(kQueueRoot).size());
+    auto parsed = parse_lease(place.value);
+    if (!parsed.lease) continue;
+    LeaseEntry as_entry{lease, place.revision, place.created, std::move(parsed.lease), {}, {}};
+    if (standing_of(as_entry, now).state == LeaseState::held) ++out[lease];
+  }
+  return out;
+}
+
+LastWrite LeaseStore::last(const std::string& name) const {
+  require_lease_name(name);
+  bool released = false;
+  auto entry = translating_kv([&] { return bucket_.last(name, &released); });
+  LastWrite out;
+  if (!entry) return out;
+  out.revision = entry->revision;
+  out.released = released;
+  out.stored_at = entry->created;
+  auto parsed = parse_lease(entry->value);
+  if (parsed.lease) out.record = std::move(parsed.lease);
+  else if (!released) out.corrupt_reason = parsed.corrupt_reason;
+  return out;
+}
+
+Lease LeaseStore::acquire(const std::string& name, const LeaseHolder& who, milliseconds ttl) const {
+  require_lease_name(name);
+  require_ttl(ttl);
+  LastWrite before = last(name);
+  if (before.revision != 0 && !before.released) {
+    if (!before.record)
+      throw Error(Errc::conflict, "the record of lease " + name + " is corrupt (" + before.corrupt_reason +
+                                      "); remove it with `swarm doctor --fix`");
+    LeaseEntry entry{name, before.revision, before.stored_at, before.record, {}, {}};
+    const ServerClock& clock = server_clock();
+    auto standing = standing_of(entry, clock.now());
+    auto margin = expiry_margin(before.record->ttl, clock.uncertainty);
+    // Taken only when it is certainly expired: by the server's clock, with
+    // the margin; a clock that could not be read leaves it to the holder.
+    bool expired = clock.measured && standing.age >= before.record->ttl + margin;
+    if (!expired) throw Error(Errc::conflict, held_message(name, *before.record, entry.token(), standing.left + margin));
+  }
+  // Free: granted only when nobody waits in line for it.
+  const int waiters = waiting(name)[name];
+  if (waiters > 0)
+    throw Error(Errc::conflict, "lease " + name + " is free, but " + std::to_string(waiters) +
+                                    " waiter(s) are in line for it first; join the line with --wait DUR");
+  return grant(name, who, ttl, before);
+}
+
+Lease LeaseStore::grant(const std::string& name, const LeaseHolder& who, milliseconds ttl,
+                        const LastWrite& over) const {
+  require_lease_name(name);
+  require_ttl(ttl);
+  LeaseRecord r = record_for(name, who, ttl);
+  // A lease that changes hands counts it; a release's marker keeps the count.
+  if (over.record) r.transitions = over.record->transitions + 1;
+  return write_grant(name, std::move(r), over);
+}
+
+Lease LeaseStore::write_grant(const std::string& name, LeaseRecord r, const LastWrite& over) const {
+  const std::string value = to_json(r);
+  // The deadline counts from just before the write is sent (adr/0011).
+  const BootTime sent = BootClock::now();
+  std::uint64_t revision = cas("lease " + name + " was just granted to another", [&] {
+    return over.revision == 0 ? bucket_.create(name, value) : bucket_.update(name, value, over.revision);
+  });
+  Lease lease;
+  lease.name = name;
+  lease.token = revision;
+  lease.revision = revision;
+  lease.deadline = sent + r.ttl;
+  lease.record = std::move(r);
+  return lease;
+}
+
+Lease LeaseStore::renew(const Lease& lease) const {
+  Lease next = lease;
+  next.record.token = lease.token;
+  next.record.renewed_at = std::chrono::system_clock::now();
+  const std::string value = to_json(next.record);
+  const BootTime sent = BootClock::now();
+  next.revision = cas("lease " + lease.name + " is no longer held by token " + std::to_string(lease.token) +
+                          ": it was released, or granted to another",
+                      [&] { return bucket_.update(lease.name, value, lease.revision); });
+  next.deadline = sent + next.record.ttl;
+  return next;
+}
+
+void LeaseStore::release(const Lease& lease) const {
+  LeaseRecord marker = lease.record;
+  marker.token = lease.token;
+  cas("lease " + lease.name + " is no longer held by token " + std::to_string(lease.token) +
+          ": it was released, or granted to another",
+      [&] {
+        bucket_.erase(lease.name, lease.revision, to_json(marker));
+        return 0;
+      });
+}
+
+namespace {
+
+// The lease `name` when `token` still names its grant: not_found, corrupt or
+// conflict otherwise, saying why.
+LeaseEntry current_grant(const LeaseStore& store, const std::string& name, std::uint64_t token) {
+  auto entry = store.get(name);
+  if (!entry) throw Error(Errc::not_found, "no lease " + name + " (released, never taken, or gone with its bucket)");
+  if (entry->corrupt())
+    throw Error(Errc::conflict, "the record of lease " + name + " is corrupt (" + entry->corrupt_reason +
+                                    "); remove it with `swarm doctor --fix`");
+  if (entry->token() != token)
+    throw Error(Errc::conflict, "lease " + name + " is now token " + std::to_string(entry->token()) + " (" +
+                                    entry->record->holder + "), not " + std::to_string(token) +
+                                    ": it changed hands, and nothing was changed");
+  return *entry;
+}
+
+}  // namespace
+
+Lease LeaseStore::renew(const std::string& name, std::uint64_t token) const {
+  LeaseEntry entry = current_grant(*this, name, token);
+  const ServerClock& clock = server_clock();
+  auto standing = standing_of(entry, clock.now());
+  // Past its TTL another may take it at any moment: the holder must not act
+  // on it any more, so it is not renewed either.
+  if (clock.measured && standing.state == LeaseState::expired)
+    throw Error(Errc::conflict, "lease " + name + " (token " + std::to_string(token) + ") expired " +
+                                    seconds_text(standing.age - entry.record->ttl) +
+                                    " ago and nothing was changed; acquire it again");
+  Lease lease;
+  lease.name = name;
+  lease.token = token;
+  lease.revision = entry.revision;
+  lease.record = *entry.record;
+  return renew(lease);
+}
+
+void LeaseStore::release(const std::string& name, std::uint64_t token) const {
+  LeaseEntry entry = current_grant(*this, name, token);
+  Lease lease;
+  lease.name = name;
+  lease.token = token;
+  lease.revision = entry.revision;
+  lease.record = *entry.record;
+  release(lease);
+}
+
+}  // namespace swarm

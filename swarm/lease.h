@@ -1,0 +1,151 @@
+// Leases: named, time-bounded, exclusive holds on anything (a task, a merge,
+// a leader role) in the swarm-leases bucket, each known by its fencing token,
+// the revision of the write that granted it. This file is the one-shot part:
+// reading leases, taking a free one, and what a holder does after (renew,
+// release), all CAS on revisions. Waiting in line for a held lease is Mutex
+// (mutex.h); keeping one alive while work runs is LeaseKeeper (lease_keeper.h).
+// Why expiry is safe without per-key TTLs or shared wall clocks: adr/0011.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kv/bucket.h"
+#include "swarm/boot_clock.h"
+#include "swarm/host.h"
+#include "swarm/lease_record.h"
+#include "swarm/server_clock.h"
+
+namespace swarm {
+
+inline constexpr const char* kDefaultLeaseBucket = "swarm-leases";
+
+// Who asks for a lease.
+struct LeaseHolder {
+  std::string holder;  // shown to others: --holder, default "<host>:<pid>"
+  std::string host;
+  std::string host_id;
+  std::int64_t pid = 0;          // the process whose life the lease is tied to
+  std::uint64_t pid_start = 0;   // its start time, so that a reused pid is told apart
+  std::string slot;              // a task lease's slot and task id
+  std::string task;
+
+  // Process `pid` of this host (its start time read from /proc).
+  static LeaseHolder process(const HostIdentity& me, std::int64_t pid, const std::string& holder = {});
+};
+
+// A key of the bucket as read.
+struct LeaseEntry {
+  std::string name;
+  std::uint64_t revision = 0;
+  TimePoint stored_at{};               // the server's timestamp of this revision
+  std::optional<LeaseRecord> record;   // empty when corrupt
+  std::string corrupt_reason;
+  std::string raw;                     // the stored bytes of a corrupt record
+
+  bool corrupt() const { return !record.has_value(); }
+  // The fencing token: the revision that granted the lease (see LeaseRecord::token).
+  std::uint64_t token() const { return record && record->token != 0 ? record->token : revision; }
+};
+
+enum class LeaseState { held, expired, corrupt };
+std::string_view to_string(LeaseState state);
+
+// How an entry stands at `server_now` (on the server's clock).
+struct LeaseStanding {
+  LeaseState state = LeaseState::corrupt;
+  std::chrono::milliseconds age{0};   // since the server stored the current revision
+  std::chrono::milliseconds left{0};  // until it expires; 0 once expired
+};
+LeaseStanding standing_of(const LeaseEntry& entry, TimePoint server_now);
+
+// A waiter takes a lease as expired only this long after its TTL ran out by
+// the server's clock: the clock's reading may be off by `uncertainty`, and the
+// holder's and the waiter's clocks may run at rates a little apart (adr/0011).
+std::chrono::milliseconds expiry_margin(std::chrono::milliseconds ttl, std::chrono::nanoseconds uncertainty);
+
+// The lease `join` takes for a task: "task.<id>" when that is a lease name,
+// else "task.h<16 hex digits of a hash of the id>" (the record keeps the id).
+std::string task_lease_name(const std::string& task_id);
+
+// Keys of the bucket that are no lease: lease names start every token with
+// a letter or digit, these with '_'. A waiter's place in a lease's queue is
+// "_wait.<name>.<id>"; a request to a leader to step down, "_resign.<name>".
+std::string queue_prefix(const std::string& name);
+std::string resign_key(const std::string& name);
+bool is_lease_key(std::string_view key);
+
+// A lease this process was granted: its token, and its deadline, until which
+// the holder may act: the TTL after it sent the write that granted or last
+// renewed it, on CLOCK_BOOTTIME. Past it, another may be granted the lease.
+struct Lease {
+  std::string name;
+  std::uint64_t token = 0;
+  std::uint64_t revision = 0;  // of the last write (grant or renewal)
+  LeaseRecord record;
+  BootTime deadline{};
+};
+
+// What a key held last, a released lease's delete marker included.
+struct LastWrite {
+  std::uint64_t revision = 0;  // 0: the key never had a value
+  bool released = false;       // a delete marker
+  TimePoint stored_at{};
+  std::optional<LeaseRecord> record;
+  std::string corrupt_reason;  // of a record that is there and cannot be read
+};
+
+class LeaseStore {
+ public:
+  // Binds the existing bucket (never creates it): a missing one is
+  // not_bootstrapped.
+  static LeaseStore open(const kv::Connection& connection, const std::string& bucket = kDefaultLeaseBucket);
+
+  const kv::Bucket& bucket() const { return bucket_; }
+  // The server's clock, read on first use and kept.
+  const ServerClock& server_clock() const;
+
+  std::optional<LeaseEntry> get(const std::string& name) const;
+  // Every lease record (queue and resign keys left out), corrupt ones included.
+  std::vector<LeaseEntry> list() const;
+  // Live waiters in each lease's queue, or in `name`'s only (a waiter whose
+  // place expired is gone).
+  std::map<std::string, int> waiting(const std::string& name = {}) const;
+  // The last write to `name`, a release included.
+  LastWrite last(const std::string& name) const;
+
+  // Takes `name` now if it is free (never held, released, or expired) and no
+  // waiter is in its queue; else conflict naming the holder (or the queue).
+  Lease acquire(const std::string& name, const LeaseHolder& who, std::chrono::milliseconds ttl) const;
+  // The granting write over what the key held last (by CAS on its revision).
+  // For the head of a queue, which has judged it free itself. Conflict when
+  // the key moved meanwhile.
+  Lease grant(const std::string& name, const LeaseHolder& who, std::chrono::milliseconds ttl,
+              const LastWrite& over) const;
+  // Renews a lease this process holds (CAS on its last revision); conflict
+  // when it is no longer that grant's (taken, released).
+  Lease renew(const Lease& lease) const;
+  // Releases it (CAS delete; the marker keeps the record, for transitions).
+  void release(const Lease& lease) const;
+
+  // For a holder that knows only the token (swarm lease renew/release):
+  // conflict when the lease's token is another, or it expired; not_found when
+  // there is no lease by that name.
+  Lease renew(const std::string& name, std::uint64_t token) const;
+  void release(const std::string& name, std::uint64_t token) const;
+
+ private:
+  explicit LeaseStore(kv::Bucket bucket) : bucket_(std::move(bucket)) {}
+  Lease write_grant(const std::string& name, LeaseRecord record, const LastWrite& over) const;
+  kv::Bucket bucket_;
+  mutable std::optional<ServerClock> server_clock_;
+};
+
+// Parses a stored value; a record whose name is not its key is corrupt too.
+LeaseEntry lease_entry_of(kv::Entry&& entry);
+
+}  // namespace swarm

@@ -1,0 +1,50 @@
+// A lease as stored in the swarm-leases bucket under its name: who holds it,
+// for how long, and its fencing token. Additive evolution, as for sessions.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "swarm/clock.h"
+#include "swarm/record.h"
+
+namespace swarm {
+
+// A lease's TTL is 1s to 1h (the contract); 15s unless asked otherwise.
+inline constexpr std::chrono::seconds kMinLeaseTtl{1};
+inline constexpr std::chrono::hours kMaxLeaseTtl{1};
+inline constexpr std::chrono::seconds kDefaultLeaseTtl{15};
+
+struct LeaseRecord {
+  std::string name;    // required: the key
+  std::string holder;  // required: --holder, default "<host>:<pid>"
+  std::string host;    // required
+  std::string host_id;
+  std::int64_t pid = 0;            // the process that holds it (swarm for lock/elect, the caller for acquire)
+  std::uint64_t pid_start = 0;     // when that process started (/proc/<pid>/stat), so a reused pid is told apart
+  // The revision of the write that granted the lease. A grant writes none
+  // (it cannot know its revision before it is stored): while absent, the
+  // token is the record's revision. Renewals write it.
+  std::uint64_t token = 0;
+  std::chrono::milliseconds ttl{0};  // required
+  std::optional<TimePoint> acquired_at;
+  std::optional<TimePoint> renewed_at;
+  std::uint64_t transitions = 0;  // how many times the lease changed hands
+  // A task lease (task.<id>, taken by join) names its slot and its task id as given.
+  std::string slot;
+  std::string task;
+  std::string acquired_at_text, renewed_at_text;  // as read (see record::time_text)
+  record::UnknownFields unknown_fields;
+};
+
+struct ParsedLease {
+  std::optional<LeaseRecord> lease;
+  std::string corrupt_reason;  // set when lease is empty
+};
+
+ParsedLease parse_lease(const std::string& json);
+std::string to_json(const LeaseRecord& lease);
+
+}  // namespace swarm

@@ -1,0 +1,23 @@
+// What /proc says of a process of this host: whether it is alive, and when it
+// started (so that a pid the kernel gave to another process since is told
+// apart from the one recorded).
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace swarm {
+
+bool process_alive(pid_t pid);
+// /proc/<pid>/stat field 22: its start time in clock ticks since boot.
+std::optional<unsigned long long> process_start_ticks(pid_t pid);
+// Whether `pid` is alive and is still the process that started at `start_ticks`
+// (0: not recorded, the pid alone decides).
+bool process_is(pid_t pid, unsigned long long start_ticks);
+// Its NUL-separated arguments (empty when it is gone).
+std::vector<std::string> process_arguments(pid_t pid);
+
+}  // namespace swarm

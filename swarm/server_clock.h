@@ -1,0 +1,26 @@
+// The clock of the NATS server behind a bucket, run on this host's clock: the
+// ages of records are measured on it, so hosts whose clocks disagree still
+// agree on ages (adr/0001).
+#pragma once
+
+#include <chrono>
+
+#include "kv/bucket.h"
+#include "swarm/clock.h"
+
+namespace swarm {
+
+struct ServerClock {
+  Clock now;
+  bool measured = false;  // false: the server could not tell; `now` is this host's clock
+  // How far off `now` may be (half the round trip of the reading).
+  std::chrono::nanoseconds uncertainty{0};
+};
+
+// Reads the server's clock once (one round trip, see
+// kv::Bucket::server_clock_offset) and runs it on `local`. When the server
+// cannot tell (a cluster without a JetStream leader) it is `local`, not
+// `measured`, and a warning says so: callers then judge nothing by age.
+ServerClock read_server_clock(const kv::Bucket& bucket, const Clock& local = system_clock());
+
+}  // namespace swarm
