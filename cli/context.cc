@@ -53,7 +53,8 @@ void add_global_options(CLI::App& app, Globals& g) {
   app.add_option("--creds", g.creds, "NATS credentials file")->option_text("FILE");
   app.add_option("--user", g.user, "NATS user");
   app.add_option("--password", g.password, "NATS password");
-  app.add_option("--token", g.token, "NATS token");
+  app.add_option("--nats-token", g.token, "NATS auth token (`--token` on the lease verbs is a fencing token)")
+      ->envname("NATS_TOKEN");
   app.add_option("--tls-ca", g.tls_ca, "CA certificate file (turns TLS on)")->option_text("FILE");
   app.add_option("--tls-cert", g.tls_cert, "Client certificate file (with --tls-key)")->option_text("FILE");
   app.add_option("--tls-key", g.tls_key, "Client key file (with --tls-cert)")->option_text("FILE");
@@ -96,6 +97,27 @@ kv::ConnectionOptions Context::auth_options() const {
   o.tls_cert = globals_.tls_cert;
   o.tls_key = globals_.tls_key;
   return o;
+}
+
+const swarm::HostIdentity& Context::me() const {
+  if (!me_) me_ = swarm::HostIdentity::detect();
+  return *me_;
+}
+
+swarm::LeaseStore Context::leases(bool lives_on) const {
+  timeout();  // a bad --timeout is bad input before any I/O
+  std::optional<swarm::WorkspaceConfig> config;
+  try {
+    config = workspace().load_config();
+  } catch (const swarm::Error& e) {
+    // Leases need no workspace when a server is named: a lock across hosts
+    // that share nothing but NATS.
+    if (e.kind() != swarm::Errc::not_bootstrapped || globals_.nats_url.empty()) throw;
+  }
+  kv::ConnectionOptions options = connection_options(config ? &*config : nullptr);
+  if (lives_on) options.total_wait = std::chrono::milliseconds(0);
+  connection_ = swarm::connect_nats(options);
+  return swarm::LeaseStore::open(*connection_, config ? config->lease_bucket : swarm::kDefaultLeaseBucket);
 }
 
 swarm::SlotLifecycle Context::lifecycle() const {

@@ -12,6 +12,7 @@
 
 #include "cli/output.h"
 #include "kv/connection.h"
+#include "swarm/lease.h"
 #include "swarm/slot_lifecycle.h"
 #include "swarm/workspace.h"
 
@@ -54,6 +55,12 @@ class Context {
   // Everything the slot verbs need: the workspace's config, a connection,
   // the session bucket bound (not created), this host's identity.
   swarm::SlotLifecycle lifecycle() const;
+  // The lease bucket: of the workspace (its NATS and lease_bucket), or with
+  // no workspace, of --nats-url's server. `lives_on`: for a process that
+  // holds or waits long (lock, elect): its requests are not bounded by a
+  // total wait, each has --timeout.
+  swarm::LeaseStore leases(bool lives_on = false) const;
+  const swarm::HostIdentity& me() const;
 
  private:
   Globals globals_;
@@ -61,6 +68,7 @@ class Context {
   // Kept here, not only in the lifecycle a verb drops, so that the process
   // can exit without the client's orderly close (see main.cc).
   mutable std::optional<kv::Connection> connection_;
+  mutable std::optional<swarm::HostIdentity> me_;
 };
 
 // A verb: its subcommand and what runs when it was the one parsed.
@@ -79,5 +87,8 @@ Verb add_evict(CLI::App& app);
 Verb add_status(CLI::App& app);
 Verb add_cwd(CLI::App& app);
 Verb add_doctor(CLI::App& app);
+Verb add_lease(CLI::App& app);
+Verb add_lock(CLI::App& app);
+Verb add_elect(CLI::App& app);
 
 }  // namespace cli

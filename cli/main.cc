@@ -71,7 +71,8 @@ int main(int argc, char** argv) {
   std::vector<cli::Verb> verbs = {cli::add_up(app),     cli::add_down(app),  cli::add_join(app),
                                   cli::add_commit(app), cli::add_renew(app), cli::add_close(app),
                                   cli::add_evict(app),  cli::add_status(app), cli::add_cwd(app),
-                                  cli::add_doctor(app)};
+                                  cli::add_doctor(app), cli::add_lease(app), cli::add_lock(app),
+                                  cli::add_elect(app)};
 
   try {
     app.parse(argc, argv);

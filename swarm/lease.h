@@ -106,6 +106,12 @@ class LeaseStore {
   static LeaseStore open(const kv::Connection& connection, const std::string& bucket = kDefaultLeaseBucket);
 
   const kv::Bucket& bucket() const { return bucket_; }
+  // The same store, whose requests (retries included) take at most `budget`.
+  LeaseStore with_budget(std::chrono::milliseconds budget) const {
+    LeaseStore copy = *this;
+    copy.bucket_ = bucket_.with_budget(budget);
+    return copy;
+  }
   // The server's clock, read on first use and kept.
   const ServerClock& server_clock() const;
 

@@ -8,7 +8,7 @@ namespace swarm {
 namespace {
 
 enum class Field { name, holder, host, host_id, pid, pid_start, token, ttl_ms, acquired_at, renewed_at, transitions,
-                   slot, task, unknown };
+                   slot, task, order, unknown };
 
 Field field_of(std::string_view name) {
   static const std::pair<std::string_view, Field> kFields[] = {
@@ -16,7 +16,7 @@ Field field_of(std::string_view name) {
       {"host_id", Field::host_id},  {"pid", Field::pid},             {"pid_start", Field::pid_start},
       {"token", Field::token},      {"ttl_ms", Field::ttl_ms},       {"acquired_at", Field::acquired_at},
       {"renewed_at", Field::renewed_at}, {"transitions", Field::transitions}, {"slot", Field::slot},
-      {"task", Field::task}};
+      {"task", Field::task},        {"order", Field::order}};
   for (const auto& [text, field] : kFields)
     if (text == name) return field;
   return Field::unknown;
@@ -56,6 +56,7 @@ bool read_member(const cJSON* item, std::string_view as_written, LeaseRecord* l,
     case Field::transitions: return read_count(item, kMaxCount, &l->transitions, reason, "a count");
     case Field::slot: return read_string(item, &l->slot, reason);
     case Field::task: return read_string(item, &l->task, reason);
+    case Field::order: return read_count(item, kMaxCount, &l->order, reason, "a revision");
     case Field::unknown: break;
   }
   l->unknown_fields.emplace_back(item->string, std::string(as_written));
@@ -98,6 +99,7 @@ std::string to_json(const LeaseRecord& l) {
   json.add_raw("transitions", std::to_string(l.transitions));
   if (!l.slot.empty()) json.add("slot", l.slot);
   if (!l.task.empty()) json.add("task", l.task);
+  if (l.order != 0) json.add_raw("order", std::to_string(l.order));
   record::add_unknown(json, l.unknown_fields, is_known);
   return json.dump();
 }

@@ -35,6 +35,10 @@ struct LeaseRecord {
   // A task lease (task.<id>, taken by join) names its slot and its task id as given.
   std::string slot;
   std::string task;
+  // A place in a lease's line (a queue entry): the revision that made it,
+  // its order in line. Written from its first renewal on; before, the order
+  // is the entry's revision (see LeaseQueue).
+  std::uint64_t order = 0;
   std::string acquired_at_text, renewed_at_text;  // as read (see record::time_text)
   record::UnknownFields unknown_fields;
 };

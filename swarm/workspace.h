@@ -7,11 +7,11 @@
 #include <optional>
 #include <string>
 
+#include "swarm/lease.h"
 #include "swarm/session_store.h"
 
 namespace swarm {
 
-inline constexpr const char* kDefaultLeaseBucket = "swarm-leases";
 
 // .swarm/config.json, written by `swarm up`. Zero values are the defaults.
 struct WorkspaceConfig {

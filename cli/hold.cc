@@ -1,0 +1,114 @@
+#include "cli/hold.h"
+
+#include <signal.h>
+
+#include <condition_variable>
+#include <iostream>
+
+#include "swarm/boot_clock.h"
+#include "swarm/election.h"
+#include "swarm/lease_keeper.h"
+
+namespace cli {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+// How long a leader asked to step down gives its command to end after
+// SIGTERM before SIGKILL (the lease stays renewed meanwhile).
+constexpr std::chrono::seconds kResignGrace{10};
+
+sigset_t routed_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
+  return set;
+}
+
+}  // namespace
+
+SignalRouter::SignalRouter() {
+  sigset_t set = routed_signals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  thread_ = std::thread([this, set] {
+    while (!stopping_) {
+      timespec slice{0, 100 * 1000 * 1000};
+      int signo = sigtimedwait(&set, nullptr, &slice);
+      if (signo <= 0) continue;
+      received_ = signo;
+      std::lock_guard lock(mu_);
+      if (child_ != nullptr) child_->signal(signo);
+      else if (handler_) handler_(signo);
+    }
+  });
+}
+
+SignalRouter::~SignalRouter() {
+  stopping_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+void SignalRouter::on_signal(std::function<void(int)> handler) {
+  std::lock_guard lock(mu_);
+  handler_ = std::move(handler);
+}
+
+void SignalRouter::forward_to(swarm::ChildProcess* child) {
+  std::lock_guard lock(mu_);
+  child_ = child;
+}
+
+int hold_while_running(const Context& ctx, const swarm::LeaseStore& store, swarm::Lease lease,
+                       const HoldOptions& options, SignalRouter& signals) {
+  const std::string token = std::to_string(lease.token);
+  auto child = swarm::ChildProcess::start(options.command, {{"SWARM_LEASE", lease.name}, {"SWARM_FENCING_TOKEN", token}});
+  signals.forward_to(child.get());
+  const auto ttl = lease.record.ttl;
+  std::mutex stopping_mu;
+  std::condition_variable stopping_cv;
+  bool finished = false;
+  // Stops the command: SIGTERM now, SIGKILL at `kill_at` if it is still there.
+  auto stop_by = [&](swarm::BootTime kill_at) {
+    child->signal(SIGTERM);
+    std::unique_lock lock(stopping_mu);
+    while (!finished && swarm::BootClock::now() < kill_at)
+      stopping_cv.wait_for(lock, std::min<swarm::BootClock::duration>(kill_at - swarm::BootClock::now(), 50ms));
+    if (!finished) child->signal(SIGKILL);
+  };
+  swarm::LeaseKeeper keeper(store, lease, [&](const std::string& why, swarm::BootTime deadline) {
+    ctx.out().note("lease " + lease.name + " was lost (" + why + "): stopping " + options.command.front() +
+                   " before its deadline");
+    stop_by(deadline - swarm::kill_lead(ttl));
+  });
+  std::optional<swarm::ResignWatch> resign;
+  std::thread resigner;
+  if (options.hear_resign)
+    resign.emplace(store, lease.name, lease.token, [&] {
+      ctx.out().note("asked to step down as leader of " + lease.name + ": stopping " + options.command.front());
+      resigner = std::thread([&] { stop_by(swarm::BootClock::now() + kResignGrace); });
+    });
+  int status = child->wait();
+  {
+    std::lock_guard lock(stopping_mu);
+    finished = true;
+  }
+  stopping_cv.notify_all();
+  signals.forward_to(nullptr);
+  if (resign) resign->withdraw();
+  resign.reset();
+  if (resigner.joinable()) resigner.join();
+  keeper.stop();
+  if (!keeper.lost()) {
+    try {
+      store.release(keeper.lease());
+    } catch (const swarm::Error& e) {
+      ctx.out().warn("could not release lease " + lease.name + " (it expires by itself): " + e.what());
+    }
+  }
+  return status;
+}
+
+}  // namespace cli

@@ -1,0 +1,60 @@
+// What `lock`, `elect` and `lease acquire --wait` share: signals to swarm
+// (SIGINT, SIGTERM, SIGHUP) stop a wait, which leaves the line, or go to the
+// command running under the lease; and running that command while the lease
+// is kept alive, stopping it in time when the lease is lost (adr/0012).
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli/context.h"
+#include "swarm/child_process.h"
+#include "swarm/lease.h"
+
+namespace cli {
+
+class SignalRouter {
+ public:
+  // Blocks SIGINT, SIGTERM and SIGHUP in this thread and every thread made
+  // after (so make it first), and receives them on a thread of its own.
+  SignalRouter();
+  ~SignalRouter();
+  SignalRouter(const SignalRouter&) = delete;
+  SignalRouter& operator=(const SignalRouter&) = delete;
+
+  // While waiting: a signal calls `on_signal` (once per signal).
+  void on_signal(std::function<void(int)> handler);
+  // While a command runs: signals go to it.
+  void forward_to(swarm::ChildProcess* child);
+  // The last signal received (0: none).
+  int received() const { return received_; }
+
+ private:
+  std::mutex mu_;
+  std::function<void(int)> handler_;
+  swarm::ChildProcess* child_ = nullptr;
+  std::atomic<int> received_{0};
+  std::atomic<bool> stopping_{false};
+  std::thread thread_;
+};
+
+struct HoldOptions {
+  std::vector<std::string> command;
+  bool hear_resign = false;  // elect: a request to step down stops the command
+};
+
+// Runs the command holding `lease`: SWARM_LEASE and SWARM_FENCING_TOKEN in its
+// environment, the lease renewed every TTL/3, the command stopped (SIGTERM,
+// then SIGKILL before the deadline) when the lease is lost; releases the
+// lease when the command ends. Returns the command's exit status.
+int hold_while_running(const Context& ctx, const swarm::LeaseStore& store, swarm::Lease lease,
+                       const HoldOptions& options, SignalRouter& signals);
+
+// 128 + the signal that ended a wait, as a shell reports a process it ended.
+inline int exit_for_signal(int signo) { return 128 + signo; }
+
+}  // namespace cli

@@ -1,0 +1,223 @@
+// swarm lease acquire|renew|release|show|list: leases by hand, for scripts
+// and long-lived agents that heartbeat themselves.
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+
+#include "cli/hold.h"
+#include "swarm/duration.h"
+#include "swarm/error.h"
+#include "swarm/lease.h"
+#include "swarm/mutex.h"
+#include "swarm/names.h"
+
+namespace cli {
+
+namespace {
+
+struct LeaseFlags {
+  std::string name;
+  std::string ttl = "15s";
+  std::string wait = "0";
+  std::string holder;
+  std::int64_t pid = 0;
+  std::uint64_t token = 0;
+};
+
+CLI::Validator lease_name_validator() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        try {
+          swarm::require_lease_name(value);
+        } catch (const std::exception& e) {
+          return e.what();
+        }
+        return {};
+      },
+      "", "NAME");
+}
+
+double seconds(std::chrono::milliseconds d) { return static_cast<double>(d.count()) / 1000.0; }
+
+// One lease as swarm.lease.v1 has it: the record's fields, then ours.
+swarm::Json lease_json(const swarm::LeaseEntry& e, const swarm::LeaseStanding& s, int waiters) {
+  swarm::Json item = e.corrupt() ? swarm::Json::object() : swarm::Json::parse(swarm::to_json(*e.record));
+  if (e.corrupt()) item.set("name", e.name);
+  else item.set("token", e.token());
+  item.set("revision", e.revision)
+      .set("state", swarm::to_string(s.state))
+      .set("age_seconds", seconds(s.age))
+      .set("expires_in_seconds", seconds(s.left))
+      .set("waiters", waiters);
+  if (e.corrupt()) item.set("error", e.corrupt_reason);
+  return item;
+}
+
+std::string table(const std::vector<swarm::LeaseEntry>& entries, const std::map<std::string, int>& waiting,
+                  swarm::TimePoint now) {
+  if (entries.empty()) return "no leases\n";
+  std::vector<std::array<std::string, 8>> rows = {{"NAME", "STATE", "HOLDER", "HOST", "TOKEN", "AGE", "LEFT", "WAITERS"}};
+  for (const auto& e : entries) {
+    auto s = swarm::standing_of(e, now);
+    auto w = waiting.find(e.name);
+    auto fmt = [](std::chrono::milliseconds d) {
+      return swarm::format_duration(std::chrono::duration_cast<std::chrono::seconds>(d));
+    };
+    if (e.corrupt())
+      rows.push_back({e.name, "corrupt: " + e.corrupt_reason, "-", "-", "-", fmt(s.age), "-", "-"});
+    else
+      rows.push_back({e.name, std::string(swarm::to_string(s.state)), e.record->holder, e.record->host,
+                      std::to_string(e.token()), fmt(s.age), fmt(s.left),
+                      std::to_string(w == waiting.end() ? 0 : w->second)});
+  }
+  std::array<std::size_t, 8> width{};
+  for (const auto& r : rows)
+    for (std::size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
+  std::string out;
+  for (const auto& r : rows) {
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      out += r[i];
+      if (i + 1 < r.size()) out.append(width[i] - r[i].size() + 2, ' ');
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+// Prints leases as a table or swarm.lease.v1.
+void print(const Context& ctx, const swarm::LeaseStore& store, const std::vector<swarm::LeaseEntry>& entries,
+           const std::map<std::string, int>& waiting) {
+  auto now = store.server_clock().now();
+  swarm::Json list = swarm::Json::array();
+  for (const auto& e : entries) {
+    auto w = waiting.find(e.name);
+    list.push(lease_json(e, swarm::standing_of(e, now), w == waiting.end() ? 0 : w->second));
+  }
+  swarm::Json doc = swarm::Json::object();
+  doc.set("leases", std::move(list));
+  ctx.out().result("lease", table(entries, waiting, now), std::move(doc));
+}
+
+// A lease this process was just granted or renewed, as swarm.lease.v1: stored
+// a moment ago, so 0 old.
+swarm::Json granted_doc(const swarm::LeaseStore& store, const swarm::Lease& lease) {
+  swarm::LeaseEntry entry;
+  entry.name = lease.name;
+  entry.revision = lease.revision;
+  entry.record = lease.record;
+  entry.record->token = lease.token;
+  entry.stored_at = store.server_clock().now();
+  swarm::Json list = swarm::Json::array();
+  list.push(lease_json(entry, swarm::standing_of(entry, entry.stored_at), 0));
+  swarm::Json doc = swarm::Json::object();
+  doc.set("leases", std::move(list));
+  return doc;
+}
+
+std::chrono::milliseconds lease_ttl(const std::string& text) {
+  auto ttl = swarm::parse_duration(text);
+  if (ttl < swarm::kMinLeaseTtl || ttl > swarm::kMaxLeaseTtl)
+    throw swarm::Error(swarm::Errc::bad_input, "--ttl " + text + " is out of range: a lease TTL is 1s to 1h");
+  return ttl;
+}
+
+}  // namespace
+
+Verb add_lease(CLI::App& app) {
+  auto f = std::make_shared<LeaseFlags>();
+  CLI::App* cmd = app.add_subcommand("lease", "Leases by hand: acquire, renew, release, show, list");
+  cmd->require_subcommand(1);
+  cmd->footer(
+      "Examples:\n"
+      "  tok=$(swarm lease acquire task.T-42 --ttl 60s)      # prints the fencing token\n"
+      "  swarm lease renew task.T-42 --token \"$tok\"          # every 20s\n"
+      "  swarm lease release task.T-42 --token \"$tok\"\n"
+      "  swarm lease list\n"
+      "A token that is no longer the lease's is exit 3, and changes nothing.");
+
+  CLI::App* acquire = cmd->add_subcommand("acquire", "Take the lease and print its fencing token");
+  acquire->add_option("name", f->name, "Lease name, e.g. task.T-42")->required()->check(lease_name_validator());
+  acquire->add_option("--ttl", f->ttl, "How long it lives unless renewed, 1s to 1h")
+      ->capture_default_str()
+      ->option_text("DUR")
+      ->check(duration_validator());
+  acquire->add_option("--wait", f->wait, "Wait in line this long when it is held (0: try once, exit 3 if held)")
+      ->capture_default_str()
+      ->option_text("DUR")
+      ->check(duration_validator());
+  acquire->add_option("--holder", f->holder, "Who holds it, shown to others (default: HOST:PID)");
+  acquire->add_option("--pid", f->pid, "The process it belongs to (default: the caller of swarm)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{4194304}));
+  acquire->footer("Example:\n  tok=$(swarm lease acquire merge-main --ttl 60s --wait 5m)");
+
+  CLI::App* renew = cmd->add_subcommand("renew", "Renew the lease, for the grant its token names");
+  CLI::App* release = cmd->add_subcommand("release", "Release the lease, for the grant its token names");
+  for (CLI::App* sub : {renew, release}) {
+    sub->add_option("name", f->name, "Lease name")->required()->check(lease_name_validator());
+    sub->add_option("--token", f->token, "The fencing token `acquire` printed")->required()->option_text("N");
+  }
+  renew->footer("Example:\n  swarm lease renew task.T-42 --token 1234");
+  release->footer("Example:\n  swarm lease release task.T-42 --token 1234");
+
+  CLI::App* show = cmd->add_subcommand("show", "One lease: state, holder, token, age, time left, waiters");
+  show->add_option("name", f->name, "Lease name")->required()->check(lease_name_validator());
+  show->footer("Example:\n  swarm lease show merge-main --json");
+  CLI::App* list = cmd->add_subcommand("list", "Every lease: state, holder, token, age, time left, waiters");
+  list->footer("Example:\n  swarm lease list");
+
+  return {cmd, [f, acquire, renew, release, show, list](Context& ctx) {
+            if (acquire->parsed()) {
+              auto ttl = lease_ttl(f->ttl);
+              auto wait = swarm::parse_duration(f->wait);
+              SignalRouter signals;  // before any thread: a signal leaves the line
+              auto store = ctx.leases(wait.count() > 0);
+              // The lease belongs to whoever called swarm: its own pid ends now.
+              auto who = swarm::LeaseHolder::process(ctx.me(), f->pid != 0 ? f->pid : getppid(), f->holder);
+              swarm::Mutex mutex(store, f->name, who, ttl);
+              signals.on_signal([&](int) { mutex.cancel(); });
+              swarm::Lease lease;
+              try {
+                lease = mutex.lock(wait);
+              } catch (const swarm::Cancelled&) {
+                ctx.out().note("stopped waiting for lease " + f->name + " (a signal); left the line");
+                return exit_for_signal(signals.received());
+              }
+              ctx.out().result("lease", std::to_string(lease.token),
+                               ctx.out().json() ? granted_doc(store, lease) : swarm::Json::object());
+              return 0;
+            }
+            auto store = ctx.leases();
+            if (renew->parsed()) {
+              auto lease = store.renew(f->name, f->token);
+              ctx.out().result("lease",
+                               "renewed lease " + f->name + " (token " + std::to_string(lease.token) + ") for " +
+                                   swarm::format_duration(lease.record.ttl),
+                               ctx.out().json() ? granted_doc(store, lease) : swarm::Json::object());
+              return 0;
+            }
+            if (release->parsed()) {
+              store.release(f->name, f->token);
+              swarm::Json released = swarm::Json::object();
+              released.set("name", f->name).set("token", f->token);
+              swarm::Json doc = swarm::Json::object();
+              doc.set("leases", swarm::Json::array()).set("released", std::move(released));
+              ctx.out().result("lease", "released lease " + f->name + " (token " + std::to_string(f->token) + ")",
+                               std::move(doc));
+              return 0;
+            }
+            if (show->parsed()) {
+              auto entry = store.get(f->name);
+              if (!entry) throw swarm::Error(swarm::Errc::not_found, "no lease " + f->name);
+              print(ctx, store, {*entry}, store.waiting(f->name));
+              return 0;
+            }
+            (void)list;
+            auto entries = store.list();
+            std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+            print(ctx, store, entries, store.waiting());
+            return 0;
+          }};
+}
+
+}  // namespace cli

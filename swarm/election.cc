@@ -1,0 +1,160 @@
+#include "swarm/election.h"
+
+#include "swarm/error.h"
+#include "swarm/lease_queue.h"
+#include "swarm/log.h"
+
+namespace swarm {
+
+namespace {
+
+using Steady = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// A request to step down is a record like a lease's, kept this long.
+constexpr std::chrono::minutes kResignRequestTtl{1};
+
+}  // namespace
+
+LeaseEntry request_resignation(const LeaseStore& store, const std::string& name, const LeaseHolder& by) {
+  auto entry = store.get(name);
+  if (!entry) throw Error(Errc::not_found, "nobody leads " + name + " (no lease by that name)");
+  if (entry->corrupt())
+    throw Error(Errc::conflict, "the record of lease " + name + " is corrupt (" + entry->corrupt_reason +
+                                    "); remove it with `swarm doctor --fix`");
+  LeaseRecord request;
+  request.name = name;
+  request.holder = by.holder;
+  request.host = by.host;
+  request.host_id = by.host_id;
+  request.pid = by.pid;
+  request.token = entry->token();
+  request.ttl = kResignRequestTtl;
+  request.acquired_at = std::chrono::system_clock::now();
+  const std::string key = resign_key(name);
+  bool released = false;
+  auto last = translating_kv([&] { return store.bucket().last(key, &released); });
+  translating_kv([&] {
+    return last ? store.bucket().update(key, to_json(request), last->revision) : store.bucket().create(key, to_json(request));
+  });
+  return *entry;
+}
+
+ResignWatch::ResignWatch(const LeaseStore& store, const std::string& name, std::uint64_t token,
+                         std::function<void()> on_request)
+    : store_(store), name_(name), token_(token), on_request_(std::move(on_request)) {
+  watch_.emplace(translating_kv([&] { return store_.bucket().watch(resign_key(name_)); }));
+  thread_ = std::thread([this] {
+    while (!stopping_) {
+      std::optional<kv::WatchEvent> event;
+      try {
+        event = watch_->next(std::chrono::milliseconds(250));
+      } catch (const std::exception& e) {
+        if (!stopping_) spdlog::warn("lease {}: no longer hearing requests to step down: {}", name_, e.what());
+        return;
+      }
+      if (!event || event->kind != kv::WatchEvent::Kind::put) continue;
+      auto parsed = parse_lease(event->entry.value);
+      if (!parsed.lease || parsed.lease->token != token_) continue;  // another leader's request
+      request_revision_ = event->entry.revision;
+      spdlog::debug("lease {}: {} asked the leader (token {}) to step down", name_, parsed.lease->holder, token_);
+      if (on_request_) on_request_();
+      return;
+    }
+  });
+}
+
+ResignWatch::~ResignWatch() {
+  stopping_ = true;
+  if (watch_) watch_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+void ResignWatch::withdraw() {
+  if (request_revision_ == 0) return;
+  try {
+    store_.bucket().erase(resign_key(name_), request_revision_);
+  } catch (const std::exception&) {
+    // A newer request, or removed already: it names another token anyway.
+  }
+}
+
+std::string_view to_string(Leadership::Change change) {
+  switch (change) {
+    case Leadership::Change::current: return "current";
+    case Leadership::Change::elected: return "elected";
+    case Leadership::Change::released: return "released";
+    case Leadership::Change::expired: return "expired";
+  }
+  return "current";
+}
+
+LeaderWatch::LeaderWatch(const LeaseStore& store, const std::string& name) : store_(store), name_(name) {
+  // Who leads now, from one read: a lease never taken replays nothing.
+  bool released = false;
+  auto last = translating_kv([&] { return store_.bucket().last(name_, &released); });
+  if (last) {
+    revision_ = last->revision;
+    auto parsed = parse_lease(last->value);
+    if (!released && parsed.lease) {
+      leader_ = parsed.lease;
+      token_ = parsed.lease->token != 0 ? parsed.lease->token : last->revision;
+      const ServerClock& clock = store_.server_clock();
+      auto age = clock.measured ? std::max(milliseconds(0), std::chrono::duration_cast<milliseconds>(
+                                                                clock.now() - last->created))
+                                : milliseconds(0);
+      expires_ = expiry_seen_at(Steady::now(), parsed.lease->ttl, age, clock.uncertainty);
+    }
+  }
+  pump_.add(translating_kv([&] { return store_.bucket().watch(name_); }), 0);
+}
+
+std::optional<Leadership> LeaderWatch::next(milliseconds timeout) {
+  const auto until = Steady::now() + timeout;
+  auto report = [&](Leadership::Change change) {
+    Leadership out;
+    out.change = change;
+    out.leader = leader_;
+    out.token = leader_ ? token_ : 0;
+    return out;
+  };
+  if (!told_current_) {
+    told_current_ = true;
+    if (leader_ && Steady::now() >= expires_) leader_.reset();
+    return report(Leadership::Change::current);
+  }
+  while (!stopped_) {
+    auto now = Steady::now();
+    if (leader_ && now >= expires_) {
+      leader_.reset();
+      token_ = 0;
+      return report(Leadership::Change::expired);
+    }
+    if (now >= until) return std::nullopt;
+    auto event = pump_.next(leader_ ? std::min(until, expires_) : until);
+    if (!event || event->event.kind == kv::WatchEvent::Kind::caught_up) continue;
+    const kv::Entry& entry = event->event.entry;
+    if (entry.revision <= revision_) continue;  // what the read above saw
+    revision_ = entry.revision;
+    if (event->event.kind == kv::WatchEvent::Kind::erase) {
+      bool had = leader_.has_value();
+      leader_.reset();
+      token_ = 0;
+      expires_ = Steady::time_point::max();
+      if (had) return report(Leadership::Change::released);
+      continue;
+    }
+    auto parsed = parse_lease(entry.value);
+    if (!parsed.lease) continue;
+    std::uint64_t token = parsed.lease->token != 0 ? parsed.lease->token : entry.revision;
+    const ServerClock& clock = store_.server_clock();
+    expires_ = expiry_seen_at(event->seen, parsed.lease->ttl, milliseconds(0), clock.uncertainty);
+    bool changed = !leader_ || token != token_;
+    leader_ = parsed.lease;
+    token_ = token;
+    if (changed) return report(Leadership::Change::elected);
+  }
+  return std::nullopt;
+}
+
+}  // namespace swarm

@@ -1,0 +1,88 @@
+// Leader election on a lease, as etcd's election is on its mutex: the leader
+// holds the lease NAME, candidates wait in its line, and the next in line
+// takes over when the leader dies, resigns or lets the lease expire. Anyone
+// may watch who leads (LeaderWatch) or ask the leader to step down
+// (request_resignation), which the leader hears through a ResignWatch.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "swarm/lease.h"
+#include "swarm/mutex.h"
+#include "swarm/watch_pump.h"
+
+namespace swarm {
+
+class Election {
+ public:
+  Election(LeaseStore store, std::string name, LeaseHolder who, std::chrono::milliseconds ttl)
+      : mutex_(std::move(store), std::move(name), std::move(who), ttl) {}
+  // Waits in line until this candidate leads (for ever); Cancelled after cancel().
+  Lease campaign() { return mutex_.lock(std::nullopt); }
+  void cancel() { mutex_.cancel(); }
+
+ private:
+  Mutex mutex_;
+};
+
+// Asks whoever leads `name` now to step down: writes a request naming the
+// leader's token (a later leader is not asked). not_found when nobody leads.
+// Returns the lease as it was when asked.
+LeaseEntry request_resignation(const LeaseStore& store, const std::string& name, const LeaseHolder& by);
+
+// Hears requests that the leader holding `token` step down: calls
+// `on_request` once, on a thread of its own. Withdraw() removes the request
+// (the leader did step down).
+class ResignWatch {
+ public:
+  ResignWatch(const LeaseStore& store, const std::string& name, std::uint64_t token, std::function<void()> on_request);
+  ~ResignWatch();
+  ResignWatch(const ResignWatch&) = delete;
+  ResignWatch& operator=(const ResignWatch&) = delete;
+  void withdraw();
+
+ private:
+  LeaseStore store_;
+  std::string name_;
+  std::uint64_t token_;
+  std::function<void()> on_request_;
+  std::atomic<bool> stopping_{false};
+  std::optional<kv::Watch> watch_;
+  std::uint64_t request_revision_ = 0;
+  std::thread thread_;
+};
+
+// Who leads, as an observer sees each change.
+struct Leadership {
+  enum class Change { current, elected, released, expired };
+  Change change = Change::current;
+  std::optional<LeaseRecord> leader;  // empty: nobody leads
+  std::uint64_t token = 0;
+};
+std::string_view to_string(Leadership::Change change);
+
+// The leader of `name`, then each change of leader (a renewal is no change).
+class LeaderWatch {
+ public:
+  LeaderWatch(const LeaseStore& store, const std::string& name);
+  // The next change within `timeout`; the first call reports who leads now.
+  std::optional<Leadership> next(std::chrono::milliseconds timeout);
+  void stop() { pump_.wake(); stopped_ = true; }
+
+ private:
+  LeaseStore store_;
+  std::string name_;
+  WatchPump pump_;
+  bool told_current_ = false;
+  bool stopped_ = false;
+  std::optional<LeaseRecord> leader_;
+  std::uint64_t token_ = 0;
+  std::uint64_t revision_ = 0;
+  std::chrono::steady_clock::time_point expires_ = std::chrono::steady_clock::time_point::max();
+};
+
+}  // namespace swarm

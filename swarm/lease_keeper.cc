@@ -1,0 +1,88 @@
+#include "swarm/lease_keeper.h"
+
+#include "swarm/error.h"
+#include "swarm/log.h"
+
+namespace swarm {
+
+namespace {
+
+using std::chrono::milliseconds;
+
+// After a renewal that failed but may still succeed, the next try.
+constexpr milliseconds kRetryPause{100};
+
+}  // namespace
+
+milliseconds give_up_lead(milliseconds ttl) { return std::clamp(ttl / 5, milliseconds(200), milliseconds(5000)); }
+milliseconds kill_lead(milliseconds ttl) { return std::clamp(ttl / 15, milliseconds(50), milliseconds(1000)); }
+
+LeaseKeeper::LeaseKeeper(LeaseStore store, Lease lease, OnLost on_lost)
+    : store_(std::move(store)), on_lost_(std::move(on_lost)), lease_(std::move(lease)) {
+  thread_ = std::thread([this] { run(); });
+}
+
+LeaseKeeper::~LeaseKeeper() { stop(); }
+
+void LeaseKeeper::stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+}
+
+Lease LeaseKeeper::lease() const {
+  std::lock_guard lock(mu_);
+  return lease_;
+}
+
+void LeaseKeeper::run() {
+  const milliseconds ttl = lease_.record.ttl;
+  // Waits on the boot clock in slices of the steady one (a condition
+  // variable knows no CLOCK_BOOTTIME); false when stopped.
+  auto sleep_until = [&](BootTime when) {
+    std::unique_lock lock(mu_);
+    while (!stopping_) {
+      auto left = when - BootClock::now();
+      if (left <= BootClock::duration::zero()) return true;
+      wake_.wait_for(lock, std::min<BootClock::duration>(left, std::chrono::milliseconds(100)));
+    }
+    return false;
+  };
+  auto lose = [&](const std::string& why, BootTime deadline) {
+    lost_ = true;
+    spdlog::debug("lease {}: lost: {}", lease_.name, why);
+    if (on_lost_) on_lost_(why, deadline);
+  };
+
+  BootTime next = BootClock::now() + ttl / 3;
+  while (sleep_until(next)) {
+    Lease current = lease();
+    const BootTime give_up = current.deadline - give_up_lead(ttl);
+    auto left = std::chrono::duration_cast<milliseconds>(give_up - BootClock::now());
+    if (left.count() <= 0) {
+      lose("it could not be renewed before its deadline", current.deadline);
+      return;
+    }
+    try {
+      // A renewal may take what is left before giving up, and no more.
+      Lease renewed = store_.with_budget(left).renew(current);
+      {
+        std::lock_guard lock(mu_);
+        lease_ = renewed;
+      }
+      next = renewed.deadline - ttl + ttl / 3;  // a third of the TTL after it was sent
+    } catch (const Error& e) {
+      if (e.kind() == Errc::conflict) {
+        lose(e.what(), current.deadline);
+        return;
+      }
+      spdlog::warn("lease {}: renewal failed, trying again: {}", current.name, e.what());
+      next = BootClock::now() + kRetryPause;
+    }
+  }
+}
+
+}  // namespace swarm

@@ -1,0 +1,53 @@
+// A distributed lock on top of a lease: waiters queue in the bucket
+// (LeaseQueue) and are granted the lease one at a time, in the order they
+// asked, woken by KV watches of the lease and of the line: no polling, and no
+// herd of CAS attempts at each release. What the holder does with the lease
+// (keep it alive, stop its work when it is lost) is LeaseKeeper's.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "swarm/lease.h"
+#include "swarm/watch_pump.h"
+
+namespace swarm {
+
+// lock() gave up because cancel() was called (a signal, say).
+struct Cancelled : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class Mutex {
+ public:
+  Mutex(LeaseStore store, std::string name, LeaseHolder who, std::chrono::milliseconds ttl);
+
+  // Takes the lease. `wait` 0: at once when it is free and nobody waits in
+  // line, else conflict naming the holder (etcd's TryLock). Otherwise in
+  // line, for up to `wait` (nullopt: for ever): conflict when it runs out.
+  // Leaves the line whatever happens. Throws Cancelled after cancel().
+  Lease lock(std::optional<std::chrono::milliseconds> wait);
+
+  // Makes a waiting lock() leave the line and throw Cancelled; from any
+  // thread (not a signal handler).
+  void cancel();
+
+  const std::string& name() const { return name_; }
+
+ private:
+  Lease wait_in_line(std::optional<std::chrono::milliseconds> wait);
+
+  LeaseStore store_;
+  std::string name_;
+  LeaseHolder who_;
+  std::chrono::milliseconds ttl_;
+  std::atomic<bool> cancelled_{false};
+  std::mutex pump_mu_;
+  WatchPump* pump_ = nullptr;  // while lock() waits
+};
+
+}  // namespace swarm

@@ -1,0 +1,72 @@
+#include "swarm/watch_pump.h"
+
+namespace swarm {
+
+using namespace std::chrono_literals;
+
+namespace {
+// How long a reader blocks before it looks whether it should stop.
+constexpr std::chrono::milliseconds kReadSlice{250};
+}  // namespace
+
+WatchPump::~WatchPump() { stop(); }
+
+void WatchPump::add(kv::Watch watch, int source) {
+  Source s;
+  s.watch = std::make_unique<kv::Watch>(std::move(watch));
+  kv::Watch* w = s.watch.get();
+  s.reader = std::thread([this, w, source] {
+    while (true) {
+      {
+        std::lock_guard lock(mu_);
+        if (stopping_) return;
+      }
+      try {
+        auto event = w->next(kReadSlice);
+        if (!event) continue;
+        std::lock_guard lock(mu_);
+        events_.push_back({source, std::move(*event), std::chrono::steady_clock::now()});
+      } catch (...) {
+        std::lock_guard lock(mu_);
+        if (!stopping_ && !broken_) broken_ = std::current_exception();
+        ready_.notify_all();
+        return;
+      }
+      ready_.notify_all();
+    }
+  });
+  std::lock_guard lock(mu_);
+  sources_.push_back(std::move(s));
+}
+
+std::optional<WatchPump::Event> WatchPump::next(std::chrono::steady_clock::time_point until) {
+  std::unique_lock lock(mu_);
+  ready_.wait_until(lock, until, [&] { return !events_.empty() || broken_ || woken_; });
+  if (!events_.empty()) {
+    Event e = std::move(events_.front());
+    events_.pop_front();
+    return e;
+  }
+  if (broken_) std::rethrow_exception(broken_);
+  woken_ = false;
+  return std::nullopt;
+}
+
+void WatchPump::wake() {
+  std::lock_guard lock(mu_);
+  woken_ = true;
+  ready_.notify_all();
+}
+
+void WatchPump::stop() {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  for (auto& s : sources_) s.watch->stop();  // wakes a reader blocked in next()
+  for (auto& s : sources_)
+    if (s.reader.joinable()) s.reader.join();
+}
+
+}  // namespace swarm

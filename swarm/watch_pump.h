@@ -1,0 +1,57 @@
+// Several KV watches read at once, their events handed out in arrival order
+// with the moment each was seen: a waiter in a lease's line watches the lease
+// and the line together, and wakes on either (or on a timer, or when told).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "kv/watch.h"
+
+namespace swarm {
+
+class WatchPump {
+ public:
+  struct Event {
+    int source = 0;  // as given to add()
+    kv::WatchEvent event;
+    std::chrono::steady_clock::time_point seen;
+  };
+
+  WatchPump() = default;
+  WatchPump(const WatchPump&) = delete;
+  WatchPump& operator=(const WatchPump&) = delete;
+  ~WatchPump();
+
+  // Starts reading `watch` on a thread of its own.
+  void add(kv::Watch watch, int source);
+  // The next event, or nullopt when `until` passed or wake() was called first.
+  // Rethrows what broke a watch.
+  std::optional<Event> next(std::chrono::steady_clock::time_point until);
+  // Makes a waiting next() return at once (safe from any thread, a signal
+  // handler excepted).
+  void wake();
+  // Stops every watch and joins the threads.
+  void stop();
+
+ private:
+  struct Source {
+    std::unique_ptr<kv::Watch> watch;
+    std::thread reader;
+  };
+  std::mutex mu_;
+  std::condition_variable ready_;
+  std::deque<Event> events_;
+  std::exception_ptr broken_;
+  bool woken_ = false;
+  bool stopping_ = false;
+  std::vector<Source> sources_;
+};
+
+}  // namespace swarm
