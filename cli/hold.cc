@@ -64,7 +64,17 @@ void SignalRouter::forward_to(swarm::ChildProcess* child) {
 int hold_while_running(const Context& ctx, const swarm::LeaseStore& store, swarm::Lease lease,
                        const HoldOptions& options, SignalRouter& signals) {
   const std::string token = std::to_string(lease.token);
-  auto child = swarm::ChildProcess::start(options.command, {{"SWARM_LEASE", lease.name}, {"SWARM_FENCING_TOKEN", token}});
+  std::unique_ptr<swarm::ChildProcess> child;
+  try {
+    child = swarm::ChildProcess::start(options.command, {{"SWARM_LEASE", lease.name}, {"SWARM_FENCING_TOKEN", token}});
+  } catch (...) {
+    try {
+      store.release(lease);  // nothing ran under it
+    } catch (const swarm::Error&) {
+      // It expires by itself.
+    }
+    throw;
+  }
   signals.forward_to(child.get());
   const auto ttl = lease.record.ttl;
   std::mutex stopping_mu;

@@ -15,6 +15,50 @@ extern char** environ;
 
 namespace swarm {
 
+namespace {
+
+// The guard: a process between swarm and its command, leader of the
+// command's process group. The parent-death signal reaches only a direct
+// child, so the guard takes it (SIGUSR2, handled) and kills the whole group:
+// the command and everything it started die with swarm, no orphan runs on.
+// It ignores the signals swarm sends the group (they are the command's), and
+// ends with the command's status (128 + signal when one ended it). Only
+// async-signal-safe calls here: it is a fork of a threaded process.
+void kill_group(int) { kill(0, SIGKILL); }
+
+[[noreturn]] void run_guard(pid_t parent, char* const* argv, char* const* envp, int report) {
+  setpgid(0, 0);
+  struct sigaction on_death {};
+  on_death.sa_handler = kill_group;
+  sigaction(SIGUSR2, &on_death, nullptr);
+  prctl(PR_SET_PDEATHSIG, SIGUSR2);
+  if (getppid() != parent) kill_group(0);  // swarm died before the line above
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  for (int signo : {SIGINT, SIGTERM, SIGHUP}) sigaction(signo, &ignore, nullptr);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  pid_t command = fork();
+  if (command < 0) _exit(126);
+  if (command == 0) {
+    struct sigaction standard {};
+    standard.sa_handler = SIG_DFL;
+    for (int signo : {SIGINT, SIGTERM, SIGHUP, SIGUSR2}) sigaction(signo, &standard, nullptr);
+    execvpe(argv[0], argv, envp);
+    int err = errno;
+    (void)!write(report, &err, sizeof err);
+    _exit(127);
+  }
+  close(report);
+  int status = 0;
+  while (waitpid(command, &status, 0) < 0 && errno == EINTR) {
+  }
+  _exit(WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1);
+}
+
+}  // namespace
+
 std::unique_ptr<ChildProcess> ChildProcess::start(const std::vector<std::string>& argv,
                                                   const std::vector<std::pair<std::string, std::string>>& env) {
   if (argv.empty()) throw Error(Errc::bad_input, "no command to run: give one after --");
@@ -34,7 +78,7 @@ std::unique_ptr<ChildProcess> ChildProcess::start(const std::vector<std::string>
   std::vector<std::string> argv_copy = argv;
   for (auto& a : argv_copy) args.push_back(a.data());
   args.push_back(nullptr);
-  // Where exec failed, the child writes errno here; a successful exec closes it.
+  // Where exec failed, the command writes errno here; a successful exec closes it.
   int report[2];
   if (pipe2(report, O_CLOEXEC) != 0) throw Error(Errc::internal, std::string("pipe: ") + std::strerror(errno));
   const pid_t parent = getpid();
@@ -46,18 +90,10 @@ std::unique_ptr<ChildProcess> ChildProcess::start(const std::vector<std::string>
   }
   if (pid == 0) {
     close(report[0]);
-    setpgid(0, 0);
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(137);  // swarm died before the line above
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    execvpe(args[0], args.data(), envp.data());
-    int err = errno;
-    (void)!write(report[1], &err, sizeof err);
-    _exit(127);
+    run_guard(parent, args.data(), envp.data(), report[1]);
   }
   setpgid(pid, pid);  // also here: whichever runs first, the group exists before any signal
+  // (The guard is the group's leader: kill(-pid) reaches the command and its children.)
   close(report[1]);
   int err = 0;
   ssize_t n = read(report[0], &err, sizeof err);
@@ -102,6 +138,7 @@ int ChildProcess::wait() {
   int status = 0;
   while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
   }
+  // The guard ends with the command's status; a SIGKILL to the group ends the guard too.
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return 1;

@@ -1,8 +1,9 @@
 // The command `lock` and `elect` run (or any a C++ holder of a lease runs):
 // in a process group of its own, so that stopping it stops what it started
-// too; with the parent-death signal set, so that it gets SIGKILL if swarm
-// dies; and reaped, so that no zombie is left. A signal is never sent once it
-// was reaped, so a pid the kernel gave to another process is never hit.
+// too; under a small guard process that kills that group if swarm dies
+// (the parent-death signal); and reaped, so that no zombie is left. A signal
+// is never sent once it was reaped, so a pid the kernel gave to another
+// process is never hit.
 #pragma once
 
 #include <sys/types.h>
