@@ -66,6 +66,11 @@ int hold_while_running(const Context& ctx, const swarm::LeaseStore& store, swarm
   const std::string token = std::to_string(lease.token);
   std::unique_ptr<swarm::ChildProcess> child;
   try {
+    // A grant this process sat on too long (frozen, starved) is no grant:
+    // another may hold the lease by now.
+    if (swarm::BootClock::now() >= lease.deadline - swarm::give_up_lead(lease.record.ttl))
+      throw swarm::Error(swarm::Errc::conflict, "lease " + lease.name + " (token " + token +
+                                                    ") ran out before its command could start; nothing was run");
     child = swarm::ChildProcess::start(options.command, {{"SWARM_LEASE", lease.name}, {"SWARM_FENCING_TOKEN", token}});
   } catch (...) {
     try {

@@ -1,0 +1,238 @@
+// The lock history checker: eight processes loop `swarm lock` on one name for
+// a minute while faults strike: random holders and waiters SIGKILLed, random
+// swarm processes frozen (SIGSTOP) past their TTL and thawed. Each command
+// logs "start TOKEN ID" and "end TOKEN ID"; the harness logs each swarm's
+// exit and each freeze. The checker then asserts:
+// - tokens strictly rise in the order sections start;
+// - no two sections overlap, unless the earlier one's swarm was frozen (its
+//   command ran on without a lease: what fencing tokens are for), and then
+//   the later section has the higher token, so a fenced resource refuses the
+//   stale one;
+// - no command outlives its swarm.
+// The same runs on a 3-node cluster with the stream leader killed once.
+#include <doctest/doctest.h>
+
+#include <signal.h>
+
+#include <atomic>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "cli/swarm_fixture.h"
+#include "kv/bucket.h"
+
+using namespace testing;
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int kWorkers = 8;
+
+struct History {
+  int sections = 0;
+  int fenced_overlaps = 0;  // overlaps a freeze caused, caught by the token
+  int kills = 0;
+  int freezes = 0;
+  std::vector<std::string> violations;
+};
+
+// Reads the log and checks it; see the file comment. Of two sections that
+// overlap, the one with the lower token must belong to a swarm that was frozen
+// (its lease ran out under it): a resource that keeps the highest token seen
+// refuses it. Any other overlap, or a lower token from a swarm never frozen,
+// is a violation.
+History check(const fs::path& log) {
+  History h;
+  std::ifstream in(log);
+  std::string line;
+  std::map<std::string, unsigned long long> open;  // token of each running section, by the id of its swarm run
+  std::map<std::string, bool> ever_frozen;          // runs frozen at any time so far
+  unsigned long long highest = 0;
+  while (std::getline(in, line)) {
+    std::istringstream words(line);
+    std::string what, id;
+    unsigned long long token = 0;
+    words >> what;
+    if (what == "start" || what == "end") words >> token >> id;
+    else words >> id;
+    if (what == "start") {
+      ++h.sections;
+      if (token <= highest) {
+        if (ever_frozen[id]) ++h.fenced_overlaps;  // a stale holder that woke up: refused by its token
+        else h.violations.push_back("token " + std::to_string(token) + " (" + id + ") started after " +
+                                    std::to_string(highest) + ", and its swarm was never frozen");
+      }
+      for (const auto& [other, other_token] : open) {
+        const std::string& stale = other_token < token ? other : id;
+        if (ever_frozen[stale]) ++h.fenced_overlaps;
+        else h.violations.push_back("sections " + other + " (token " + std::to_string(other_token) + ") and " + id +
+                                    " (token " + std::to_string(token) + ") overlap, and the stale one was not frozen");
+      }
+      highest = std::max(highest, token);
+      open[id] = token;
+    } else if (what == "end" || what == "exit") {
+      open.erase(id);
+    } else if (what == "freeze") {
+      ever_frozen[id] = true;
+    }
+  }
+  return h;
+}
+
+// The run whose section is open at the end of the log, if one is.
+std::string holder_in(const fs::path& log) {
+  std::ifstream in(log);
+  std::string line, open;
+  while (std::getline(in, line)) {
+    std::istringstream words(line);
+    std::string what, token, id;
+    words >> what;
+    if (what == "start") {
+      words >> token >> id;
+      open = id;
+    } else if (what == "end" || what == "exit") {
+      if (what == "end") words >> token;
+      words >> id;
+      if (id == open) open.clear();
+    }
+  }
+  return open;
+}
+
+// One run of the loop: a workspace on `urls` (or its own server), kWorkers
+// processes locking for `length`, faults, then the checker.
+History run_history(SwarmWorkspace& ws, std::chrono::seconds length, const std::function<void()>& midway = {}) {
+  const fs::path log = ws.root() / "history.log";
+  std::mutex log_mu;
+  auto append = [&](const std::string& line) {
+    std::lock_guard lock(log_mu);
+    std::ofstream(log, std::ios::app) << line << "\n";
+  };
+  struct Running {
+    pid_t pid = 0;
+    std::string id;
+  };
+  std::mutex running_mu;
+  std::vector<Running> running(kWorkers);
+  std::atomic<bool> stop{false};
+  History tally;
+  std::vector<std::thread> workers;
+  for (int w = 0; w < kWorkers; ++w) {
+    workers.emplace_back([&, w] {
+      std::mt19937 rng(static_cast<unsigned>(w) * 7919u + 1);
+      for (int n = 0; !stop; ++n) {
+        const std::string id = std::to_string(w) + "-" + std::to_string(n);
+        // Mostly short; a quarter longer than the TTL (renewed meanwhile, or,
+        // its swarm frozen, running on past it).
+        const char* hold = (rng() % 4 == 0) ? "4" : (rng() % 2 ? "0.05" : "0.2");
+        auto command = ws.command({"lock", "history", "--ttl", "2s", "--timeout", "10s", "--", "sh", "-c",
+                                   "echo \"start $SWARM_FENCING_TOKEN $RUN_ID\" >> " + log.string() + "; sleep " +
+                                       hold + "; echo \"end $SWARM_FENCING_TOKEN $RUN_ID\" >> " + log.string()});
+        command.env["RUN_ID"] = id;
+        Process p(command);
+        {
+          std::lock_guard lock(running_mu);
+          running[static_cast<std::size_t>(w)] = {p.pid(), id};
+        }
+        auto r = p.wait(120s);
+        {
+          std::lock_guard lock(running_mu);
+          running[static_cast<std::size_t>(w)] = {};
+        }
+        append("exit " + id + " " + std::to_string(r.exit));
+      }
+    });
+  }
+  std::thread faults([&] {
+    std::mt19937 rng(12345);
+    auto deadline = std::chrono::steady_clock::now() + length;
+    bool midway_done = !midway;
+    while (std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300 + rng() % 700));
+      if (!midway_done && std::chrono::steady_clock::now() > deadline - length / 2) {
+        midway();
+        midway_done = true;
+      }
+      // Half the time the holder (the run with a section open in the log),
+      // else anyone: a waiter, or a holder between grant and command.
+      Running victim;
+      std::string holding = rng() % 2 == 0 ? holder_in(log) : std::string();
+      {
+        std::lock_guard lock(running_mu);
+        victim = running[rng() % kWorkers];
+        for (const auto& r : running)
+          if (!holding.empty() && r.id == holding) victim = r;
+      }
+      if (victim.pid == 0) continue;
+      if (rng() % 2 == 0) {
+        ::kill(victim.pid, SIGKILL);
+        ++tally.kills;
+      } else {
+        // Frozen past its TTL: its command runs on without a lease.
+        append("freeze " + victim.id);
+        ::kill(victim.pid, SIGSTOP);
+        std::this_thread::sleep_for(std::chrono::milliseconds(2500 + rng() % 1500));
+        ::kill(victim.pid, SIGCONT);
+        append("thaw " + victim.id);
+        ++tally.freezes;
+      }
+    }
+    stop = true;
+  });
+  faults.join();
+  for (auto& t : workers) t.join();
+  History h = check(log);
+  h.kills = tally.kills;
+  h.freezes = tally.freezes;
+  // No command outlives its swarm: none of the log's writers still runs.
+  // (A bracket in the pattern keeps it from matching its own shell's command line.)
+  std::string pattern = log.string();
+  pattern.replace(pattern.rfind(".log"), 4, "[.]log; sleep");
+  auto left = run({.args = {"/bin/sh", "-c", "pgrep -f '" + pattern + "' || true"}});
+  CHECK_MESSAGE(left.out.empty(), "commands left running: " << left.out);
+  return h;
+}
+
+}  // namespace
+
+TEST_CASE("LockHistory_TokensRiseAndOnlyFrozenHoldersOverlapFenced") {
+  // a minute of eight processes locking one name under SIGKILLs and freezes: see the file comment.
+  SwarmWorkspace ws;
+  auto h = run_history(ws, 60s);
+  CHECK(h.sections > 25);
+  CHECK(h.kills > 5);
+  CHECK(h.freezes > 5);
+  CHECK_MESSAGE(h.violations.empty(), (h.violations.empty() ? std::string() : h.violations.front()));
+  MESSAGE(h.sections << " sections, " << h.kills << " SIGKILLs, " << h.freezes << " freezes, " << h.fenced_overlaps
+                     << " overlaps of a frozen holder, each fenced by a higher token");
+}
+
+TEST_CASE("LockHistory_OnAClusterLosingItsStreamLeader") {
+  // the same on a 3-node cluster (R3 buckets), with the leases stream's leader killed half way.
+  NatsCluster cluster;
+  SwarmWorkspace ws({.up = false});
+  RunResult up;
+  auto deadline = std::chrono::steady_clock::now() + 40s;
+  do {
+    up = ws.swarm({"up", "--nats-url", cluster.urls(), "--replicas", "3"});
+    if (up.exit == 0) break;
+    std::this_thread::sleep_for(500ms);
+  } while (std::chrono::steady_clock::now() < deadline);
+  REQUIRE_MESSAGE(up.exit == 0, up.err);
+  std::string leader;
+  auto h = run_history(ws, 60s, [&] {
+    auto connection = kv::Connection::connect({.urls = cluster.url_list()});
+    leader = kv::Bucket::open(connection, "swarm-leases").leader();
+    cluster.node(leader == "n1" ? 0 : leader == "n2" ? 1 : 2).kill();
+  });
+  CHECK(!leader.empty());
+  CHECK(h.sections > 20);
+  CHECK_MESSAGE(h.violations.empty(), (h.violations.empty() ? std::string() : h.violations.front()));
+  MESSAGE("cluster, leader " << leader << " killed: " << h.sections << " sections, " << h.kills << " SIGKILLs, "
+                             << h.freezes << " freezes, " << h.fenced_overlaps << " fenced overlaps");
+}
