@@ -129,7 +129,9 @@ swarm::SlotLifecycle Context::lifecycle() const {
   if (!globals_.bucket.empty()) config.bucket = globals_.bucket;
   connection_ = swarm::connect_nats(connection_options(&config));
   swarm::SessionStore store = swarm::SessionStore::open(*connection_, config.bucket);
-  return swarm::SlotLifecycle(ws, config, std::move(store), swarm::HostIdentity::detect());
+  // Bound with no round trip: status and evict may never touch a task lease.
+  auto leases = swarm::LeaseStore::bind(*connection_, config.lease_bucket);
+  return swarm::SlotLifecycle(ws, config, std::move(store), std::move(leases), me());
 }
 
 }  // namespace cli

@@ -11,7 +11,9 @@ Verb add_renew(CLI::App& app) {
   cmd->footer("Example:\n  swarm renew --slot render");
   return {cmd, [slot](Context& ctx) {
             auto lifecycle = ctx.lifecycle();
-            auto revision = lifecycle.renew(*slot);
+            std::vector<std::string> warnings;
+            auto revision = lifecycle.renew(*slot, &warnings);
+            for (const auto& w : warnings) ctx.out().warn(w);
             swarm::Json doc = swarm::Json::object();
             doc.set("slot", *slot).set("revision", revision);
             ctx.out().result("renew", "renewed slot " + *slot + " (revision " + std::to_string(revision) + ")",

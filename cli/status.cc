@@ -34,6 +34,11 @@ swarm::Json row_json(const swarm::SessionRow& row) {
       .set("age_seconds", static_cast<double>(row.age.count()) / 1000.0)
       .set("local", row.local);
   if (e.corrupt()) item.set("error", e.corrupt_reason);
+  if (!row.task_lease_problem.empty()) {
+    swarm::Json lease = swarm::Json::object();
+    lease.set("name", row.task_lease_name).set("problem", row.task_lease_problem);
+    item.set("task_lease", std::move(lease));
+  }
   return item;
 }
 
@@ -75,6 +80,9 @@ std::string table(const std::vector<swarm::SessionRow>& rows) {
   print(header);
   for (const auto& row : rows) print(cells_of(row));
   if (any_local) out += "* this host\n";
+  for (const auto& row : rows)
+    if (!row.task_lease_problem.empty())
+      out += "! slot " + row.entry.slot + ": " + row.task_lease_problem + " (" + row.task_lease_name + ")\n";
   return out;
 }
 
@@ -192,15 +200,24 @@ Verb add_status(CLI::App& app) {
             // The server's clock is read while the records are: its round trip
             // overlaps theirs instead of following it.
             auto server_clock = std::async(std::launch::async, [&] { return store.server_clock().now; });
+            // The task leases too, to say where one disagrees with its session.
+            const auto& tasks = lifecycle.tasks();
             std::vector<swarm::SessionEntry> entries;
+            std::vector<swarm::LeaseEntry> task_leases;
             if (flags->slot.empty()) {
+              auto leases = std::async(std::launch::async, [&] { return tasks.store().list("task.>"); });
               entries = store.list();
+              task_leases = leases.get();
             } else if (auto one = store.get(flags->slot)) {
               entries.push_back(*one);
+              if (!one->corrupt() && !one->session->task_id.empty())
+                if (auto lease = tasks.read(one->session->task_id)) task_leases.push_back(*lease);
             } else {
               throw swarm::Error(swarm::Errc::not_found, "no session for slot " + flags->slot);
             }
-            auto rows = swarm::rows_of(std::move(entries), ttl, server_clock.get()(), lifecycle.me());
+            auto now = server_clock.get()();
+            auto rows = swarm::rows_of(std::move(entries), ttl, now, lifecycle.me());
+            swarm::note_task_leases(rows, task_leases, now);
             ctx.out().rendered(ctx.out().json() ? status_json(store.bucket_name(), ttl, rows) : table(rows));
             return 0;
           }};

@@ -21,7 +21,7 @@ Verb add_up(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("up", "Bootstrap the workspace: .swarm/, the hub, the buckets, and (without "
                                            "--nats-url) an embedded nats-server");
   flags->ttl_option = cmd->add_option("--ttl", flags->ttl,
-                                      "Session TTL, 1s to 24h: a record not renewed within it expires (default 5m)")
+                                      "Session TTL, 1s to 1h: a record not renewed within it expires (default 5m)")
                           ->option_text("DUR")
                           ->check(duration_validator());
   flags->replicas_option =

@@ -160,6 +160,17 @@ Bucket Bucket::open(const Connection& connection, const std::string& name) {
   return Bucket(std::move(state), name);
 }
 
+Bucket Bucket::bind(const Connection& connection, const std::string& name) {
+  require_valid_bucket_name(name);
+  auto state = std::make_shared<State>();
+  state->connection = connection.state();
+  state->stream = "KV_" + name;
+  state->prefix = "$KV." + name + ".";
+  state->messages = 0;  // unknown: a listing reads the stream first (see for_each)
+  state->config.name = name;
+  return Bucket(std::move(state), name);
+}
+
 Bucket Bucket::ensure(const Connection& connection, const BucketConfig& want) {
   require_valid_bucket_name(want.name);
   if (want.history < 1 || want.history > 64)

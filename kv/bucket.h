@@ -44,6 +44,9 @@ class Bucket {
   // Binds an existing bucket with one round trip and never creates it.
   // Throws not_found when the bucket does not exist.
   static Bucket open(const Connection& connection, const std::string& name);
+  // Binds it with no round trip at all, trusting that it exists: a missing
+  // bucket shows at its first use (for a second bucket a verb may not need).
+  static Bucket bind(const Connection& connection, const std::string& name);
 
   // Creates the bucket, or binds it when it exists with the same config. A
   // bucket that exists with another config is left alone and reported as a

@@ -149,7 +149,7 @@ std::string config_fix(const Workspace& ws, const Workspace::ConfigFile& file) {
 UpResult up(const UpOptions& options) {
   // Bad options are refused before anything is made or started.
   if (options.ttl && (*options.ttl < kMinSessionTtl || *options.ttl > kMaxSessionTtl))
-    throw Error(Errc::bad_input, "--ttl " + format_duration(*options.ttl) + " is out of range: a session TTL is 1s to 24h");
+    throw Error(Errc::bad_input, "--ttl " + format_duration(*options.ttl) + " is out of range: a session TTL is 1s to 1h");
   if (options.replicas && (*options.replicas < 1 || *options.replicas > 5))
     throw Error(Errc::bad_input, "--replicas " + std::to_string(*options.replicas) + " is out of range: use 1 to 5");
   if (options.nats_url) translating_kv([&] { kv::require_valid_urls(*options.nats_url); });

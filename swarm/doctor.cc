@@ -10,9 +10,11 @@
 #include "swarm/embedded_server.h"
 #include "swarm/error.h"
 #include "swarm/hub.h"
+#include "swarm/lease.h"
 #include "swarm/liveness.h"
 #include "swarm/log.h"
 #include "swarm/names.h"
+#include "swarm/process_info.h"
 #include "swarm/recovery.h"
 #include "swarm/session_store.h"
 #include "swarm/slot_folder.h"
@@ -170,6 +172,75 @@ class Checkup {
     }
   }
 
+  // Leases: corrupt records, leases held by a process of this host that is
+  // gone, task leases whose session is gone (problems: --fix removes or
+  // releases them, this host's only), and expired leases (a notice).
+  void check_leases(const kv::Connection& nats, const WorkspaceConfig& config, const SessionStore& sessions,
+                    const std::vector<SessionEntry>& entries) {
+    std::optional<LeaseStore> store;
+    try {
+      store.emplace(LeaseStore::open(nats, config.lease_bucket));
+    } catch (const Error& e) {
+      if (e.kind() == Errc::not_bootstrapped) return;  // reported by check_bucket
+      throw;
+    }
+    std::map<std::string, std::string> tasks;  // slot -> task of its session here (removed ones left out)
+    for (const auto& e : entries)
+      if (!e.corrupt() && erased_slots_.count(e.slot) == 0) tasks[e.slot] = e.session->task_id;
+    const ServerClock& clock = store->server_clock();
+    for (const auto& lease : store->list()) {
+      if (lease.corrupt()) {
+        auto& f = add(Severity::problem, "corrupt_lease", lease.name,
+                      "the record of lease " + lease.name + " is corrupt (" + lease.corrupt_reason + ")",
+                      "swarm doctor --fix");
+        if (fix_) erase_lease(*store, lease, f, "removed the corrupt lease record");
+        continue;
+      }
+      const LeaseRecord& r = *lease.record;
+      auto standing = standing_of(lease, clock.now());
+      const bool mine = r.host_id.empty() ? r.host == me_.host : r.host_id == me_.host_id && r.host == me_.host;
+      const bool orphan_task = !r.slot.empty() && !(tasks.count(r.slot) != 0 && tasks[r.slot] == r.task);
+      if (standing.state == LeaseState::expired) {
+        auto& f = add(Severity::notice, "expired_lease", lease.name,
+            "lease " + lease.name + " (" + r.holder + ", token " + std::to_string(lease.token()) + ") expired " +
+                ago(standing.age - r.ttl) + "; its holder stopped renewing it, and the next to ask takes it",
+            "nothing to do   (or: swarm lease release " + lease.name + " --token " + std::to_string(lease.token()) +
+                ")");
+        // This host's task lease of a session that is gone: tidied away.
+        if (fix_ && mine && orphan_task) release_lease(*store, lease, f);
+        continue;
+      }
+      if (!r.slot.empty()) {
+        // A task lease lives with its session.
+        if (!orphan_task) continue;
+        auto& f = add(mine ? Severity::problem : Severity::notice, "orphan_task_lease", lease.name,
+                      "lease " + lease.name + " claims task " + r.task + " for slot " + r.slot +
+                          ", which has no session for that task; it expires within " +
+                          format_duration(std::chrono::duration_cast<std::chrono::seconds>(standing.left)) +
+                          " unless released",
+                      mine ? "swarm doctor --fix" : "on " + r.host + ": swarm doctor --fix");
+        // A join writes its session before its task lease: look again first.
+        if (fix_ && mine) {
+          if (auto now = sessions.get(r.slot); now && !now->corrupt() && now->session->task_id == r.task) {
+            f.severity = Severity::notice;
+            f.fix_note = "a session took the task meanwhile; left alone";
+          } else {
+            release_lease(*store, lease, f);
+          }
+        }
+        continue;
+      }
+      if (mine && r.pid != 0 && !process_is(static_cast<pid_t>(r.pid), r.pid_start)) {
+        auto& f = add(Severity::problem, "dead_holder", lease.name,
+                      "lease " + lease.name + " is held by process " + std::to_string(r.pid) + " of this host (" +
+                          r.holder + "), which is gone",
+                      "swarm doctor --fix   (or: swarm lease release " + lease.name + " --token " +
+                          std::to_string(lease.token()) + ")");
+        if (fix_) release_lease(*store, lease, f);
+      }
+    }
+  }
+
   // What interrupted removals left in .swarm/trash/: salvaged already.
   void check_leftovers() {
     for (const auto& leftover : leftover_removals(ws_)) {
@@ -289,6 +360,32 @@ class Checkup {
     remove_folder(slot, f);
   }
 
+  // Releases a lease for the grant read (its token): a renewal meanwhile
+  // keeps it, a new grant is left alone.
+  void release_lease(const LeaseStore& store, const LeaseEntry& lease, Finding& f) {
+    try {
+      store.release(lease.name, lease.token());
+      f.fixed = true;
+      f.fix_note = "released lease " + lease.name + " (token " + std::to_string(lease.token()) + ")";
+    } catch (const Error& e) {
+      if (e.kind() != Errc::conflict && e.kind() != Errc::not_found) throw;
+      f.severity = Severity::notice;
+      f.fix_note = std::string("left alone: ") + e.what();
+    }
+  }
+
+  void erase_lease(const LeaseStore& store, const LeaseEntry& lease, Finding& f, const std::string& done) {
+    try {
+      translating_kv([&] { store.bucket().erase(lease.name, lease.revision); });
+      f.fixed = true;
+      f.fix_note = done;
+    } catch (const Error& e) {
+      if (e.kind() != Errc::conflict) throw;
+      f.severity = Severity::notice;
+      f.fix_note = "the record changed meanwhile; left alone";
+    }
+  }
+
   // Another swarm process of this host holds the slot's folder right now.
   void busy(Finding& f, const std::string& slot) {
     f.fix_note = "left alone: another swarm process is working on the slot's folder (" +
@@ -299,6 +396,7 @@ class Checkup {
   bool erase(const SessionStore& store, const SessionEntry& entry, Finding& f, const std::string& done) {
     try {
       store.erase(entry);
+      erased_slots_.insert(entry.slot);
       f.fixed = true;
       f.fix_note = done;
       spdlog::debug("doctor: {} of slot {} (revision {})", done, entry.slot, entry.revision);
@@ -355,6 +453,7 @@ class Checkup {
   std::string hub_url_;
   bool hub_present_ = false;
   std::string folders_elsewhere_;  // non-empty: folders are reported only
+  std::set<std::string> erased_slots_;  // sessions this run removed
   DoctorReport report_;
 };
 
@@ -429,6 +528,7 @@ DoctorReport Doctor::run(bool fix) {
     auto entries = store->list();
     checkup.check_records(*store, entries, ttl);
     checkup.check_folders(*store, entries);
+    checkup.check_leases(*nats, config, *store, entries);
   } catch (const Error& e) {
     if (e.kind() != Errc::unavailable) throw;
     report.nats_reachable = false;

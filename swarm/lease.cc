@@ -162,12 +162,14 @@ std::optional<LeaseEntry> LeaseStore::get(const std::string& name) const {
   return lease_entry_of(std::move(*entry));
 }
 
-std::vector<LeaseEntry> LeaseStore::list() const {
+std::vector<LeaseEntry> LeaseStore::list(const std::string& pattern) const {
   std::vector<LeaseEntry> out;
   translating_kv([&] {
-    bucket_.for_each([&](kv::Entry&& e) {
-      if (is_lease_key(e.key)) out.push_back(lease_entry_of(std::move(e)));
-    });
+    bucket_.for_each(
+        [&](kv::Entry&& e) {
+          if (is_lease_key(e.key)) out.push_back(lease_entry_of(std::move(e)));
+        },
+        false, pattern);
   });
   kv::drop_repeats(out, bucket_.revision_at_open(), [](const LeaseEntry& e) -> const std::string& { return e.name; },
                    [](const LeaseEntry& e) { return e.revision; });

@@ -104,6 +104,11 @@ class LeaseStore {
   // Binds the existing bucket (never creates it): a missing one is
   // not_bootstrapped.
   static LeaseStore open(const kv::Connection& connection, const std::string& bucket = kDefaultLeaseBucket);
+  // The same with no round trip (kv::Bucket::bind): for verbs that may not
+  // touch a lease at all.
+  static LeaseStore bind(const kv::Connection& connection, const std::string& bucket = kDefaultLeaseBucket) {
+    return LeaseStore(kv::Bucket::bind(connection, bucket));
+  }
 
   const kv::Bucket& bucket() const { return bucket_; }
   // The same store, whose requests (retries included) take at most `budget`.
@@ -116,8 +121,9 @@ class LeaseStore {
   const ServerClock& server_clock() const;
 
   std::optional<LeaseEntry> get(const std::string& name) const;
-  // Every lease record (queue and resign keys left out), corrupt ones included.
-  std::vector<LeaseEntry> list() const;
+  // Every lease record (queue and resign keys left out), corrupt ones
+  // included; or those matching `pattern` ("task.>").
+  std::vector<LeaseEntry> list(const std::string& pattern = ">") const;
   // Live waiters in each lease's queue, or in `name`'s only (a waiter whose
   // place expired is gone).
   std::map<std::string, int> waiting(const std::string& name = {}) const;

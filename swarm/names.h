@@ -14,7 +14,10 @@ bool is_valid_lease_name(std::string_view name);
 // Throw swarm::Error(bad_input) naming the rule.
 void require_slot_name(std::string_view name);
 void require_lease_name(std::string_view name);
-// A task id becomes part of the lease name "task.<id>", so it follows the lease rule.
+// A task id is whatever the caller's tracker uses (T-42, gh#17, acme/api#9):
+// 1 to 255 bytes of UTF-8 without control characters. Its lease is
+// task_lease_name(id) (lease.h), a hash when the id is no lease name.
+bool is_valid_task_id(std::string_view id);
 void require_task_id(std::string_view id);
 
 }  // namespace swarm

@@ -17,9 +17,10 @@ namespace swarm {
 inline constexpr const char* kDefaultSessionBucket = "swarm-sessions";
 inline constexpr std::chrono::minutes kDefaultSessionTtl{5};
 // A session TTL outside these is a typo: a dead agent would hold its slot
-// for days, or a live one lose it between two renewals.
+// (and its task lease, which has the session's TTL) for more than an hour,
+// or a live one lose it between two renewals.
 inline constexpr std::chrono::seconds kMinSessionTtl{1};
-inline constexpr std::chrono::hours kMaxSessionTtl{24};
+inline constexpr std::chrono::hours kMaxSessionTtl{1};
 
 // One key of the bucket as read: a session, or a corrupt value and why.
 struct SessionEntry {

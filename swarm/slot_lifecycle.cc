@@ -43,11 +43,12 @@ void remove_if_empty(const fs::path& dir) {
 
 }  // namespace
 
-SlotLifecycle::SlotLifecycle(Workspace workspace, WorkspaceConfig config, SessionStore store, HostIdentity me,
-                             Clock clock)
+SlotLifecycle::SlotLifecycle(Workspace workspace, WorkspaceConfig config, SessionStore store, LeaseStore leases,
+                             HostIdentity me, Clock clock)
     : workspace_(std::move(workspace)),
       config_(std::move(config)),
       store_(std::move(store)),
+      tasks_(std::move(leases), me, store_.ttl()),
       me_(std::move(me)),
       clock_(std::move(clock)) {}
 
@@ -82,6 +83,35 @@ std::uint64_t SlotLifecycle::renew(const SessionEntry& entry) const {
     current.session->last_renewed = clock_();
     return store_.update(*current.session, current.revision);
   });
+}
+
+std::uint64_t SlotLifecycle::renew(const SessionEntry& entry, std::optional<LeaseEntry> task_lease,
+                                   std::vector<std::string>* warnings) const {
+  const Session& s = *entry.session;
+  auto warn = [&](const std::string& w) {
+    if (warnings != nullptr && !w.empty()) warnings->push_back(w);
+  };
+  if (s.task_id.empty()) return renew(entry);
+  if (!task_lease) task_lease = translating_kv([&] { return tasks_.read(s.task_id); });
+  if (!task_lease || !TaskLeases::held_by(*task_lease, s.slot, s.task_id)) {
+    // Released or taken meanwhile: the session is renewed, the claim taken
+    // again if it is free.
+    std::uint64_t revision = renew(entry);
+    warn(tasks_.reclaim(s.slot, s.task_id, s.leaf_pid));
+    return revision;
+  }
+  // Both writes in one round trip.
+  Session renewed = s;
+  renewed.last_renewed = clock_();
+  auto results = kv::Bucket::update_together(
+      {{&store_.bucket(), s.slot, to_json(renewed), entry.revision}, tasks_.renewal(*task_lease)});
+  std::uint64_t revision = results[0].revision;
+  if (results[0].error) {
+    if (results[0].error->kind() != kv::Errc::conflict) throw from_kv(*results[0].error);
+    revision = renew(entry);  // lost a race: reread, and go on only for the same session
+  }
+  if (results[1].error) warn(tasks_.reclaim(s.slot, s.task_id, s.leaf_pid));
+  return revision;
 }
 
 SessionEntry SlotLifecycle::read_own(const std::string& slot) const {
@@ -192,10 +222,17 @@ JoinResult SlotLifecycle::join(const std::string& slot, const std::string& task,
                   existing->revision);
   }
 
-  // The record is ours: now the worktree. If that fails, undo the record,
-  // and the worktree too when it was made just now (it holds no work yet).
+  // The record is ours: now the task's lease, then the worktree. If either
+  // fails, undo the record (and the lease), and the worktree too when it was
+  // made just now (it holds no work yet).
   std::optional<Worktree> worktree;
+  bool claimed = false;
   try {
+    tasks_.claim(slot, task, leaf_pid);
+    claimed = true;
+    // A rejoin for another task lets the old one go.
+    if (result.replaced && result.replaced->session->task_id != task)
+      if (auto w = tasks_.release(slot, result.replaced->session->task_id); !w.empty()) spdlog::warn("{}", w);
     worktree.emplace(ensure_worktree(slot, &result.resumed_worktree));
     std::ofstream(workspace_.pid_file(slot)) << leaf_pid << "\n";
     // A slot's run of work starts with a new worktree (or one kept by close);
@@ -219,6 +256,7 @@ JoinResult SlotLifecycle::join(const std::string& slot, const std::string& task,
     } catch (const Error&) {
       // Expired or taken meanwhile: either way it is not ours to remove now.
     }
+    if (claimed) tasks_.release(slot, task);
     throw;
   }
   result.worktree = fs::weakly_canonical(workspace_.worktree(slot));
@@ -251,14 +289,16 @@ CommitResult SlotLifecycle::commit(const std::string& slot, const std::string& m
     }
   }
   try {
-    result.revision = renew(entry);
+    result.revision = renew(entry, std::nullopt, &result.warnings);
   } catch (const Error& e) {
     result.warnings.push_back(std::string("renewal failed: ") + e.what());
   }
   return result;
 }
 
-std::uint64_t SlotLifecycle::renew(const std::string& slot) { return renew(read_own(slot)); }
+std::uint64_t SlotLifecycle::renew(const std::string& slot, std::vector<std::string>* warnings) {
+  return renew(read_own(slot), std::nullopt, warnings);
+}
 
 CloseResult SlotLifecycle::close(const std::string& slot, const CloseOptions& options) {
   require_slot_name(slot);
@@ -315,6 +355,7 @@ CloseResult SlotLifecycle::close(const std::string& slot, const CloseOptions& op
       return current.revision;
     });
     result.released = entry;
+    if (auto w = tasks_.release(slot, entry->session->task_id); !w.empty()) result.warnings.push_back(w);
   } else {
     result.warnings.push_back("slot " + slot + " had no record (it expired); cleaned up its folder only");
   }
@@ -353,6 +394,9 @@ SessionEntry SlotLifecycle::evict(const std::string& slot) {
     removed = current;
     return current.revision;
   });
+  // Its claim on its task goes with it (whichever host held it).
+  if (!removed.corrupt())
+    if (auto w = tasks_.release(slot, removed.session->task_id); !w.empty()) spdlog::warn("{}", w);
   return removed;
 }
 

@@ -13,6 +13,7 @@
 #include "swarm/host.h"
 #include "swarm/recovery.h"
 #include "swarm/session_store.h"
+#include "swarm/task_lease.h"
 #include "swarm/workspace.h"
 #include "swarm/worktree.h"
 
@@ -53,7 +54,8 @@ struct CloseResult {
 
 class SlotLifecycle {
  public:
-  SlotLifecycle(Workspace workspace, WorkspaceConfig config, SessionStore store, HostIdentity me,
+  // `leases` holds the task leases join takes (their TTL is the session's).
+  SlotLifecycle(Workspace workspace, WorkspaceConfig config, SessionStore store, LeaseStore leases, HostIdentity me,
                 Clock clock = system_clock());
 
   // Takes the slot: a record of another host is never touched (foreign_host);
@@ -68,11 +70,17 @@ class SlotLifecycle {
   // `paths` are relative to the worktree (see path_inside).
   CommitResult commit(const std::string& slot, const std::string& message, const std::vector<std::string>& paths);
 
-  // Bumps last_renewed by CAS. Returns the new revision.
-  std::uint64_t renew(const std::string& slot);
-  // The same from a record already read (one round trip): on a lost race it
-  // rereads and retries only while the record is still the same session.
+  // Bumps last_renewed by CAS, and renews the slot's task lease in the same
+  // round trip. Returns the new revision; a task lease that could not be
+  // kept is a warning (the session stands).
+  std::uint64_t renew(const std::string& slot, std::vector<std::string>* warnings = nullptr);
+  // The session alone, from a record already read (one round trip): on a
+  // lost race it rereads and retries only while it is still the same session.
   std::uint64_t renew(const SessionEntry& read) const;
+  // The session and its task lease, both already read, in one round trip
+  // (kv::Bucket::update_together). `task_lease` empty: read it first.
+  std::uint64_t renew(const SessionEntry& read, std::optional<LeaseEntry> task_lease,
+                      std::vector<std::string>* warnings) const;
 
   // Releases the slot: artifact gate, salvage, CAS delete, then the folder.
   CloseResult close(const std::string& slot, const CloseOptions& options);
@@ -86,6 +94,7 @@ class SlotLifecycle {
 
   const Workspace& workspace() const { return workspace_; }
   const SessionStore& store() const { return store_; }
+  const TaskLeases& tasks() const { return tasks_; }
   const HostIdentity& me() const { return me_; }
 
  private:
@@ -107,6 +116,7 @@ class SlotLifecycle {
   Workspace workspace_;
   WorkspaceConfig config_;
   SessionStore store_;
+  TaskLeases tasks_;
   HostIdentity me_;
   Clock clock_;
 };

@@ -1,6 +1,7 @@
 #include "swarm/status.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 namespace swarm {
 
@@ -24,6 +25,28 @@ std::vector<SessionRow> rows_of(std::vector<SessionEntry> entries, std::chrono::
   rows.reserve(entries.size());
   for (std::size_t i : order) rows.push_back(row_of(std::move(entries[i]), ttl, now, me));
   return rows;
+}
+
+void note_task_leases(std::vector<SessionRow>& rows, const std::vector<LeaseEntry>& task_leases, TimePoint now) {
+  std::unordered_map<std::string, const LeaseEntry*> by_name;
+  for (const auto& lease : task_leases) by_name[lease.name] = &lease;
+  for (auto& row : rows) {
+    if (row.entry.corrupt() || row.entry.session->task_id.empty()) continue;
+    const Session& s = *row.entry.session;
+    row.task_lease_name = task_lease_name(s.task_id);
+    auto it = by_name.find(row.task_lease_name);
+    if (it == by_name.end()) {
+      row.task_lease_problem = "no task lease (released, or never taken)";
+      continue;
+    }
+    const LeaseEntry& lease = *it->second;
+    if (lease.corrupt()) row.task_lease_problem = "its task lease is corrupt (" + lease.corrupt_reason + ")";
+    else if (lease.record->slot != s.slot)
+      row.task_lease_problem = "its task lease is held by " +
+                               (lease.record->slot.empty() ? lease.record->holder : "slot " + lease.record->slot);
+    else if (standing_of(lease, now).state == LeaseState::expired)
+      row.task_lease_problem = "its task lease expired (not renewed with the session)";
+  }
 }
 
 std::optional<LiveSessions::Change> LiveSessions::apply(const SessionEvent& event) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "swarm/host.h"
+#include "swarm/lease.h"
 #include "swarm/liveness.h"
 #include "swarm/session_store.h"
 
@@ -18,7 +19,14 @@ struct SessionRow {
   State state = State::corrupt;
   std::chrono::milliseconds age{0};  // since the server stored the current revision
   bool local = false;                // the session belongs to this host
+  // How its task lease disagrees with it ("" when it agrees: held by this slot).
+  std::string task_lease_problem;
+  std::string task_lease_name;
 };
+
+// Notes on each row how its task lease disagrees with its session, if it
+// does. `task_leases` are the task leases read (any order).
+void note_task_leases(std::vector<SessionRow>& rows, const std::vector<LeaseEntry>& task_leases, TimePoint now);
 
 SessionRow row_of(SessionEntry entry, std::chrono::milliseconds ttl, TimePoint now, const HostIdentity& me);
 

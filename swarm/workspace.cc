@@ -82,7 +82,7 @@ Workspace::ConfigFile parse_config(const std::string& text, const std::string& f
   if (const cJSON* item = cJSON_GetObjectItemCaseSensitive(json.get(), "ttl_ms")) {
     if (!cJSON_IsNumber(item) || !(item->valuedouble >= min_ttl && item->valuedouble <= max_ttl) ||
         item->valuedouble != std::floor(item->valuedouble))
-      return bad("'ttl_ms' is not a whole number of milliseconds from 1s to 24h");
+      return bad("'ttl_ms' is not a whole number of milliseconds from 1s to 1h");
     config.ttl = std::chrono::milliseconds(static_cast<long long>(item->valuedouble));
   }
   if (const cJSON* item = cJSON_GetObjectItemCaseSensitive(json.get(), "replicas")) {

@@ -223,7 +223,8 @@ int main(int argc, char** argv) {
 
   // 1. Session renew: one CAS update with a known revision, both ways.
   {
-    swarm::SlotLifecycle life(up.workspace, up.config, swarm::SessionStore::open(nats), {"bench-host", "bench-id"});
+    swarm::SlotLifecycle life(up.workspace, up.config, swarm::SessionStore::open(nats),
+                              swarm::LeaseStore::open(nats), {"bench-host", "bench-id"});
     life.join("renew", "T-1", false, getpid());
     auto entry = *life.store().get("renew");
     kvStore* kv = raw.bucket("swarm-sessions");
@@ -285,7 +286,8 @@ int main(int argc, char** argv) {
 
   // 3. `swarm status` as a process, 10 sessions, against connect + bind + one get.
   {
-    swarm::SlotLifecycle life(up.workspace, up.config, swarm::SessionStore::open(nats), {"bench-host", "bench-id"});
+    swarm::SlotLifecycle life(up.workspace, up.config, swarm::SessionStore::open(nats),
+                              swarm::LeaseStore::open(nats), {"bench-host", "bench-id"});
     for (int i = 0; i < 9; ++i) life.join("st" + std::to_string(i), "T-1", false, getpid());  // + "renew" = 10
     int n = quick ? 15 : 60;
     std::vector<double> swarm_ms, base_ms;
@@ -306,7 +308,8 @@ int main(int argc, char** argv) {
 
   // 4. `swarm commit` of one small file against git add/commit/push with the git CLI.
   {
-    swarm::SlotLifecycle life(up.workspace, up.config, swarm::SessionStore::open(nats), {"bench-host", "bench-id"});
+    swarm::SlotLifecycle life(up.workspace, up.config, swarm::SessionStore::open(nats),
+                              swarm::LeaseStore::open(nats), {"bench-host", "bench-id"});
     const std::vector<std::string> as_bench_host = {ws_env, "SWARM_HOST=bench-host", "SWARM_HOST_ID=bench-id"};
     auto join = run_process({swarm_bin, "join", "--slot", "commit", "--task", "T-1"}, as_bench_host);
     if (join.exit != 0) fail("join for commit failed");

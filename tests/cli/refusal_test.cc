@@ -108,7 +108,9 @@ TEST_CASE("BadSlotNames_Exit2BeforeAnyIo") {
     }
   }
   CHECK_FALSE(std::filesystem::exists(ws.root() / ".swarm/slots"));
-  CHECK(ws.swarm({"join", "--slot", "ok", "--task", "bad task"}).exit == 2);
+  CHECK(ws.swarm({"join", "--slot", "ok", "--task", "bad\ttask"}).exit == 2);  // a control character
+  CHECK(ws.swarm({"join", "--slot", "ok", "--task", ""}).exit == 2);
+  CHECK(ws.swarm({"join", "--slot", "ok", "--task", std::string(256, 'x')}).exit == 2);
   CHECK(ws.swarm({"status", "--timeout", "soon"}).exit == 2);
   CHECK(ws.swarm({"close", "--slot", "ok", "--result", "maybe"}).exit == 2);
   CHECK(ws.swarm({"frobnicate"}).exit == 2);
@@ -287,7 +289,7 @@ TEST_CASE("BadInput_Exit2NamingTheValueBeforeAnyIo") {
   const std::vector<Case> cases = {
       {{"up", "--ttl", huge}, "bad duration '1111"},
       {{"up", "--ttl", ""}, "bad duration ''"},
-      {{"up", "--ttl", "25h"}, "--ttl 25h"},
+      {{"up", "--ttl", "2h"}, "--ttl 2h"},
       {{"up", "--replicas", "0"}, "0"},
       {{"status", "--bucket", ""}, "bad bucket name ''"},
       {{"status", "--bucket", "a.b"}, "'a.b'"},

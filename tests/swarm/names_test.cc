@@ -28,8 +28,14 @@ TEST_CASE("LeaseName_IsSlotTokensJoinedByDots") {
     CHECK_MESSAGE(is_valid_lease_name(good), good);
   for (const char* bad : {"", ".a", "a.", "a..b", "a.*", "a.>", "a b", "a._x"})
     CHECK_MESSAGE(!is_valid_lease_name(bad), bad);
-  CHECK(kind_of([] { require_task_id("T 42"); }) == Errc::bad_input);
-  CHECK_NOTHROW(require_task_id("T-42"));
+  CHECK(is_valid_task_id(std::string(255, 'x')));
+  for (const char* good : {"T-42", "gh#17", "acme/api#9", "T 42", "tâche-é", "日本", "a.b"})
+    CHECK_MESSAGE(is_valid_task_id(good), good);
+  for (const std::string& bad : {std::string(), std::string(256, 'x'), std::string("a\nb"), std::string("tab\t"),
+                                std::string("del\x7f"), std::string("\xc2\x85"), std::string("\xff"),
+                                std::string("\xc0\xaf"), std::string("\xed\xa0\x80"), std::string("\xe2\x82")})
+    CHECK_MESSAGE(!is_valid_task_id(bad), bad);
+  CHECK(kind_of([] { require_task_id("a\nb"); }) == Errc::bad_input);
 }
 
 TEST_CASE("Duration_ParsesUnitsAndCombinations") {

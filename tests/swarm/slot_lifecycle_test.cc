@@ -27,7 +27,8 @@ struct Fixture {
   TimePoint now = std::chrono::system_clock::now();
 
   SlotLifecycle lifecycle(HostIdentity me = {"host-a", "id-a"}) {
-    return SlotLifecycle(up_result.workspace, up_result.config, SessionStore::open(connection), me,
+    return SlotLifecycle(up_result.workspace, up_result.config, SessionStore::open(connection),
+                         LeaseStore::open(connection), me,
                          [this] { return now; });
   }
   const SessionStore store() { return SessionStore::open(connection); }
@@ -67,7 +68,8 @@ TEST_CASE("SlotLifecycle_CommitWhoseRenewalFailsStillStands") {
   // commit and its push stand, and the new session's record is left alone.
   Fixture f;
   std::function<void()> as_renewal_starts;
-  SlotLifecycle life(f.up_result.workspace, f.up_result.config, SessionStore::open(f.connection), {"host-a", "id-a"},
+  SlotLifecycle life(f.up_result.workspace, f.up_result.config, SessionStore::open(f.connection),
+                     LeaseStore::open(f.connection), {"host-a", "id-a"},
                      [&] {
                        if (auto hook = std::exchange(as_renewal_starts, nullptr)) hook();
                        return f.now;
@@ -137,7 +139,8 @@ TEST_CASE("SlotLifecycle_StaleSessionOfThisHostIsReplaced") {
   testing::TempDir dir{"swarm-lifecycle"};
   auto up_result = up({.root = dir.path(), .nats_url = server.url(), .ttl = 4500ms, .connection = {}});
   auto connection = connect_nats({.urls = {server.url()}});
-  SlotLifecycle life(up_result.workspace, up_result.config, SessionStore::open(connection), {"host-a", "id-a"});
+  SlotLifecycle life(up_result.workspace, up_result.config, SessionStore::open(connection),
+                     LeaseStore::open(connection), {"host-a", "id-a"});
   life.join("s", "T-1", false, 1);
   CHECK(kind_of([&] { life.join("s", "T-2", false, 2); }) == Errc::conflict);
   std::this_thread::sleep_for(3100ms);  // stale from 3s; the server drops it at 4.5s

@@ -1,0 +1,95 @@
+#include "swarm/task_lease.h"
+
+#include "swarm/error.h"
+#include "swarm/log.h"
+
+namespace swarm {
+
+namespace {
+
+std::string held_message(const std::string& task, const LeaseRecord& r) {
+  return "task " + task + " is being worked by slot " + (r.slot.empty() ? r.holder : r.slot) + " (host " + r.host +
+         "); take another task, or `swarm close --slot " + (r.slot.empty() ? r.holder : r.slot) + "` first";
+}
+
+}  // namespace
+
+std::optional<LeaseEntry> TaskLeases::read(const std::string& task) const { return store_.get(task_lease_name(task)); }
+
+bool TaskLeases::held_by(const LeaseEntry& entry, const std::string& slot, const std::string& task) {
+  return !entry.corrupt() && entry.record->slot == slot && entry.record->task == task;
+}
+
+Lease TaskLeases::claim(const std::string& slot, const std::string& task, std::int64_t pid) const {
+  const std::string name = task_lease_name(task);
+  LeaseHolder who = LeaseHolder::process(me_, pid, slot);
+  who.slot = slot;
+  who.task = task;
+  LastWrite last = store_.last(name);
+  if (last.revision != 0 && !last.released) {
+    if (!last.record)
+      throw Error(Errc::conflict, "the lease " + name + " of task " + task + " is corrupt (" + last.corrupt_reason +
+                                      "); remove it with `swarm doctor --fix`");
+    const LeaseRecord& r = *last.record;
+    if (r.slot == slot && r.task == task) {
+      // This slot's own claim (a stale takeover, a --force rejoin): kept,
+      // with its token, for the new session.
+      Lease kept;
+      kept.name = name;
+      kept.token = r.token != 0 ? r.token : last.revision;
+      kept.revision = last.revision;
+      kept.record = r;
+      kept.record.pid = who.pid;
+      kept.record.pid_start = who.pid_start;
+      kept.record.ttl = ttl_;
+      return store_.renew(kept);
+    }
+    if (r.task != task && !r.task.empty())
+      throw Error(Errc::conflict, "task " + task + " and task " + r.task + " share the lease name " + name +
+                                      " (a hash collision); give one of them another id");
+    LeaseEntry entry{name, last.revision, last.stored_at, last.record, {}, {}};
+    const ServerClock& clock = store_.server_clock();
+    auto standing = standing_of(entry, clock.now());
+    bool expired = clock.measured && standing.age >= r.ttl + expiry_margin(r.ttl, clock.uncertainty);
+    if (!expired) throw Error(Errc::conflict, held_message(task, r));
+  }
+  try {
+    return store_.grant(name, who, ttl_, last);
+  } catch (const Error& e) {
+    if (e.kind() != Errc::conflict) throw;
+    // Another join took it between our read and our write.
+    if (auto now = store_.get(name); now && !now->corrupt())
+      throw Error(Errc::conflict, held_message(task, *now->record));
+    throw;
+  }
+}
+
+kv::Bucket::Write TaskLeases::renewal(const LeaseEntry& held) const {
+  LeaseRecord r = *held.record;
+  r.token = held.token();
+  r.renewed_at = std::chrono::system_clock::now();
+  return {&store_.bucket(), held.name, to_json(r), held.revision};
+}
+
+std::string TaskLeases::reclaim(const std::string& slot, const std::string& task, std::int64_t pid) const {
+  try {
+    claim(slot, task, pid);
+    return {};
+  } catch (const Error& e) {
+    return std::string("the task lease could not be kept: ") + e.what();
+  }
+}
+
+std::string TaskLeases::release(const std::string& slot, const std::string& task) const {
+  if (task.empty()) return {};
+  try {
+    auto entry = read(task);
+    if (!entry || !held_by(*entry, slot, task)) return {};
+    store_.release(entry->name, entry->token());
+    return {};
+  } catch (const Error& e) {
+    return "the lease of task " + task + " was not released (it expires by itself): " + e.what();
+  }
+}
+
+}  // namespace swarm
