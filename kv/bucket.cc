@@ -215,6 +215,19 @@ Bucket Bucket::ensure(const Connection& connection, const BucketConfig& want) {
   return open(connection, want.name);
 }
 
+void Bucket::set_ttl(const Connection& connection, const std::string& name, std::chrono::milliseconds ttl) {
+  require_valid_bucket_name(name);
+  const std::string stream = "KV_" + name;
+  auto info = stream_info(*connection.state(), stream, name);
+  if (!info) throw Error(Errc::not_found, where(name) + " does not exist on " + connection.connected_url());
+  info->Config->MaxAge = ttl.count() * kNanosPerMilli;
+  jsStreamInfo* updated = nullptr;
+  jsErrCode code = jsErrCode(0);
+  natsStatus status = js_UpdateStream(&updated, connection.state()->js.get(), info->Config, nullptr, &code);
+  detail::StreamInfoPtr owned(updated);
+  check(status, "set the TTL of " + where(name), code);
+}
+
 BucketConfig Bucket::config() const { return state_->config; }
 
 std::uint64_t Bucket::size_hint() const { return state_->messages; }

@@ -53,6 +53,10 @@ class Bucket {
   // conflict whose message lists every difference.
   static Bucket ensure(const Connection& connection, const BucketConfig& config);
 
+  // Sets the TTL (MaxAge) of an existing bucket, leaving the rest of its
+  // config as it is: for a bucket an older version made with another TTL.
+  static void set_ttl(const Connection& connection, const std::string& name, std::chrono::milliseconds ttl);
+
   const std::string& name() const { return name_; }
 
   // The bucket's config as the server had it when the bucket was opened.

@@ -18,8 +18,11 @@ using namespace std::chrono_literals;
 namespace {
 
 // Lease records carry their own TTLs (at most 1h); the bucket's MaxAge only
-// collects leases nobody renewed for longer than any lease can live.
-constexpr std::chrono::hours kLeaseBucketTtl{1};
+// drops records abandoned for a day (the contract): a released lease's
+// marker, which keeps its count of transitions, lives that long.
+constexpr std::chrono::hours kLeaseBucketTtl{24};
+// What swarm versions before 0.2 made it with.
+constexpr std::chrono::hours kOldLeaseBucketTtl{1};
 constexpr std::chrono::seconds kServerStartTimeout{15};
 constexpr std::chrono::seconds kServerStopGrace{5};
 constexpr const char* kCorruptConfigAdvice =
@@ -65,8 +68,19 @@ void finish_up(const UpOptions& options, UpResult& result) {
   try {
     SessionStore::ensure(nats, config.bucket, config.ttl, config.replicas);
     translating_kv([&] {
-      return kv::Bucket::ensure(nats, {.name = config.lease_bucket, .ttl = kLeaseBucketTtl,
-                                       .replicas = config.replicas});
+      const kv::BucketConfig want{.name = config.lease_bucket, .ttl = kLeaseBucketTtl, .replicas = config.replicas};
+      try {
+        return kv::Bucket::ensure(nats, want);
+      } catch (const kv::Error& e) {
+        // An older swarm's lease bucket: raised to a day, its data kept.
+        if (e.kind() != kv::Errc::conflict) throw;
+        auto have = kv::Bucket::open(nats, config.lease_bucket).config();
+        kv::BucketConfig old = want;
+        old.ttl = kOldLeaseBucketTtl;
+        if (!kv::differences(old, have).empty()) throw;
+        kv::Bucket::set_ttl(nats, config.lease_bucket, kLeaseBucketTtl);
+        return kv::Bucket::open(nats, config.lease_bucket);
+      }
     });
   } catch (const Error& e) {
     if (e.kind() != Errc::conflict) throw;

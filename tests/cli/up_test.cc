@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "cli/swarm_fixture.h"
+#include "kv/bucket.h"
 
 using namespace testing;
 using namespace std::chrono_literals;
@@ -313,4 +314,23 @@ TEST_CASE("Up_ToAnotherServerStopsTheEmbeddedOne_DownStopsStraysWhateverTheConfi
   std::filesystem::remove(config);
   std::filesystem::create_symlink("/dev/zero", config);
   CHECK(corrupt.swarm({"doctor", "--json"}).exit == 8);
+}
+
+TEST_CASE("Up_MakesTheLeaseBucketKeepRecordsForADayAndRaisesAnOlderOne") {
+  // the lease bucket drops abandoned records after a day; one an older swarm made with an hour is raised, its
+  // leases kept.
+  NatsServer server;
+  {
+    auto connection = kv::Connection::connect({.urls = {server.url()}});
+    auto old = kv::Bucket::ensure(connection, {.name = "swarm-leases", .ttl = std::chrono::hours(1)});
+    old.create("kept", R"({"name":"kept","holder":"h","host":"h","ttl_ms":60000})");
+  }
+  SwarmWorkspace ws({.up = false});
+  auto up = ws.swarm({"up", "--nats-url", server.url()});
+  REQUIRE_MESSAGE(up.exit == 0, up.err);
+  auto connection = kv::Connection::connect({.urls = {server.url()}});
+  auto leases = kv::Bucket::open(connection, "swarm-leases");
+  CHECK(leases.config().ttl == std::chrono::hours(24));
+  CHECK(leases.get("kept"));
+  CHECK(ws.swarm({"up", "--nats-url", server.url()}).exit == 0);  // again: nothing to change
 }
