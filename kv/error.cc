@@ -79,6 +79,11 @@ Errc kind_of_status(natsStatus status, std::string_view text) {
   // NATS_ERR carrying this text; the JetStream code 10071 is lost on that path.
   if (text.find("wrong last sequence") != std::string_view::npos) return Errc::conflict;
   if (text.find("Authorization Violation") != std::string_view::npos) return Errc::bad_request;
+  // A cluster between leaders, when nats.c drops the JetStream code (consumer
+  // creation does): the server's descriptions of those codes.
+  for (std::string_view between_leaders : {"temporarily unavailable", "can not handle request", "incomplete results",
+                                           "not assigned to this server", "no suitable peers"})
+    if (text.find(between_leaders) != std::string_view::npos) return Errc::unavailable;
   return Errc::internal;
 }
 
@@ -102,10 +107,14 @@ std::string last_error_text(natsStatus status) {
   return text;
 }
 
+Errc kind_of_failure(natsStatus status, jsErrCode js_code, std::string_view text) {
+  Errc kind = js_code != 0 ? kind_of_js_code(js_code) : Errc::internal;
+  return kind == Errc::internal ? kind_of_status(status, text) : kind;
+}
+
 void raise(natsStatus status, jsErrCode js_code, std::string_view what) {
   std::string text = last_error_text(status);
-  Errc kind = js_code != 0 ? kind_of_js_code(js_code) : Errc::internal;
-  if (kind == Errc::internal) kind = kind_of_status(status, text);
+  Errc kind = kind_of_failure(status, js_code, text);
   std::string message(what);
   message += ": ";
   message += text;

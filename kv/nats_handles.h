@@ -30,6 +30,10 @@ using PubAckPtr = std::unique_ptr<jsPubAck, Deleter<jsPubAck_Destroy>>;
 // nats.c's last error message for `status`, without its source location.
 std::string last_error_text(natsStatus status);
 
+// What kind of failure a nats.c status, JetStream code (0: none) and error
+// text make (a cluster between leaders is `unavailable`: worth a retry).
+Errc kind_of_failure(natsStatus status, jsErrCode js_code, std::string_view text);
+
 // Turns a failed nats.c call into a kv::Error whose message starts with `what`
 // (e.g. "get bucket B key K") and ends with nats.c's own text.
 [[noreturn]] void raise(natsStatus status, jsErrCode js_code, std::string_view what);

@@ -1,0 +1,28 @@
+// Which failures are worth a retry: a cluster between leaders is, whether
+// nats.c hands over the JetStream code or only the server's text.
+#include <doctest/doctest.h>
+
+#include "kv/nats_handles.h"
+
+using kv::Errc;
+using kv::detail::kind_of_failure;
+
+TEST_CASE("ErrorKind_AClusterBetweenLeadersIsUnavailableWithOrWithoutItsCode") {
+  CHECK(kind_of_failure(NATS_ERR, jsErrCode(10008), "JetStream system temporarily unavailable") ==
+        Errc::unavailable);
+  // Consumer creation loses the code: the text alone must do.
+  for (const char* text : {"JetStream system temporarily unavailable", "JetStream cluster can not handle request",
+                           "incomplete results", "JetStream cluster not assigned to this server",
+                           "no suitable peers for placement"}) {
+    CAPTURE(text);
+    CHECK(kind_of_failure(NATS_ERR, jsErrCode(0), text) == Errc::unavailable);
+  }
+}
+
+TEST_CASE("ErrorKind_OtherFailuresKeepTheirKinds") {
+  CHECK(kind_of_failure(NATS_ERR, jsErrCode(0), "wrong last sequence: 42") == Errc::conflict);
+  CHECK(kind_of_failure(NATS_ERR, jsErrCode(10071), "wrong last sequence: 42") == Errc::conflict);
+  CHECK(kind_of_failure(NATS_TIMEOUT, jsErrCode(0), "Timeout") == Errc::timeout);
+  CHECK(kind_of_failure(NATS_ERR, jsErrCode(0), "Authorization Violation") == Errc::bad_request);
+  CHECK(kind_of_failure(NATS_ERR, jsErrCode(0), "maximum consumers limit reached") == Errc::internal);
+}
