@@ -419,61 +419,70 @@ std::vector<Bucket::WriteResult> Bucket::update_together(const std::vector<Write
     if (w.revision == 0)
       throw Error(Errc::bad_request, "update " + where(w.bucket->name_, w.key) + ": revision 0 is not a revision");
   }
+  // Every write is published with a reply to the connection's reply inbox,
+  // then one flush puts them on the wire together (its PING is answered
+  // after their acknowledgements, which the server sends in order): one round
+  // trip for all. nats.c's publish alone would leave them to its flusher
+  // thread, which waits to gather more.
   std::vector<bool> answered(writes.size(), false);
-  {
-    std::lock_guard lock(connection.reply_mu);
-    natsConnection* nc = connection.connection.get();
-    if (connection.replies == nullptr) {
-      char* inbox = nullptr;
-      detail::check(natsInbox_Create(&inbox), "make a reply inbox");
-      connection.reply_prefix = std::string(inbox) + ".";
-      natsInbox_Destroy(inbox);
-      detail::check(natsConnection_SubscribeSync(&connection.replies, nc, (connection.reply_prefix + "*").c_str()),
-                    "subscribe to replies");
-      detail::check(natsSubscription_SetPendingLimits(connection.replies, -1, -1), "subscribe to replies");
-    }
-    detail::Attempts attempts(connection, writes.front().bucket->budget_);
-    const auto wait = attempts.wait();
-    const std::uint64_t first = connection.next_reply;
-    connection.next_reply += writes.size();
-    for (std::size_t i = 0; i < writes.size(); ++i) {
-      const Write& w = writes[i];
-      const std::string subject = w.bucket->state_->prefix + w.key;
-      const std::string reply = connection.reply_prefix + std::to_string(first + i);
-      natsMsg* raw = nullptr;
-      detail::check(natsMsg_Create(&raw, subject.c_str(), reply.c_str(), w.value.data(), static_cast<int>(w.value.size())),
-                    "update " + where(w.bucket->name_, w.key));
-      detail::MsgPtr msg(raw);
-      const std::string expected = std::to_string(w.revision);
-      detail::check(natsMsgHeader_Set(raw, "Nats-Expected-Last-Subject-Sequence", expected.c_str()),
-                    "update " + where(w.bucket->name_, w.key));
-      if (natsConnection_PublishMsg(nc, raw) != NATS_OK) break;  // the rest go one at a time below
-    }
-    auto deadline = std::chrono::steady_clock::now() + wait;
-    std::size_t left = writes.size();
-    while (left > 0) {
-      auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-      if (ms.count() <= 0) break;
-      natsMsg* raw = nullptr;
-      if (natsSubscription_NextMsg(&raw, connection.replies, ms.count()) != NATS_OK) break;
-      detail::MsgPtr reply(raw);
-      std::string_view subject = natsMsg_GetSubject(raw);
-      std::uint64_t n = std::strtoull(std::string(subject.substr(connection.reply_prefix.size())).c_str(), nullptr, 10);
-      if (n < first || n >= first + writes.size() || answered[n - first]) continue;  // an earlier batch's late answer
-      std::size_t i = n - first;
-      out[i] = read_pub_ack(raw, "update " + where(writes[i].bucket->name_, writes[i].key));
-      answered[i] = !(out[i].error && detail::is_transient(*out[i].error));
-      if (answered[i]) --left;
-    }
+  std::unique_lock lock(connection.reply_mu);
+  natsConnection* nc = connection.connection.get();
+  if (connection.replies == nullptr) {
+    char* inbox = nullptr;
+    detail::check(natsInbox_Create(&inbox), "make a reply inbox");
+    connection.reply_prefix = std::string(inbox) + ".";
+    natsInbox_Destroy(inbox);
+    detail::check(natsConnection_SubscribeSync(&connection.replies, nc, (connection.reply_prefix + "*").c_str()),
+                  "subscribe to replies");
+    detail::check(natsSubscription_SetPendingLimits(connection.replies, -1, -1), "subscribe to replies");
   }
-  // No answer in time (a failover, say): alone, the usual way, knowing the
-  // first send may have landed.
+  const std::uint64_t first = connection.next_reply;
+  connection.next_reply += writes.size();
+  std::size_t sent = 0;
+  for (; sent < writes.size(); ++sent) {
+    const Write& w = writes[sent];
+    const std::string subject = w.bucket->state_->prefix + w.key;
+    const std::string reply = connection.reply_prefix + std::to_string(first + sent);
+    natsMsg* raw = nullptr;
+    if (natsMsg_Create(&raw, subject.c_str(), reply.c_str(), w.value.data(), static_cast<int>(w.value.size())) !=
+        NATS_OK)
+      break;
+    detail::MsgPtr msg(raw);
+    const std::string expected = std::to_string(w.revision);
+    if (natsMsgHeader_Set(raw, "Nats-Expected-Last-Subject-Sequence", expected.c_str()) != NATS_OK ||
+        natsConnection_PublishMsg(nc, raw) != NATS_OK)
+      break;  // it and the rest go one at a time below
+  }
+  detail::Attempts attempts(connection, writes.front().bucket->budget_);
+  const auto wait = attempts.wait();
+  auto deadline = std::chrono::steady_clock::now() + wait;
+  std::size_t left = sent;
+  // A failed flush (a timeout, a reconnect) leaves the answers to the wait
+  // below, and what is still unanswered to the one-at-a-time path.
+  if (sent > 0) natsConnection_FlushTimeout(nc, std::max<std::int64_t>(1, wait.count()));
+  while (left > 0) {
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    natsMsg* raw = nullptr;
+    // Answers already here are taken even after the deadline.
+    if (natsSubscription_NextMsg(&raw, connection.replies, std::max<std::int64_t>(1, ms.count())) != NATS_OK) break;
+    detail::MsgPtr reply(raw);
+    std::string_view subject = natsMsg_GetSubject(raw);
+    std::uint64_t n = std::strtoull(std::string(subject.substr(connection.reply_prefix.size())).c_str(), nullptr, 10);
+    if (n < first || n >= first + sent || answered[n - first]) continue;  // an earlier batch's late answer
+    std::size_t i = n - first;
+    out[i] = read_pub_ack(raw, "update " + where(writes[i].bucket->name_, writes[i].key));
+    answered[i] = !(out[i].error && detail::is_transient(*out[i].error));
+    if (answered[i]) --left;
+  }
+  lock.unlock();
+  // No answer in time (a failover, say), or never sent: alone, the usual way,
+  // knowing a first send may have landed.
   for (std::size_t i = 0; i < writes.size(); ++i) {
     if (answered[i]) continue;
     const Write& w = writes[i];
     out[i] = {};
     try {
-      out[i].revision = w.bucket->publish(w.key, w.value, w.revision, false, false, "update", true);
+      out[i].revision = w.bucket->publish(w.key, w.value, w.revision, false, false, "update", i < sent);
     } catch (const Error& e) {
       out[i].error = e;
     }

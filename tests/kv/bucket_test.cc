@@ -341,3 +341,32 @@ TEST_CASE("Bucket_SnapshotEndsWhileWritersKeepWriting") {
   for (auto& w : writers) w.join();
   CHECK(ended == kRounds);
 }
+
+TEST_CASE("Bucket_UpdateTogetherWritesEachByItsOwnCas") {
+  // several CAS updates of keys in two buckets sent together: each succeeds or fails on its own, as update() would.
+  Fixture f;
+  auto a = f.bucket("a");
+  auto b = f.bucket("b");
+  auto ra = a.create("k", "1");
+  auto rb = b.create("k", "1");
+  auto rc = b.create("other", "1");
+  auto results = kv::Bucket::update_together({{&a, "k", "2", ra}, {&b, "k", "2", rb}, {&b, "other", "2", rc + 1000}});
+  REQUIRE(results.size() == 3);
+  CHECK_FALSE(results[0].error);
+  CHECK_FALSE(results[1].error);
+  REQUIRE(results[2].error);
+  CHECK(results[2].error->kind() == kv::Errc::conflict);
+  CHECK(a.get("k")->value == "2");
+  CHECK(a.get("k")->revision == results[0].revision);
+  CHECK(b.get("k")->value == "2");
+  CHECK(b.get("k")->revision == results[1].revision);
+  CHECK(b.get("other")->value == "1");  // its CAS lost: unchanged
+  // Again with the new revisions; then a stale one.
+  auto again = kv::Bucket::update_together({{&a, "k", "3", results[0].revision}, {&b, "k", "3", results[1].revision}});
+  CHECK_FALSE(again[0].error);
+  CHECK_FALSE(again[1].error);
+  auto stale = kv::Bucket::update_together({{&a, "k", "4", results[0].revision}, {&b, "k", "4", again[1].revision}});
+  REQUIRE(stale[0].error);
+  CHECK(stale[0].error->kind() == kv::Errc::conflict);
+  CHECK_FALSE(stale[1].error);
+}
