@@ -5,6 +5,7 @@
 #   scripts/bench.sh            # full run (lists up to 100,000 sessions)
 #   scripts/bench.sh --quick    # fewer samples, no 100,000 case
 #   scripts/bench.sh --json FILE
+#   scripts/bench.sh --quick --only 7,8   # some cases (numbered as in tests/bench/swarm_bench.cc)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
