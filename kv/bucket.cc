@@ -157,6 +157,7 @@ Bucket Bucket::open(const Connection& connection, const std::string& name) {
   state->messages = info->State.Msgs;
   state->last_seq = info->State.LastSeq;
   state->opened_at = std::chrono::steady_clock::now();
+  state->clustered = info->Cluster != nullptr ? 1 : 0;
   return Bucket(std::move(state), name);
 }
 
@@ -334,8 +335,17 @@ std::uint64_t Bucket::publish(std::string_view key, std::string_view value, std:
   else options.ExpectLastSubjectSeq = expect_revision;
 
   detail::Attempts attempts(*state_->connection, budget_);
+  const bool guarded = expect_revision > 0 && !expect_absent;  // a CAS on a revision
   // maybe_stored: an attempt got no answer, so it may have landed all the same.
   while (true) {
+    try {
+      options.ExpectLastSeq = 0;
+      if (guarded && state_->clustered != 0)
+        if (auto last = cas_guard(attempts.wait())) options.ExpectLastSeq = *last;
+    } catch (const Error& e) {
+      if (!attempts.again_after(e)) throw;
+      continue;
+    }
     options.MaxWait = attempts.wait().count();
     jsPubAck* ack = nullptr;
     jsErrCode code = jsErrCode(0);
@@ -345,14 +355,48 @@ std::uint64_t Bucket::publish(std::string_view key, std::string_view value, std:
     try {
       fail(status, code);
     } catch (const Error& e) {
+      // Follow-up reads fit in what is left of this write's budget.
+      const Bucket rest = with_budget(attempts.left());
       // The retry of a write that did land loses its own CAS: it is ours
       // when the key holds exactly what we wrote.
       if (e.kind() == Errc::conflict && maybe_stored)
-        if (auto revision = landed(key, value, is_delete)) return *revision;
+        if (auto revision = rest.landed(key, value, is_delete)) return *revision;
+      if (e.kind() == Errc::conflict && options.ExpectLastSeq != 0) {
+        // The guard failed, or the key's own CAS: the key tells which.
+        bool deleted = false;
+        auto now = rest.latest(key, &deleted);
+        const std::uint64_t at = now ? now->revision : 0;
+        if (at != expect_revision)
+          throw Error(Errc::conflict,
+                      std::string(what) + " " + where(name_, key) + ": wrong last sequence: " + std::to_string(at) +
+                          " (the key is no longer at revision " + std::to_string(expect_revision) + ")",
+                      at);
+        // Only other keys moved: again, with the stream's new last sequence.
+        Error moved(Errc::unavailable, std::string(what) + " " + where(name_, key) +
+                                           ": the bucket kept changing under this CAS write; try again");
+        if (!attempts.again_after(moved)) throw moved;
+        continue;
+      }
       maybe_stored = maybe_stored || detail::is_transient(e);
       if (!attempts.again_after(e)) throw;
     }
   }
+}
+
+std::optional<std::uint64_t> Bucket::cas_guard(std::chrono::milliseconds wait) const {
+  // nats-server before 2.10 checks a clustered stream's "expected last
+  // subject sequence" only before it proposes a write, against the writes it
+  // has applied: two CAS writes on one revision that arrive together both
+  // land (nats-server issue 4320). The expected last sequence of the whole
+  // stream is checked as each write is applied, in log order. So a CAS write
+  // on a clustered stream also carries the stream's last sequence, read just
+  // before: it lands only if nothing at all was written to the bucket since,
+  // so the key is still at the revision it was checked at (adr/0014).
+  auto info = stream_info_once(state_->js(), state_->stream, name_, wait);
+  if (!info) throw Error(Errc::not_found, where(name_) + " no longer exists");
+  state_->clustered = info->Cluster != nullptr ? 1 : 0;
+  if (info->Cluster == nullptr) return std::nullopt;
+  return info->State.LastSeq;
 }
 
 std::optional<std::uint64_t> Bucket::landed(std::string_view key, std::string_view value, bool is_delete) const {
@@ -425,6 +469,10 @@ std::vector<Bucket::WriteResult> Bucket::update_together(const std::vector<Write
   // trip for all. nats.c's publish alone would leave them to its flusher
   // thread, which waits to gather more.
   std::vector<bool> answered(writes.size(), false);
+  // A CAS write on a clustered stream needs its own guard (see cas_guard):
+  // those go one at a time.
+  bool pipelined = true;
+  for (const auto& w : writes) pipelined = pipelined && w.bucket->state_->clustered == 0;
   std::unique_lock lock(connection.reply_mu);
   natsConnection* nc = connection.connection.get();
   if (connection.replies == nullptr) {
@@ -439,7 +487,7 @@ std::vector<Bucket::WriteResult> Bucket::update_together(const std::vector<Write
   const std::uint64_t first = connection.next_reply;
   connection.next_reply += writes.size();
   std::size_t sent = 0;
-  for (; sent < writes.size(); ++sent) {
+  for (; pipelined && sent < writes.size(); ++sent) {
     const Write& w = writes[sent];
     const std::string subject = w.bucket->state_->prefix + w.key;
     const std::string reply = connection.reply_prefix + std::to_string(first + sent);
@@ -548,7 +596,12 @@ void Bucket::for_each(const std::function<void(Entry&&)>& visit, bool keys_only,
       // some keys may never reach it, so it ends when nothing is pending.
       auto watch = watch_once(pattern, options, attempts.wait(), pattern == ">" ? end : 0);
       while (true) {
-        auto event = watch.next(seen == 0 ? attempts.wait() : request_timeout());
+        // Later entries flow at once; a pass that stalls (its node died) is
+        // given what is left of the budget, or one attempt's time when that
+        // is spent, and never the whole timeout again.
+        auto event = watch.next(seen == 0 ? attempts.wait()
+                                          : std::clamp(attempts.left(), detail::Attempts::kLongestAttempt,
+                                                       std::max(request_timeout(), detail::Attempts::kLongestAttempt)));
         if (!event)
           throw Error(Errc::timeout,
                       "reading " + where(name_) + " stalled after " + std::to_string(seen) + " entries");

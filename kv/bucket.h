@@ -154,6 +154,9 @@ class Bucket {
   std::uint64_t publish(std::string_view key, std::string_view value, std::uint64_t expect_revision,
                         bool expect_absent, bool is_delete, std::string_view what, bool maybe_stored = false) const;
   std::optional<Entry> latest(std::string_view key, bool* deleted) const;
+  // The stream's last sequence, for a CAS write on a clustered stream to
+  // carry (see publish); nullopt when the stream is not clustered.
+  std::optional<std::uint64_t> cas_guard(std::chrono::milliseconds wait) const;
   // One attempt at watch(): creating its consumer waits `wait` for the
   // answer; its replay ends at `replay_end` (0: when nothing is pending).
   Watch watch_once(std::string_view pattern, const WatchOptions& options, std::chrono::milliseconds wait,

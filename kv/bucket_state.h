@@ -1,6 +1,7 @@
 // What a Bucket and its watches share. Private to kv/.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -19,6 +20,10 @@ struct Bucket::State {
   std::uint64_t messages;  // messages in the stream at open (0: nothing to replay)
   std::uint64_t last_seq = 0;  // the stream's last sequence at open
   std::chrono::steady_clock::time_point opened_at;
+  // Whether the stream is replicated by a cluster (1), not (0), or not known
+  // yet (-1, a bucket bound without a round trip): CAS writes on a clustered
+  // stream carry a guard (see Bucket::publish).
+  std::atomic<int> clustered{-1};
 
   jsCtx* js() const { return connection->js.get(); }
 };

@@ -60,6 +60,13 @@ class Attempts {
     return std::max(wait, std::chrono::milliseconds(1));
   }
 
+  // What is left of the budget (at least 1ms): for a follow-up read that
+  // must fit in it.
+  std::chrono::milliseconds left() const {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - std::chrono::steady_clock::now());
+    return std::max(left, std::chrono::milliseconds(1));
+  }
+
   // After a failure: true (having paused) when it is transient and time is
   // left for another attempt; false means rethrow.
   bool again_after(const Error& e) {

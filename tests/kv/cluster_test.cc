@@ -185,3 +185,71 @@ TEST_CASE("Cluster_FailoverIsOnlyLatencyWithinTheTimeout") {
   MESSAGE("leader " << leader << " killed; writers and listings went on within "
                     << std::chrono::duration_cast<std::chrono::milliseconds>(recovered).count() << " ms");
 }
+
+TEST_CASE("Cluster_TwoCasWritesOnOneRevisionNeverBothLand") {
+  // nats-server 2.9 checks a clustered stream's per-key CAS only before it proposes a write, so two
+  // writers that update one revision at the same moment could both succeed (nats-server issue 4320):
+  // two lease holders. Two processes' worth of writers race on one revision, round after round, with
+  // a third writing other keys of the bucket meanwhile: exactly one of each pair lands.
+  testing::NatsCluster cluster;
+  auto first = kv::Connection::connect({.urls = cluster.url_list(), .request_timeout = 5s});
+  auto second = kv::Connection::connect({.urls = cluster.url_list(), .request_timeout = 5s});
+  auto noise = kv::Connection::connect({.urls = cluster.url_list(), .request_timeout = 5s});
+  auto bucket_a = ensure_when_ready(first, {.name = "race", .replicas = 3});
+  auto bucket_b = kv::Bucket::open(second, "race");
+  auto bucket_noise = kv::Bucket::open(noise, "race");
+  std::uint64_t revision = bucket_a.create("lease", "nobody");
+
+  constexpr int kRounds = 150;
+  std::atomic<int> round{-1};
+  std::atomic<int> ready{0};
+  std::atomic<bool> stop{false};
+  std::vector<int> wins(kRounds, 0);
+  std::vector<std::uint64_t> won_at(kRounds, 0);
+  std::mutex mu;
+  auto racer = [&](kv::Bucket& bucket, const std::string& who) {
+    for (int r = 0; r < kRounds; ++r) {
+      while (round.load() < r) std::this_thread::yield();
+      std::uint64_t expect = revision;  // set before the round opened
+      try {
+        auto at = bucket.update("lease", who + "-" + std::to_string(r), expect);
+        std::lock_guard lock(mu);
+        ++wins[static_cast<std::size_t>(r)];
+        won_at[static_cast<std::size_t>(r)] = at;
+      } catch (const kv::Error& e) {
+        if (e.kind() != kv::Errc::conflict) MESSAGE("round " << r << " " << who << ": " << e.what());
+      }
+      ++ready;
+    }
+  };
+  std::thread a([&] { racer(bucket_a, "a"); });
+  std::thread b([&] { racer(bucket_b, "b"); });
+  std::thread other([&] {  // other keys of the bucket keep changing
+    for (int n = 0; !stop; ++n) {
+      try {
+        bucket_noise.create("other" + std::to_string(n), "x");
+      } catch (const kv::Error&) {
+      }
+      std::this_thread::sleep_for(3ms);
+    }
+  });
+  int doubles = 0, none = 0;
+  for (int r = 0; r < kRounds; ++r) {
+    ready = 0;
+    round = r;
+    while (ready.load() < 2) std::this_thread::yield();
+    std::lock_guard lock(mu);
+    if (wins[static_cast<std::size_t>(r)] > 1) ++doubles;
+    if (wins[static_cast<std::size_t>(r)] == 0) ++none;
+    bool deleted = false;
+    revision = bucket_a.last("lease", &deleted)->revision;  // the next round races on what is there now
+    if (wins[static_cast<std::size_t>(r)] == 1) CHECK(revision == won_at[static_cast<std::size_t>(r)]);
+  }
+  stop = true;
+  a.join();
+  b.join();
+  other.join();
+  CHECK_MESSAGE(doubles == 0, doubles << " of " << kRounds << " rounds had both CAS writes on one revision land");
+  CHECK_MESSAGE(none < kRounds / 10, none << " of " << kRounds << " rounds landed neither write");
+  MESSAGE(kRounds << " rounds: " << doubles << " double wins, " << none << " with no winner");
+}
