@@ -57,7 +57,10 @@ void LeaseKeeper::run() {
     if (on_lost_) on_lost_(why, deadline);
   };
 
-  BootTime next = BootClock::now() + ttl / 3;
+  // A third of the TTL after the grant was sent, as after each renewal: a
+  // grant that took long to come (a failover, a busy host) is renewed soon,
+  // not a third of the TTL after the command started, which may be too late.
+  BootTime next = lease_.deadline - ttl + ttl / 3;
   while (sleep_until(next)) {
     Lease current = lease();
     const BootTime give_up = current.deadline - give_up_lead(ttl);

@@ -1,5 +1,6 @@
 #include "swarm/lease_queue.h"
 
+#include <algorithm>
 #include <random>
 
 #include "swarm/error.h"
@@ -56,7 +57,11 @@ void LeaseQueue::renew() {
 void LeaseQueue::leave() noexcept {
   if (key_.empty()) return;
   try {
-    store_.bucket().erase(key_, revision_);
+    // Quickly: a waiter just granted the lease leaves on its way to using
+    // it, and a place left behind only delays those behind it until its TTL
+    // runs out, as a killed waiter's would.
+    auto budget = std::clamp(record_.ttl / 10, std::chrono::milliseconds(100), std::chrono::milliseconds(1000));
+    store_.bucket().with_budget(budget).erase(key_, revision_);
   } catch (const std::exception& e) {
     // Removed by another (it judged the place dead), or NATS is away: the
     // place expires by itself within its TTL either way.

@@ -218,6 +218,24 @@ TEST_CASE("LeaseKeeper_RenewsAndReportsALossAtOnce") {
   CHECK_FALSE(store.get("job"));  // nothing was written after the loss
 }
 
+TEST_CASE("LeaseKeeper_AGrantThatCameLateIsRenewedAtOnce") {
+  // a grant whose answer took long (a failover, a starved host) reaches its keeper with little of its TTL left:
+  // the keeper renews on the grant's schedule, at once, instead of a third of the TTL after it started, which
+  // would be past the point of giving up.
+  Fixture f;
+  auto store = f.store();
+  Lease l = store.acquire("late", holder("a"), 1s);
+  std::this_thread::sleep_for(600ms);  // 400 ms left; giving up at 200 ms left
+  std::atomic<bool> lost{false};
+  {
+    LeaseKeeper keeper(store, l, [&](const std::string&, BootTime) { lost = true; });
+    std::this_thread::sleep_for(1500ms);
+    CHECK_FALSE(lost);
+    CHECK(keeper.lease().revision > l.revision);
+  }
+  CHECK(store.get("late")->token() == l.token);
+}
+
 TEST_CASE("LeaderWatch_ReportsTheLeaderThenEachChange") {
   // an observer hears who leads, a new leader, a release and an expiry, but not a renewal.
   Fixture f;
