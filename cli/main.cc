@@ -16,8 +16,10 @@ constexpr const char* kVersion = "swarm 0.1.0";
 
 void setup_logging(const std::string& level) {
   auto logger = spdlog::stderr_color_mt("swarm");
-  logger->set_pattern("swarm: %l: %v");
-  logger->set_level(spdlog::level::from_str(level));
+  const auto at = spdlog::level::from_str(level);
+  // Debugging a race needs to know when: debug and trace lines carry the time.
+  logger->set_pattern(at <= spdlog::level::debug ? "swarm: %H:%M:%S.%f %l: %v" : "swarm: %l: %v");
+  logger->set_level(at);
   spdlog::set_default_logger(logger);
 }
 

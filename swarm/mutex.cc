@@ -90,6 +90,11 @@ Lease Mutex::wait_in_line(std::optional<milliseconds> wait) {
                                            std::chrono::duration_cast<milliseconds>(clock.now() - stored_at))
                                 : milliseconds(0);
       lease.expires = expiry_seen_at(seen, parsed.lease->ttl, age, clock.uncertainty);
+      spdlog::debug("lease {}: revision {} ({}), {} ms old by the server's clock: expires in {} ms", name_, revision,
+                    parsed.lease->holder, age.count(),
+                    std::chrono::duration_cast<milliseconds>(lease.expires - Steady::now()).count());
+    } else {
+      spdlog::debug("lease {}: revision {} is {}", name_, revision, released ? "a release" : "not a lease record");
     }
   };
   {
@@ -123,6 +128,8 @@ Lease Mutex::wait_in_line(std::optional<milliseconds> wait) {
       }
       if (!lease.corrupt && (!lease.held || now >= lease.expires)) {
         try {
+          spdlog::debug("lease {}: first in line; granting it over revision {} ({})", name_, lease.last.revision,
+                        lease.held ? "expired" : "free");
           Lease granted = store_.grant(name_, who_, ttl_, lease.last);
           spdlog::debug("lease {}: granted, token {}", name_, granted.token);
           return granted;

@@ -15,6 +15,7 @@
 #include <signal.h>
 
 #include <atomic>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -39,7 +40,34 @@ struct History {
   int kills = 0;
   int freezes = 0;
   std::vector<std::string> violations;
+  std::vector<std::pair<std::string, std::string>> violators;  // the two runs of each violation
 };
+
+// The time now as seconds since the epoch, to the millisecond, as `date +%s.%N` writes it.
+std::string now_text() {
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch());
+  char text[32];
+  std::snprintf(text, sizeof text, "%lld.%03lld", static_cast<long long>(ms.count() / 1000),
+                static_cast<long long>(ms.count() % 1000));
+  return text;
+}
+
+// The log's lines about runs `a` and `b` (their sections, exits, freezes and
+// what their swarm printed), to show with a violation.
+std::string lines_about(const fs::path& log, const std::string& a, const std::string& b) {
+  std::ifstream in(log);
+  std::string line, out;
+  while (std::getline(in, line)) {
+    std::istringstream words(line);
+    std::string what, id;
+    words >> what;
+    if (what == "start" || what == "end") words >> id;
+    words >> id;
+    if (!id.empty() && id.back() == ':') id.pop_back();
+    if (id == a || id == b || what == "killed") out += line + "\n";
+  }
+  return out;
+}
 
 // Reads the log and checks it; see the file comment. Of two sections that
 // overlap, the one with the lower token must belong to a swarm that was frozen
@@ -63,15 +91,23 @@ History check(const fs::path& log) {
     if (what == "start") {
       ++h.sections;
       if (token <= highest) {
-        if (ever_frozen[id]) ++h.fenced_overlaps;  // a stale holder that woke up: refused by its token
-        else h.violations.push_back("token " + std::to_string(token) + " (" + id + ") started after " +
-                                    std::to_string(highest) + ", and its swarm was never frozen");
+        if (ever_frozen[id]) {
+          ++h.fenced_overlaps;  // a stale holder that woke up: refused by its token
+        } else {
+          h.violations.push_back("token " + std::to_string(token) + " (" + id + ") started after " +
+                                 std::to_string(highest) + ", and its swarm was never frozen");
+          h.violators.emplace_back(id, id);
+        }
       }
       for (const auto& [other, other_token] : open) {
         const std::string& stale = other_token < token ? other : id;
-        if (ever_frozen[stale]) ++h.fenced_overlaps;
-        else h.violations.push_back("sections " + other + " (token " + std::to_string(other_token) + ") and " + id +
-                                    " (token " + std::to_string(token) + ") overlap, and the stale one was not frozen");
+        if (ever_frozen[stale]) {
+          ++h.fenced_overlaps;
+        } else {
+          h.violations.push_back("sections " + other + " (token " + std::to_string(other_token) + ") and " + id +
+                                 " (token " + std::to_string(token) + ") overlap, and the stale one was not frozen");
+          h.violators.emplace_back(other, id);
+        }
       }
       highest = std::max(highest, token);
       open[id] = token;
@@ -130,9 +166,10 @@ History run_history(SwarmWorkspace& ws, std::chrono::seconds length, const std::
         // Mostly short; a quarter longer than the TTL (renewed meanwhile, or,
         // its swarm frozen, running on past it).
         const char* hold = (rng() % 4 == 0) ? "4" : (rng() % 2 ? "0.05" : "0.2");
-        auto command = ws.command({"lock", "history", "--ttl", "2s", "--timeout", "10s", "--", "sh", "-c",
-                                   "echo \"start $SWARM_FENCING_TOKEN $RUN_ID\" >> " + log.string() + "; sleep " +
-                                       hold + "; echo \"end $SWARM_FENCING_TOKEN $RUN_ID\" >> " + log.string()});
+        auto command = ws.command({"lock", "history", "--ttl", "2s", "--timeout", "10s", "--log-level", "debug", "--", "sh", "-c",
+                                   "echo \"start $SWARM_FENCING_TOKEN $RUN_ID $(date +%s.%N)\" >> " + log.string() +
+                                       "; sleep " + hold + "; echo \"end $SWARM_FENCING_TOKEN $RUN_ID $(date +%s.%N)\" >> " +
+                                       log.string()});
         command.env["RUN_ID"] = id;
         Process p(command);
         {
@@ -144,7 +181,10 @@ History run_history(SwarmWorkspace& ws, std::chrono::seconds length, const std::
           std::lock_guard lock(running_mu);
           running[static_cast<std::size_t>(w)] = {};
         }
-        append("exit " + id + " " + std::to_string(r.exit));
+        append("exit " + id + " " + std::to_string(r.exit) + " " + now_text());
+        // What its swarm said, to show beside a violation.
+        std::istringstream said(r.err);
+        for (std::string line; std::getline(said, line);) append("said " + id + ": " + line);
       }
     });
   }
@@ -171,14 +211,15 @@ History run_history(SwarmWorkspace& ws, std::chrono::seconds length, const std::
       if (victim.pid == 0) continue;
       if (rng() % 2 == 0) {
         ::kill(victim.pid, SIGKILL);
+        append("kill " + victim.id + " " + now_text());
         ++tally.kills;
       } else {
         // Frozen past its TTL: its command runs on without a lease.
-        append("freeze " + victim.id);
+        append("freeze " + victim.id + " " + now_text());
         ::kill(victim.pid, SIGSTOP);
         std::this_thread::sleep_for(std::chrono::milliseconds(2500 + rng() % 1500));
         ::kill(victim.pid, SIGCONT);
-        append("thaw " + victim.id);
+        append("thaw " + victim.id + " " + now_text());
         ++tally.freezes;
       }
     }
@@ -187,6 +228,7 @@ History run_history(SwarmWorkspace& ws, std::chrono::seconds length, const std::
   faults.join();
   for (auto& t : workers) t.join();
   History h = check(log);
+  for (const auto& [a, b] : h.violators) MESSAGE("what runs " << a << " and " << b << " did:\n" << lines_about(log, a, b));
   h.kills = tally.kills;
   h.freezes = tally.freezes;
   // No command outlives its swarm: none of the log's writers still runs.
@@ -229,6 +271,7 @@ TEST_CASE("LockHistory_OnAClusterLosingItsStreamLeader") {
     auto connection = kv::Connection::connect({.urls = cluster.url_list()});
     leader = kv::Bucket::open(connection, "swarm-leases").leader();
     cluster.node(leader == "n1" ? 0 : leader == "n2" ? 1 : 2).kill();
+    std::ofstream(ws.root() / "history.log", std::ios::app) << "killed leader " << leader << " " << now_text() << "\n";
   });
   CHECK(!leader.empty());
   CHECK(h.sections > 20);
