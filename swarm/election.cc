@@ -100,10 +100,11 @@ LeaderWatch::LeaderWatch(const LeaseStore& store, const std::string& name) : sto
       leader_ = parsed.lease;
       token_ = parsed.lease->token != 0 ? parsed.lease->token : last->revision;
       const ServerClock& clock = store_.server_clock();
+      const auto seen = Steady::now();
       auto age = clock.measured ? std::max(milliseconds(0), std::chrono::duration_cast<milliseconds>(
-                                                                clock.now() - last->created))
+                                                                clock.at(seen) - last->created))
                                 : milliseconds(0);
-      expires_ = expiry_seen_at(Steady::now(), parsed.lease->ttl, age, clock.uncertainty);
+      expires_ = expiry_seen_at(seen, parsed.lease->ttl, age, clock.uncertainty);
     }
   }
   pump_.add(translating_kv([&] { return store_.bucket().watch(name_); }), 0);

@@ -75,7 +75,7 @@ kv::Watch LeaseQueue::watch() const {
   return translating_kv([&] { return store_.bucket().watch(queue_prefix(lease_) + "*"); });
 }
 
-void LeaseQueue::apply(const kv::WatchEvent& event, Steady::time_point seen, TimePoint server_now, bool clock_measured,
+void LeaseQueue::apply(const kv::WatchEvent& event, Steady::time_point seen, TimePoint server_now, bool aged,
                        std::chrono::nanoseconds uncertainty) {
   if (event.kind == kv::WatchEvent::Kind::caught_up) return;
   const std::string& key = event.entry.key;
@@ -91,7 +91,7 @@ void LeaseQueue::apply(const kv::WatchEvent& event, Steady::time_point seen, Tim
   Place place;
   place.revision = event.entry.revision;
   place.order = parsed.lease->order != 0 ? parsed.lease->order : event.entry.revision;
-  auto age = clock_measured ? std::max(milliseconds(0), std::chrono::duration_cast<milliseconds>(
+  auto age = aged ? std::max(milliseconds(0), std::chrono::duration_cast<milliseconds>(
                                                             server_now - event.entry.created))
                             : milliseconds(0);
   place.expires = expiry_seen_at(seen, parsed.lease->ttl, age, uncertainty);

@@ -34,8 +34,9 @@ class LeaseQueue {
   // The line as the watch of its places tells it.
   kv::Watch watch() const;
   // Applies a watch event seen at `seen`; `server_now` is the server's clock
-  // then (for a place's age when it was first seen).
-  void apply(const kv::WatchEvent& event, Steady::time_point seen, TimePoint server_now, bool clock_measured,
+  // then, for the age of a place that was there before the watch began
+  // (`aged`); a place written while we watch is taken as new.
+  void apply(const kv::WatchEvent& event, Steady::time_point seen, TimePoint server_now, bool aged,
              std::chrono::nanoseconds uncertainty);
   // Whether this waiter is first among the live places at `now`.
   bool first(Steady::time_point now) const;

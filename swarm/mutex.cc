@@ -75,8 +75,12 @@ Lease Mutex::wait_in_line(std::optional<milliseconds> wait) {
   // How the lease stands, from one read now: a key never written replays
   // nothing, and its watch would only say so after a pause.
   bool lease_seen = false, line_seen = false;  // each watch replayed what it holds
+  // A record that was there before we looked is aged on the server's clock
+  // at the moment it was seen; one written while we watch is taken as new
+  // (age 0: it was stamped before we saw it, so this only waits longer).
+  // Neither reads the wall clock, which a step may have moved since.
   auto see_lease = [&](std::uint64_t revision, TimePoint stored_at, bool released, const std::string& value,
-                       Steady::time_point seen) {
+                       Steady::time_point seen, bool live) {
     lease.last.revision = revision;
     lease.last.stored_at = stored_at;
     lease.last.released = released;
@@ -86,9 +90,9 @@ Lease Mutex::wait_in_line(std::optional<milliseconds> wait) {
     lease.corrupt = lease.held && !parsed.lease;
     lease.expires = Steady::time_point::max();
     if (lease.held && parsed.lease) {
-      auto age = clock.measured ? std::max(milliseconds(0),
-                                           std::chrono::duration_cast<milliseconds>(clock.now() - stored_at))
-                                : milliseconds(0);
+      auto age = clock.measured && !live
+                     ? std::max(milliseconds(0), std::chrono::duration_cast<milliseconds>(clock.at(seen) - stored_at))
+                     : milliseconds(0);
       lease.expires = expiry_seen_at(seen, parsed.lease->ttl, age, clock.uncertainty);
       spdlog::debug("lease {}: revision {} ({}), {} ms old by the server's clock: expires in {} ms", name_, revision,
                     parsed.lease->holder, age.count(),
@@ -101,10 +105,11 @@ Lease Mutex::wait_in_line(std::optional<milliseconds> wait) {
     const auto seen = Steady::now();
     bool released = false;
     auto last = translating_kv([&] { return store_.bucket().last(name_, &released); });
-    if (last) see_lease(last->revision, last->created, released, last->value, seen);
+    if (last) see_lease(last->revision, last->created, released, last->value, seen, false);
     lease_seen = true;
   }
   bool told_corrupt = false;
+  bool lease_live = false;  // the lease's watch replayed what was there: what comes now is new
   while (true) {
     if (cancelled_) throw Cancelled("stopped waiting for lease " + name_);
     auto now = Steady::now();
@@ -151,14 +156,18 @@ Lease Mutex::wait_in_line(std::optional<milliseconds> wait) {
     const kv::WatchEvent& e = event->event;
     if (event->source == kLine) {
       if (e.kind == kv::WatchEvent::Kind::caught_up) line_seen = true;
-      else line.apply(e, event->seen, clock.now(), clock.measured, clock.uncertainty);
+      else line.apply(e, event->seen, clock.at(event->seen), clock.measured && !line_seen, clock.uncertainty);
       continue;
     }
-    if (e.kind == kv::WatchEvent::Kind::caught_up) continue;
+    if (e.kind == kv::WatchEvent::Kind::caught_up) {
+      lease_live = true;
+      continue;
+    }
     // The replay repeats what the read above saw; only newer revisions count.
     if (e.entry.revision < lease.last.revision) continue;
     if (e.entry.revision == lease.last.revision) continue;
-    see_lease(e.entry.revision, e.entry.created, e.kind == kv::WatchEvent::Kind::erase, e.entry.value, event->seen);
+    see_lease(e.entry.revision, e.entry.created, e.kind == kv::WatchEvent::Kind::erase, e.entry.value, event->seen,
+              lease_live);
   }
 }
 

@@ -11,10 +11,11 @@ ServerClock read_server_clock(const kv::Bucket& bucket, const Clock& local) {
     spdlog::debug("the server's clock is {} us ahead of this host's (+- {} us)", offset.count() / 1000,
                   uncertainty.count() / 1000);
     auto skew = std::chrono::duration_cast<TimePoint::duration>(offset);
-    return {[local, skew] { return local() + skew; }, true, uncertainty};
+    return {[local, skew] { return local() + skew; }, true, uncertainty, std::chrono::steady_clock::now(),
+            local() + skew};
   } catch (const kv::Error& e) {
     spdlog::warn("ages are read on this host's clock, which may not be the server's: {}", e.what());
-    return {local, false, {}};
+    return {local, false, {}, std::chrono::steady_clock::now(), local()};
   }
 }
 

@@ -15,6 +15,17 @@ struct ServerClock {
   bool measured = false;  // false: the server could not tell; `now` is this host's clock
   // How far off `now` may be (half the round trip of the reading).
   std::chrono::nanoseconds uncertainty{0};
+  // When the reading was taken, on this host's monotonic clock, and the
+  // server's time then.
+  std::chrono::steady_clock::time_point read_at{};
+  TimePoint server_at_read{};
+
+  // The server's time at `t`, run on the monotonic clock from the reading: a
+  // wall clock stepped since then (by NTP, by hand) does not move it. Only for
+  // moments close to the reading: over hours the two hosts' clock rates part.
+  TimePoint at(std::chrono::steady_clock::time_point t) const {
+    return server_at_read + std::chrono::duration_cast<TimePoint::duration>(t - read_at);
+  }
 };
 
 // Reads the server's clock once (one round trip, see
