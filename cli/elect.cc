@@ -6,6 +6,7 @@
 #include <csignal>
 
 #include "cli/hold.h"
+#include "swarm/child_process.h"
 #include "swarm/duration.h"
 #include "swarm/election.h"
 #include "swarm/error.h"
@@ -129,6 +130,7 @@ Verb add_elect(CLI::App& app) {
               return f->observe ? observe(ctx, f->name) : resign(ctx, f->name);
             }
             auto command = command_after_dashes(f->command, "elect");
+            swarm::require_runnable(command.front());  // before waiting or writing anything
             auto ttl = lease_ttl_option(f->ttl);
             SignalRouter signals;  // before any thread is made
             auto store = ctx.leases(true);

@@ -59,12 +59,26 @@ void SignalRouter::on_signal(std::function<void(int)> handler) {
 void SignalRouter::forward_to(swarm::ChildProcess* child) {
   std::lock_guard lock(mu_);
   child_ = child;
+  // A signal that came after the wait ended and before the command started
+  // is the command's too.
+  if (child_ != nullptr && received_ != 0) child_->signal(received_);
 }
 
 int hold_while_running(const Context& ctx, const swarm::LeaseStore& store, swarm::Lease lease,
                        const HoldOptions& options, SignalRouter& signals) {
   const std::string token = std::to_string(lease.token);
   std::unique_ptr<swarm::ChildProcess> child;
+  // Told to stop after the wait and before the command: run nothing.
+  if (signals.received() != 0) {
+    try {
+      store.release(lease);
+    } catch (const swarm::Error&) {
+      // It expires by itself.
+    }
+    ctx.out().note("stopped by a signal before " + options.command.front() + " started; lease " + lease.name +
+                   " released");
+    return exit_for_signal(signals.received());
+  }
   try {
     // A grant this process sat on too long (frozen, starved) is no grant:
     // another may hold the lease by now.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 
 #include "cli/hold.h"
 #include "swarm/duration.h"
@@ -155,7 +156,19 @@ Verb add_lease(CLI::App& app) {
   CLI::App* release = cmd->add_subcommand("release", "Release the lease, for the grant its token names");
   for (CLI::App* sub : {renew, release}) {
     sub->add_option("name", f->name, "Lease name")->required()->check(lease_name_validator());
-    sub->add_option("--token", f->token, "The fencing token `acquire` printed")->required()->option_text("N");
+    sub->add_option("--token", f->token, "The fencing token `acquire` printed")
+        ->required()
+        ->option_text("N")
+        ->check(CLI::Validator(
+            [](std::string& value) -> std::string {
+              // Digits only: strtoull would take "-1", "+7" or "0x47" and wrap or guess.
+              bool digits = !value.empty() && value.size() <= 19 &&
+                            value.find_first_not_of("0123456789") == std::string::npos;
+              if (!digits || std::strtoull(value.c_str(), nullptr, 10) == 0)
+                return "--token " + value + " is not a fencing token: give the number `swarm lease acquire` printed";
+              return {};
+            },
+            "N"));
   }
   renew->footer("Example:\n  swarm lease renew task.T-42 --token 1234");
   release->footer("Example:\n  swarm lease release task.T-42 --token 1234");

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include "cli/hold.h"
+#include "swarm/child_process.h"
 #include "swarm/duration.h"
 #include "swarm/error.h"
 #include "swarm/mutex.h"
@@ -65,6 +66,7 @@ Verb add_lock(CLI::App& app) {
       "the lease's deadline if the lease is lost. swarm exits with CMD's status.");
   return {cmd, [f](Context& ctx) {
             auto command = command_after_dashes(f->command, "lock");
+            swarm::require_runnable(command.front());  // before waiting or writing anything
             auto ttl = lease_ttl_option(f->ttl);
             std::optional<std::chrono::milliseconds> wait;
             if (!f->wait.empty()) wait = swarm::parse_duration(f->wait);

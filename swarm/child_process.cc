@@ -1,12 +1,15 @@
 #include "swarm/child_process.h"
 
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "swarm/error.h"
@@ -18,16 +21,25 @@ namespace swarm {
 namespace {
 
 // The guard: a process between swarm and its command, leader of the
-// command's process group. The parent-death signal reaches only a direct
-// child, so the guard takes it (SIGUSR2, handled) and kills the whole group:
-// the command and everything it started die with swarm, no orphan runs on.
-// It ignores the signals swarm sends the group (they are the command's), and
-// ends with the command's status (128 + signal when one ended it). Only
-// async-signal-safe calls here: it is a fork of a threaded process.
-void kill_group(int) { kill(0, SIGKILL); }
+// command's process group and the subreaper of everything the command
+// starts. The parent-death signal reaches only a direct child, so the guard
+// takes it (SIGUSR2, handled) and kills the whole group: the command and
+// everything it started die with swarm. When the command ends, the guard
+// leaves the group, kills what the command left in it and reaps it all
+// before it ends itself: when swarm sees the guard end, nothing of the
+// command runs any more, so the lease can go. It ignores the signals swarm
+// sends the group (they are the command's), and ends with the command's
+// status (128 + signal when one ended it). Only async-signal-safe calls
+// here: it is a fork of a threaded process.
+volatile sig_atomic_t g_group = 0;  // the command's process group (the guard's pid)
 
-[[noreturn]] void run_guard(pid_t parent, char* const* argv, char* const* envp, int report) {
+void kill_group(int) { kill(-static_cast<pid_t>(g_group), SIGKILL); }
+
+[[noreturn]] void run_guard(pid_t parent, pid_t parent_group, char* const* argv, char* const* envp, int report) {
   setpgid(0, 0);
+  g_group = getpid();
+  prctl(PR_SET_NAME, "swarm-guard");
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
   struct sigaction on_death {};
   on_death.sa_handler = kill_group;
   sigaction(SIGUSR2, &on_death, nullptr);
@@ -42,9 +54,17 @@ void kill_group(int) { kill(0, SIGKILL); }
   pid_t command = fork();
   if (command < 0) _exit(126);
   if (command == 0) {
+    // The command starts as a program started from a shell would: every
+    // signal at its default (swarm ignores SIGPIPE), no descriptor of swarm's
+    // but 0, 1 and 2 (its NATS connection, its pipes), and it dies with the
+    // guard, whoever kills that.
     struct sigaction standard {};
     standard.sa_handler = SIG_DFL;
-    for (int signo : {SIGINT, SIGTERM, SIGHUP, SIGUSR2}) sigaction(signo, &standard, nullptr);
+    for (int signo = 1; signo < NSIG; ++signo)
+      if (signo != SIGKILL && signo != SIGSTOP) sigaction(signo, &standard, nullptr);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != g_group) _exit(127);
+    close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);  // the report pipe closes at exec, as the rest
     execvpe(argv[0], argv, envp);
     int err = errno;
     (void)!write(report, &err, sizeof err);
@@ -54,10 +74,47 @@ void kill_group(int) { kill(0, SIGKILL); }
   int status = 0;
   while (waitpid(command, &status, 0) < 0 && errno == EINTR) {
   }
+  // Out of the group (into swarm's, whose signals it ignores), then the
+  // group's rest is killed and reaped, orphans included (they are ours).
+  setpgid(0, parent_group);
+  kill(-static_cast<pid_t>(g_group), SIGKILL);
+  while (true) {
+    int ignored = 0;
+    while (waitpid(-1, &ignored, WNOHANG) > 0) {
+    }
+    if (kill(-static_cast<pid_t>(g_group), 0) != 0 && errno == ESRCH) break;
+    timespec pause{0, 1000 * 1000};
+    nanosleep(&pause, nullptr);
+  }
   _exit(WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1);
 }
 
 }  // namespace
+
+void require_runnable(const std::string& program) {
+  auto executable = [](const std::string& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+  };
+  if (program.empty()) throw Error(Errc::bad_input, "no command to run: give one after --");
+  if (program.find('/') != std::string::npos) {
+    if (executable(program)) return;
+    throw Error(Errc::bad_input, "cannot run " + program + ": " +
+                                     (::access(program.c_str(), F_OK) == 0 ? "not an executable file"
+                                                                           : "No such file or directory"));
+  }
+  const char* path = std::getenv("PATH");
+  std::string dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+  std::size_t start = 0;
+  while (start <= dirs.size()) {
+    auto end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    std::string dir = dirs.substr(start, end - start);
+    if (executable((dir.empty() ? std::string(".") : dir) + "/" + program)) return;
+    start = end + 1;
+  }
+  throw Error(Errc::bad_input, "cannot run " + program + ": not found on PATH");
+}
 
 std::unique_ptr<ChildProcess> ChildProcess::start(const std::vector<std::string>& argv,
                                                   const std::vector<std::pair<std::string, std::string>>& env) {
@@ -82,6 +139,7 @@ std::unique_ptr<ChildProcess> ChildProcess::start(const std::vector<std::string>
   int report[2];
   if (pipe2(report, O_CLOEXEC) != 0) throw Error(Errc::internal, std::string("pipe: ") + std::strerror(errno));
   const pid_t parent = getpid();
+  const pid_t parent_group = getpgrp();
   pid_t pid = fork();
   if (pid < 0) {
     close(report[0]);
@@ -90,7 +148,7 @@ std::unique_ptr<ChildProcess> ChildProcess::start(const std::vector<std::string>
   }
   if (pid == 0) {
     close(report[0]);
-    run_guard(parent, args.data(), envp.data(), report[1]);
+    run_guard(parent, parent_group, args.data(), envp.data(), report[1]);
   }
   setpgid(pid, pid);  // also here: whichever runs first, the group exists before any signal
   // (The guard is the group's leader: kill(-pid) reaches the command and its children.)
@@ -133,6 +191,10 @@ int ChildProcess::wait() {
   }
   {
     std::lock_guard lock(mu_);
+    // A guard that ended by a signal (someone killed it) could not take its
+    // group down: this does. Its pid is still ours (a zombie), so the group
+    // id names no one else's group.
+    if (info.si_code != CLD_EXITED) kill(-pid_, SIGKILL);
     exited_ = true;
   }
   int status = 0;

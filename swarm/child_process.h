@@ -1,7 +1,8 @@
 // The command `lock` and `elect` run (or any a C++ holder of a lease runs):
 // in a process group of its own, so that stopping it stops what it started
 // too; under a small guard process that kills that group if swarm dies
-// (the parent-death signal); and reaped, so that no zombie is left. A signal
+// (the parent-death signal) and, when the command ends, kills and reaps what
+// it left behind; and reaped, so that no zombie is left. A signal
 // is never sent once it was reaped, so a pid the kernel gave to another
 // process is never hit.
 #pragma once
@@ -17,6 +18,12 @@
 #include <vector>
 
 namespace swarm {
+
+// Throws bad_input ("cannot run X: ...") unless `program` names an
+// executable file, directly (with a '/') or on PATH, as execvp would find it:
+// to refuse a command that cannot start before anything is waited for or
+// written. (It may still fail to start later; start() says so then.)
+void require_runnable(const std::string& program);
 
 class ChildProcess {
  public:

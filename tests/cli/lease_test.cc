@@ -266,3 +266,65 @@ TEST_CASE("Elect_OneLeaderObserversSilentTakeoverAfterKillAndResign") {
   CHECK(observer.wait(5s).exit == 0);
   CHECK(ws.swarm({"elect", "sched", "--resign"}).exit == 4);  // nobody leads now
 }
+
+TEST_CASE("Lock_NothingTheCommandStartedOutlivesTheLease") {
+  // what CMD leaves running (a background child that even ignores SIGTERM) is killed when CMD ends, before the
+  // lease is released; and a guard killed by hand takes CMD with it.
+  SwarmWorkspace ws;
+  auto left = ws.root() / "left";
+  auto r = ws.swarm({"lock", "bg", "--wait", "0", "--", "sh", "-c",
+                     "(trap '' TERM; sleep 60) & echo $! > " + left.string() + "; exit 0"});
+  CHECK(r.exit == 0);
+  auto pid = first_line_of(left);
+  REQUIRE(!pid.empty());
+  CHECK(process_gone(static_cast<pid_t>(std::stol(pid))));  // gone when swarm returned, not later
+
+  auto started = ws.root() / "started";
+  Process holder(ws.command({"lock", "g", "--", "sh", "-c", "echo $$ > " + started.string() + "; sleep 60"}));
+  auto cmd = first_line_of(started);
+  REQUIRE(!cmd.empty());
+  // The guard is CMD's parent, named swarm-guard.
+  auto guard = run({.args = {"/bin/sh", "-c", "ps -o ppid= -p " + cmd}}).out;
+  guard.erase(0, guard.find_first_not_of(' '));
+  REQUIRE(!guard.empty());
+  CHECK(run({.args = {"/bin/sh", "-c", "ps -o comm= -p " + guard}}).out.find("swarm-guard") == 0);
+  ::kill(static_cast<pid_t>(std::stol(guard)), SIGKILL);
+  CHECK(wait_until([&] { return process_gone(static_cast<pid_t>(std::stol(cmd))); }, 3s));
+  holder.wait(5s);
+}
+
+TEST_CASE("Lock_TheCommandStartsCleanAndAMissingOneIsExit2BeforeWaiting") {
+  // CMD gets no descriptor of swarm's beyond 0-2 and no ignored signal; a command that does not exist is exit 2
+  // at once, even while the lease is held (nothing waited for, nothing written).
+  SwarmWorkspace ws;
+  auto r = ws.swarm({"lock", "clean", "--wait", "0", "--", "sh", "-c",
+                     "ls /proc/$$/fd | tr '\\n' ' '; grep SigIgn /proc/$$/status"});
+  REQUIRE(r.exit == 0);
+  CHECK(r.out.find("0 1 2 ") == 0);
+  CHECK(r.out.find("0 1 2 3") == std::string::npos);
+  CHECK(r.out.find("SigIgn:\t0000000000000000") != std::string::npos);
+
+  auto held = ws.swarm({"lease", "acquire", "busy", "--ttl", "60s"});
+  REQUIRE(held.exit == 0);
+  auto revision = number(shown(ws, "busy"), "revision");
+  auto missing = ws.swarm({"lock", "busy", "--", "/no/such/command", "x"});
+  CHECK(missing.exit == 2);
+  CHECK(missing.err.find("/no/such/command") != std::string::npos);
+  CHECK(missing.took < 2s);
+  auto elect = ws.swarm({"elect", "busy2", "--", "no-such-command-anywhere"});
+  CHECK(elect.exit == 2);
+  CHECK(elect.err.find("no-such-command-anywhere") != std::string::npos);
+  CHECK(number(shown(ws, "busy"), "revision") == revision);  // no waiter's place came and went
+  CHECK(number(shown(ws, "busy"), "waiters") == 0);
+  CHECK(ws.swarm({"lease", "show", "busy2"}).exit == 4);  // elect wrote nothing
+}
+
+TEST_CASE("LeaseVerbs_ATokenThatIsNoNumberIsExit2") {
+  // --token takes the decimal number acquire printed: "-1", "+7", "0x47", "0" and too large are exit 2 naming it.
+  SwarmWorkspace ws;
+  for (std::string bad : {"-1", "+7", "0x47", "0", "18446744073709551617", "abc", ""}) {
+    auto r = ws.swarm({"lease", "renew", "t", "--token", bad});
+    CHECK_MESSAGE(r.exit == 2, bad);
+    CHECK_MESSAGE(r.err.find("--token " + bad) != std::string::npos, bad << ": " << r.err);
+  }
+}
