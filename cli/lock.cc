@@ -63,7 +63,8 @@ Verb add_lock(CLI::App& app) {
       "  swarm lock merge-main -- ./merge.sh\n"
       "  swarm lock nightly --wait 0 -- ./report.sh     # skip when someone else runs it\n"
       "CMD gets SWARM_LEASE and SWARM_FENCING_TOKEN; it is stopped (SIGTERM, then SIGKILL) before\n"
-      "the lease's deadline if the lease is lost. swarm exits with CMD's status.");
+      "the lease's deadline if the lease is lost. What CMD leaves running when it ends is killed\n"
+      "before the lease is released. swarm exits with CMD's status.");
   return {cmd, [f](Context& ctx) {
             auto command = command_after_dashes(f->command, "lock");
             swarm::require_runnable(command.front());  // before waiting or writing anything
