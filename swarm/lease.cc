@@ -294,7 +294,16 @@ namespace {
 // conflict otherwise, saying why.
 LeaseEntry current_grant(const LeaseStore& store, const std::string& name, std::uint64_t token) {
   auto entry = store.get(name);
-  if (!entry) throw Error(Errc::not_found, "no lease " + name + " (released, never taken, or gone with its bucket)");
+  if (!entry) {
+    // Released since: the token is no longer the lease's (exit 3, as when it
+    // changed hands); never taken at all: there is no such lease (exit 4).
+    LastWrite last = store.last(name);
+    if (last.released)
+      throw Error(Errc::conflict, "lease " + name + " was released" +
+                                      (last.record ? " (token " + std::to_string(last.record->token) + ")" : "") +
+                                      "; token " + std::to_string(token) + " holds nothing, and nothing was changed");
+    throw Error(Errc::not_found, "no lease " + name + " (never taken, or gone with its bucket)");
+  }
   if (entry->corrupt())
     throw Error(Errc::conflict, "the record of lease " + name + " is corrupt (" + entry->corrupt_reason +
                                     "); remove it with `swarm doctor --fix`");

@@ -92,7 +92,12 @@ TEST_CASE("LeaseVerbs_AcquireRenewReleaseShowList") {
 
   CHECK(ws.swarm({"lease", "release", "task.T-42", "--token", token}).exit == 0);
   CHECK(ws.swarm({"lease", "show", "task.T-42"}).exit == 4);
-  CHECK(ws.swarm({"lease", "renew", "task.T-42", "--token", token}).exit == 4);
+  // Its token holds nothing any more: exit 3, as the contract says of a token that is no longer the lease's.
+  auto stale = ws.swarm({"lease", "renew", "task.T-42", "--token", token});
+  CHECK(stale.exit == 3);
+  CHECK(stale.err.find("was released") != std::string::npos);
+  CHECK(ws.swarm({"lease", "release", "task.T-42", "--token", token}).exit == 3);
+  CHECK(ws.swarm({"lease", "renew", "never-taken", "--token", token}).exit == 4);
 }
 
 TEST_CASE("LeaseVerbs_BadNamesAndTtlsAreExit2AndWriteNothing") {
