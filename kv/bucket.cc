@@ -595,13 +595,16 @@ void Bucket::for_each(const std::function<void(Entry&&)>& visit, bool keys_only,
       // The stream's last sequence ends a replay of every key; a replay of
       // some keys may never reach it, so it ends when nothing is pending.
       auto watch = watch_once(pattern, options, attempts.wait(), pattern == ">" ? end : 0);
+      // The whole pass ends within the budget and one attempt's time more,
+      // however its entries trickle (a consumer that a failover keeps
+      // resetting, say): a verb's --timeout bounds it.
+      const auto pass_end = attempts.deadline() + detail::Attempts::kLongestAttempt;
       while (true) {
-        // Later entries flow at once; a pass that stalls (its node died) is
-        // given what is left of the budget, or one attempt's time when that
-        // is spent, and never the whole timeout again.
-        auto event = watch.next(seen == 0 ? attempts.wait()
-                                          : std::clamp(attempts.left(), detail::Attempts::kLongestAttempt,
-                                                       std::max(request_timeout(), detail::Attempts::kLongestAttempt)));
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(pass_end - std::chrono::steady_clock::now());
+        if (seen > 0 && left.count() <= 0)
+          throw Error(Errc::timeout, "reading " + where(name_) + " did not finish within its timeout (" +
+                                         std::to_string(seen) + " entries read)");
+        auto event = watch.next(seen == 0 ? attempts.wait() : std::max(left, std::chrono::milliseconds(1)));
         if (!event)
           throw Error(Errc::timeout,
                       "reading " + where(name_) + " stalled after " + std::to_string(seen) + " entries");

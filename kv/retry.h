@@ -60,6 +60,9 @@ class Attempts {
     return std::max(wait, std::chrono::milliseconds(1));
   }
 
+  // When the budget runs out.
+  std::chrono::steady_clock::time_point deadline() const { return deadline_; }
+
   // What is left of the budget (at least 1ms): for a follow-up read that
   // must fit in it.
   std::chrono::milliseconds left() const {
