@@ -45,13 +45,14 @@ swarm::Json elect_line(const std::string& name, const swarm::Leadership& l) {
   return doc;
 }
 
-// Prints who leads, then each change, until SIGINT or SIGTERM.
+// Prints who leads, then each change, until SIGINT, SIGTERM or SIGHUP (exit 0).
 int observe(Context& ctx, const std::string& name) {
   struct sigaction action {};
   action.sa_handler = on_stop;
   sigemptyset(&action.sa_mask);
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGHUP, &action, nullptr);  // its terminal went away
   auto store = ctx.leases(true);
   swarm::LeaderWatch leaders(store, name);
   while (!g_stop) {
@@ -115,7 +116,7 @@ Verb add_elect(CLI::App& app) {
   auto* observe_flag = cmd->add_flag("--observe", f->observe, "Print who leads (swarm.elect.v1 lines), then each change");
   auto* resign_flag = cmd->add_flag("--resign", f->resign, "Ask the current leader to step down (from any host)");
   observe_flag->excludes(resign_flag);
-  cmd->add_option("--holder", f->holder, "Who leads, shown to others (default: HOST:PID)");
+  cmd->add_option("--holder", f->holder, "Who leads, shown to others (default: HOST:PID)")->check(holder_validator());
   cmd->add_option("command", f->command, "The leader's command, after --")->option_text("-- CMD...");
   cmd->footer(
       "Examples:\n"

@@ -30,6 +30,17 @@ sigset_t routed_signals() {
 
 }  // namespace
 
+CLI::Validator holder_validator() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        bool printable = !value.empty() && value.size() <= 200;
+        for (unsigned char c : value) printable = printable && c >= 0x20 && c != 0x7f;
+        if (!printable) return "--holder '" + value + "' must be 1 to 200 printable characters on one line";
+        return {};
+      },
+      "ID");
+}
+
 SignalRouter::SignalRouter() {
   sigset_t set = routed_signals();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);

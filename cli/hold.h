@@ -4,6 +4,8 @@
 // is kept alive, stopping it in time when the lease is lost (adr/0012).
 #pragma once
 
+#include <CLI/CLI.hpp>
+
 #include <atomic>
 #include <functional>
 #include <mutex>
@@ -56,5 +58,9 @@ int hold_while_running(const Context& ctx, const swarm::LeaseStore& store, swarm
 
 // 128 + the signal that ended a wait, as a shell reports a process it ended.
 inline int exit_for_signal(int signo) { return 128 + signo; }
+
+// --holder: shown in tables and JSON, so one line of printable text (1 to 200
+// bytes); anything else is exit 2 naming it.
+CLI::Validator holder_validator();
 
 }  // namespace cli

@@ -147,7 +147,7 @@ Verb add_lease(CLI::App& app) {
       ->capture_default_str()
       ->option_text("DUR")
       ->check(duration_validator());
-  acquire->add_option("--holder", f->holder, "Who holds it, shown to others (default: HOST:PID)");
+  acquire->add_option("--holder", f->holder, "Who holds it, shown to others (default: HOST:PID)")->check(holder_validator());
   acquire->add_option("--pid", f->pid, "The process it belongs to (default: the caller of swarm)")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{4194304}));
   acquire->footer("Example:\n  tok=$(swarm lease acquire merge-main --ttl 60s --wait 5m)");

@@ -56,7 +56,7 @@ Verb add_lock(CLI::App& app) {
   cmd->add_option("--wait", f->wait, "Wait at most this long (default: for ever; 0: try once, exit 3 if held)")
       ->option_text("DUR")
       ->check(duration_validator());
-  cmd->add_option("--holder", f->holder, "Who holds it, shown to others (default: HOST:PID)");
+  cmd->add_option("--holder", f->holder, "Who holds it, shown to others (default: HOST:PID)")->check(holder_validator());
   cmd->add_option("command", f->command, "The command to run, after --")->option_text("-- CMD...");
   cmd->footer(
       "Examples:\n"

@@ -333,3 +333,16 @@ TEST_CASE("LeaseVerbs_ATokenThatIsNoNumberIsExit2") {
     CHECK_MESSAGE(r.err.find("--token " + bad) != std::string::npos, bad << ": " << r.err);
   }
 }
+
+TEST_CASE("LeaseVerbs_AHolderIsOneLineOfPrintableText") {
+  // --holder is shown in tables and JSON: empty, a newline or a tab in it is exit 2 naming it, nothing written.
+  SwarmWorkspace ws;
+  for (std::string bad : {std::string(), std::string("a\nb"), std::string("a\tb"), std::string(201, 'x')}) {
+    auto r = ws.swarm({"lease", "acquire", "h", "--holder", bad});
+    CHECK(r.exit == 2);
+    CHECK(r.err.find("--holder") != std::string::npos);
+    CHECK(ws.swarm({"lock", "h", "--holder", bad, "--", "true"}).exit == 2);
+  }
+  CHECK(ws.swarm({"lease", "show", "h"}).exit == 4);
+  CHECK(ws.swarm({"lease", "acquire", "h", "--holder", "build-bot #3"}).exit == 0);
+}
