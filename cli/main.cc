@@ -94,6 +94,19 @@ int main(int argc, char** argv) {
     return out.error(swarm::Errc::bad_input, message);
   }
 
+  // lock and elect take CMD only after "--": without it CLI11 would take
+  // CMD's own options for swarm's (`swarm lock x echo --wait 5s`).
+  for (auto& verb : verbs) {
+    const CLI::Option* command = verb.command->parsed() ? verb.command->get_option_no_throw("command") : nullptr;
+    if (command == nullptr || command->count() == 0) continue;
+    bool dashes = false;
+    for (int i = 1; i < argc && !dashes; ++i) dashes = std::string_view(argv[i]) == "--";
+    if (!dashes)
+      return cli::Output(globals.json || asks_for_json(argc, argv))
+          .error(swarm::Errc::bad_input, "put -- before the command to run: swarm " + verb.command->get_name() +
+                                                   " NAME [options] -- CMD [ARGS...]");
+  }
+
   setup_logging(globals.log_level);
   static cli::Context ctx(globals);  // never destroyed: see below
   int code = cli::kInternal;

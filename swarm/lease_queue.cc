@@ -95,7 +95,12 @@ void LeaseQueue::apply(const kv::WatchEvent& event, Steady::time_point seen, Tim
                                                             server_now - event.entry.created))
                             : milliseconds(0);
   place.expires = expiry_seen_at(seen, parsed.lease->ttl, age, uncertainty);
+  place.waiter = std::move(*parsed.lease);
   places_[key] = place;
+}
+
+bool LeaseQueue::dead(const Place& place, Steady::time_point now) const {
+  return now >= place.expires || gone_from(place.waiter, record_.host_id);
 }
 
 bool LeaseQueue::first(Steady::time_point now) const { return ahead(now) == 0; }
@@ -103,14 +108,14 @@ bool LeaseQueue::first(Steady::time_point now) const { return ahead(now) == 0; }
 int LeaseQueue::ahead(Steady::time_point now) const {
   int n = 0;
   for (const auto& [key, place] : places_)
-    if (key != key_ && place.order < order_ && now < place.expires) ++n;
+    if (key != key_ && place.order < order_ && !dead(place, now)) ++n;
   return n;
 }
 
 std::optional<LeaseQueue::Steady::time_point> LeaseQueue::next_expiry_ahead(Steady::time_point now) const {
   std::optional<Steady::time_point> next;
   for (const auto& [key, place] : places_)
-    if (key != key_ && place.order < order_ && now < place.expires && (!next || place.expires < *next))
+    if (key != key_ && place.order < order_ && !dead(place, now) && (!next || place.expires < *next))
       next = place.expires;
   return next;
 }
@@ -118,7 +123,7 @@ std::optional<LeaseQueue::Steady::time_point> LeaseQueue::next_expiry_ahead(Stea
 void LeaseQueue::clear_dead_ahead(Steady::time_point now) {
   for (auto it = places_.begin(); it != places_.end();) {
     const auto& [key, place] = *it;
-    if (key != key_ && place.order < order_ && now >= place.expires) {
+    if (key != key_ && place.order < order_ && dead(place, now)) {
       try {
         store_.bucket().erase(key, place.revision);
         spdlog::debug("lease {}: removed the dead waiter's place {}", lease_, key);

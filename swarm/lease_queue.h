@@ -52,7 +52,11 @@ class LeaseQueue {
     std::uint64_t order = 0;
     std::uint64_t revision = 0;
     Steady::time_point expires;
+    LeaseRecord waiter;  // who waits there
   };
+  // A place is dead when its TTL ran out, or at once when its waiter was a
+  // process of this host that is gone (killed: it never left the line).
+  bool dead(const Place& place, Steady::time_point now) const;
   LeaseStore store_;
   std::string lease_;
   std::string key_;  // this waiter's place ("" before join)

@@ -346,3 +346,55 @@ TEST_CASE("LeaseVerbs_AHolderIsOneLineOfPrintableText") {
   CHECK(ws.swarm({"lease", "show", "h"}).exit == 4);
   CHECK(ws.swarm({"lease", "acquire", "h", "--holder", "build-bot #3"}).exit == 0);
 }
+
+TEST_CASE("Lock_TheCommandComesOnlyAfterDashes") {
+  // without "--" CLI11 would read CMD's options as swarm's: `lock x echo --wait 5s` is exit 2 asking for --, and
+  // nothing is taken.
+  SwarmWorkspace ws;
+  auto r = ws.swarm({"lock", "nodash", "echo", "--wait", "5s"});
+  CHECK(r.exit == 2);
+  CHECK(r.err.find("put -- before the command") != std::string::npos);
+  CHECK(ws.swarm({"elect", "nodash", "echo", "hi"}).exit == 2);
+  CHECK(ws.swarm({"lease", "show", "nodash"}).exit == 4);
+  CHECK(ws.swarm({"lock", "nodash", "--wait", "0", "--", "echo", "--wait", "5s"}).out == "--wait 5s\n");
+}
+
+TEST_CASE("Lock_AKilledWaiterOfThisHostHoldsNoOneUp") {
+  // a waiter SIGKILLed never leaves the line; its place's TTL would hold others up for that long. A place whose
+  // process of this host is gone is dead at once: `--wait 0` is not refused for it, and the waiter behind it is
+  // granted within a third of its own TTL, not the dead one's whole TTL.
+  SwarmWorkspace ws;
+  auto acquire = [&] {
+    auto token = ws.swarm({"lease", "acquire", "q", "--ttl", "60s"}).out;
+    token.erase(token.find_last_not_of('\n') + 1);
+    return token;
+  };
+  auto token = acquire();
+  REQUIRE(!token.empty());
+  {
+    Process dead(ws.command({"lock", "q", "--ttl", "30s", "--", "true"}));
+    REQUIRE(wait_until([&] { return number(shown(ws, "q"), "waiters") == 1; }, 10s));
+    dead.signal(SIGKILL);
+    dead.wait(5s);
+  }
+  CHECK(number(shown(ws, "q"), "waiters") == 0);  // its place is there, but not counted
+  REQUIRE(ws.swarm({"lease", "release", "q", "--token", token}).exit == 0);
+  CHECK(ws.swarm({"lock", "q", "--wait", "0", "--", "true"}).exit == 0);
+
+  token = acquire();
+  REQUIRE(!token.empty());
+  Process dead(ws.command({"lock", "q", "--ttl", "30s", "--", "true"}));
+  REQUIRE(wait_until([&] { return number(shown(ws, "q"), "waiters") >= 1; }, 10s));
+  auto ran = ws.root() / "ran";
+  Process behind(ws.command({"lock", "q", "--ttl", "9s", "--", "sh", "-c", "echo yes > " + ran.string()}));
+  REQUIRE(wait_until([&] { return number(shown(ws, "q"), "waiters") >= 2; }, 10s));
+  dead.signal(SIGKILL);
+  dead.wait(5s);
+  REQUIRE(ws.swarm({"lease", "release", "q", "--token", token}).exit == 0);
+  auto released = std::chrono::steady_clock::now();
+  CHECK(wait_until([&] { return read_file(ran) == "yes\n"; }, 8s));  // TTL/3 of the waiter behind, not 30 s
+  MESSAGE("the waiter behind a killed one ran "
+          << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - released).count()
+          << " ms after the release");
+  behind.wait(10s);
+}

@@ -122,7 +122,7 @@ TEST_CASE("Mutex_WaitersAreGrantedInArrivalOrder") {
   for (int i = 0; i < kWaiters; ++i) {
     waiters.emplace_back([&, i] {
       auto store = f.other_store();
-      Mutex m(store, "merge", holder("w" + std::to_string(i)), 5s);
+      Mutex m(store, "merge", holder("w" + std::to_string(i), getpid()), 5s);  // a live process: a place of a gone one is dead
       Lease l = m.lock(30s);
       if (holding++ != 0) overlap = true;
       {
