@@ -49,10 +49,14 @@ SignalRouter::SignalRouter() {
       timespec slice{0, 100 * 1000 * 1000};
       int signo = sigtimedwait(&set, nullptr, &slice);
       if (signo <= 0) continue;
-      received_ = signo;
       std::lock_guard lock(mu_);
-      if (child_ != nullptr) child_->signal(signo);
-      else if (handler_) handler_(signo);
+      received_ = signo;
+      if (child_ != nullptr) {
+        child_->signal(signo);
+      } else {
+        undelivered_ = signo;  // for a command that starts later (see forward_to)
+        if (handler_) handler_(signo);
+      }
     }
   });
 }
@@ -71,8 +75,9 @@ void SignalRouter::forward_to(swarm::ChildProcess* child) {
   std::lock_guard lock(mu_);
   child_ = child;
   // A signal that came after the wait ended and before the command started
-  // is the command's too.
-  if (child_ != nullptr && received_ != 0) child_->signal(received_);
+  // is the command's too, once.
+  if (child_ != nullptr && undelivered_ != 0) child_->signal(undelivered_);
+  undelivered_ = 0;
 }
 
 int hold_while_running(const Context& ctx, const swarm::LeaseStore& store, swarm::Lease lease,

@@ -39,6 +39,7 @@ class SignalRouter {
   std::mutex mu_;
   std::function<void(int)> handler_;
   swarm::ChildProcess* child_ = nullptr;
+  int undelivered_ = 0;  // a signal that came while no command ran
   std::atomic<int> received_{0};
   std::atomic<bool> stopping_{false};
   std::thread thread_;

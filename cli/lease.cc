@@ -222,13 +222,13 @@ Verb add_lease(CLI::App& app) {
             if (show->parsed()) {
               auto entry = store.get(f->name);
               if (!entry) throw swarm::Error(swarm::Errc::not_found, "no lease " + f->name);
-              print(ctx, store, {*entry}, store.waiting(f->name, ctx.me().host_id));
+              print(ctx, store, {*entry}, store.waiting(f->name, ctx.me().host, ctx.me().host_id));
               return 0;
             }
             (void)list;
             auto entries = store.list();
             std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
-            print(ctx, store, entries, store.waiting({}, ctx.me().host_id));
+            print(ctx, store, entries, store.waiting({}, ctx.me().host, ctx.me().host_id));
             return 0;
           }};
 }

@@ -6,6 +6,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -71,18 +72,34 @@ void kill_group(int) { kill(-static_cast<pid_t>(g_group), SIGKILL); }
     _exit(127);
   }
   close(report);
+  // Every child is reaped as it ends, the command's orphans too (they are
+  // the guard's as its subreaper): none is left a zombie while CMD runs.
   int status = 0;
-  while (waitpid(command, &status, 0) < 0 && errno == EINTR) {
+  while (true) {
+    int child_status = 0;
+    pid_t ended = waitpid(-1, &child_status, 0);
+    if (ended == command) {
+      status = child_status;
+      break;
+    }
+    if (ended < 0 && errno != EINTR) break;  // no child left: cannot happen before CMD ends
   }
   // Out of the group (into swarm's, whose signals it ignores), then the
-  // group's rest is killed and reaped, orphans included (they are ours).
+  // group's rest is killed and reaped, until it is empty, or for at most a
+  // second: a member it cannot wait for (a zombie whose parent left the
+  // group, a process of another user) must not keep the lease held.
   setpgid(0, parent_group);
-  kill(-static_cast<pid_t>(g_group), SIGKILL);
+  timespec until{};
+  clock_gettime(CLOCK_MONOTONIC, &until);
+  until.tv_sec += 1;
   while (true) {
+    if (kill(-static_cast<pid_t>(g_group), SIGKILL) != 0) break;  // ESRCH: empty; EPERM: none of ours left
     int ignored = 0;
     while (waitpid(-1, &ignored, WNOHANG) > 0) {
     }
-    if (kill(-static_cast<pid_t>(g_group), 0) != 0 && errno == ESRCH) break;
+    timespec now{};
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (now.tv_sec > until.tv_sec || (now.tv_sec == until.tv_sec && now.tv_nsec >= until.tv_nsec)) break;
     timespec pause{0, 1000 * 1000};
     nanosleep(&pause, nullptr);
   }
@@ -150,8 +167,11 @@ std::unique_ptr<ChildProcess> ChildProcess::start(const std::vector<std::string>
     close(report[0]);
     run_guard(parent, parent_group, args.data(), envp.data(), report[1]);
   }
-  setpgid(pid, pid);  // also here: whichever runs first, the group exists before any signal
-  // (The guard is the group's leader: kill(-pid) reaches the command and its children.)
+  // The guard makes the group itself, first thing; start() returns only
+  // after the command's exec, so no signal goes to the group before it
+  // exists. (Setting it from here too could put the guard back into the
+  // group it is emptying, when this thread runs late.) The guard is the
+  // group's leader: kill(-pid) reaches the command and its children.
   close(report[1]);
   int err = 0;
   ssize_t n = read(report[0], &err, sizeof err);

@@ -176,12 +176,13 @@ std::vector<LeaseEntry> LeaseStore::list(const std::string& pattern) const {
   return out;
 }
 
-bool gone_from(const LeaseRecord& record, const std::string& host_id) {
-  return !host_id.empty() && record.host_id == host_id && record.pid > 0 &&
+bool gone_from(const LeaseRecord& record, const std::string& host, const std::string& host_id) {
+  return !host_id.empty() && record.host_id == host_id && record.host == host && record.pid > 0 &&
          !process_is(static_cast<pid_t>(record.pid), record.pid_start);
 }
 
-std::map<std::string, int> LeaseStore::waiting(const std::string& name, const std::string& host_id) const {
+std::map<std::string, int> LeaseStore::waiting(const std::string& name, const std::string& host,
+                                               const std::string& host_id) const {
   std::vector<kv::Entry> places;
   const std::string pattern = name.empty() ? std::string(kQueueRoot) + ">" : queue_prefix(name) + "*";
   translating_kv([&] { bucket_.for_each([&](kv::Entry&& e) { places.push_back(std::move(e)); }, false, pattern); });
@@ -197,7 +198,7 @@ std::map<std::string, int> LeaseStore::waiting(const std::string& name, const st
     std::string lease = key.substr(std::string(kQueueRoot).size(), last_dot - std::string(kQueueRoot).size());
     auto parsed = parse_lease(place.value);
     if (!parsed.lease) continue;
-    if (gone_from(*parsed.lease, host_id)) continue;
+    if (gone_from(*parsed.lease, host, host_id)) continue;
     LeaseEntry as_entry{lease, place.revision, place.created, std::move(parsed.lease), {}, {}};
     if (standing_of(as_entry, now).state == LeaseState::held) ++out[lease];
   }
@@ -237,7 +238,7 @@ Lease LeaseStore::acquire(const std::string& name, const LeaseHolder& who, milli
     if (!expired) throw Error(Errc::conflict, held_message(name, *before.record, entry.token(), standing.left + margin));
   }
   // Free: granted only when nobody waits in line for it.
-  const int waiters = waiting(name, who.host_id)[name];
+  const int waiters = waiting(name, who.host, who.host_id)[name];
   if (waiters > 0)
     throw Error(Errc::conflict, "lease " + name + " is free, but " + std::to_string(waiters) +
                                     " waiter(s) are in line for it first; join the line with --wait DUR");

@@ -38,10 +38,12 @@ struct LeaseHolder {
   static LeaseHolder process(const HostIdentity& me, std::int64_t pid, const std::string& holder = {});
 };
 
-// Whether `record` names a process of host `host_id` (this host) that is no
-// longer running (its pid gone, or now another process's): such a holder or
-// waiter is dead now, whatever its TTL still says. False for other hosts.
-bool gone_from(const LeaseRecord& record, const std::string& host_id);
+// Whether `record` names a process of host `me` (this host: the same name and
+// host id, as doctor's own check has it; a container sharing the machine id
+// but not the pids has another name) that is no longer running (its pid
+// gone, or now another process's): such a holder or waiter is dead now,
+// whatever its TTL still says. False for other hosts.
+bool gone_from(const LeaseRecord& record, const std::string& host, const std::string& host_id);
 
 // A key of the bucket as read.
 struct LeaseEntry {
@@ -131,8 +133,10 @@ class LeaseStore {
   std::vector<LeaseEntry> list(const std::string& pattern = ">") const;
   // Live waiters in each lease's queue, or in `name`'s only (a waiter whose
   // place expired is gone).
-  // (A place of a process of host `host_id` that is gone is not counted.)
-  std::map<std::string, int> waiting(const std::string& name = {}, const std::string& host_id = {}) const;
+  // (A place of a process of this host (`host`, `host_id`) that is gone is
+  // not counted.)
+  std::map<std::string, int> waiting(const std::string& name = {}, const std::string& host = {},
+                                     const std::string& host_id = {}) const;
   // The last write to `name`, a release included.
   LastWrite last(const std::string& name) const;
 

@@ -100,7 +100,7 @@ void LeaseQueue::apply(const kv::WatchEvent& event, Steady::time_point seen, Tim
 }
 
 bool LeaseQueue::dead(const Place& place, Steady::time_point now) const {
-  return now >= place.expires || gone_from(place.waiter, record_.host_id);
+  return now >= place.expires || gone_from(place.waiter, record_.host, record_.host_id);
 }
 
 bool LeaseQueue::first(Steady::time_point now) const { return ahead(now) == 0; }

@@ -398,3 +398,28 @@ TEST_CASE("Lock_AKilledWaiterOfThisHostHoldsNoOneUp") {
           << " ms after the release");
   behind.wait(10s);
 }
+
+TEST_CASE("Lock_TheGuardReapsAsItGoesAndNothingOutOfReachHoldsTheLease") {
+  // the guard is the subreaper of what CMD starts: orphans are reaped while CMD runs (no zombies pile up under a
+  // long-lived leader); and a member of CMD's group it cannot wait for (a zombie whose parent left with setsid)
+  // keeps the lease at most a second after CMD ended.
+  SwarmWorkspace ws;
+  auto started = ws.root() / "started";
+  Process holder(ws.command({"lock", "z", "--", "sh", "-c",
+                             "for i in 1 2 3 4 5; do (sleep 0.1 &); done; echo $$ > " + started.string() + "; sleep 3"}));
+  auto cmd = first_line_of(started);
+  REQUIRE(!cmd.empty());
+  std::this_thread::sleep_for(1s);
+  auto guard = run({.args = {"/bin/sh", "-c", "ps -o ppid= -p " + cmd}}).out;
+  guard.erase(0, guard.find_first_not_of(' '));
+  guard.erase(guard.find_last_not_of(" \n") + 1);
+  REQUIRE(!guard.empty());
+  auto children = run({.args = {"/bin/sh", "-c", "ps -o stat= --ppid " + guard}}).out;
+  CHECK_MESSAGE(children.find('Z') == std::string::npos, "children of the guard: " << children);
+  CHECK(holder.wait(10s).exit == 0);
+
+  auto r = ws.swarm({"lock", "escaped", "--", "sh", "-c", "(sleep 4 & exec setsid sleep 4) >/dev/null 2>&1 & sleep 0.3; exit 5"});
+  CHECK(r.exit == 5);
+  CHECK(r.took < 3s);  // not the 4 s of the process out of reach
+  MESSAGE("swarm ended " << r.took.count() << " ms after it started");
+}
