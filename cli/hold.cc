@@ -6,6 +6,10 @@
 #include <iostream>
 
 #include "swarm/boot_clock.h"
+#include "swarm/duration.h"
+#include "swarm/error.h"
+#include "swarm/lease.h"
+#include "swarm/names.h"
 #include "swarm/election.h"
 #include "swarm/lease_keeper.h"
 
@@ -29,6 +33,44 @@ sigset_t routed_signals() {
 }
 
 }  // namespace
+
+CLI::Validator lease_name_validator() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        try {
+          swarm::require_lease_name(value);
+        } catch (const std::exception& e) {
+          return e.what();
+        }
+        return {};
+      },
+      "", "NAME");
+}
+
+std::chrono::milliseconds lease_ttl_option(const std::string& text) {
+  auto ttl = swarm::parse_duration(text);
+  if (ttl < swarm::kMinLeaseTtl || ttl > swarm::kMaxLeaseTtl)
+    throw swarm::Error(swarm::Errc::bad_input, "--ttl " + text + " is out of range: a lease TTL is 1s to 1h");
+  return ttl;
+}
+
+std::vector<std::string> command_after_dashes(const std::vector<std::string>& command, const char* verb) {
+  if (command.empty())
+    throw swarm::Error(swarm::Errc::bad_input,
+                       std::string("no command to run: give it after --, e.g. swarm ") + verb + " NAME -- ./run.sh");
+  return command;
+}
+
+std::optional<swarm::Lease> wait_in_line(const Context& ctx, swarm::Mutex& mutex, const std::string& name,
+                                         std::optional<std::chrono::milliseconds> wait, SignalRouter& signals) {
+  signals.on_signal([&](int) { mutex.cancel(); });
+  try {
+    return mutex.lock(wait);
+  } catch (const swarm::Cancelled&) {
+    ctx.out().note("stopped waiting for lease " + name + " (a signal); left the line");
+    return std::nullopt;
+  }
+}
 
 CLI::Validator holder_validator() {
   return CLI::Validator(

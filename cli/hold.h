@@ -9,6 +9,7 @@
 #include <atomic>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "cli/context.h"
 #include "swarm/child_process.h"
 #include "swarm/lease.h"
+#include "swarm/mutex.h"
 
 namespace cli {
 
@@ -59,6 +61,21 @@ int hold_while_running(const Context& ctx, const swarm::LeaseStore& store, swarm
 
 // 128 + the signal that ended a wait, as a shell reports a process it ended.
 inline int exit_for_signal(int signo) { return 128 + signo; }
+
+// The options every lease verb shares (lease, lock, elect).
+// NAME: a lease name (exit 2 naming it otherwise).
+CLI::Validator lease_name_validator();
+// --ttl: a duration of 1s to 1h, else bad_input naming it.
+std::chrono::milliseconds lease_ttl_option(const std::string& text);
+// The command after "--" (CLI11 keeps everything after it): bad_input when
+// there is none, with an example for `verb`.
+std::vector<std::string> command_after_dashes(const std::vector<std::string>& command, const char* verb);
+
+// Waits in `mutex`'s line (`wait`: at most that long; nullopt: for ever) for
+// lease `name`; a signal from `signals` leaves the line: nullopt then, with a
+// note saying so (the caller exits 128 + signal).
+std::optional<swarm::Lease> wait_in_line(const Context& ctx, swarm::Mutex& mutex, const std::string& name,
+                                         std::optional<std::chrono::milliseconds> wait, SignalRouter& signals);
 
 // --holder: shown in tables and JSON, so one line of printable text (1 to 200
 // bytes); anything else is exit 2 naming it.

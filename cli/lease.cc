@@ -26,19 +26,6 @@ struct LeaseFlags {
   std::uint64_t token = 0;
 };
 
-CLI::Validator lease_name_validator() {
-  return CLI::Validator(
-      [](std::string& value) -> std::string {
-        try {
-          swarm::require_lease_name(value);
-        } catch (const std::exception& e) {
-          return e.what();
-        }
-        return {};
-      },
-      "", "NAME");
-}
-
 double seconds(std::chrono::milliseconds d) { return static_cast<double>(d.count()) / 1000.0; }
 
 // One lease as swarm.lease.v1 has it: the record's fields, then ours.
@@ -116,12 +103,6 @@ swarm::Json granted_doc(const swarm::LeaseStore& store, const swarm::Lease& leas
   return doc;
 }
 
-std::chrono::milliseconds lease_ttl(const std::string& text) {
-  auto ttl = swarm::parse_duration(text);
-  if (ttl < swarm::kMinLeaseTtl || ttl > swarm::kMaxLeaseTtl)
-    throw swarm::Error(swarm::Errc::bad_input, "--ttl " + text + " is out of range: a lease TTL is 1s to 1h");
-  return ttl;
-}
 
 }  // namespace
 
@@ -181,23 +162,17 @@ Verb add_lease(CLI::App& app) {
 
   return {cmd, [f, acquire, renew, release, show, list](Context& ctx) {
             if (acquire->parsed()) {
-              auto ttl = lease_ttl(f->ttl);
+              auto ttl = lease_ttl_option(f->ttl);
               auto wait = swarm::parse_duration(f->wait);
               SignalRouter signals;  // before any thread: a signal leaves the line
               auto store = ctx.leases(wait.count() > 0);
               // The lease belongs to whoever called swarm: its own pid ends now.
               auto who = swarm::LeaseHolder::process(ctx.me(), f->pid != 0 ? f->pid : getppid(), f->holder);
               swarm::Mutex mutex(store, f->name, who, ttl);
-              signals.on_signal([&](int) { mutex.cancel(); });
-              swarm::Lease lease;
-              try {
-                lease = mutex.lock(wait);
-              } catch (const swarm::Cancelled&) {
-                ctx.out().note("stopped waiting for lease " + f->name + " (a signal); left the line");
-                return exit_for_signal(signals.received());
-              }
-              ctx.out().result("lease", std::to_string(lease.token),
-                               ctx.out().json() ? granted_doc(store, lease) : swarm::Json::object());
+              auto lease = wait_in_line(ctx, mutex, f->name, wait, signals);
+              if (!lease) return exit_for_signal(signals.received());
+              ctx.out().result("lease", std::to_string(lease->token),
+                               ctx.out().json() ? granted_doc(store, *lease) : swarm::Json::object());
               return 0;
             }
             auto store = ctx.leases();

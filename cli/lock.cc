@@ -21,34 +21,10 @@ struct LockFlags {
 };
 }  // namespace
 
-// The command after "--": CLI11 keeps everything after it for `command`.
-std::vector<std::string> command_after_dashes(const std::vector<std::string>& command, const char* verb) {
-  if (command.empty())
-    throw swarm::Error(swarm::Errc::bad_input,
-                       std::string("no command to run: give it after --, e.g. swarm ") + verb + " NAME -- ./run.sh");
-  return command;
-}
-
-std::chrono::milliseconds lease_ttl_option(const std::string& text) {
-  auto ttl = swarm::parse_duration(text);
-  if (ttl < swarm::kMinLeaseTtl || ttl > swarm::kMaxLeaseTtl)
-    throw swarm::Error(swarm::Errc::bad_input, "--ttl " + text + " is out of range: a lease TTL is 1s to 1h");
-  return ttl;
-}
-
 Verb add_lock(CLI::App& app) {
   auto f = std::make_shared<LockFlags>();
   CLI::App* cmd = app.add_subcommand("lock", "Run CMD holding lease NAME: one at a time, in the order asked");
-  cmd->add_option("name", f->name, "Lease name, e.g. merge-main")->required()->check(CLI::Validator(
-      [](std::string& value) -> std::string {
-        try {
-          swarm::require_lease_name(value);
-        } catch (const std::exception& e) {
-          return e.what();
-        }
-        return {};
-      },
-      "", "NAME"));
+  cmd->add_option("name", f->name, "Lease name, e.g. merge-main")->required()->check(lease_name_validator());
   cmd->add_option("--ttl", f->ttl, "Lease TTL, 1s to 1h: renewed every TTL/3 while CMD runs")
       ->capture_default_str()
       ->option_text("DUR")
@@ -74,15 +50,9 @@ Verb add_lock(CLI::App& app) {
             SignalRouter signals;  // before any thread is made
             auto store = ctx.leases(true);
             swarm::Mutex mutex(store, f->name, swarm::LeaseHolder::process(ctx.me(), getpid(), f->holder), ttl);
-            signals.on_signal([&](int) { mutex.cancel(); });
-            swarm::Lease lease;
-            try {
-              lease = mutex.lock(wait);
-            } catch (const swarm::Cancelled&) {
-              ctx.out().note("stopped waiting for lease " + f->name + " (a signal); left the line");
-              return exit_for_signal(signals.received());
-            }
-            return hold_while_running(ctx, store, std::move(lease), {.command = command}, signals);
+            auto lease = wait_in_line(ctx, mutex, f->name, wait, signals);
+            if (!lease) return exit_for_signal(signals.received());
+            return hold_while_running(ctx, store, std::move(*lease), {.command = command}, signals);
           }};
 }
 

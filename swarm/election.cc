@@ -22,15 +22,8 @@ LeaseEntry request_resignation(const LeaseStore& store, const std::string& name,
   if (entry->corrupt())
     throw Error(Errc::conflict, "the record of lease " + name + " is corrupt (" + entry->corrupt_reason +
                                     "); remove it with `swarm doctor --fix`");
-  LeaseRecord request;
-  request.name = name;
-  request.holder = by.holder;
-  request.host = by.host;
-  request.host_id = by.host_id;
-  request.pid = by.pid;
+  LeaseRecord request = record_for(name, by, kResignRequestTtl);
   request.token = entry->token();
-  request.ttl = kResignRequestTtl;
-  request.acquired_at = std::chrono::system_clock::now();
   const std::string key = resign_key(name);
   bool released = false;
   auto last = translating_kv([&] { return store.bucket().last(key, &released); });

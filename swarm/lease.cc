@@ -54,21 +54,6 @@ auto cas(const std::string& conflict_message, Call&& call) -> decltype(call()) {
   }
 }
 
-LeaseRecord record_for(const std::string& name, const LeaseHolder& who, milliseconds ttl) {
-  LeaseRecord r;
-  r.name = name;
-  r.holder = who.holder;
-  r.host = who.host;
-  r.host_id = who.host_id;
-  r.pid = who.pid;
-  r.pid_start = who.pid_start;
-  r.ttl = ttl;
-  r.slot = who.slot;
-  r.task = who.task;
-  r.acquired_at = std::chrono::system_clock::now();
-  r.renewed_at = r.acquired_at;
-  return r;
-}
 
 }  // namespace
 
@@ -174,6 +159,22 @@ std::vector<LeaseEntry> LeaseStore::list(const std::string& pattern) const {
   kv::drop_repeats(out, bucket_.revision_at_open(), [](const LeaseEntry& e) -> const std::string& { return e.name; },
                    [](const LeaseEntry& e) { return e.revision; });
   return out;
+}
+
+LeaseRecord record_for(const std::string& name, const LeaseHolder& who, milliseconds ttl) {
+  LeaseRecord r;
+  r.name = name;
+  r.holder = who.holder;
+  r.host = who.host;
+  r.host_id = who.host_id;
+  r.pid = who.pid;
+  r.pid_start = who.pid_start;
+  r.ttl = ttl;
+  r.slot = who.slot;
+  r.task = who.task;
+  r.acquired_at = std::chrono::system_clock::now();
+  r.renewed_at = r.acquired_at;
+  return r;
 }
 
 bool gone_from(const LeaseRecord& record, const std::string& host, const std::string& host_id) {

@@ -38,6 +38,10 @@ struct LeaseHolder {
   static LeaseHolder process(const HostIdentity& me, std::int64_t pid, const std::string& holder = {});
 };
 
+// A new record of `who` holding (or waiting for, or asking of) `name` for
+// `ttl`, acquired and renewed now.
+LeaseRecord record_for(const std::string& name, const LeaseHolder& who, std::chrono::milliseconds ttl);
+
 // Whether `record` names a process of host `me` (this host: the same name and
 // host id, as doctor's own check has it; a container sharing the machine id
 // but not the pids has another name) that is no longer running (its pid

@@ -31,15 +31,7 @@ std::chrono::steady_clock::time_point expiry_seen_at(std::chrono::steady_clock::
 LeaseQueue::LeaseQueue(LeaseStore store, std::string lease) : store_(std::move(store)), lease_(std::move(lease)) {}
 
 void LeaseQueue::join(const LeaseHolder& who, milliseconds ttl) {
-  record_ = {};
-  record_.name = lease_;
-  record_.holder = who.holder;
-  record_.host = who.host;
-  record_.host_id = who.host_id;
-  record_.pid = who.pid;
-  record_.pid_start = who.pid_start;
-  record_.ttl = ttl;
-  record_.acquired_at = std::chrono::system_clock::now();
+  record_ = record_for(lease_, who, ttl);
   const std::string key = queue_prefix(lease_) + fresh_id();
   revision_ = translating_kv([&] { return store_.bucket().create(key, to_json(record_)); });
   order_ = revision_;
