@@ -44,7 +44,8 @@ Verb add_commit(CLI::App& app) {
             for (const auto& w : r.warnings) ctx.out().warn(w);
             std::string human = r.commit ? r.commit->substr(0, 12) + " on " + r.branch +
                                                (r.pushed ? " (pushed to the hub)" : " (not pushed)")
-                                         : "nothing to commit on " + r.branch;
+                                         : "nothing to commit on " + r.branch +
+                                               (r.pushed ? " (pushed its earlier commits to the hub)" : "");
             swarm::Json doc = swarm::Json::object();
             doc.set("slot", flags->slot).set("branch", r.branch);
             if (r.commit) doc.set("commit", *r.commit);

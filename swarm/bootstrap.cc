@@ -1,5 +1,7 @@
 #include "swarm/bootstrap.h"
 
+#include <unistd.h>
+
 #include <fstream>
 
 #include "kv/bucket.h"
@@ -58,6 +60,22 @@ kv::Connection connect_nats(const kv::ConnectionOptions& options) {
 
 namespace {
 
+// A host joining a workspace that another host set up: the buckets are
+// there, and their TTL and replicas are the workspace's (unless given).
+void adopt_existing_buckets(const UpOptions& options, const kv::Connection& nats, UpResult& result) {
+  WorkspaceConfig& config = result.config;
+  std::optional<kv::BucketConfig> have;
+  try {
+    have = kv::Bucket::open(nats, config.bucket).config();
+  } catch (const kv::Error& e) {
+    if (e.kind() != kv::Errc::not_found) throw from_kv(e);
+    return;
+  }
+  result.found_buckets = true;
+  if (!options.ttl) config.ttl = have->ttl;
+  if (!options.replicas) config.replicas = have->replicas;
+}
+
 // The part of `up` that needs the server: buckets, hub, config.json.
 void finish_up(const UpOptions& options, UpResult& result) {
   const Workspace& ws = result.workspace;
@@ -65,6 +83,7 @@ void finish_up(const UpOptions& options, UpResult& result) {
   kv::ConnectionOptions connection = options.connection;
   connection.urls = kv::split_urls(config.nats_url);
   kv::Connection nats = connect_nats(connection);
+  if (result.created_config) adopt_existing_buckets(options, nats, result);
   try {
     SessionStore::ensure(nats, config.bucket, config.ttl, config.replicas);
     translating_kv([&] {
@@ -89,13 +108,14 @@ void finish_up(const UpOptions& options, UpResult& result) {
                                     "the bucket when no session is live");
   }
 
-  config.hub = ws.hub_dir().string();
-  if (!fs::exists(ws.hub_dir() / "HEAD")) {
-    Hub::create(ws.hub_dir(), ws.root());
-    result.created_hub = true;
-  } else {
-    Hub::open(ws.hub_dir());  // a broken hub is reported, not papered over
-  }
+  // Seeding an empty hub builds its first commits in .swarm/hub-seed.<pid>,
+  // removed after. `up` runs alone (the up-lock): any other such folder is
+  // what a killed `up` left, and goes now.
+  std::error_code seed_ec;
+  for (const auto& entry : fs::directory_iterator(ws.swarm_dir(), seed_ec))
+    if (entry.path().filename().string().rfind("hub-seed.", 0) == 0) fs::remove_all(entry.path(), seed_ec);
+  const fs::path scratch = ws.swarm_dir() / ("hub-seed." + std::to_string(::getpid()));
+  Hub::ensure(config.hub_location(), ws.root(), scratch, &result.created_hub);
   if (!result.replaced_config.empty()) {
     std::error_code ec;
     fs::copy_file(ws.config_file(), result.replaced_config, ec);
@@ -146,6 +166,29 @@ void ensure_embedded_server(const Workspace& ws, UpResult& result) {
 
 }  // namespace
 
+namespace {
+
+// The hub `up` makes ready: the one named by --hub, else the config's, else
+// .swarm/hub.git. Moving a workspace to another hub is refused while this
+// host has slot folders: their clones push to the old one.
+void choose_hub(const Workspace& ws, const std::optional<HubLocation>& given, UpResult& result) {
+  WorkspaceConfig& config = result.config;
+  const std::string before = result.created_config ? "" : config.hub;
+  if (!given) {
+    if (config.hub.empty()) config.hub = ws.hub_dir().string();
+    return;
+  }
+  config.hub = given->text;
+  if (before.empty() || before == given->text) return;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(ws.slots_dir(), ec))
+    throw Error(Errc::conflict, "this workspace's hub is " + parse_hub_location(before, "/").shown() +
+                                    " and slot folders of this host clone it (" + entry.path().filename().string() +
+                                    " ...); close them before moving the workspace to the hub " + given->shown());
+}
+
+}  // namespace
+
 std::string config_fix(const Workspace& ws, const Workspace::ConfigFile& file) {
   switch (file.state) {
     case Workspace::ConfigFile::State::unreadable: return "make " + ws.config_file().string() + " readable again";
@@ -168,6 +211,8 @@ UpResult up(const UpOptions& options) {
     throw Error(Errc::bad_input, "--replicas " + std::to_string(*options.replicas) + " is out of range: use 1 to 5");
   if (options.nats_url) translating_kv([&] { kv::require_valid_urls(*options.nats_url); });
   if (options.bucket) translating_kv([&] { kv::require_valid_bucket_name(*options.bucket); });
+  std::optional<HubLocation> hub;
+  if (options.hub) hub = parse_hub_location(*options.hub, fs::current_path());
   UpResult result{.workspace = Workspace::at(options.root), .config = {}};
   const Workspace& ws = result.workspace;
   fs::create_directories(ws.swarm_dir());
@@ -194,6 +239,7 @@ UpResult up(const UpOptions& options) {
   if (options.ttl) config.ttl = *options.ttl;
   if (options.replicas) config.replicas = *options.replicas;
   if (options.bucket) config.bucket = *options.bucket;
+  choose_hub(ws, hub, result);
 
   const bool embedded = !options.nats_url && (result.created_config || config.embedded);
   // Checked before a server is started: a refused `up` leaves nothing running.

@@ -19,6 +19,7 @@ struct UpOptions {
   std::optional<std::chrono::milliseconds> ttl;    // default: the config's, else 5m
   std::optional<int> replicas;                     // default: the config's, else 1
   std::optional<std::string> bucket;               // default: the config's, else swarm-sessions
+  std::optional<std::string> hub;                  // a path or URL; default: the config's, else .swarm/hub.git
   kv::ConnectionOptions connection;                // auth, TLS, timeouts (urls are filled in here)
 };
 
@@ -27,7 +28,8 @@ struct UpResult {
   WorkspaceConfig config;
   bool created_config = false;
   std::string replaced_config;  // where a corrupt config.json was kept, when up rebuilt it
-  bool created_hub = false;
+  bool created_hub = false;     // made, or an empty one seeded
+  bool found_buckets = false;   // a new config took the buckets' TTL and replicas (made by another host)
   bool started_server = false;  // an embedded server was (re)started by this call
   std::optional<int> server_pid;
 };

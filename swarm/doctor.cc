@@ -19,6 +19,7 @@
 #include "swarm/session_store.h"
 #include "swarm/slot_folder.h"
 #include "swarm/slot_lifecycle.h"
+#include "swarm/worktree.h"
 
 namespace swarm {
 
@@ -58,7 +59,7 @@ class Checkup {
   void forbid_folder_removal(const std::string& why) { folders_elsewhere_ = why; }
 
   // This workspace's hub as sessions record it (hub_url), once config is read.
-  void set_hub(const std::string& hub_path) { hub_url_ = Hub::url_of(hub_path); }
+  void set_hub(const HubLocation& hub) { hub_url_ = hub.session_url(); }
 
   DoctorReport& report() { return report_; }
 
@@ -67,16 +68,69 @@ class Checkup {
     return report_.findings.back();
   }
 
-  void check_hub(const WorkspaceConfig& config) {
+  void check_hub(const HubLocation& where) {
     try {
-      Hub::open(config.hub);
+      hub_.emplace(Hub::open(where));
       hub_present_ = true;
+      return;
     } catch (const Error& e) {
-      bool missing = !fs::exists(config.hub);
-      add(Severity::problem, "hub", config.hub,
+      if (where.remote()) {
+        remote_hub_problem(where, e);
+        return;
+      }
+      bool missing = !fs::exists(where.path());
+      add(Severity::problem, "hub", where.text,
           missing ? "the hub is missing, so no slot can be joined or push its work"
                   : std::string("the hub is broken: ") + e.what(),
-          missing ? "swarm up" : "move " + config.hub + " away (keep it: slot branches live there), then swarm up");
+          missing ? "swarm up" : "move " + where.text + " away (keep it: slot branches live there), then swarm up");
+    }
+  }
+
+  void remote_hub_problem(const HubLocation& where, const Error& e) {
+    std::string fix;
+    switch (e.kind()) {
+      case Errc::unavailable:
+        fix = "check the network and the git server of " + where.host + ", then swarm doctor   (if the hub moved: "
+              "swarm up --hub NEW-URL, with no slot folder open)";
+        break;
+      case Errc::bad_input:
+        fix = where.transport == HubLocation::Transport::ssh
+                  ? "give this host a key the hub accepts (ssh-agent, ~/.ssh/id_ed25519, or $SWARM_SSH_KEY) and the "
+                    "hub's host key in ~/.ssh/known_hosts, then swarm doctor"
+                  : "set $SWARM_HUB_USERNAME and $SWARM_HUB_PASSWORD (or trust the server's certificate), then swarm "
+                    "doctor";
+        break;
+      default: fix = "swarm up   (seeds an empty hub; a hub whose HEAD names no branch needs it set on the server)";
+    }
+    add(Severity::problem, "hub", where.shown(), std::string("the hub cannot be used: ") + e.what(), fix);
+  }
+
+  // This host's slots whose last commit is not on the hub (a push failed or
+  // was never made): a notice, since the commit is safe here and close
+  // salvages it, but other hosts do not see it.
+  void check_slot_branches(const std::vector<SessionEntry>& entries) {
+    if (!hub_) return;
+    for (const auto& entry : entries) {
+      if (entry.corrupt() || !me_.owns(*entry.session) || other_workspace(*entry.session)) continue;
+      const fs::path wt = ws_.worktree(entry.slot);
+      std::error_code ec;
+      if (!fs::exists(wt / ".git", ec)) continue;
+      std::optional<std::string> local;
+      try {
+        local = Worktree::open(wt, entry.slot).branch_tip();
+      } catch (const Error&) {
+        continue;  // an unreadable worktree: check_folders has its say
+      }
+      const std::string branch = "swarm/" + entry.slot;
+      auto on_hub = hub_->branch_tip(branch);
+      if (!local || local == on_hub) continue;
+      // A branch that never moved from where the slot began has nothing to push.
+      if (!on_hub && !Worktree::open(wt, entry.slot).has_commits_beyond_default()) continue;
+      add(Severity::notice, "unpushed_branch", entry.slot,
+          "slot " + entry.slot + ": its last commit " + local->substr(0, 12) + " is not on the hub (the hub's " +
+              branch + (on_hub ? " is at " + on_hub->substr(0, 12) : std::string(" is missing")) +
+              "): a push failed or has not happened, so other hosts do not see it",
+          "swarm commit --slot " + entry.slot + " -m MSG   (pushes " + branch + " again, with or without new changes)");
     }
   }
 
@@ -452,6 +506,7 @@ class Checkup {
   bool fix_;
   std::string hub_url_;
   bool hub_present_ = false;
+  std::optional<Hub> hub_;
   std::string folders_elsewhere_;  // non-empty: folders are reported only
   std::set<std::string> erased_slots_;  // sessions this run removed
   DoctorReport report_;
@@ -492,8 +547,9 @@ DoctorReport Doctor::run(bool fix) {
   report.nats_url = nats_url;
 
   // The filesystem checks run whatever NATS does.
-  checkup.set_hub(config.hub);
-  checkup.check_hub(config);
+  const HubLocation hub = config.hub_location();
+  checkup.set_hub(hub);
+  checkup.check_hub(hub);
   checkup.check_embedded_server(config);
   checkup.check_leftovers();
 
@@ -528,6 +584,7 @@ DoctorReport Doctor::run(bool fix) {
     auto entries = store->list();
     checkup.check_records(*store, entries, ttl);
     checkup.check_folders(*store, entries);
+    checkup.check_slot_branches(entries);
     checkup.check_leases(*nats, config, *store, entries);
   } catch (const Error& e) {
     if (e.kind() != Errc::unavailable) throw;

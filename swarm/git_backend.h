@@ -28,6 +28,8 @@ class HubBackend {
   virtual std::string default_branch() const = 0;
   virtual std::optional<std::string> branch_tip(const std::string& branch) const = 0;
   virtual bool has_commits_beyond_default(const std::string& branch) const = 0;
+  // No branch at all: a hub made with `git init --bare` that nobody pushed to.
+  virtual bool empty() const = 0;
 };
 
 class WorktreeBackend {
@@ -40,16 +42,24 @@ class WorktreeBackend {
   virtual std::vector<Change> changes() const = 0;
   virtual bool has_commits_beyond_default() const = 0;
   virtual std::optional<std::string> branch_tip() const = 0;
+  virtual bool unpushed() const = 0;
 };
 
 class GitBackend {
  public:
   virtual ~GitBackend() = default;
+  // A new bare hub in the local folder `path`, seeded from `source`.
   virtual std::unique_ptr<HubBackend> create_hub(const std::filesystem::path& path,
                                                  const std::filesystem::path& source) = 0;
-  virtual std::unique_ptr<HubBackend> open_hub(const std::filesystem::path& path) = 0;
-  virtual std::unique_ptr<WorktreeBackend> create_worktree(const std::filesystem::path& hub,
-                                                           const std::filesystem::path& path,
+  // The hub at `hub`: a local path, or a URL (one ls-remote, kept).
+  virtual std::unique_ptr<HubBackend> open_hub(const std::string& hub) = 0;
+  // Seeds the empty hub at `hub` (a URL, or a local bare repository with no
+  // branch) as create_hub would: builds the commits in the local folder
+  // `scratch` (made and removed here) and pushes them.
+  virtual void seed_hub(const std::string& hub, const std::filesystem::path& source,
+                        const std::filesystem::path& scratch) = 0;
+  // Clones `hub` (a path or a URL) into `path`, on branch swarm/<slot>.
+  virtual std::unique_ptr<WorktreeBackend> create_worktree(const std::string& hub, const std::filesystem::path& path,
                                                            const std::string& slot) = 0;
   virtual std::unique_ptr<WorktreeBackend> open_worktree(const std::filesystem::path& path,
                                                          const std::string& slot) = 0;
@@ -68,6 +78,6 @@ GitBackend& git_backend();
 std::future<void> prefetch_git_backend();
 
 // The symbol the module exports, and its version.
-inline constexpr const char* kGitBackendSymbol = "swarm_git_backend_v1";
+inline constexpr const char* kGitBackendSymbol = "swarm_git_backend_v2";
 
 }  // namespace swarm

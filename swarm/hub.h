@@ -1,5 +1,7 @@
-// The hub: the workspace's bare git repository (.swarm/hub.git). Every slot's
-// worktree is a clone of it and pushes its branch swarm/<slot> back to it.
+// The hub: the workspace's git repository that every slot clones and pushes
+// its branch swarm/<slot> to. A bare repository in .swarm/hub.git by default,
+// or any other folder or URL given to `swarm up --hub` (adr/0015): a remote
+// hub is shared by every host of the workspace.
 #pragma once
 
 #include <filesystem>
@@ -8,26 +10,34 @@
 #include <string>
 
 #include "swarm/git_backend.h"
+#include "swarm/hub_location.h"
 
 namespace swarm {
 
 class Hub {
  public:
-  // Creates a bare hub at `path`, seeded from `source`'s HEAD (its commits and
-  // branch name) when `source` is a git repository with a commit, else with
-  // one empty initial commit on "main". Leaves `source` untouched.
+  // Creates a bare hub in the local folder `path`, seeded from `source`'s
+  // HEAD (its commits and branch name) when `source` is a git repository with
+  // a commit, else with one empty initial commit on "main". Leaves `source`
+  // untouched.
   static Hub create(const std::filesystem::path& path, const std::filesystem::path& source);
 
-  // Opens an existing hub. Throws not_bootstrapped when it is missing or broken.
-  static Hub open(const std::filesystem::path& path);
+  // Opens the hub: a local one's repository, a remote one's refs (one
+  // ls-remote). Throws not_bootstrapped when a local hub is missing or
+  // broken, unavailable when a remote one cannot be reached, bad_input when
+  // it refuses the credentials.
+  static Hub open(const HubLocation& where);
+  static Hub open(const std::string& where) { return open(parse_hub_location(where, std::filesystem::current_path())); }
 
-  const std::filesystem::path& path() const { return path_; }
-  std::string url() const { return url_of(path_); }
-  // The URL sessions record for the hub at `path` (hub_url): of its canonical
-  // path, so every verb and doctor compare the same text.
-  static std::string url_of(const std::filesystem::path& path) {
-    return "file://" + std::filesystem::weakly_canonical(path).string();
-  }
+  // The hub at `where`, made ready for `swarm up`: a missing local one is
+  // created, an empty remote one is seeded (as create does, built in the
+  // local folder `scratch`). `created` says whether it was either.
+  static Hub ensure(const HubLocation& where, const std::filesystem::path& source, const std::filesystem::path& scratch,
+                    bool* created);
+
+  const HubLocation& location() const { return location_; }
+  // The URL sessions record for this hub (hub_url).
+  std::string url() const { return location_.session_url(); }
   // Whether `path` looks like a hub (a bare repository's HEAD is there),
   // without loading git: cheap enough for every join, winner or not.
   static bool exists_at(const std::filesystem::path& path);
@@ -41,9 +51,10 @@ class Hub {
   }
 
  private:
-  Hub(std::unique_ptr<HubBackend> repo, std::filesystem::path path) : repo_(std::move(repo)), path_(std::move(path)) {}
+  Hub(std::unique_ptr<HubBackend> repo, HubLocation location)
+      : repo_(std::move(repo)), location_(std::move(location)) {}
   std::unique_ptr<HubBackend> repo_;
-  std::filesystem::path path_;
+  HubLocation location_;
 };
 
 }  // namespace swarm

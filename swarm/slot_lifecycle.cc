@@ -47,6 +47,7 @@ SlotLifecycle::SlotLifecycle(Workspace workspace, WorkspaceConfig config, Sessio
                              HostIdentity me, Clock clock)
     : workspace_(std::move(workspace)),
       config_(std::move(config)),
+      hub_(config_.hub_location()),
       store_(std::move(store)),
       tasks_(std::move(leases), me, store_.ttl()),
       me_(std::move(me)),
@@ -148,7 +149,7 @@ Worktree SlotLifecycle::ensure_worktree(const std::string& slot, bool* resumed) 
   fs::path clone = workspace_.trash_dir() / (slot + ".clone." + format_compact_utc(clock_()) + "." +
                                              std::to_string(::getpid()));
   try {
-    Worktree::create(Hub::open(config_.hub), clone, slot);
+    Worktree::create(hub_, clone, slot);
     fs::rename(clone, wt);
   } catch (...) {
     fs::remove_all(clone, ec);  // ours, and holds nothing yet
@@ -161,9 +162,13 @@ bool SlotLifecycle::committed_in_this_run(const std::string& slot, const std::op
   std::string why;
   std::istringstream in(read_plain_file(workspace_.session_base(slot), 256, &why).value_or(""));
   std::string base;
-  if (worktree && in >> base) return worktree->branch_tip() != base;
+  if (in >> base) {
+    if (worktree) return worktree->branch_tip() != base;
+    auto pushed = Hub::open(hub_).branch_tip("swarm/" + slot);  // the worktree is gone: what reached the hub
+    return pushed && *pushed != base;
+  }
   return worktree ? worktree->has_commits_beyond_default()
-                  : Hub::open(config_.hub).has_commits_beyond_default("swarm/" + slot);
+                  : Hub::open(hub_).has_commits_beyond_default("swarm/" + slot);
 }
 
 JoinResult SlotLifecycle::join(const std::string& slot, const std::string& task, bool force, std::int64_t leaf_pid) {
@@ -180,7 +185,7 @@ JoinResult SlotLifecycle::join(const std::string& slot, const std::string& task,
   // Only the winner of the slot makes a worktree (and loads git); every
   // joiner checks the hub is there, cheaply.
   require_hub();
-  s.hub_url = Hub::url_of(config_.hub);
+  s.hub_url = hub_.session_url();
   // The slot's folder is ours alone from here: a close or doctor --fix of
   // this host removing it finishes first, and sees the record we write.
   FileLock folder_lock = lock_slot(workspace_, slot, "join of slot " + slot);
@@ -280,7 +285,8 @@ CommitResult SlotLifecycle::commit(const std::string& slot, const std::string& m
   result.commit = worktree.commit(message, paths, {entry.session->agent_id.empty() ? "swarm" : entry.session->agent_id,
                                                    (entry.session->agent_id.empty() ? "swarm" : entry.session->agent_id) +
                                                        "@" + me_.host});
-  if (result.commit) {
+  // Also with nothing new to commit, when an earlier push did not get through.
+  if (result.commit || worktree.unpushed()) {
     try {
       worktree.push();
       result.pushed = true;
@@ -379,8 +385,10 @@ void SlotLifecycle::finish_leftovers(const std::vector<fs::path>& leftovers, Clo
 }
 
 void SlotLifecycle::require_hub() const {
-  if (!Hub::exists_at(config_.hub))
-    throw Error(Errc::not_bootstrapped, "the hub " + config_.hub + " is missing or not a git repository, so "
+  // A network hub is reached when it is used: a clone or push that cannot
+  // reach it fails with exit 7 and undoes or keeps what it must.
+  if (!hub_.remote() && !Hub::exists_at(hub_.path()))
+    throw Error(Errc::not_bootstrapped, "the hub " + hub_.text + " is missing or not a git repository, so "
                                         "nothing was changed; the workspace's operator must restore it");
 }
 

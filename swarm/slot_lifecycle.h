@@ -115,6 +115,7 @@ class SlotLifecycle {
 
   Workspace workspace_;
   WorkspaceConfig config_;
+  HubLocation hub_;
   SessionStore store_;
   TaskLeases tasks_;
   HostIdentity me_;

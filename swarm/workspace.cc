@@ -100,6 +100,11 @@ Workspace::ConfigFile parse_config(const std::string& text, const std::string& f
     return bad(e.what());
   }
   if (config.hub.empty()) config.hub = default_hub.string();
+  try {
+    if (!config.hub_location().remote() && !fs::path(config.hub).is_absolute()) return bad("'hub' is not an absolute path");
+  } catch (const Error& e) {
+    return bad(e.what());
+  }
   out.state = State::good;
   out.problem.clear();
   return out;
@@ -139,7 +144,10 @@ void Workspace::save_config(const WorkspaceConfig& config) const {
   json.set("ttl_ms", static_cast<std::int64_t>(config.ttl.count()));
   json.set("replicas", config.replicas);
   json.set("lease_bucket", config.lease_bucket);
-  write_file_atomically(config_file(), json.dump_pretty() + "\n");
+  // A hub URL with a password in it is for this user's eyes only.
+  HubLocation hub = config.hub_location();
+  write_file_atomically(config_file(), json.dump_pretty() + "\n",
+                        hub.shown() != hub.text ? fs::perms::owner_read | fs::perms::owner_write : fs::perms::unknown);
 }
 
 std::optional<std::string> read_plain_file(const fs::path& path, std::size_t max_bytes, std::string* why) {
@@ -163,7 +171,7 @@ std::optional<std::string> read_plain_file(const fs::path& path, std::size_t max
   return text.str();
 }
 
-void write_file_atomically(const fs::path& path, const std::string& text) {
+void write_file_atomically(const fs::path& path, const std::string& text, fs::perms mode) {
   fs::path temp = path;
   temp += ".tmp." + std::to_string(getpid());
   {
@@ -173,6 +181,7 @@ void write_file_atomically(const fs::path& path, const std::string& text) {
     if (!out) throw Error(Errc::internal, "cannot write " + temp.string());
   }
   std::error_code ec;
+  if (mode != fs::perms::unknown) fs::permissions(temp, mode, ec);
   fs::rename(temp, path, ec);
   if (ec) {
     fs::remove(temp, ec);

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "swarm/hub_location.h"
 #include "swarm/lease.h"
 #include "swarm/session_store.h"
 
@@ -17,11 +18,13 @@ namespace swarm {
 struct WorkspaceConfig {
   std::string nats_url;  // one URL or several, comma-separated
   std::string bucket = kDefaultSessionBucket;
-  std::string hub;       // absolute path of the hub
+  std::string hub;       // the hub: its absolute path, or its URL (checked by parse_config)
   bool embedded = false;  // true when `swarm up` started the nats-server itself
   std::chrono::milliseconds ttl = kDefaultSessionTtl;
   int replicas = 1;
   std::string lease_bucket = kDefaultLeaseBucket;
+
+  HubLocation hub_location() const { return parse_hub_location(hub, "/"); }
 };
 
 class Workspace {
@@ -87,7 +90,9 @@ Workspace::ConfigFile parse_config(const std::string& text, const std::string& f
 std::optional<std::string> read_plain_file(const std::filesystem::path& path, std::size_t max_bytes, std::string* why);
 
 // Writes `text` to `path` through a temporary file and a rename, so readers
-// see the old or the new file, never half of one.
-void write_file_atomically(const std::filesystem::path& path, const std::string& text);
+// see the old or the new file, never half of one; with `mode` (e.g. 0600)
+// when one is given.
+void write_file_atomically(const std::filesystem::path& path, const std::string& text,
+                           std::filesystem::perms mode = std::filesystem::perms::unknown);
 
 }  // namespace swarm

@@ -7,9 +7,13 @@ namespace swarm {
 
 namespace fs = std::filesystem;
 
-Worktree Worktree::create(const Hub& hub, const fs::path& path, const std::string& slot) {
-  auto repo = git_backend().create_worktree(hub.path(), path, slot);
+Worktree Worktree::create(const HubLocation& hub, const fs::path& path, const std::string& slot) {
+  auto repo = git_backend().create_worktree(hub.text, path, slot);
   return Worktree(std::move(repo), fs::weakly_canonical(path), slot);
+}
+
+Worktree Worktree::create(const Hub& hub, const fs::path& path, const std::string& slot) {
+  return create(hub.location(), path, slot);
 }
 
 Worktree Worktree::open(const fs::path& path, const std::string& slot) {

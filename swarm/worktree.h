@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "swarm/git_backend.h"
+#include "swarm/hub_location.h"
 
 namespace swarm {
 
@@ -29,6 +30,8 @@ class Worktree {
   // Clones the hub into `path` and checks out swarm/<slot>: the hub's branch
   // of that name when it exists (earlier work of the slot), else a new branch
   // at the tip of the hub's default branch.
+  // The hub may be a URL (a network hub): then it is probed and cloned over the network.
+  static Worktree create(const HubLocation& hub, const std::filesystem::path& path, const std::string& slot);
   static Worktree create(const Hub& hub, const std::filesystem::path& path, const std::string& slot);
 
   // Opens an existing worktree. Throws not_found when `path` is not a git
@@ -68,6 +71,10 @@ class Worktree {
 
   // The commit at the tip of swarm/<slot> (40 hex digits), or nullopt.
   std::optional<std::string> branch_tip() const { return repo_->branch_tip(); }
+
+  // Whether swarm/<slot> has commits its last push (as this clone
+  // remembers it) did not carry to the hub: a push failed, or never happened.
+  bool unpushed() const { return repo_->unpushed(); }
 
  private:
   Worktree(std::unique_ptr<WorktreeBackend> repo, std::filesystem::path path, std::string slot)

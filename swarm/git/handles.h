@@ -7,6 +7,7 @@
 
 #include "kv/c_handle.h"
 
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -32,6 +33,18 @@ using StatusListPtr = std::unique_ptr<git_status_list, Freer<git_status_list_fre
 using RevwalkPtr = std::unique_ptr<git_revwalk, Freer<git_revwalk_free>>;
 using PackBuilderPtr = std::unique_ptr<git_packbuilder, Freer<git_packbuilder_free>>;
 using ObjectPtr = std::unique_ptr<git_object, Freer<git_object_free>>;
+
+// A scratch folder of this process, removed with all it holds when this goes.
+struct RemovedOnExit {
+  std::filesystem::path path;
+  explicit RemovedOnExit(std::filesystem::path p) : path(std::move(p)) {}
+  RemovedOnExit(const RemovedOnExit&) = delete;
+  RemovedOnExit& operator=(const RemovedOnExit&) = delete;
+  ~RemovedOnExit() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
 
 // Throws swarm::Error(internal) with `what` and libgit2's last message unless rc >= 0.
 void check(int rc, std::string_view what);

@@ -1,6 +1,9 @@
 #include "swarm/git/repos.h"
 
+#include <cstdlib>
+
 #include "swarm/error.h"
+#include "swarm/git/remote_access.h"
 
 namespace swarm::git {
 
@@ -118,6 +121,117 @@ bool HubRepo::has_commits_beyond_default(const std::string& branch) const {
   size_t ahead = 0, behind = 0;
   check(git_graph_ahead_behind(&ahead, &behind, repo_.get(), &tip, &base), "compare " + branch + " in the hub");
   return ahead > 0;
+}
+
+std::optional<git_oid> default_start(git_repository* clone) {
+  git_oid oid;
+  for (const char* name : {"refs/remotes/origin/HEAD", "refs/remotes/origin/main", "refs/remotes/origin/master"})
+    if (git_reference_name_to_id(&oid, clone, name) == 0) return oid;
+  git_error_clear();
+  return std::nullopt;
+}
+
+RemoteHubRepo::RemoteHubRepo(std::string url, Refs refs, std::string head_branch)
+    : url_(std::move(url)), refs_(std::move(refs)), head_branch_(std::move(head_branch)) {}
+
+std::unique_ptr<RemoteHubRepo> RemoteHubRepo::open(const std::string& url) {
+  ensure_initialized();
+  RemoteAccess access(url);
+  git_remote* raw = nullptr;
+  access.check(git_remote_create_detached(&raw, url.c_str()), "reach the hub");
+  RemotePtr remote(raw);
+  RemoteRefs listed = access.list(remote.get(), "list the hub's branches");
+  return std::make_unique<RemoteHubRepo>(url, std::move(listed.refs), std::move(listed.head_branch));
+}
+
+std::optional<git_oid> RemoteHubRepo::tip(const std::string& branch) const {
+  const std::string name = "refs/heads/" + branch;
+  for (const auto& [ref, oid] : refs_)
+    if (ref == name) return oid;
+  return std::nullopt;
+}
+
+std::string RemoteHubRepo::default_branch() const {
+  if (!head_branch_.empty() && tip(head_branch_)) return head_branch_;
+  for (const char* name : {"main", "master"})
+    if (tip(name)) return name;
+  throw Error(Errc::not_bootstrapped,
+              "the hub " + parse_hub_location(url_, ".").shown() +
+                  (refs_.empty() ? " has no branch yet; `swarm up --hub URL` seeds an empty hub"
+                                 : " has no default branch: its HEAD names none of its branches; set it on the hub "
+                                   "with `git symbolic-ref HEAD refs/heads/BRANCH`"));
+}
+
+std::optional<std::string> RemoteHubRepo::branch_tip(const std::string& branch) const {
+  auto oid = tip(branch);
+  if (!oid) return std::nullopt;
+  return hex(*oid);
+}
+
+bool RemoteHubRepo::has_commits_beyond_default(const std::string& branch) const {
+  auto tip_oid = tip(branch);
+  if (!tip_oid) return false;
+  const std::string base_branch = default_branch();
+  auto base_oid = tip(base_branch);
+  if (git_oid_equal(&*tip_oid, &*base_oid)) return false;
+  // Both histories are needed to compare them: fetched into a scratch
+  // repository that goes right after.
+  std::string scratch = (std::filesystem::temp_directory_path() / "swarm-hub-XXXXXX").string();
+  if (::mkdtemp(scratch.data()) == nullptr) throw Error(Errc::internal, "cannot make a scratch folder in /tmp");
+  RemovedOnExit remove{scratch};
+  git_repository* repo_raw = nullptr;
+  check(git_repository_init(&repo_raw, scratch.c_str(), 1), "make a scratch repository");
+  RepositoryPtr repo(repo_raw);
+  RemoteAccess access(url_);
+  git_remote* raw = nullptr;
+  access.check(git_remote_create_anonymous(&raw, repo.get(), url_.c_str()), "reach the hub");
+  RemotePtr remote(raw);
+  std::vector<std::string> specs = {"+refs/heads/" + branch + ":refs/compare/tip",
+                                    "+refs/heads/" + base_branch + ":refs/compare/base"};
+  std::vector<char*> pointers;
+  for (auto& spec : specs) pointers.push_back(spec.data());
+  git_strarray array{pointers.data(), pointers.size()};
+  git_fetch_options options = GIT_FETCH_OPTIONS_INIT;
+  options.callbacks = access.callbacks();
+  access.check(git_remote_fetch(remote.get(), &array, &options, nullptr), "fetch " + branch + " from the hub");
+  size_t ahead = 0, behind = 0;
+  check(git_graph_ahead_behind(&ahead, &behind, repo.get(), &*tip_oid, &*base_oid), "compare " + branch);
+  return ahead > 0;
+}
+
+std::unique_ptr<HubBackend> open_any_hub(const std::string& hub) {
+  HubLocation where = parse_hub_location(hub, "/");
+  if (!where.remote()) return HubRepo::open(where.path());
+  return RemoteHubRepo::open(hub);
+}
+
+void seed_hub(const std::string& hub, const std::filesystem::path& source, const std::filesystem::path& scratch) {
+  RemovedOnExit remove{scratch};
+  auto seed = HubRepo::create(scratch, source);
+  const std::string branch = seed->default_branch();
+  git_repository* repo_raw = nullptr;
+  check(git_repository_open_bare(&repo_raw, scratch.c_str()), "open the seed of the hub");
+  RepositoryPtr repo(repo_raw);
+  RemoteAccess access(hub);
+  git_remote* raw = nullptr;
+  access.check(git_remote_create_anonymous(&raw, repo.get(), hub.c_str()), "reach the hub");
+  RemotePtr remote(raw);
+  std::string spec = "refs/heads/" + branch + ":refs/heads/" + branch;
+  char* pointer = spec.data();
+  git_strarray array{&pointer, 1};
+  git_push_options options = GIT_PUSH_OPTIONS_INIT;
+  options.callbacks = access.callbacks();
+  access.check(git_remote_push(remote.get(), &array, &options), "seed the hub with " + branch);
+  if (!access.rejected().empty())
+    throw Error(Errc::conflict, "the hub " + access.hub().shown() + " refused its first branch: " +
+                                    access.rejected().front());
+  if (access.hub().remote()) return;  // its HEAD is the server's to set
+  // A local bare repository made with another initial branch: HEAD names the seed.
+  git_repository* hub_raw = nullptr;
+  check(git_repository_open_bare(&hub_raw, access.hub().path().c_str()), "open the hub " + hub);
+  RepositoryPtr target(hub_raw);
+  if (git_repository_head_unborn(target.get()) == 1)
+    check(git_repository_set_head(target.get(), ("refs/heads/" + branch).c_str()), "point the hub's HEAD at " + branch);
 }
 
 }  // namespace swarm::git

@@ -10,8 +10,12 @@ class Libgit2Backend : public GitBackend {
                                          const std::filesystem::path& source) override {
     return HubRepo::create(path, source);
   }
-  std::unique_ptr<HubBackend> open_hub(const std::filesystem::path& path) override { return HubRepo::open(path); }
-  std::unique_ptr<WorktreeBackend> create_worktree(const std::filesystem::path& hub, const std::filesystem::path& path,
+  std::unique_ptr<HubBackend> open_hub(const std::string& hub) override { return open_any_hub(hub); }
+  void seed_hub(const std::string& hub, const std::filesystem::path& source,
+                const std::filesystem::path& scratch) override {
+    git::seed_hub(hub, source, scratch);
+  }
+  std::unique_ptr<WorktreeBackend> create_worktree(const std::string& hub, const std::filesystem::path& path,
                                                    const std::string& slot) override {
     return WorktreeRepo::create(hub, path, slot);
   }
@@ -25,7 +29,7 @@ class Libgit2Backend : public GitBackend {
 
 // Loading the module initializes libgit2, so that a prefetch on another
 // thread (swarm::prefetch_git_backend) takes libgit2's slow global init with it.
-extern "C" __attribute__((visibility("default"))) swarm::GitBackend* swarm_git_backend_v1() {
+extern "C" __attribute__((visibility("default"))) swarm::GitBackend* swarm_git_backend_v2() {
   swarm::git::ensure_initialized();
   static swarm::git::Libgit2Backend backend;
   return &backend;

@@ -21,15 +21,45 @@ class HubRepo : public HubBackend {
   std::string default_branch() const override;
   std::optional<std::string> branch_tip(const std::string& branch) const override;
   bool has_commits_beyond_default(const std::string& branch) const override;
+  bool empty() const override { return false; }  // open refuses a hub without a commit
 
  private:
   RepositoryPtr repo_;
 };
 
+// A hub reached over the network: what one ls-remote said of its refs.
+class RemoteHubRepo : public HubBackend {
+ public:
+  using Refs = std::vector<std::pair<std::string, git_oid>>;
+  RemoteHubRepo(std::string url, Refs refs, std::string head_branch);
+  static std::unique_ptr<RemoteHubRepo> open(const std::string& url);
+
+  std::string default_branch() const override;
+  std::optional<std::string> branch_tip(const std::string& branch) const override;
+  // Fetches the two branches into a scratch repository to compare them.
+  bool has_commits_beyond_default(const std::string& branch) const override;
+  bool empty() const override { return refs_.empty(); }
+
+ private:
+  std::optional<git_oid> tip(const std::string& branch) const;
+  std::string url_;
+  Refs refs_;
+  std::string head_branch_;  // what the hub's HEAD names, when it says
+};
+
+// The hub at `hub`, local (HubRepo) or over the network (RemoteHubRepo).
+std::unique_ptr<HubBackend> open_any_hub(const std::string& hub);
+// See GitBackend::seed_hub.
+void seed_hub(const std::string& hub, const std::filesystem::path& source, const std::filesystem::path& scratch);
+// Where a clone of the hub starts slots: the commit of origin's HEAD, else
+// of origin/main, else of origin/master (a hub whose HEAD names no branch it
+// has). nullopt: none of them.
+std::optional<git_oid> default_start(git_repository* clone);
+
 class WorktreeRepo : public WorktreeBackend {
  public:
   WorktreeRepo(RepositoryPtr repo, std::filesystem::path path, std::string slot);
-  static std::unique_ptr<WorktreeRepo> create(const std::filesystem::path& hub, const std::filesystem::path& path,
+  static std::unique_ptr<WorktreeRepo> create(const std::string& hub, const std::filesystem::path& path,
                                               const std::string& slot);
   static std::unique_ptr<WorktreeRepo> open(const std::filesystem::path& path, const std::string& slot);
 
@@ -40,10 +70,13 @@ class WorktreeRepo : public WorktreeBackend {
   std::vector<Change> changes() const override;
   bool has_commits_beyond_default() const override;
   std::optional<std::string> branch_tip() const override;
+  bool unpushed() const override;
 
  private:
   std::string branch_name() const { return "swarm/" + slot_; }
   void push_branch_to(const std::string& target_ref);
+  // The hub remote ("origin") and its URL.
+  RemotePtr origin() const;
   void require_on_branch() const;
   // Each path is on disk, staged, or in the tip (a deletion to commit).
   void require_paths_exist(git_index* index, git_tree* tip, const std::vector<std::string>& paths) const;

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "swarm/error.h"
+#include "swarm/git/remote_access.h"
 #include "swarm/git/repos.h"
 
 namespace swarm::git {
@@ -44,20 +45,6 @@ std::optional<git_oid> commit_of(git_repository* repo, const git_oid& oid) {
   if (git_object_peel(&peeled_raw, object.get(), GIT_OBJECT_COMMIT) != 0) return std::nullopt;
   ObjectPtr peeled(peeled_raw);
   return *git_object_id(peeled.get());
-}
-
-// The hub's refs as it has them now (one ls-remote).
-std::vector<std::pair<std::string, git_oid>> hub_refs(git_remote* remote, const std::string& where) {
-  git_remote_callbacks callbacks = GIT_REMOTE_CALLBACKS_INIT;
-  check(git_remote_connect(remote, GIT_DIRECTION_FETCH, &callbacks, nullptr, nullptr), "reach the hub from " + where);
-  const git_remote_head** heads = nullptr;
-  size_t count = 0;
-  int rc = git_remote_ls(&heads, &count, remote);
-  std::vector<std::pair<std::string, git_oid>> out;
-  for (size_t i = 0; rc == 0 && i < count; ++i) out.emplace_back(heads[i]->name, heads[i]->oid);
-  git_remote_disconnect(remote);
-  check(rc, "list the hub's refs from " + where);
-  return out;
 }
 
 // The reflog of `log` as tips "<base><i>" (entry 0 is the newest).
@@ -164,11 +151,6 @@ std::vector<Tip> tips_the_hub_lacks(git_repository* repo, const std::vector<Tip>
   return keep;
 }
 
-int on_push_update(const char* refname, const char* status, void* payload) {
-  if (status != nullptr) static_cast<std::vector<std::string>*>(payload)->push_back(std::string(refname) + ": " + status);
-  return 0;
-}
-
 // `prefix`, or the first of prefix-2, prefix-3... that no hub ref uses.
 std::string free_prefix(const std::string& prefix, const std::vector<std::pair<std::string, git_oid>>& hub) {
   for (int n = 1;; ++n) {
@@ -183,10 +165,9 @@ std::string free_prefix(const std::string& prefix, const std::vector<std::pair<s
 }  // namespace
 
 std::optional<PreservedHistory> WorktreeRepo::preserve_unpushed(const std::string& prefix) {
-  git_remote* raw = nullptr;
-  check(git_remote_lookup(&raw, repo_.get(), "origin"), "find the hub remote of " + path_.string());
-  RemotePtr remote(raw);
-  auto hub = hub_refs(remote.get(), path_.string());
+  RemotePtr remote = origin();
+  RemoteAccess access(git_remote_url(remote.get()));
+  auto hub = access.list(remote.get(), "list the hub's refs from " + path_.string()).refs;
   auto keep = tips_the_hub_lacks(repo_.get(), local_tips(repo_.get()), hub);
   if (keep.empty()) return std::nullopt;
 
@@ -208,15 +189,14 @@ std::optional<PreservedHistory> WorktreeRepo::preserve_unpushed(const std::strin
     std::vector<char*> pointers;
     for (auto& s : specs) pointers.push_back(s.data());
     git_strarray array{pointers.data(), pointers.size()};
-    std::vector<std::string> rejected;
+    access.clear_rejected();
     git_push_options options = GIT_PUSH_OPTIONS_INIT;
-    options.callbacks.push_update_reference = on_push_update;
-    options.callbacks.payload = &rejected;
-    check(git_remote_push(remote.get(), &array, &options), "push the unpushed history of " + path_.string() +
-                                                                  " to the hub");
-    if (rejected.empty()) return out;
+    options.callbacks = access.callbacks();
+    access.check(git_remote_push(remote.get(), &array, &options),
+                 "push the unpushed history of " + path_.string() + " to the hub");
+    if (access.rejected().empty()) return out;
     // Someone made refs under that prefix meanwhile: look for a free one again.
-    hub = hub_refs(remote.get(), path_.string());
+    hub = access.list(remote.get(), "list the hub's refs from " + path_.string()).refs;
   }
   throw Error(Errc::conflict, "the hub refused every recovery prefix tried for " + path_.string());
 }

@@ -3,6 +3,7 @@
 #include <string_view>
 
 #include "swarm/error.h"
+#include "swarm/git/remote_access.h"
 #include "swarm/worktree.h"
 
 namespace swarm::git {
@@ -40,29 +41,31 @@ int only_named(const char* path, const char* /*matched_pathspec*/, void* payload
   return 1;  // skip
 }
 
-int on_push_update(const char* refname, const char* status, void* payload) {
-  if (status != nullptr) *static_cast<std::string*>(payload) = std::string(refname) + ": " + status;
-  return 0;
-}
-
 }  // namespace
 
 WorktreeRepo::WorktreeRepo(RepositoryPtr repo, fs::path path, std::string slot)
     : repo_(std::move(repo)), path_(std::move(path)), slot_(std::move(slot)) {}
 
-std::unique_ptr<WorktreeRepo> WorktreeRepo::create(const fs::path& hub, const fs::path& path, const std::string& slot) {
+std::unique_ptr<WorktreeRepo> WorktreeRepo::create(const std::string& hub, const fs::path& path, const std::string& slot) {
   ensure_initialized();
+  RemoteAccess access(hub);
   git_clone_options options = GIT_CLONE_OPTIONS_INIT;
   options.checkout_opts.checkout_strategy = GIT_CHECKOUT_SAFE;
+  options.fetch_opts.callbacks = access.callbacks();
   git_repository* raw = nullptr;
-  check(git_clone(&raw, hub.c_str(), path.c_str(), &options),
-        "clone the hub into " + path.string());
+  access.check(git_clone(&raw, hub.c_str(), path.c_str(), &options), "clone the hub into " + path.string());
   RepositoryPtr repo(raw);
 
   const std::string branch = "swarm/" + slot;
   git_oid start;
   bool resumed = git_reference_name_to_id(&start, repo.get(), ("refs/remotes/origin/" + branch).c_str()) == 0;
-  if (!resumed) check(git_reference_name_to_id(&start, repo.get(), "HEAD"), "read the hub's default branch");
+  if (!resumed) {
+    auto base = default_start(repo.get());
+    if (!base)
+      throw Error(Errc::not_bootstrapped, "the hub " + access.hub().shown() + " has no default branch to start slot " +
+                                              slot + " from: its HEAD names none of its branches");
+    start = *base;
+  }
   auto commit = lookup_commit(repo.get(), start, "read the start of " + branch);
 
   git_reference* ref_raw = nullptr;
@@ -202,18 +205,25 @@ std::optional<std::string> WorktreeRepo::commit_index(git_index* index, git_comm
   return made;
 }
 
-void WorktreeRepo::push_branch_to(const std::string& target_ref) {
+RemotePtr WorktreeRepo::origin() const {
   git_remote* raw = nullptr;
   check(git_remote_lookup(&raw, repo_.get(), "origin"), "find the hub remote of " + path_.string());
   RemotePtr remote(raw);
+  if (git_remote_url(remote.get()) == nullptr)
+    throw Error(Errc::internal, "the hub remote of " + path_.string() + " has no URL");
+  return remote;
+}
+
+void WorktreeRepo::push_branch_to(const std::string& target_ref) {
+  RemotePtr remote = origin();
+  RemoteAccess access(git_remote_url(remote.get()));
   std::vector<std::string> specs = {"refs/heads/" + branch_name() + ":" + target_ref};
   PathSpec array(specs);
-  std::string rejected;
   git_push_options options = GIT_PUSH_OPTIONS_INIT;
-  options.callbacks.push_update_reference = on_push_update;
-  options.callbacks.payload = &rejected;
-  check(git_remote_push(remote.get(), &array.array, &options), "push " + branch_name() + " to the hub");
-  if (!rejected.empty()) throw Error(Errc::conflict, "the hub rejected the push of " + rejected);
+  options.callbacks = access.callbacks();
+  access.check(git_remote_push(remote.get(), &array.array, &options), "push " + branch_name() + " to the hub");
+  if (!access.rejected().empty())
+    throw Error(Errc::conflict, "the hub rejected the push of " + access.rejected().front());
 }
 
 void WorktreeRepo::push() { push_branch_to("refs/heads/" + branch_name()); }
@@ -256,10 +266,21 @@ std::optional<std::string> WorktreeRepo::branch_tip() const {
   return hex(tip);
 }
 
+bool WorktreeRepo::unpushed() const {
+  git_oid tip, pushed;
+  if (git_reference_name_to_id(&tip, repo_.get(), ("refs/heads/" + branch_name()).c_str()) != 0) return false;
+  if (git_reference_name_to_id(&pushed, repo_.get(), ("refs/remotes/origin/" + branch_name()).c_str()) == 0)
+    return !git_oid_equal(&tip, &pushed);
+  git_error_clear();
+  return has_commits_beyond_default();  // never pushed: only commits of its own are worth it
+}
+
 bool WorktreeRepo::has_commits_beyond_default() const {
   git_oid tip, base;
   if (git_reference_name_to_id(&tip, repo_.get(), ("refs/heads/" + branch_name()).c_str()) != 0) return false;
-  if (git_reference_name_to_id(&base, repo_.get(), "refs/remotes/origin/HEAD") != 0) return true;
+  auto start = default_start(repo_.get());
+  if (!start) return true;
+  base = *start;
   size_t ahead = 0, behind = 0;
   check(git_graph_ahead_behind(&ahead, &behind, repo_.get(), &tip, &base), "compare " + branch_name());
   return ahead > 0;
