@@ -3,7 +3,7 @@
 # Does nothing when everything is already there.
 set -euo pipefail
 
-packages=(build-essential cmake pkg-config git nats-server openssl
+packages=(build-essential cmake pkg-config git nats-server openssl openssh-server
           libnats-dev libcjson-dev libgit2-dev libspdlog-dev libcli11-dev doctest-dev)
 
 # A package is "there" when what we use from it is on disk.
@@ -12,6 +12,7 @@ have() {
     build-essential) command -v g++ >/dev/null && command -v make >/dev/null ;;
     cmake|git|nats-server|openssl) command -v "$1" >/dev/null ;;
     pkg-config) command -v pkg-config >/dev/null ;;
+    openssh-server) [ -x /usr/sbin/sshd ] && command -v ssh-keygen >/dev/null ;;
     libnats-dev) [ -f /usr/include/nats/nats.h ] ;;
     libcjson-dev) [ -f /usr/include/cjson/cJSON.h ] ;;
     libgit2-dev) [ -f /usr/include/git2.h ] ;;

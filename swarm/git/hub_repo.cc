@@ -1,6 +1,8 @@
 #include "swarm/git/repos.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <string_view>
 
 #include "swarm/error.h"
 #include "swarm/git/remote_access.h"
@@ -123,12 +125,42 @@ bool HubRepo::has_commits_beyond_default(const std::string& branch) const {
   return ahead > 0;
 }
 
+std::string pick_default_branch(const std::string& head, const std::vector<std::string>& branches) {
+  auto has = [&](const std::string& name) { return std::find(branches.begin(), branches.end(), name) != branches.end(); };
+  if (!head.empty() && has(head)) return head;
+  for (const char* name : {"main", "master"})
+    if (has(name)) return name;
+  std::vector<std::string> own;
+  for (const auto& b : branches)
+    if (b.rfind("swarm/", 0) != 0) own.push_back(b);
+  return own.size() == 1 ? own.front() : "";
+}
+
 std::optional<git_oid> default_start(git_repository* clone) {
   git_oid oid;
-  for (const char* name : {"refs/remotes/origin/HEAD", "refs/remotes/origin/main", "refs/remotes/origin/master"})
-    if (git_reference_name_to_id(&oid, clone, name) == 0) return oid;
+  const std::string prefix = "refs/remotes/origin/";
+  std::string head;
+  git_reference* raw = nullptr;
+  if (git_reference_lookup(&raw, clone, (prefix + "HEAD").c_str()) == 0) {
+    ReferencePtr ref(raw);
+    if (const char* target = git_reference_symbolic_target(ref.get()); target != nullptr)
+      head = std::string(target).substr(std::string(target).rfind(prefix, 0) == 0 ? prefix.size() : 0);
+  }
+  std::vector<std::string> branches;
+  git_reference_iterator* it_raw = nullptr;
+  if (git_reference_iterator_glob_new(&it_raw, clone, (prefix + "*").c_str()) == 0) {
+    std::unique_ptr<git_reference_iterator, Freer<git_reference_iterator_free>> it(it_raw);
+    const char* name = nullptr;
+    while (git_reference_next_name(&name, it.get()) == 0)
+      if (std::string_view(name) != prefix + "HEAD") branches.emplace_back(name + prefix.size());
+  }
   git_error_clear();
-  return std::nullopt;
+  std::string branch = pick_default_branch(head, branches);
+  if (branch.empty() || git_reference_name_to_id(&oid, clone, (prefix + branch).c_str()) != 0) {
+    git_error_clear();
+    return std::nullopt;
+  }
+  return oid;
 }
 
 RemoteHubRepo::RemoteHubRepo(std::string url, Refs refs, std::string head_branch)
@@ -152,9 +184,10 @@ std::optional<git_oid> RemoteHubRepo::tip(const std::string& branch) const {
 }
 
 std::string RemoteHubRepo::default_branch() const {
-  if (!head_branch_.empty() && tip(head_branch_)) return head_branch_;
-  for (const char* name : {"main", "master"})
-    if (tip(name)) return name;
+  std::vector<std::string> branches;
+  for (const auto& [ref, oid] : refs_)
+    if (ref.rfind("refs/heads/", 0) == 0) branches.push_back(ref.substr(11));
+  if (std::string branch = pick_default_branch(head_branch_, branches); !branch.empty()) return branch;
   throw Error(Errc::not_bootstrapped,
               "the hub " + parse_hub_location(url_, ".").shown() +
                   (refs_.empty() ? " has no branch yet; `swarm up --hub URL` seeds an empty hub"

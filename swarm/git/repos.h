@@ -51,9 +51,13 @@ class RemoteHubRepo : public HubBackend {
 std::unique_ptr<HubBackend> open_any_hub(const std::string& hub);
 // See GitBackend::seed_hub.
 void seed_hub(const std::string& hub, const std::filesystem::path& source, const std::filesystem::path& scratch);
-// Where a clone of the hub starts slots: the commit of origin's HEAD, else
-// of origin/main, else of origin/master (a hub whose HEAD names no branch it
-// has). nullopt: none of them.
+// The hub's default branch among `branches` (short names): the one HEAD
+// names (`head`, empty when the hub's HEAD names no branch it has), else
+// main, else master, else the only branch outside swarm/ (a hub seeded by
+// `swarm up` with another initial branch than its HEAD's). Empty: none.
+std::string pick_default_branch(const std::string& head, const std::vector<std::string>& branches);
+// Where a clone of the hub starts slots: the commit of origin's default
+// branch (pick_default_branch over origin/*). nullopt: none.
 std::optional<git_oid> default_start(git_repository* clone);
 
 class WorktreeRepo : public WorktreeBackend {

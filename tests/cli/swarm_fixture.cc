@@ -15,7 +15,7 @@ SwarmWorkspace::SwarmWorkspace(Options options) : dir_("swarm-cli"), root_(dir_.
     git({"add", "README.txt"});
     git({"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "workspace commit"});
   }
-  if (!embedded_) server_.emplace();
+  if (!embedded_ && options.own_server) server_.emplace();
   if (!options.up) return;
   std::vector<std::string> args = {"up"};
   if (server_) args.insert(args.end(), {"--nats-url", server_->url()});

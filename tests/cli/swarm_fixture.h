@@ -25,6 +25,7 @@ class SwarmWorkspace {
     bool up = true;              // run `swarm up` in the constructor
     std::vector<std::string> up_args;  // e.g. {"--ttl", "3s"}
     bool git_repo = false;       // make the workspace folder a git repository first
+    bool own_server = true;      // start a nats-server of its own (not embedded): false for a cluster's
   };
 
   SwarmWorkspace() : SwarmWorkspace(Options{}) {}
@@ -34,6 +35,8 @@ class SwarmWorkspace {
   const std::filesystem::path& root() const { return root_; }
   std::filesystem::path worktree(const std::string& slot) const { return root_ / ".swarm/slots" / slot / "wt"; }
   NatsServer* server() { return server_ ? &*server_ : nullptr; }
+  // $HOME of every process it runs (its ~/.ssh, its git config).
+  const std::filesystem::path& home() const { return dir_.path(); }
 
   // Runs `swarm ARGS...` as host A (or with `env` on top), in `cwd` (default: the root).
   RunResult swarm(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = kHostA,

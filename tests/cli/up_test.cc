@@ -334,3 +334,57 @@ TEST_CASE("Up_MakesTheLeaseBucketKeepRecordsForADayAndRaisesAnOlderOne") {
   CHECK(leases.get("kept"));
   CHECK(ws.swarm({"up", "--nats-url", server.url()}).exit == 0);  // again: nothing to change
 }
+
+TEST_CASE("Up_HubOnASharedFolderIsSeededAndUsed") {
+  // --hub PATH: an empty bare repository (another initial branch) is seeded and its HEAD set; slots clone it.
+  SwarmWorkspace ws({.up = false, .git_repo = true});
+  const auto shared = ws.home() / "shared" / "app.git";
+  ws.git({"init", "-q", "--bare", "--initial-branch=master", shared.string()});
+  auto up = ws.swarm({"up", "--nats-url", ws.server()->url(), "--hub", shared.string(), "--json"});
+  REQUIRE_MESSAGE(up.exit == 0, up.err);
+  CHECK(field(json_of(up), "hub") == shared.string());
+  CHECK(ws.git({"--git-dir", shared.string(), "symbolic-ref", "HEAD"}).out == "refs/heads/trunk\n");
+  CHECK_FALSE(std::filesystem::exists(ws.root() / ".swarm/hub.git"));
+  auto join = ws.swarm({"join", "--slot", "s", "--task", "T-1", "--json"});
+  REQUIRE_MESSAGE(join.exit == 0, join.err);
+  write_file(ws.worktree("s") / "f.txt", "f\n");
+  REQUIRE(ws.swarm({"commit", "--slot", "s", "-m", "f"}).exit == 0);
+  CHECK(ws.git({"--git-dir", shared.string(), "log", "--format=%s", "swarm/s"}).out == "f\nworkspace commit\n");
+  auto status = ws.swarm({"status", "--json"});
+  CHECK(status.out.find("file://" + shared.string()) != std::string::npos);  // hub_url names it
+  // A second up without --hub keeps it.
+  CHECK(ws.swarm({"up", "--nats-url", ws.server()->url()}).exit == 0);
+  CHECK(read_file(ws.root() / ".swarm/config.json").find(shared.string()) != std::string::npos);
+}
+
+TEST_CASE("Up_BadHubIsRefusedBeforeAnything") {
+  SwarmWorkspace ws({.up = false});
+  for (const char* bad : {"", "ftp://hub/app.git", "ssh://host", "git://h:99999/a.git", "host:"}) {
+    CAPTURE(bad);
+    auto r = ws.swarm({"up", "--nats-url", ws.server()->url(), "--hub", bad});
+    CHECK(r.exit == 2);
+    CHECK(r.err.find(std::string("'") + bad + "'") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(ws.root() / ".swarm"));
+  }
+  // A hub nobody listens for: exit 7 naming it, and no config.
+  const std::string closed = "git://127.0.0.1:" + std::to_string(free_port()) + "/app.git";
+  auto r = ws.swarm({"up", "--nats-url", ws.server()->url(), "--hub", closed});
+  CHECK(r.exit == 7);
+  CHECK(r.err.find(closed) != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(ws.root() / ".swarm/config.json"));
+}
+
+TEST_CASE("Up_MovingToAnotherHubWaitsForTheSlotsOfThisHost") {
+  // the slots' clones push to the old hub: moving is refused (exit 3) while one is open, allowed after.
+  SwarmWorkspace ws;
+  const auto other = ws.home() / "other.git";
+  REQUIRE(ws.swarm({"join", "--slot", "s", "--task", "T-1"}).exit == 0);
+  auto r = ws.swarm({"up", "--hub", other.string()});
+  CHECK(r.exit == 3);
+  CHECK(r.err.find("close them") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(other));
+  REQUIRE(ws.swarm({"close", "--slot", "s", "--no-artifact"}).exit == 0);
+  auto moved = ws.swarm({"up", "--hub", other.string()});
+  CHECK_MESSAGE(moved.exit == 0, moved.err);
+  CHECK(std::filesystem::exists(other / "HEAD"));
+}

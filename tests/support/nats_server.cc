@@ -30,10 +30,8 @@ int free_port() {
   return ntohs(addr.sin_port);
 }
 
-namespace {
-
 bool accepts_connections(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -42,6 +40,8 @@ bool accepts_connections(int port) {
   close(fd);
   return ok;
 }
+
+namespace {
 
 bool wait_exit(pid_t pid, std::chrono::milliseconds limit) {
   auto deadline = std::chrono::steady_clock::now() + limit;
@@ -54,6 +54,51 @@ bool wait_exit(pid_t pid, std::chrono::milliseconds limit) {
 }
 
 }  // namespace
+
+pid_t start_server(const std::vector<std::string>& args, const std::filesystem::path& log, int port) {
+  // Built before fork: the child of a threaded process must not allocate.
+  std::vector<std::string> copy = args;
+  std::vector<char*> argv;
+  for (auto& a : copy) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const std::string log_path = log.string();
+  pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    // A test that dies must not leave its servers running.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+    }
+    execvp(argv[0], argv.data());
+    _exit(127);
+  }
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!accepts_connections(port)) {
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid)
+      throw std::runtime_error(args[0] + " exited at start; see " + log_path + ":\n" + read_file(log));
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      wait_exit(pid, std::chrono::seconds(5));
+      throw std::runtime_error(args[0] + " did not listen on port " + std::to_string(port));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return pid;
+}
+
+void stop_server(pid_t& pid, int signo) {
+  if (pid <= 0) return;
+  ::kill(pid, signo);
+  if (!wait_exit(pid, std::chrono::seconds(5))) {
+    ::kill(pid, SIGKILL);
+    wait_exit(pid, std::chrono::seconds(5));
+  }
+  pid = -1;
+}
 
 SilentListener::SilentListener() : port_(free_port()) {
   fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -85,55 +130,12 @@ void NatsServer::start() {
   std::vector<std::string> args = {"nats-server", "-js", "-a", "127.0.0.1", "-p", std::to_string(port_),
                                    "-sd", store_.string(), "--server_name", options_.name};
   args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
-  const std::string log = (dir_.path() / "server.log").string();
-
-  // Built before fork: the child of a threaded process must not allocate.
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error("fork failed");
-  if (pid == 0) {
-    // A test that dies must not leave its servers running.
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (fd >= 0) {
-      dup2(fd, 1);
-      dup2(fd, 2);
-    }
-    execvp(argv[0], argv.data());
-    _exit(127);
-  }
-  pid_ = pid;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!accepts_connections(port_)) {
-    int status = 0;
-    if (waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
-      throw std::runtime_error("nats-server exited at start; see " + log + ":\n" + read_file(log));
-    }
-    if (std::chrono::steady_clock::now() > deadline)
-      throw std::runtime_error("nats-server did not listen on port " + std::to_string(port_));
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  pid_ = start_server(args, dir_.path() / "server.log", port_);
 }
 
-void NatsServer::stop() {
-  if (!running()) return;
-  ::kill(pid_, SIGTERM);
-  if (!wait_exit(pid_, std::chrono::seconds(5))) {
-    ::kill(pid_, SIGKILL);
-    wait_exit(pid_, std::chrono::seconds(5));
-  }
-  pid_ = -1;
-}
+void NatsServer::stop() { stop_server(pid_, SIGTERM); }
 
-void NatsServer::kill() {
-  if (!running()) return;
-  ::kill(pid_, SIGKILL);
-  wait_exit(pid_, std::chrono::seconds(5));
-  pid_ = -1;
-}
+void NatsServer::kill() { stop_server(pid_, SIGKILL); }
 
 NatsCluster::NatsCluster() {
   std::vector<int> route_ports = {free_port(), free_port(), free_port()};

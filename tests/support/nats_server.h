@@ -15,6 +15,15 @@ namespace testing {
 
 // A port nobody listens on right now (bound to port 0 and released).
 int free_port();
+// Whether something accepts TCP connections on 127.0.0.1:port.
+bool accepts_connections(int port);
+
+// Starts a server program (args[0] looked up on PATH) with its output
+// appended to `log`, killed if the test dies, and waits until it listens on
+// `port`. Throws, with the log, when it exits or does not listen in 10 s.
+pid_t start_server(const std::vector<std::string>& args, const std::filesystem::path& log, int port);
+// Sends `signo` (then SIGKILL after 5 s), reaps it, and sets pid to -1.
+void stop_server(pid_t& pid, int signo);
 
 // A socket on 127.0.0.1 that accepts connections and never says a word: the
 // shape of a hung server.
