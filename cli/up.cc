@@ -74,7 +74,7 @@ Verb add_up(CLI::App& app) {
                                 "  bucket:  " + r.config.bucket + " (TTL " + swarm::format_duration(r.config.ttl) +
                                 ", replicas " + std::to_string(r.config.replicas) + ")\n" +
                                 "  hub:     " + hub + (r.created_hub ? " (created)" : "") + "\n" +
-                                (r.found_buckets && r.created_config
+                                (r.found_buckets && (r.created_config || r.moved_nats)
                                      ? "  joined:  buckets made by another host; took their TTL and replicas\n"
                                      : "");
             swarm::Json doc = swarm::Json::object();

@@ -83,7 +83,8 @@ void finish_up(const UpOptions& options, UpResult& result) {
   kv::ConnectionOptions connection = options.connection;
   connection.urls = kv::split_urls(config.nats_url);
   kv::Connection nats = connect_nats(connection);
-  if (result.created_config) adopt_existing_buckets(options, nats, result);
+  // A new config, or a workspace moving to another NATS: the buckets there say how they run.
+  if (result.created_config || result.moved_nats) adopt_existing_buckets(options, nats, result);
   try {
     SessionStore::ensure(nats, config.bucket, config.ttl, config.replicas);
     translating_kv([&] {
@@ -181,10 +182,15 @@ void choose_hub(const Workspace& ws, const std::optional<HubLocation>& given, Up
   config.hub = given->text;
   if (before.empty() || before == given->text) return;
   std::error_code ec;
+  const std::string old_hub = parse_hub_location(before, "/").shown();
   for (const auto& entry : fs::directory_iterator(ws.slots_dir(), ec))
-    throw Error(Errc::conflict, "this workspace's hub is " + parse_hub_location(before, "/").shown() +
-                                    " and slot folders of this host clone it (" + entry.path().filename().string() +
-                                    " ...); close them before moving the workspace to the hub " + given->shown());
+    throw Error(Errc::conflict,
+                (old_hub == given->shown()
+                     ? "the hub's URL changes only in its password, but"
+                     : "this workspace's hub is " + old_hub + " and") +
+                    std::string(" slot folders of this host clone it with the old URL (") +
+                    entry.path().filename().string() + " ...); close them before moving the workspace to " +
+                    given->shown());
 }
 
 }  // namespace
@@ -213,6 +219,7 @@ UpResult up(const UpOptions& options) {
   if (options.bucket) translating_kv([&] { kv::require_valid_bucket_name(*options.bucket); });
   std::optional<HubLocation> hub;
   if (options.hub) hub = parse_hub_location(*options.hub, fs::current_path());
+  if (hub && !hub->remote()) Hub::require_can_be_at(hub->path());
   UpResult result{.workspace = Workspace::at(options.root), .config = {}};
   const Workspace& ws = result.workspace;
   fs::create_directories(ws.swarm_dir());
@@ -253,6 +260,7 @@ UpResult up(const UpOptions& options) {
     if (!stopped.empty())
       spdlog::warn("stopped this workspace's embedded nats-server (pid {}): the workspace now uses {}; its data "
                    "stays in {}", stopped.front(), *options.nats_url, ws.nats_dir().string());
+    result.moved_nats = config.nats_url != *options.nats_url;
     config.nats_url = *options.nats_url;
     config.embedded = false;
   } else if (embedded) {

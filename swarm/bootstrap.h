@@ -30,6 +30,7 @@ struct UpResult {
   std::string replaced_config;  // where a corrupt config.json was kept, when up rebuilt it
   bool created_hub = false;     // made, or an empty one seeded
   bool found_buckets = false;   // a new config took the buckets' TTL and replicas (made by another host)
+  bool moved_nats = false;      // --nats-url named another NATS than the config's
   bool started_server = false;  // an embedded server was (re)started by this call
   std::optional<int> server_pid;
 };

@@ -79,10 +79,16 @@ class Checkup {
         return;
       }
       bool missing = !fs::exists(where.path());
+      // A hub elsewhere (a shared filesystem) that is missing is more likely
+      // unmounted than lost: `swarm up` would make an empty one there.
+      bool own = fs::weakly_canonical(ws_.hub_dir()) == fs::path(where.text);
       add(Severity::problem, "hub", where.text,
           missing ? "the hub is missing, so no slot can be joined or push its work"
                   : std::string("the hub is broken: ") + e.what(),
-          missing ? "swarm up" : "move " + where.text + " away (keep it: slot branches live there), then swarm up");
+          !missing ? "move " + where.text + " away (keep it: slot branches live there), then swarm up"
+          : own    ? "swarm up"
+                   : "mount or restore " + where.text + " (every host's branches live there); `swarm up` would start "
+                     "an empty hub in its place");
     }
   }
 

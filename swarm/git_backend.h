@@ -28,8 +28,6 @@ class HubBackend {
   virtual std::string default_branch() const = 0;
   virtual std::optional<std::string> branch_tip(const std::string& branch) const = 0;
   virtual bool has_commits_beyond_default(const std::string& branch) const = 0;
-  // No branch at all: a hub made with `git init --bare` that nobody pushed to.
-  virtual bool empty() const = 0;
 };
 
 class WorktreeBackend {
@@ -53,11 +51,13 @@ class GitBackend {
                                                  const std::filesystem::path& source) = 0;
   // The hub at `hub`: a local path, or a URL (one ls-remote, kept).
   virtual std::unique_ptr<HubBackend> open_hub(const std::string& hub) = 0;
-  // Seeds the empty hub at `hub` (a URL, or a local bare repository with no
-  // branch) as create_hub would: builds the commits in the local folder
-  // `scratch` (made and removed here) and pushes them.
-  virtual void seed_hub(const std::string& hub, const std::filesystem::path& source,
-                        const std::filesystem::path& scratch) = 0;
+  // Makes the hub at `hub` (a URL, or a local bare repository) ready for
+  // slots: this host may push to it (exit 2 otherwise), and a hub with no
+  // branch is seeded as create_hub would, its commits built in the local
+  // folder `scratch` (made and removed here) and pushed. Returns whether this
+  // call seeded it (false: it had branches, or another host seeded it first).
+  virtual bool prepare_hub(const std::string& hub, const std::filesystem::path& source,
+                           const std::filesystem::path& scratch) = 0;
   // Clones `hub` (a path or a URL) into `path`, on branch swarm/<slot>.
   virtual std::unique_ptr<WorktreeBackend> create_worktree(const std::string& hub, const std::filesystem::path& path,
                                                            const std::string& slot) = 0;

@@ -16,6 +16,31 @@ bool Hub::exists_at(const fs::path& path) {
   return fs::is_regular_file(path / "HEAD", ec) && fs::is_directory(path / "objects", ec);
 }
 
+void Hub::require_can_be_at(const fs::path& path) {
+  std::error_code ec;
+  const std::string named = "the hub " + path.string();
+  if (!fs::exists(fs::symlink_status(path, ec))) {
+    for (fs::path up = path.parent_path(); !up.empty(); up = up.parent_path()) {
+      if (!fs::exists(up, ec)) {
+        if (up == up.root_path()) break;
+        continue;
+      }
+      if (!fs::is_directory(up, ec))
+        throw Error(Errc::bad_input, named + " cannot be made: " + up.string() + " is a file, not a folder");
+      break;
+    }
+    return;
+  }
+  if (!fs::is_directory(path, ec)) throw Error(Errc::bad_input, named + " is a file, not a folder");
+  if (exists_at(path)) return;
+  if (fs::exists(path / ".git", ec))
+    throw Error(Errc::bad_input, named + " is a repository with a worktree; a hub is a bare repository (make one "
+                                 "with `git clone --bare " + path.string() + " " + path.string() + ".git`)");
+  if (!fs::is_empty(path, ec))
+    throw Error(Errc::bad_input, named + " is a folder with files in it but no bare git repository; name an empty "
+                                 "or missing folder, or a bare repository");
+}
+
 Hub Hub::open(const HubLocation& where) {
   auto repo = git_backend().open_hub(where.text);
   return Hub(std::move(repo), where);
@@ -31,25 +56,17 @@ Hub Hub::ensure(const HubLocation& where, const fs::path& source, const fs::path
       bool no_refs = fs::is_empty(where.path() / "refs" / "heads", ec) && !ec &&
                      !fs::exists(where.path() / "packed-refs", ec);
       if (!no_refs) return open(where);
-      git_backend().seed_hub(where.text, source, scratch);
-      *created = true;
+      *created = git_backend().prepare_hub(where.text, source, scratch);
       return open(where);
     }
-    std::error_code ec;
-    if (fs::exists(where.path(), ec) && !fs::is_empty(where.path(), ec))
-      throw Error(Errc::bad_input, "the hub " + where.text + " is a folder with files in it but no git repository; "
-                                   "name an empty or missing folder, or a bare repository");
+    require_can_be_at(where.path());
     *created = true;
     return create(where.path(), source);
   }
+  *created = git_backend().prepare_hub(where.text, source, scratch);
   Hub hub = open(where);
-  if (!hub.repo_->empty()) {
-    hub.default_branch();  // a hub whose HEAD names no branch is refused here, named
-    return hub;
-  }
-  git_backend().seed_hub(where.text, source, scratch);
-  *created = true;
-  return open(where);
+  hub.default_branch();  // a hub whose HEAD names no branch is refused here, named
+  return hub;
 }
 
 }  // namespace swarm

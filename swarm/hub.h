@@ -35,6 +35,12 @@ class Hub {
   static Hub ensure(const HubLocation& where, const std::filesystem::path& source, const std::filesystem::path& scratch,
                     bool* created);
 
+  // Throws bad_input naming `path` when no hub can be there: it is a file, or
+  // lies inside one, or is a folder with files but no bare repository (a
+  // repository with a worktree included). A missing or empty folder, or a
+  // bare repository, is fine. Reads only the filesystem.
+  static void require_can_be_at(const std::filesystem::path& path);
+
   const HubLocation& location() const { return location_; }
   // The URL sessions record for this hub (hub_url).
   std::string url() const { return location_.session_url(); }

@@ -31,8 +31,30 @@ constexpr Scheme kSchemes[] = {
     {"http://", HubLocation::Transport::http, 80},        {"https://", HubLocation::Transport::https, 443},
 };
 
+// The password of `url` ("scheme://user:password@host/..."), or "".
+std::string password_of(const std::string& url) {
+  auto scheme_end = url.find("://");
+  if (scheme_end == std::string::npos) return "";  // user@host:path carries no password
+  auto authority_end = url.find('/', scheme_end + 3);
+  auto at = url.rfind('@', authority_end);
+  if (at == std::string::npos || at < scheme_end) return "";
+  auto colon = url.find(':', scheme_end + 3);
+  if (colon == std::string::npos || colon > at) return "";
+  return url.substr(colon + 1, at - colon - 1);
+}
+
+// `message` with ":<password of url>@" replaced by ":***@".
+std::string without_password(const std::string& url, std::string message) {
+  const std::string password = password_of(url);
+  if (password.empty()) return message;
+  const std::string secret = ":" + password + "@";
+  for (auto at = message.find(secret); at != std::string::npos; at = message.find(secret, at + 5))
+    message.replace(at, secret.size(), ":***@");
+  return message;
+}
+
 [[noreturn]] void bad(const std::string& given, const std::string& why) {
-  throw Error(Errc::bad_input, "bad hub '" + given + "': " + why +
+  throw Error(Errc::bad_input, "bad hub '" + without_password(given, given) + "': " + without_password(given, why) +
                                    " (use a path, ssh://[user@]host[:port]/path, user@host:path, git://host/path "
                                    "or https://host/path)");
 }
@@ -103,17 +125,7 @@ std::string try_connect(const addrinfo& address, std::chrono::milliseconds timeo
 
 }  // namespace
 
-std::string HubLocation::shown() const {
-  if (!remote()) return text;
-  auto scheme_end = text.find("://");
-  if (scheme_end == std::string::npos) return text;  // user@host:path carries no password
-  auto authority_end = text.find('/', scheme_end + 3);
-  auto at = text.rfind('@', authority_end);
-  if (at == std::string::npos || at < scheme_end) return text;
-  auto colon = text.find(':', scheme_end + 3);
-  if (colon == std::string::npos || colon > at) return text;
-  return text.substr(0, colon + 1) + "***" + text.substr(at);
-}
+std::string HubLocation::redact(const std::string& message) const { return without_password(text, message); }
 
 std::string HubLocation::session_url() const {
   if (remote()) return shown();
@@ -156,7 +168,11 @@ HubLocation parse_hub_location(const std::string& given, const fs::path& base) {
     return out;
   }
   fs::path path = fs::path(given).is_absolute() ? fs::path(given) : base / given;
-  out.text = fs::weakly_canonical(path.lexically_normal()).string();
+  try {
+    out.text = fs::weakly_canonical(path.lexically_normal()).string();
+  } catch (const fs::filesystem_error& e) {
+    bad(given, e.code().message());
+  }
   return out;
 }
 

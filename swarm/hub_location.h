@@ -27,7 +27,10 @@ struct HubLocation {
   std::filesystem::path path() const { return text; }
   // `text` with the password of a URL replaced by ***: for messages, logs
   // and records, so a credential never leaves this machine's config.
-  std::string shown() const;
+  std::string shown() const { return redact(text); }
+  // `message` with this hub's password (if its URL has one) replaced by ***
+  // wherever the URL appears in it.
+  std::string redact(const std::string& message) const;
   // The hub as sessions record it (hub_url): file://<canonical path>, or the
   // URL as shown(). Every verb and doctor compare this text.
   std::string session_url() const;

@@ -141,7 +141,8 @@ Salvage salvage(const fs::path& slot_dir, const std::string& slot, const fs::pat
       if (fs::is_directory(wt / ".git") && !nested) worktree.emplace(Worktree::open(wt, slot));
       if (worktree) salvage_worktree(*worktree, slot, now, folder, out);
     } catch (const Error& e) {
-      if (e.kind() == Errc::unavailable) throw;  // the hub, not the worktree: try again later
+      // The hub, not the worktree (unreachable, refusing this host, gone): try again later.
+      if (e.kind() == Errc::unavailable || e.kind() == Errc::bad_input || e.kind() == Errc::not_bootstrapped) throw;
       // Its history or status cannot be read (objects gone, a broken ref),
       // or the hub took nothing: keep every file as it is, .git with them.
       spdlog::warn("slot {}: keeping every file of the worktree, its .git whole: {}", slot, e.what());

@@ -170,7 +170,7 @@ std::unique_ptr<RemoteHubRepo> RemoteHubRepo::open(const std::string& url) {
   ensure_initialized();
   RemoteAccess access(url);
   git_remote* raw = nullptr;
-  access.check(git_remote_create_detached(&raw, url.c_str()), "reach the hub");
+  check(git_remote_create_detached(&raw, url.c_str()), "name the hub " + access.hub().shown());
   RemotePtr remote(raw);
   RemoteRefs listed = access.list(remote.get(), "list the hub's branches");
   return std::make_unique<RemoteHubRepo>(url, std::move(listed.refs), std::move(listed.head_branch));
@@ -217,7 +217,7 @@ bool RemoteHubRepo::has_commits_beyond_default(const std::string& branch) const 
   RepositoryPtr repo(repo_raw);
   RemoteAccess access(url_);
   git_remote* raw = nullptr;
-  access.check(git_remote_create_anonymous(&raw, repo.get(), url_.c_str()), "reach the hub");
+  check(git_remote_create_anonymous(&raw, repo.get(), url_.c_str()), "name the hub " + access.hub().shown());
   RemotePtr remote(raw);
   std::vector<std::string> specs = {"+refs/heads/" + branch + ":refs/compare/tip",
                                     "+refs/heads/" + base_branch + ":refs/compare/base"};
@@ -226,7 +226,7 @@ bool RemoteHubRepo::has_commits_beyond_default(const std::string& branch) const 
   git_strarray array{pointers.data(), pointers.size()};
   git_fetch_options options = GIT_FETCH_OPTIONS_INIT;
   options.callbacks = access.callbacks();
-  access.check(git_remote_fetch(remote.get(), &array, &options, nullptr), "fetch " + branch + " from the hub");
+  access.run("fetch " + branch + " from the hub", [&] { return git_remote_fetch(remote.get(), &array, &options, nullptr); });
   size_t ahead = 0, behind = 0;
   check(git_graph_ahead_behind(&ahead, &behind, repo.get(), &*tip_oid, &*base_oid), "compare " + branch);
   return ahead > 0;
@@ -238,33 +238,46 @@ std::unique_ptr<HubBackend> open_any_hub(const std::string& hub) {
   return RemoteHubRepo::open(hub);
 }
 
-void seed_hub(const std::string& hub, const std::filesystem::path& source, const std::filesystem::path& scratch) {
+bool prepare_hub(const std::string& hub, const std::filesystem::path& source, const std::filesystem::path& scratch) {
+  ensure_initialized();
+  RemoteAccess access(hub);
+  git_remote* detached_raw = nullptr;
+  check(git_remote_create_detached(&detached_raw, hub.c_str()), "name the hub " + access.hub().shown());
+  RemotePtr detached(detached_raw);
+  if (!access.list(detached.get(), "list the hub's branches").refs.empty()) {
+    access.require_push_access(detached.get());
+    return false;
+  }
   RemovedOnExit remove{scratch};
   auto seed = HubRepo::create(scratch, source);
   const std::string branch = seed->default_branch();
   git_repository* repo_raw = nullptr;
   check(git_repository_open_bare(&repo_raw, scratch.c_str()), "open the seed of the hub");
   RepositoryPtr repo(repo_raw);
-  RemoteAccess access(hub);
   git_remote* raw = nullptr;
-  access.check(git_remote_create_anonymous(&raw, repo.get(), hub.c_str()), "reach the hub");
+  check(git_remote_create_anonymous(&raw, repo.get(), hub.c_str()), "name the hub " + access.hub().shown());
   RemotePtr remote(raw);
   std::string spec = "refs/heads/" + branch + ":refs/heads/" + branch;
   char* pointer = spec.data();
   git_strarray array{&pointer, 1};
   git_push_options options = GIT_PUSH_OPTIONS_INIT;
   options.callbacks = access.callbacks();
-  access.check(git_remote_push(remote.get(), &array, &options), "seed the hub with " + branch);
-  if (!access.rejected().empty())
+  access.run("seed the hub with " + branch, [&] { return git_remote_push(remote.get(), &array, &options); },
+             RemoteAccess::Direction::push);
+  if (!access.rejected().empty()) {
+    // Another host's `up` seeded it first: its branch is as good as ours.
+    if (!access.list(detached.get(), "list the hub's branches").refs.empty()) return false;
     throw Error(Errc::conflict, "the hub " + access.hub().shown() + " refused its first branch: " +
                                     access.rejected().front());
-  if (access.hub().remote()) return;  // its HEAD is the server's to set
+  }
+  if (access.hub().remote()) return true;  // its HEAD is the server's to set
   // A local bare repository made with another initial branch: HEAD names the seed.
   git_repository* hub_raw = nullptr;
   check(git_repository_open_bare(&hub_raw, access.hub().path().c_str()), "open the hub " + hub);
   RepositoryPtr target(hub_raw);
   if (git_repository_head_unborn(target.get()) == 1)
     check(git_repository_set_head(target.get(), ("refs/heads/" + branch).c_str()), "point the hub's HEAD at " + branch);
+  return true;
 }
 
 }  // namespace swarm::git

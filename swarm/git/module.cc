@@ -11,9 +11,9 @@ class Libgit2Backend : public GitBackend {
     return HubRepo::create(path, source);
   }
   std::unique_ptr<HubBackend> open_hub(const std::string& hub) override { return open_any_hub(hub); }
-  void seed_hub(const std::string& hub, const std::filesystem::path& source,
-                const std::filesystem::path& scratch) override {
-    git::seed_hub(hub, source, scratch);
+  bool prepare_hub(const std::string& hub, const std::filesystem::path& source,
+                   const std::filesystem::path& scratch) override {
+    return git::prepare_hub(hub, source, scratch);
   }
   std::unique_ptr<WorktreeBackend> create_worktree(const std::string& hub, const std::filesystem::path& path,
                                                    const std::string& slot) override {

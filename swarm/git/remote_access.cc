@@ -1,6 +1,10 @@
 #include "swarm/git/remote_access.h"
 
+#include <pthread.h>
+#include <netdb.h>
 #include <pwd.h>
+#include <sys/socket.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -11,12 +15,41 @@
 namespace swarm::git {
 
 namespace fs = std::filesystem;
+using namespace std::chrono_literals;
 
 namespace {
+
+// How long a hub may say nothing during an operation; $SWARM_HUB_IDLE_TIMEOUT
+// (whole seconds, 1 to 3600) changes it.
+constexpr std::chrono::seconds kDefaultIdleTimeout{30};
+// The signal that interrupts a blocked socket call: ignored by default, so a
+// stray one harms nothing; our handler is installed without SA_RESTART.
+constexpr int kWakeSignal = SIGURG;
 
 std::string env(const char* name) {
   const char* value = std::getenv(name);
   return value != nullptr ? value : "";
+}
+
+std::chrono::milliseconds idle_timeout() {
+  std::string text = env("SWARM_HUB_IDLE_TIMEOUT");
+  char* end = nullptr;
+  long seconds = text.empty() ? 0 : std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || end == nullptr || *end != '\0' || seconds < 1 || seconds > 3600) return kDefaultIdleTimeout;
+  return std::chrono::seconds(seconds);
+}
+
+void on_wake(int) {}
+
+void install_wake_handler() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction action {};
+    action.sa_handler = on_wake;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = 0;  // no SA_RESTART: the blocked call returns EINTR
+    sigaction(kWakeSignal, &action, nullptr);
+  });
 }
 
 // Where SSH keys come from, in the order offered: the one $SWARM_SSH_KEY
@@ -49,32 +82,168 @@ std::string join(const std::vector<std::string>& items) {
   return out;
 }
 
+bool mentions(const std::string& text, std::initializer_list<const char*> phrases) {
+  for (const char* phrase : phrases)
+    if (text.find(phrase) != std::string::npos) return true;
+  return false;
+}
+
+// The addresses `host` resolves to, as sockaddr bytes with `port`.
+std::vector<std::string> addresses_of(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  std::vector<std::string> out;
+  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) return out;
+  for (const addrinfo* a = found; a != nullptr; a = a->ai_next)
+    out.emplace_back(reinterpret_cast<const char*>(a->ai_addr), a->ai_addrlen);
+  ::freeaddrinfo(found);
+  return out;
+}
+
+// Shuts down every socket of this process connected to the hub's host and
+// port: a read blocked on it (in libgit2 or libssh2) sees the end of the
+// stream and fails. Other connections (NATS) are left alone.
+void shut_sockets_to(const HubLocation& hub) {
+  const auto peers = addresses_of(hub.host, hub.port);
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/proc/self/fd", ec)) {
+    int fd = -1;
+    try {
+      fd = std::stoi(entry.path().filename().string());
+    } catch (...) {
+      continue;
+    }
+    sockaddr_storage peer{};
+    socklen_t len = sizeof peer;
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) != 0) continue;
+    std::string bytes(reinterpret_cast<const char*>(&peer), len);
+    for (const auto& want : peers)
+      if (bytes == want) ::shutdown(fd, SHUT_RDWR);
+  }
+}
+
 }  // namespace
+
+IdleWatchdog::IdleWatchdog(std::chrono::milliseconds idle, std::function<void()> on_fire)
+    : idle_(idle), on_fire_(std::move(on_fire)) {
+  install_wake_handler();
+  thread_ = std::thread([this] { loop(); });
+}
+
+IdleWatchdog::~IdleWatchdog() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+void IdleWatchdog::arm() {
+  std::lock_guard lock(mutex_);
+  target_ = pthread_self();
+  last_ = std::chrono::steady_clock::now();
+  armed_ = true;
+  wake_.notify_all();
+}
+
+void IdleWatchdog::disarm() {
+  std::lock_guard lock(mutex_);
+  armed_ = false;
+}
+
+void IdleWatchdog::touch() {
+  std::lock_guard lock(mutex_);
+  last_ = std::chrono::steady_clock::now();
+}
+
+void IdleWatchdog::loop() {
+  std::unique_lock lock(mutex_);
+  while (!stop_) {
+    if (!armed_) {
+      wake_.wait(lock);
+      continue;
+    }
+    auto due = last_ + idle_;
+    if (std::chrono::steady_clock::now() < due && !fired_) {
+      wake_.wait_until(lock, due);
+      continue;
+    }
+    // Silent too long: interrupt the armed thread, and again every 100 ms
+    // until it leaves the operation (the signal may land between calls).
+    fired_ = true;
+    pthread_kill(target_, kWakeSignal);
+    if (on_fire_) on_fire_();
+    wake_.wait_for(lock, 100ms);
+  }
+}
 
 RemoteAccess::RemoteAccess(const std::string& url) : hub_(parse_hub_location(url, "/")) {
   require_reachable(hub_, kHubConnectTimeout);
+  if (hub_.remote())
+    watchdog_ = std::make_unique<IdleWatchdog>(idle_timeout(), [hub = hub_] { shut_sockets_to(hub); });
 }
 
 git_remote_callbacks RemoteAccess::callbacks() {
+  // Every operation connects anew and is offered every credential again.
+  tried_.clear();
+  listed_ssh_ = false;
+  next_ssh_ = 0;
+  offered_userpass_ = false;
+  out_of_credentials_ = false;
+  credential_problem_.clear();
+  rejected_.clear();
+  if (hub_.shown() != hub_.text) tried_.push_back("the user and password in the URL");
   git_remote_callbacks callbacks = GIT_REMOTE_CALLBACKS_INIT;
   callbacks.credentials = &RemoteAccess::credentials;
   callbacks.push_update_reference = &RemoteAccess::on_push_update;
+  callbacks.transfer_progress = &RemoteAccess::on_progress;
+  callbacks.sideband_progress = &RemoteAccess::on_sideband;
+  callbacks.push_transfer_progress = &RemoteAccess::on_push_progress;
+  callbacks.pack_progress = &RemoteAccess::on_pack_progress;
   callbacks.payload = this;
   return callbacks;
 }
 
 int RemoteAccess::credentials(git_credential** out, const char* /*url*/, const char* username_from_url,
                               unsigned int allowed_types, void* payload) {
-  return static_cast<RemoteAccess*>(payload)->next_credential(out, username_from_url, allowed_types);
+  auto* self = static_cast<RemoteAccess*>(payload);
+  self->touch();
+  return self->next_credential(out, username_from_url, allowed_types);
 }
 
 int RemoteAccess::on_push_update(const char* refname, const char* status, void* payload) {
-  if (status != nullptr) static_cast<RemoteAccess*>(payload)->rejected_.push_back(std::string(refname) + ": " + status);
+  auto* self = static_cast<RemoteAccess*>(payload);
+  self->touch();
+  if (status != nullptr) self->rejected_.push_back(std::string(refname) + ": " + status);
+  return 0;
+}
+
+int RemoteAccess::on_progress(const git_indexer_progress* /*stats*/, void* payload) {
+  static_cast<RemoteAccess*>(payload)->touch();
+  return 0;
+}
+
+int RemoteAccess::on_sideband(const char* /*text*/, int /*len*/, void* payload) {
+  static_cast<RemoteAccess*>(payload)->touch();
+  return 0;
+}
+
+int RemoteAccess::on_push_progress(unsigned int /*current*/, unsigned int /*total*/, size_t /*bytes*/, void* payload) {
+  static_cast<RemoteAccess*>(payload)->touch();
+  return 0;
+}
+
+int RemoteAccess::on_pack_progress(int /*stage*/, uint32_t /*current*/, uint32_t /*total*/, void* payload) {
+  static_cast<RemoteAccess*>(payload)->touch();
   return 0;
 }
 
 // libgit2 calls this again after each refusal: every source is offered once,
-// then the operation fails with GIT_EAUTH.
+// then the operation fails with GIT_EAUTH. Nothing may throw through libgit2:
+// a problem is kept for check().
 int RemoteAccess::next_credential(git_credential** out, const char* username_from_url, unsigned int allowed_types) {
   const std::string user = username_from_url != nullptr && *username_from_url != '\0' ? username_from_url : local_user();
   if (allowed_types & GIT_CREDENTIAL_USERNAME) return git_credential_username_new(out, user.c_str());
@@ -85,8 +254,14 @@ int RemoteAccess::next_credential(git_credential** out, const char* username_fro
       const std::string& source = ssh_sources_[next_ssh_++];
       tried_.push_back(source == "agent" ? "ssh-agent as " + user : "key " + source + " as " + user);
       if (source == "agent") return git_credential_ssh_key_from_agent(out, user.c_str());
-      std::string pub = source + ".pub";
       std::error_code ec;
+      if (!fs::is_regular_file(source, ec) || ::access(source.c_str(), R_OK) != 0) {
+        credential_problem_ = "the key " + source + " is not a readable file";
+        out_of_credentials_ = true;
+        git_error_set_str(GIT_ERROR_SSH, credential_problem_.c_str());
+        return GIT_EAUTH;
+      }
+      std::string pub = source + ".pub";
       return git_credential_ssh_key_new(out, user.c_str(), fs::exists(pub, ec) ? pub.c_str() : nullptr,
                                         source.c_str(), nullptr);
     }
@@ -102,14 +277,13 @@ int RemoteAccess::next_credential(git_credential** out, const char* username_fro
     }
   }
   out_of_credentials_ = true;
-  if (tried_.empty()) tried_.push_back("none: no ssh-agent, no key in ~/.ssh, no $SWARM_SSH_KEY or $SWARM_HUB_PASSWORD");
   git_error_set_str(GIT_ERROR_NET, "the hub refused every credential offered");
   return GIT_EAUTH;
 }
 
 RemoteRefs RemoteAccess::list(git_remote* remote, std::string_view what) {
   git_remote_callbacks cbs = callbacks();
-  check(git_remote_connect(remote, GIT_DIRECTION_FETCH, &cbs, nullptr, nullptr), what);
+  run(what, [&] { return git_remote_connect(remote, GIT_DIRECTION_FETCH, &cbs, nullptr, nullptr); });
   const git_remote_head** heads = nullptr;
   size_t count = 0;
   RemoteRefs out;
@@ -127,23 +301,41 @@ RemoteRefs RemoteAccess::list(git_remote* remote, std::string_view what) {
   }
   git_buf_dispose(&head);
   git_remote_disconnect(remote);
-  check(rc, what);
+  check(rc, what, Direction::fetch);
   return out;
 }
 
-void RemoteAccess::check(int rc, std::string_view what) const {
+void RemoteAccess::require_push_access(git_remote* remote) {
+  git_remote_callbacks cbs = callbacks();
+  run(
+      "connect to the hub for a push",
+      [&] { return git_remote_connect(remote, GIT_DIRECTION_PUSH, &cbs, nullptr, nullptr); }, Direction::push);
+  git_remote_disconnect(remote);
+}
+
+void RemoteAccess::check(int rc, std::string_view what, Direction direction) const {
   if (rc >= 0) return;
   const git_error* e = git_error_last();
   std::string detail = e != nullptr && e->message != nullptr ? e->message : "libgit2 error " + std::to_string(rc);
   while (!detail.empty() && (detail.back() == '\n' || detail.back() == ' ')) detail.pop_back();
+  detail = hub_.redact(detail);
   const int klass = e != nullptr ? e->klass : GIT_ERROR_NONE;
   const std::string message = std::string(what) + " (" + hub_.shown() + "): " + detail;
-  if (rc == GIT_EAUTH || out_of_credentials_)
+  if (watchdog_ && watchdog_->fired())
+    throw Error(Errc::unavailable, std::string(what) + " (" + hub_.shown() + "): the hub said nothing for " +
+                                       std::to_string(watchdog_->idle().count() / 1000) +
+                                       "s, so swarm gave up ($SWARM_HUB_IDLE_TIMEOUT, in seconds, changes the limit)");
+  if (!credential_problem_.empty())
+    throw Error(Errc::bad_input, std::string(what) + " (" + hub_.shown() + "): " + credential_problem_ +
+                                     " ($SWARM_SSH_KEY names the one key to offer)");
+  if (rc == GIT_EAUTH || out_of_credentials_) {
+    std::string tried = tried_.empty() ? "none" : join(tried_);
     throw Error(Errc::bad_input,
-                message + "; credentials tried: " + join(tried_) +
+                message + "; credentials tried: " + tried +
                     (hub_.transport == HubLocation::Transport::ssh
                          ? ". Load a key the hub accepts into ssh-agent, put it in ~/.ssh, or name it in $SWARM_SSH_KEY"
                          : ". Put the user and password in the URL, or set $SWARM_HUB_USERNAME and $SWARM_HUB_PASSWORD"));
+  }
   if (rc == GIT_ECERTIFICATE) {
     std::string hint = hub_.transport == HubLocation::Transport::ssh
                            ? "; if this is the right host, add its key: ssh-keyscan -p " + std::to_string(hub_.port) +
@@ -151,14 +343,25 @@ void RemoteAccess::check(int rc, std::string_view what) const {
                            : "; the server's certificate is not trusted by this machine's CA bundle";
     throw Error(Errc::bad_input, message + hint);
   }
-  // The server answered, but has no repository there (ssh, git daemon, http).
-  for (const char* gone : {"does not appear to be a git repository", "not exported", "repository not found",
-                           "status code: 404"})
-    if (hub_.remote() && detail.find(gone) != std::string::npos)
-      throw Error(Errc::not_bootstrapped, message + "; make the repository on the server (git init --bare), or "
-                                                    "name the right one with `swarm up --hub URL`");
-  if (hub_.remote() && (klass == GIT_ERROR_NET || klass == GIT_ERROR_SSH || klass == GIT_ERROR_HTTP ||
-                        klass == GIT_ERROR_OS || klass == GIT_ERROR_SSL))
+  if (!hub_.remote()) {
+    std::error_code ec;
+    if (!fs::exists(hub_.path(), ec))
+      throw Error(Errc::not_bootstrapped, std::string(what) + ": the hub " + hub_.text + " is missing");
+    throw Error(Errc::internal, message);
+  }
+  // The server answered, but has no repository there, or refuses this
+  // host's pushes (git daemon says the same words for both: a push comes
+  // after a listing that found the repository).
+  if (direction == Direction::push &&
+      mentions(detail, {"access denied", "not enabled", "ermission denied", "status code: 403", "read-only"}))
+    throw Error(Errc::bad_input, message + "; the hub refuses pushes from this host: give it write access (for git "
+                                           "daemon, --enable=receive-pack)");
+  if (mentions(detail, {"does not appear to be a git repository", "not exported", "epository not found",
+                        "status code: 404"}))
+    throw Error(Errc::not_bootstrapped, message + "; make the repository on the server (git init --bare), or name "
+                                                  "the right one with `swarm up --hub URL`");
+  if (klass == GIT_ERROR_NET || klass == GIT_ERROR_SSH || klass == GIT_ERROR_HTTP || klass == GIT_ERROR_OS ||
+      klass == GIT_ERROR_SSL)
     throw Error(Errc::unavailable, message);
   throw Error(Errc::internal, message);
 }

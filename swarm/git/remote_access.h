@@ -1,12 +1,20 @@
 // Reaching a hub over the network from libgit2: the credentials it is
 // offered (ssh-agent and the usual key files for SSH; the URL's or the
-// environment's user and password for HTTPS), and what a failure means in
-// swarm's terms (adr/0015): a refused credential or an untrusted host key is
-// bad input (exit 2), a hub that cannot be reached is unavailable (exit 7).
+// environment's user and password for HTTPS), a watchdog that ends an
+// operation the hub stopped answering, and what a failure means in swarm's
+// terms (adr/0015): a refused credential, an untrusted host key or a hub
+// that refuses pushes is bad input (exit 2), no repository there is exit 6,
+// a hub that cannot be reached or stops answering is unavailable (exit 7).
 #pragma once
 
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "swarm/git/handles.h"
@@ -20,6 +28,39 @@ struct RemoteRefs {
   std::string head_branch;                            // what HEAD names ("main"), when the hub says
 };
 
+// Interrupts the thread that armed it once `idle` passes with no touch()
+// (a signal, so that a blocking connect or read returns EINTR and libgit2
+// gives up; and on_fire): libgit2 1.5 has no read timeout, and a hub that
+// accepts a connection and then says nothing would hang a verb forever.
+class IdleWatchdog {
+ public:
+  // `on_fire` runs on the watchdog's thread each time it fires (e.g. shuts
+  // the hub's sockets down: libssh2 retries a call that a signal interrupts).
+  IdleWatchdog(std::chrono::milliseconds idle, std::function<void()> on_fire);
+  ~IdleWatchdog();
+  IdleWatchdog(const IdleWatchdog&) = delete;
+  IdleWatchdog& operator=(const IdleWatchdog&) = delete;
+
+  void arm();     // watches the calling thread from now
+  void disarm();  // before the armed thread does anything else
+  void touch();   // the hub said something
+  bool fired() const { return fired_; }
+  std::chrono::milliseconds idle() const { return idle_; }
+
+ private:
+  void loop();
+  std::chrono::milliseconds idle_;
+  std::function<void()> on_fire_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool armed_ = false;
+  bool stop_ = false;
+  std::atomic<bool> fired_{false};
+  pthread_t target_{};
+  std::chrono::steady_clock::time_point last_;
+  std::thread thread_;
+};
+
 class RemoteAccess {
  public:
   // For the hub at `url` (a path or a URL). A network hub is probed first
@@ -28,33 +69,65 @@ class RemoteAccess {
   RemoteAccess(const RemoteAccess&) = delete;
   RemoteAccess& operator=(const RemoteAccess&) = delete;
 
-  // Callbacks with credentials, and a push's rejected refs collected into rejected().
+  // Callbacks for one operation: credentials (each offered once again),
+  // progress that feeds the watchdog, and a push's rejected refs.
   git_remote_callbacks callbacks();
   const std::vector<std::string>& rejected() const { return rejected_; }
-  void clear_rejected() { rejected_.clear(); }
 
-  // Throws, unless rc >= 0, the swarm::Error that says what went wrong with
-  // `what` (e.g. "clone the hub"), naming the hub.
-  void check(int rc, std::string_view what) const;
+  enum class Direction { fetch, push };
+  // Runs one libgit2 network operation (`op` returns its rc) under the idle
+  // watchdog; throws, unless rc >= 0, the swarm::Error that says what went
+  // wrong with `what` (e.g. "clone the hub"), naming the hub.
+  template <typename Op>
+  void run(std::string_view what, Op&& op, Direction direction = Direction::fetch) {
+    int rc = 0;
+    {
+      Armed armed(watchdog_.get());
+      rc = op();
+    }
+    check(rc, what, direction);
+  }
 
   // The refs of `remote` (one connection): `what` says for whom, in errors.
   RemoteRefs list(git_remote* remote, std::string_view what);
+  // Connects to `remote` for a push and leaves again: a hub that refuses
+  // this host's pushes says so here (exit 2), before any work depends on it.
+  void require_push_access(git_remote* remote);
 
   const HubLocation& hub() const { return hub_; }
 
  private:
+  struct Armed {
+    IdleWatchdog* dog;
+    explicit Armed(IdleWatchdog* d) : dog(d) {
+      if (dog) dog->arm();
+    }
+    ~Armed() {
+      if (dog) dog->disarm();
+    }
+  };
+  void check(int rc, std::string_view what, Direction direction) const;
   static int credentials(git_credential** out, const char* url, const char* username_from_url,
                          unsigned int allowed_types, void* payload);
   static int on_push_update(const char* refname, const char* status, void* payload);
+  static int on_progress(const git_indexer_progress* stats, void* payload);
+  static int on_sideband(const char* text, int len, void* payload);
+  static int on_push_progress(unsigned int current, unsigned int total, size_t bytes, void* payload);
+  static int on_pack_progress(int stage, uint32_t current, uint32_t total, void* payload);
+  void touch() {
+    if (watchdog_) watchdog_->touch();
+  }
   int next_credential(git_credential** out, const char* username_from_url, unsigned int allowed_types);
 
   HubLocation hub_;
-  std::vector<std::string> tried_;    // the credentials offered, for the message
-  std::vector<std::string> ssh_sources_;  // listed at the first SSH request
+  std::unique_ptr<IdleWatchdog> watchdog_;  // network hubs only
+  std::vector<std::string> tried_;          // the credentials offered, for the message
+  std::vector<std::string> ssh_sources_;    // listed at the first SSH request of an operation
   bool listed_ssh_ = false;
-  std::size_t next_ssh_ = 0;          // the next of them to offer
+  std::size_t next_ssh_ = 0;                // the next of them to offer
   bool offered_userpass_ = false;
-  bool out_of_credentials_ = false;   // every credential was offered and refused
+  bool out_of_credentials_ = false;         // every credential was offered and refused
+  std::string credential_problem_;          // e.g. $SWARM_SSH_KEY names no readable file
   std::vector<std::string> rejected_;
 };
 

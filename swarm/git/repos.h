@@ -21,7 +21,6 @@ class HubRepo : public HubBackend {
   std::string default_branch() const override;
   std::optional<std::string> branch_tip(const std::string& branch) const override;
   bool has_commits_beyond_default(const std::string& branch) const override;
-  bool empty() const override { return false; }  // open refuses a hub without a commit
 
  private:
   RepositoryPtr repo_;
@@ -38,7 +37,6 @@ class RemoteHubRepo : public HubBackend {
   std::optional<std::string> branch_tip(const std::string& branch) const override;
   // Fetches the two branches into a scratch repository to compare them.
   bool has_commits_beyond_default(const std::string& branch) const override;
-  bool empty() const override { return refs_.empty(); }
 
  private:
   std::optional<git_oid> tip(const std::string& branch) const;
@@ -49,8 +47,8 @@ class RemoteHubRepo : public HubBackend {
 
 // The hub at `hub`, local (HubRepo) or over the network (RemoteHubRepo).
 std::unique_ptr<HubBackend> open_any_hub(const std::string& hub);
-// See GitBackend::seed_hub.
-void seed_hub(const std::string& hub, const std::filesystem::path& source, const std::filesystem::path& scratch);
+// See GitBackend::prepare_hub.
+bool prepare_hub(const std::string& hub, const std::filesystem::path& source, const std::filesystem::path& scratch);
 // The hub's default branch among `branches` (short names): the one HEAD
 // names (`head`, empty when the hub's HEAD names no branch it has), else
 // main, else master, else the only branch outside swarm/ (a hub seeded by

@@ -53,8 +53,13 @@ std::unique_ptr<WorktreeRepo> WorktreeRepo::create(const std::string& hub, const
   options.checkout_opts.checkout_strategy = GIT_CHECKOUT_SAFE;
   options.fetch_opts.callbacks = access.callbacks();
   git_repository* raw = nullptr;
-  access.check(git_clone(&raw, hub.c_str(), path.c_str(), &options), "clone the hub into " + path.string());
+  access.run("clone the hub into " + path.string(), [&] { return git_clone(&raw, hub.c_str(), path.c_str(), &options); });
   RepositoryPtr repo(raw);
+  // The clone keeps the hub's URL as origin: one with a password in it is for this user's eyes only.
+  if (access.hub().shown() != access.hub().text) {
+    std::error_code ec;
+    fs::permissions(path / ".git" / "config", fs::perms::owner_read | fs::perms::owner_write, ec);
+  }
 
   const std::string branch = "swarm/" + slot;
   git_oid start;
@@ -221,7 +226,8 @@ void WorktreeRepo::push_branch_to(const std::string& target_ref) {
   PathSpec array(specs);
   git_push_options options = GIT_PUSH_OPTIONS_INIT;
   options.callbacks = access.callbacks();
-  access.check(git_remote_push(remote.get(), &array.array, &options), "push " + branch_name() + " to the hub");
+  access.run("push " + branch_name() + " to the hub", [&] { return git_remote_push(remote.get(), &array.array, &options); },
+             RemoteAccess::Direction::push);
   if (!access.rejected().empty())
     throw Error(Errc::conflict, "the hub rejected the push of " + access.rejected().front());
 }

@@ -105,7 +105,13 @@ void two_hosts_share(const NatsCluster& cluster, SwarmWorkspace& a, SwarmWorkspa
   // Nothing committed since B took it up: the artifact gate says so, over the network too.
   CHECK(b.swarm({"close", "--slot", "ui"}, kHostB).exit == 3);
   CHECK(b.swarm({"close", "--slot", "ui", "--result", "fail"}, kHostB).exit == 0);
-  CHECK(b.swarm({"close", "--slot", "api"}, kHostB).exit == 0);
+  // A commit made behind swarm's back, never pushed: close salvages it into the shared hub.
+  REQUIRE(b.git({"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "local only"},
+                b.worktree("api"))
+              .exit == 0);
+  auto close_api = b.swarm({"close", "--slot", "api"}, kHostB);
+  CHECK_MESSAGE(close_api.exit == 0, close_api.err);
+  CHECK(branches_of(hub_path).find("refs/recovery/api-") != std::string::npos);
 
   auto doctor_a = a.swarm({"doctor"}, kHostA);
   auto doctor_b = b.swarm({"doctor"}, kHostB);
@@ -153,6 +159,10 @@ TEST_CASE("Hosts_TwoHostsShareAnSshHubAndLoseNothingWhenItIsGone") {
   CHECK_FALSE(std::filesystem::exists(b.root() / ".swarm/config.json"));
 
   sshd.install_client(b.home());
+  auto missing_key = up_on(cluster, b, {"--hub", hub}, {{"SWARM_HOST", "host-b"}, {"SWARM_HOST_ID", "id-b"},
+                                                        {"SWARM_SSH_KEY", (b.home() / "no-such-key").string()}});
+  CHECK(missing_key.exit == 2);
+  CHECK(missing_key.err.find("no-such-key is not a readable file") != std::string::npos);
   SUBCASE("two hosts share it") {
     // up again on A is idempotent; the rest as with git daemon.
     two_hosts_share(cluster, a, b, hub, hub_path, /*seeded=*/true);

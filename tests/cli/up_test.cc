@@ -12,6 +12,7 @@
 
 #include "cli/swarm_fixture.h"
 #include "kv/bucket.h"
+#include "support/git_servers.h"
 
 using namespace testing;
 using namespace std::chrono_literals;
@@ -387,4 +388,50 @@ TEST_CASE("Up_MovingToAnotherHubWaitsForTheSlotsOfThisHost") {
   auto moved = ws.swarm({"up", "--hub", other.string()});
   CHECK_MESSAGE(moved.exit == 0, moved.err);
   CHECK(std::filesystem::exists(other / "HEAD"));
+}
+
+TEST_CASE("Up_NoHubCanBeInAFileOrAWorkingRepository") {
+  // exit 2 naming the path, before .swarm/ or any bucket is made.
+  SwarmWorkspace ws({.up = false, .git_repo = true});
+  write_file(ws.home() / "a-file", "x\n");
+  for (auto [hub, says] : std::vector<std::pair<std::string, std::string>>{
+           {(ws.home() / "a-file").string(), "is a file"},
+           {(ws.home() / "a-file" / "hub.git").string(), "is a file, not a folder"},
+           {ws.root().string(), "a repository with a worktree"},
+           {"/" + std::string(300, 'x') + "/hub.git", "bad hub"}}) {
+    CAPTURE(hub);
+    auto r = ws.swarm({"up", "--nats-url", ws.server()->url(), "--hub", hub});
+    CHECK(r.exit == 2);
+    CHECK(r.err.find(says) != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(ws.root() / ".swarm"));
+  }
+}
+
+TEST_CASE("Up_AHubThatSaysNothingIsGivenUpWithinItsIdleTimeout") {
+  // a server that accepts the connection and never answers: exit 7 in seconds, not a hang.
+  SwarmWorkspace ws({.up = false});
+  SilentListener silent;
+  for (const std::string scheme : {"git", "ssh"}) {
+    CAPTURE(scheme);
+    const std::string hub = scheme + "://127.0.0.1:" + std::to_string(silent.port()) + "/app.git";
+    auto r = ws.swarm({"up", "--nats-url", ws.server()->url(), "--hub", hub},
+                      {{"SWARM_HOST", "host-a"}, {"SWARM_HOST_ID", "id-a"}, {"SWARM_HUB_IDLE_TIMEOUT", "1"}});
+    CHECK(r.exit == 7);
+    CHECK(r.err.find("said nothing for 1s") != std::string::npos);
+    CHECK(r.took < 15s);
+    CHECK_FALSE(std::filesystem::exists(ws.root() / ".swarm/config.json"));
+  }
+}
+
+TEST_CASE("Up_AHubThatRefusesPushesIsRefusedAtUp") {
+  // a read-only git daemon: exit 2 saying so at up, not a warning at every commit.
+  GitDaemon daemon(/*pushes=*/false);
+  daemon.make_repository("app.git");
+  SwarmWorkspace ws({.up = false, .git_repo = true});
+  // Seeded by hand, so that the refusal is the push check's, not the seed's.
+  REQUIRE(ws.git({"push", "-q", daemon.path("app.git").string(), "trunk"}).exit == 0);
+  auto r = ws.swarm({"up", "--nats-url", ws.server()->url(), "--hub", daemon.url("app.git")});
+  CHECK(r.exit == 2);
+  CHECK(r.err.find("refuses pushes") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(ws.root() / ".swarm/config.json"));
 }

@@ -38,7 +38,7 @@ void make_bare_repository(const fs::path& path, const std::string& initial_branc
   must_run({"/usr/bin/git", "init", "-q", "--bare", "--initial-branch=" + initial_branch, path.string()});
 }
 
-GitDaemon::GitDaemon() : dir_("git-daemon"), port_(free_port()) {
+GitDaemon::GitDaemon(bool pushes) : dir_("git-daemon"), port_(free_port()), pushes_(pushes) {
   fs::create_directories(dir_.path() / "srv");
   start();
 }
@@ -53,8 +53,9 @@ fs::path GitDaemon::make_repository(const std::string& name, const std::string& 
 void GitDaemon::start() {
   if (pid_ > 0) return;
   const std::string base = (dir_.path() / "srv").string();
-  pid_ = start_server({"/usr/bin/git", "daemon", "--reuseaddr", "--export-all", "--enable=receive-pack",
-                       "--base-path=" + base, "--listen=127.0.0.1", "--port=" + std::to_string(port_), base},
+  pid_ = start_server({"/usr/bin/git", "daemon", "--reuseaddr", "--export-all",
+                       pushes_ ? "--enable=receive-pack" : "--disable=receive-pack", "--base-path=" + base,
+                       "--listen=127.0.0.1", "--port=" + std::to_string(port_), base},
                       dir_.path() / "daemon.log", port_);
 }
 

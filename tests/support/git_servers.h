@@ -18,7 +18,8 @@ void make_bare_repository(const std::filesystem::path& path, const std::string& 
 
 class GitDaemon {
  public:
-  GitDaemon();
+  // `pushes` false: a read-only daemon (no receive-pack).
+  explicit GitDaemon(bool pushes = true);
   ~GitDaemon();
   GitDaemon(const GitDaemon&) = delete;
   GitDaemon& operator=(const GitDaemon&) = delete;
@@ -34,6 +35,7 @@ class GitDaemon {
  private:
   TempDir dir_;
   int port_;
+  bool pushes_;
   pid_t pid_ = -1;
 };
 

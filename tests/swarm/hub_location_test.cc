@@ -72,6 +72,15 @@ TEST_CASE("HubLocation_NeverShowsAPassword") {
   CHECK(parse_hub_location("https://ann@hub.example.com/app.git", "/w").shown() ==
         "https://ann@hub.example.com/app.git");
   CHECK(parse_hub_location("git@hub:app.git", "/w").shown() == "git@hub:app.git");
+  CHECK(hub.redact("could not reach https://ann:s3cret@hub.example.com") ==
+        "could not reach https://ann:***@hub.example.com");
+  try {
+    parse_hub_location("https://ann:s3cret@hub:99999/app.git", "/w");
+    FAIL("a bad port was taken");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("s3cret") == std::string::npos);  // not even in an error
+    CHECK(std::string(e.what()).find("https://ann:***@hub:99999/app.git") != std::string::npos);
+  }
 }
 
 TEST_CASE("HubLocation_ProbeTellsAClosedPortFromAnOpenOne") {
