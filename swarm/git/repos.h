@@ -47,6 +47,10 @@ class RemoteHubRepo : public HubBackend {
 
 // The hub at `hub`, local (HubRepo) or over the network (RemoteHubRepo).
 std::unique_ptr<HubBackend> open_any_hub(const std::string& hub);
+// Writes `tree` into the empty worktree of `repo` and its index, file by
+// file, when no attribute or setting could change a file (plain_checkout.cc).
+// false: it wrote nothing, and libgit2's checkout must do it.
+bool write_tree_plainly(git_repository* repo, git_tree* tree);
 // See GitBackend::prepare_hub.
 bool prepare_hub(const std::string& hub, const std::filesystem::path& source, const std::filesystem::path& scratch);
 // The hub's default branch among `branches` (short names): the one HEAD

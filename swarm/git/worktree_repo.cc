@@ -49,8 +49,12 @@ WorktreeRepo::WorktreeRepo(RepositoryPtr repo, fs::path path, std::string slot)
 std::unique_ptr<WorktreeRepo> WorktreeRepo::create(const std::string& hub, const fs::path& path, const std::string& slot) {
   ensure_initialized();
   RemoteAccess access(hub);
+  // No checkout by the clone: the slot's branch is checked out once, below.
+  // (Checking out the default branch and then the slot's made libgit2 hash
+  // every file again: written within the index's second, they are "racily
+  // clean", and each hash looked up attributes, resolving the path anew.)
   git_clone_options options = GIT_CLONE_OPTIONS_INIT;
-  options.checkout_opts.checkout_strategy = GIT_CHECKOUT_SAFE;
+  options.checkout_opts.checkout_strategy = GIT_CHECKOUT_NONE;
   options.fetch_opts.callbacks = access.callbacks();
   git_repository* raw = nullptr;
   access.run("clone the hub into " + path.string(), [&] { return git_clone(&raw, hub.c_str(), path.c_str(), &options); });
@@ -79,11 +83,16 @@ std::unique_ptr<WorktreeRepo> WorktreeRepo::create(const std::string& hub, const
   if (resumed)
     check(git_branch_set_upstream(ref.get(), ("origin/" + branch).c_str()), "track origin/" + branch);
 
-  git_checkout_options checkout = GIT_CHECKOUT_OPTIONS_INIT;
-  checkout.checkout_strategy = GIT_CHECKOUT_SAFE;
-  check(git_checkout_tree(repo.get(), reinterpret_cast<const git_object*>(commit.get()), &checkout),
-        "check out " + branch);
   check(git_repository_set_head(repo.get(), ("refs/heads/" + branch).c_str()), "switch to " + branch);
+  git_tree* tree_raw = nullptr;
+  check(git_commit_tree(&tree_raw, commit.get()), "read the tree of " + branch);
+  TreePtr tree(tree_raw);
+  if (!write_tree_plainly(repo.get(), tree.get())) {
+    // FORCE: the folder is the clone's own, made just now, with nothing but .git in it.
+    git_checkout_options checkout = GIT_CHECKOUT_OPTIONS_INIT;
+    checkout.checkout_strategy = GIT_CHECKOUT_FORCE;
+    check(git_checkout_head(repo.get(), &checkout), "check out " + branch);
+  }
   return std::make_unique<WorktreeRepo>(std::move(repo), fs::weakly_canonical(path), slot);
 }
 
