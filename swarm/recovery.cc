@@ -23,8 +23,8 @@ bool is_crumb(const fs::path& name) { return name == "leaf.pid" || name == "sess
 // The recovery folder of one salvage, made when the first file goes in.
 class RecoveryFolder {
  public:
-  RecoveryFolder(const fs::path& root, const std::string& slot, TimePoint now, Salvage* out)
-      : root_(root), name_(recovery_name(slot, now)), now_(now), out_(out) {}
+  RecoveryFolder(const fs::path& root, const std::string& slot, TimePoint now, bool move, Salvage* out)
+      : root_(root), name_(recovery_name(slot, now)), now_(now), move_(move), out_(out) {}
 
   // A header line for the manifest, written when the folder is made.
   void describe(std::string header) { header_ = std::move(header); }
@@ -37,7 +37,7 @@ class RecoveryFolder {
       ++out_->deleted;
       return;
     }
-    out_->files += copy_one(source, out_->folder / relative);
+    out_->files += move_ ? move_one(source, out_->folder / relative) : copy_one(source, out_->folder / relative);
   }
 
   void close() {
@@ -57,6 +57,23 @@ class RecoveryFolder {
     manifest_ << "# " << header_ << "\n# salvaged " << format_rfc3339(now_)
               << "; codes: ? untracked, ! ignored, A added, M modified, D deleted, R renamed, T type change, F kept "
                  "whole\n";
+  }
+
+  // Moves a file, symlink or folder by one rename; copies it when the
+  // rename cannot be done (another filesystem), and removes nothing then:
+  // the folder it is in goes whole right after. Returns the files kept.
+  static int move_one(const fs::path& from, const fs::path& to) {
+    std::error_code ec;
+    fs::create_directories(to.parent_path(), ec);
+    const bool folder = fs::is_directory(fs::symlink_status(from, ec));
+    fs::rename(from, to, ec);
+    if (ec) return copy_one(from, to);
+    if (!folder) return 1;
+    int files = 0;
+    for (auto it = fs::recursive_directory_iterator(to, ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec))
+      files += fs::is_directory(it->symlink_status()) ? 0 : 1;
+    return files;
   }
 
   // Copies a file, a symlink (as a link) or a whole folder (a nested
@@ -87,6 +104,7 @@ class RecoveryFolder {
   fs::path root_;
   std::string name_;
   TimePoint now_;
+  bool move_;
   Salvage* out_;
   std::string header_ = "salvaged files";
   std::ofstream manifest_;
@@ -94,11 +112,13 @@ class RecoveryFolder {
 
 // A readable worktree: the history the hub lacks, then the uncommitted files.
 void salvage_worktree(Worktree& worktree, const std::string& slot, TimePoint now, RecoveryFolder& folder,
-                      Salvage& out) {
-  if (auto pushed = worktree.preserve_unpushed("refs/recovery/" + recovery_name(slot, now))) {
-    out.commits_ref = pushed->prefix;
-    out.refs = pushed->refs;
-  }
+                      Salvage& out, const SalvageOptions& options) {
+  if (options.history)
+    if (auto pushed = worktree.preserve_unpushed("refs/recovery/" + recovery_name(slot, now))) {
+      out.commits_ref = pushed->prefix;
+      out.refs = pushed->refs;
+    }
+  if (!options.files) return;
   folder.describe("uncommitted changes of slot " + slot + " in " + worktree.path().string());
   for (const auto& change : worktree.changes()) folder.add(change.code, change.path, worktree.path() / change.path);
 }
@@ -126,9 +146,10 @@ void salvage_every_file(const fs::path& wt, RecoveryFolder& folder) {
   if (ec) cannot_salvage(wt, wt, ec);
 }
 
-Salvage salvage(const fs::path& slot_dir, const std::string& slot, const fs::path& recovery_root, TimePoint now) {
+Salvage salvage(const fs::path& slot_dir, const std::string& slot, const fs::path& recovery_root, TimePoint now,
+                const SalvageOptions& options) {
   Salvage out;
-  RecoveryFolder folder(recovery_root, slot, now, &out);
+  RecoveryFolder folder(recovery_root, slot, now, options.move, &out);
   const fs::path wt = slot_dir / "wt";
   std::error_code ec;
   if (fs::exists(fs::symlink_status(wt, ec))) {
@@ -138,8 +159,8 @@ Salvage salvage(const fs::path& slot_dir, const std::string& slot, const fs::pat
     // whole, like one that cannot be read.
     const bool nested = fs::exists(wt / ".git" / "worktrees", ec) || fs::exists(wt / ".git" / "modules", ec);
     try {
-      if (fs::is_directory(wt / ".git") && !nested) worktree.emplace(Worktree::open(wt, slot));
-      if (worktree) salvage_worktree(*worktree, slot, now, folder, out);
+      if (fs::is_directory(wt / ".git") && !nested && !options.keep_whole) worktree.emplace(Worktree::open(wt, slot));
+      if (worktree) salvage_worktree(*worktree, slot, now, folder, out, options);
     } catch (const Error& e) {
       // The hub, not the worktree (unreachable, refusing this host, gone): try again later.
       if (e.kind() == Errc::unavailable || e.kind() == Errc::bad_input || e.kind() == Errc::not_bootstrapped) throw;
@@ -150,9 +171,10 @@ Salvage salvage(const fs::path& slot_dir, const std::string& slot, const fs::pat
     }
     if (!worktree) {
       out.unreadable_repository = true;
-      salvage_every_file(wt, folder);
+      if (options.files) salvage_every_file(wt, folder);
     }
   }
+  if (!options.files) return out;
   // Anything else an agent or an operator left in the slot folder.
   for (const auto& entry : fs::directory_iterator(slot_dir, ec)) {
     fs::path name = entry.path().filename();
@@ -169,9 +191,9 @@ Salvage salvage(const fs::path& slot_dir, const std::string& slot, const fs::pat
 std::string recovery_name(const std::string& slot, TimePoint now) { return slot + "-" + format_compact_utc(now); }
 
 Salvage salvage_slot_folder(const fs::path& slot_dir, const std::string& slot, const fs::path& recovery_root,
-                            TimePoint now) {
+                            TimePoint now, const SalvageOptions& options) {
   try {
-    return salvage(slot_dir, slot, recovery_root, now);
+    return salvage(slot_dir, slot, recovery_root, now, options);
   } catch (const fs::filesystem_error& e) {
     // Permissions, a full disk: swarm's error, and the caller keeps the folder.
     throw Error(Errc::internal, "cannot salvage " + slot_dir.string() + ": " + e.what());

@@ -21,14 +21,29 @@ struct Salvage {
   bool unreadable_repository = false;  // every file was kept, the repository's .git whole
 };
 
+// Which parts of a salvage to do, and how.
+struct SalvageOptions {
+  bool history = true;      // push to the hub what it lacks
+  bool files = true;        // keep the uncommitted files (and anything beside the worktree)
+  // Move the files into the recovery folder (one rename each; a copy only
+  // across filesystems) instead of copying them: only for a folder that is
+  // removed right after, by the caller that holds its lock and its record.
+  bool move = false;
+  // An earlier history step found the repository unreadable: keep every file, .git whole.
+  bool keep_whole = false;
+};
+
 // Salvages the slot folder `slot_dir` (.swarm/slots/<slot>): its worktree's
 // uncommitted files and the history the hub lacks; every file of a worktree
 // whose repository cannot be read (its .git whole, as it is); and any other
 // file beside the worktree (under beside-wt/). Throws (having removed
 // nothing) when anything cannot be kept: the caller must keep the folder.
 // The hub must be there: a worktree that cannot push to it counts as unreadable.
+// With `options`, only some steps (a close pushes the history before it
+// releases the record, and moves the files after).
 Salvage salvage_slot_folder(const std::filesystem::path& slot_dir, const std::string& slot,
-                            const std::filesystem::path& recovery_root, TimePoint now);
+                            const std::filesystem::path& recovery_root, TimePoint now,
+                            const SalvageOptions& options = {});
 
 // "<slot>-20261122T100000.123Z": the name a salvage at `now` gives its
 // recovery folder and its prefix under refs/recovery/.

@@ -39,10 +39,10 @@ std::string slot_lock_holder(const Workspace& ws, const std::string& slot) {
   return FileLock::holder_of(ws.slot_lock(slot));
 }
 
-Salvage salvage_slot(const Workspace& ws, const std::string& slot, TimePoint now) {
+Salvage salvage_slot(const Workspace& ws, const std::string& slot, TimePoint now, const SalvageOptions& options) {
   std::error_code ec;
   if (!fs::exists(fs::symlink_status(ws.slot_dir(slot), ec))) return {};
-  return salvage_slot_folder(ws.slot_dir(slot), slot, ws.recovery_dir(), now);
+  return salvage_slot_folder(ws.slot_dir(slot), slot, ws.recovery_dir(), now, options);
 }
 
 Removal discard_slot_folder(const Workspace& ws, const std::string& slot, TimePoint now) {
@@ -66,7 +66,7 @@ Removal discard_slot_folder(const Workspace& ws, const std::string& slot, TimePo
 }
 
 Removal remove_slot_folder(const Workspace& ws, const std::string& slot, TimePoint now) {
-  Salvage salvage = salvage_slot(ws, slot, now);
+  Salvage salvage = salvage_slot(ws, slot, now, {.move = true});
   Removal out = discard_slot_folder(ws, slot, now);
   out.salvage = std::move(salvage);
   return out;

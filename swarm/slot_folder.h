@@ -37,7 +37,7 @@ struct Removal {
 
 // Salvages the slot's folder (see salvage_slot_folder). Call it holding the
 // slot's lock. Throws when anything cannot be kept: then nothing was removed.
-Salvage salvage_slot(const Workspace& ws, const std::string& slot, TimePoint now);
+Salvage salvage_slot(const Workspace& ws, const std::string& slot, TimePoint now, const SalvageOptions& options = {});
 
 // Removes a salvaged slot folder: moves it whole into .swarm/trash/ (one
 // rename: from then on the slot has no folder, and what is left is only
@@ -45,7 +45,8 @@ Salvage salvage_slot(const Workspace& ws, const std::string& slot, TimePoint now
 // holding the slot's lock, after salvage_slot.
 Removal discard_slot_folder(const Workspace& ws, const std::string& slot, TimePoint now);
 
-// salvage_slot, then discard_slot_folder.
+// salvage_slot (moving the files: the folder goes), then discard_slot_folder.
+// Call it once the slot's record is gone.
 Removal remove_slot_folder(const Workspace& ws, const std::string& slot, TimePoint now);
 
 // What interrupted removals left in .swarm/trash/ (of `slot`, or of every

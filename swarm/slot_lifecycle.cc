@@ -345,11 +345,13 @@ CloseResult SlotLifecycle::close(const std::string& slot, const CloseOptions& op
       throw Error(Errc::conflict, "slot " + slot + " has not committed since it was taken up, so there is nothing to "
                                   "show for success; commit first, close with --result fail, or pass --no-artifact");
   }
-  // Salvage before anything is removed; a failed salvage stops the close here.
+  // The history goes to the hub before anything is released or removed: a
+  // hub that cannot take it stops the close here, everything kept.
   const bool remove_folder = have_folder && !options.keep_worktree;
+  const TimePoint now = clock_();
   if (remove_folder) {
     try {
-      result.salvage = salvage_slot(workspace_, slot, clock_());
+      result.salvage = salvage_slot(workspace_, slot, now, {.files = false});
     } catch (const Error& e) {
       throw Error(e.kind(), "slot " + slot + " is not closed and its worktree is kept: salvaging it failed (" +
                                 e.what() + "); fix that, or close with --keep-worktree");
@@ -366,7 +368,21 @@ CloseResult SlotLifecycle::close(const std::string& slot, const CloseOptions& op
     result.warnings.push_back("slot " + slot + " had no record (it expired); cleaned up its folder only");
   }
   if (remove_folder) {
-    Removal removal = discard_slot_folder(workspace_, slot, clock_());
+    // The record is gone (ours, by CAS) and the folder's lock is ours: no
+    // one else uses the worktree, so its files move (one rename each)
+    // instead of being copied, right before the folder goes.
+    try {
+      Salvage files = salvage_slot(workspace_, slot, now,
+                                   {.history = false, .move = true, .keep_whole = result.salvage.unreadable_repository});
+      files.commits_ref = result.salvage.commits_ref;
+      files.refs = result.salvage.refs;
+      files.unreadable_repository = files.unreadable_repository || result.salvage.unreadable_repository;
+      result.salvage = std::move(files);
+    } catch (const Error& e) {
+      throw Error(e.kind(), "slot " + slot + " is released, but keeping its uncommitted files failed (" + e.what() +
+                                "); its folder is kept as it is: `swarm doctor --fix` salvages and removes it");
+    }
+    Removal removal = discard_slot_folder(workspace_, slot, now);
     result.removed_worktree = removal.removed;
     if (!removal.removed) result.warnings.push_back(removal.warning + "; `swarm doctor --fix` finishes it");
   } else {
