@@ -10,6 +10,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -235,6 +238,47 @@ long peak_rss_kb(const std::vector<std::string>& args, const std::vector<std::st
   return std::stol(testing::read_file(out));
 }
 
+// A folder on tmpfs (/dev/shm) for the file-heavy cases: the disk's noise
+// would hide the CPU and syscall work. Removed when it goes.
+struct ShmDir {
+  std::filesystem::path path;
+  ShmDir() {
+    std::string templ = "/dev/shm/swarm-bench-XXXXXX";
+    if (::mkdtemp(templ.data()) == nullptr) fail("cannot make a folder in /dev/shm");
+    path = templ;
+  }
+  ~ShmDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+// Writes `files` text files of about `bytes` each under `root`, 100 to a
+// folder, two levels deep, with varied words (compresses like source code).
+void write_tree(const std::filesystem::path& root, int files, int bytes) {
+  static const char* words[] = {"alpha", "render", "tile", "queue", "lease", "token", "commit", "branch",
+                                "session", "worker", "buffer", "stream", "index", "value", "return", "struct"};
+  std::uint64_t seed = 88172645463325252ULL;
+  auto next = [&] {
+    seed ^= seed << 13;
+    seed ^= seed >> 7;
+    seed ^= seed << 17;
+    return seed;
+  };
+  for (int i = 0; i < files; ++i) {
+    auto dir = root / ("mod" + std::to_string(i / 1000)) / ("pkg" + std::to_string((i / 100) % 10));
+    if (i % 100 == 0) std::filesystem::create_directories(dir);
+    std::string text;
+    text.reserve(static_cast<size_t>(bytes) + 64);
+    while (static_cast<int>(text.size()) < bytes) {
+      text += words[next() % 16];
+      text += (next() % 8 == 0) ? "\n" : " ";
+      if (next() % 5 == 0) text += std::to_string(next() % 100000);
+    }
+    std::ofstream(dir / ("file" + std::to_string(i) + ".txt"), std::ios::binary) << text << "\n";
+  }
+}
+
 void finish(Row& row, double limit) {
   if (row.has_baseline) {
     row.ratio_p50 = row.swarm.p50 / row.baseline.p50;
@@ -258,7 +302,7 @@ int main(int argc, char** argv) {
       for (std::string n; std::getline(list, n, ',');) {
         char* end = nullptr;
         long v = std::strtol(n.c_str(), &end, 10);
-        if (n.empty() || *end != '\0' || v < 1 || v > 11) fail("--only: not a case number (1 to 11): " + n);
+        if (n.empty() || *end != '\0' || v < 1 || v > 13) fail("--only: not a case number (1 to 13): " + n);
         only.push_back(static_cast<int>(v));
       }
     } else
@@ -688,6 +732,78 @@ int main(int argc, char** argv) {
     row.met = row.swarm.max <= 2667;
     row.note = std::to_string(n) + " failovers: from the leader's SIGKILL to the next candidate's command";
     rows.push_back(row);
+  }
+
+  // 12. join of a slot in a repository of 20,200 files (about 88 MB) on
+  // tmpfs, against `git clone` of the hub; and at 100,000 files (reported).
+  if (want({12})) {
+    for (int files : quick ? std::vector<int>{20200} : std::vector<int>{20200, 100000}) {
+      ShmDir shm;
+      const auto root = shm.path / "ws";
+      write_tree(root, files, 4400);
+      if (run_process({"/bin/sh", "-c", "git init -q -b main && git add -A && git -c user.name=b -c user.email=b@b "
+                                        "commit -q -m tree"},
+                      {}, root.string())
+              .exit != 0)
+        fail("making the big repository failed");
+      auto big = swarm::up({.root = root, .nats_url = server.url(), .bucket = "bench-big", .connection = {}});
+      const std::vector<std::string> env = {"SWARM_WORKSPACE=" + root.string(), "SWARM_HOST=bench-host",
+                                            "SWARM_HOST_ID=bench-id"};
+      const int n = files > 20200 ? 3 : quick ? 4 : 10;
+      std::vector<double> swarm_ms, base_ms;
+      for (int i = 0; i < n; ++i) {
+        const std::string slot = "big" + std::to_string(i);
+        auto s = run_process({swarm_bin, "join", "--slot", slot, "--task", "T-" + slot}, env);
+        if (s.exit != 0) fail("swarm join of the big repository failed");
+        swarm_ms.push_back(s.ms);
+        run_process({swarm_bin, "close", "--slot", slot, "--result", "fail"}, env);
+        const auto clone = shm.path / ("clone" + std::to_string(i));
+        auto b = run_process({"/usr/bin/git", "clone", "-q", big.workspace.hub_dir().string(), clone.string()}, {});
+        if (b.exit != 0) fail("git clone of the big hub failed");
+        base_ms.push_back(b.ms);
+        std::filesystem::remove_all(clone);
+      }
+      Row row{.name = "join, " + std::to_string(files) + " files (tmpfs)", .swarm = stats_of(swarm_ms),
+              .baseline = stats_of(base_ms), .target = files > 20200 ? "report" : "<= 1.2x git clone"};
+      finish(row, files > 20200 ? 1e9 : 1.2);
+      row.note = std::to_string(n) + " joins, each a new slot; baseline: git clone -q of the hub; whole processes";
+      rows.push_back(row);
+    }
+  }
+
+  // 13. close --result fail of a slot with 10,000 untracked files (tmpfs),
+  // against `cp -a` of the same files and `rm -rf` of them; and 100,000 (reported).
+  if (want({13})) {
+    for (int files : quick ? std::vector<int>{10000} : std::vector<int>{10000, 100000}) {
+      ShmDir shm;
+      const auto root = shm.path / "ws";
+      std::filesystem::create_directories(root);
+      auto small = swarm::up({.root = root, .nats_url = server.url(), .bucket = "bench-close", .connection = {}});
+      const std::vector<std::string> env = {"SWARM_WORKSPACE=" + root.string(), "SWARM_HOST=bench-host",
+                                            "SWARM_HOST_ID=bench-id"};
+      const int n = files > 10000 ? 3 : quick ? 4 : 10;
+      std::vector<double> swarm_ms, base_ms;
+      for (int i = 0; i < n; ++i) {
+        if (run_process({swarm_bin, "join", "--slot", "c", "--task", "T-c"}, env).exit != 0) fail("join failed");
+        write_tree(small.workspace.worktree("c") / "untracked", files, 500);
+        auto s = run_process({swarm_bin, "close", "--slot", "c", "--result", "fail"}, env);
+        if (s.exit != 0) fail("swarm close failed");
+        swarm_ms.push_back(s.ms);
+        std::filesystem::remove_all(small.workspace.recovery_dir());
+        const auto from = shm.path / "from";
+        write_tree(from, files, 500);
+        auto b = run_process({"/bin/sh", "-c", "cp -a from kept && rm -rf from"}, {}, shm.path.string());
+        if (b.exit != 0) fail("cp -a + rm -rf failed");
+        base_ms.push_back(b.ms);
+        std::filesystem::remove_all(shm.path / "kept");
+      }
+      Row row{.name = "close --result fail, " + std::to_string(files) + " files", .swarm = stats_of(swarm_ms),
+              .baseline = stats_of(base_ms), .target = files > 10000 ? "report" : "<= 1.0x cp -a + rm -rf"};
+      finish(row, files > 10000 ? 1e9 : 1.0);
+      row.note = std::to_string(n) + " closes of untracked files (tmpfs); baseline: sh -c 'cp -a from kept && rm -rf "
+                 "from' on the same number of files";
+      rows.push_back(row);
+    }
   }
 
   // The table.
