@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <charconv>
 #include <chrono>
 #include <csignal>
 #include <future>
@@ -40,6 +41,42 @@ swarm::Json row_json(const swarm::SessionRow& row) {
     item.set("task_lease", std::move(lease));
   }
   return item;
+}
+
+// Whether the record carries a field of a name status adds itself (a newer
+// writer's): then row_json's tree replaces it, as the contract has it.
+bool shadows_our_fields(const swarm::SessionRow& row) {
+  if (row.entry.corrupt()) return true;
+  for (const auto& [name, value] : row.entry.session->unknown_fields)
+    if (name == "revision" || name == "state" || name == "age_seconds" || name == "local" || name == "task_lease")
+      return true;
+  return false;
+}
+
+// The same text as row_json(row).dump(), appended to `out` without building
+// a tree: the record's own JSON with status's fields added to its end.
+void append_row_json(std::string& out, const swarm::SessionRow& row) {
+  if (shadows_our_fields(row)) {
+    out += row_json(row).dump();
+    return;
+  }
+  const auto& e = row.entry;
+  out += swarm::to_json(*e.session);
+  out.pop_back();  // its closing brace
+  char number[64];
+  out += ",\"revision\":";
+  out.append(number, static_cast<std::size_t>(std::to_chars(number, number + sizeof number, e.revision).ptr - number));
+  out += ",\"state\":\"";
+  out += swarm::to_string(row.state);
+  out += "\",\"age_seconds\":";
+  out.append(number, static_cast<std::size_t>(
+                         std::to_chars(number, number + sizeof number, static_cast<double>(row.age.count()) / 1000.0).ptr -
+                         number));
+  out += row.local ? ",\"local\":true" : ",\"local\":false";
+  if (!row.task_lease_problem.empty())
+    out += ",\"task_lease\":{\"name\":" + swarm::quoted(row.task_lease_name) +
+           ",\"problem\":" + swarm::quoted(row.task_lease_problem) + "}";
+  out += '}';
 }
 
 std::string age_text(std::chrono::milliseconds age) {
@@ -86,26 +123,42 @@ std::string table(const std::vector<swarm::SessionRow>& rows) {
   return out;
 }
 
-// swarm.status.v1, serialized one session at a time (no tree of all of them).
+// swarm.status.v1, written one session at a time (no tree of all of them),
+// to `out` in pieces of about 64 KiB: memory stays flat however many there are.
 // A watch adds "change": null on its first line, then the change of each line.
-std::string status_json(const std::string& bucket, std::chrono::milliseconds ttl,
-                        const std::vector<swarm::SessionRow>& rows, bool watching = false,
-                        const swarm::Json* change = nullptr) {
+void write_status_json(std::ostream& out, const std::string& bucket, std::chrono::milliseconds ttl,
+                       const std::vector<swarm::SessionRow>& rows, bool watching = false,
+                       const swarm::Json* change = nullptr) {
   swarm::Json head = swarm::Json::object();
   head.set("schema", "swarm.status.v1")
       .set("bucket", bucket)
       .set("ttl_seconds", static_cast<double>(ttl.count()) / 1000.0);
-  std::string out = head.dump();
-  out.pop_back();  // reopen the object
-  out += ",\"sessions\":[";
+  std::string text = head.dump();
+  text.pop_back();  // reopen the object
+  text += ",\"sessions\":[";
+  constexpr std::size_t kPiece = 64 * 1024;
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    if (i > 0) out += ',';
-    out += row_json(rows[i]).dump();
+    if (i > 0) text += ',';
+    append_row_json(text, rows[i]);
+    if (text.size() >= kPiece) {
+      out.write(text.data(), static_cast<std::streamsize>(text.size()));
+      text.clear();
+    }
   }
-  out += "]";
-  if (watching) out += ",\"change\":" + (change ? change->dump() : std::string("null"));
-  out += "}";
-  return out;
+  text += "]";
+  if (watching) text += ",\"change\":" + (change ? change->dump() : std::string("null"));
+  text += "}\n";
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  out.flush();
+}
+
+std::string status_json(const std::string& bucket, std::chrono::milliseconds ttl,
+                        const std::vector<swarm::SessionRow>& rows, bool watching, const swarm::Json* change) {
+  std::ostringstream out;
+  write_status_json(out, bucket, ttl, rows, watching, change);
+  std::string text = out.str();
+  text.pop_back();  // rendered() ends the line
+  return text;
 }
 
 volatile std::sig_atomic_t g_stop = 0;
@@ -218,7 +271,8 @@ Verb add_status(CLI::App& app) {
             auto now = server_clock.get()();
             auto rows = swarm::rows_of(std::move(entries), ttl, now, lifecycle.me());
             swarm::note_task_leases(rows, task_leases, now);
-            ctx.out().rendered(ctx.out().json() ? status_json(store.bucket_name(), ttl, rows) : table(rows));
+            if (ctx.out().json()) write_status_json(std::cout, store.bucket_name(), ttl, rows);
+            else ctx.out().rendered(table(rows));
             return 0;
           }};
 }

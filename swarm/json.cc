@@ -160,12 +160,40 @@ std::string printed(cJSON* root, bool pretty) {
 std::string Json::dump() const { return printed(root_.get(), false); }
 std::string Json::dump_pretty() const { return printed(root_.get(), true); }
 
+void append_quoted(std::string& out, std::string_view text) {
+  // cJSON's escapes exactly (print_string_ptr): a record written either way
+  // has the same bytes. Text stops at a NUL, as a C string would.
+  static constexpr char kHex[] = "0123456789abcdef";
+  out += '"';
+  for (char c : text) {
+    auto u = static_cast<unsigned char>(c);
+    if (u == 0) break;
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (u < 32) {
+          out += "\\u00";
+          out += kHex[u >> 4];
+          out += kHex[u & 15];
+        } else {
+          out += c;
+        }
+    }
+  }
+  out += '"';
+}
+
 std::string quoted(std::string_view text) {
-  Json holder = Json::array();
-  std::string copy(text);
-  cJSON_AddItemToArray(holder.get(), cJSON_CreateString(copy.c_str()));
-  std::string out = holder.dump();  // ["..."]
-  return out.substr(1, out.size() - 2);
+  std::string out;
+  out.reserve(text.size() + 2);
+  append_quoted(out, text);
+  return out;
 }
 
 bool has_escaped_nul(std::string_view text) {

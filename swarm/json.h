@@ -60,8 +60,10 @@ class Json {
   std::unique_ptr<cJSON, Deleter> root_;
 };
 
-// A JSON string's text with its quotes and escapes, for building by hand.
+// A JSON string's text with its quotes and escapes, for building by hand
+// (the same bytes as cJSON prints).
 std::string quoted(std::string_view text);
+void append_quoted(std::string& out, std::string_view text);
 
 // Whether `text` has a \u0000 escape inside a string: cJSON would cut the
 // string there, so such a value is never read as if it were shorter.

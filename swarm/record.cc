@@ -75,6 +75,17 @@ void add_unknown(Json& json, const UnknownFields& unknown, const std::function<b
   }
 }
 
+void append_unknown(std::string& object, const UnknownFields& unknown, const std::function<bool(const char*)>& is_known) {
+  for (const auto& [name, raw] : unknown) {
+    if (is_known(name.c_str())) continue;
+    if (!Json::parse(raw)) continue;
+    object += ',';
+    append_quoted(object, name);
+    object += ':';
+    object += raw;
+  }
+}
+
 std::string missing(const char* name) { return std::string("field '") + name + "' is missing"; }
 
 }  // namespace swarm::record

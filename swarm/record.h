@@ -44,6 +44,9 @@ std::string time_text(TimePoint t, const std::string& as_read);
 // Adds the unknown fields, as they were written, except names `is_known`
 // claims (those always come from the record's own fields).
 void add_unknown(Json& json, const UnknownFields& unknown, const std::function<bool(const char*)>& is_known);
+// The same, appended to the text of an object being written by hand (after
+// its last member, before its closing brace).
+void append_unknown(std::string& object, const UnknownFields& unknown, const std::function<bool(const char*)>& is_known);
 
 // "field 'NAME' is missing".
 std::string missing(const char* name);

@@ -1,8 +1,29 @@
-/* The baseline process of the `swarm status` benchmark: the least a nats.c
- * program can do to read one key: connect, bind the bucket, one get, exit.
- * Usage: minimal_get URL BUCKET KEY */
+/* The baseline processes of the `swarm status` benchmarks: the least a nats.c
+ * program can do to read one key (connect, bind the bucket, one get, exit),
+ * or every key (KEY "--all": a watch of the whole bucket, to its end).
+ * Usage: minimal_get URL BUCKET KEY|--all */
 #include <nats/nats.h>
 #include <stdio.h>
+#include <string.h>
+
+/* Reads every entry of the bucket once (deletes skipped); returns how many. */
+static natsStatus watch_all(kvStore* kv, int* count, long long* bytes) {
+  kvWatcher* w = NULL;
+  kvWatchOptions options;
+  kvWatchOptions_Init(&options);
+  options.IgnoreDeletes = true;
+  natsStatus s = kvStore_WatchAll(&w, kv, &options);
+  while (s == NATS_OK) {
+    kvEntry* e = NULL;
+    s = kvWatcher_Next(&e, w, 10000);
+    if (s != NATS_OK || e == NULL) break;
+    ++*count;
+    *bytes += kvEntry_ValueLen(e);
+    kvEntry_Destroy(e);
+  }
+  kvWatcher_Destroy(w);
+  return s;
+}
 
 int main(int argc, char** argv) {
   natsConnection* nc = NULL;
@@ -17,10 +38,17 @@ int main(int argc, char** argv) {
   s = natsConnection_ConnectTo(&nc, argv[1]);
   if (s == NATS_OK) s = natsConnection_JetStream(&js, nc, NULL);
   if (s == NATS_OK) s = js_KeyValue(&kv, js, argv[2]);
-  if (s == NATS_OK) s = kvStore_Get(&entry, kv, argv[3]);
-  if (s == NATS_OK) printf("%d bytes at revision %llu\n", kvEntry_ValueLen(entry),
-                           (unsigned long long)kvEntry_Revision(entry));
-  else fprintf(stderr, "minimal_get: %s\n", natsStatus_GetText(s));
+  if (s == NATS_OK && strcmp(argv[3], "--all") == 0) {
+    int count = 0;
+    long long bytes = 0;
+    s = watch_all(kv, &count, &bytes);
+    if (s == NATS_OK) printf("%d entries, %lld bytes\n", count, bytes);
+  } else {
+    if (s == NATS_OK) s = kvStore_Get(&entry, kv, argv[3]);
+    if (s == NATS_OK) printf("%d bytes at revision %llu\n", kvEntry_ValueLen(entry),
+                             (unsigned long long)kvEntry_Revision(entry));
+  }
+  if (s != NATS_OK) fprintf(stderr, "minimal_get: %s\n", natsStatus_GetText(s));
   kvEntry_Destroy(entry);
   kvStore_Destroy(kv);
   jsCtx_Destroy(js);

@@ -302,7 +302,7 @@ int main(int argc, char** argv) {
       for (std::string n; std::getline(list, n, ',');) {
         char* end = nullptr;
         long v = std::strtol(n.c_str(), &end, 10);
-        if (n.empty() || *end != '\0' || v < 1 || v > 13) fail("--only: not a case number (1 to 13): " + n);
+        if (n.empty() || *end != '\0' || v < 1 || v > 15) fail("--only: not a case number (1 to 15): " + n);
         only.push_back(static_cast<int>(v));
       }
     } else
@@ -363,7 +363,7 @@ int main(int argc, char** argv) {
 
   // 2. List sessions: SessionStore::list() against a raw watch-all (case 6
   // reads the 10,000 bucket made here).
-  if (want({2, 6}))
+  if (want({2, 6, 14, 15}))
   for (int size : quick ? std::vector<int>{1000, 10000} : std::vector<int>{1000, 10000, 100000}) {
     std::string bucket = "bench-list-" + std::to_string(size);
     swarm::SessionStore::ensure(nats, bucket, std::chrono::hours(1), 1);
@@ -802,6 +802,58 @@ int main(int argc, char** argv) {
       finish(row, files > 10000 ? 1e9 : 1.0);
       row.note = std::to_string(n) + " closes of untracked files (tmpfs); baseline: sh -c 'cp -a from kept && rm -rf "
                  "from' on the same number of files";
+      rows.push_back(row);
+    }
+  }
+
+  // 14. `swarm status` and `swarm --json status` at 10,000 sessions, whole
+  // processes, against a nats.c process that watches the whole bucket.
+  if (want({14})) {
+    const int n = quick ? 5 : 15;
+    for (const char* json : {"", "--json"}) {
+      std::vector<double> swarm_ms, base_ms;
+      std::vector<std::string> args = {swarm_bin, "status", "--bucket", "bench-list-10000"};
+      if (*json) args.push_back(json);
+      for (int i = 0; i < n + 2; ++i) {  // the first two of each warm the server's caches up
+        auto s = run_process(args, {ws_env});
+        auto b = run_process({minimal_get, server.url(), "bench-list-10000", "--all"}, {});
+        if (s.exit != 0 || b.exit != 0) fail("status at 10,000 sessions failed");
+        if (i < 2) continue;
+        swarm_ms.push_back(s.ms);
+        base_ms.push_back(b.ms);
+      }
+      Row row{.name = std::string("swarm ") + (*json ? "--json " : "") + "status (10,000 sessions)",
+              .swarm = stats_of(swarm_ms), .baseline = stats_of(base_ms), .target = "<= 1.3x"};
+      finish(row, 1.3);
+      row.note = std::to_string(n) + " runs each; baseline: a nats.c process watching the whole bucket (minimal_get --all)";
+      rows.push_back(row);
+    }
+  }
+
+  // 15. `swarm status`, `--json status` and `doctor` at 100,000 sessions: time and peak memory.
+  if (want({15}) && !quick) {
+    for (const std::vector<std::string>& verb :
+         {std::vector<std::string>{"status"}, std::vector<std::string>{"--json", "status"},
+          std::vector<std::string>{"doctor"}}) {
+      std::vector<std::string> args = {swarm_bin};
+      args.insert(args.end(), verb.begin(), verb.end());
+      args.insert(args.end(), {"--bucket", "bench-list-100000", "--timeout", "30s"});
+      std::vector<double> ms, rss_mb;
+      for (int i = 0; i < 3; ++i) {
+        auto s = run_process(args, {ws_env});
+        if (s.exit != 0 && !(verb[0] == "doctor" && s.exit == 8)) fail("a verb at 100,000 sessions failed");
+        ms.push_back(s.ms);
+        rss_mb.push_back(static_cast<double>(peak_rss_kb(args, {ws_env})) / 1024.0);
+      }
+      std::string name;
+      for (const auto& v : verb) name += (name.empty() ? "" : " ") + v;
+      Row row{.name = "swarm " + name + " (100,000 sessions)", .swarm = stats_of(ms), .has_baseline = false,
+              .target = "< 1000 ms, < 64 MiB"};
+      auto mem = stats_of(rss_mb);
+      row.met = row.swarm.max < 1000 && mem.max < 64;
+      char note[160];
+      std::snprintf(note, sizeof note, "3 runs; peak RSS %.1f MiB (max %.1f)", mem.p50, mem.max);
+      row.note = note;
       rows.push_back(row);
     }
   }

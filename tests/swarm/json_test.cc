@@ -27,3 +27,20 @@ TEST_CASE("Json_ParseRefusesTrailingTextAndNulBytes") {
   CHECK_FALSE(Json::parse(""));
   CHECK(quoted("say \"hi\"\n") == R"("say \"hi\"\n")");
 }
+
+TEST_CASE("Quoted_IsWhatCJsonPrints") {
+  // every byte but NUL, alone and in a run: the hand-written escaper and cJSON agree byte for byte.
+  std::string all;
+  for (int c = 1; c < 256; ++c) {
+    std::string one(1, static_cast<char>(c));
+    all += one;
+    Json holder = Json::array();
+    cJSON_AddItemToArray(holder.get(), cJSON_CreateString(one.c_str()));
+    std::string printed = holder.dump();
+    CHECK(quoted(one) == printed.substr(1, printed.size() - 2));
+  }
+  Json holder = Json::array();
+  cJSON_AddItemToArray(holder.get(), cJSON_CreateString(all.c_str()));
+  std::string printed = holder.dump();
+  CHECK(quoted(all) == printed.substr(1, printed.size() - 2));
+}
