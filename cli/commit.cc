@@ -1,12 +1,65 @@
 // swarm commit: commit in the slot's worktree, push to the hub, renew.
 #include <filesystem>
 
+#include <fcntl.h>
+#include <spawn.h>
+
 #include "cli/context.h"
+#include "swarm/hub.h"
+#include "swarm/log.h"
 #include "swarm/git_backend.h"
 #include "swarm/names.h"
 #include "swarm/worktree.h"
 
 namespace cli {
+
+namespace {
+
+// A local hub with too many packs is repacked by another swarm process,
+// started here and not waited for: no commit waits for a repack (adr/0016).
+void repack_in_background(const swarm::Workspace& ws) {
+  auto file = ws.read_config();
+  if (file.state != swarm::Workspace::ConfigFile::State::good) return;
+  const swarm::HubLocation hub = file.config.hub_location();
+  if (hub.remote() || swarm::Hub::pack_count(hub.path()) <= swarm::kHubPackLimit) return;
+  std::string self = "/proc/self/exe";
+  std::vector<std::string> args = {"swarm", "_repack-hub", "--workspace", ws.root().string()};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  for (int fd : {0, 1, 2}) posix_spawn_file_actions_addopen(&actions, fd, "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY, 0);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);  // out of the caller's terminal and process group
+  pid_t pid = 0;
+  if (posix_spawn(&pid, self.c_str(), &actions, &attr, argv.data(), environ) != 0)
+    spdlog::debug("could not start a repack of the hub");
+  posix_spawnattr_destroy(&attr);
+  posix_spawn_file_actions_destroy(&actions);
+}
+
+}  // namespace
+
+Verb add_repack_hub(CLI::App& app) {
+  CLI::App* cmd = app.add_subcommand("_repack-hub", "Repack the workspace's local hub when it has too many packs");
+  cmd->group("");  // hidden: commit starts it
+  return {cmd, [](Context& ctx) {
+            auto ws = ctx.workspace();
+            const swarm::HubLocation hub = ws.load_config().hub_location();
+            if (hub.remote()) return 0;  // the server's to keep
+            auto r = swarm::Hub::repack(hub.path());
+            swarm::Json doc = swarm::Json::object();
+            doc.set("busy", r.busy).set("packs_before", r.packs_before).set("packs_after", r.packs_after);
+            doc.set("objects", static_cast<std::int64_t>(r.objects));
+            ctx.out().result("repack", r.busy ? "another repack is at it\n"
+                                              : "packs: " + std::to_string(r.packs_before) + " -> " +
+                                                    std::to_string(r.packs_after) + "\n",
+                             std::move(doc));
+            return 0;
+          }};
+}
 
 namespace {
 struct CommitFlags {
@@ -58,6 +111,7 @@ Verb add_commit(CLI::App& app) {
             }
             doc.set("warnings", std::move(warnings));
             ctx.out().result("commit", human, std::move(doc));
+            if (r.pushed) repack_in_background(ws);
             return 0;
           }};
 }

@@ -90,5 +90,7 @@ Verb add_doctor(CLI::App& app);
 Verb add_lease(CLI::App& app);
 Verb add_lock(CLI::App& app);
 Verb add_elect(CLI::App& app);
+// Hidden: what `commit` starts in the background when the hub has too many packs.
+Verb add_repack_hub(CLI::App& app);
 
 }  // namespace cli

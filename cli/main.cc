@@ -51,7 +51,7 @@ std::string first_word(const CLI::App& app, int argc, char** argv) {
 std::string verb_names(const CLI::App& app) {
   std::string names;
   for (const auto* sub : app.get_subcommands([](const CLI::App*) { return true; }))
-    names += (names.empty() ? "" : ", ") + sub->get_name();
+    if (!sub->get_group().empty()) names += (names.empty() ? "" : ", ") + sub->get_name();  // hidden ones left out
   return names;
 }
 
@@ -68,13 +68,13 @@ int main(int argc, char** argv) {
   app.footer(
       "Run `swarm VERB --help` for a verb's options and an example.\n"
       "Exit codes: 0 done, 1 internal, 2 bad input, 3 conflict, 4 not found, 5 foreign host,\n"
-      "6 workspace not bootstrapped, 7 NATS unreachable, 8 doctor found problems.");
+      "6 workspace not bootstrapped, 7 NATS or a remote hub unreachable, 8 doctor found problems.");
 
   std::vector<cli::Verb> verbs = {cli::add_up(app),     cli::add_down(app),  cli::add_join(app),
                                   cli::add_commit(app), cli::add_renew(app), cli::add_close(app),
                                   cli::add_evict(app),  cli::add_status(app), cli::add_cwd(app),
                                   cli::add_doctor(app), cli::add_lease(app), cli::add_lock(app),
-                                  cli::add_elect(app)};
+                                  cli::add_elect(app),  cli::add_repack_hub(app)};
 
   try {
     app.parse(argc, argv);

@@ -22,6 +22,14 @@ struct PreservedHistory {
   std::vector<std::string> refs;  // the full names pushed under it
 };
 
+// What a repack of a hub did.
+struct RepackResult {
+  bool busy = false;      // another repack of the hub was at it: nothing done
+  int packs_before = 0;
+  int packs_after = 0;
+  long objects = 0;       // in the new pack; 0 when none was written
+};
+
 class HubBackend {
  public:
   virtual ~HubBackend() = default;
@@ -58,6 +66,9 @@ class GitBackend {
   // call seeded it (false: it had branches, or another host seeded it first).
   virtual bool prepare_hub(const std::string& hub, const std::filesystem::path& source,
                            const std::filesystem::path& scratch) = 0;
+  // Packs every object of the local hub at `path` into one pack and removes
+  // the packs it replaces, when it has more than `pack_limit` of them.
+  virtual RepackResult repack_hub(const std::filesystem::path& path, int pack_limit) = 0;
   // Clones `hub` (a path or a URL) into `path`, on branch swarm/<slot>.
   virtual std::unique_ptr<WorktreeBackend> create_worktree(const std::string& hub, const std::filesystem::path& path,
                                                            const std::string& slot) = 0;

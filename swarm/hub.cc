@@ -11,6 +11,14 @@ Hub Hub::create(const fs::path& path, const fs::path& source) {
   return Hub(std::move(repo), parse_hub_location(fs::absolute(path).string(), "/"));
 }
 
+int Hub::pack_count(const fs::path& path) {
+  int count = 0;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(path / "objects" / "pack", ec))
+    count += entry.path().extension() == ".pack" ? 1 : 0;
+  return count;
+}
+
 bool Hub::exists_at(const fs::path& path) {
   std::error_code ec;
   return fs::is_regular_file(path / "HEAD", ec) && fs::is_directory(path / "objects", ec);

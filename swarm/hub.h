@@ -14,6 +14,9 @@
 
 namespace swarm {
 
+// A local hub with more packs than this is repacked (git gc --auto's gc.autoPackLimit).
+inline constexpr int kHubPackLimit = 50;
+
 class Hub {
  public:
   // Creates a bare hub in the local folder `path`, seeded from `source`'s
@@ -40,6 +43,14 @@ class Hub {
   // repository with a worktree included). A missing or empty folder, or a
   // bare repository, is fine. Reads only the filesystem.
   static void require_can_be_at(const std::filesystem::path& path);
+
+  // The packs in the local hub at `path` (a directory listing, no git).
+  static int pack_count(const std::filesystem::path& path);
+  // Packs the local hub at `path` into one pack when it has more than
+  // `pack_limit` (adr/0016); every object is kept. Another repack at it: busy.
+  static RepackResult repack(const std::filesystem::path& path, int pack_limit = kHubPackLimit) {
+    return git_backend().repack_hub(path, pack_limit);
+  }
 
   const HubLocation& location() const { return location_; }
   // The URL sessions record for this hub (hub_url).

@@ -15,6 +15,9 @@ class Libgit2Backend : public GitBackend {
                    const std::filesystem::path& scratch) override {
     return git::prepare_hub(hub, source, scratch);
   }
+  RepackResult repack_hub(const std::filesystem::path& path, int pack_limit) override {
+    return git::repack_hub(path, pack_limit);
+  }
   std::unique_ptr<WorktreeBackend> create_worktree(const std::string& hub, const std::filesystem::path& path,
                                                    const std::string& slot) override {
     return WorktreeRepo::create(hub, path, slot);

@@ -374,3 +374,37 @@ TEST_CASE("Commit_NamedPathsAreLiteralAndLeaveOtherStagedWorkAlone") {
   CHECK(ws.git({"ls-tree", "-r", "--name-only", "HEAD"}, wt).out == "ab\ndir[1]/x.txt\ntwo.txt\n");
   CHECK(ws.git({"status", "--porcelain"}, wt).out.empty());
 }
+
+TEST_CASE("Commit_KeepsTheHubAtFiftyPacksAndLosesNoObject") {
+  // every push adds a pack; past 50 a background repack packs them into one, keeping unreachable objects too.
+  SwarmWorkspace ws;
+  const auto hub = (ws.root() / ".swarm/hub.git").string();
+  auto packs = [&] {
+    int n = 0;
+    for (const auto& e : std::filesystem::directory_iterator(ws.root() / ".swarm/hub.git/objects/pack"))
+      n += e.path().extension() == ".pack" ? 1 : 0;
+    return n;
+  };
+  // An object no ref names, in a pack of its own (what a push whose ref update is still on its way wrote).
+  RunResult stray = run(Command{{"/bin/sh", "-c",
+                                 "cd " + hub + " && oid=$(echo stray | git --git-dir . hash-object -w --stdin) && "
+                                 "echo $oid | git --git-dir . pack-objects -q objects/pack/pack >/dev/null && "
+                                 "git --git-dir . prune-packed && echo $oid"},
+                                {},
+                                {}});
+  REQUIRE(stray.exit == 0);
+  const std::string stray_oid = stray.out.substr(0, 40);
+  REQUIRE(ws.swarm({"join", "--slot", "s", "--task", "T-1"}).exit == 0);
+  for (int i = 0; i < 55; ++i) {
+    write_file(ws.worktree("s") / "f.txt", std::to_string(i) + "\n");
+    REQUIRE(ws.swarm({"commit", "--slot", "s", "-m", "c" + std::to_string(i)}).exit == 0);
+  }
+  auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (packs() > 50 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(100ms);
+  CHECK(packs() <= 50);
+  CHECK(ws.git({"--git-dir", hub, "fsck", "--no-dangling"}).exit == 0);
+  CHECK(ws.git({"--git-dir", hub, "rev-list", "--count", "swarm/s"}).out == "56\n");
+  CHECK(ws.git({"--git-dir", hub, "cat-file", "-e", stray_oid}).exit == 0);
+  // The repack is no verb of the user's.
+  CHECK(ws.swarm({"--help"}).out.find("_repack-hub") == std::string::npos);
+}

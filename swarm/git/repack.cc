@@ -1,0 +1,101 @@
+// Keeps a local hub compact: every push adds a pack, and a hub of a
+// thousand packs makes every later push and clone look in a thousand
+// indexes. Like `git gc --auto` (gc.autoPackLimit 50), but keeping every
+// object: the new pack holds everything the old ones did, reachable or not,
+// so nothing a concurrent push wrote, and nothing a ref will name later, is
+// ever lost (adr/0016).
+#include <sys/file.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "swarm/error.h"
+#include "swarm/git/repos.h"
+
+namespace swarm::git {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using OdbPtr = std::unique_ptr<git_odb, Freer<git_odb_free>>;
+
+// The packs of a repository, by name without extension ("pack-<hash>"),
+// leaving out kept ones (a .keep file: someone asked for them to stay).
+std::vector<std::string> packs_of(const fs::path& pack_dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(pack_dir, ec)) {
+    const fs::path& p = entry.path();
+    if (p.extension() != ".pack") continue;
+    fs::path keep = p;
+    keep.replace_extension(".keep");
+    if (fs::exists(keep, ec)) continue;
+    fs::path index = p;
+    index.replace_extension(".idx");
+    if (!fs::exists(index, ec)) continue;  // a pack still being written
+    out.push_back(p.stem().string());
+  }
+  return out;
+}
+
+int insert_object(const git_oid* id, void* payload) {
+  return git_packbuilder_insert(static_cast<git_packbuilder*>(payload), id, nullptr);
+}
+
+}  // namespace
+
+int count_packs(const fs::path& hub) { return static_cast<int>(packs_of(hub / "objects" / "pack").size()); }
+
+RepackResult repack_hub(const fs::path& hub, int pack_limit) {
+  ensure_initialized();
+  RepackResult result;
+  const fs::path pack_dir = hub / "objects" / "pack";
+  // One repack of a hub at a time; another one already at it is enough.
+  const std::string lock_path = (hub / "swarm-repack.lock").string();
+  int lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock_fd < 0) throw Error(Errc::internal, "cannot open " + lock_path);
+  struct Unlock {
+    int fd;
+    ~Unlock() { ::close(fd); }
+  } unlock{lock_fd};
+  if (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    result.busy = true;
+    return result;
+  }
+  const std::vector<std::string> before = packs_of(pack_dir);
+  result.packs_before = static_cast<int>(before.size());
+  if (result.packs_before <= pack_limit) {
+    result.packs_after = result.packs_before;
+    return result;
+  }
+
+  git_repository* raw = nullptr;
+  check(git_repository_open_bare(&raw, hub.c_str()), "open the hub " + hub.string());
+  RepositoryPtr repo(raw);
+  git_odb* odb_raw = nullptr;
+  check(git_repository_odb(&odb_raw, repo.get()), "open the hub's objects");
+  OdbPtr odb(odb_raw);
+  git_packbuilder* pb_raw = nullptr;
+  check(git_packbuilder_new(&pb_raw, repo.get()), "start a pack");
+  PackBuilderPtr pb(pb_raw);
+  // Every object the hub has now: the listed packs are all in it (packs never change).
+  check(git_odb_foreach(odb.get(), insert_object, pb.get()), "list the hub's objects");
+  check(git_packbuilder_write(pb.get(), pack_dir.c_str(), 0, nullptr, nullptr), "write the hub's new pack");
+  const std::string made = std::string("pack-") + git_packbuilder_name(pb.get());
+  result.objects = static_cast<long>(git_packbuilder_object_count(pb.get()));
+
+  // Only now may the old packs go: everything in them is in the new one.
+  for (const auto& name : before) {
+    if (name == made) continue;
+    std::error_code ec;
+    for (const char* ext : {".idx", ".pack", ".rev", ".bitmap"}) fs::remove(pack_dir / (name + ext), ec);
+  }
+  result.packs_after = count_packs(hub);
+  return result;
+}
+
+}  // namespace swarm::git
