@@ -235,7 +235,10 @@ long peak_rss_kb(const std::vector<std::string>& args, const std::vector<std::st
   timed.insert(timed.end(), args.begin(), args.end());
   auto s = run_process(timed, env_extra);
   if (s.exit != 0 && s.exit != also_ok) fail("measuring " + args[0] + " failed");
-  return std::stol(testing::read_file(out));
+  // GNU time puts "Command exited with non-zero status N" before the format's line.
+  std::string text = testing::read_file(out);
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  return std::stol(text.substr(text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1));
 }
 
 // A folder on tmpfs (/dev/shm) for the file-heavy cases: the disk's noise
