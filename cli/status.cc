@@ -4,6 +4,7 @@
 
 #include <array>
 #include <charconv>
+#include <climits>
 #include <chrono>
 #include <csignal>
 #include <future>
@@ -45,18 +46,32 @@ swarm::Json row_json(const swarm::SessionRow& row) {
 
 // Whether the record carries a field of a name status adds itself (a newer
 // writer's): then row_json's tree replaces it, as the contract has it.
-bool shadows_our_fields(const swarm::SessionRow& row) {
-  if (row.entry.corrupt()) return true;
-  for (const auto& [name, value] : row.entry.session->unknown_fields)
-    if (name == "revision" || name == "state" || name == "age_seconds" || name == "local" || name == "task_lease")
-      return true;
-  return false;
+// A record with fields of a newer writer goes through the tree too: the tree
+// prints their values in cJSON's form ({"a": 1.0} as {"a":1}), as status did.
+bool needs_tree(const swarm::SessionRow& row) {
+  return row.entry.corrupt() || !row.entry.session->unknown_fields.empty();
+}
+
+// A number as cJSON prints it: a whole one within int as digits, else %1.15g,
+// or %1.17g when that does not read back the same.
+void append_number(std::string& out, double value) {
+  char text[64];
+  char* end = nullptr;
+  if (value == static_cast<double>(static_cast<long long>(value)) && value >= INT_MIN && value <= INT_MAX) {
+    end = std::to_chars(text, text + sizeof text, static_cast<long long>(value)).ptr;
+  } else {
+    end = std::to_chars(text, text + sizeof text, value, std::chars_format::general, 15).ptr;
+    double back = 0;
+    std::from_chars(text, end, back);
+    if (back != value) end = std::to_chars(text, text + sizeof text, value, std::chars_format::general, 17).ptr;
+  }
+  out.append(text, static_cast<std::size_t>(end - text));
 }
 
 // The same text as row_json(row).dump(), appended to `out` without building
 // a tree: the record's own JSON with status's fields added to its end.
 void append_row_json(std::string& out, const swarm::SessionRow& row) {
-  if (shadows_our_fields(row)) {
+  if (needs_tree(row)) {
     out += row_json(row).dump();
     return;
   }
@@ -69,9 +84,7 @@ void append_row_json(std::string& out, const swarm::SessionRow& row) {
   out += ",\"state\":\"";
   out += swarm::to_string(row.state);
   out += "\",\"age_seconds\":";
-  out.append(number, static_cast<std::size_t>(
-                         std::to_chars(number, number + sizeof number, static_cast<double>(row.age.count()) / 1000.0).ptr -
-                         number));
+  append_number(out, static_cast<double>(row.age.count()) / 1000.0);
   out += row.local ? ",\"local\":true" : ",\"local\":false";
   if (!row.task_lease_problem.empty())
     out += ",\"task_lease\":{\"name\":" + swarm::quoted(row.task_lease_name) +

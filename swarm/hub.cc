@@ -14,8 +14,13 @@ Hub Hub::create(const fs::path& path, const fs::path& source) {
 int Hub::pack_count(const fs::path& path) {
   int count = 0;
   std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(path / "objects" / "pack", ec))
-    count += entry.path().extension() == ".pack" ? 1 : 0;
+  for (const auto& entry : fs::directory_iterator(path / "objects" / "pack", ec)) {
+    if (entry.path().extension() != ".pack") continue;
+    fs::path keep = entry.path();
+    keep.replace_extension(".keep");  // a kept pack stays: no repack would take it
+    std::error_code keep_ec;
+    count += fs::exists(keep, keep_ec) ? 0 : 1;
+  }
   return count;
 }
 

@@ -14,7 +14,7 @@ namespace fs = std::filesystem;
 namespace {
 
 // Our own crumbs in a slot folder, which hold nothing to keep.
-bool is_crumb(const fs::path& name) { return name == "leaf.pid" || name == "session-base"; }
+bool is_crumb(const fs::path& name) { return name == "leaf.pid" || name == "session-base" || name == "salvaging"; }
 
 [[noreturn]] void cannot_salvage(const fs::path& from, const fs::path& to, const std::error_code& ec) {
   throw Error(Errc::internal, "cannot salvage " + from.string() + " to " + to.string() + ": " + ec.message());
@@ -150,6 +150,14 @@ Salvage salvage(const fs::path& slot_dir, const std::string& slot, const fs::pat
                 const SalvageOptions& options) {
   Salvage out;
   RecoveryFolder folder(recovery_root, slot, now, options.move, &out);
+  if (options.files && options.move) {
+    // From the first file moved on, the worktree lacks files: the mark says
+    // so, so that no join resumes it and doctor --fix finishes the salvage.
+    std::ofstream(slot_dir / "salvaging") << "files of this worktree are being moved to " << recovery_root.string()
+                                          << " (" << format_rfc3339(now) << ")\n";
+    if (!fs::exists(slot_dir / "salvaging"))
+      throw Error(Errc::internal, "cannot mark " + slot_dir.string() + " as being salvaged");
+  }
   const fs::path wt = slot_dir / "wt";
   std::error_code ec;
   if (fs::exists(fs::symlink_status(wt, ec))) {

@@ -129,6 +129,10 @@ Worktree SlotLifecycle::ensure_worktree(const std::string& slot, bool* resumed) 
   std::error_code ec;
   *resumed = fs::exists(fs::symlink_status(wt, ec));
   if (*resumed) {
+    if (std::error_code mark_ec; fs::exists(workspace_.salvage_mark(slot), mark_ec))
+      throw Error(Errc::conflict, "the worktree of slot " + slot + " is half salvaged (a close or doctor --fix was "
+                                  "interrupted while moving its files to .swarm/recovery/); finish it with `swarm "
+                                  "doctor --fix`, then join again");
     try {
       return Worktree::open(wt, slot);
     } catch (const Error&) {
@@ -380,7 +384,8 @@ CloseResult SlotLifecycle::close(const std::string& slot, const CloseOptions& op
       result.salvage = std::move(files);
     } catch (const Error& e) {
       throw Error(e.kind(), "slot " + slot + " is released, but keeping its uncommitted files failed (" + e.what() +
-                                "); its folder is kept as it is: `swarm doctor --fix` salvages and removes it");
+                                "); some may be in .swarm/recovery/ already, the rest are in its folder, which is "
+                                "marked half salvaged: `swarm doctor --fix` finishes the salvage and removes it");
     }
     Removal removal = discard_slot_folder(workspace_, slot, now);
     result.removed_worktree = removal.removed;

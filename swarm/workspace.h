@@ -49,6 +49,9 @@ class Workspace {
   // (a join that made its worktree): close's artifact gate asks whether the
   // slot committed since.
   std::filesystem::path session_base(const std::string& slot) const { return slot_dir(slot) / "session-base"; }
+  // Made before a salvage starts moving the worktree's files out (adr/0016):
+  // a worktree with it is half salvaged, never to be resumed.
+  std::filesystem::path salvage_mark(const std::string& slot) const { return slot_dir(slot) / "salvaging"; }
   std::filesystem::path recovery_dir() const { return swarm_dir() / "recovery"; }
   // Lock files (adr/0009): one per slot, for local work on its folder, and
   // one for `swarm up`. Slot names have no '.', so the two never collide.

@@ -53,13 +53,17 @@ bool needs_libgit2(git_repository* repo) {
   };
   if (auto crlf = set("core.autocrlf"); crlf && *crlf != "false") return true;
   if (auto eol = set("core.eol"); eol && *eol != "lf" && *eol != "native") return true;
-  if (auto links = set("core.symlinks"); links && *links == "false") return true;
+  int symlinks = 1;
+  if (git_config_get_bool(&symlinks, config.get(), "core.symlinks") == 0 && !symlinks) return true;
+  git_error_clear();
   if (set("core.attributesfile")) return true;
   std::error_code ec;
   const std::string home = std::getenv("HOME") != nullptr ? std::getenv("HOME") : "";
   const std::string xdg = std::getenv("XDG_CONFIG_HOME") != nullptr ? std::getenv("XDG_CONFIG_HOME") : "";
-  for (const fs::path& file : {fs::path("/etc/gitattributes"), fs::path(git_repository_path(repo)) / "info/attributes",
-                               xdg.empty() ? fs::path(home) / ".config/git/attributes" : fs::path(xdg) / "git/attributes"})
+  std::vector<fs::path> files = {"/etc/gitattributes", fs::path(git_repository_path(repo)) / "info/attributes"};
+  if (!xdg.empty()) files.push_back(fs::path(xdg) / "git/attributes");
+  else if (!home.empty()) files.push_back(fs::path(home) / ".config/git/attributes");
+  for (const auto& file : files)
     if (fs::exists(file, ec)) return true;
   return false;
 }
@@ -144,7 +148,7 @@ void make_folders(const fs::path& workdir, const std::vector<Entry>& files) {
 }
 
 // Writes one file, symlink or submodule folder, and says how it is on disk.
-struct stat write_one(git_repository* repo, const fs::path& workdir, const Entry& e, mode_t umask_now) {
+struct stat write_one(git_repository* repo, const fs::path& workdir, const Entry& e) {
   const std::string full = (workdir / e.path).string();
   struct stat st {};
   if (e.mode == GIT_FILEMODE_COMMIT) {  // a submodule: an empty folder, as git leaves it
@@ -163,7 +167,7 @@ struct stat write_one(git_repository* repo, const fs::path& workdir, const Entry
       throw Error(Errc::internal, "cannot make the symlink " + full + ": " + std::strerror(errno));
     return st;
   }
-  const mode_t mode = (e.mode == GIT_FILEMODE_BLOB_EXECUTABLE ? 0777 : 0666) & ~umask_now;
+  const mode_t mode = e.mode == GIT_FILEMODE_BLOB_EXECUTABLE ? 0777 : 0666;  // the umask applies
   int fd = ::open(full.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
   if (fd < 0) throw Error(Errc::internal, "cannot create " + full + ": " + std::strerror(errno));
   try {
@@ -195,8 +199,6 @@ bool write_tree_plainly(git_repository* repo, git_tree* tree) {
 
   const fs::path workdir = git_repository_workdir(repo);
   const std::string git_dir = git_repository_path(repo);
-  const mode_t umask_now = ::umask(0);
-  ::umask(umask_now);
   make_folders(workdir, walk.files);
 
   // Reading blobs (inflating, resolving deltas) is most of the work: the
@@ -216,7 +218,7 @@ bool write_tree_plainly(git_repository* repo, git_tree* tree) {
         opened.reset(raw);
         own = opened.get();
       }
-      for (size_t i = t; i < count; i += threads) stats[i] = write_one(own, workdir, walk.files[i], umask_now);
+      for (size_t i = t; i < count; i += threads) stats[i] = write_one(own, workdir, walk.files[i]);
     } catch (const std::exception& e) {
       errors[t] = e.what();
     }

@@ -84,7 +84,14 @@ RepackResult repack_hub(const fs::path& hub, int pack_limit) {
   PackBuilderPtr pb(pb_raw);
   // Every object the hub has now: the listed packs are all in it (packs never change).
   check(git_odb_foreach(odb.get(), insert_object, pb.get()), "list the hub's objects");
+  // On disk for good before any old pack goes: a crash must not leave the
+  // deletions durable and the new pack not (this process does nothing else).
+  git_libgit2_opts(GIT_OPT_ENABLE_FSYNC_GITDIR, 1);
   check(git_packbuilder_write(pb.get(), pack_dir.c_str(), 0, nullptr, nullptr), "write the hub's new pack");
+  if (int dir = ::open(pack_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
   const std::string made = std::string("pack-") + git_packbuilder_name(pb.get());
   result.objects = static_cast<long>(git_packbuilder_object_count(pb.get()));
 

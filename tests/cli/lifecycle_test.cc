@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "cli/swarm_fixture.h"
+#include "kv/bucket.h"
 
 using namespace testing;
 using namespace std::chrono_literals;
@@ -407,4 +408,20 @@ TEST_CASE("Commit_KeepsTheHubAtFiftyPacksAndLosesNoObject") {
   CHECK(ws.git({"--git-dir", hub, "cat-file", "-e", stray_oid}).exit == 0);
   // The repack is no verb of the user's.
   CHECK(ws.swarm({"--help"}).out.find("_repack-hub") == std::string::npos);
+}
+
+TEST_CASE("StatusJson_NewerWritersFieldsComeOutAsCJsonPrintsThem") {
+  // status writes records by hand; one with fields of a newer writer still comes out in cJSON's form.
+  SwarmWorkspace ws;
+  {
+    auto connection = kv::Connection::connect({.urls = {ws.server()->url()}});
+    kv::Bucket::open(connection, "swarm-sessions")
+        .create("n", R"({"slot":"n","host":"h","x_new" : [1.0, {"a" :  2}],"leaf_pid":7})");
+  }
+  REQUIRE(ws.swarm({"join", "--slot", "s", "--task", "T-1"}).exit == 0);
+  auto status = ws.swarm({"status", "--json"});
+  REQUIRE(status.exit == 0);
+  CHECK(status.out.find(R"({"slot":"n","host":"h","leaf_pid":7,"x_new":[1,{"a":2}],"revision":)") != std::string::npos);
+  CHECK(status.out.find(R"({"slot":"s","task_id":"T-1","agent_id":"slot-s","host":"host-a")") != std::string::npos);
+  CHECK(json_of(status));  // one valid document
 }

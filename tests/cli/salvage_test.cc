@@ -341,3 +341,35 @@ TEST_CASE("Join_AFileWhereTheSlotFolderShouldBeIsNamed") {
   CHECK(read_file(ws.root() / ".swarm/slots/s") == "an operator's file\n");
   CHECK(ws.swarm({"status", "--slot", "s"}).exit == 4);  // the record was undone
 }
+
+TEST_CASE("Join_NeverResumesAHalfSalvagedWorktree") {
+  // a close killed while moving files out leaves the folder marked: join refuses it (exit 3, naming the fix),
+  // doctor --fix finishes the salvage, and then join starts clean with every file kept in recovery.
+  SwarmWorkspace ws;
+  REQUIRE(ws.swarm({"join", "--slot", "s", "--task", "T-1"}).exit == 0);
+  write_file(ws.worktree("s") / "kept.txt", "work\n");
+  write_file(ws.worktree("s") / "moved.txt", "moved already\n");
+  // What a close killed half way leaves: no record, one file moved, the mark.
+  REQUIRE(ws.swarm({"evict", "--slot", "s"}).exit == 0);
+  fs::create_directories(ws.root() / ".swarm/recovery/s-earlier");
+  fs::rename(ws.worktree("s") / "moved.txt", ws.root() / ".swarm/recovery/s-earlier/moved.txt");
+  write_file(ws.root() / ".swarm/slots/s/salvaging", "being moved\n");
+
+  auto join = ws.swarm({"join", "--slot", "s", "--task", "T-1"});
+  CHECK(join.exit == 3);
+  CHECK(join.err.find("half salvaged") != std::string::npos);
+  CHECK(join.err.find("swarm doctor --fix") != std::string::npos);
+  CHECK(read_file(ws.worktree("s") / "kept.txt") == "work\n");  // the refusal touched nothing
+  CHECK(ws.swarm({"status", "--slot", "s"}).exit == 4);         // and left no record
+
+  auto fix = ws.swarm({"doctor", "--fix"});
+  CHECK_MESSAGE(fix.exit == 0, fix.out);
+  CHECK_FALSE(fs::exists(ws.root() / ".swarm/slots/s"));
+  bool kept = false;
+  for (const auto& entry : fs::recursive_directory_iterator(ws.root() / ".swarm/recovery"))
+    kept = kept || (entry.path().filename() == "kept.txt" && read_file(entry.path()) == "work\n");
+  CHECK(kept);
+  CHECK(read_file(ws.root() / ".swarm/recovery/s-earlier/moved.txt") == "moved already\n");
+  REQUIRE(ws.swarm({"join", "--slot", "s", "--task", "T-1"}).exit == 0);
+  CHECK_FALSE(fs::exists(ws.worktree("s") / "kept.txt"));
+}
