@@ -737,6 +737,16 @@ int main(int argc, char** argv) {
     rows.push_back(row);
   }
 
+  // A workspace in `root` on the bench's server, and the environment its
+  // swarm processes run with (this host as the bench's).
+  auto workspace_at = [&](const std::filesystem::path& root, const std::string& bucket) {
+    std::filesystem::create_directories(root);
+    auto made = swarm::up({.root = root, .nats_url = server.url(), .bucket = bucket, .connection = {}});
+    std::vector<std::string> env = {"SWARM_WORKSPACE=" + root.string(), "SWARM_HOST=bench-host",
+                                    "SWARM_HOST_ID=bench-id"};
+    return std::make_pair(std::move(made), std::move(env));
+  };
+
   // 12. join of a slot in a repository of 20,200 files (about 88 MB) on
   // tmpfs, against `git clone` of the hub; and at 100,000 files (reported).
   if (want({12})) {
@@ -749,9 +759,7 @@ int main(int argc, char** argv) {
                       {}, root.string())
               .exit != 0)
         fail("making the big repository failed");
-      auto big = swarm::up({.root = root, .nats_url = server.url(), .bucket = "bench-big", .connection = {}});
-      const std::vector<std::string> env = {"SWARM_WORKSPACE=" + root.string(), "SWARM_HOST=bench-host",
-                                            "SWARM_HOST_ID=bench-id"};
+      const auto [big, env] = workspace_at(root, "bench-big");
       const int n = files > 20200 ? 3 : quick ? 4 : 10;
       std::vector<double> swarm_ms, base_ms;
       for (int i = 0; i < n; ++i) {
@@ -780,10 +788,7 @@ int main(int argc, char** argv) {
     for (int files : quick ? std::vector<int>{10000} : std::vector<int>{10000, 100000}) {
       ShmDir shm;
       const auto root = shm.path / "ws";
-      std::filesystem::create_directories(root);
-      auto small = swarm::up({.root = root, .nats_url = server.url(), .bucket = "bench-close", .connection = {}});
-      const std::vector<std::string> env = {"SWARM_WORKSPACE=" + root.string(), "SWARM_HOST=bench-host",
-                                            "SWARM_HOST_ID=bench-id"};
+      const auto [small, env] = workspace_at(root, "bench-close");
       const int n = files > 10000 ? 3 : quick ? 4 : 10;
       std::vector<double> swarm_ms, base_ms;
       for (int i = 0; i < n; ++i) {
@@ -866,10 +871,7 @@ int main(int argc, char** argv) {
   if (want({16})) {
     ShmDir shm;
     const auto root = shm.path / "ws";
-    std::filesystem::create_directories(root);
-    auto ws16 = swarm::up({.root = root, .nats_url = server.url(), .bucket = "bench-commits", .connection = {}});
-    const std::vector<std::string> env = {"SWARM_WORKSPACE=" + root.string(), "SWARM_HOST=bench-host",
-                                          "SWARM_HOST_ID=bench-id"};
+    const auto [ws16, env] = workspace_at(root, "bench-commits");
     if (run_process({swarm_bin, "join", "--slot", "long", "--task", "T-long"}, env).exit != 0) fail("join failed");
     const int n = quick ? 200 : 1000;
     std::vector<double> all;
