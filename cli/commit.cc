@@ -17,10 +17,7 @@ namespace {
 
 // A local hub with too many packs is repacked by another swarm process,
 // started here and not waited for: no commit waits for a repack (adr/0016).
-void repack_in_background(const swarm::Workspace& ws) {
-  auto file = ws.read_config();
-  if (file.state != swarm::Workspace::ConfigFile::State::good) return;
-  const swarm::HubLocation hub = file.config.hub_location();
+void repack_in_background(const swarm::Workspace& ws, const swarm::HubLocation& hub) {
   if (hub.remote() || swarm::Hub::pack_count(hub.path()) <= swarm::kHubPackLimit) return;
   std::string self = "/proc/self/exe";
   std::vector<std::string> args = {"swarm", "_repack-hub", "--workspace", ws.root().string()};
@@ -112,7 +109,7 @@ Verb add_commit(CLI::App& app) {
             }
             doc.set("warnings", std::move(warnings));
             ctx.out().result("commit", human, std::move(doc));
-            if (r.pushed) repack_in_background(ws);
+            if (r.pushed) repack_in_background(ws, lifecycle.hub());
             return 0;
           }};
 }

@@ -121,17 +121,18 @@ class Checkup {
       const fs::path wt = ws_.worktree(entry.slot);
       std::error_code ec;
       if (!fs::exists(wt / ".git", ec)) continue;
-      std::optional<std::string> local;
+      std::optional<Worktree> worktree;
       try {
-        local = Worktree::open(wt, entry.slot).branch_tip();
+        worktree.emplace(Worktree::open(wt, entry.slot));
       } catch (const Error&) {
         continue;  // an unreadable worktree: check_folders has its say
       }
       const std::string branch = "swarm/" + entry.slot;
+      auto local = worktree->branch_tip();
       auto on_hub = hub_->branch_tip(branch);
       if (!local || local == on_hub) continue;
       // A branch that never moved from where the slot began has nothing to push.
-      if (!on_hub && !Worktree::open(wt, entry.slot).has_commits_beyond_default()) continue;
+      if (!on_hub && !worktree->has_commits_beyond_default()) continue;
       add(Severity::notice, "unpushed_branch", entry.slot,
           "slot " + entry.slot + ": its last commit " + local->substr(0, 12) + " is not on the hub (the hub's " +
               branch + (on_hub ? " is at " + on_hub->substr(0, 12) : std::string(" is missing")) +

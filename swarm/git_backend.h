@@ -60,12 +60,13 @@ class GitBackend {
   // The hub at `hub`: a local path, or a URL (one ls-remote, kept).
   virtual std::unique_ptr<HubBackend> open_hub(const std::string& hub) = 0;
   // Makes the hub at `hub` (a URL, or a local bare repository) ready for
-  // slots: this host may push to it (exit 2 otherwise), and a hub with no
-  // branch is seeded as create_hub would, its commits built in the local
-  // folder `scratch` (made and removed here) and pushed. Returns whether this
-  // call seeded it (false: it had branches, or another host seeded it first).
-  virtual bool prepare_hub(const std::string& hub, const std::filesystem::path& source,
-                           const std::filesystem::path& scratch) = 0;
+  // slots and returns it opened: this host may push to it (exit 2
+  // otherwise), and a hub with no branch is seeded as create_hub would, its
+  // commits built in the local folder `scratch` (made and removed here) and
+  // pushed. `seeded` says whether this call seeded it (false: it had
+  // branches, or another host seeded it first).
+  virtual std::unique_ptr<HubBackend> prepare_hub(const std::string& hub, const std::filesystem::path& source,
+                                                  const std::filesystem::path& scratch, bool* seeded) = 0;
   // Packs every object of the local hub at `path` into one pack and removes
   // the packs it replaces, when it has more than `pack_limit` of them.
   virtual RepackResult repack_hub(const std::filesystem::path& path, int pack_limit) = 0;

@@ -1,6 +1,7 @@
 #include "swarm/hub.h"
 
 #include "swarm/error.h"
+#include "swarm/hub_packs.h"
 
 namespace swarm {
 
@@ -11,18 +12,7 @@ Hub Hub::create(const fs::path& path, const fs::path& source) {
   return Hub(std::move(repo), parse_hub_location(fs::absolute(path).string(), "/"));
 }
 
-int Hub::pack_count(const fs::path& path) {
-  int count = 0;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(path / "objects" / "pack", ec)) {
-    if (entry.path().extension() != ".pack") continue;
-    fs::path keep = entry.path();
-    keep.replace_extension(".keep");  // a kept pack stays: no repack would take it
-    std::error_code keep_ec;
-    count += fs::exists(keep, keep_ec) ? 0 : 1;
-  }
-  return count;
-}
+int Hub::pack_count(const fs::path& path) { return static_cast<int>(repackable_packs(path).size()); }
 
 bool Hub::exists_at(const fs::path& path) {
   std::error_code ec;
@@ -69,15 +59,13 @@ Hub Hub::ensure(const HubLocation& where, const fs::path& source, const fs::path
       bool no_refs = fs::is_empty(where.path() / "refs" / "heads", ec) && !ec &&
                      !fs::exists(where.path() / "packed-refs", ec);
       if (!no_refs) return open(where);
-      *created = git_backend().prepare_hub(where.text, source, scratch);
-      return open(where);
+      return Hub(git_backend().prepare_hub(where.text, source, scratch, created), where);
     }
     require_can_be_at(where.path());
     *created = true;
     return create(where.path(), source);
   }
-  *created = git_backend().prepare_hub(where.text, source, scratch);
-  Hub hub = open(where);
+  Hub hub(git_backend().prepare_hub(where.text, source, scratch, created), where);
   hub.default_branch();  // a hub whose HEAD names no branch is refused here, named
   return hub;
 }

@@ -44,8 +44,8 @@ class Hub {
   // bare repository, is fine. Reads only the filesystem.
   static void require_can_be_at(const std::filesystem::path& path);
 
-  // The packs in the local hub at `path` that a repack would take (not kept
-  // ones): a directory listing, no git.
+  // The packs in the local hub at `path` that a repack would take
+  // (repackable_packs): a directory listing, no git.
   static int pack_count(const std::filesystem::path& path);
   // Packs the local hub at `path` into one pack when it has more than
   // `pack_limit` (adr/0016); every object is kept. Another repack at it: busy.

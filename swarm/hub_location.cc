@@ -98,11 +98,12 @@ bool behind_proxy() {
 }
 
 // Connects to one address within `timeout`; "" when it opened, else why not.
-std::string try_connect(const addrinfo& address, std::chrono::milliseconds timeout) {
-  int fd = ::socket(address.ai_family, address.ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, address.ai_protocol);
+std::string try_connect(const std::string& address, std::chrono::milliseconds timeout) {
+  const auto* to = reinterpret_cast<const sockaddr*>(address.data());
+  int fd = ::socket(to->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return std::strerror(errno);
   std::string why;
-  if (::connect(fd, address.ai_addr, address.ai_addrlen) != 0) {
+  if (::connect(fd, to, static_cast<socklen_t>(address.size())) != 0) {
     if (errno != EINPROGRESS) {
       why = std::strerror(errno);
     } else {
@@ -176,28 +177,34 @@ HubLocation parse_hub_location(const std::string& given, const fs::path& base) {
   return out;
 }
 
+std::vector<std::string> resolve_hub(const HubLocation& hub) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (int rc = ::getaddrinfo(hub.host.c_str(), std::to_string(hub.port).c_str(), &hints, &found); rc != 0)
+    throw Error(Errc::unavailable, "the hub " + hub.shown() + " cannot be reached: host " + hub.host + ": " +
+                                       ::gai_strerror(rc));
+  std::vector<std::string> out;
+  for (const addrinfo* a = found; a != nullptr; a = a->ai_next)
+    out.emplace_back(reinterpret_cast<const char*>(a->ai_addr), a->ai_addrlen);
+  ::freeaddrinfo(found);
+  return out;
+}
+
 void require_reachable(const HubLocation& hub, std::chrono::milliseconds timeout) {
   if (!hub.remote()) return;
   if ((hub.transport == HubLocation::Transport::http || hub.transport == HubLocation::Transport::https) &&
       behind_proxy())
     return;
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  const std::string port = std::to_string(hub.port);
-  if (int rc = ::getaddrinfo(hub.host.c_str(), port.c_str(), &hints, &found); rc != 0)
-    throw Error(Errc::unavailable, "the hub " + hub.shown() + " cannot be reached: host " + hub.host + ": " +
-                                       ::gai_strerror(rc));
   std::string why;
-  for (const addrinfo* a = found; a != nullptr; a = a->ai_next) {
-    why = try_connect(*a, timeout);
+  for (const auto& address : resolve_hub(hub)) {
+    why = try_connect(address, timeout);
     if (why.empty()) break;
   }
-  ::freeaddrinfo(found);
   if (!why.empty())
-    throw Error(Errc::unavailable, "the hub " + hub.shown() + " cannot be reached: " + hub.host + " port " + port +
-                                       ": " + why);
+    throw Error(Errc::unavailable, "the hub " + hub.shown() + " cannot be reached: " + hub.host + " port " +
+                                       std::to_string(hub.port) + ": " + why);
 }
 
 }  // namespace swarm

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace swarm {
 
@@ -41,6 +42,10 @@ struct HubLocation {
 // one, control characters, an unknown scheme (ftp://), a URL without a host,
 // a bad port.
 HubLocation parse_hub_location(const std::string& given, const std::filesystem::path& base);
+
+// The socket addresses (sockaddr bytes) a network hub's host and port
+// resolve to now. Throws unavailable naming the hub when the host does not resolve.
+std::vector<std::string> resolve_hub(const HubLocation& hub);
 
 // For a network hub: whether a TCP connection to its host and port opens
 // within `timeout`, so that an unreachable hub is exit 7 in seconds (libgit2

@@ -5,6 +5,7 @@
 
 #include "swarm/error.h"
 #include "swarm/log.h"
+#include "swarm/workspace.h"
 #include "swarm/worktree.h"
 
 namespace swarm {
@@ -14,7 +15,9 @@ namespace fs = std::filesystem;
 namespace {
 
 // Our own crumbs in a slot folder, which hold nothing to keep.
-bool is_crumb(const fs::path& name) { return name == "leaf.pid" || name == "session-base" || name == "salvaging"; }
+bool is_crumb(const fs::path& name) {
+  return name == kLeafPidName || name == kSessionBaseName || name == kSalvageMarkName;
+}
 
 [[noreturn]] void cannot_salvage(const fs::path& from, const fs::path& to, const std::error_code& ec) {
   throw Error(Errc::internal, "cannot salvage " + from.string() + " to " + to.string() + ": " + ec.message());
@@ -153,9 +156,9 @@ Salvage salvage(const fs::path& slot_dir, const std::string& slot, const fs::pat
   if (options.files && options.move) {
     // From the first file moved on, the worktree lacks files: the mark says
     // so, so that no join resumes it and doctor --fix finishes the salvage.
-    std::ofstream(slot_dir / "salvaging") << "files of this worktree are being moved to " << recovery_root.string()
+    std::ofstream(slot_dir / kSalvageMarkName) << "files of this worktree are being moved to " << recovery_root.string()
                                           << " (" << format_rfc3339(now) << ")\n";
-    if (!fs::exists(slot_dir / "salvaging"))
+    if (!fs::exists(slot_dir / kSalvageMarkName))
       throw Error(Errc::internal, "cannot mark " + slot_dir.string() + " as being salvaged");
   }
   const fs::path wt = slot_dir / "wt";

@@ -93,6 +93,7 @@ class SlotLifecycle {
   SessionEntry read_own(const std::string& slot) const;
 
   const Workspace& workspace() const { return workspace_; }
+  const HubLocation& hub() const { return hub_; }
   const SessionStore& store() const { return store_; }
   const TaskLeases& tasks() const { return tasks_; }
   const HostIdentity& me() const { return me_; }

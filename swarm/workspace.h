@@ -27,6 +27,12 @@ struct WorkspaceConfig {
   HubLocation hub_location() const { return parse_hub_location(hub, "/"); }
 };
 
+// The crumbs swarm keeps in a slot folder beside its worktree (they hold no
+// work: salvage leaves them out).
+inline constexpr const char* kLeafPidName = "leaf.pid";
+inline constexpr const char* kSessionBaseName = "session-base";
+inline constexpr const char* kSalvageMarkName = "salvaging";
+
 class Workspace {
  public:
   // `explicit_dir` (from --workspace or $SWARM_WORKSPACE) when given, else the
@@ -44,14 +50,14 @@ class Workspace {
   std::filesystem::path slots_dir() const { return swarm_dir() / "slots"; }
   std::filesystem::path slot_dir(const std::string& slot) const { return slots_dir() / slot; }
   std::filesystem::path worktree(const std::string& slot) const { return slot_dir(slot) / "wt"; }
-  std::filesystem::path pid_file(const std::string& slot) const { return slot_dir(slot) / "leaf.pid"; }
+  std::filesystem::path pid_file(const std::string& slot) const { return slot_dir(slot) / kLeafPidName; }
   // The commit swarm/<slot> was at when the slot's current run of work began
   // (a join that made its worktree): close's artifact gate asks whether the
   // slot committed since.
-  std::filesystem::path session_base(const std::string& slot) const { return slot_dir(slot) / "session-base"; }
+  std::filesystem::path session_base(const std::string& slot) const { return slot_dir(slot) / kSessionBaseName; }
   // Made before a salvage starts moving the worktree's files out (adr/0016):
   // a worktree with it is half salvaged, never to be resumed.
-  std::filesystem::path salvage_mark(const std::string& slot) const { return slot_dir(slot) / "salvaging"; }
+  std::filesystem::path salvage_mark(const std::string& slot) const { return slot_dir(slot) / kSalvageMarkName; }
   std::filesystem::path recovery_dir() const { return swarm_dir() / "recovery"; }
   // Lock files (adr/0009): one per slot, for local work on its folder, and
   // one for `swarm up`. Slot names have no '.', so the two never collide.

@@ -238,15 +238,28 @@ std::unique_ptr<HubBackend> open_any_hub(const std::string& hub) {
   return RemoteHubRepo::open(hub);
 }
 
-bool prepare_hub(const std::string& hub, const std::filesystem::path& source, const std::filesystem::path& scratch) {
+namespace {
+
+// The hub at `hub` as `listed` says it is: a remote one from that listing
+// (no second connection), a local one opened.
+std::unique_ptr<HubBackend> hub_as_listed(const RemoteAccess& access, const std::string& hub, RemoteRefs listed) {
+  if (!access.hub().remote()) return HubRepo::open(access.hub().path());
+  return std::make_unique<RemoteHubRepo>(hub, std::move(listed.refs), std::move(listed.head_branch));
+}
+
+}  // namespace
+
+std::unique_ptr<HubBackend> prepare_hub(const std::string& hub, const std::filesystem::path& source,
+                                        const std::filesystem::path& scratch, bool* seeded) {
   ensure_initialized();
+  *seeded = false;
   RemoteAccess access(hub);
   git_remote* detached_raw = nullptr;
   check(git_remote_create_detached(&detached_raw, hub.c_str()), "name the hub " + access.hub().shown());
   RemotePtr detached(detached_raw);
-  if (!access.list(detached.get(), "list the hub's branches").refs.empty()) {
+  if (RemoteRefs listed = access.list(detached.get(), "list the hub's branches"); !listed.refs.empty()) {
     access.require_push_access(detached.get());
-    return false;
+    return hub_as_listed(access, hub, std::move(listed));
   }
   RemovedOnExit remove{scratch};
   auto seed = HubRepo::create(scratch, source);
@@ -264,20 +277,23 @@ bool prepare_hub(const std::string& hub, const std::filesystem::path& source, co
   options.callbacks = access.callbacks();
   access.run("seed the hub with " + branch, [&] { return git_remote_push(remote.get(), &array, &options); },
              RemoteAccess::Direction::push);
-  if (!access.rejected().empty()) {
+  *seeded = access.rejected().empty();
+  if (!*seeded) {
     // Another host's `up` seeded it first: its branch is as good as ours.
-    if (!access.list(detached.get(), "list the hub's branches").refs.empty()) return false;
+    if (RemoteRefs listed = access.list(detached.get(), "list the hub's branches"); !listed.refs.empty())
+      return hub_as_listed(access, hub, std::move(listed));
     throw Error(Errc::conflict, "the hub " + access.hub().shown() + " refused its first branch: " +
                                     access.rejected().front());
   }
-  if (access.hub().remote()) return true;  // its HEAD is the server's to set
+  if (access.hub().remote())  // its HEAD is the server's to set
+    return hub_as_listed(access, hub, access.list(detached.get(), "list the hub's branches"));
   // A local bare repository made with another initial branch: HEAD names the seed.
   git_repository* hub_raw = nullptr;
   check(git_repository_open_bare(&hub_raw, access.hub().path().c_str()), "open the hub " + hub);
   RepositoryPtr target(hub_raw);
   if (git_repository_head_unborn(target.get()) == 1)
     check(git_repository_set_head(target.get(), ("refs/heads/" + branch).c_str()), "point the hub's HEAD at " + branch);
-  return true;
+  return HubRepo::open(access.hub().path());
 }
 
 }  // namespace swarm::git

@@ -11,9 +11,9 @@ class Libgit2Backend : public GitBackend {
     return HubRepo::create(path, source);
   }
   std::unique_ptr<HubBackend> open_hub(const std::string& hub) override { return open_any_hub(hub); }
-  bool prepare_hub(const std::string& hub, const std::filesystem::path& source,
-                   const std::filesystem::path& scratch) override {
-    return git::prepare_hub(hub, source, scratch);
+  std::unique_ptr<HubBackend> prepare_hub(const std::string& hub, const std::filesystem::path& source,
+                                          const std::filesystem::path& scratch, bool* seeded) override {
+    return git::prepare_hub(hub, source, scratch, seeded);
   }
   RepackResult repack_hub(const std::filesystem::path& path, int pack_limit) override {
     return git::repack_hub(path, pack_limit);

@@ -88,25 +88,16 @@ bool mentions(const std::string& text, std::initializer_list<const char*> phrase
   return false;
 }
 
-// The addresses `host` resolves to, as sockaddr bytes with `port`.
-std::vector<std::string> addresses_of(const std::string& host, int port) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  std::vector<std::string> out;
-  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) return out;
-  for (const addrinfo* a = found; a != nullptr; a = a->ai_next)
-    out.emplace_back(reinterpret_cast<const char*>(a->ai_addr), a->ai_addrlen);
-  ::freeaddrinfo(found);
-  return out;
-}
-
 // Shuts down every socket of this process connected to the hub's host and
 // port: a read blocked on it (in libgit2 or libssh2) sees the end of the
 // stream and fails. Other connections (NATS) are left alone.
 void shut_sockets_to(const HubLocation& hub) {
-  const auto peers = addresses_of(hub.host, hub.port);
+  std::vector<std::string> peers;
+  try {
+    peers = resolve_hub(hub);
+  } catch (const Error&) {
+    return;  // on a watchdog's thread: nothing to shut that the name gives
+  }
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator("/proc/self/fd", ec)) {
     int fd = -1;

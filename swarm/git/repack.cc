@@ -14,6 +14,7 @@
 
 #include "swarm/error.h"
 #include "swarm/git/repos.h"
+#include "swarm/hub_packs.h"
 
 namespace swarm::git {
 
@@ -23,32 +24,11 @@ namespace {
 
 using OdbPtr = std::unique_ptr<git_odb, Freer<git_odb_free>>;
 
-// The packs of a repository, by name without extension ("pack-<hash>"),
-// leaving out kept ones (a .keep file: someone asked for them to stay).
-std::vector<std::string> packs_of(const fs::path& pack_dir) {
-  std::vector<std::string> out;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(pack_dir, ec)) {
-    const fs::path& p = entry.path();
-    if (p.extension() != ".pack") continue;
-    fs::path keep = p;
-    keep.replace_extension(".keep");
-    if (fs::exists(keep, ec)) continue;
-    fs::path index = p;
-    index.replace_extension(".idx");
-    if (!fs::exists(index, ec)) continue;  // a pack still being written
-    out.push_back(p.stem().string());
-  }
-  return out;
-}
-
 int insert_object(const git_oid* id, void* payload) {
   return git_packbuilder_insert(static_cast<git_packbuilder*>(payload), id, nullptr);
 }
 
 }  // namespace
-
-int count_packs(const fs::path& hub) { return static_cast<int>(packs_of(hub / "objects" / "pack").size()); }
 
 RepackResult repack_hub(const fs::path& hub, int pack_limit) {
   ensure_initialized();
@@ -66,7 +46,7 @@ RepackResult repack_hub(const fs::path& hub, int pack_limit) {
     result.busy = true;
     return result;
   }
-  const std::vector<std::string> before = packs_of(pack_dir);
+  const std::vector<std::string> before = repackable_packs(hub);
   result.packs_before = static_cast<int>(before.size());
   if (result.packs_before <= pack_limit) {
     result.packs_after = result.packs_before;
@@ -101,7 +81,7 @@ RepackResult repack_hub(const fs::path& hub, int pack_limit) {
     std::error_code ec;
     for (const char* ext : {".idx", ".pack", ".rev", ".bitmap"}) fs::remove(pack_dir / (name + ext), ec);
   }
-  result.packs_after = count_packs(hub);
+  result.packs_after = static_cast<int>(repackable_packs(hub).size());
   return result;
 }
 

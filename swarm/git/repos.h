@@ -51,11 +51,11 @@ std::unique_ptr<HubBackend> open_any_hub(const std::string& hub);
 // file, when no attribute or setting could change a file (plain_checkout.cc).
 // false: it wrote nothing, and libgit2's checkout must do it.
 bool write_tree_plainly(git_repository* repo, git_tree* tree);
-// See GitBackend::repack_hub; count_packs counts a repository's packs.
+// See GitBackend::repack_hub.
 RepackResult repack_hub(const std::filesystem::path& hub, int pack_limit);
-int count_packs(const std::filesystem::path& hub);
 // See GitBackend::prepare_hub.
-bool prepare_hub(const std::string& hub, const std::filesystem::path& source, const std::filesystem::path& scratch);
+std::unique_ptr<HubBackend> prepare_hub(const std::string& hub, const std::filesystem::path& source,
+                                        const std::filesystem::path& scratch, bool* seeded);
 // The hub's default branch among `branches` (short names): the one HEAD
 // names (`head`, empty when the hub's HEAD names no branch it has), else
 // main, else master, else the only branch outside swarm/ (a hub seeded by

@@ -16,13 +16,7 @@ TEST_CASE("Cluster_WorkspaceOnThreeNodesSurvivesANodeLoss") {
   NatsCluster cluster;
   SwarmWorkspace ws({.up = false});
   // A fresh cluster elects its JetStream leader first: up is retried until it can create the buckets.
-  RunResult up;
-  auto deadline = std::chrono::steady_clock::now() + 40s;
-  do {
-    up = ws.swarm({"up", "--nats-url", cluster.urls(), "--replicas", "3", "--json"});
-    if (up.exit == 0) break;
-    std::this_thread::sleep_for(500ms);
-  } while (std::chrono::steady_clock::now() < deadline);
+  RunResult up = up_on_cluster(ws, cluster, {"--replicas", "3", "--json"});
   REQUIRE_MESSAGE(up.exit == 0, up.err);
   CHECK(number(json_of(up), "replicas") == 3);
   CHECK(cJSON_IsFalse(cJSON_GetObjectItem(json_of(up).get(), "embedded")));
@@ -68,18 +62,8 @@ TEST_CASE("Cluster_VerbsRideOutALeaderElection") {
   NatsCluster cluster;
   SwarmWorkspace ws({.up = false});
   SwarmWorkspace other({.up = false});
-  auto up_when_ready = [&](const SwarmWorkspace& w) {
-    RunResult up;
-    auto deadline = std::chrono::steady_clock::now() + 40s;
-    do {
-      up = w.swarm({"up", "--nats-url", cluster.urls(), "--replicas", "3"});
-      if (up.exit == 0) break;
-      std::this_thread::sleep_for(500ms);
-    } while (std::chrono::steady_clock::now() < deadline);
-    return up.exit;
-  };
-  REQUIRE(up_when_ready(ws) == 0);
-  REQUIRE(up_when_ready(other) == 0);
+  REQUIRE(up_on_cluster(ws, cluster, {"--replicas", "3"}).exit == 0);
+  REQUIRE(up_on_cluster(other, cluster, {"--replicas", "3"}).exit == 0);
   REQUIRE(ws.swarm({"join", "--slot", "a", "--task", "T-1"}).exit == 0);
 
   const std::vector<std::string> patient = {"--timeout", "20s", "--json"};

@@ -13,19 +13,13 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// `swarm up` on a fresh cluster, retried while it elects its JetStream leader.
+// `swarm up --json` on a fresh cluster, retried while it elects its JetStream
+// leader: only while the exit is 7 (NATS not ready), so that the hub's own
+// refusals (2, 6) come back at once.
 RunResult up_on(const NatsCluster& cluster, const SwarmWorkspace& ws, std::vector<std::string> args,
                 const std::map<std::string, std::string>& host) {
-  std::vector<std::string> full = {"up", "--nats-url", cluster.urls(), "--json"};
-  full.insert(full.end(), args.begin(), args.end());
-  RunResult r;
-  auto deadline = std::chrono::steady_clock::now() + 40s;
-  do {
-    r = ws.swarm(full, host);
-    if (r.exit != 7) break;  // 7: NATS not ready yet (the hub's errors are other codes here)
-    std::this_thread::sleep_for(500ms);
-  } while (std::chrono::steady_clock::now() < deadline);
-  return r;
+  args.insert(args.begin(), "--json");
+  return up_on_cluster(ws, cluster, args, host, [](int exit) { return exit == 7; });
 }
 
 bool has_field_true(const swarm::Json& json, const char* name) {

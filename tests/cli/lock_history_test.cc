@@ -258,13 +258,7 @@ TEST_CASE("LockHistory_OnAClusterLosingItsStreamLeader") {
   // the same on a 3-node cluster (R3 buckets), with the leases stream's leader killed half way.
   NatsCluster cluster;
   SwarmWorkspace ws({.up = false});
-  RunResult up;
-  auto deadline = std::chrono::steady_clock::now() + 40s;
-  do {
-    up = ws.swarm({"up", "--nats-url", cluster.urls(), "--replicas", "3"});
-    if (up.exit == 0) break;
-    std::this_thread::sleep_for(500ms);
-  } while (std::chrono::steady_clock::now() < deadline);
+  RunResult up = up_on_cluster(ws, cluster, {"--replicas", "3"});
   REQUIRE_MESSAGE(up.exit == 0, up.err);
   std::string leader;
   auto h = run_history(ws, 60s, [&] {

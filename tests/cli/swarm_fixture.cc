@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <stdexcept>
+#include <thread>
 
 namespace testing {
 
@@ -59,6 +60,20 @@ RunResult SwarmWorkspace::git(const std::vector<std::string>& args, const std::f
   c.cwd = cwd.empty() ? root_ : cwd;
   c.env["HOME"] = dir_.path().string();
   return run(c);
+}
+
+RunResult up_on_cluster(const SwarmWorkspace& ws, const NatsCluster& cluster, const std::vector<std::string>& args,
+                        const std::map<std::string, std::string>& host, const std::function<bool(int)>& retry) {
+  std::vector<std::string> full = {"up", "--nats-url", cluster.urls()};
+  full.insert(full.end(), args.begin(), args.end());
+  RunResult r;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(40);
+  do {
+    r = ws.swarm(full, host);
+    if (!retry(r.exit)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  } while (std::chrono::steady_clock::now() < deadline);
+  return r;
 }
 
 swarm::Json json_of(const RunResult& r) { return swarm::Json::parse(r.out); }

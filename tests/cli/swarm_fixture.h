@@ -3,6 +3,7 @@
 // `embedded` makes `swarm up` start its own, stopped again by `swarm down`.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -53,6 +54,14 @@ class SwarmWorkspace {
   std::optional<NatsServer> server_;
   bool embedded_;
 };
+
+// `swarm up --nats-url <the cluster's URLs> ARGS...` as `host`, tried again
+// every 500 ms for up to 40 s while a fresh cluster elects its JetStream
+// leader, that is while `retry(exit)` says so (by default: any failure).
+RunResult up_on_cluster(
+    const SwarmWorkspace& ws, const NatsCluster& cluster, const std::vector<std::string>& args,
+    const std::map<std::string, std::string>& host = kHostA,
+    const std::function<bool(int)>& retry = [](int exit) { return exit != 0; });
 
 // Parses stdout as one JSON document (empty Json when it is not).
 swarm::Json json_of(const RunResult& r);
