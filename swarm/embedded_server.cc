@@ -16,6 +16,7 @@
 
 #include "swarm/error.h"
 #include "swarm/json.h"
+#include "swarm/log.h"
 #include "swarm/process_info.h"
 #include "swarm/workspace.h"
 
@@ -176,7 +177,60 @@ std::string EmbeddedServer::start(int port, std::chrono::milliseconds timeout) {
                 "nats-server is not on PATH: install it (apt-get install nats-server) or pass --nats-url");
   fs::create_directories(data_dir());
   if (port <= 0 || !port_is_free(port)) port = free_loopback_port();
+  // A free port may be taken by anyone before our server binds it (another
+  // workspace's `up` that chose it too): that server exits, and the port then
+  // answers for someone else. Ours is the one whose own socket listens there;
+  // a port taken meanwhile is replaced by another free one, a few times.
+  constexpr int kPortTries = 4;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (int attempt = 1;; ++attempt) {
+    pid_t pid = launch(program, port);
+    const std::string url = "nats://127.0.0.1:" + std::to_string(port);
+    const auto start_ticks = process_start_ticks(pid).value_or(0);
+    // The executable is recorded once the server answers, from /proc: what PATH
+    // named may be a wrapper (asdf, mise, nix) that exec'd the real one.
+    auto record_identity = [&](const std::string& exe) {
+      Json identity = Json::object();
+      identity.set("pid", static_cast<std::int64_t>(pid))
+          .set("start_ticks", static_cast<std::int64_t>(start_ticks))
+          .set("exe", exe)
+          .set("url", url)
+          .set("store", data_dir().string());
+      write_file_atomically(identity_file(), identity.dump_pretty() + "\n");
+    };
+    // The identity is written at once: an `up` killed from here on leaves a
+    // server that the next `up` reuses and `down` stops.
+    record_identity("");
+    bool taken = false;
+    while (!(listens_on(pid, port) && answers(port))) {
+      int status = 0;
+      if (waitpid(pid, &status, WNOHANG) == pid) {
+        const std::string log = tail_of(log_file(), 1500);
+        if (attempt < kPortTries && log.find("address already in use") != std::string::npos) {
+          taken = true;
+          break;
+        }
+        throw Error(Errc::unavailable, "nats-server exited at start (see " + log_file().string() + "):\n" + log);
+      }
+      if (std::chrono::steady_clock::now() > deadline) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        throw Error(Errc::unavailable, "nats-server did not answer on 127.0.0.1:" + std::to_string(port) +
+                                           " within the timeout (see " + log_file().string() + ")");
+      }
+      std::this_thread::sleep_for(20ms);
+    }
+    if (taken) {
+      spdlog::debug("port {} was taken before nats-server could listen on it; trying another", port);
+      port = free_loopback_port();
+      continue;
+    }
+    record_identity(exe_of(pid));
+    return url;
+  }
+}
 
+pid_t EmbeddedServer::launch(const std::string& program, int port) const {
   std::vector<std::string> args = {"nats-server", "-js", "-a", "127.0.0.1", "-p", std::to_string(port),
                                    "-sd", data_dir().string(), "-l", log_file().string(),
                                    "-P", pid_file().string(), "--server_name", "swarm-embedded"};
@@ -197,41 +251,9 @@ std::string EmbeddedServer::start(int port, std::chrono::milliseconds timeout) {
     _exit(127);
   }
   // The pid file is nats-server's own (-P); write it too, so a server that dies
-  // before writing it still leaves a pid for doctor to name. The identity is
-  // written at once: an `up` killed from here on leaves a server that the
-  // next `up` reuses and `down` stops.
+  // before writing it still leaves a pid for doctor to name.
   write_file_atomically(pid_file(), std::to_string(pid) + "\n");
-  const std::string url = "nats://127.0.0.1:" + std::to_string(port);
-  const auto start_ticks = process_start_ticks(pid).value_or(0);
-  // The executable is recorded once the server answers, from /proc: what PATH
-  // named may be a wrapper (asdf, mise, nix) that exec'd the real one.
-  auto record_identity = [&](const std::string& exe) {
-    Json identity = Json::object();
-    identity.set("pid", static_cast<std::int64_t>(pid))
-        .set("start_ticks", static_cast<std::int64_t>(start_ticks))
-        .set("exe", exe)
-        .set("url", url)
-        .set("store", data_dir().string());
-    write_file_atomically(identity_file(), identity.dump_pretty() + "\n");
-  };
-  record_identity("");
-
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!answers(port)) {
-    int status = 0;
-    if (waitpid(pid, &status, WNOHANG) == pid)
-      throw Error(Errc::unavailable, "nats-server exited at start (see " + log_file().string() + "):\n" +
-                                         tail_of(log_file(), 1500));
-    if (std::chrono::steady_clock::now() > deadline) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      throw Error(Errc::unavailable, "nats-server did not answer on 127.0.0.1:" + std::to_string(port) +
-                                         " within the timeout (see " + log_file().string() + ")");
-    }
-    std::this_thread::sleep_for(20ms);
-  }
-  record_identity(exe_of(pid));
-  return url;
+  return pid;
 }
 
 std::vector<pid_t> EmbeddedServer::stop(std::chrono::milliseconds grace) const { return stop_others(0, grace); }

@@ -57,6 +57,9 @@ class EmbeddedServer {
   std::vector<pid_t> stop_others(pid_t keep, std::chrono::milliseconds grace) const;
 
  private:
+  // Forks and execs `program` on `port` detached, and writes the pid file.
+  pid_t launch(const std::string& program, int port) const;
+
   std::filesystem::path dir_;
 };
 

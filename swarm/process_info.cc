@@ -3,6 +3,8 @@
 #include <signal.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -36,6 +38,35 @@ std::vector<std::string> process_arguments(pid_t pid) {
   std::string arg;
   while (std::getline(in, arg, '\0')) args.push_back(arg);
   return args;
+}
+
+bool listens_on(pid_t pid, int port) {
+  if (pid <= 0 || port <= 0 || port > 65535) return false;
+  // The inodes of the sockets listening on the port (state 0A), from the
+  // kernel's table: "sl local_address rem_address st ... uid timeout inode".
+  char loopback[32], any[32];
+  std::snprintf(loopback, sizeof loopback, "0100007F:%04X", static_cast<unsigned>(port));
+  std::snprintf(any, sizeof any, "00000000:%04X", static_cast<unsigned>(port));
+  std::vector<std::string> sockets;
+  std::ifstream table("/proc/net/tcp");
+  std::string line;
+  std::getline(table, line);  // the header
+  while (std::getline(table, line)) {
+    std::istringstream fields(line);
+    std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
+    if (!(fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >> timeout >> inode))
+      continue;
+    if (state == "0A" && (local == loopback || local == any)) sockets.push_back("socket:[" + inode + "]");
+  }
+  if (sockets.empty()) return false;
+  std::error_code ec;
+  for (const auto& fd : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
+    std::error_code link_ec;
+    auto target = std::filesystem::read_symlink(fd.path(), link_ec).string();
+    for (const auto& socket : sockets)
+      if (target == socket) return true;
+  }
+  return false;
 }
 
 }  // namespace swarm

@@ -19,5 +19,9 @@ std::optional<unsigned long long> process_start_ticks(pid_t pid);
 bool process_is(pid_t pid, unsigned long long start_ticks);
 // Its NUL-separated arguments (empty when it is gone).
 std::vector<std::string> process_arguments(pid_t pid);
+// Whether `pid` itself holds a TCP socket listening on 127.0.0.1:`port` (or on
+// every address): the port answering is not enough when another process may
+// have taken it between choosing it and binding it.
+bool listens_on(pid_t pid, int port);
 
 }  // namespace swarm

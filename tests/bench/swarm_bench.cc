@@ -296,9 +296,11 @@ int main(int argc, char** argv) {
   bool quick = false;
   std::string json_file;
   std::vector<int> only;  // case numbers; empty: all
+  int serve = 0;          // --serve N: a workspace with N sessions to profile by hand
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--quick") quick = true;
+    else if (arg == "--serve" && i + 1 < argc) serve = std::atoi(argv[++i]);
     else if (arg == "--json" && i + 1 < argc) json_file = argv[++i];
     else if (arg == "--only" && i + 1 < argc) {
       std::stringstream list(argv[++i]);
@@ -309,7 +311,7 @@ int main(int argc, char** argv) {
         only.push_back(static_cast<int>(v));
       }
     } else
-      fail("usage: swarm_bench [--quick] [--json FILE] [--only N[,N...]]");
+      fail("usage: swarm_bench [--quick] [--json FILE] [--only N[,N...]] | --serve N");
   }
   auto want = [&](std::initializer_list<int> cases) {
     if (only.empty()) return true;
@@ -327,6 +329,16 @@ int main(int argc, char** argv) {
   auto nats = swarm::connect_nats({.urls = {server.url()}});
   Raw raw(server.url());
   std::vector<Row> rows;
+
+  if (serve > 0) {
+    const std::string bucket = "bench-list-" + std::to_string(serve);
+    swarm::SessionStore::ensure(nats, bucket, std::chrono::hours(1), 1);
+    fill(raw, bucket, serve);
+    std::printf("export %s; swarm status --bucket %s   # Enter ends it\n", ws_env.c_str(), bucket.c_str());
+    std::fflush(stdout);
+    std::getchar();
+    return 0;
+  }
 
   // 1. Session renew: one CAS update with a known revision, both ways.
   if (want({1})) {

@@ -38,9 +38,9 @@ void make_bare_repository(const fs::path& path, const std::string& initial_branc
   must_run({"/usr/bin/git", "init", "-q", "--bare", "--initial-branch=" + initial_branch, path.string()});
 }
 
-GitDaemon::GitDaemon(bool pushes) : dir_("git-daemon"), port_(free_port()), pushes_(pushes) {
+GitDaemon::GitDaemon(bool pushes) : dir_("git-daemon"), pushes_(pushes) {
   fs::create_directories(dir_.path() / "srv");
-  start();
+  start_on_a_free_port(port_, [&] { start(); });
 }
 
 GitDaemon::~GitDaemon() { stop(); }
@@ -61,18 +61,20 @@ void GitDaemon::start() {
 
 void GitDaemon::stop() { stop_server(pid_, SIGTERM); }
 
-SshServer::SshServer() : dir_("sshd"), port_(free_port()) {
+SshServer::SshServer() : dir_("sshd") {
   const fs::path d = dir_.path();
   must_run({"/usr/bin/ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "swarm-test-host", "-f", (d / "host_key").string()});
   must_run({"/usr/bin/ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "swarm-test-user", "-f", (d / "user_key").string()});
   fs::copy_file(d / "user_key.pub", d / "authorized_keys");
   fs::permissions(d / "authorized_keys", fs::perms::owner_read | fs::perms::owner_write);
-  write_file(d / "sshd_config",
-             "Port " + std::to_string(port_) + "\nListenAddress 127.0.0.1\nHostKey " + (d / "host_key").string() +
-                 "\nAuthorizedKeysFile " + (d / "authorized_keys").string() +
-                 "\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
-                 "PermitRootLogin prohibit-password\nPidFile " + (d / "sshd.pid").string() + "\n");
-  start();
+  start_on_a_free_port(port_, [&] {
+    write_file(d / "sshd_config",
+               "Port " + std::to_string(port_) + "\nListenAddress 127.0.0.1\nHostKey " + (d / "host_key").string() +
+                   "\nAuthorizedKeysFile " + (d / "authorized_keys").string() +
+                   "\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
+                   "PermitRootLogin prohibit-password\nPidFile " + (d / "sshd.pid").string() + "\n");
+    start();
+  });
 }
 
 void SshServer::start() {

@@ -34,7 +34,7 @@ class GitDaemon {
 
  private:
   TempDir dir_;
-  int port_;
+  int port_ = 0;
   bool pushes_;
   pid_t pid_ = -1;
 };
@@ -63,7 +63,7 @@ class SshServer {
 
  private:
   TempDir dir_;
-  int port_;
+  int port_ = 0;
   pid_t pid_ = -1;
 };
 

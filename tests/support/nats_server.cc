@@ -1,5 +1,8 @@
 #include "support/nats_server.h"
 
+#include "swarm/embedded_server.h"
+#include "swarm/process_info.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -9,26 +12,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <stdexcept>
 #include <thread>
 
 namespace testing {
 
-int free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    close(fd);
-    throw std::runtime_error("cannot bind a free port");
-  }
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
+int free_port() { return swarm::free_loopback_port(); }
 
 bool accepts_connections(int port) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -42,6 +35,27 @@ bool accepts_connections(int port) {
 }
 
 namespace {
+
+// Whether `pid` or a process it started listens on `port`: `git daemon`
+// runs git-daemon as its child.
+bool listens_here(pid_t pid, int port) {
+  if (swarm::listens_on(pid, port)) return true;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    auto paren = text.rfind(')');  // "pid (comm) state ppid ..."
+    if (paren == std::string::npos) continue;
+    char state = 0;
+    long parent = 0;
+    if (std::sscanf(text.c_str() + paren + 1, " %c %ld", &state, &parent) == 2 && parent == pid &&
+        swarm::listens_on(static_cast<pid_t>(std::stol(name)), port))
+      return true;
+  }
+  return false;
+}
 
 bool wait_exit(pid_t pid, std::chrono::milliseconds limit) {
   auto deadline = std::chrono::steady_clock::now() + limit;
@@ -62,6 +76,8 @@ pid_t start_server(const std::vector<std::string>& args, const std::filesystem::
   for (auto& a : copy) argv.push_back(a.data());
   argv.push_back(nullptr);
   const std::string log_path = log.string();
+  std::error_code ec;
+  const auto log_start = std::filesystem::exists(log, ec) ? std::filesystem::file_size(log, ec) : 0;
   pid_t pid = fork();
   if (pid < 0) throw std::runtime_error("fork failed");
   if (pid == 0) {
@@ -76,10 +92,17 @@ pid_t start_server(const std::vector<std::string>& args, const std::filesystem::
     _exit(127);
   }
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!accepts_connections(port)) {
+  while (!listens_here(pid, port)) {
     int status = 0;
-    if (waitpid(pid, &status, WNOHANG) == pid)
-      throw std::runtime_error(args[0] + " exited at start; see " + log_path + ":\n" + read_file(log));
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      std::string text = read_file(log);
+      text.erase(0, std::min<std::size_t>(text.size(), log_start));  // what this start wrote
+      std::string lower = text;
+      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      const std::string message = args[0] + " exited at start; see " + log_path + ":\n" + text;
+      if (lower.find("address already in use") != std::string::npos) throw PortTaken(message);
+      throw std::runtime_error(message);
+    }
     if (std::chrono::steady_clock::now() > deadline) {
       ::kill(pid, SIGKILL);
       wait_exit(pid, std::chrono::seconds(5));
@@ -113,9 +136,8 @@ SilentListener::SilentListener() : port_(free_port()) {
 SilentListener::~SilentListener() { close(fd_); }
 
 NatsServer::NatsServer(Options options)
-    : options_(std::move(options)), dir_("swarm-nats-" + options_.name), store_(dir_.path() / "store"),
-      port_(free_port()) {
-  start();
+    : options_(std::move(options)), dir_("swarm-nats-" + options_.name), store_(dir_.path() / "store") {
+  start_on_a_free_port(port_, [&] { start(); });
 }
 
 NatsServer::~NatsServer() {
@@ -138,6 +160,20 @@ void NatsServer::stop() { stop_server(pid_, SIGTERM); }
 void NatsServer::kill() { stop_server(pid_, SIGKILL); }
 
 NatsCluster::NatsCluster() {
+  // A route port taken meanwhile stops its node: the cluster starts again on
+  // other ports (each node's own client port is retried by NatsServer).
+  for (int attempt = 1;; ++attempt) {
+    try {
+      start_nodes();
+      return;
+    } catch (const PortTaken&) {
+      nodes_.clear();
+      if (attempt == 5) throw;
+    }
+  }
+}
+
+void NatsCluster::start_nodes() {
   std::vector<int> route_ports = {free_port(), free_port(), free_port()};
   for (int i = 0; i < 3; ++i) {
     std::string routes;

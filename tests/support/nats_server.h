@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -18,10 +19,34 @@ int free_port();
 // Whether something accepts TCP connections on 127.0.0.1:port.
 bool accepts_connections(int port);
 
+// A server exited at start because its port was taken between free_port()
+// and its bind (tests running in parallel choose ports too).
+struct PortTaken : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 // Starts a server program (args[0] looked up on PATH) with its output
-// appended to `log`, killed if the test dies, and waits until it listens on
-// `port`. Throws, with the log, when it exits or does not listen in 10 s.
+// appended to `log`, killed if the test dies, and waits until it (or its
+// child: git daemon) listens on `port` itself: another test's server
+// answering there is not it. Throws PortTaken when it exits saying the
+// address is in use, and runtime_error, with the log, when it exits
+// otherwise or does not listen in 10 s.
 pid_t start_server(const std::vector<std::string>& args, const std::filesystem::path& log, int port);
+
+// Sets `port` to a free port and calls start() until a start is not beaten
+// to the port by another process (a few tries).
+template <class Start>
+void start_on_a_free_port(int& port, Start start) {
+  for (int attempt = 1;; ++attempt) {
+    port = free_port();
+    try {
+      start();
+      return;
+    } catch (const PortTaken&) {
+      if (attempt == 5) throw;
+    }
+  }
+}
 // Sends `signo` (then SIGKILL after 5 s), reaps it, and sets pid to -1.
 void stop_server(pid_t& pid, int signo);
 
@@ -55,7 +80,7 @@ class NatsServer {
   NatsServer& operator=(const NatsServer&) = delete;
 
   // Starts the server (again, on the same port and store) and waits until it
-  // accepts connections.
+  // listens.
   void start();
   // SIGTERM, then SIGKILL if it lingers; waits for the process.
   void stop();
@@ -72,7 +97,7 @@ class NatsServer {
   Options options_;
   TempDir dir_;
   std::filesystem::path store_;
-  int port_;
+  int port_ = 0;
   pid_t pid_ = -1;
 };
 
@@ -86,6 +111,8 @@ class NatsCluster {
   std::vector<std::string> url_list() const;
 
  private:
+  void start_nodes();
+
   std::vector<std::unique_ptr<NatsServer>> nodes_;
 };
 
