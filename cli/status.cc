@@ -28,17 +28,17 @@ struct StatusFlags {
 
 // One session as swarm.status.v1 has it: the record's fields, then ours.
 swarm::Json row_json(const swarm::SessionRow& row) {
-  const auto& e = row.entry;
-  swarm::Json item = e.corrupt() ? swarm::Json::object() : swarm::Json::parse(swarm::to_json(*e.session));
-  if (e.corrupt()) item.set("slot", e.slot);
-  item.set("revision", e.revision)
+  swarm::Json item = row.corrupt ? swarm::Json::object() : swarm::Json::parse(std::string(row.record_json));
+  if (row.corrupt) item.set("slot", std::string(row.slot));
+  item.set("revision", row.revision)
       .set("state", swarm::to_string(row.state))
       .set("age_seconds", static_cast<double>(row.age.count()) / 1000.0)
       .set("local", row.local);
-  if (e.corrupt()) item.set("error", e.corrupt_reason);
+  if (row.corrupt) item.set("error", std::string(row.corrupt_reason));
   if (!row.task_lease_problem.empty()) {
     swarm::Json lease = swarm::Json::object();
-    lease.set("name", row.task_lease_name).set("problem", row.task_lease_problem);
+    lease.set("name", swarm::task_lease_name(std::string(row.task_id)))
+        .set("problem", std::string(row.task_lease_problem));
     item.set("task_lease", std::move(lease));
   }
   return item;
@@ -48,9 +48,7 @@ swarm::Json row_json(const swarm::SessionRow& row) {
 // writer's): then row_json's tree replaces it, as the contract has it.
 // A record with fields of a newer writer goes through the tree too: the tree
 // prints their values in cJSON's form ({"a": 1.0} as {"a":1}), as status did.
-bool needs_tree(const swarm::SessionRow& row) {
-  return row.entry.corrupt() || !row.entry.session->unknown_fields.empty();
-}
+bool needs_tree(const swarm::SessionRow& row) { return row.corrupt || row.newer_fields; }
 
 // A number as cJSON prints it: a whole one within int as digits, else %1.15g,
 // or %1.17g when that does not read back the same.
@@ -75,20 +73,19 @@ void append_row_json(std::string& out, const swarm::SessionRow& row) {
     out += row_json(row).dump();
     return;
   }
-  const auto& e = row.entry;
-  out += swarm::to_json(*e.session);
+  out += row.record_json;
   out.pop_back();  // its closing brace
   char number[64];
   out += ",\"revision\":";
-  out.append(number, static_cast<std::size_t>(std::to_chars(number, number + sizeof number, e.revision).ptr - number));
+  out.append(number, static_cast<std::size_t>(std::to_chars(number, number + sizeof number, row.revision).ptr - number));
   out += ",\"state\":\"";
   out += swarm::to_string(row.state);
   out += "\",\"age_seconds\":";
   append_number(out, static_cast<double>(row.age.count()) / 1000.0);
   out += row.local ? ",\"local\":true" : ",\"local\":false";
   if (!row.task_lease_problem.empty())
-    out += ",\"task_lease\":{\"name\":" + swarm::quoted(row.task_lease_name) +
-           ",\"problem\":" + swarm::quoted(row.task_lease_problem) + "}";
+    out += ",\"task_lease\":{\"name\":" + swarm::quoted(swarm::task_lease_name(std::string(row.task_id))) +
+           ",\"problem\":" + swarm::quoted(std::string(row.task_lease_problem)) + "}";
   out += '}';
 }
 
@@ -96,44 +93,79 @@ std::string age_text(std::chrono::milliseconds age) {
   return swarm::format_duration(std::chrono::duration_cast<std::chrono::seconds>(age));
 }
 
-// The cells of one table line.
-std::array<std::string, 6> cells_of(const swarm::SessionRow& row) {
-  const auto& e = row.entry;
-  if (e.corrupt())
-    return {e.slot, "-", "-", age_text(row.age), "corrupt: " + e.corrupt_reason, std::to_string(e.revision)};
-  return {e.slot, e.session->task_id.empty() ? "-" : e.session->task_id, e.session->host + (row.local ? " *" : ""),
-          age_text(row.age), std::string(swarm::to_string(row.state)), std::to_string(e.revision)};
+// The cells of one table line, appended to `out` padded to `width` (the
+// widths of the columns; none when measuring) or measured into `width`.
+using Cells = std::array<std::string_view, 6>;
+
+template <typename Use>
+void with_cells(const swarm::SessionRow& row, Use use) {
+  char rev[24];
+  const std::string_view revision(rev, static_cast<std::size_t>(std::to_chars(rev, rev + sizeof rev, row.revision).ptr - rev));
+  const std::string age = age_text(row.age);
+  if (row.corrupt) {
+    const std::string state = "corrupt: " + std::string(row.corrupt_reason);
+    use(Cells{row.slot, "-", "-", age, state, revision});
+    return;
+  }
+  std::string host(row.host);
+  if (row.local) host += " *";
+  use(Cells{row.slot, row.task_id.empty() ? std::string_view("-") : row.task_id, host, age,
+            swarm::to_string(row.state), revision});
 }
 
-// The table, built line by line (at 10,000 sessions no cell grid is kept).
-std::string table(const std::vector<swarm::SessionRow>& rows) {
-  if (rows.empty()) return "no sessions\n";
-  const std::array<std::string, 6> header = {"SLOT", "TASK", "HOST", "AGE", "STATE", "REV"};
+// The table, written line by line to `out` in pieces (at 100,000 sessions no
+// cell grid and no whole text is kept).
+void write_table(std::ostream& out, const std::vector<swarm::SessionRow>& rows) {
+  if (rows.empty()) {
+    out << "no sessions\n";
+    return;
+  }
+  const Cells header = {"SLOT", "TASK", "HOST", "AGE", "STATE", "REV"};
   std::array<std::size_t, 6> width{};
   bool any_local = false;
-  auto widen = [&](const std::array<std::string, 6>& line) {
+  auto widen = [&](const Cells& line) {
     for (std::size_t i = 0; i < line.size(); ++i) width[i] = std::max(width[i], line[i].size());
   };
   widen(header);
   for (const auto& row : rows) {
-    widen(cells_of(row));
+    with_cells(row, widen);
     any_local = any_local || row.local;
   }
-  std::string out;
-  auto print = [&](const std::array<std::string, 6>& line) {
+  std::string text;
+  constexpr std::size_t kPiece = 64 * 1024;
+  auto flush = [&](bool always) {
+    if (!always && text.size() < kPiece) return;
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+    text.clear();
+  };
+  auto print = [&](const Cells& line) {
     for (std::size_t i = 0; i < line.size(); ++i) {
-      out += line[i];
-      if (i + 1 < line.size()) out.append(width[i] - line[i].size() + 2, ' ');
+      text += line[i];
+      if (i + 1 < line.size()) text.append(width[i] - line[i].size() + 2, ' ');
     }
-    out += '\n';
+    text += '\n';
+    flush(false);
   };
   print(header);
-  for (const auto& row : rows) print(cells_of(row));
-  if (any_local) out += "* this host\n";
+  for (const auto& row : rows) with_cells(row, print);
+  if (any_local) text += "* this host\n";
   for (const auto& row : rows)
-    if (!row.task_lease_problem.empty())
-      out += "! slot " + row.entry.slot + ": " + row.task_lease_problem + " (" + row.task_lease_name + ")\n";
-  return out;
+    if (!row.task_lease_problem.empty()) {
+      text += "! slot ";
+      text += row.slot;
+      text += ": ";
+      text += row.task_lease_problem;
+      text += " (" + swarm::task_lease_name(std::string(row.task_id)) + ")\n";
+      flush(false);
+    }
+  flush(true);
+  out.flush();
+}
+
+std::string table(const std::vector<swarm::SessionRow>& rows) {
+  std::ostringstream out;
+  write_table(out, rows);
+  return out.str();
 }
 
 // swarm.status.v1, written one session at a time (no tree of all of them),
@@ -197,7 +229,10 @@ int watch(Context& ctx, const swarm::SlotLifecycle& lifecycle, const std::string
   auto last_draw = std::chrono::steady_clock::now() - 1h;
 
   auto draw = [&](const std::vector<swarm::LiveSessions::Change>& changes) {
-    auto rows = swarm::rows_of(live.entries(), ttl, server_clock(), lifecycle.me());
+    swarm::SessionTable view(lifecycle.me(), ctx.out().json());
+    for (const auto& entry : live.entries()) view.add(entry);
+    view.finish(0, ttl, server_clock());
+    const auto& rows = view.rows();
     last_draw = std::chrono::steady_clock::now();
     if (ctx.out().json()) {
       // One line per change; the first line is the snapshot.
@@ -268,24 +303,26 @@ Verb add_status(CLI::App& app) {
             auto server_clock = std::async(std::launch::async, [&] { return store.server_clock().now; });
             // The task leases too, to say where one disagrees with its session.
             const auto& tasks = lifecycle.tasks();
-            std::vector<swarm::SessionEntry> entries;
+            swarm::SessionTable table(lifecycle.me(), ctx.out().json());
             std::vector<swarm::LeaseEntry> task_leases;
             if (flags->slot.empty()) {
               auto leases = std::async(std::launch::async, [&] { return tasks.store().list("task.>"); });
-              entries = store.list();
+              table.reserve(static_cast<std::size_t>(store.size_hint()));
+              store.for_each([&](swarm::SessionEntry&& entry) { table.add(entry); });
               task_leases = leases.get();
             } else if (auto one = store.get(flags->slot)) {
-              entries.push_back(*one);
+              table.add(*one);
               if (!one->corrupt() && !one->session->task_id.empty())
                 if (auto lease = tasks.read(one->session->task_id)) task_leases.push_back(*lease);
             } else {
               throw swarm::Error(swarm::Errc::not_found, "no session for slot " + flags->slot);
             }
             auto now = server_clock.get()();
-            auto rows = swarm::rows_of(std::move(entries), ttl, now, lifecycle.me());
-            swarm::note_task_leases(rows, task_leases, now);
-            if (ctx.out().json()) write_status_json(std::cout, store.bucket_name(), ttl, rows);
-            else ctx.out().rendered(table(rows));
+            // A session renewed while the listing ran may have come twice.
+            table.finish(flags->slot.empty() ? store.revision_at_open() : 0, ttl, now);
+            table.note_task_leases(task_leases, now);
+            if (ctx.out().json()) write_status_json(std::cout, store.bucket_name(), ttl, table.rows());
+            else write_table(std::cout, table.rows());
             return 0;
           }};
 }

@@ -165,9 +165,17 @@ void append_quoted(std::string& out, std::string_view text) {
   // has the same bytes. Text stops at a NUL, as a C string would.
   static constexpr char kHex[] = "0123456789abcdef";
   out += '"';
-  for (char c : text) {
+  std::size_t run = 0;  // the start of the bytes not yet appended, which need no escape
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
     auto u = static_cast<unsigned char>(c);
-    if (u == 0) break;
+    if (u >= 32 && c != '"' && c != '\\') continue;
+    out.append(text.data() + run, i - run);
+    run = i + 1;
+    if (u == 0) {
+      run = text.size();
+      break;
+    }
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
@@ -177,15 +185,12 @@ void append_quoted(std::string& out, std::string_view text) {
       case '\r': out += "\\r"; break;
       case '\t': out += "\\t"; break;
       default:
-        if (u < 32) {
-          out += "\\u00";
-          out += kHex[u >> 4];
-          out += kHex[u & 15];
-        } else {
-          out += c;
-        }
+        out += "\\u00";
+        out += kHex[u >> 4];
+        out += kHex[u & 15];
     }
   }
+  out.append(text.data() + run, text.size() - run);
   out += '"';
 }
 
@@ -197,6 +202,8 @@ std::string quoted(std::string_view text) {
 }
 
 bool has_escaped_nul(std::string_view text) {
+  // Nearly every text has no such escape at all: one fast search says so.
+  if (text.find("\\u0000") == std::string_view::npos) return false;
   bool in_string = false;
   for (std::size_t i = 0; i < text.size(); ++i) {
     char c = text[i];

@@ -111,9 +111,9 @@ namespace {
 class BatchParser {
  public:
   static constexpr std::size_t kBatch = 512;
-  static constexpr std::size_t kMaxQueued = 64;  // batches: bounds the memory held
+  static constexpr std::size_t kMaxQueued = 8;  // batches: bounds the memory held
 
-  explicit BatchParser(std::vector<SessionEntry>* out) : out_(out), worker_([this] { run(); }) {}
+  explicit BatchParser(const std::function<void(SessionEntry&&)>& visit) : visit_(visit), worker_([this] { run(); }) {}
   ~BatchParser() { finish(); }
 
   void add(kv::Entry&& entry) {
@@ -156,11 +156,11 @@ class BatchParser {
         queue_.pop_front();
       }
       space_.notify_one();
-      for (auto& entry : batch) out_->push_back(session_entry_of(std::move(entry)));
+      for (auto& entry : batch) visit_(session_entry_of(std::move(entry)));
     }
   }
 
-  std::vector<SessionEntry>* out_;  // written by the worker only
+  const std::function<void(SessionEntry&&)>& visit_;  // called by the worker only
   std::vector<kv::Entry> batch_;
   std::deque<std::vector<kv::Entry>> queue_;
   std::mutex mu_;
@@ -174,18 +174,22 @@ constexpr std::uint64_t kParallelParseFrom = 2000;
 
 }  // namespace
 
+void SessionStore::for_each(const std::function<void(SessionEntry&&)>& visit) const {
+  if (bucket_.size_hint() < kParallelParseFrom) {
+    translating_kv([&] { bucket_.for_each([&](kv::Entry&& e) { visit(session_entry_of(std::move(e))); }); });
+    return;
+  }
+  BatchParser parser(visit);
+  translating_kv([&] { bucket_.for_each([&](kv::Entry&& e) { parser.add(std::move(e)); }); });
+  parser.finish();
+}
+
 std::vector<SessionEntry> SessionStore::list() const {
   std::vector<SessionEntry> out;
   out.reserve(static_cast<std::size_t>(bucket_.size_hint()));
-  if (bucket_.size_hint() < kParallelParseFrom) {
-    translating_kv([&] { bucket_.for_each([&](kv::Entry&& e) { out.push_back(session_entry_of(std::move(e))); }); });
-  } else {
-    BatchParser parser(&out);
-    translating_kv([&] { bucket_.for_each([&](kv::Entry&& e) { parser.add(std::move(e)); }); });
-    parser.finish();
-  }
+  for_each([&](SessionEntry&& e) { out.push_back(std::move(e)); });
   // A session renewed while the pass ran may have come twice.
-  kv::drop_repeats(out, bucket_.revision_at_open(), [](const SessionEntry& e) -> const std::string& { return e.slot; },
+  kv::drop_repeats(out, revision_at_open(), [](const SessionEntry& e) -> const std::string& { return e.slot; },
                    [](const SessionEntry& e) { return e.revision; });
   return out;
 }

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -84,6 +85,14 @@ class SessionStore {
   // Every record, corrupt ones included, from one streamed snapshot; each is
   // parsed as it arrives, while the rest is still on the wire.
   std::vector<SessionEntry> list() const;
+  // The same pass without the vector: each record is handed to `visit` as it
+  // is parsed (on one worker thread, in arrival order, for a big bucket). A
+  // record renewed during the pass may come twice, the newer revision last;
+  // only revisions above revision_at_open() can (see kv::drop_repeats).
+  void for_each(const std::function<void(SessionEntry&&)>& visit) const;
+  std::uint64_t revision_at_open() const { return bucket_.revision_at_open(); }
+  // About how many records there are (from opening the bucket).
+  std::uint64_t size_hint() const { return bucket_.size_hint(); }
   SessionWatch watch(const std::string& pattern = ">") const;
 
   // The server's clock, read once now (one round trip, see

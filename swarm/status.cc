@@ -1,51 +1,74 @@
 #include "swarm/status.h"
 
 #include <algorithm>
+#include <cstring>
 #include <unordered_map>
 
 namespace swarm {
 
-SessionRow row_of(SessionEntry entry, std::chrono::milliseconds ttl, TimePoint now, const HostIdentity& me) {
+std::string_view TextArena::keep(std::string_view text) {
+  if (text.empty()) return {};
+  if (used_ + text.size() > capacity_) {
+    capacity_ = std::max(kBlock, text.size());
+    blocks_.push_back(std::make_unique<char[]>(capacity_));
+    used_ = 0;
+  }
+  char* at = blocks_.back().get() + used_;
+  std::memcpy(at, text.data(), text.size());
+  used_ += text.size();
+  return {at, text.size()};
+}
+
+void SessionTable::add(const SessionEntry& entry) {
   SessionRow row;
-  row.age = age_of(entry.stored_at, now);
-  row.state = entry.corrupt() ? State::corrupt : state_of(row.age, ttl);
-  row.local = !entry.corrupt() && me.owns(*entry.session);
-  row.entry = std::move(entry);
-  return row;
+  row.slot = text_.keep(entry.slot);
+  row.revision = entry.revision;
+  row.stored_at = entry.stored_at;
+  row.corrupt = entry.corrupt();
+  if (row.corrupt) {
+    row.corrupt_reason = text_.keep(entry.corrupt_reason);
+  } else {
+    const Session& s = *entry.session;
+    row.task_id = text_.keep(s.task_id);
+    row.host = text_.keep(s.host);
+    row.local = me_.owns(s);
+    row.newer_fields = !s.unknown_fields.empty();
+    if (keep_json_) row.record_json = text_.keep(to_json(s));
+  }
+  rows_.push_back(row);
 }
 
-std::vector<SessionRow> rows_of(std::vector<SessionEntry> entries, std::chrono::milliseconds ttl, TimePoint now,
-                                const HostIdentity& me) {
-  // Sort indices, then move each entry once: rows are too big to shuffle.
-  std::vector<std::size_t> order(entries.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(),
-            [&](std::size_t a, std::size_t b) { return entries[a].slot < entries[b].slot; });
-  std::vector<SessionRow> rows;
-  rows.reserve(entries.size());
-  for (std::size_t i : order) rows.push_back(row_of(std::move(entries[i]), ttl, now, me));
-  return rows;
+void SessionTable::finish(std::uint64_t since, std::chrono::milliseconds ttl, TimePoint now) {
+  kv::drop_repeats(rows_, since, [](const SessionRow& r) { return r.slot; },
+                   [](const SessionRow& r) { return r.revision; });
+  std::sort(rows_.begin(), rows_.end(), [](const SessionRow& a, const SessionRow& b) { return a.slot < b.slot; });
+  for (auto& row : rows_) {
+    row.age = age_of(row.stored_at, now);
+    row.state = row.corrupt ? State::corrupt : state_of(row.age, ttl);
+  }
 }
 
-void note_task_leases(std::vector<SessionRow>& rows, const std::vector<LeaseEntry>& task_leases, TimePoint now) {
+void SessionTable::note_task_leases(const std::vector<LeaseEntry>& task_leases, TimePoint now) {
   std::unordered_map<std::string, const LeaseEntry*> by_name;
   for (const auto& lease : task_leases) by_name[lease.name] = &lease;
-  for (auto& row : rows) {
-    if (row.entry.corrupt() || row.entry.session->task_id.empty()) continue;
-    const Session& s = *row.entry.session;
-    row.task_lease_name = task_lease_name(s.task_id);
-    auto it = by_name.find(row.task_lease_name);
+  // The same words for many rows are kept once.
+  const std::string_view none = text_.keep("no task lease (released, or never taken)");
+  const std::string_view expired = text_.keep("its task lease expired (not renewed with the session)");
+  for (auto& row : rows_) {
+    if (row.corrupt || row.task_id.empty()) continue;
+    auto it = by_name.find(task_lease_name(std::string(row.task_id)));
     if (it == by_name.end()) {
-      row.task_lease_problem = "no task lease (released, or never taken)";
+      row.task_lease_problem = none;
       continue;
     }
     const LeaseEntry& lease = *it->second;
-    if (lease.corrupt()) row.task_lease_problem = "its task lease is corrupt (" + lease.corrupt_reason + ")";
-    else if (lease.record->slot != s.slot)
-      row.task_lease_problem = "its task lease is held by " +
-                               (lease.record->slot.empty() ? lease.record->holder : "slot " + lease.record->slot);
+    if (lease.corrupt()) row.task_lease_problem = text_.keep("its task lease is corrupt (" + lease.corrupt_reason + ")");
+    else if (lease.record->slot != row.slot)
+      row.task_lease_problem = text_.keep("its task lease is held by " + (lease.record->slot.empty()
+                                                                             ? lease.record->holder
+                                                                             : "slot " + lease.record->slot));
     else if (standing_of(lease, now).state == LeaseState::expired)
-      row.task_lease_problem = "its task lease expired (not renewed with the session)";
+      row.task_lease_problem = expired;
   }
 }
 

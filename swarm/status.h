@@ -3,6 +3,8 @@
 
 #include <chrono>
 #include <map>
+#include <memory>
+#include <string_view>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,25 +16,60 @@
 
 namespace swarm {
 
-struct SessionRow {
-  SessionEntry entry;
-  State state = State::corrupt;
-  std::chrono::milliseconds age{0};  // since the server stored the current revision
-  bool local = false;                // the session belongs to this host
-  // How its task lease disagrees with it ("" when it agrees: held by this slot).
-  std::string task_lease_problem;
-  std::string task_lease_name;
+// Text kept for as long as a table lives, in blocks that never move: views
+// into it stay valid, and 100,000 small strings cost no allocation each.
+class TextArena {
+ public:
+  std::string_view keep(std::string_view text);
+
+ private:
+  static constexpr std::size_t kBlock = 256 * 1024;
+  std::vector<std::unique_ptr<char[]>> blocks_;
+  std::size_t used_ = 0, capacity_ = 0;
 };
 
-// Notes on each row how its task lease disagrees with its session, if it
-// does. `task_leases` are the task leases read (any order).
-void note_task_leases(std::vector<SessionRow>& rows, const std::vector<LeaseEntry>& task_leases, TimePoint now);
+// A session as `status` shows it. Status holds every one of them (to sort
+// them), so a row is small and its text lives in its table's arena.
+struct SessionRow {
+  std::string_view slot;
+  std::string_view task_id;             // "" when corrupt
+  std::string_view host;                // "" when corrupt
+  std::string_view record_json;         // the record as swarm writes it, kept for --json only; "" when corrupt
+  std::string_view corrupt_reason;      // "" unless corrupt
+  std::string_view task_lease_problem;  // how its task lease disagrees with it ("" when it agrees)
+  std::uint64_t revision = 0;
+  TimePoint stored_at{};                // the server's timestamp of this revision
+  std::chrono::milliseconds age{0};     // since then, on the server's clock (set by finish)
+  State state = State::corrupt;
+  bool corrupt = false;
+  bool local = false;                   // the session belongs to this host
+  bool newer_fields = false;            // the record has fields this version does not know
+};
 
-SessionRow row_of(SessionEntry entry, std::chrono::milliseconds ttl, TimePoint now, const HostIdentity& me);
+// The rows of one listing (or of a watch's view).
+class SessionTable {
+ public:
+  SessionTable(HostIdentity me, bool keep_json) : me_(std::move(me)), keep_json_(keep_json) {}
+  SessionTable(SessionTable&&) = default;
+  SessionTable& operator=(SessionTable&&) = default;
 
-// Rows sorted by slot; the entries are moved into them.
-std::vector<SessionRow> rows_of(std::vector<SessionEntry> entries, std::chrono::milliseconds ttl, TimePoint now,
-                                const HostIdentity& me);
+  void reserve(std::size_t rows) { rows_.reserve(rows); }
+  // One record as listed: only what status shows is kept.
+  void add(const SessionEntry& entry);
+  // Drops the older revisions of a key that a renewal during the listing
+  // repeated (revisions after `since` only), sorts by slot, and ages the rows.
+  void finish(std::uint64_t since, std::chrono::milliseconds ttl, TimePoint now);
+  // Notes on each row how its task lease disagrees with its session, if it
+  // does. `task_leases` are the task leases read (any order).
+  void note_task_leases(const std::vector<LeaseEntry>& task_leases, TimePoint now);
+  const std::vector<SessionRow>& rows() const { return rows_; }
+
+ private:
+  HostIdentity me_;
+  bool keep_json_;
+  std::vector<SessionRow> rows_;
+  TextArena text_;
+};
 
 // The sessions as a live watch reports them. Expiry by TTL sends no event,
 // so entries older than the TTL are dropped here, by the server's timestamps.
