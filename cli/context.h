@@ -92,5 +92,6 @@ Verb add_lock(CLI::App& app);
 Verb add_elect(CLI::App& app);
 // Hidden: what `commit` starts in the background when the hub has too many packs.
 Verb add_repack_hub(CLI::App& app);
+Verb add_complete(CLI::App& app);
 
 }  // namespace cli

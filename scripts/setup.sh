@@ -4,7 +4,8 @@
 set -euo pipefail
 
 packages=(build-essential cmake pkg-config git nats-server openssl openssh-server
-          libnats-dev libcjson-dev libgit2-dev libspdlog-dev libcli11-dev doctest-dev)
+          libnats-dev libcjson-dev libgit2-dev libspdlog-dev libcli11-dev doctest-dev
+          help2man dpkg-dev file lintian)
 
 # A package is "there" when what we use from it is on disk.
 have() {
@@ -19,6 +20,8 @@ have() {
     libspdlog-dev) [ -f /usr/include/spdlog/spdlog.h ] ;;
     libcli11-dev) [ -f /usr/include/CLI/CLI.hpp ] ;;
     doctest-dev) [ -f /usr/include/doctest/doctest.h ] ;;
+    help2man|lintian|file) command -v "$1" >/dev/null ;;
+    dpkg-dev) command -v dpkg-shlibdeps >/dev/null ;;
     *) dpkg -s "$1" >/dev/null 2>&1 ;;
   esac
 }

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "support/git_module.h"
 #include "support/nats_server.h"
 #include "support/process.h"
 #include "support/temp_dir.h"
@@ -293,6 +294,7 @@ void finish(Row& row, double limit) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  testing::use_built_git_module();
   bool quick = false;
   std::string json_file;
   std::vector<int> only;  // case numbers; empty: all

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "cli/swarm_fixture.h"
+#include "support/git_module.h"
 
 using namespace testing;
 using namespace std::chrono_literals;
@@ -128,6 +129,7 @@ void check_nothing_lost(const SwarmWorkspace& ws, const std::vector<std::string>
 }  // namespace
 
 int main(int argc, char** argv) {
+  testing::use_built_git_module();
   int iterations = 300;
   unsigned seed = static_cast<unsigned>(std::random_device{}());
   int max_seconds = 900;

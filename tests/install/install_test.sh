@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Installs the build into a temporary prefix and uses it as a user would:
+# the installed swarm (its git module from the installed folder, then from a
+# moved prefix), the man page, bash completion, and the example built against
+# the CMake package and against pkg-config, run on a nats-server of its own.
+#   tests/install/install_test.sh SOURCE_DIR BUILD_DIR
+set -euo pipefail
+src=$(realpath "$1") build=$(realpath "$2")
+unset SWARM_GIT_MODULE SWARM_WORKSPACE
+tmp=$(mktemp -d /tmp/swarm-install-XXXXXX)
+server=
+cleanup() { [ -n "$server" ] && kill "$server" 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+fail() { echo "install test: $*" >&2; exit 1; }
+
+prefix=$tmp/prefix
+cmake --install "$build" --prefix "$prefix" >/dev/null
+libdir=$(sed -n 's/^CMAKE_INSTALL_LIBDIR:PATH=//p' "$build/CMakeCache.txt")
+for f in bin/swarm "$libdir/swarm/libswarm_git.so" include/swarm/swarm/lease.h include/swarm/kv/connection.h \
+         "$libdir/libswarm.a" "$libdir/libswarm_kv.a" "$libdir/cmake/swarm/swarmConfig.cmake" \
+         "$libdir/cmake/swarm/swarmConfigVersion.cmake" "$libdir/pkgconfig/swarm.pc" share/man/man1/swarm.1.gz \
+         share/bash-completion/completions/swarm share/doc/swarm/copyright; do
+  [ -e "$prefix/$f" ] || fail "missing $f in the installed prefix"
+done
+[ "$("$prefix/bin/swarm" --version)" = "swarm $(sed -n 's/^project(swarm VERSION \([0-9.]*\).*/\1/p' "$src/CMakeLists.txt")" ] ||
+  fail "swarm --version: $("$prefix/bin/swarm" --version)"
+zgrep -q 'swarm join' "$prefix/share/man/man1/swarm.1.gz" || fail "the man page has no section on join"
+zgrep -q '^\.SH VERBS' "$prefix/share/man/man1/swarm.1.gz" || fail "the man page has no VERBS section"
+
+# A nats-server of our own on a free port.
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+nats-server -js -a 127.0.0.1 -p "$port" -sd "$tmp/nats" > "$tmp/nats.log" 2>&1 &
+server=$!
+for _ in $(seq 100); do grep -q "Server is ready" "$tmp/nats.log" && break; sleep 0.05; done
+grep -q "Server is ready" "$tmp/nats.log" || fail "nats-server did not start: $(cat "$tmp/nats.log")"
+url=nats://127.0.0.1:$port
+
+# The whole job from the installed binary, in a fresh repository.
+use() {  # use PREFIX WORKSPACE SLOT
+  local swarm=$1/bin/swarm ws=$2 slot=$3
+  (cd "$ws" && "$swarm" up --nats-url "$url" >/dev/null) ||
+    fail "up from $1"
+  local wt
+  wt=$(cd "$ws" && "$swarm" --log-level debug join --slot "$slot" --task "T-$slot" 2>"$tmp/join.err") ||
+    fail "join from $1: $(cat "$tmp/join.err")"
+  grep -q "loaded the git module $1/" "$tmp/join.err" || fail "the git module did not come from $1: $(cat "$tmp/join.err")"
+  echo hello > "$wt/hello.txt"
+  (cd "$ws" && "$swarm" commit --slot "$slot" -m "hello" >/dev/null) || fail "commit from $1"
+  # Completion: verbs, and the slot from this host's folders.
+  words=$(cd "$ws" && bash -c "source '$1/share/bash-completion/completions/swarm'; COMP_WORDS=(swarm sta); COMP_CWORD=1; _swarm; echo \${COMPREPLY[*]}")
+  [ "$words" = "status" ] || fail "completion of 'swarm sta' gave '$words'"
+  words=$(cd "$ws" && PATH="$1/bin:$PATH" bash -c "source '$1/share/bash-completion/completions/swarm'; COMP_WORDS=(swarm close --slot ''); COMP_CWORD=3; _swarm; echo \${COMPREPLY[*]}")
+  [[ " $words " == *" $slot "* ]] || fail "completion of --slot gave '$words', not $slot"
+  (cd "$ws" && "$swarm" close --slot "$slot" --result success >/dev/null) || fail "close from $1"
+  (cd "$ws" && "$swarm" down >/dev/null) || fail "down from $1"
+}
+ws=$tmp/ws
+git init -q -b main "$ws"
+git -C "$ws" -c user.name=t -c user.email=t@t commit -q --allow-empty -m init
+use "$prefix" "$ws" one
+# The same prefix moved elsewhere: the module is found relative to the binary.
+mv "$prefix" "$tmp/moved"
+use "$tmp/moved" "$ws" two
+
+# The example, built against the installed package, takes and releases a lease.
+(cd "$ws" && "$tmp/moved/bin/swarm" up --nats-url "$url" >/dev/null)
+cmake -S "$src/examples/lease_client" -B "$tmp/example" -DCMAKE_PREFIX_PATH="$tmp/moved" >/dev/null ||
+  fail "the example does not configure against the installed package"
+cmake --build "$tmp/example" >/dev/null || fail "the example does not build against the installed package"
+out=$("$tmp/example/lease_client" "$url" example-job) || fail "the example failed: $out"
+[[ $out =~ ^example-job\ [0-9]+$ ]] || fail "the example printed '$out', not the lease and its token"
+# And by pkg-config alone.
+pc=$tmp/moved/$libdir/pkgconfig
+PKG_CONFIG_PATH=$pc g++ -std=c++20 "$src/examples/lease_client/main.cc" -o "$tmp/by-pkg-config" \
+  $(PKG_CONFIG_PATH=$pc pkg-config --cflags --libs swarm) || fail "the example does not build with pkg-config"
+out=$("$tmp/by-pkg-config" "$url" example-job) || fail "the pkg-config build failed: $out"
+[[ $out =~ ^example-job\ [0-9]+$ ]] || fail "the pkg-config build printed '$out'"
+echo "install test: ok"
