@@ -83,9 +83,13 @@ void append_row_json(std::string& out, const swarm::SessionRow& row) {
   out += "\",\"age_seconds\":";
   append_number(out, static_cast<double>(row.age.count()) / 1000.0);
   out += row.local ? ",\"local\":true" : ",\"local\":false";
-  if (!row.task_lease_problem.empty())
-    out += ",\"task_lease\":{\"name\":" + swarm::quoted(swarm::task_lease_name(std::string(row.task_id))) +
-           ",\"problem\":" + swarm::quoted(std::string(row.task_lease_problem)) + "}";
+  if (!row.task_lease_problem.empty()) {
+    out += ",\"task_lease\":{\"name\":";
+    swarm::append_quoted(out, swarm::task_lease_name(std::string(row.task_id)));
+    out += ",\"problem\":";
+    swarm::append_quoted(out, row.task_lease_problem);
+    out += '}';
+  }
   out += '}';
 }
 

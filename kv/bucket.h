@@ -170,19 +170,35 @@ class Bucket {
   std::chrono::milliseconds budget_{0};  // 0: the connection's
 };
 
-// Drops from the entries of one pass (in arrival order) every older revision
-// of a key that a later entry repeats. Only entries newer than `since`
-// (revision_at_open) can repeat one, so without such this does nothing.
+// The newest revision of each key that an entry of one pass repeats: only
+// entries newer than `since` (revision_at_open) can repeat one, so without
+// such this is empty.
 template <typename E, typename KeyOf, typename RevisionOf>
-void drop_repeats(std::vector<E>& entries, std::uint64_t since, KeyOf key_of, RevisionOf revision_of) {
+std::unordered_map<std::string, std::uint64_t> newest_repeats(const std::vector<E>& entries, std::uint64_t since,
+                                                              KeyOf key_of, RevisionOf revision_of) {
   std::unordered_map<std::string, std::uint64_t> newest;
   for (const auto& e : entries)
     if (revision_of(e) > since) newest[std::string(key_of(e))] = std::max(newest[std::string(key_of(e))], revision_of(e));
+  return newest;
+}
+
+// Drops from `entries` every older revision of a key that `newest` (see
+// newest_repeats) has a newer one of.
+template <typename E, typename KeyOf, typename RevisionOf>
+void drop_older(std::vector<E>& entries, const std::unordered_map<std::string, std::uint64_t>& newest, KeyOf key_of,
+                RevisionOf revision_of) {
   if (newest.empty()) return;
   std::erase_if(entries, [&](const E& e) {
     auto it = newest.find(std::string(key_of(e)));
     return it != newest.end() && revision_of(e) < it->second;
   });
+}
+
+// Drops from the entries of one pass (in arrival order) every older revision
+// of a key that a later entry repeats.
+template <typename E, typename KeyOf, typename RevisionOf>
+void drop_repeats(std::vector<E>& entries, std::uint64_t since, KeyOf key_of, RevisionOf revision_of) {
+  drop_older(entries, newest_repeats(entries, since, key_of, revision_of), key_of, revision_of);
 }
 
 }  // namespace kv

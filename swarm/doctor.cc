@@ -196,12 +196,58 @@ class Checkup {
   // that is not another workspace's.
   bool has_record_here(const SessionEntry& e) const { return e.corrupt() || !other_workspace(*e.session); }
 
+  // What doctor keeps of the records: every one briefly (for the folder and
+  // lease checks), and whole only those it may report on: corrupt, this
+  // host's, or no longer fresh. At 100,000 sessions of other hosts that is
+  // a few MB instead of all the records.
+  struct Brief {
+    std::string slot;
+    std::string task_id;  // "" when corrupt
+    std::uint64_t revision = 0;
+    bool corrupt = false;
+    bool here = false;  // a record of this workspace (has_record_here)
+  };
+  struct Listing {
+    std::vector<Brief> all;
+    std::vector<SessionEntry> notable;
+    std::optional<ServerClock> server;  // read before the first record is judged
+  };
+
+  Listing list_sessions(const SessionStore& store, std::chrono::milliseconds ttl) {
+    Listing out;
+    out.all.reserve(static_cast<std::size_t>(store.size_hint()));
+    // Called on the listing's parser thread, one record at a time.
+    store.for_each([&](SessionEntry&& entry) {
+      if (!out.server) out.server = store.server_clock(clock_);
+      out.all.push_back({entry.slot, entry.corrupt() ? std::string() : entry.session->task_id, entry.revision,
+                         entry.corrupt(), has_record_here(entry)});
+      const bool notable = entry.corrupt() || me_.owns(*entry.session) ||
+                           state_of(age_of(entry.stored_at, out.server->now()), ttl) != State::fresh;
+      if (notable) out.notable.push_back(std::move(entry));
+    });
+    // A session renewed while the pass ran may have come twice: only its
+    // newest revision counts, in both lists.
+    auto slot_of = [](const auto& e) -> const std::string& { return e.slot; };
+    auto revision_of = [](const auto& e) { return e.revision; };
+    const auto newest = kv::newest_repeats(out.all, store.revision_at_open(), slot_of, revision_of);
+    kv::drop_older(out.all, newest, slot_of, revision_of);
+    kv::drop_older(out.notable, newest, slot_of, revision_of);
+    std::sort(out.all.begin(), out.all.end(), [](const Brief& a, const Brief& b) { return a.slot < b.slot; });
+    return out;
+  }
+
+  // The brief of `slot`'s record, if there is one (`all` is sorted by slot).
+  static const Brief* find(const std::vector<Brief>& all, const std::string& slot) {
+    auto it = std::lower_bound(all.begin(), all.end(), slot, [](const Brief& b, const std::string& s) { return b.slot < s; });
+    return it != all.end() && it->slot == slot ? &*it : nullptr;
+  }
+
   // Records: late, stale, corrupt, and this host's records with no folder.
-  void check_records(const SessionStore& store, const std::vector<SessionEntry>& entries, std::chrono::milliseconds ttl) {
-    if (entries.empty()) return;  // no ages to judge: no need for the server's clock
-    const ServerClock server = store.server_clock(clock_);
+  void check_records(const SessionStore& store, const Listing& listing, std::chrono::milliseconds ttl) {
+    if (listing.notable.empty()) return;
+    const ServerClock& server = *listing.server;
     const TimePoint server_now = server.now();
-    for (const auto& entry : entries) {
+    for (const auto& entry : listing.notable) {
       if (entry.corrupt()) {
         corrupt_record(store, entry);
         continue;
@@ -221,15 +267,13 @@ class Checkup {
 
   // Slot folders whose record is gone (the session expired, its agent died),
   // and anything in .swarm/slots/ that is no slot folder.
-  void check_folders(const SessionStore& store, const std::vector<SessionEntry>& entries) {
-    std::set<std::string> recorded;
-    for (const auto& e : entries)
-      if (has_record_here(e)) recorded.insert(e.slot);
+  void check_folders(const SessionStore& store, const std::vector<Brief>& all) {
     std::error_code ec;
     for (const auto& dir : fs::directory_iterator(ws_.slots_dir(), ec)) {
       std::string name = dir.path().filename().string();
+      const Brief* record = find(all, name);
       if (!is_valid_slot_name(name) || !dir.is_directory(ec)) stray_entry(dir.path());
-      else if (recorded.count(name) == 0) orphan_folder(store, name);
+      else if (record == nullptr || !record->here) orphan_folder(store, name);
     }
   }
 
@@ -237,7 +281,7 @@ class Checkup {
   // gone, task leases whose session is gone (problems: --fix removes or
   // releases them, this host's only), and expired leases (a notice).
   void check_leases(const kv::Connection& nats, const WorkspaceConfig& config, const SessionStore& sessions,
-                    const std::vector<SessionEntry>& entries) {
+                    const std::vector<Brief>& all) {
     std::optional<LeaseStore> store;
     try {
       store.emplace(LeaseStore::open(nats, config.lease_bucket));
@@ -245,9 +289,11 @@ class Checkup {
       if (e.kind() == Errc::not_bootstrapped) return;  // reported by check_bucket
       throw;
     }
-    std::map<std::string, std::string> tasks;  // slot -> task of its session here (removed ones left out)
-    for (const auto& e : entries)
-      if (!e.corrupt() && erased_slots_.count(e.slot) == 0) tasks[e.slot] = e.session->task_id;
+    // Whether `slot` has a session for `task` (removed ones left out).
+    auto has_session = [&](const std::string& slot, const std::string& task) {
+      const Brief* b = find(all, slot);
+      return b != nullptr && !b->corrupt && erased_slots_.count(slot) == 0 && b->task_id == task;
+    };
     const ServerClock& clock = store->server_clock();
     for (const auto& lease : store->list()) {
       if (lease.corrupt()) {
@@ -260,7 +306,7 @@ class Checkup {
       const LeaseRecord& r = *lease.record;
       auto standing = standing_of(lease, clock.now());
       const bool mine = r.host_id.empty() ? r.host == me_.host : r.host_id == me_.host_id && r.host == me_.host;
-      const bool orphan_task = !r.slot.empty() && !(tasks.count(r.slot) != 0 && tasks[r.slot] == r.task);
+      const bool orphan_task = !r.slot.empty() && !has_session(r.slot, r.task);
       if (standing.state == LeaseState::expired) {
         auto& f = add(Severity::notice, "expired_lease", lease.name,
             "lease " + lease.name + " (" + r.holder + ", token " + std::to_string(lease.token()) + ") expired " +
@@ -588,11 +634,11 @@ DoctorReport Doctor::run(bool fix) {
     }
     checkup.check_bucket(*store, config, *nats);
     auto ttl = store->ttl();
-    auto entries = store->list();
-    checkup.check_records(*store, entries, ttl);
-    checkup.check_folders(*store, entries);
-    checkup.check_slot_branches(entries);
-    checkup.check_leases(*nats, config, *store, entries);
+    auto listing = checkup.list_sessions(*store, ttl);
+    checkup.check_records(*store, listing, ttl);
+    checkup.check_folders(*store, listing.all);
+    checkup.check_slot_branches(listing.notable);
+    checkup.check_leases(*nats, config, *store, listing.all);
   } catch (const Error& e) {
     if (e.kind() != Errc::unavailable) throw;
     report.nats_reachable = false;

@@ -68,7 +68,7 @@ bool read_member(const cJSON* item, std::string_view as_written, LeaseRecord* l,
 ParsedLease parse_lease(const std::string& text) {
   ParsedLease out;
   LeaseRecord l;
-  out.corrupt_reason = record::read_object(text, [&](const cJSON* item, std::string_view as_written, std::string* reason) {
+  out.corrupt_reason = record::read_object(text, is_known, [&](const cJSON* item, std::string_view as_written, std::string* reason) {
     return read_member(item, as_written, &l, reason);
   });
   if (!out.corrupt_reason.empty()) return out;

@@ -4,7 +4,7 @@
 
 namespace swarm::record {
 
-std::string read_object(const std::string& text,
+std::string read_object(const std::string& text, bool (*is_known)(const char* name),
                         const std::function<bool(const cJSON*, std::string_view, std::string*)>& member) {
   JsonArena arena;  // the tree below dies before it
   Json json = Json::parse(text);
@@ -15,8 +15,13 @@ std::string read_object(const std::string& text,
   }
   const cJSON* root = json.get();
   if (!cJSON_IsObject(root)) return "the value is not a JSON object";
+  // The texts as written are kept for unknown members only: finding them is
+  // a pass over the text that a record of known fields does not need.
+  bool any_unknown = false;
+  for (const cJSON* item = root->child; item != nullptr && !any_unknown; item = item->next)
+    any_unknown = item->string != nullptr && !is_known(item->string);
   // One pass over the members: a record is read in the order it was written.
-  const auto texts = member_value_texts(text);
+  const auto texts = any_unknown ? member_value_texts(text) : std::vector<std::string_view>();
   std::size_t index = 0;
   std::string reason;
   for (const cJSON* item = root->child; item != nullptr; item = item->next, ++index) {

@@ -24,9 +24,10 @@ namespace swarm::record {
 using UnknownFields = std::vector<std::pair<std::string, std::string>>;
 
 // Reads `text` as a JSON object and hands each member (with the text of its
-// value as written) to `member`, which returns false with a reason when the
-// member is wrong. Returns the reason the value is corrupt, or "".
-std::string read_object(const std::string& text,
+// value as written, for the members `is_known` does not know; "" for the
+// others) to `member`, which returns false with a reason when the member is
+// wrong. Returns the reason the value is corrupt, or "".
+std::string read_object(const std::string& text, bool (*is_known)(const char* name),
                         const std::function<bool(const cJSON* item, std::string_view as_written, std::string* reason)>&
                             member);
 

@@ -75,7 +75,7 @@ ParsedSession parse_session(const std::string& text) {
   ParsedSession out;
   Session s;
   out.corrupt_reason = record::read_object(
-      text, [&](const cJSON* item, std::string_view as_written, std::string* reason) {
+      text, is_known, [&](const cJSON* item, std::string_view as_written, std::string* reason) {
         return read_member(item, as_written, &s, reason);
       });
   if (!out.corrupt_reason.empty()) return out;

@@ -7,6 +7,7 @@
 
 #include "cli/swarm_fixture.h"
 #include "kv/bucket.h"
+#include "swarm/session.h"
 
 using namespace testing;
 using namespace std::chrono_literals;
@@ -337,4 +338,37 @@ TEST_CASE("Doctor_SessionOfAnotherWorkspaceOnTheSameBucketIsLeftAlone") {
   CHECK_FALSE(std::filesystem::exists(second.root() / ".swarm/slots/live"));
   CHECK(first.swarm({"status", "--slot", "live"}).exit == 0);
   CHECK(std::filesystem::exists(first.worktree("live")));
+}
+
+TEST_CASE("Doctor_ThousandsOfOtherHostsRecordsHideNoProblem") {
+  // past the parallel parse (3,000 records): the fresh sessions of another host are no finding, and hold no folder
+  // of theirs up for removal; a corrupt record, this host's record without folder and a folder without record are.
+  SwarmWorkspace ws;
+  REQUIRE(ws.swarm({"join", "--slot", "mine", "--task", "T-mine"}).exit == 0);
+  std::filesystem::remove_all(ws.root() / ".swarm/slots/mine");
+  {
+    auto connection = kv::Connection::connect({.urls = {ws.server()->url()}});
+    auto bucket = kv::Bucket::open(connection, "swarm-sessions");
+    for (int i = 0; i < 3000; ++i) {
+      swarm::Session s;
+      s.slot = "b" + std::to_string(i);
+      s.task_id = "T-b" + std::to_string(i);
+      s.host = "host-b";
+      s.host_id = "id-b";
+      s.started_at = std::chrono::system_clock::now();
+      s.last_renewed = s.started_at;
+      bucket.create(s.slot, swarm::to_json(s));
+    }
+    bucket.create("junk", "[1,2,3]");
+  }
+  std::filesystem::create_directories(ws.root() / ".swarm/slots/ghost");
+  std::filesystem::create_directories(ws.root() / ".swarm/slots/b5/wt");
+  auto report = doctor(ws);
+  CHECK(report.exit == 8);
+  CHECK(findings(report, "corrupt_record").size() == 1);
+  CHECK(findings(report, "missing_folder").size() == 1);
+  auto orphans = findings(report, "orphan_folder");
+  REQUIRE(orphans.size() == 1);
+  CHECK(field(orphans[0], "subject") == "ghost");
+  CHECK(finding_count(report) == 3);
 }
