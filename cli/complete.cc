@@ -30,7 +30,10 @@ void options_of(const CLI::App& app, std::string& all, std::string* with_value) 
       all += " --" + n;
       if (with_value != nullptr && option->get_expected_max() > 0) *with_value += " --" + n;
     }
-    for (const auto& n : option->get_snames()) all += " -" + n;
+    for (const auto& n : option->get_snames()) {
+      all += " -" + n;
+      if (with_value != nullptr && option->get_expected_max() > 0) *with_value += " -" + n;
+    }
   }
 }
 
@@ -39,13 +42,13 @@ std::string bash_script(const CLI::App& app) {
   options_of(app, globals, &global_values);
   std::string verbs;
   for (const auto* v : verbs_of(app)) verbs += " " + v->get_name();
-  std::string cases;
+  std::string cases, values = global_values;  // every option that takes a value, the verbs' too
   for (const auto* v : verbs_of(app)) {
     std::string words;
-    options_of(*v, words, nullptr);
+    options_of(*v, words, &values);
     for (const auto* sub : verbs_of(*v)) {
       words += " " + sub->get_name();
-      options_of(*sub, words, nullptr);
+      options_of(*sub, words, &values);
     }
     cases += "    " + v->get_name() + ") words=\"" + words.substr(words.empty() ? 0 : 1) + "\" ;;\n";
   }
@@ -54,11 +57,18 @@ std::string bash_script(const CLI::App& app) {
          "  local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}\n"
          "  local globals=\"" + globals.substr(1) + "\"\n"
          "  local takes_value=\" " + global_values.substr(1) + " \"\n"
+         "  local any_value=\" " + values.substr(1) + " \"\n"
+         "  local workspace= i\n"
+         "  for ((i = 1; i < COMP_CWORD; i++)); do\n"
+         "    [[ ${COMP_WORDS[i]} == --workspace ]] && workspace=${COMP_WORDS[i+1]}\n"
+         "  done\n"
          "  if [[ $prev == --slot ]]; then\n"
-         "    COMPREPLY=($(compgen -W \"$(\"${COMP_WORDS[0]}\" _complete slots 2>/dev/null)\" -- \"$cur\"))\n"
+         "    COMPREPLY=($(compgen -W \"$(\"${COMP_WORDS[0]}\" ${workspace:+--workspace \"$workspace\"} _complete slots 2>/dev/null)\" -- \"$cur\"))\n"
          "    return\n"
          "  fi\n"
-         "  local verb= i\n"
+         "  # The value of another option: nothing to offer (the shell completes file names).\n"
+         "  if [[ $any_value == *\" $prev \"* ]]; then COMPREPLY=(); return; fi\n"
+         "  local verb=\n"
          "  for ((i = 1; i < COMP_CWORD; i++)); do\n"
          "    local w=${COMP_WORDS[i]}\n"
          "    if [[ $w == -* ]]; then [[ $takes_value == *\" $w \"* ]] && ((i++)); continue; fi\n"

@@ -23,10 +23,22 @@ lintian --fail-on error --tag-display-limit 0 "$deb" 2>&1 | grep -v "running wit
 lintian --fail-on error --tag-display-limit 0 "$deb" >/dev/null 2>&1 || { echo "package: lintian found errors" >&2; exit 1; }
 # What a user gets: the binary runs from the unpacked package and finds its
 # git module in lib/<multiarch>/swarm relative to itself.
-unpacked=$(mktemp -d)
-trap 'rm -rf "$unpacked"' EXIT
+unpacked=$(realpath "$(mktemp -d)")
+server=
+trap '[ -n "$server" ] && kill "$server" 2>/dev/null; rm -rf "$unpacked"' EXIT
 dpkg-deb -x "$deb" "$unpacked"
 "$unpacked/usr/bin/swarm" --version
+# `up` makes the hub with the git module: it must load from the package.
+mkdir "$unpacked/ports"
+nats-server -js -a 127.0.0.1 -p -1 --ports_file_dir "$unpacked/ports" -sd "$unpacked/nats" >"$unpacked/nats.log" 2>&1 &
+server=$!
+for _ in $(seq 100); do ls "$unpacked"/ports/*.ports >/dev/null 2>&1 && break; sleep 0.05; done
+url=$(sed -n 's/.*"nats":\["\([^"]*\)".*/\1/p' "$unpacked"/ports/*.ports)
+git init -q -b main "$unpacked/ws"
+(cd "$unpacked/ws" && env -u SWARM_GIT_MODULE "$unpacked/usr/bin/swarm" --log-level debug up --nats-url "$url") \
+  >"$unpacked/up.log" 2>&1 || { cat "$unpacked/up.log" >&2; echo "package: swarm up failed" >&2; exit 1; }
+grep -q "loaded the git module $unpacked/usr/lib/" "$unpacked/up.log" ||
+  { cat "$unpacked/up.log" >&2; echo "package: the git module did not load from the package" >&2; exit 1; }
 [ -f "$unpacked/usr/share/man/man1/swarm.1.gz" ] || { echo "package: no man page" >&2; exit 1; }
 [ -f "$unpacked/usr/share/bash-completion/completions/swarm" ] || { echo "package: no completion" >&2; exit 1; }
 ls "$unpacked"/usr/lib/*/swarm/libswarm_git.so >/dev/null || { echo "package: no git module" >&2; exit 1; }

@@ -216,9 +216,11 @@ class Checkup {
   Listing list_sessions(const SessionStore& store, std::chrono::milliseconds ttl) {
     Listing out;
     out.all.reserve(static_cast<std::size_t>(store.size_hint()));
-    // Called on the listing's parser thread, one record at a time.
+    // No records, no ages to judge: no need for the server's clock. Read
+    // here, not in the visit (a big listing's visits run on its parser thread).
+    if (store.size_hint() > 0) out.server = store.server_clock(clock_);
     store.for_each([&](SessionEntry&& entry) {
-      if (!out.server) out.server = store.server_clock(clock_);
+      if (!out.server) out.server = store.server_clock(clock_);  // records came to an empty bucket (a small listing)
       out.all.push_back({entry.slot, entry.corrupt() ? std::string() : entry.session->task_id, entry.revision,
                          entry.corrupt(), has_record_here(entry)});
       const bool notable = entry.corrupt() || me_.owns(*entry.session) ||

@@ -70,9 +70,11 @@ bool serves_store(pid_t pid, const fs::path& store) {
 }
 
 
-std::string tail_of(const fs::path& path, std::size_t max_chars) {
+// The last `max_chars` of what the file holds after its first `from` bytes.
+std::string tail_of(const fs::path& path, std::size_t max_chars, std::uintmax_t from = 0) {
   std::ifstream in(path);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  text.erase(0, std::min<std::size_t>(text.size(), static_cast<std::size_t>(from)));
   return text.size() > max_chars ? text.substr(text.size() - max_chars) : text;
 }
 
@@ -184,6 +186,9 @@ std::string EmbeddedServer::start(int port, std::chrono::milliseconds timeout) {
   constexpr int kPortTries = 4;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (int attempt = 1;; ++attempt) {
+    // nats-server appends to its log: only what this start wrote tells why it stopped.
+    std::error_code size_ec;
+    const auto log_start = fs::exists(log_file(), size_ec) ? fs::file_size(log_file(), size_ec) : 0;
     pid_t pid = launch(program, port);
     const std::string url = "nats://127.0.0.1:" + std::to_string(port);
     const auto start_ticks = process_start_ticks(pid).value_or(0);
@@ -202,10 +207,11 @@ std::string EmbeddedServer::start(int port, std::chrono::milliseconds timeout) {
     // server that the next `up` reuses and `down` stops.
     record_identity("");
     bool taken = false;
-    while (!(listens_on(pid, port) && answers(port))) {
+    // Where /proc cannot tell whose socket it is, a NATS greeting on the port will do.
+    while (!(listens_on(pid, port).value_or(true) && answers(port))) {
       int status = 0;
       if (waitpid(pid, &status, WNOHANG) == pid) {
-        const std::string log = tail_of(log_file(), 1500);
+        const std::string log = tail_of(log_file(), 1500, log_start);
         if (attempt < kPortTries && log.find("address already in use") != std::string::npos) {
           taken = true;
           break;

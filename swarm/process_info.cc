@@ -1,5 +1,7 @@
 #include "swarm/process_info.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
 
 #include <cerrno>
@@ -40,15 +42,19 @@ std::vector<std::string> process_arguments(pid_t pid) {
   return args;
 }
 
-bool listens_on(pid_t pid, int port) {
+std::optional<bool> listens_on(pid_t pid, int port) {
   if (pid <= 0 || port <= 0 || port > 65535) return false;
   // The inodes of the sockets listening on the port (state 0A), from the
   // kernel's table: "sl local_address rem_address st ... uid timeout inode".
+  // The address is the raw network-order word printed as a number, so its
+  // digits depend on the byte order; the port is printed as a number.
   char loopback[32], any[32];
-  std::snprintf(loopback, sizeof loopback, "0100007F:%04X", static_cast<unsigned>(port));
-  std::snprintf(any, sizeof any, "00000000:%04X", static_cast<unsigned>(port));
-  std::vector<std::string> sockets;
+  std::snprintf(loopback, sizeof loopback, "%08X:%04X", static_cast<unsigned>(htonl(INADDR_LOOPBACK)),
+                static_cast<unsigned>(port));
+  std::snprintf(any, sizeof any, "%08X:%04X", 0U, static_cast<unsigned>(port));
   std::ifstream table("/proc/net/tcp");
+  if (!table) return std::nullopt;
+  std::vector<std::string> sockets;
   std::string line;
   std::getline(table, line);  // the header
   while (std::getline(table, line)) {
@@ -60,7 +66,9 @@ bool listens_on(pid_t pid, int port) {
   }
   if (sockets.empty()) return false;
   std::error_code ec;
-  for (const auto& fd : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
+  std::filesystem::directory_iterator fds("/proc/" + std::to_string(pid) + "/fd", ec);
+  if (ec) return process_alive(pid) ? std::nullopt : std::optional<bool>(false);
+  for (const auto& fd : fds) {
     std::error_code link_ec;
     auto target = std::filesystem::read_symlink(fd.path(), link_ec).string();
     for (const auto& socket : sockets)

@@ -21,7 +21,8 @@ bool process_is(pid_t pid, unsigned long long start_ticks);
 std::vector<std::string> process_arguments(pid_t pid);
 // Whether `pid` itself holds a TCP socket listening on 127.0.0.1:`port` (or on
 // every address): the port answering is not enough when another process may
-// have taken it between choosing it and binding it.
-bool listens_on(pid_t pid, int port);
+// have taken it between choosing it and binding it. nullopt when this host
+// cannot tell (no /proc/net/tcp, or the process's descriptors unreadable).
+std::optional<bool> listens_on(pid_t pid, int port);
 
 }  // namespace swarm

@@ -2,6 +2,7 @@
 
 #include <condition_variable>
 #include <deque>
+#include <exception>
 #include <mutex>
 #include <thread>
 
@@ -114,35 +115,50 @@ class BatchParser {
   static constexpr std::size_t kMaxQueued = 8;  // batches: bounds the memory held
 
   explicit BatchParser(const std::function<void(SessionEntry&&)>& visit) : visit_(visit), worker_([this] { run(); }) {}
-  ~BatchParser() { finish(); }
+  // Leaving early (the listing threw): what is queued is not visited.
+  ~BatchParser() { stop(true); }
 
+  // Throws what a visit threw (on the worker), so the listing stops early.
   void add(kv::Entry&& entry) {
     batch_.push_back(std::move(entry));
     if (batch_.size() == kBatch) flush();
   }
 
-  // Parses what is left and waits for the worker; entries are in arrival order.
+  // Parses what is left, waits for the worker, and throws what a visit
+  // threw; entries are visited in arrival order.
   void finish() {
-    if (!worker_.joinable()) return;
     flush();
-    {
-      std::lock_guard lock(mu_);
-      done_ = true;
-    }
-    ready_.notify_one();
-    worker_.join();
+    stop();
+    if (error_) std::rethrow_exception(error_);
   }
 
  private:
   void flush() {
     if (batch_.empty()) return;
     std::unique_lock lock(mu_);
-    space_.wait(lock, [&] { return queue_.size() < kMaxQueued; });
+    space_.wait(lock, [&] { return queue_.size() < kMaxQueued || error_; });
+    if (error_) {
+      batch_.clear();
+      std::rethrow_exception(error_);
+    }
     queue_.push_back(std::move(batch_));
     lock.unlock();
     ready_.notify_one();
     batch_ = {};
     batch_.reserve(kBatch);
+  }
+
+  // Lets the worker end once the queue is done (or at once, `cancel`), and
+  // waits for it.
+  void stop(bool cancel = false) {
+    if (!worker_.joinable()) return;
+    {
+      std::lock_guard lock(mu_);
+      done_ = true;
+      if (cancel) queue_.clear();
+    }
+    ready_.notify_one();
+    worker_.join();
   }
 
   void run() {
@@ -156,7 +172,16 @@ class BatchParser {
         queue_.pop_front();
       }
       space_.notify_one();
-      for (auto& entry : batch) visit_(session_entry_of(std::move(entry)));
+      try {
+        for (auto& entry : batch) visit_(session_entry_of(std::move(entry)));
+      } catch (...) {
+        // Kept for the caller's thread; nothing more is visited.
+        std::lock_guard lock(mu_);
+        error_ = std::current_exception();
+        queue_.clear();
+        space_.notify_all();
+        return;
+      }
     }
   }
 
@@ -166,6 +191,7 @@ class BatchParser {
   std::mutex mu_;
   std::condition_variable ready_, space_;
   bool done_ = false;
+  std::exception_ptr error_;  // what a visit threw (under mu_)
   std::thread worker_;
 };
 

@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <string_view>
+#include <utility>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,6 +21,16 @@ namespace swarm {
 // into it stay valid, and 100,000 small strings cost no allocation each.
 class TextArena {
  public:
+  TextArena() = default;
+  TextArena(TextArena&& other) noexcept
+      : blocks_(std::move(other.blocks_)), used_(std::exchange(other.used_, 0)),
+        capacity_(std::exchange(other.capacity_, 0)) {}
+  TextArena& operator=(TextArena&& other) noexcept {
+    blocks_ = std::move(other.blocks_);
+    used_ = std::exchange(other.used_, 0);
+    capacity_ = std::exchange(other.capacity_, 0);
+    return *this;
+  }
   std::string_view keep(std::string_view text);
 
  private:

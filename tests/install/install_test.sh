@@ -7,7 +7,7 @@
 set -euo pipefail
 src=$(realpath "$1") build=$(realpath "$2")
 unset SWARM_GIT_MODULE SWARM_WORKSPACE
-tmp=$(mktemp -d /tmp/swarm-install-XXXXXX)
+tmp=$(realpath "$(mktemp -d /tmp/swarm-install-XXXXXX)")  # as /proc/self/exe names it
 server=
 cleanup() { [ -n "$server" ] && kill "$server" 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT
@@ -27,13 +27,13 @@ done
 zgrep -q 'swarm join' "$prefix/share/man/man1/swarm.1.gz" || fail "the man page has no section on join"
 zgrep -q '^\.SH VERBS' "$prefix/share/man/man1/swarm.1.gz" || fail "the man page has no VERBS section"
 
-# A nats-server of our own on a free port.
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-nats-server -js -a 127.0.0.1 -p "$port" -sd "$tmp/nats" > "$tmp/nats.log" 2>&1 &
+# A nats-server of our own on a port it picks itself (and writes down).
+mkdir "$tmp/ports"
+nats-server -js -a 127.0.0.1 -p -1 --ports_file_dir "$tmp/ports" -sd "$tmp/nats" > "$tmp/nats.log" 2>&1 &
 server=$!
-for _ in $(seq 100); do grep -q "Server is ready" "$tmp/nats.log" && break; sleep 0.05; done
-grep -q "Server is ready" "$tmp/nats.log" || fail "nats-server did not start: $(cat "$tmp/nats.log")"
-url=nats://127.0.0.1:$port
+for _ in $(seq 200); do ls "$tmp"/ports/*.ports >/dev/null 2>&1 && break; sleep 0.05; done
+url=$(sed -n 's/.*"nats":\["\([^"]*\)".*/\1/p' "$tmp"/ports/*.ports 2>/dev/null)
+[ -n "$url" ] || fail "nats-server did not start: $(cat "$tmp/nats.log")"
 
 # The whole job from the installed binary, in a fresh repository.
 use() {  # use PREFIX WORKSPACE SLOT
@@ -49,6 +49,8 @@ use() {  # use PREFIX WORKSPACE SLOT
   # Completion: verbs, and the slot from this host's folders.
   words=$(cd "$ws" && bash -c "source '$1/share/bash-completion/completions/swarm'; COMP_WORDS=(swarm sta); COMP_CWORD=1; _swarm; echo \${COMPREPLY[*]}")
   [ "$words" = "status" ] || fail "completion of 'swarm sta' gave '$words'"
+  words=$(bash -c "source '$1/share/bash-completion/completions/swarm'; COMP_WORDS=(swarm join --task ''); COMP_CWORD=3; _swarm; echo \${COMPREPLY[*]}")
+  [ -z "$words" ] || fail "completion of a --task value offered '$words'"
   words=$(cd "$ws" && PATH="$1/bin:$PATH" bash -c "source '$1/share/bash-completion/completions/swarm'; COMP_WORDS=(swarm close --slot ''); COMP_CWORD=3; _swarm; echo \${COMPREPLY[*]}")
   [[ " $words " == *" $slot "* ]] || fail "completion of --slot gave '$words', not $slot"
   (cd "$ws" && "$swarm" close --slot "$slot" --result success >/dev/null) || fail "close from $1"

@@ -39,7 +39,7 @@ namespace {
 // Whether `pid` or a process it started listens on `port`: `git daemon`
 // runs git-daemon as its child.
 bool listens_here(pid_t pid, int port) {
-  if (swarm::listens_on(pid, port)) return true;
+  if (swarm::listens_on(pid, port).value_or(false)) return true;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
     const std::string name = entry.path().filename().string();
@@ -51,7 +51,7 @@ bool listens_here(pid_t pid, int port) {
     char state = 0;
     long parent = 0;
     if (std::sscanf(text.c_str() + paren + 1, " %c %ld", &state, &parent) == 2 && parent == pid &&
-        swarm::listens_on(static_cast<pid_t>(std::stol(name)), port))
+        swarm::listens_on(static_cast<pid_t>(std::stol(name)), port).value_or(false))
       return true;
   }
   return false;
@@ -69,7 +69,8 @@ bool wait_exit(pid_t pid, std::chrono::milliseconds limit) {
 
 }  // namespace
 
-pid_t start_server(const std::vector<std::string>& args, const std::filesystem::path& log, int port) {
+pid_t start_server(const std::vector<std::string>& args, const std::filesystem::path& log, int port,
+                   const std::vector<int>& also) {
   // Built before fork: the child of a threaded process must not allocate.
   std::vector<std::string> copy = args;
   std::vector<char*> argv;
@@ -92,7 +93,13 @@ pid_t start_server(const std::vector<std::string>& args, const std::filesystem::
     _exit(127);
   }
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!listens_here(pid, port)) {
+  auto listening = [&] {
+    if (!listens_here(pid, port)) return false;
+    for (int other : also)
+      if (!listens_here(pid, other)) return false;
+    return true;
+  };
+  while (!listening()) {
     int status = 0;
     if (waitpid(pid, &status, WNOHANG) == pid) {
       std::string text = read_file(log);
@@ -137,6 +144,11 @@ SilentListener::~SilentListener() { close(fd_); }
 
 NatsServer::NatsServer(Options options)
     : options_(std::move(options)), dir_("swarm-nats-" + options_.name), store_(dir_.path() / "store") {
+  if (!options_.also_listens.empty()) {
+    port_ = free_port();
+    start();
+    return;
+  }
   start_on_a_free_port(port_, [&] { start(); });
 }
 
@@ -152,7 +164,7 @@ void NatsServer::start() {
   std::vector<std::string> args = {"nats-server", "-js", "-a", "127.0.0.1", "-p", std::to_string(port_),
                                    "-sd", store_.string(), "--server_name", options_.name};
   args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
-  pid_ = start_server(args, dir_.path() / "server.log", port_);
+  pid_ = start_server(args, dir_.path() / "server.log", port_, options_.also_listens);
 }
 
 void NatsServer::stop() { stop_server(pid_, SIGTERM); }
@@ -160,8 +172,8 @@ void NatsServer::stop() { stop_server(pid_, SIGTERM); }
 void NatsServer::kill() { stop_server(pid_, SIGKILL); }
 
 NatsCluster::NatsCluster() {
-  // A route port taken meanwhile stops its node: the cluster starts again on
-  // other ports (each node's own client port is retried by NatsServer).
+  // A client or route port taken meanwhile stops its node: the cluster
+  // starts again on other ports.
   for (int attempt = 1;; ++attempt) {
     try {
       start_nodes();
@@ -187,6 +199,7 @@ void NatsCluster::start_nodes() {
     options.extra_args = {"--cluster_name", "swarmtest", "--cluster",
                           "nats://127.0.0.1:" + std::to_string(route_ports[static_cast<std::size_t>(i)]),
                           "--routes", routes};
+    options.also_listens = {route_ports[static_cast<std::size_t>(i)]};
     nodes_.push_back(std::make_unique<NatsServer>(options));
   }
 }

@@ -31,7 +31,10 @@ struct PortTaken : std::runtime_error {
 // answering there is not it. Throws PortTaken when it exits saying the
 // address is in use, and runtime_error, with the log, when it exits
 // otherwise or does not listen in 10 s.
-pid_t start_server(const std::vector<std::string>& args, const std::filesystem::path& log, int port);
+// `also` are more ports it must listen on before it counts as started (a
+// nats-server's route port, which it binds after its client port).
+pid_t start_server(const std::vector<std::string>& args, const std::filesystem::path& log, int port,
+                   const std::vector<int>& also = {});
 
 // Sets `port` to a free port and calls start() until a start is not beaten
 // to the port by another process (a few tries).
@@ -71,6 +74,10 @@ class NatsServer {
   struct Options {
     std::string name = "solo";
     std::vector<std::string> extra_args;  // e.g. cluster flags
+    // Ports the flags above make it listen on too (its route port). A server
+    // with such does not move to another client port when one is taken:
+    // PortTaken goes to its cluster, which starts again on other ports.
+    std::vector<int> also_listens;
   };
 
   NatsServer() : NatsServer(Options{}) {}

@@ -12,16 +12,16 @@ TEST_CASE("ProcessInfo_ListensOnNamesTheProcessWhoseSocketListens") {
   // this process's listener is its own; a nats-server's port is the server's, not ours; a stopped one listens nowhere.
   testing::SilentListener mine;
   testing::NatsServer server;
-  CHECK(listens_on(getpid(), mine.port()));
-  CHECK(listens_on(server.pid(), server.port()));
-  CHECK_FALSE(listens_on(getpid(), server.port()));
-  CHECK_FALSE(listens_on(server.pid(), mine.port()));
+  CHECK(listens_on(getpid(), mine.port()) == true);
+  CHECK(listens_on(server.pid(), server.port()) == true);
+  CHECK(listens_on(getpid(), server.port()) == false);
+  CHECK(listens_on(server.pid(), mine.port()) == false);
   const pid_t gone = server.pid();
   const int port = server.port();
   server.stop();
-  CHECK_FALSE(listens_on(gone, port));
-  CHECK_FALSE(listens_on(getpid(), 0));
-  CHECK_FALSE(listens_on(0, mine.port()));
+  CHECK(listens_on(gone, port) == false);
+  CHECK(listens_on(getpid(), 0) == false);
+  CHECK(listens_on(0, mine.port()) == false);
 }
 
 TEST_CASE("ProcessInfo_AServerBeatenToItsPortIsNotTakenForTheOneThatListens") {

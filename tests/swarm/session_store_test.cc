@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <set>
+#include <thread>
 
 #include "swarm/error.h"
 #include "support/expect.h"
@@ -134,6 +135,26 @@ TEST_CASE("SessionStore_ListOfManyRecordsIsCompleteAndTyped") {
   }
   CHECK(slots.size() == 2600);
   CHECK(corrupt == 6);
+}
+
+TEST_CASE("SessionStore_AVisitThatThrowsOnTheParserThreadStopsTheListingWithItsError") {
+  // for_each of a big bucket visits on a worker thread: what a visit throws reaches the caller (no terminate), and
+  // no record is visited after it.
+  Fixture f;
+  for (int i = 0; i < 2600; ++i) f.store.create(session("s" + std::to_string(i)));
+  auto reopened = SessionStore::open(f.connection);
+  int visited = 0;
+  const auto caller = std::this_thread::get_id();
+  std::thread::id visitor;
+  CHECK(kind_of([&] {
+          reopened.for_each([&](SessionEntry&&) {
+            visitor = std::this_thread::get_id();
+            if (++visited == 700) throw Error(Errc::unavailable, "the server went away");
+          });
+        }) == Errc::unavailable);
+  CHECK(visited == 700);
+  CHECK(visitor != caller);  // it was the worker's throw
+  CHECK(reopened.list().size() == 2600);  // and the store is fine for the next listing
 }
 
 TEST_CASE("SessionStore_ListAndWatch") {
