@@ -97,8 +97,8 @@ std::string age_text(std::chrono::milliseconds age) {
   return swarm::format_duration(std::chrono::duration_cast<std::chrono::seconds>(age));
 }
 
-// The cells of one table line, appended to `out` padded to `width` (the
-// widths of the columns; none when measuring) or measured into `width`.
+// Hands the cells of one table line to `use` (to measure or to print them);
+// they live only during the call.
 using Cells = std::array<std::string_view, 6>;
 
 template <typename Use>
