@@ -10,16 +10,14 @@
 
 namespace cli {
 
-namespace {
-
-bool hidden(const CLI::App* sub) { return sub->get_group().empty(); }
-
 std::vector<const CLI::App*> verbs_of(const CLI::App& app) {
   std::vector<const CLI::App*> out;
   for (const auto* sub : app.get_subcommands([](const CLI::App*) { return true; }))
-    if (!hidden(sub)) out.push_back(sub);
+    if (!sub->get_group().empty()) out.push_back(sub);  // a hidden one has no group
   return out;
 }
+
+namespace {
 
 // The option names of `app` ("--slot", "-m", ...), and those that take a value.
 void options_of(const CLI::App& app, std::string& all, std::string* with_value) {

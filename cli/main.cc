@@ -50,8 +50,7 @@ std::string first_word(const CLI::App& app, int argc, char** argv) {
 
 std::string verb_names(const CLI::App& app) {
   std::string names;
-  for (const auto* sub : app.get_subcommands([](const CLI::App*) { return true; }))
-    if (!sub->get_group().empty()) names += (names.empty() ? "" : ", ") + sub->get_name();  // hidden ones left out
+  for (const auto* sub : cli::verbs_of(app)) names += (names.empty() ? "" : ", ") + sub->get_name();
   return names;
 }
 

@@ -162,13 +162,8 @@ std::optional<pid_t> EmbeddedServer::running_pid() const {
 
 std::vector<pid_t> EmbeddedServer::all_on_store() const {
   std::vector<pid_t> out;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    pid_t pid = static_cast<pid_t>(std::stol(name));
+  for (pid_t pid : all_processes())
     if (serves_store(pid, data_dir())) out.push_back(pid);
-  }
   return out;
 }
 

@@ -15,16 +15,44 @@ namespace swarm {
 
 bool process_alive(pid_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM); }
 
-std::optional<unsigned long long> process_start_ticks(pid_t pid) {
+namespace {
+
+// Field `n` (from 3 on) of /proc/<pid>/stat: "pid (comm) state ppid ...".
+std::optional<std::string> stat_field(pid_t pid, int n) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   auto paren = stat.rfind(')');  // the command name before it may hold spaces
   if (paren == std::string::npos || paren + 2 > stat.size()) return std::nullopt;
   std::istringstream fields(stat.substr(paren + 2));
   std::string field;
-  for (int i = 3; i <= 22 && fields >> field; ++i)
-    if (i == 22) return std::stoull(field);
+  for (int i = 3; i <= n && fields >> field; ++i)
+    if (i == n) return field;
   return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<unsigned long long> process_start_ticks(pid_t pid) {
+  auto field = stat_field(pid, 22);
+  if (!field) return std::nullopt;
+  return std::stoull(*field);
+}
+
+std::optional<pid_t> process_parent(pid_t pid) {
+  auto field = stat_field(pid, 4);
+  if (!field) return std::nullopt;
+  return static_cast<pid_t>(std::stol(*field));
+}
+
+std::vector<pid_t> all_processes() {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    out.push_back(static_cast<pid_t>(std::stol(name)));
+  }
+  return out;
 }
 
 bool process_is(pid_t pid, unsigned long long start_ticks) {

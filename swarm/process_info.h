@@ -14,6 +14,10 @@ namespace swarm {
 bool process_alive(pid_t pid);
 // /proc/<pid>/stat field 22: its start time in clock ticks since boot.
 std::optional<unsigned long long> process_start_ticks(pid_t pid);
+// /proc/<pid>/stat field 4: its parent (nullopt when it is gone).
+std::optional<pid_t> process_parent(pid_t pid);
+// Every process of this host /proc shows.
+std::vector<pid_t> all_processes();
 // Whether `pid` is alive and is still the process that started at `start_ticks`
 // (0: not recorded, the pid alone decides).
 bool process_is(pid_t pid, unsigned long long start_ticks);

@@ -13,9 +13,6 @@
 #include <unistd.h>
 
 #include <cctype>
-#include <cstdio>
-#include <fstream>
-#include <iterator>
 #include <stdexcept>
 #include <thread>
 
@@ -40,20 +37,8 @@ namespace {
 // runs git-daemon as its child.
 bool listens_here(pid_t pid, int port) {
   if (swarm::listens_on(pid, port).value_or(false)) return true;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream stat(entry.path() / "stat");
-    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-    auto paren = text.rfind(')');  // "pid (comm) state ppid ..."
-    if (paren == std::string::npos) continue;
-    char state = 0;
-    long parent = 0;
-    if (std::sscanf(text.c_str() + paren + 1, " %c %ld", &state, &parent) == 2 && parent == pid &&
-        swarm::listens_on(static_cast<pid_t>(std::stol(name)), port).value_or(false))
-      return true;
-  }
+  for (pid_t child : swarm::all_processes())
+    if (swarm::process_parent(child) == pid && swarm::listens_on(child, port).value_or(false)) return true;
   return false;
 }
 
