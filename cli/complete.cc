@@ -104,10 +104,11 @@ Verb add_complete(CLI::App& app) {
               // Completion must never complain: no workspace, no slots.
               try {
                 std::set<std::string> slots;
-                std::error_code ec;
-                for (const auto& dir : std::filesystem::directory_iterator(ctx.workspace().slots_dir(), ec))
-                  if (swarm::is_valid_slot_name(dir.path().filename().string()) && dir.is_directory(ec))
-                    slots.insert(dir.path().filename().string());
+                auto ws = ctx.workspace();
+                if (auto dir = ws.folder_if_exists(swarm::kSlotsFolder))
+                  for (const auto& name : dir->list())
+                    if (swarm::is_valid_slot_name(name) && dir->kind(name) == swarm::EntryKind::folder)
+                      slots.insert(name);
                 for (const auto& s : slots) std::cout << s << "\n";
               } catch (const std::exception&) {
               }

@@ -3,6 +3,8 @@
 #include <filesystem>
 
 #include "kv/bucket.h"
+#include "kv/nats_context.h"
+#include "swarm/embedded_server.h"
 #include "swarm/bootstrap.h"
 #include "swarm/duration.h"
 #include "swarm/error.h"
@@ -50,14 +52,24 @@ void add_global_options(CLI::App& app, Globals& g) {
       ->capture_default_str()
       ->option_text("DUR")
       ->check(duration_validator());
-  app.add_option("--creds", g.creds, "NATS credentials file")->option_text("FILE");
-  app.add_option("--user", g.user, "NATS user");
-  app.add_option("--password", g.password, "NATS password");
+  // Credentials are read as the nats CLI reads them: a flag, else its
+  // environment variable, else the --context's field. None needs to be on a
+  // command line, where any user of the host could read it.
+  app.add_option("--context", g.context, "A nats CLI context to take the server, credentials and TLS files from")
+      ->envname("NATS_CONTEXT")
+      ->option_text("NAME");
+  app.add_option("--creds", g.creds, "NATS credentials file")->envname("NATS_CREDS")->option_text("FILE");
+  app.add_option("--nkey", g.nkey, "NATS user nkey seed file")->envname("NATS_NKEY")->option_text("FILE");
+  app.add_option("--user", g.user, "NATS user")->envname("NATS_USER");
+  app.add_option("--password", g.password, "NATS password (better: $NATS_PASSWORD, or a --context)")
+      ->envname("NATS_PASSWORD");
   app.add_option("--nats-token", g.token, "NATS auth token (`--token` on the lease verbs is a fencing token)")
       ->envname("NATS_TOKEN");
-  app.add_option("--tls-ca", g.tls_ca, "CA certificate file (turns TLS on)")->option_text("FILE");
-  app.add_option("--tls-cert", g.tls_cert, "Client certificate file (with --tls-key)")->option_text("FILE");
-  app.add_option("--tls-key", g.tls_key, "Client key file (with --tls-cert)")->option_text("FILE");
+  app.add_option("--tls-ca", g.tls_ca, "CA certificate file (turns TLS on)")->envname("NATS_CA")->option_text("FILE");
+  app.add_option("--tls-cert", g.tls_cert, "Client certificate file (with --tls-key)")
+      ->envname("NATS_CERT")
+      ->option_text("FILE");
+  app.add_option("--tls-key", g.tls_key, "Client key file (with --tls-cert)")->envname("NATS_KEY")->option_text("FILE");
   app.add_option("--log-level", g.log_level, "trace, debug, info, warn, error or off")
       ->capture_default_str()
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
@@ -75,11 +87,25 @@ swarm::Workspace Context::workspace() const {
 
 kv::ConnectionOptions Context::connection_options(const swarm::WorkspaceConfig* config) const {
   kv::ConnectionOptions o = auth_options();
-  std::string urls = !globals_.nats_url.empty() ? globals_.nats_url : config ? config->nats_url : "";
+  // The workspace's server unless one is named; a context's URL only where
+  // there is no workspace (a lock between hosts that share only NATS).
+  std::string urls = !globals_.nats_url.empty() ? globals_.nats_url
+                     : config                   ? config->nats_url
+                                                : nats_context().url;
   o.urls = kv::split_urls(urls);
   if (o.urls.empty())
-    throw swarm::Error(swarm::Errc::bad_input, "no NATS URL: pass --nats-url or set NATS_URL");
+    throw swarm::Error(swarm::Errc::bad_input, "no NATS URL: pass --nats-url, set NATS_URL, or name a --context");
+  swarm::translating_kv([&] { kv::require_valid_urls(urls); });
+  if (config) swarm::use_embedded_token(workspace().nats_dir(), *config, o);
   return o;
+}
+
+const kv::NatsContext& Context::nats_context() const {
+  if (!nats_context_) {
+    nats_context_.emplace();
+    if (!globals_.context.empty()) nats_context_ = swarm::translating_kv([&] { return kv::read_nats_context(globals_.context); });
+  }
+  return *nats_context_;
 }
 
 kv::ConnectionOptions Context::auth_options() const {
@@ -89,13 +115,21 @@ kv::ConnectionOptions Context::auth_options() const {
   // A verb waits on NATS for --timeout in all, however many requests it
   // makes and retries through a failover.
   o.total_wait = timeout();
-  o.user = globals_.user;
-  o.password = globals_.password;
-  o.token = globals_.token;
-  o.creds_file = globals_.creds;
-  o.tls_ca = globals_.tls_ca;
-  o.tls_cert = globals_.tls_cert;
-  o.tls_key = globals_.tls_key;
+  const kv::NatsContext& c = nats_context();
+  auto pick = [](const std::string& given, const std::string& from_context) { return given.empty() ? from_context : given; };
+  // A credential given by flag or environment replaces the context's
+  // credentials as a whole (a user from one and a password from the other
+  // would be nobody's).
+  const bool given = !globals_.user.empty() || !globals_.password.empty() || !globals_.token.empty() ||
+                     !globals_.creds.empty() || !globals_.nkey.empty();
+  o.user = given ? globals_.user : c.user;
+  o.password = given ? globals_.password : c.password;
+  o.token = given ? globals_.token : c.token;
+  o.creds_file = given ? globals_.creds : c.creds;
+  o.nkey_file = given ? globals_.nkey : c.nkey;
+  o.tls_ca = pick(globals_.tls_ca, c.ca);
+  o.tls_cert = pick(globals_.tls_cert, c.cert);
+  o.tls_key = pick(globals_.tls_key, c.key);
   return o;
 }
 

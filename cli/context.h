@@ -12,6 +12,7 @@
 
 #include "cli/output.h"
 #include "kv/connection.h"
+#include "kv/nats_context.h"
 #include "swarm/lease.h"
 #include "swarm/slot_lifecycle.h"
 #include "swarm/workspace.h"
@@ -24,7 +25,8 @@ struct Globals {
   std::string bucket;     // --bucket
   bool json = false;
   std::string timeout = "5s";
-  std::string creds, user, password, token, tls_ca, tls_cert, tls_key;
+  std::string creds, user, password, token, nkey, tls_ca, tls_cert, tls_key;
+  std::string context;  // --context, $NATS_CONTEXT: a nats CLI context
   std::string log_level = "warn";
 };
 
@@ -61,6 +63,8 @@ class Context {
   // total wait, each has --timeout.
   swarm::LeaseStore leases(bool lives_on = false) const;
   const swarm::HostIdentity& me() const;
+  // The --context (or $NATS_CONTEXT) named, read once; empty when none.
+  const kv::NatsContext& nats_context() const;
 
  private:
   Globals globals_;
@@ -69,6 +73,7 @@ class Context {
   // can exit without the client's orderly close (see main.cc).
   mutable std::optional<kv::Connection> connection_;
   mutable std::optional<swarm::HostIdentity> me_;
+  mutable std::optional<kv::NatsContext> nats_context_;
 };
 
 // A verb: its subcommand and what runs when it was the one parsed.

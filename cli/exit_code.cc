@@ -14,6 +14,7 @@ int exit_code_for(swarm::Errc kind) {
     case Errc::not_bootstrapped: return kNotBootstrapped;
     case Errc::unavailable: return kUnavailable;
     case Errc::problems_remain: return kProblemsRemain;
+    case Errc::filesystem: return kFilesystem;
   }
   return kInternal;
 }

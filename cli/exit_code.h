@@ -15,6 +15,7 @@ enum ExitCode {
   kNotBootstrapped = 6,
   kUnavailable = 7,
   kProblemsRemain = 8,
+  kFilesystem = 9,
 };
 
 int exit_code_for(swarm::Errc kind);

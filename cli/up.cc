@@ -63,12 +63,13 @@ Verb add_up(CLI::App& app) {
               ctx.out().warn("config.json was corrupt: rebuilt it, and kept the corrupt one as " + r.replaced_config);
 
             const std::string hub = r.config.hub_location().shown();
+            const std::string nats_url = kv::redact_urls(r.config.nats_url);
             std::string server = r.config.embedded
-                                     ? "embedded nats-server " + r.config.nats_url +
+                                     ? "embedded nats-server " + nats_url +
                                            (r.server_pid ? " (pid " + std::to_string(*r.server_pid) + ", " +
                                                                (r.started_server ? "started" : "already running") + ")"
                                                          : "")
-                                     : "NATS " + r.config.nats_url;
+                                     : "NATS " + nats_url;
             std::string human = "workspace " + r.workspace.root().string() + " is ready\n" +
                                 "  nats:    " + server + "\n" +
                                 "  bucket:  " + r.config.bucket + " (TTL " + swarm::format_duration(r.config.ttl) +
@@ -79,7 +80,7 @@ Verb add_up(CLI::App& app) {
                                      : "");
             swarm::Json doc = swarm::Json::object();
             doc.set("workspace", r.workspace.root().string())
-                .set("nats_url", r.config.nats_url)
+                .set("nats_url", nats_url)
                 .set("embedded", r.config.embedded)
                 .set("started_server", r.started_server)
                 .set("bucket", r.config.bucket)

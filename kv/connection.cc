@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "kv/connection_state.h"
+#include "kv/nkey.h"
 
 namespace kv {
 
@@ -22,6 +23,28 @@ std::vector<std::string> split_urls(const std::string& comma_separated) {
     if (first != std::string::npos) urls.push_back(part.substr(first, last - first + 1));
   }
   return urls;
+}
+
+std::string redact_urls(const std::string& text) {
+  // Every "scheme://userinfo@" in the text: a password after the user's ':'
+  // or, with no ':', the whole userinfo (nats.c takes it for a token).
+  std::string out;
+  std::size_t at = 0;
+  while (true) {
+    std::size_t scheme = text.find("://", at);
+    if (scheme == std::string::npos) break;
+    std::size_t start = scheme + 3;
+    std::size_t end = text.find_first_of("/,@ \t\n", start);
+    out.append(text, at, start - at);
+    at = start;
+    if (end == std::string::npos || text[end] != '@') continue;
+    std::string userinfo = text.substr(start, end - start);
+    auto colon = userinfo.find(':');
+    out += colon == std::string::npos ? std::string("***") : userinfo.substr(0, colon + 1) + "***";
+    at = end;
+  }
+  out.append(text, at, std::string::npos);
+  return out;
 }
 
 namespace {
@@ -117,6 +140,11 @@ detail::OptionsPtr make_options(const ConnectionOptions& o) {
       throw Error(Errc::bad_request, "cannot read the creds file " + o.creds_file + ": " + std::strerror(errno));
     check(natsOptions_SetUserCredentialsFromFiles(raw, o.creds_file.c_str(), nullptr), "creds file " + o.creds_file);
   }
+  if (!o.nkey_file.empty()) {
+    // nats.c reads the seed from the file to sign; the public key goes with it.
+    const std::string pub = nkey_public_key(read_nkey_seed(o.nkey_file));
+    check(natsOptions_SetNKeyFromSeed(raw, pub.c_str(), o.nkey_file.c_str()), "nkey file " + o.nkey_file);
+  }
   if (!o.tls_ca.empty() || !o.tls_cert.empty()) check(natsOptions_SetSecure(raw, true), what);
   if (!o.tls_ca.empty())
     check(natsOptions_LoadCATrustedCertificates(raw, o.tls_ca.c_str()), "TLS CA file " + o.tls_ca);
@@ -132,17 +160,17 @@ detail::OptionsPtr make_options(const ConnectionOptions& o) {
 
 void require_valid_urls(const std::string& comma_separated) {
   auto urls = split_urls(comma_separated);
-  if (urls.empty()) throw Error(Errc::bad_request, "no NATS server URL in '" + comma_separated + "'");
+  if (urls.empty()) throw Error(Errc::bad_request, "no NATS server URL in '" + redact_urls(comma_separated) + "'");
   for (const auto& url : urls)
     if (auto problem = url_problem(url); !problem.empty())
-      throw Error(Errc::bad_request, "bad NATS URL '" + url + "': " + problem +
+      throw Error(Errc::bad_request, "bad NATS URL '" + redact_urls(url) + "': " + problem +
                                          "; use nats://HOST:PORT, e.g. nats://127.0.0.1:4222");
 }
 
 Connection Connection::connect(const ConnectionOptions& o) {
   auto options = make_options(o);
   auto state = std::make_shared<detail::ConnectionState>();
-  state->urls = joined(o.urls);
+  state->urls = redact_urls(joined(o.urls));
   state->request_timeout = o.request_timeout;
 
   natsConnection* nc = nullptr;
@@ -182,7 +210,7 @@ std::string Connection::connected_url() const {
   char buffer[512] = {0};
   if (natsConnection_GetConnectedUrl(state_->connection.get(), buffer, sizeof buffer) != NATS_OK)
     return state_->urls;
-  return buffer;
+  return redact_urls(buffer);
 }
 
 std::chrono::milliseconds Connection::request_timeout() const { return state_->request_timeout; }

@@ -22,15 +22,21 @@ struct ConnectionOptions {
   // retries included (see limit_total_wait): a one-shot command's --timeout.
   std::chrono::milliseconds total_wait{0};
   std::string name = "swarm";
-  // Authentication: set at most one of user/password, token, creds_file.
+  // Authentication: set at most one of user/password, token, creds_file,
+  // nkey_file (a user nkey seed file, as the nats CLI's --nkey).
   std::string user;
   std::string password;
   std::string token;
   std::string creds_file;
+  std::string nkey_file;
   // TLS: a CA file turns TLS on; cert and key go together (mutual TLS).
   std::string tls_ca;
   std::string tls_cert;
   std::string tls_key;
+
+  bool has_credentials() const {
+    return !user.empty() || !password.empty() || !token.empty() || !creds_file.empty() || !nkey_file.empty();
+  }
 };
 
 // Splits "nats://a:4222,nats://b:4222" into URLs, dropping empty parts.
@@ -40,6 +46,10 @@ std::vector<std::string> split_urls(const std::string& comma_separated);
 // or more server URLs nats.c can use: [nats|tls|ws|wss://][user[:pass]@]host[:port],
 // with a host and a port of 1 to 65535.
 void require_valid_urls(const std::string& comma_separated);
+
+// The URLs with the secret of each (nats://user:PASSWORD@ or nats://TOKEN@)
+// replaced by ***: how a URL is printed, logged or reported, always.
+std::string redact_urls(const std::string& comma_separated);
 
 class Connection {
  public:

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(build-essential cmake pkg-config git nats-server openssl openssh-server
-          libnats-dev libcjson-dev libgit2-dev libspdlog-dev libcli11-dev doctest-dev
+          libnats-dev libssl-dev libcjson-dev libgit2-dev libspdlog-dev libcli11-dev doctest-dev
           help2man dpkg-dev file lintian)
 
 # A package is "there" when what we use from it is on disk.
@@ -15,6 +15,7 @@ have() {
     pkg-config) command -v pkg-config >/dev/null ;;
     openssh-server) [ -x /usr/sbin/sshd ] && command -v ssh-keygen >/dev/null ;;
     libnats-dev) [ -f /usr/include/nats/nats.h ] ;;
+    libssl-dev) [ -f /usr/include/openssl/evp.h ] ;;
     libcjson-dev) [ -f /usr/include/cjson/cJSON.h ] ;;
     libgit2-dev) [ -f /usr/include/git2.h ] ;;
     libspdlog-dev) [ -f /usr/include/spdlog/spdlog.h ] ;;

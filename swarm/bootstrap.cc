@@ -40,9 +40,11 @@ bool had_embedded_server(const Workspace& ws) {
   return fs::exists(server.identity_file(), ec) || fs::exists(server.data_dir(), ec);
 }
 
-void write_if_missing(const fs::path& path, const std::string& text) {
-  if (fs::exists(path)) return;
-  std::ofstream(path) << text;
+// "hub-seed.<pid>": the scratch folder an `up` seeds an empty hub in.
+bool is_seed_scratch(const std::string& name) {
+  const std::string prefix = "hub-seed.";
+  return name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0 &&
+         name.find_first_not_of("0123456789", prefix.size()) == std::string::npos;
 }
 
 }  // namespace
@@ -82,6 +84,7 @@ void finish_up(const UpOptions& options, UpResult& result) {
   WorkspaceConfig& config = result.config;
   kv::ConnectionOptions connection = options.connection;
   connection.urls = kv::split_urls(config.nats_url);
+  use_embedded_token(ws.nats_dir(), config, connection);
   kv::Connection nats = connect_nats(connection);
   // A new config, or a workspace moving to another NATS: the buckets there say how they run.
   if (result.created_config || result.moved_nats) adopt_existing_buckets(options, nats, result);
@@ -112,17 +115,18 @@ void finish_up(const UpOptions& options, UpResult& result) {
   // Seeding an empty hub builds its first commits in .swarm/hub-seed.<pid>,
   // removed after. `up` runs alone (the up-lock): any other such folder is
   // what a killed `up` left, and goes now.
-  std::error_code seed_ec;
-  for (const auto& entry : fs::directory_iterator(ws.swarm_dir(), seed_ec))
-    if (entry.path().filename().string().rfind("hub-seed.", 0) == 0) fs::remove_all(entry.path(), seed_ec);
+  const SafeDir dot_swarm = ws.swarm_folder();
+  for (const auto& name : dot_swarm.list())
+    if (is_seed_scratch(name)) dot_swarm.remove_tree(name);
   const fs::path scratch = ws.swarm_dir() / ("hub-seed." + std::to_string(::getpid()));
   Hub::ensure(config.hub_location(), ws.root(), scratch, &result.created_hub);
   if (!result.replaced_config.empty()) {
-    std::error_code ec;
-    fs::copy_file(ws.config_file(), result.replaced_config, ec);
-    if (ec)
-      throw Error(Errc::internal, "cannot keep the corrupt " + ws.config_file().string() + " as " +
-                                      result.replaced_config + ": " + ec.message());
+    std::string why;
+    auto corrupt = dot_swarm.read_file(kConfigName, 1 << 20, &why);
+    if (!corrupt)
+      throw Error(Errc::filesystem, "cannot keep the corrupt " + ws.config_file().string() + " as " +
+                                        result.replaced_config + ": " + why);
+    dot_swarm.write_file(fs::path(result.replaced_config).filename().string(), *corrupt, 0600);
   }
   ws.save_config(config);
 }
@@ -134,13 +138,14 @@ namespace {
 // `up` and `down` of one workspace run one at a time, so two of them never
 // start two servers on one store, or stop a server the other just started.
 FileLock lock_up(const Workspace& ws, const char* verb) {
-  auto lock = FileLock::acquire(ws.up_lock(), std::string("swarm ") + verb, kUpLockWait, [&](const std::string& holder) {
+  const SafeDir locks = ws.make_folder(kLocksFolder);
+  auto lock = FileLock::acquire(locks, "up", std::string("swarm ") + verb, kUpLockWait, [&](const std::string& holder) {
     spdlog::warn("waiting for another `swarm up` or `swarm down` of this workspace: {}", holder);
   });
   if (!lock)
     throw Error(Errc::conflict, "another `swarm up` or `swarm down` of this workspace is still running after " +
-                                    std::to_string(kUpLockWait.count()) + "s (" +
-                                    FileLock::holder_of(ws.up_lock()) + "); try again when it is done");
+                                    std::to_string(kUpLockWait.count()) + "s (" + FileLock::holder_of(locks, "up") +
+                                    "); try again when it is done");
   return std::move(*lock);
 }
 
@@ -150,7 +155,15 @@ FileLock lock_up(const Workspace& ws, const char* verb) {
 void ensure_embedded_server(const Workspace& ws, UpResult& result) {
   WorkspaceConfig& config = result.config;
   EmbeddedServer server(ws.nats_dir());
-  if (auto id = server.running()) {
+  // A server started before workspaces had tokens lets anyone in: it is
+  // started again, with the token.
+  auto running = server.running();
+  if (running && !running->token_auth) {
+    spdlog::warn("restarting the embedded nats-server (pid {}) so that it requires the workspace's token",
+                 running->pid);
+    running.reset();
+  }
+  if (auto id = running) {
     result.server_pid = id->pid;
     if (!id->url.empty()) config.nats_url = id->url;
     server.stop_others(id->pid, kServerStopGrace);
@@ -181,15 +194,15 @@ void choose_hub(const Workspace& ws, const std::optional<HubLocation>& given, Up
   }
   config.hub = given->text;
   if (before.empty() || before == given->text) return;
-  std::error_code ec;
   const std::string old_hub = parse_hub_location(before, "/").shown();
-  for (const auto& entry : fs::directory_iterator(ws.slots_dir(), ec))
+  auto slots = ws.folder_if_exists(kSlotsFolder);
+  for (const auto& name : slots ? slots->list() : std::vector<std::string>{})
     throw Error(Errc::conflict,
                 (old_hub == given->shown()
                      ? "the hub's URL changes only in its password, but"
                      : "this workspace's hub is " + old_hub + " and") +
                     std::string(" slot folders of this host clone it with the old URL (") +
-                    entry.path().filename().string() + " ...); close them before moving the workspace to " +
+                    name + " ...); close them before moving the workspace to " +
                     given->shown());
 }
 
@@ -222,9 +235,11 @@ UpResult up(const UpOptions& options) {
   if (hub && !hub->remote()) Hub::require_can_be_at(hub->path());
   UpResult result{.workspace = Workspace::at(options.root), .config = {}};
   const Workspace& ws = result.workspace;
-  fs::create_directories(ws.swarm_dir());
+  fs::create_directories(ws.root());
+  // .swarm/ is a real folder of this user, or up stops here (exit 2).
+  SafeDir dot_swarm = SafeDir::make(ws.swarm_dir());
   // Keeps .swarm/ out of the workspace's own git status.
-  write_if_missing(ws.swarm_dir() / ".gitignore", "*\n");
+  dot_swarm.create_file(".gitignore", "*\n");
   FileLock lock = lock_up(ws, "up");
 
   WorkspaceConfig& config = result.config;
@@ -259,7 +274,7 @@ UpResult up(const UpOptions& options) {
     auto stopped = EmbeddedServer(ws.nats_dir()).stop(kServerStopGrace);
     if (!stopped.empty())
       spdlog::warn("stopped this workspace's embedded nats-server (pid {}): the workspace now uses {}; its data "
-                   "stays in {}", stopped.front(), *options.nats_url, ws.nats_dir().string());
+                   "stays in {}", stopped.front(), kv::redact_urls(*options.nats_url), ws.nats_dir().string());
     result.moved_nats = config.nats_url != *options.nats_url;
     config.nats_url = *options.nats_url;
     config.embedded = false;

@@ -119,8 +119,7 @@ class Checkup {
     for (const auto& entry : entries) {
       if (entry.corrupt() || !me_.owns(*entry.session) || other_workspace(*entry.session)) continue;
       const fs::path wt = ws_.worktree(entry.slot);
-      std::error_code ec;
-      if (!fs::exists(wt / ".git", ec)) continue;
+      if (!has_git_worktree(entry.slot)) continue;
       std::optional<Worktree> worktree;
       try {
         worktree.emplace(Worktree::open(wt, entry.slot));
@@ -142,22 +141,29 @@ class Checkup {
   }
 
   void check_embedded_server(const WorkspaceConfig& config) {
+    if (unsafe_.count(ws_.nats_dir()) > 0) return;  // reported already: never read through
     EmbeddedServer server(ws_.nats_dir());
     if (!config.embedded) {
       if (auto strays = server.all_on_store(); !strays.empty())
         add(Severity::problem, "embedded_server", server.data_dir().string(),
             "a nats-server (pid " + std::to_string(strays.front()) + ") runs on this workspace's store, though "
-            "config.json names another server (" + config.nats_url + ")",
+            "config.json names another server (" + kv::redact_urls(config.nats_url) + ")",
             "swarm down");
       return;
     }
-    auto ours = server.running_pid();
+    auto running = server.running();
+    auto ours = running ? std::optional<pid_t>(running->pid) : std::nullopt;
     auto on_store = server.all_on_store();
     if (on_store.size() > 1)
       add(Severity::problem, "embedded_server", server.data_dir().string(),
           std::to_string(on_store.size()) + " nats-servers run on this workspace's store (an older `swarm up` raced "
           "another); only one may",
           "swarm down && swarm up");
+    if (running && !running->token_auth)
+      add(Severity::problem, "embedded_server", server.data_dir().string(),
+          "the embedded nats-server (pid " + std::to_string(running->pid) + ") lets any local user in: it was "
+          "started before workspaces had a token, so anyone on this host can read and change its records",
+          "swarm up   (restarts it with the workspace's token; sessions and leases are kept)");
     if (ours) return;
     auto pid = server.recorded_pid();
     add(Severity::problem, "embedded_server", server.pid_file().string(),
@@ -262,19 +268,48 @@ class Checkup {
       auto age = age_of(entry.stored_at, server_now);
       State state = state_of(age, ttl);
       if (state == State::stale) stale_session(store, entry, age, ttl, server.measured);
-      else if (me_.owns(s) && !fs::exists(ws_.slot_dir(entry.slot))) missing_folder(store, entry);
+      else if (me_.owns(s) && !has_folder(entry.slot)) missing_folder(store, entry);
       else if (state == State::late) late_session(entry, age, ttl);
+    }
+  }
+
+  // .swarm/'s own folders, each slot folder and its worktree: a link or a
+  // stranger's folder in any of those places is reported, and never
+  // followed, listed, moved or emptied (the checks after this skip it).
+  void check_kept_folders() {
+    for (const char* name : {kSlotsFolder, kTrashFolder, kRecoveryFolder, kLocksFolder, kNatsFolder}) {
+      try {
+        ws_.folder_if_exists(name);
+      } catch (const Error& e) {
+        if (e.kind() != Errc::bad_input) throw;
+        unsafe_path(ws_.swarm_dir() / name, e);
+      }
+    }
+    std::optional<SafeDir> slots = kept_folder(kSlotsFolder);
+    if (!slots) return;
+    for (const auto& name : slots->list()) {
+      if (slots->kind(name) != EntryKind::link && slots->kind(name) != EntryKind::folder) continue;
+      try {
+        SafeDir folder = slots->folder(name);
+        if (folder.kind(kWorktreeName) == EntryKind::link) folder.folder(kWorktreeName);  // throws, naming it
+      } catch (const Error& e) {
+        if (e.kind() != Errc::bad_input) throw;
+        unsafe_path(ws_.slots_dir() / name, e);
+      }
     }
   }
 
   // Slot folders whose record is gone (the session expired, its agent died),
   // and anything in .swarm/slots/ that is no slot folder.
   void check_folders(const SessionStore& store, const std::vector<Brief>& all) {
-    std::error_code ec;
-    for (const auto& dir : fs::directory_iterator(ws_.slots_dir(), ec)) {
-      std::string name = dir.path().filename().string();
+    std::optional<SafeDir> slots = kept_folder(kSlotsFolder);
+    if (!slots) return;
+    std::vector<std::string> names = slots->list();
+    std::sort(names.begin(), names.end());
+    for (const auto& name : names) {
+      if (unsafe_.count(ws_.slots_dir() / name) > 0) continue;  // reported already, never touched
       const Brief* record = find(all, name);
-      if (!is_valid_slot_name(name) || !dir.is_directory(ec)) stray_entry(dir.path());
+      if (!is_valid_slot_name(name) || slots->kind(name) != EntryKind::folder) stray_entry(ws_.slots_dir() / name);
       else if (record == nullptr || !record->here) orphan_folder(store, name);
     }
   }
@@ -351,30 +386,68 @@ class Checkup {
   }
 
   // What interrupted removals left in .swarm/trash/: salvaged already.
+  // Only entries of the shape swarm gives them; anything else is not ours.
   void check_leftovers() {
-    for (const auto& leftover : leftover_removals(ws_)) {
-      auto& f = add(Severity::problem, "unfinished_removal", leftover.string(),
-                    leftover.string() + " is what a removal of a slot folder left: it was salvaged (or is a clone "
+    if (!kept_folder(kTrashFolder)) return;
+    for (const auto& name : leftover_removals(ws_)) {
+      const std::string leftover = (ws_.trash_dir() / name).string();
+      auto& f = add(Severity::problem, "unfinished_removal", leftover,
+                    leftover + " is what a removal of a slot folder left: it was salvaged (or is a clone "
                     "no one got), and deleting it was interrupted",
                     "swarm doctor --fix");
       if (!fix_) continue;
-      std::string name = leftover.filename().string();
       std::string slot = name.substr(0, name.find('.'));
       auto lock = try_lock_slot(ws_, slot, "doctor --fix of slot " + slot);
       if (!lock) {
         busy(f, slot);
         continue;
       }
-      if (auto problem = finish_removal(leftover); !problem.empty()) {
+      if (auto problem = finish_removal(ws_, name); !problem.empty()) {
         f.fix_note = problem;
         continue;
       }
       f.fixed = true;
-      f.fix_note = "deleted " + leftover.string();
+      f.fix_note = "deleted " + leftover;
     }
   }
 
  private:
+  void unsafe_path(const fs::path& path, const Error& e) {
+    unsafe_.insert(path);
+    add(Severity::problem, "unsafe_path", path.string(), e.what(),
+        "look at " + path.string() + " and move or remove it yourself: swarm never follows, empties or fixes it");
+  }
+
+  // A folder swarm keeps in .swarm/, when it is there and safe to use
+  // (an unsafe one was reported by check_kept_folders).
+  std::optional<SafeDir> kept_folder(const char* name) const {
+    try {
+      return ws_.folder_if_exists(name);
+    } catch (const Error& e) {
+      if (e.kind() != Errc::bad_input) throw;
+      return std::nullopt;
+    }
+  }
+
+  // Whether the slot has a folder; a link or a stranger's folder there
+  // counts as one (never taken for missing: it is reported, not fixed).
+  bool has_folder(const std::string& slot) const {
+    auto slots = kept_folder(kSlotsFolder);
+    return slots && slots->kind(slot) != EntryKind::missing;
+  }
+
+  // Whether the slot's worktree is a real folder with a .git in it.
+  bool has_git_worktree(const std::string& slot) const {
+    try {
+      auto folder = ws_.slot_folder(slot);
+      auto wt = folder ? folder->folder_if_exists(kWorktreeName) : std::nullopt;
+      return wt && wt->kind(".git") != EntryKind::missing;
+    } catch (const Error& e) {
+      if (e.kind() != Errc::bad_input) throw;
+      return false;
+    }
+  }
+
   void corrupt_record(const SessionStore& store, const SessionEntry& entry) {
     const std::string& slot = entry.slot;
     auto& f = add(Severity::problem, "corrupt_record", slot,
@@ -414,8 +487,7 @@ class Checkup {
       return;
     }
     // By CAS on the revision read: a session that renewed meanwhile survives.
-    if (erase(store, entry, f, "removed the stale record") && fs::exists(ws_.slot_dir(slot)))
-      remove_folder(slot, f);
+    if (erase(store, entry, f, "removed the stale record") && has_folder(slot)) remove_folder(slot, f);
   }
 
   void missing_folder(const SessionStore& store, const SessionEntry& entry) {
@@ -431,7 +503,7 @@ class Checkup {
       busy(f, slot);
       return;
     }
-    if (!fs::exists(ws_.slot_dir(slot))) erase(store, entry, f, "removed the record whose folder was gone");
+    if (!has_folder(slot)) erase(store, entry, f, "removed the record whose folder was gone");
   }
 
   void late_session(const SessionEntry& entry, std::chrono::milliseconds age, std::chrono::milliseconds ttl) {
@@ -564,6 +636,7 @@ class Checkup {
   std::optional<Hub> hub_;
   std::string folders_elsewhere_;  // non-empty: folders are reported only
   std::set<std::string> erased_slots_;  // sessions this run removed
+  std::set<fs::path> unsafe_;           // links and strangers' folders reported: never touched
   DoctorReport report_;
 };
 
@@ -596,15 +669,18 @@ DoctorReport Doctor::run(bool fix) {
   const bool own_server = connection_.urls.empty() || connection_.urls == kv::split_urls(config.nats_url);
   if (!bucket_override_.empty()) config.bucket = bucket_override_;
   if (connection_.urls.empty()) connection_.urls = kv::split_urls(config.nats_url);
+  use_embedded_token(workspace_.nats_dir(), config, connection_);
   if (!own_server || !own_bucket) checkup.forbid_folder_removal(own_server ? "--bucket" : "--nats-url (or $NATS_URL)");
   std::string nats_url;
   for (const auto& url : connection_.urls) nats_url += (nats_url.empty() ? "" : ",") + url;
+  nats_url = kv::redact_urls(nats_url);
   report.nats_url = nats_url;
 
   // The filesystem checks run whatever NATS does.
   const HubLocation hub = config.hub_location();
   checkup.set_hub(hub);
   checkup.check_hub(hub);
+  checkup.check_kept_folders();
   checkup.check_embedded_server(config);
   checkup.check_leftovers();
 

@@ -4,11 +4,14 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -122,9 +125,42 @@ int port_of_url(const std::string& url) {
   return std::atoi(url.c_str() + colon + 1);
 }
 
+SafeDir EmbeddedServer::folder() const { return SafeDir::make(dir_, 0700); }
+
+std::optional<std::string> EmbeddedServer::token() const {
+  auto dir = SafeDir::open_if_exists(dir_);
+  std::string why;
+  auto text = dir ? dir->read_file("token", 256, &why) : std::nullopt;
+  if (!text) return std::nullopt;
+  while (!text->empty() && (text->back() == '\n' || text->back() == ' ')) text->pop_back();
+  if (text->empty()) return std::nullopt;
+  return text;
+}
+
+std::string EmbeddedServer::ensure_token() const {
+  if (auto kept = token()) return *kept;
+  unsigned char bytes[24];
+  std::size_t got = 0;
+  while (got < sizeof bytes) {
+    ssize_t n = getrandom(bytes + got, sizeof bytes - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw Error(Errc::internal, std::string("cannot read random bytes for the server's token: ") + std::strerror(errno));
+    got += static_cast<std::size_t>(n);
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string token;
+  for (unsigned char b : bytes) {
+    token += kHex[b >> 4];
+    token += kHex[b & 15];
+  }
+  folder().write_file("token", token + "\n", 0600);
+  return token;
+}
+
 std::optional<pid_t> EmbeddedServer::recorded_pid() const {
   std::string why;
-  auto text = read_plain_file(pid_file(), 64, &why);
+  auto dir = SafeDir::open_if_exists(dir_);
+  auto text = dir ? dir->read_file("nats.pid", 64, &why) : std::nullopt;
   long pid = text ? std::atol(text->c_str()) : 0;
   if (pid <= 0) return std::nullopt;
   return static_cast<pid_t>(pid);
@@ -132,7 +168,8 @@ std::optional<pid_t> EmbeddedServer::recorded_pid() const {
 
 std::optional<ServerIdentity> EmbeddedServer::running() const {
   std::string why;
-  Json json = Json::parse(read_plain_file(identity_file(), 4096, &why).value_or(""));
+  auto dir = SafeDir::open_if_exists(dir_);
+  Json json = Json::parse(dir ? dir->read_file("server.json", 4096, &why).value_or("") : std::string());
   if (!json || !cJSON_IsObject(json.get())) return std::nullopt;
   auto number = [&](const char* name) {
     const cJSON* item = cJSON_GetObjectItemCaseSensitive(json.get(), name);
@@ -148,6 +185,7 @@ std::optional<ServerIdentity> EmbeddedServer::running() const {
   id.start_ticks = static_cast<unsigned long long>(number("start_ticks"));
   id.exe = string("exe");
   id.url = string("url");
+  id.token_auth = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(json.get(), "token_auth"));
   // All three: the same process (start time), the same program, our store.
   if (!process_alive(id.pid) || process_start_ticks(id.pid) != id.start_ticks || !serves_store(id.pid, data_dir())) return std::nullopt;
   if (!id.exe.empty() && exe_of(id.pid) != id.exe) return std::nullopt;
@@ -172,7 +210,12 @@ std::string EmbeddedServer::start(int port, std::chrono::milliseconds timeout) {
   if (program.empty())
     throw Error(Errc::unavailable,
                 "nats-server is not on PATH: install it (apt-get install nats-server) or pass --nats-url");
-  fs::create_directories(data_dir());
+  SafeDir dir = folder();
+  dir.make_folder("data", 0700);
+  // The token reaches the server in a file only this user reads, never on
+  // its command line (any user can read that in /proc).
+  dir.write_file("server.conf", "# written by swarm up: clients must send the workspace's token\n"
+                                "authorization {\n  token: \"" + ensure_token() + "\"\n}\n", 0600);
   if (port <= 0 || !port_is_free(port)) port = free_loopback_port();
   // A free port may be taken by anyone before our server binds it (another
   // workspace's `up` that chose it too): that server exits, and the port then
@@ -195,8 +238,9 @@ std::string EmbeddedServer::start(int port, std::chrono::milliseconds timeout) {
           .set("start_ticks", static_cast<std::int64_t>(start_ticks))
           .set("exe", exe)
           .set("url", url)
-          .set("store", data_dir().string());
-      write_file_atomically(identity_file(), identity.dump_pretty() + "\n");
+          .set("store", data_dir().string())
+          .set("token_auth", true);
+      dir.write_file("server.json", identity.dump_pretty() + "\n");
     };
     // The identity is written at once: an `up` killed from here on leaves a
     // server that the next `up` reuses and `down` stops.
@@ -232,7 +276,7 @@ std::string EmbeddedServer::start(int port, std::chrono::milliseconds timeout) {
 }
 
 pid_t EmbeddedServer::launch(const std::string& program, int port) const {
-  std::vector<std::string> args = {"nats-server", "-js", "-a", "127.0.0.1", "-p", std::to_string(port),
+  std::vector<std::string> args = {"nats-server", "-c", config_file().string(), "-js", "-a", "127.0.0.1", "-p", std::to_string(port),
                                    "-sd", data_dir().string(), "-l", log_file().string(),
                                    "-P", pid_file().string(), "--server_name", "swarm-embedded"};
   // Built before fork: the child of a threaded process must not allocate.
@@ -253,7 +297,7 @@ pid_t EmbeddedServer::launch(const std::string& program, int port) const {
   }
   // The pid file is nats-server's own (-P); write it too, so a server that dies
   // before writing it still leaves a pid for doctor to name.
-  write_file_atomically(pid_file(), std::to_string(pid) + "\n");
+  folder().write_file("nats.pid", std::to_string(pid) + "\n");
   return pid;
 }
 
@@ -282,6 +326,20 @@ std::vector<pid_t> EmbeddedServer::stop_others(pid_t keep, std::chrono::millisec
     if (still_ours(pid)) kill(pid, SIGKILL);
   for (int i = 0; i < 100 && any_left(); ++i) std::this_thread::sleep_for(10ms);
   return pids;
+}
+
+void use_embedded_token(const fs::path& nats_dir, const WorkspaceConfig& config, kv::ConnectionOptions& options) {
+  // Only to the server the config names: a --nats-url elsewhere never gets it.
+  if (!config.embedded || options.urls != kv::split_urls(config.nats_url)) return;
+  auto token = EmbeddedServer(nats_dir).token();
+  if (!token) return;  // a workspace made before tokens: its next `up` makes one
+  // The server knows the workspace's token and nothing else: credentials
+  // meant for other servers ($NATS_USER, a context) are not sent to it.
+  options.user.clear();
+  options.password.clear();
+  options.creds_file.clear();
+  options.nkey_file.clear();
+  options.token = *token;
 }
 
 }  // namespace swarm

@@ -6,6 +6,10 @@
 // nats.pid may belong to anyone. Our server is the process that runs the
 // recorded executable with this workspace's store (-sd) and started at the
 // recorded time; only such a process is ever reused or signalled.
+//
+// The server is the workspace's alone: it requires a random token, kept in
+// .swarm/nats/token (0600) and given to it in a config file (0600), never on
+// its command line; every verb of the workspace sends it (adr/0018).
 #pragma once
 
 #include <sys/types.h>
@@ -16,7 +20,12 @@
 #include <string>
 #include <vector>
 
+#include "kv/connection.h"
+#include "swarm/safe_dir.h"
+
 namespace swarm {
+
+struct WorkspaceConfig;
 
 // What identifies the server `up` started (.swarm/nats/server.json).
 struct ServerIdentity {
@@ -24,6 +33,7 @@ struct ServerIdentity {
   unsigned long long start_ticks = 0;  // /proc/<pid>/stat starttime: a reused pid has another
   std::string exe;                     // the executable it runs
   std::string url;
+  bool token_auth = false;             // started with the workspace's token
 };
 
 class EmbeddedServer {
@@ -34,6 +44,13 @@ class EmbeddedServer {
   std::filesystem::path identity_file() const { return dir_ / "server.json"; }
   std::filesystem::path log_file() const { return dir_ / "nats.log"; }
   std::filesystem::path data_dir() const { return dir_ / "data"; }
+  std::filesystem::path token_file() const { return dir_ / "token"; }
+  std::filesystem::path config_file() const { return dir_ / "server.conf"; }
+
+  // The workspace's token, nullopt when `up` has made none yet.
+  std::optional<std::string> token() const;
+  // The token, made (random, 0600) when there is none yet.
+  std::string ensure_token() const;
 
   // Our server, when the process recorded is still it and alive.
   std::optional<ServerIdentity> running() const;
@@ -44,7 +61,7 @@ class EmbeddedServer {
   // any left by an earlier `up` that was killed or raced another.
   std::vector<pid_t> all_on_store() const;
 
-  // Starts the server on `port` (0: pick a free one; a taken port is replaced
+  // Starts the server with the token on `port` (0: pick a free one; a taken port is replaced
   // by a free one), records its identity, and waits up to `timeout` until it
   // answers. Returns its URL. Throws unavailable when nats-server is missing,
   // exits, or never answers.
@@ -59,6 +76,8 @@ class EmbeddedServer {
  private:
   // Forks and execs `program` on `port` detached, and writes the pid file.
   pid_t launch(const std::string& program, int port) const;
+  // The folder, made when missing (0700: it holds the token).
+  SafeDir folder() const;
 
   std::filesystem::path dir_;
 };
@@ -68,5 +87,11 @@ int free_loopback_port();
 bool port_is_free(int port);
 // The port of "nats://host:port" (0 when there is none).
 int port_of_url(const std::string& url);
+
+// The workspace's token in `options` (in place of any other credential) when
+// they reach its embedded server (`config.embedded` and its URL): how every
+// verb and doctor connect to it.
+void use_embedded_token(const std::filesystem::path& nats_dir, const WorkspaceConfig& config,
+                        kv::ConnectionOptions& options);
 
 }  // namespace swarm

@@ -13,6 +13,7 @@ std::string_view to_string(Errc kind) {
     case Errc::not_bootstrapped: return "not_bootstrapped";
     case Errc::unavailable: return "unavailable";
     case Errc::problems_remain: return "problems_remain";
+    case Errc::filesystem: return "filesystem";
   }
   return "internal";
 }

@@ -22,6 +22,7 @@ enum class Errc {
   not_bootstrapped,  // no .swarm/, no config, no hub, no bucket            -> 6
   unavailable,       // NATS unreachable or timed out                       -> 7
   problems_remain,   // doctor found problems it did not fix                -> 8
+  filesystem,        // the local filesystem refused: full, read-only, denied -> 9
 };
 
 std::string_view to_string(Errc kind);

@@ -1,12 +1,10 @@
 #include "swarm/file_lock.h"
 
-#include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <thread>
 
 #include "swarm/error.h"
@@ -22,14 +20,8 @@ namespace {
 // flock in another thread could not be given up cleanly.
 constexpr std::chrono::milliseconds kFirstPause{1};
 constexpr std::chrono::milliseconds kLongestPause{25};
-
-int open_lock_file(const fs::path& path) {
-  std::error_code ec;
-  fs::create_directories(path.parent_path(), ec);
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error(Errc::internal, "cannot open the lock file " + path.string() + ": " + std::strerror(errno));
-  return fd;
-}
+// A holder's description longer than this is not one swarm wrote.
+constexpr std::size_t kMaxHolderBytes = 4096;
 
 // Locks `fd` without blocking; false when someone else holds it.
 bool lock_now(int fd, const fs::path& path) {
@@ -45,60 +37,36 @@ void write_holder(int fd, const std::string& holder) {
 
 }  // namespace
 
-std::optional<FileLock> FileLock::try_acquire(const fs::path& path, const std::string& holder) {
-  int fd = open_lock_file(path);
-  if (!lock_now(fd, path)) {
-    ::close(fd);
-    return std::nullopt;
-  }
-  write_holder(fd, holder);
-  return FileLock(fd);
+std::optional<FileLock> FileLock::try_acquire(const SafeDir& dir, const std::string& name, const std::string& holder) {
+  UniqueFd fd = dir.open_file(name);
+  if (!lock_now(fd.get(), dir.path() / name)) return std::nullopt;
+  write_holder(fd.get(), holder);
+  return FileLock(std::move(fd));
 }
 
-std::optional<FileLock> FileLock::acquire(const fs::path& path, const std::string& holder,
+std::optional<FileLock> FileLock::acquire(const SafeDir& dir, const std::string& name, const std::string& holder,
                                           std::chrono::milliseconds wait,
                                           const std::function<void(const std::string&)>& on_wait) {
-  int fd = open_lock_file(path);
+  UniqueFd fd = dir.open_file(name);
   auto deadline = std::chrono::steady_clock::now() + wait;
   auto pause = kFirstPause;
   bool told = false;
-  while (!lock_now(fd, path)) {
-    if (!told && on_wait) on_wait(holder_of(path));
+  while (!lock_now(fd.get(), dir.path() / name)) {
+    if (!told && on_wait) on_wait(holder_of(dir, name));
     told = true;
-    if (std::chrono::steady_clock::now() >= deadline) {
-      ::close(fd);
-      return std::nullopt;
-    }
+    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, kLongestPause);
   }
-  write_holder(fd, holder);
-  return FileLock(fd);
+  write_holder(fd.get(), holder);
+  return FileLock(std::move(fd));
 }
 
-std::string FileLock::holder_of(const fs::path& path) {
-  // A plain, short file of ours: anything else is not read (a FIFO would block).
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec) || fs::file_size(path, ec) > 4096) return {};
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line;
-}
-
-FileLock::FileLock(FileLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-
-FileLock& FileLock::operator=(FileLock&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = std::exchange(other.fd_, -1);
-  }
-  return *this;
-}
-
-FileLock::~FileLock() {
-  // Closing the descriptor releases the lock.
-  if (fd_ >= 0) ::close(fd_);
+std::string FileLock::holder_of(const SafeDir& dir, const std::string& name) {
+  // A plain, short file of ours: anything else (a link, a FIFO) is not read.
+  std::string why;
+  std::string text = dir.read_file(name, kMaxHolderBytes, &why).value_or("");
+  return text.substr(0, text.find('\n'));
 }
 
 }  // namespace swarm

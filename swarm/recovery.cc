@@ -1,6 +1,5 @@
 #include "swarm/recovery.h"
 
-#include <fstream>
 #include <optional>
 
 #include "swarm/error.h"
@@ -15,107 +14,166 @@ namespace fs = std::filesystem;
 namespace {
 
 // Our own crumbs in a slot folder, which hold nothing to keep.
-bool is_crumb(const fs::path& name) {
+bool is_crumb(const std::string& name) {
   return name == kLeafPidName || name == kSessionBaseName || name == kSalvageMarkName;
 }
 
 [[noreturn]] void cannot_salvage(const fs::path& from, const fs::path& to, const std::error_code& ec) {
-  throw Error(Errc::internal, "cannot salvage " + from.string() + " to " + to.string() + ": " + ec.message());
+  throw Error(Errc::filesystem, "cannot salvage " + from.string() + " to " + to.string() + ": " + ec.message());
+}
+
+// "a/b/c" as its folder "a/b" and its name "c".
+std::pair<std::string, std::string> split_last(const std::string& relative) {
+  auto slash = relative.rfind('/');
+  if (slash == std::string::npos) return {"", relative};
+  return {relative.substr(0, slash), relative.substr(slash + 1)};
+}
+
+// The files under `path` (a folder reached through a descriptor's path),
+// links counted as files and never followed.
+int files_under(const fs::path& path) {
+  std::error_code ec;
+  int files = 0;
+  for (auto it = fs::recursive_directory_iterator(path, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec))
+    files += fs::is_directory(it->symlink_status()) ? 0 : 1;
+  return files;
 }
 
 // The recovery folder of one salvage, made when the first file goes in.
 class RecoveryFolder {
  public:
-  RecoveryFolder(const fs::path& root, const std::string& slot, TimePoint now, bool move, Salvage* out)
+  RecoveryFolder(const SafeDir& root, const std::string& slot, TimePoint now, bool move, Salvage* out)
       : root_(root), name_(recovery_name(slot, now)), now_(now), move_(move), out_(out) {}
 
   // A header line for the manifest, written when the folder is made.
   void describe(std::string header) { header_ = std::move(header); }
 
-  // Lists `relative` with its code; copies `source` there unless it is gone.
-  void add(char code, const std::string& relative, const fs::path& source) {
+  // Lists `relative` with its code, and keeps what is at `relative` below
+  // `from` (unless it is gone) at the same relative path.
+  void add(char code, const std::string& relative, const SafeDir& from) { add(code, relative, from, relative); }
+  // The same, from `source` below `from`, kept as `relative`.
+  void add(char code, const std::string& relative, const SafeDir& from, const std::string& source) {
     open();
-    manifest_ << code << " " << relative << "\n";
-    if (code == 'D' || !fs::exists(fs::symlink_status(source))) {
-      ++out_->deleted;
-      return;
+    auto [source_dir, source_name] = split_last(source);
+    std::optional<SafeDir> parent;
+    bool blocked = false;
+    try {
+      parent = from.folder_below(source_dir, false);
+    } catch (const Error& e) {
+      // A folder on its way is a link now (swapped in since git listed the
+      // path): what lies there is not the worktree's, and stays where it is.
+      if (e.kind() != Errc::bad_input) throw;
+      blocked = true;
     }
-    out_->files += move_ ? move_one(source, out_->folder / relative) : copy_one(source, out_->folder / relative);
+    if (blocked) {
+      ++out_->skipped;
+      code = 'L';
+    } else if (code == 'D' || !parent || parent->kind(source_name) == EntryKind::missing) {
+      ++out_->deleted;
+    } else {
+      auto [dest_dir, dest_name] = split_last(relative);
+      SafeDir into = make_below(*folder_, dest_dir);
+      out_->files += move_ ? move_one(*parent, source_name, into, dest_name)
+                           : copy_one(*parent, source_name, into, dest_name);
+    }
+    manifest_ += code;
+    manifest_ += ' ';
+    manifest_ += relative;
+    manifest_ += '\n';
+    if (manifest_.size() >= kManifestPiece) flush();
   }
 
   void close() {
-    if (!manifest_.is_open()) return;
-    manifest_.flush();
-    if (!manifest_) throw Error(Errc::internal, "cannot write " + (out_->folder / "MANIFEST").string());
+    if (!folder_) return;
+    flush();
   }
 
  private:
+  static constexpr std::size_t kManifestPiece = 64 * 1024;
+
   void open() {
-    if (manifest_.is_open()) return;
-    fs::path folder = root_ / name_;
-    for (int n = 2; fs::exists(folder); ++n) folder = root_ / (name_ + "-" + std::to_string(n));
-    fs::create_directories(folder);
-    out_->folder = folder;
-    manifest_.open(folder / "MANIFEST");
-    manifest_ << "# " << header_ << "\n# salvaged " << format_rfc3339(now_)
-              << "; codes: ? untracked, ! ignored, A added, M modified, D deleted, R renamed, T type change, F kept "
-                 "whole\n";
+    if (folder_) return;
+    std::string name = name_;
+    for (int n = 2; root_.kind(name) != EntryKind::missing; ++n) name = name_ + "-" + std::to_string(n);
+    folder_.emplace(root_.make_folder(name, 0700));
+    out_->folder = folder_->path();
+    manifest_fd_ = folder_->open_file("MANIFEST");
+    manifest_ = "# " + header_ + "\n# salvaged " + format_rfc3339(now_) +
+                "; codes: ? untracked, ! ignored, A added, M modified, D deleted, R renamed, T type change, F kept "
+                "whole, L left in place (a folder on its path had become a link)\n";
   }
 
-  // Moves a file, symlink or folder by one rename; copies it when the
-  // rename cannot be done (another filesystem), and removes nothing then:
-  // the folder it is in goes whole right after. Returns the files kept.
-  static int move_one(const fs::path& from, const fs::path& to) {
-    std::error_code ec;
-    fs::create_directories(to.parent_path(), ec);
-    const bool folder = fs::is_directory(fs::symlink_status(from, ec));
-    fs::rename(from, to, ec);
-    if (ec) return copy_one(from, to);
-    if (!folder) return 1;
-    int files = 0;
-    for (auto it = fs::recursive_directory_iterator(to, ec); !ec && it != fs::recursive_directory_iterator();
-         it.increment(ec))
-      files += fs::is_directory(it->symlink_status()) ? 0 : 1;
-    return files;
-  }
-
-  // Copies a file, a symlink (as a link) or a whole folder (a nested
-  // repository, a .git); returns the number of files copied.
-  static int copy_one(const fs::path& from, const fs::path& to) {
-    std::error_code ec;
-    fs::create_directories(to.parent_path(), ec);
-    auto status = fs::symlink_status(from, ec);
-    if (fs::is_symlink(status)) {
-      fs::copy_symlink(from, to, ec);
-    } else if (fs::is_directory(status)) {
-      fs::copy(from, to, fs::copy_options::recursive | fs::copy_options::copy_symlinks, ec);
-      if (ec) cannot_salvage(from, to, ec);
-      int files = 0;
-      for (auto it = fs::recursive_directory_iterator(to, ec); !ec && it != fs::recursive_directory_iterator();
-           it.increment(ec))
-        files += fs::is_directory(it->symlink_status()) ? 0 : 1;
-      return files;
-    } else if (fs::is_regular_file(status)) {
-      fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
-    } else {
-      return 0;  // a FIFO or socket holds no data to keep
+  void flush() {
+    std::size_t done = 0;
+    while (done < manifest_.size()) {
+      ssize_t n = ::write(manifest_fd_.get(), manifest_.data() + done, manifest_.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) throw_filesystem_error("write", folder_->path() / "MANIFEST", errno);
+      done += static_cast<std::size_t>(n);
     }
-    if (ec) cannot_salvage(from, to, ec);
+    manifest_.clear();
+  }
+
+  // The folder `relative` below `at`, made as needed.
+  static SafeDir make_below(const SafeDir& at, const std::string& relative) {
+    auto existing = at.folder_below("", false);
+    SafeDir dir = std::move(*existing);
+    std::size_t start = 0;
+    while (start < relative.size()) {
+      std::size_t slash = relative.find('/', start);
+      std::string part = relative.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+      start = slash == std::string::npos ? relative.size() : slash + 1;
+      if (!part.empty()) dir = dir.make_folder(part, 0700);
+    }
+    return dir;
+  }
+
+  // Moves an entry by one rename (a link as a link, a folder whole); copies
+  // it when the rename cannot be done (another filesystem), and removes
+  // nothing then: the folder it is in goes whole right after. Returns the
+  // files kept.
+  static int move_one(const SafeDir& from, const std::string& name, const SafeDir& to, const std::string& new_name) {
+    const bool folder = from.kind(name) == EntryKind::folder;
+    if (!from.move(name, to, new_name)) return copy_one(from, name, to, new_name);
+    return folder ? files_under(to.fd_path() / new_name) : 1;
+  }
+
+  // Copies an entry: a file, a link (as a link) or a whole folder (a nested
+  // repository, a .git). Through the descriptors' paths: no folder above
+  // either end can be swapped under it. Returns the files copied.
+  static int copy_one(const SafeDir& from, const std::string& name, const SafeDir& to, const std::string& new_name) {
+    const fs::path source = from.fd_path() / name;
+    const fs::path target = to.fd_path() / new_name;
+    std::error_code ec;
+    switch (from.kind(name)) {
+      case EntryKind::link: fs::copy_symlink(source, target, ec); break;
+      case EntryKind::folder:
+        fs::copy(source, target, fs::copy_options::recursive | fs::copy_options::copy_symlinks, ec);
+        if (ec) cannot_salvage(from.path() / name, to.path() / new_name, ec);
+        return files_under(target);
+      case EntryKind::file: fs::copy_file(source, target, fs::copy_options::overwrite_existing, ec); break;
+      case EntryKind::other:
+      case EntryKind::missing: return 0;  // a FIFO or socket holds no data to keep
+    }
+    if (ec) cannot_salvage(from.path() / name, to.path() / new_name, ec);
     return 1;
   }
 
-  fs::path root_;
+  const SafeDir& root_;
   std::string name_;
   TimePoint now_;
   bool move_;
   Salvage* out_;
   std::string header_ = "salvaged files";
-  std::ofstream manifest_;
+  std::optional<SafeDir> folder_;
+  UniqueFd manifest_fd_;
+  std::string manifest_;
 };
 
 // A readable worktree: the history the hub lacks, then the uncommitted files.
-void salvage_worktree(Worktree& worktree, const std::string& slot, TimePoint now, RecoveryFolder& folder,
-                      Salvage& out, const SalvageOptions& options) {
+void salvage_worktree(Worktree& worktree, const SafeDir& wt, const std::string& slot, TimePoint now,
+                      RecoveryFolder& folder, Salvage& out, const SalvageOptions& options) {
   if (options.history)
     if (auto pushed = worktree.preserve_unpushed("refs/recovery/" + recovery_name(slot, now))) {
       out.commits_ref = pushed->prefix;
@@ -123,58 +181,65 @@ void salvage_worktree(Worktree& worktree, const std::string& slot, TimePoint now
     }
   if (!options.files) return;
   folder.describe("uncommitted changes of slot " + slot + " in " + worktree.path().string());
-  for (const auto& change : worktree.changes()) folder.add(change.code, change.path, worktree.path() / change.path);
+  for (const auto& change : worktree.changes()) {
+    std::string path = change.path;
+    while (!path.empty() && path.back() == '/') path.pop_back();  // an ignored folder, "dir/"
+    folder.add(change.code, path, wt);
+  }
 }
 
 // A folder whose repository cannot be read: every file, and .git whole (it
-// may hold commits no one pushed). A file where the worktree should be, too.
-void salvage_every_file(const fs::path& wt, RecoveryFolder& folder) {
-  folder.describe("every file of " + wt.string() + ", its .git whole (the repository could not be salvaged "
+// may hold commits no one pushed).
+void salvage_every_file(const SafeDir& wt, RecoveryFolder& folder) {
+  folder.describe("every file of " + wt.path().string() + ", its .git whole (the repository could not be salvaged "
                   "through git, or holds linked worktrees or submodules)");
   std::error_code ec;
-  if (!fs::is_directory(fs::symlink_status(wt, ec))) {
-    folder.add('F', wt.filename().string(), wt);
-    return;
-  }
-  for (auto it = fs::recursive_directory_iterator(wt, ec); it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    fs::path relative = it->path().lexically_relative(wt);
+  // Listed through the folder's descriptor; each file is then reached from
+  // it again, never through a link.
+  const fs::path root = wt.fd_path();
+  for (auto it = fs::recursive_directory_iterator(root, ec); it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    fs::path relative = it->path().lexically_relative(root);
     if (relative == ".git") {
       it.disable_recursion_pending();
-      folder.add('F', ".git", it->path());
+      folder.add('F', ".git", wt);
       continue;
     }
     if (fs::is_directory(it->symlink_status())) continue;
-    folder.add('?', relative.generic_string(), it->path());
+    folder.add('?', relative.generic_string(), wt);
   }
-  if (ec) cannot_salvage(wt, wt, ec);
+  if (ec) cannot_salvage(wt.path(), wt.path(), ec);
 }
 
-Salvage salvage(const fs::path& slot_dir, const std::string& slot, const fs::path& recovery_root, TimePoint now,
+Salvage salvage(const SafeDir& slot_folder, const std::string& slot, const SafeDir& recovery_root, TimePoint now,
                 const SalvageOptions& options) {
   Salvage out;
   RecoveryFolder folder(recovery_root, slot, now, options.move, &out);
+  // The worktree is a folder of swarm's: a link in its place is refused
+  // before anything is moved (never followed, never emptied).
+  const EntryKind wt_kind = slot_folder.kind(kWorktreeName);
+  if (wt_kind == EntryKind::link) slot_folder.folder(kWorktreeName);  // throws, naming it
   if (options.files && options.move) {
     // From the first file moved on, the worktree lacks files: the mark says
     // so, so that no join resumes it and doctor --fix finishes the salvage.
-    std::ofstream(slot_dir / kSalvageMarkName) << "files of this worktree are being moved to " << recovery_root.string()
-                                          << " (" << format_rfc3339(now) << ")\n";
-    if (!fs::exists(slot_dir / kSalvageMarkName))
-      throw Error(Errc::internal, "cannot mark " + slot_dir.string() + " as being salvaged");
+    slot_folder.write_file(kSalvageMarkName, "files of this worktree are being moved to " +
+                                                 recovery_root.path().string() + " (" + format_rfc3339(now) + ")\n");
   }
-  const fs::path wt = slot_dir / "wt";
-  std::error_code ec;
-  if (fs::exists(fs::symlink_status(wt, ec))) {
+  if (wt_kind == EntryKind::folder) {
+    SafeDir wt = slot_folder.folder(kWorktreeName);
     std::optional<Worktree> worktree;
     // Linked worktrees and submodules keep history in .git/worktrees and
     // .git/modules, beyond the clone's own refs: such a repository is kept
     // whole, like one that cannot be read.
-    const bool nested = fs::exists(wt / ".git" / "worktrees", ec) || fs::exists(wt / ".git" / "modules", ec);
+    auto git = wt.folder_below(".git", false);
+    const bool nested = git && (git->kind("worktrees") != EntryKind::missing || git->kind("modules") != EntryKind::missing);
     try {
-      if (fs::is_directory(wt / ".git") && !nested && !options.keep_whole) worktree.emplace(Worktree::open(wt, slot));
-      if (worktree) salvage_worktree(*worktree, slot, now, folder, out, options);
+      if (git && !nested && !options.keep_whole) worktree.emplace(Worktree::open(wt.path(), slot));
+      if (worktree) salvage_worktree(*worktree, wt, slot, now, folder, out, options);
     } catch (const Error& e) {
       // The hub, not the worktree (unreachable, refusing this host, gone): try again later.
-      if (e.kind() == Errc::unavailable || e.kind() == Errc::bad_input || e.kind() == Errc::not_bootstrapped) throw;
+      if (e.kind() == Errc::unavailable || e.kind() == Errc::bad_input || e.kind() == Errc::not_bootstrapped ||
+          e.kind() == Errc::filesystem)
+        throw;
       // Its history or status cannot be read (objects gone, a broken ref),
       // or the hub took nothing: keep every file as it is, .git with them.
       spdlog::warn("slot {}: keeping every file of the worktree, its .git whole: {}", slot, e.what());
@@ -184,15 +249,18 @@ Salvage salvage(const fs::path& slot_dir, const std::string& slot, const fs::pat
       out.unreadable_repository = true;
       if (options.files) salvage_every_file(wt, folder);
     }
+  } else if (wt_kind != EntryKind::missing && options.files) {
+    // A file where the worktree should be: kept as it is.
+    out.unreadable_repository = true;
+    folder.describe("the file " + (slot_folder.path() / kWorktreeName).string() + " where a worktree should be");
+    folder.add('F', kWorktreeName, slot_folder);
   }
   if (!options.files) return out;
   // Anything else an agent or an operator left in the slot folder.
-  for (const auto& entry : fs::directory_iterator(slot_dir, ec)) {
-    fs::path name = entry.path().filename();
-    if (name == "wt" || is_crumb(name)) continue;
-    folder.add('F', "beside-wt/" + name.string(), entry.path());
+  for (const auto& name : slot_folder.list()) {
+    if (name == kWorktreeName || is_crumb(name)) continue;
+    folder.add('F', "beside-wt/" + name, slot_folder, name);
   }
-  if (ec) cannot_salvage(slot_dir, recovery_root, ec);
   folder.close();
   return out;
 }
@@ -201,13 +269,13 @@ Salvage salvage(const fs::path& slot_dir, const std::string& slot, const fs::pat
 
 std::string recovery_name(const std::string& slot, TimePoint now) { return slot + "-" + format_compact_utc(now); }
 
-Salvage salvage_slot_folder(const fs::path& slot_dir, const std::string& slot, const fs::path& recovery_root,
+Salvage salvage_slot_folder(const SafeDir& slot_folder, const std::string& slot, const SafeDir& recovery_root,
                             TimePoint now, const SalvageOptions& options) {
   try {
-    return salvage(slot_dir, slot, recovery_root, now, options);
+    return salvage(slot_folder, slot, recovery_root, now, options);
   } catch (const fs::filesystem_error& e) {
     // Permissions, a full disk: swarm's error, and the caller keeps the folder.
-    throw Error(Errc::internal, "cannot salvage " + slot_dir.string() + ": " + e.what());
+    throw Error(Errc::filesystem, "cannot salvage " + slot_folder.path().string() + ": " + e.what());
   }
 }
 

@@ -41,18 +41,27 @@ Salvage salvage_slot(const Workspace& ws, const std::string& slot, TimePoint now
 
 // Removes a salvaged slot folder: moves it whole into .swarm/trash/ (one
 // rename: from then on the slot has no folder, and what is left is only
-// deletion, which anyone may finish later) and deletes it there. Call it
-// holding the slot's lock, after salvage_slot.
+// deletion, which anyone may finish later) and deletes it there, never
+// following a link. Call it holding the slot's lock, after salvage_slot.
 Removal discard_slot_folder(const Workspace& ws, const std::string& slot, TimePoint now);
 
 // salvage_slot (moving the files: the folder goes), then discard_slot_folder.
 // Call it once the slot's record is gone.
 Removal remove_slot_folder(const Workspace& ws, const std::string& slot, TimePoint now);
 
+// The name in .swarm/trash/ of a folder a join clones into before it
+// becomes the slot's worktree (what a killed join leaves holds no work).
+std::string clone_name(const std::string& slot, TimePoint now);
+// Whether `name` has the shape swarm gives what it puts in .swarm/trash/
+// ("<slot>.<time>.<pid>" or "<slot>.clone.<time>.<pid>"): anything else
+// there is not swarm's, and is left alone. `slot`: of that slot only.
+bool is_trash_name(const std::string& name, const std::string& slot = {});
+
 // What interrupted removals left in .swarm/trash/ (of `slot`, or of every
-// slot when empty). Their salvage was complete before they moved there.
-std::vector<std::filesystem::path> leftover_removals(const Workspace& ws, const std::string& slot = {});
+// slot when empty), as names there. Their salvage was complete before they
+// moved there.
+std::vector<std::string> leftover_removals(const Workspace& ws, const std::string& slot = {});
 // Deletes one such leftover; an error message, or "" when it is gone.
-std::string finish_removal(const std::filesystem::path& leftover);
+std::string finish_removal(const Workspace& ws, const std::string& leftover);
 
 }  // namespace swarm

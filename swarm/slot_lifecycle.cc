@@ -36,9 +36,9 @@ std::string not_found_message(const std::string& slot) {
          slot + " --task ...`";
 }
 
-void remove_if_empty(const fs::path& dir) {
-  std::error_code ec;
-  if (fs::is_directory(dir, ec) && fs::is_empty(dir, ec)) fs::remove(dir, ec);
+// Removes the slot's folder when nothing is left in it.
+void remove_if_empty(const Workspace& ws, const std::string& slot) {
+  if (auto slots = ws.folder_if_exists(kSlotsFolder)) slots->remove_empty_folder(slot);
 }
 
 }  // namespace
@@ -125,11 +125,19 @@ SessionEntry SlotLifecycle::read_own(const std::string& slot) const {
 }
 
 Worktree SlotLifecycle::ensure_worktree(const std::string& slot, bool* resumed) const {
-  fs::path wt = workspace_.worktree(slot);
-  std::error_code ec;
-  *resumed = fs::exists(fs::symlink_status(wt, ec));
+  const fs::path wt = workspace_.worktree(slot);
+  SafeDir slots = workspace_.make_folder(kSlotsFolder);
+  if (slots.kind(slot) == EntryKind::file || slots.kind(slot) == EntryKind::other)
+    throw Error(Errc::conflict, workspace_.slot_dir(slot).string() + " is a file where the folder of slot " + slot +
+                                    " should be; move it away (swarm never removes it)");
+  // A link in place of the slot's folder or its worktree is refused here
+  // (exit 2, naming it), never followed.
+  SafeDir folder = slots.make_folder(slot);
+  const EntryKind existing = folder.kind(kWorktreeName);
+  *resumed = existing != EntryKind::missing;
   if (*resumed) {
-    if (std::error_code mark_ec; fs::exists(workspace_.salvage_mark(slot), mark_ec))
+    folder.folder(kWorktreeName);  // a real folder of ours, or refused
+    if (folder.kind(kSalvageMarkName) != EntryKind::missing)
       throw Error(Errc::conflict, "the worktree of slot " + slot + " is half salvaged (a close or doctor --fix was "
                                   "interrupted while moving its files to .swarm/recovery/); finish it with `swarm "
                                   "doctor --fix`, then join again");
@@ -140,23 +148,25 @@ Worktree SlotLifecycle::ensure_worktree(const std::string& slot, bool* resumed) 
                                   "or salvage and remove it with `swarm doctor --fix`");
     }
   }
-  if (std::error_code ec2; fs::exists(fs::symlink_status(workspace_.slot_dir(slot), ec2)) &&
-                            !fs::is_directory(fs::symlink_status(workspace_.slot_dir(slot), ec2)))
-    throw Error(Errc::conflict, workspace_.slot_dir(slot).string() + " is a file where the folder of slot " + slot +
-                                    " should be; move it away (swarm never removes it)");
   // Cloned aside and moved in by one rename, so a join killed half way never
   // leaves a half-checked-out worktree that a later join would take for work
   // (its missing files would commit as deletions). What a killed clone
   // leaves in .swarm/trash/ holds no work; close and doctor --fix delete it.
-  fs::create_directories(workspace_.slot_dir(slot));
-  fs::create_directories(workspace_.trash_dir());
-  fs::path clone = workspace_.trash_dir() / (slot + ".clone." + format_compact_utc(clock_()) + "." +
-                                             std::to_string(::getpid()));
+  // The trash is this user's alone (0700): no one else reads a clone's
+  // files while it is made.
+  SafeDir trash = workspace_.make_folder(kTrashFolder, 0700);
+  const std::string clone = clone_name(slot, clock_());
   try {
-    Worktree::create(hub_, clone, slot);
-    fs::rename(clone, wt);
+    Worktree::create(hub_, trash.path() / clone, slot);
+    if (!trash.move(clone, folder, kWorktreeName))
+      throw Error(Errc::filesystem, "cannot move the new clone of slot " + slot + " into " + wt.string() +
+                                        ": .swarm/trash/ is on another filesystem than .swarm/slots/");
   } catch (...) {
-    fs::remove_all(clone, ec);  // ours, and holds nothing yet
+    try {
+      trash.remove_tree(clone);  // ours, and holds nothing yet
+    } catch (const Error&) {
+      // Left in the trash: doctor --fix deletes it.
+    }
     throw;
   }
   return Worktree::open(wt, slot);
@@ -164,7 +174,8 @@ Worktree SlotLifecycle::ensure_worktree(const std::string& slot, bool* resumed) 
 
 bool SlotLifecycle::committed_in_this_run(const std::string& slot, const std::optional<Worktree>& worktree) const {
   std::string why;
-  std::istringstream in(read_plain_file(workspace_.session_base(slot), 256, &why).value_or(""));
+  auto folder = workspace_.slot_folder(slot);
+  std::istringstream in(folder ? folder->read_file(kSessionBaseName, 256, &why).value_or("") : "");
   std::string base;
   if (in >> base) {
     if (worktree) return worktree->branch_tip() != base;
@@ -243,22 +254,27 @@ JoinResult SlotLifecycle::join(const std::string& slot, const std::string& task,
     if (result.replaced && result.replaced->session->task_id != task)
       if (auto w = tasks_.release(slot, result.replaced->session->task_id); !w.empty()) spdlog::warn("{}", w);
     worktree.emplace(ensure_worktree(slot, &result.resumed_worktree));
-    std::ofstream(workspace_.pid_file(slot)) << leaf_pid << "\n";
+    SafeDir folder = *workspace_.slot_folder(slot);
+    folder.write_file(kLeafPidName, std::to_string(leaf_pid) + "\n");
     // A slot's run of work starts with a new worktree (or one kept by close);
     // a join that takes over a worktree its session never closed (expired,
     // stale or forced out) carries that run on, its commits included.
-    std::error_code ec;
-    if (!result.resumed_worktree || !fs::exists(workspace_.session_base(slot), ec))
-      write_file_atomically(workspace_.session_base(slot), worktree->branch_tip().value_or("") + "\n");
+    if (!result.resumed_worktree || folder.kind(kSessionBaseName) == EntryKind::missing)
+      folder.write_file(kSessionBaseName, worktree->branch_tip().value_or("") + "\n");
   } catch (...) {
     if (!result.resumed_worktree) {
       // Made just now, or never made: nothing in it is work yet.
       worktree.reset();
-      std::error_code ec;
-      fs::remove_all(workspace_.worktree(slot), ec);
-      fs::remove(workspace_.pid_file(slot), ec);
-      fs::remove(workspace_.session_base(slot), ec);
-      remove_if_empty(workspace_.slot_dir(slot));
+      try {
+        if (auto folder = workspace_.slot_folder(slot)) {
+          folder->remove_tree(kWorktreeName);
+          folder->remove_file(kLeafPidName);
+          folder->remove_file(kSessionBaseName);
+        }
+        remove_if_empty(workspace_, slot);
+      } catch (const Error&) {
+        // A folder that is not ours to clean (a link, a stranger's): left as it is.
+      }
     }
     try {
       store_.erase(slot, result.revision);
@@ -280,7 +296,7 @@ CommitResult SlotLifecycle::commit(const std::string& slot, const std::string& m
   FileLock folder_lock = lock_slot(workspace_, slot, "commit of slot " + slot);
   SessionEntry entry = read_own(slot);
   fs::path wt = workspace_.worktree(slot);
-  if (!fs::exists(wt))
+  if (!has_worktree(slot))
     throw Error(Errc::not_found, "slot " + slot + " has no worktree at " + wt.string() +
                                      "; close the slot and join it again");
   Worktree worktree = Worktree::open(wt, slot);
@@ -324,8 +340,8 @@ CloseResult SlotLifecycle::close(const std::string& slot, const CloseOptions& op
   auto entry = store_.get(slot);
   if (entry && entry->corrupt()) throw Error(Errc::corrupt, corrupt_message(slot, entry->corrupt_reason));
   if (entry && !me_.owns(*entry->session)) throw Error(Errc::foreign_host, foreign_message(slot, *entry->session));
-  const fs::path folder = workspace_.slot_dir(slot);
-  const bool have_folder = fs::exists(fs::symlink_status(folder));
+  // A link in place of the slot's folder is refused here (exit 2, naming it).
+  const bool have_folder = workspace_.slot_folder(slot).has_value();
   auto leftovers = leftover_removals(workspace_, slot);
   if (!entry && !have_folder) {
     if (leftovers.empty()) throw Error(Errc::not_found, not_found_message(slot));
@@ -338,7 +354,7 @@ CloseResult SlotLifecycle::close(const std::string& slot, const CloseOptions& op
   const fs::path wt = workspace_.worktree(slot);
   if (options.result == "success" && !options.no_artifact) {
     std::optional<Worktree> worktree;
-    if (fs::exists(wt)) {
+    if (has_worktree(slot)) {
       try {
         worktree.emplace(Worktree::open(wt, slot));
       } catch (const Error&) {
@@ -391,18 +407,25 @@ CloseResult SlotLifecycle::close(const std::string& slot, const CloseOptions& op
     result.removed_worktree = removal.removed;
     if (!removal.removed) result.warnings.push_back(removal.warning + "; `swarm doctor --fix` finishes it");
   } else {
-    std::error_code ec;
-    fs::remove(workspace_.pid_file(slot), ec);
-    fs::remove(workspace_.session_base(slot), ec);
-    remove_if_empty(folder);
+    if (auto folder = workspace_.slot_folder(slot)) {
+      folder->remove_file(kLeafPidName);
+      folder->remove_file(kSessionBaseName);
+    }
+    remove_if_empty(workspace_, slot);
   }
   finish_leftovers(leftovers, result);
   return result;
 }
 
-void SlotLifecycle::finish_leftovers(const std::vector<fs::path>& leftovers, CloseResult& result) const {
+void SlotLifecycle::finish_leftovers(const std::vector<std::string>& leftovers, CloseResult& result) const {
   for (const auto& leftover : leftovers)
-    if (auto problem = finish_removal(leftover); !problem.empty()) result.warnings.push_back(problem);
+    if (auto problem = finish_removal(workspace_, leftover); !problem.empty()) result.warnings.push_back(problem);
+}
+
+bool SlotLifecycle::has_worktree(const std::string& slot) const {
+  auto folder = workspace_.slot_folder(slot);
+  // A link in its place is refused (bad_input, naming it): never opened.
+  return folder && folder->folder_if_exists(kWorktreeName).has_value();
 }
 
 void SlotLifecycle::require_hub() const {

@@ -112,7 +112,10 @@ class SlotLifecycle {
   // Throws not_bootstrapped naming the hub when it is not there.
   void require_hub() const;
   // Deletes what interrupted removals of the slot left in .swarm/trash/.
-  void finish_leftovers(const std::vector<std::filesystem::path>& leftovers, CloseResult& result) const;
+  void finish_leftovers(const std::vector<std::string>& leftovers, CloseResult& result) const;
+  // Whether the slot has a worktree folder; throws bad_input when a link
+  // (or another user's folder) is where it or its slot folder should be.
+  bool has_worktree(const std::string& slot) const;
 
   Workspace workspace_;
   WorkspaceConfig config_;

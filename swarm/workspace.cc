@@ -5,8 +5,6 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "kv/bucket.h"
 #include "kv/connection.h"
@@ -27,16 +25,17 @@ constexpr std::size_t kMaxConfigBytes = 64 * 1024;
 }  // namespace
 
 Workspace Workspace::find(const std::string& explicit_dir, const fs::path& cwd) {
+  // A .swarm/ that is a link or another user's is refused (exit 2), never used.
   if (!explicit_dir.empty()) {
     fs::path root = absolute_clean(explicit_dir);
-    if (!fs::is_directory(root / ".swarm"))
+    if (!SafeDir::open_if_exists(root / ".swarm"))
       throw Error(Errc::not_bootstrapped,
                   "no swarm workspace at " + root.string() + ": it has no .swarm/ folder");
     return Workspace(root);
   }
   fs::path start = absolute_clean(cwd);
   for (fs::path dir = start;; dir = dir.parent_path()) {
-    if (fs::is_directory(dir / ".swarm")) return Workspace(dir);
+    if (SafeDir::open_if_exists(dir / ".swarm")) return Workspace(dir);
     if (dir == dir.root_path() || dir.parent_path() == dir) break;
   }
   throw Error(Errc::not_bootstrapped, "no swarm workspace here: no .swarm/ folder in " + start.string() +
@@ -46,7 +45,23 @@ Workspace Workspace::find(const std::string& explicit_dir, const fs::path& cwd) 
 
 Workspace Workspace::at(const fs::path& root) { return Workspace(absolute_clean(root)); }
 
-bool Workspace::has_config() const { return fs::exists(config_file()); }
+SafeDir Workspace::swarm_folder() const {
+  auto dir = SafeDir::open_if_exists(swarm_dir());
+  if (!dir) throw Error(Errc::not_bootstrapped, "workspace " + root_.string() + " has no .swarm/ folder");
+  return std::move(*dir);
+}
+
+SafeDir Workspace::make_folder(const char* name, mode_t mode) const { return swarm_folder().make_folder(name, mode); }
+
+std::optional<SafeDir> Workspace::folder_if_exists(const char* name) const {
+  return swarm_folder().folder_if_exists(name);
+}
+
+std::optional<SafeDir> Workspace::slot_folder(const std::string& slot) const {
+  auto slots = folder_if_exists(kSlotsFolder);
+  if (!slots) return std::nullopt;
+  return slots->folder_if_exists(slot);
+}
 
 Workspace::ConfigFile parse_config(const std::string& text, const std::string& file,
                                    const std::filesystem::path& default_hub) {
@@ -114,13 +129,13 @@ Workspace::ConfigFile Workspace::read_config() const {
   using State = ConfigFile::State;
   ConfigFile out;
   const std::string file = config_file().string();
-  std::error_code ec;
-  if (!fs::exists(fs::symlink_status(config_file(), ec))) {
+  SafeDir dir = swarm_folder();
+  if (dir.kind(kConfigName) == EntryKind::missing) {
     out.problem = "workspace " + root_.string() + " is not set up: " + file + " is missing";
     return out;
   }
   std::string why;
-  auto text = read_plain_file(config_file(), kMaxConfigBytes, &why);
+  auto text = dir.read_file(kConfigName, kMaxConfigBytes, &why);
   if (!text) {
     out.state = State::unreadable;
     out.problem = "cannot read the workspace config " + file + ": " + why;
@@ -144,49 +159,10 @@ void Workspace::save_config(const WorkspaceConfig& config) const {
   json.set("ttl_ms", static_cast<std::int64_t>(config.ttl.count()));
   json.set("replicas", config.replicas);
   json.set("lease_bucket", config.lease_bucket);
-  // A hub URL with a password in it is for this user's eyes only.
+  // A URL with a password or token in it is for this user's eyes only.
   HubLocation hub = config.hub_location();
-  write_file_atomically(config_file(), json.dump_pretty() + "\n",
-                        hub.shown() != hub.text ? fs::perms::owner_read | fs::perms::owner_write : fs::perms::unknown);
-}
-
-std::optional<std::string> read_plain_file(const fs::path& path, std::size_t max_bytes, std::string* why) {
-  std::error_code ec;
-  auto status = fs::status(path, ec);
-  if (ec) {
-    *why = ec.message();
-    return std::nullopt;
-  }
-  if (fs::is_directory(status)) *why = "it is a folder";
-  else if (!fs::is_regular_file(status)) *why = "it is not a plain file (a FIFO, socket or device)";
-  else if (fs::file_size(path, ec) > max_bytes) *why = "it is larger than " + std::to_string(max_bytes) + " bytes";
-  if (!why->empty()) return std::nullopt;
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  if (in) text << in.rdbuf();
-  if (!in) {
-    *why = std::strerror(errno);
-    return std::nullopt;
-  }
-  return text.str();
-}
-
-void write_file_atomically(const fs::path& path, const std::string& text, fs::perms mode) {
-  fs::path temp = path;
-  temp += ".tmp." + std::to_string(getpid());
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) throw Error(Errc::internal, "cannot write " + temp.string());
-  }
-  std::error_code ec;
-  if (mode != fs::perms::unknown) fs::permissions(temp, mode, ec);
-  fs::rename(temp, path, ec);
-  if (ec) {
-    fs::remove(temp, ec);
-    throw Error(Errc::internal, "cannot replace " + path.string() + ": " + ec.message());
-  }
+  const bool secret = hub.shown() != hub.text || kv::redact_urls(config.nats_url) != config.nats_url;
+  swarm_folder().write_file(kConfigName, json.dump_pretty() + "\n", secret ? 0600 : 0644);
 }
 
 }  // namespace swarm

@@ -9,6 +9,7 @@
 
 #include "swarm/hub_location.h"
 #include "swarm/lease.h"
+#include "swarm/safe_dir.h"
 #include "swarm/session_store.h"
 
 namespace swarm {
@@ -26,6 +27,17 @@ struct WorkspaceConfig {
 
   HubLocation hub_location() const { return parse_hub_location(hub, "/"); }
 };
+
+// The folders swarm keeps in .swarm/ (each a real directory of this user,
+// reached through SafeDir: adr/0018).
+inline constexpr const char* kSlotsFolder = "slots";
+inline constexpr const char* kTrashFolder = "trash";
+inline constexpr const char* kRecoveryFolder = "recovery";
+inline constexpr const char* kLocksFolder = "locks";
+inline constexpr const char* kNatsFolder = "nats";
+inline constexpr const char* kConfigName = "config.json";
+// A slot folder's worktree.
+inline constexpr const char* kWorktreeName = "wt";
 
 // The crumbs swarm keeps in a slot folder beside its worktree (they hold no
 // work: salvage leaves them out).
@@ -68,7 +80,20 @@ class Workspace {
   // it from there may be interrupted, and is finished by anyone later.
   std::filesystem::path trash_dir() const { return swarm_dir() / "trash"; }
 
-  bool has_config() const;
+  // The paths above name things in messages, and are handed to programs
+  // that take paths (libgit2, nats-server) once the folders on the way are
+  // checked. Everything swarm itself opens, writes, moves or deletes in
+  // .swarm/ goes through these (adr/0018).
+  //
+  // .swarm/ itself: not_bootstrapped when it is missing, bad_input when it
+  // is a link or another user's.
+  SafeDir swarm_folder() const;
+  // A folder swarm keeps directly in .swarm/ (kSlotsFolder, ...): made when
+  // missing, or nullopt when missing.
+  SafeDir make_folder(const char* name, mode_t mode = 0755) const;
+  std::optional<SafeDir> folder_if_exists(const char* name) const;
+  // .swarm/slots/<slot>, nullopt when it is missing.
+  std::optional<SafeDir> slot_folder(const std::string& slot) const;
 
   // config.json as it is on disk: there and good, missing, unreadable (the
   // file cannot be read), or corrupt (read, but not a config).
@@ -80,7 +105,8 @@ class Workspace {
   ConfigFile read_config() const;
   // The config when it is good; throws not_bootstrapped with the problem otherwise.
   WorkspaceConfig load_config() const;
-  // Writes config.json atomically (temp file and rename).
+  // Writes config.json atomically (temp file and rename), mode 0600 from
+  // its first byte when it holds a secret.
   void save_config(const WorkspaceConfig& config) const;
 
  private:
@@ -92,16 +118,5 @@ class Workspace {
 // names it in the problem, `default_hub` is the hub when it names none.
 Workspace::ConfigFile parse_config(const std::string& text, const std::string& file,
                                    const std::filesystem::path& default_hub);
-
-// The contents of `path` when it is a regular file (symlinks followed) of at
-// most `max_bytes`; nullopt with `why` otherwise. Never blocks on a FIFO and
-// never reads a device: swarm's own files are small plain files.
-std::optional<std::string> read_plain_file(const std::filesystem::path& path, std::size_t max_bytes, std::string* why);
-
-// Writes `text` to `path` through a temporary file and a rename, so readers
-// see the old or the new file, never half of one; with `mode` (e.g. 0600)
-// when one is given.
-void write_file_atomically(const std::filesystem::path& path, const std::string& text,
-                           std::filesystem::perms mode = std::filesystem::perms::unknown);
 
 }  // namespace swarm

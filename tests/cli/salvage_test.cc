@@ -105,7 +105,7 @@ TEST_CASE("Close_RacingAJoinLeavesTheJoinAWorkingRepository") {
 TEST_CASE("Join_WaitsForTheSlotsFolderLock") {
   // while another swarm process of this host holds the slot's folder, join waits, then goes on.
   SwarmWorkspace ws;
-  auto lock = swarm::FileLock::try_acquire(ws.root() / ".swarm/locks/slot.s", "a test");
+  auto lock = swarm::FileLock::try_acquire(swarm::SafeDir::open(ws.root() / ".swarm/locks"), "slot.s", "a test");
   REQUIRE(lock);
   Process join(ws.command({"join", "--slot", "s", "--task", "T-1"}));
   std::this_thread::sleep_for(500ms);
@@ -119,7 +119,7 @@ TEST_CASE("Join_WaitsForTheSlotsFolderLock") {
 
   // doctor --fix never waits: it leaves a held slot alone and says so.
   REQUIRE(ws.swarm({"evict", "--slot", "s"}).exit == 0);
-  lock = swarm::FileLock::try_acquire(ws.root() / ".swarm/locks/slot.s", "another test");
+  lock = swarm::FileLock::try_acquire(swarm::SafeDir::open(ws.root() / ".swarm/locks"), "slot.s", "another test");
   auto report = ws.swarm({"doctor", "--fix", "--json"});
   CHECK(report.exit == 8);
   CHECK(report.out.find("another swarm process is working on the slot") != std::string::npos);
