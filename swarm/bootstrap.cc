@@ -232,6 +232,7 @@ UpResult up(const UpOptions& options) {
   if (options.bucket) translating_kv([&] { kv::require_valid_bucket_name(*options.bucket); });
   std::optional<HubLocation> hub;
   if (options.hub) hub = parse_hub_location(*options.hub, fs::current_path());
+  if (hub) hub->require_no_password_over_http();
   if (hub && !hub->remote()) Hub::require_can_be_at(hub->path());
   UpResult result{.workspace = Workspace::at(options.root), .config = {}};
   const Workspace& ws = result.workspace;

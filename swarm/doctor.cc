@@ -59,7 +59,10 @@ class Checkup {
   void forbid_folder_removal(const std::string& why) { folders_elsewhere_ = why; }
 
   // This workspace's hub as sessions record it (hub_url), once config is read.
-  void set_hub(const HubLocation& hub) { hub_url_ = hub.session_url(); }
+  void set_hub(const HubLocation& hub) {
+    hub_location_ = hub;
+    hub_url_ = hub.session_url();
+  }
 
   DoctorReport& report() { return report_; }
 
@@ -122,7 +125,7 @@ class Checkup {
       if (!has_git_worktree(entry.slot)) continue;
       std::optional<Worktree> worktree;
       try {
-        worktree.emplace(Worktree::open(wt, entry.slot));
+        worktree.emplace(Worktree::open(wt, entry.slot, hub_location_));
       } catch (const Error&) {
         continue;  // an unreadable worktree: check_folders has its say
       }
@@ -605,7 +608,7 @@ class Checkup {
     }
     Removal removal;
     try {
-      removal = remove_slot_folder(ws_, slot, clock_());
+      removal = remove_slot_folder(ws_, slot, hub_location_, clock_());
     } catch (const std::exception& e) {
       f.fixed = false;
       f.fix_note = std::string("left alone: could not salvage it first: ") + e.what();
@@ -632,6 +635,7 @@ class Checkup {
   const Clock& clock_;
   bool fix_;
   std::string hub_url_;
+  HubLocation hub_location_;
   bool hub_present_ = false;
   std::optional<Hub> hub_;
   std::string folders_elsewhere_;  // non-empty: folders are reported only

@@ -73,8 +73,10 @@ class GitBackend {
   // Clones `hub` (a path or a URL) into `path`, on branch swarm/<slot>.
   virtual std::unique_ptr<WorktreeBackend> create_worktree(const std::string& hub, const std::filesystem::path& path,
                                                            const std::string& slot) = 0;
-  virtual std::unique_ptr<WorktreeBackend> open_worktree(const std::filesystem::path& path,
-                                                         const std::string& slot) = 0;
+  // The worktree at `path`; `hub` (a path or a URL: config.json's) is where
+  // its pushes go, whatever the clone's own remotes say.
+  virtual std::unique_ptr<WorktreeBackend> open_worktree(const std::filesystem::path& path, const std::string& slot,
+                                                         const std::string& hub) = 0;
 };
 
 // The backend, loading libswarm_git.so (next to the executable, else where
@@ -90,6 +92,6 @@ GitBackend& git_backend();
 std::future<void> prefetch_git_backend();
 
 // The symbol the module exports, and its version.
-inline constexpr const char* kGitBackendSymbol = "swarm_git_backend_v2";
+inline constexpr const char* kGitBackendSymbol = "swarm_git_backend_v3";
 
 }  // namespace swarm

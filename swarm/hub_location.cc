@@ -44,7 +44,7 @@ std::string password_of(const std::string& url) {
 }
 
 // `message` with ":<password of url>@" replaced by ":***@".
-std::string without_password(const std::string& url, std::string message) {
+std::string redacted(const std::string& url, std::string message) {
   const std::string password = password_of(url);
   if (password.empty()) return message;
   const std::string secret = ":" + password + "@";
@@ -54,7 +54,7 @@ std::string without_password(const std::string& url, std::string message) {
 }
 
 [[noreturn]] void bad(const std::string& given, const std::string& why) {
-  throw Error(Errc::bad_input, "bad hub '" + without_password(given, given) + "': " + without_password(given, why) +
+  throw Error(Errc::bad_input, "bad hub '" + redacted(given, given) + "': " + redacted(given, why) +
                                    " (use a path, ssh://[user@]host[:port]/path, user@host:path, git://host/path "
                                    "or https://host/path)");
 }
@@ -126,7 +126,23 @@ std::string try_connect(const std::string& address, std::chrono::milliseconds ti
 
 }  // namespace
 
-std::string HubLocation::redact(const std::string& message) const { return without_password(text, message); }
+std::string HubLocation::redact(const std::string& message) const { return redacted(text, message); }
+
+bool HubLocation::has_password() const { return !password_of(text).empty(); }
+
+std::string HubLocation::without_password() const {
+  const std::string password = password_of(text);
+  if (password.empty()) return text;
+  std::string out = text;
+  out.erase(out.find(":" + password + "@", out.find("://") + 3), password.size() + 1);
+  return out;
+}
+
+void HubLocation::require_no_password_over_http() const {
+  if (transport == Transport::http && has_password())
+    throw Error(Errc::bad_input, "the hub " + shown() + " would get its password over plain http://, where anyone "
+                                 "on the way reads it; use https://, ssh:// or git://");
+}
 
 std::string HubLocation::session_url() const {
   if (remote()) return shown();

@@ -35,6 +35,14 @@ struct HubLocation {
   // The hub as sessions record it (hub_url): file://<canonical path>, or the
   // URL as shown(). Every verb and doctor compare this text.
   std::string session_url() const;
+  // Whether the URL carries a password (scheme://user:password@host/...).
+  bool has_password() const;
+  // The URL with its password taken out (user@ kept): what a clone keeps
+  // as its origin, so that no clone's config holds the secret.
+  std::string without_password() const;
+  // Throws bad_input naming the URL when it would send a password over
+  // plain http:// (anyone on the way reads it).
+  void require_no_password_over_http() const;
 };
 
 // Parses a hub given by the user (--hub) or read from config.json; relative

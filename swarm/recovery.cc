@@ -210,8 +210,8 @@ void salvage_every_file(const SafeDir& wt, RecoveryFolder& folder) {
   if (ec) cannot_salvage(wt.path(), wt.path(), ec);
 }
 
-Salvage salvage(const SafeDir& slot_folder, const std::string& slot, const SafeDir& recovery_root, TimePoint now,
-                const SalvageOptions& options) {
+Salvage salvage(const SafeDir& slot_folder, const std::string& slot, const HubLocation& hub,
+                const SafeDir& recovery_root, TimePoint now, const SalvageOptions& options) {
   Salvage out;
   RecoveryFolder folder(recovery_root, slot, now, options.move, &out);
   // The worktree is a folder of swarm's: a link in its place is refused
@@ -233,7 +233,7 @@ Salvage salvage(const SafeDir& slot_folder, const std::string& slot, const SafeD
     auto git = wt.folder_below(".git", false);
     const bool nested = git && (git->kind("worktrees") != EntryKind::missing || git->kind("modules") != EntryKind::missing);
     try {
-      if (git && !nested && !options.keep_whole) worktree.emplace(Worktree::open(wt.path(), slot));
+      if (git && !nested && !options.keep_whole) worktree.emplace(Worktree::open(wt.path(), slot, hub));
       if (worktree) salvage_worktree(*worktree, wt, slot, now, folder, out, options);
     } catch (const Error& e) {
       // The hub, not the worktree (unreachable, refusing this host, gone): try again later.
@@ -269,10 +269,10 @@ Salvage salvage(const SafeDir& slot_folder, const std::string& slot, const SafeD
 
 std::string recovery_name(const std::string& slot, TimePoint now) { return slot + "-" + format_compact_utc(now); }
 
-Salvage salvage_slot_folder(const SafeDir& slot_folder, const std::string& slot, const SafeDir& recovery_root,
-                            TimePoint now, const SalvageOptions& options) {
+Salvage salvage_slot_folder(const SafeDir& slot_folder, const std::string& slot, const HubLocation& hub,
+                            const SafeDir& recovery_root, TimePoint now, const SalvageOptions& options) {
   try {
-    return salvage(slot_folder, slot, recovery_root, now, options);
+    return salvage(slot_folder, slot, hub, recovery_root, now, options);
   } catch (const fs::filesystem_error& e) {
     // Permissions, a full disk: swarm's error, and the caller keeps the folder.
     throw Error(Errc::filesystem, "cannot salvage " + slot_folder.path().string() + ": " + e.what());

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "swarm/clock.h"
+#include "swarm/hub_location.h"
 #include "swarm/safe_dir.h"
 
 namespace swarm {
@@ -46,8 +47,8 @@ struct SalvageOptions {
 // through descriptors, never through a link: a path whose folder became a
 // link since git listed it is left where it is (counted as skipped), and a
 // worktree that is a link is refused (bad_input).
-Salvage salvage_slot_folder(const SafeDir& slot_folder, const std::string& slot, const SafeDir& recovery_root,
-                            TimePoint now, const SalvageOptions& options = {});
+Salvage salvage_slot_folder(const SafeDir& slot_folder, const std::string& slot, const HubLocation& hub,
+                            const SafeDir& recovery_root, TimePoint now, const SalvageOptions& options = {});
 
 // "<slot>-20261122T100000.123Z": the name a salvage at `now` gives its
 // recovery folder and its prefix under refs/recovery/.

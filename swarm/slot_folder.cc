@@ -58,10 +58,11 @@ std::string slot_lock_holder(const Workspace& ws, const std::string& slot) {
   return locks ? FileLock::holder_of(*locks, "slot." + slot) : "";
 }
 
-Salvage salvage_slot(const Workspace& ws, const std::string& slot, TimePoint now, const SalvageOptions& options) {
+Salvage salvage_slot(const Workspace& ws, const std::string& slot, const HubLocation& hub, TimePoint now,
+                     const SalvageOptions& options) {
   auto folder = ws.slot_folder(slot);
   if (!folder) return {};
-  return salvage_slot_folder(*folder, slot, ws.make_folder(kRecoveryFolder, 0700), now, options);
+  return salvage_slot_folder(*folder, slot, hub, ws.make_folder(kRecoveryFolder, 0700), now, options);
 }
 
 Removal discard_slot_folder(const Workspace& ws, const std::string& slot, TimePoint now) {
@@ -94,8 +95,8 @@ Removal discard_slot_folder(const Workspace& ws, const std::string& slot, TimePo
   return out;
 }
 
-Removal remove_slot_folder(const Workspace& ws, const std::string& slot, TimePoint now) {
-  Salvage salvage = salvage_slot(ws, slot, now, {.move = true});
+Removal remove_slot_folder(const Workspace& ws, const std::string& slot, const HubLocation& hub, TimePoint now) {
+  Salvage salvage = salvage_slot(ws, slot, hub, now, {.move = true});
   Removal out = discard_slot_folder(ws, slot, now);
   out.salvage = std::move(salvage);
   return out;

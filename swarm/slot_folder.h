@@ -37,7 +37,8 @@ struct Removal {
 
 // Salvages the slot's folder (see salvage_slot_folder). Call it holding the
 // slot's lock. Throws when anything cannot be kept: then nothing was removed.
-Salvage salvage_slot(const Workspace& ws, const std::string& slot, TimePoint now, const SalvageOptions& options = {});
+Salvage salvage_slot(const Workspace& ws, const std::string& slot, const HubLocation& hub, TimePoint now,
+                     const SalvageOptions& options = {});
 
 // Removes a salvaged slot folder: moves it whole into .swarm/trash/ (one
 // rename: from then on the slot has no folder, and what is left is only
@@ -47,7 +48,7 @@ Removal discard_slot_folder(const Workspace& ws, const std::string& slot, TimePo
 
 // salvage_slot (moving the files: the folder goes), then discard_slot_folder.
 // Call it once the slot's record is gone.
-Removal remove_slot_folder(const Workspace& ws, const std::string& slot, TimePoint now);
+Removal remove_slot_folder(const Workspace& ws, const std::string& slot, const HubLocation& hub, TimePoint now);
 
 // The name in .swarm/trash/ of a folder a join clones into before it
 // becomes the slot's worktree (what a killed join leaves holds no work).

@@ -142,7 +142,7 @@ Worktree SlotLifecycle::ensure_worktree(const std::string& slot, bool* resumed) 
                                   "interrupted while moving its files to .swarm/recovery/); finish it with `swarm "
                                   "doctor --fix`, then join again");
     try {
-      return Worktree::open(wt, slot);
+      return Worktree::open(wt, slot, hub_);
     } catch (const Error&) {
       throw Error(Errc::conflict, "the folder " + wt.string() + " exists but is not a git worktree; move it away, "
                                   "or salvage and remove it with `swarm doctor --fix`");
@@ -169,7 +169,7 @@ Worktree SlotLifecycle::ensure_worktree(const std::string& slot, bool* resumed) 
     }
     throw;
   }
-  return Worktree::open(wt, slot);
+  return Worktree::open(wt, slot, hub_);
 }
 
 bool SlotLifecycle::committed_in_this_run(const std::string& slot, const std::optional<Worktree>& worktree) const {
@@ -299,7 +299,7 @@ CommitResult SlotLifecycle::commit(const std::string& slot, const std::string& m
   if (!has_worktree(slot))
     throw Error(Errc::not_found, "slot " + slot + " has no worktree at " + wt.string() +
                                      "; close the slot and join it again");
-  Worktree worktree = Worktree::open(wt, slot);
+  Worktree worktree = Worktree::open(wt, slot, hub_);
   CommitResult result;
   result.branch = worktree.branch();
   result.commit = worktree.commit(message, paths, {entry.session->agent_id.empty() ? "swarm" : entry.session->agent_id,
@@ -356,7 +356,7 @@ CloseResult SlotLifecycle::close(const std::string& slot, const CloseOptions& op
     std::optional<Worktree> worktree;
     if (has_worktree(slot)) {
       try {
-        worktree.emplace(Worktree::open(wt, slot));
+        worktree.emplace(Worktree::open(wt, slot, hub_));
       } catch (const Error&) {
         // A broken repository: it cannot show a commit; salvage keeps its files.
       }
@@ -371,7 +371,7 @@ CloseResult SlotLifecycle::close(const std::string& slot, const CloseOptions& op
   const TimePoint now = clock_();
   if (remove_folder) {
     try {
-      result.salvage = salvage_slot(workspace_, slot, now, {.files = false});
+      result.salvage = salvage_slot(workspace_, slot, hub_, now, {.files = false});
     } catch (const Error& e) {
       throw Error(e.kind(), "slot " + slot + " is not closed and its worktree is kept: salvaging it failed (" +
                                 e.what() + "); fix that, or close with --keep-worktree");
@@ -392,7 +392,7 @@ CloseResult SlotLifecycle::close(const std::string& slot, const CloseOptions& op
     // one else uses the worktree, so its files move (one rename each)
     // instead of being copied, right before the folder goes.
     try {
-      Salvage files = salvage_slot(workspace_, slot, now,
+      Salvage files = salvage_slot(workspace_, slot, hub_, now,
                                    {.history = false, .move = true, .keep_whole = result.salvage.unreadable_repository});
       files.commits_ref = result.salvage.commits_ref;
       files.refs = result.salvage.refs;

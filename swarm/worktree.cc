@@ -16,8 +16,8 @@ Worktree Worktree::create(const Hub& hub, const fs::path& path, const std::strin
   return create(hub.location(), path, slot);
 }
 
-Worktree Worktree::open(const fs::path& path, const std::string& slot) {
-  auto repo = git_backend().open_worktree(path, slot);
+Worktree Worktree::open(const fs::path& path, const std::string& slot, const HubLocation& hub) {
+  auto repo = git_backend().open_worktree(path, slot, hub.text);
   return Worktree(std::move(repo), fs::weakly_canonical(path), slot);
 }
 

@@ -34,9 +34,10 @@ class Worktree {
   static Worktree create(const HubLocation& hub, const std::filesystem::path& path, const std::string& slot);
   static Worktree create(const Hub& hub, const std::filesystem::path& path, const std::string& slot);
 
-  // Opens an existing worktree. Throws not_found when `path` is not a git
-  // repository.
-  static Worktree open(const std::filesystem::path& path, const std::string& slot);
+  // Opens an existing worktree, whose pushes go to `hub` (the workspace's,
+  // whatever the clone's own remotes say). Throws not_found when `path` is
+  // not a git repository.
+  static Worktree open(const std::filesystem::path& path, const std::string& slot, const HubLocation& hub);
 
   const std::filesystem::path& path() const { return path_; }
   std::string branch() const { return "swarm/" + slot_; }

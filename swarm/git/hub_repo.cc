@@ -216,9 +216,7 @@ bool RemoteHubRepo::has_commits_beyond_default(const std::string& branch) const 
   check(git_repository_init(&repo_raw, scratch.c_str(), 1), "make a scratch repository");
   RepositoryPtr repo(repo_raw);
   RemoteAccess access(url_);
-  git_remote* raw = nullptr;
-  check(git_remote_create_anonymous(&raw, repo.get(), url_.c_str()), "name the hub " + access.hub().shown());
-  RemotePtr remote(raw);
+  RemotePtr remote = access.hub_remote(repo.get());
   std::vector<std::string> specs = {"+refs/heads/" + branch + ":refs/compare/tip",
                                     "+refs/heads/" + base_branch + ":refs/compare/base"};
   std::vector<char*> pointers;
@@ -267,9 +265,7 @@ std::unique_ptr<HubBackend> prepare_hub(const std::string& hub, const std::files
   git_repository* repo_raw = nullptr;
   check(git_repository_open_bare(&repo_raw, scratch.c_str()), "open the seed of the hub");
   RepositoryPtr repo(repo_raw);
-  git_remote* raw = nullptr;
-  check(git_remote_create_anonymous(&raw, repo.get(), hub.c_str()), "name the hub " + access.hub().shown());
-  RemotePtr remote(raw);
+  RemotePtr remote = access.hub_remote(repo.get());
   std::string spec = "refs/heads/" + branch + ":refs/heads/" + branch;
   char* pointer = spec.data();
   git_strarray array{&pointer, 1};

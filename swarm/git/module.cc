@@ -22,8 +22,9 @@ class Libgit2Backend : public GitBackend {
                                                    const std::string& slot) override {
     return WorktreeRepo::create(hub, path, slot);
   }
-  std::unique_ptr<WorktreeBackend> open_worktree(const std::filesystem::path& path, const std::string& slot) override {
-    return WorktreeRepo::open(path, slot);
+  std::unique_ptr<WorktreeBackend> open_worktree(const std::filesystem::path& path, const std::string& slot,
+                                                 const std::string& hub) override {
+    return WorktreeRepo::open(path, slot, hub);
   }
 };
 
@@ -32,7 +33,7 @@ class Libgit2Backend : public GitBackend {
 
 // Loading the module initializes libgit2, so that a prefetch on another
 // thread (swarm::prefetch_git_backend) takes libgit2's slow global init with it.
-extern "C" __attribute__((visibility("default"))) swarm::GitBackend* swarm_git_backend_v2() {
+extern "C" __attribute__((visibility("default"))) swarm::GitBackend* swarm_git_backend_v3() {
   swarm::git::ensure_initialized();
   static swarm::git::Libgit2Backend backend;
   return &backend;

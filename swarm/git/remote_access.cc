@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 
@@ -40,6 +41,13 @@ std::chrono::milliseconds idle_timeout() {
 }
 
 void on_wake(int) {}
+
+bool same_host(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
+  return true;
+}
 
 void install_wake_handler() {
   static std::once_flag once;
@@ -172,6 +180,7 @@ void IdleWatchdog::loop() {
 }
 
 RemoteAccess::RemoteAccess(const std::string& url) : hub_(parse_hub_location(url, "/")) {
+  hub_.require_no_password_over_http();
   require_reachable(hub_, kHubConnectTimeout);
   if (hub_.remote())
     watchdog_ = std::make_unique<IdleWatchdog>(idle_timeout(), [hub = hub_] { shut_sockets_to(hub); });
@@ -194,14 +203,60 @@ git_remote_callbacks RemoteAccess::callbacks() {
   callbacks.sideband_progress = &RemoteAccess::on_sideband;
   callbacks.push_transfer_progress = &RemoteAccess::on_push_progress;
   callbacks.pack_progress = &RemoteAccess::on_pack_progress;
+  callbacks.certificate_check = &RemoteAccess::on_certificate;
   callbacks.payload = this;
   return callbacks;
 }
 
-int RemoteAccess::credentials(git_credential** out, const char* /*url*/, const char* username_from_url,
+RemotePtr RemoteAccess::hub_remote(git_repository* repo) const {
+  git_remote_create_options options = GIT_REMOTE_CREATE_OPTIONS_INIT;
+  options.repository = repo;
+  options.name = nullptr;  // anonymous: nothing of it is read from or written to the repository's config
+  options.flags = GIT_REMOTE_CREATE_SKIP_INSTEADOF | GIT_REMOTE_CREATE_SKIP_DEFAULT_FETCHSPEC;
+  git_remote* raw = nullptr;
+  git::check(git_remote_create_with_opts(&raw, hub_.text.c_str(), &options), "name the hub " + hub_.shown());
+  return RemotePtr(raw);
+}
+
+bool RemoteAccess::is_hub_host(const char* url) const {
+  if (!hub_.remote() || url == nullptr) return false;
+  try {
+    return same_host(parse_hub_location(url, "/").host, hub_.host);
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+// The hub's host key (SSH) or certificate (HTTPS) as libgit2 judged it
+// (known_hosts, the CA bundle): an unknown one is refused, and so is any
+// host other than the hub's (a redirect).
+int RemoteAccess::on_certificate(git_cert* /*cert*/, int valid, const char* host, void* payload) {
+  auto* self = static_cast<RemoteAccess*>(payload);
+  self->touch();
+  if (host != nullptr && !same_host(host, self->hub_.host)) {
+    git_error_set_str(GIT_ERROR_NET, ("the connection went to " + std::string(host) + ", not to the hub's host " +
+                                      self->hub_.host).c_str());
+    return GIT_ECERTIFICATE;
+  }
+  if (!valid) {
+    git_error_set_str(GIT_ERROR_SSL, "the hub's host key or certificate is not one this machine trusts");
+    return GIT_ECERTIFICATE;
+  }
+  return 0;
+}
+
+int RemoteAccess::credentials(git_credential** out, const char* url, const char* username_from_url,
                               unsigned int allowed_types, void* payload) {
   auto* self = static_cast<RemoteAccess*>(payload);
   self->touch();
+  // Keys and passwords are the hub's: offered to its host alone.
+  if (!self->is_hub_host(url)) {
+    self->credential_problem_ = "a credential was asked for by another host than the hub's (" + self->hub_.host +
+                                "); nothing was offered";
+    self->out_of_credentials_ = true;
+    git_error_set_str(GIT_ERROR_NET, self->credential_problem_.c_str());
+    return GIT_EAUTH;
+  }
   return self->next_credential(out, username_from_url, allowed_types);
 }
 
@@ -247,7 +302,7 @@ int RemoteAccess::next_credential(git_credential** out, const char* username_fro
       if (source == "agent") return git_credential_ssh_key_from_agent(out, user.c_str());
       std::error_code ec;
       if (!fs::is_regular_file(source, ec) || ::access(source.c_str(), R_OK) != 0) {
-        credential_problem_ = "the key " + source + " is not a readable file";
+        credential_problem_ = "the key " + source + " is not a readable file ($SWARM_SSH_KEY names the one key to offer)";
         out_of_credentials_ = true;
         git_error_set_str(GIT_ERROR_SSH, credential_problem_.c_str());
         return GIT_EAUTH;
@@ -261,6 +316,13 @@ int RemoteAccess::next_credential(git_credential** out, const char* username_fro
     offered_userpass_ = true;
     std::string name = env("SWARM_HUB_USERNAME");
     std::string password = env("SWARM_HUB_PASSWORD");
+    if (!password.empty() && hub_.transport == HubLocation::Transport::http) {
+      credential_problem_ = "$SWARM_HUB_PASSWORD is never sent over plain http:// (anyone on the way reads it); "
+                            "use https://, ssh:// or git:// for the hub";
+      out_of_credentials_ = true;
+      git_error_set_str(GIT_ERROR_NET, credential_problem_.c_str());
+      return GIT_EAUTH;
+    }
     if (!password.empty()) {
       if (name.empty()) name = user;
       tried_.push_back("$SWARM_HUB_PASSWORD as " + name);
@@ -317,8 +379,7 @@ void RemoteAccess::check(int rc, std::string_view what, Direction direction) con
                                        std::to_string(watchdog_->idle().count() / 1000) +
                                        "s, so swarm gave up ($SWARM_HUB_IDLE_TIMEOUT, in seconds, changes the limit)");
   if (!credential_problem_.empty())
-    throw Error(Errc::bad_input, std::string(what) + " (" + hub_.shown() + "): " + credential_problem_ +
-                                     " ($SWARM_SSH_KEY names the one key to offer)");
+    throw Error(Errc::bad_input, std::string(what) + " (" + hub_.shown() + "): " + hub_.redact(credential_problem_));
   if (rc == GIT_EAUTH || out_of_credentials_) {
     std::string tried = tried_.empty() ? "none" : join(tried_);
     throw Error(Errc::bad_input,

@@ -69,9 +69,14 @@ class RemoteAccess {
   RemoteAccess(const RemoteAccess&) = delete;
   RemoteAccess& operator=(const RemoteAccess&) = delete;
 
-  // Callbacks for one operation: credentials (each offered once again),
+  // Callbacks for one operation: credentials (each offered once again, and
+  // only to the hub's own host), the hub's host key or certificate checked,
   // progress that feeds the watchdog, and a push's rejected refs.
   git_remote_callbacks callbacks();
+  // The hub as a remote of `repo` that no setting of the repository can
+  // redirect: made from the hub's URL alone (no origin, pushurl or
+  // insteadOf read), so every push and fetch goes to the configured hub.
+  RemotePtr hub_remote(git_repository* repo) const;
   const std::vector<std::string>& rejected() const { return rejected_; }
 
   enum class Direction { fetch, push };
@@ -114,6 +119,9 @@ class RemoteAccess {
   static int on_sideband(const char* text, int len, void* payload);
   static int on_push_progress(unsigned int current, unsigned int total, size_t bytes, void* payload);
   static int on_pack_progress(int stage, uint32_t current, uint32_t total, void* payload);
+  static int on_certificate(git_cert* cert, int valid, const char* host, void* payload);
+  // Whether `url` (what libgit2 is about to log in to) is the hub's own host.
+  bool is_hub_host(const char* url) const;
   void touch() {
     if (watchdog_) watchdog_->touch();
   }

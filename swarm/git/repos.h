@@ -67,10 +67,13 @@ std::optional<git_oid> default_start(git_repository* clone);
 
 class WorktreeRepo : public WorktreeBackend {
  public:
-  WorktreeRepo(RepositoryPtr repo, std::filesystem::path path, std::string slot);
+  // `hub`: the workspace's hub (config.json's), where every push and fetch
+  // goes, whatever the clone's own remotes say.
+  WorktreeRepo(RepositoryPtr repo, std::filesystem::path path, std::string slot, std::string hub);
   static std::unique_ptr<WorktreeRepo> create(const std::string& hub, const std::filesystem::path& path,
                                               const std::string& slot);
-  static std::unique_ptr<WorktreeRepo> open(const std::filesystem::path& path, const std::string& slot);
+  static std::unique_ptr<WorktreeRepo> open(const std::filesystem::path& path, const std::string& slot,
+                                            const std::string& hub);
 
   std::optional<std::string> commit(const std::string& message, const std::vector<std::string>& paths,
                                     const CommitAuthor& author) override;
@@ -84,8 +87,9 @@ class WorktreeRepo : public WorktreeBackend {
  private:
   std::string branch_name() const { return "swarm/" + slot_; }
   void push_branch_to(const std::string& target_ref);
-  // The hub remote ("origin") and its URL.
-  RemotePtr origin() const;
+  // Records that the hub has `branch` at the local tip (refs/remotes/origin/...):
+  // pushes go to an anonymous remote, which libgit2 keeps no tracking ref for.
+  void remember_pushed(const std::string& branch) const;
   void require_on_branch() const;
   // Each path is on disk, staged, or in the tip (a deletion to commit).
   void require_paths_exist(git_index* index, git_tree* tip, const std::vector<std::string>& paths) const;
@@ -100,6 +104,7 @@ class WorktreeRepo : public WorktreeBackend {
   RepositoryPtr repo_;
   std::filesystem::path path_;
   std::string slot_;
+  std::string hub_;
 };
 
 }  // namespace swarm::git

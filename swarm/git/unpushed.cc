@@ -165,8 +165,8 @@ std::string free_prefix(const std::string& prefix, const std::vector<std::pair<s
 }  // namespace
 
 std::optional<PreservedHistory> WorktreeRepo::preserve_unpushed(const std::string& prefix) {
-  RemotePtr remote = origin();
-  RemoteAccess access(git_remote_url(remote.get()));
+  RemoteAccess access(hub_);
+  RemotePtr remote = access.hub_remote(repo_.get());
   auto hub = access.list(remote.get(), "list the hub's refs from " + path_.string()).refs;
   auto keep = tips_the_hub_lacks(repo_.get(), local_tips(repo_.get()), hub);
   if (keep.empty()) return std::nullopt;

@@ -43,8 +43,22 @@ int only_named(const char* path, const char* /*matched_pathspec*/, void* payload
 
 }  // namespace
 
-WorktreeRepo::WorktreeRepo(RepositoryPtr repo, fs::path path, std::string slot)
-    : repo_(std::move(repo)), path_(std::move(path)), slot_(std::move(slot)) {}
+WorktreeRepo::WorktreeRepo(RepositoryPtr repo, fs::path path, std::string slot, std::string hub)
+    : repo_(std::move(repo)), path_(std::move(path)), slot_(std::move(slot)), hub_(std::move(hub)) {}
+
+namespace {
+
+// The clone's origin, made from the hub's URL alone: no insteadOf of any
+// git config rewrites where the clone fetches from.
+int create_origin(git_remote** out, git_repository* repo, const char* name, const char* url, void* /*payload*/) {
+  git_remote_create_options options = GIT_REMOTE_CREATE_OPTIONS_INIT;
+  options.repository = repo;
+  options.name = name;
+  options.flags = GIT_REMOTE_CREATE_SKIP_INSTEADOF;
+  return git_remote_create_with_opts(out, url, &options);
+}
+
+}  // namespace
 
 std::unique_ptr<WorktreeRepo> WorktreeRepo::create(const std::string& hub, const fs::path& path, const std::string& slot) {
   ensure_initialized();
@@ -56,14 +70,15 @@ std::unique_ptr<WorktreeRepo> WorktreeRepo::create(const std::string& hub, const
   git_clone_options options = GIT_CLONE_OPTIONS_INIT;
   options.checkout_opts.checkout_strategy = GIT_CHECKOUT_NONE;
   options.fetch_opts.callbacks = access.callbacks();
+  options.remote_cb = create_origin;
   git_repository* raw = nullptr;
   access.run("clone the hub into " + path.string(), [&] { return git_clone(&raw, hub.c_str(), path.c_str(), &options); });
   RepositoryPtr repo(raw);
-  // The clone keeps the hub's URL as origin: one with a password in it is for this user's eyes only.
-  if (access.hub().shown() != access.hub().text) {
-    std::error_code ec;
-    fs::permissions(path / ".git" / "config", fs::perms::owner_read | fs::perms::owner_write, ec);
-  }
+  // The clone's origin keeps no password: swarm pushes to the hub by the
+  // workspace's config, never by origin, and a user's own `git fetch` there asks.
+  if (access.hub().has_password())
+    check(git_remote_set_url(repo.get(), "origin", access.hub().without_password().c_str()),
+          "keep the hub's URL without its password in " + path.string());
 
   const std::string branch = "swarm/" + slot;
   git_oid start;
@@ -93,15 +108,15 @@ std::unique_ptr<WorktreeRepo> WorktreeRepo::create(const std::string& hub, const
     checkout.checkout_strategy = GIT_CHECKOUT_FORCE;
     check(git_checkout_head(repo.get(), &checkout), "check out " + branch);
   }
-  return std::make_unique<WorktreeRepo>(std::move(repo), fs::weakly_canonical(path), slot);
+  return std::make_unique<WorktreeRepo>(std::move(repo), fs::weakly_canonical(path), slot, hub);
 }
 
-std::unique_ptr<WorktreeRepo> WorktreeRepo::open(const fs::path& path, const std::string& slot) {
+std::unique_ptr<WorktreeRepo> WorktreeRepo::open(const fs::path& path, const std::string& slot, const std::string& hub) {
   ensure_initialized();
   git_repository* raw = nullptr;
   if (git_repository_open_ext(&raw, path.c_str(), GIT_REPOSITORY_OPEN_NO_SEARCH, nullptr) != 0)
     throw Error(Errc::not_found, "no worktree for slot " + slot + " at " + path.string());
-  return std::make_unique<WorktreeRepo>(RepositoryPtr(raw), fs::weakly_canonical(path), slot);
+  return std::make_unique<WorktreeRepo>(RepositoryPtr(raw), fs::weakly_canonical(path), slot, hub);
 }
 
 void WorktreeRepo::require_on_branch() const {
@@ -219,18 +234,19 @@ std::optional<std::string> WorktreeRepo::commit_index(git_index* index, git_comm
   return made;
 }
 
-RemotePtr WorktreeRepo::origin() const {
-  git_remote* raw = nullptr;
-  check(git_remote_lookup(&raw, repo_.get(), "origin"), "find the hub remote of " + path_.string());
-  RemotePtr remote(raw);
-  if (git_remote_url(remote.get()) == nullptr)
-    throw Error(Errc::internal, "the hub remote of " + path_.string() + " has no URL");
-  return remote;
+void WorktreeRepo::remember_pushed(const std::string& branch) const {
+  git_oid tip;
+  if (git_reference_name_to_id(&tip, repo_.get(), ("refs/heads/" + branch).c_str()) != 0) return;
+  git_reference* raw = nullptr;
+  if (git_reference_create(&raw, repo_.get(), ("refs/remotes/origin/" + branch).c_str(), &tip, 1,
+                           "swarm: pushed to the hub") == 0)
+    git_reference_free(raw);
+  git_error_clear();
 }
 
 void WorktreeRepo::push_branch_to(const std::string& target_ref) {
-  RemotePtr remote = origin();
-  RemoteAccess access(git_remote_url(remote.get()));
+  RemoteAccess access(hub_);
+  RemotePtr remote = access.hub_remote(repo_.get());
   std::vector<std::string> specs = {"refs/heads/" + branch_name() + ":" + target_ref};
   PathSpec array(specs);
   git_push_options options = GIT_PUSH_OPTIONS_INIT;
@@ -239,6 +255,7 @@ void WorktreeRepo::push_branch_to(const std::string& target_ref) {
              RemoteAccess::Direction::push);
   if (!access.rejected().empty())
     throw Error(Errc::conflict, "the hub rejected the push of " + access.rejected().front());
+  if (target_ref == "refs/heads/" + branch_name()) remember_pushed(branch_name());
 }
 
 void WorktreeRepo::push() { push_branch_to("refs/heads/" + branch_name()); }
