@@ -7,6 +7,7 @@ namespace cli {
 namespace {
 struct CloseFlags {
   std::string slot;
+  std::string session;
   swarm::CloseOptions options;
 };
 }  // namespace
@@ -21,6 +22,7 @@ Verb add_close(CLI::App& app) {
       ->check(CLI::IsMember({"success", "fail", "fork"}));
   cmd->add_flag("--keep-worktree", flags->options.keep_worktree, "Keep the worktree folder");
   cmd->add_flag("--no-artifact", flags->options.no_artifact, "Allow --result success without any commit");
+  add_session_option(*cmd, flags->session);
   cmd->footer(
       "Examples:\n"
       "  swarm close --slot render                    # success: needs at least one commit\n"
@@ -29,6 +31,7 @@ Verb add_close(CLI::App& app) {
   return {cmd, [flags](Context& ctx) {
             auto git = swarm::prefetch_git_backend();  // overlaps the NATS round trips below
             auto lifecycle = ctx.lifecycle();
+            flags->options.session = session_of(flags->session);
             auto r = lifecycle.close(flags->slot, flags->options);
             for (const auto& w : r.warnings) ctx.out().warn(w);
             std::string human = "closed slot " + flags->slot + " (" + flags->options.result + ")";

@@ -64,6 +64,7 @@ struct CommitFlags {
   std::string slot;
   std::string message;
   std::vector<std::string> paths;
+  std::string session;
 };
 }  // namespace
 
@@ -75,6 +76,7 @@ Verb add_commit(CLI::App& app) {
   cmd->add_option("-m,--message", flags->message, "Commit message")->required();
   cmd->add_option("paths", flags->paths, "Paths to commit (default: every change, untracked files included)")
       ->option_text("PATH...");
+  add_session_option(*cmd, flags->session);
   cmd->footer(
       "Examples:\n"
       "  swarm commit --slot render -m \"render: tile cache\"          # every change\n"
@@ -91,7 +93,7 @@ Verb add_commit(CLI::App& app) {
             for (const auto& p : flags->paths)
               relative.push_back(swarm::path_inside(ws.worktree(flags->slot), std::filesystem::current_path(), p));
             auto lifecycle = ctx.lifecycle();
-            auto r = lifecycle.commit(flags->slot, flags->message, relative);
+            auto r = lifecycle.commit(flags->slot, flags->message, relative, session_of(flags->session));
             for (const auto& w : r.warnings) ctx.out().warn(w);
             std::string human = r.commit ? r.commit->substr(0, 12) + " on " + r.branch +
                                                (r.pushed ? " (pushed to the hub)" : " (not pushed)")

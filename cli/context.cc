@@ -10,6 +10,7 @@
 #include "swarm/error.h"
 #include "swarm/host.h"
 #include "swarm/names.h"
+#include "swarm/text.h"
 
 namespace cli {
 
@@ -35,6 +36,29 @@ CLI::Validator slot_name_validator() { return validator_of(swarm::require_slot_n
 CLI::Validator task_id_validator() { return validator_of(swarm::require_task_id, "TASK"); }
 CLI::Validator duration_validator() {
   return validator_of([](const std::string& text) { swarm::parse_duration(text); }, "DUR");
+}
+
+CLI::Option* add_session_option(CLI::App& cmd, std::string& session) {
+  return cmd
+      .add_option("--session", session,
+                  "Act only while the slot's session is this one (the session_token join printed); a replaced "
+                  "agent gets exit 3 and changes nothing")
+      ->envname("SWARM_SESSION")
+      ->option_text("TOKEN")
+      ->check(validator_of(
+          [](const std::string& text) {
+            if (text.empty() || text.size() > 16 || text.find_first_not_of("0123456789") != std::string::npos ||
+                std::stoull(text) == 0)
+              throw swarm::Error(swarm::Errc::bad_input, "bad session token '" + swarm::printable(text) +
+                                                             "': a session token is a positive whole number, as "
+                                                             "`swarm join --json` prints it");
+          },
+          "TOKEN"));
+}
+
+swarm::ExpectedSession session_of(const std::string& session) {
+  if (session.empty()) return std::nullopt;
+  return std::stoull(session);
 }
 
 void add_global_options(CLI::App& app, Globals& g) {

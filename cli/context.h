@@ -35,6 +35,12 @@ CLI::Validator slot_name_validator();
 CLI::Validator task_id_validator();
 CLI::Validator duration_validator();
 
+// --session TOKEN (or $SWARM_SESSION) on the verbs that act on a slot: the
+// session token join gave the agent. Returns the option.
+CLI::Option* add_session_option(CLI::App& cmd, std::string& session);
+// The token given, if any (checked by the option's validator).
+swarm::ExpectedSession session_of(const std::string& session);
+
 // Registers the global options on the top-level app; with fallthrough they
 // are accepted before or after the verb.
 void add_global_options(CLI::App& app, Globals& globals);

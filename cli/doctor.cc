@@ -4,6 +4,7 @@
 #include "cli/context.h"
 #include "cli/exit_code.h"
 #include "swarm/doctor.h"
+#include "swarm/text.h"
 
 namespace cli {
 
@@ -11,7 +12,9 @@ namespace {
 
 std::string report_text(const swarm::DoctorReport& r, bool fix) {
   std::ostringstream out;
-  out << "swarm doctor: " << r.workspace << " (NATS " << (r.nats_url.empty() ? "?" : r.nats_url)
+  // Findings quote records (a task id, a holder): every text is escaped.
+  using swarm::printable;
+  out << "swarm doctor: " << printable(r.workspace) << " (NATS " << (r.nats_url.empty() ? "?" : printable(r.nats_url))
       << (r.nats_reachable ? "" : ", unreachable") << ")\n";
   for (auto severity : {swarm::Severity::problem, swarm::Severity::notice}) {
     std::vector<const swarm::Finding*> group;
@@ -20,10 +23,10 @@ std::string report_text(const swarm::DoctorReport& r, bool fix) {
     if (group.empty()) continue;
     out << "\n" << (severity == swarm::Severity::problem ? "PROBLEMS" : "NOTICES") << " (" << group.size() << ")\n";
     for (const auto* f : group) {
-      out << "  [" << f->check << "] " << f->message << "\n";
-      if (f->fixed) out << "      fixed: " << f->fix_note << "\n";
-      else if (!f->fix_note.empty()) out << "      " << f->fix_note << "\n";
-      else out << "      fix: " << f->fix << "\n";
+      out << "  [" << f->check << "] " << printable(f->message) << "\n";
+      if (f->fixed) out << "      fixed: " << printable(f->fix_note) << "\n";
+      else if (!f->fix_note.empty()) out << "      " << printable(f->fix_note) << "\n";
+      else out << "      fix: " << printable(f->fix) << "\n";
     }
   }
   int problems = r.problems_remaining();

@@ -1,6 +1,7 @@
 // swarm evict: operator override, any host.
 #include "cli/context.h"
 #include "swarm/json.h"
+#include "swarm/text.h"
 
 namespace cli {
 
@@ -19,10 +20,12 @@ Verb add_evict(CLI::App& app) {
             if (removed.corrupt())
               human += "a corrupt record (" + removed.corrupt_reason + ")";
             else
-              human += "host " + removed.session->host + ", task " + removed.session->task_id + ", started " +
+              human += "host " + swarm::printable(removed.session->host) + ", task " +
+                       swarm::printable(removed.session->task_id) + ", started " +
                        (removed.session->started_at ? swarm::format_rfc3339(*removed.session->started_at) : "?");
             const std::string stored = removed.corrupt() ? removed.raw : swarm::to_json(*removed.session);
-            human += "\n  removed: " + stored;
+            // The record as stored, escaped: a corrupt one may hold anything.
+            human += "\n  removed: " + swarm::printable(stored);
             swarm::Json doc = swarm::Json::object();
             doc.set("slot", *slot).set("revision", removed.revision).set("corrupt", removed.corrupt());
             swarm::Json record = removed.corrupt() ? swarm::Json() : swarm::Json::parse(stored);

@@ -3,6 +3,7 @@
 
 #include "cli/context.h"
 #include "swarm/liveness.h"
+#include "swarm/text.h"
 
 namespace cli {
 
@@ -11,7 +12,15 @@ struct JoinFlags {
   std::string slot;
   std::string task;
   bool force = false;
+  bool env = false;
 };
+
+// `value` in single quotes for a POSIX shell (a ' inside closed, escaped, reopened).
+std::string shell_quoted(const std::string& value) {
+  std::string out = "'";
+  for (char c : value) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
 }  // namespace
 
 Verb add_join(CLI::App& app) {
@@ -24,9 +33,13 @@ Verb add_join(CLI::App& app) {
       ->required()
       ->check(task_id_validator());
   cmd->add_flag("--force", flags->force, "Take over a live session of this host (never another host's)");
+  cmd->add_flag("--env", flags->env,
+                "Print shell assignments for eval instead of the path: SWARM_SLOT, SWARM_SESSION (the session "
+                "token), SWARM_WORKTREE");
   cmd->footer(
       "Example:\n"
       "  cd \"$(swarm join --slot render --task T-42)\"\n"
+      "  eval \"$(swarm join --slot render --task T-42 --env)\" && cd \"$SWARM_WORKTREE\"\n"
       "Refuses a live session of another host (exit 5) or of this host without --force (exit 3);\n"
       "replaces a stale session of this host.");
   return {cmd, [flags](Context& ctx) {
@@ -34,7 +47,7 @@ Verb add_join(CLI::App& app) {
             auto r = lifecycle.join(flags->slot, flags->task, flags->force, getpid());
             if (r.replaced)
               ctx.out().note("replaced the earlier session of slot " + flags->slot + " (task " +
-                             r.replaced->session->task_id + ")");
+                             swarm::printable(r.replaced->session->task_id) + ")");
             if (r.resumed_worktree) ctx.out().note("reusing the existing worktree of slot " + flags->slot);
             swarm::Json doc = swarm::Json::object();
             doc.set("slot", flags->slot)
@@ -42,9 +55,17 @@ Verb add_join(CLI::App& app) {
                 .set("worktree", r.worktree.string())
                 .set("branch", "swarm/" + flags->slot)
                 .set("revision", r.revision)
+                .set("session_token", r.revision)
                 .set("replaced", r.replaced.has_value())
                 .set("resumed_worktree", r.resumed_worktree);
-            ctx.out().result("join", r.worktree.string(), std::move(doc));
+            // With --env the agent's later verbs act only for this session
+            // (a successor's join --force makes them exit 3).
+            const std::string human =
+                flags->env ? "export SWARM_SLOT=" + shell_quoted(flags->slot) + "\nexport SWARM_SESSION=" +
+                                 std::to_string(r.revision) + "\nexport SWARM_WORKTREE=" +
+                                 shell_quoted(r.worktree.string()) + "\n"
+                           : r.worktree.string();
+            ctx.out().result("join", human, std::move(doc));
             return 0;
           }};
 }

@@ -12,6 +12,7 @@
 #include "swarm/lease.h"
 #include "swarm/mutex.h"
 #include "swarm/names.h"
+#include "swarm/text.h"
 
 namespace cli {
 
@@ -52,10 +53,13 @@ std::string table(const std::vector<swarm::LeaseEntry>& entries, const std::map<
     auto fmt = [](std::chrono::milliseconds d) {
       return swarm::format_duration(std::chrono::duration_cast<std::chrono::seconds>(d));
     };
+    // Record text is escaped: a holder with control characters cannot drive the terminal.
     if (e.corrupt())
-      rows.push_back({e.name, "corrupt: " + e.corrupt_reason, "-", "-", "-", fmt(s.age), "-", "-"});
+      rows.push_back({swarm::printable(e.name), "corrupt: " + swarm::printable(e.corrupt_reason), "-", "-", "-",
+                      fmt(s.age), "-", "-"});
     else
-      rows.push_back({e.name, std::string(swarm::to_string(s.state)), e.record->holder, e.record->host,
+      rows.push_back({swarm::printable(e.name), std::string(swarm::to_string(s.state)),
+                      swarm::printable(e.record->holder), swarm::printable(e.record->host),
                       std::to_string(e.token()), fmt(s.age), fmt(s.left),
                       std::to_string(w == waiting.end() ? 0 : w->second)});
   }

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/exit_code.h"
+#include "swarm/text.h"
 
 namespace cli {
 
@@ -23,8 +24,11 @@ void Output::result(const std::string& verb, const std::string& human, swarm::Js
     return;
   }
   if (human.empty()) return;
-  std::cout << human;
-  if (human.back() != '\n') std::cout << '\n';
+  // Whatever of a record a verb's text quotes cannot drive the terminal:
+  // control characters are escaped (the text's own line breaks stay).
+  const std::string text = swarm::printable(human, true);
+  std::cout << text;
+  if (text.back() != '\n') std::cout << '\n';
   std::cout.flush();
 }
 
@@ -36,9 +40,11 @@ void Output::rendered(const std::string& text) const {
 
 void Output::json_line(const swarm::Json& doc) const { std::cout << doc.dump() << std::endl; }
 
-void Output::warn(const std::string& message) const { std::cerr << "swarm: warning: " << message << std::endl; }
+void Output::warn(const std::string& message) const {
+  std::cerr << "swarm: warning: " << swarm::printable(message, true) << std::endl;
+}
 
-void Output::note(const std::string& message) const { std::cerr << "swarm: " << message << std::endl; }
+void Output::note(const std::string& message) const { std::cerr << "swarm: " << swarm::printable(message, true) << std::endl; }
 
 int Output::error(swarm::Errc kind, const std::string& message) const {
   int code = exit_code_for(kind);
@@ -47,7 +53,7 @@ int Output::error(swarm::Errc kind, const std::string& message) const {
     doc.set("schema", "swarm.error.v1").set("kind", swarm::to_string(kind)).set("message", message).set("exit", code);
     std::cerr << doc.dump() << std::endl;
   } else {
-    std::cerr << "swarm: error: " << message << std::endl;
+    std::cerr << "swarm: error: " << swarm::printable(message, true) << std::endl;
   }
   return code;
 }

@@ -16,6 +16,7 @@
 #include "swarm/error.h"
 #include "swarm/names.h"
 #include "swarm/status.h"
+#include "swarm/text.h"
 
 namespace cli {
 
@@ -30,6 +31,7 @@ struct StatusFlags {
 swarm::Json row_json(const swarm::SessionRow& row) {
   swarm::Json item = row.corrupt ? swarm::Json::object() : swarm::Json::parse(std::string(row.record_json));
   if (row.corrupt) item.set("slot", std::string(row.slot));
+  if (!row.corrupt && !row.token_in_record) item.set("session_token", row.session_token);
   item.set("revision", row.revision)
       .set("state", swarm::to_string(row.state))
       .set("age_seconds", static_cast<double>(row.age.count()) / 1000.0)
@@ -76,6 +78,10 @@ void append_row_json(std::string& out, const swarm::SessionRow& row) {
   out += row.record_json;
   out.pop_back();  // its closing brace
   char number[64];
+  if (!row.token_in_record) {
+    out += ",\"session_token\":";
+    out.append(number, static_cast<std::size_t>(std::to_chars(number, number + sizeof number, row.session_token).ptr - number));
+  }
   out += ",\"revision\":";
   out.append(number, static_cast<std::size_t>(std::to_chars(number, number + sizeof number, row.revision).ptr - number));
   out += ",\"state\":\"";
@@ -101,19 +107,29 @@ std::string age_text(std::chrono::milliseconds age) {
 // they live only during the call.
 using Cells = std::array<std::string_view, 6>;
 
+// A record's text as a cell: as it is when it is plain (nearly always),
+// else escaped into `kept`, so that it cannot drive the terminal.
+std::string_view shown(std::string_view text, std::string& kept) {
+  if (swarm::is_plain_text(text)) return text;
+  kept = swarm::printable(text);
+  return kept;
+}
+
 template <typename Use>
 void with_cells(const swarm::SessionRow& row, Use use) {
   char rev[24];
   const std::string_view revision(rev, static_cast<std::size_t>(std::to_chars(rev, rev + sizeof rev, row.revision).ptr - rev));
   const std::string age = age_text(row.age);
+  std::string slot_kept, task_kept;
+  const std::string_view slot = shown(row.slot, slot_kept);
   if (row.corrupt) {
-    const std::string state = "corrupt: " + std::string(row.corrupt_reason);
-    use(Cells{row.slot, "-", "-", age, state, revision});
+    const std::string state = "corrupt: " + swarm::printable(row.corrupt_reason);
+    use(Cells{slot, "-", "-", age, state, revision});
     return;
   }
-  std::string host(row.host);
+  std::string host = swarm::is_plain_text(row.host) ? std::string(row.host) : swarm::printable(row.host);
   if (row.local) host += " *";
-  use(Cells{row.slot, row.task_id.empty() ? std::string_view("-") : row.task_id, host, age,
+  use(Cells{slot, row.task_id.empty() ? std::string_view("-") : shown(row.task_id, task_kept), host, age,
             swarm::to_string(row.state), revision});
 }
 
@@ -156,10 +172,10 @@ void write_table(std::ostream& out, const std::vector<swarm::SessionRow>& rows) 
   for (const auto& row : rows)
     if (!row.task_lease_problem.empty()) {
       text += "! slot ";
-      text += row.slot;
+      text += swarm::printable(row.slot);
       text += ": ";
-      text += row.task_lease_problem;
-      text += " (" + swarm::task_lease_name(std::string(row.task_id)) + ")\n";
+      text += swarm::printable(row.task_lease_problem);
+      text += " (" + swarm::printable(swarm::task_lease_name(std::string(row.task_id))) + ")\n";
       flush(false);
     }
   flush(true);

@@ -293,8 +293,11 @@ class Checkup {
     for (const auto& name : slots->list()) {
       if (slots->kind(name) != EntryKind::link && slots->kind(name) != EntryKind::folder) continue;
       try {
-        SafeDir folder = slots->folder(name);
-        if (folder.kind(kWorktreeName) == EntryKind::link) folder.folder(kWorktreeName);  // throws, naming it
+        // An entry that goes while we look (a swap, a close) is not reported.
+        // (A file in the worktree's place is no danger: salvage keeps it whole.)
+        auto folder = slots->folder_if_exists(name);
+        const EntryKind wt = folder ? folder->kind(kWorktreeName) : EntryKind::missing;
+        if (wt == EntryKind::link || wt == EntryKind::folder) folder->folder_if_exists(kWorktreeName);  // throws for a link
       } catch (const Error& e) {
         if (e.kind() != Errc::bad_input) throw;
         unsafe_path(ws_.slots_dir() / name, e);

@@ -2,6 +2,7 @@
 // share a hostname (containers, cloned VMs) are still told apart.
 #pragma once
 
+#include <filesystem>
 #include <string>
 
 #include "swarm/session.h"
@@ -12,13 +13,19 @@ struct HostIdentity {
   std::string host;     // hostname, or $SWARM_HOST
   std::string host_id;  // /etc/machine-id, a kept generated id, or $SWARM_HOST_ID
 
-  // Reads the environment overrides, then the system. Never fails: with no
-  // machine id it generates one and keeps it under the user's config dir.
+  // Reads the environment overrides, then the system. With no machine id it
+  // generates one and keeps it in the user's config folder
+  // ($XDG_CONFIG_HOME/swarm or ~/.config/swarm, never /tmp); throws
+  // bad_input naming SWARM_HOST_ID when the user has no such folder.
   static HostIdentity detect();
 
   // A record is this host's when its host_id and host match ours; a record
   // without host_id (an older client, or bones) when its host matches.
   bool owns(const Session& session) const;
 };
+
+// The host id kept in `config_home`/swarm/host-id, made (random, 0600) when
+// there is none; never read or written through a link.
+std::string generated_host_id(const std::filesystem::path& config_home);
 
 }  // namespace swarm

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "swarm/text.h"
+
 namespace swarm {
 
 namespace {
@@ -80,7 +82,7 @@ Json Json::parse(const std::string& text) {
 }
 
 Json& Json::add(const char* key, std::string_view value) {
-  std::string copy(value);
+  std::string copy = valid_utf8(value);
   cJSON_AddItemToObject(root_.get(), key, cJSON_CreateString(copy.c_str()));
   return *this;
 }
@@ -101,7 +103,7 @@ Json& Json::add_raw(const char* key, const std::string& json_text) {
 }
 
 Json& Json::set(const char* key, std::string_view value) {
-  std::string copy(value);
+  std::string copy = valid_utf8(value);
   cJSON_DeleteItemFromObjectCaseSensitive(root_.get(), key);
   cJSON_AddItemToObject(root_.get(), key, cJSON_CreateString(copy.c_str()));
   return *this;
@@ -161,6 +163,11 @@ std::string Json::dump() const { return printed(root_.get(), false); }
 std::string Json::dump_pretty() const { return printed(root_.get(), true); }
 
 void append_quoted(std::string& out, std::string_view text) {
+  // Output is always valid UTF-8: ill-formed bytes become U+FFFD.
+  if (!is_valid_utf8(text)) {
+    append_quoted(out, valid_utf8(text));
+    return;
+  }
   // cJSON's escapes exactly (print_string_ptr): a record written either way
   // has the same bytes. Text stops at a NUL, as a C string would.
   static constexpr char kHex[] = "0123456789abcdef";

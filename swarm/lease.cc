@@ -7,6 +7,7 @@
 #include "swarm/log.h"
 #include "swarm/names.h"
 #include "swarm/process_info.h"
+#include "swarm/text.h"
 
 namespace swarm {
 
@@ -23,7 +24,7 @@ std::string seconds_text(milliseconds d) {
 }
 
 std::string held_message(const std::string& name, const LeaseRecord& r, std::uint64_t token, milliseconds left) {
-  return "lease " + name + " is held by " + r.holder + " on host " + r.host +
+  return "lease " + name + " is held by " + printable(r.holder) + " on host " + printable(r.host) +
          (r.pid != 0 ? " (pid " + std::to_string(r.pid) + ")" : std::string()) + ", token " + std::to_string(token) +
          ", for up to " + seconds_text(left) + " more unless renewed; wait for it with --wait DUR";
 }

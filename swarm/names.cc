@@ -1,9 +1,9 @@
 #include "swarm/names.h"
 
-#include <cstdint>
 #include <string>
 
 #include "swarm/error.h"
+#include "swarm/text.h"
 
 namespace swarm {
 
@@ -15,7 +15,8 @@ constexpr std::size_t kMaxTaskId = 255;
 
 bool is_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
 
-std::string shown(std::string_view name) { return name.empty() ? "(empty)" : "'" + std::string(name) + "'"; }
+// A bad name as an error shows it: escaped, it cannot drive the terminal.
+std::string shown(std::string_view name) { return name.empty() ? "(empty)" : "'" + printable(name) + "'"; }
 
 }  // namespace
 
@@ -53,31 +54,8 @@ void require_lease_name(std::string_view name) {
 }
 
 bool is_valid_task_id(std::string_view id) {
-  if (id.empty() || id.size() > kMaxTaskId) return false;
-  // Well-formed UTF-8 (no overlong forms, no surrogates), and no control
-  // character: C0, DEL, or C1 (U+0080 to U+009F).
-  for (std::size_t i = 0; i < id.size();) {
-    auto c = static_cast<unsigned char>(id[i]);
-    if (c < 0x80) {
-      if (c < 0x20 || c == 0x7f) return false;
-      ++i;
-      continue;
-    }
-    std::size_t length = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 0;
-    if (length == 0 || c > 0xf4 || i + length > id.size()) return false;
-    std::uint32_t code = c & (0xff >> (length + 1));
-    for (std::size_t k = 1; k < length; ++k) {
-      auto next = static_cast<unsigned char>(id[i + k]);
-      if ((next & 0xc0) != 0x80) return false;
-      code = (code << 6) | (next & 0x3f);
-    }
-    static const std::uint32_t kShortest[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (code < kShortest[length] || code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff) ||
-        (code >= 0x80 && code <= 0x9f))
-      return false;
-    i += length;
-  }
-  return true;
+  // Well-formed UTF-8, and no control character: C0, DEL, or C1.
+  return !id.empty() && id.size() <= kMaxTaskId && is_plain_text(id);
 }
 
 void require_task_id(std::string_view id) {

@@ -2,11 +2,17 @@
 
 #include <cmath>
 
+#include "swarm/text.h"
+
 namespace swarm::record {
 
 std::string read_object(const std::string& text, bool (*is_known)(const char* name),
                         const std::function<bool(const cJSON*, std::string_view, std::string*)>& member) {
   JsonArena arena;  // the tree below dies before it
+  // What cJSON lets through but a strict reader refuses (ill-formed UTF-8,
+  // raw control characters in strings) is corrupt: such a record never
+  // reaches a terminal or a --json output.
+  if (auto problem = strict_json_problem(text); !problem.empty()) return problem;
   Json json = Json::parse(text);
   if (!json) {
     if (text.empty()) return "the value is empty";

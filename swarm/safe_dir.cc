@@ -47,14 +47,17 @@ void check_opened(int fd, const fs::path& path, bool folder, bool require_owner)
   if (require_owner && st.st_uid != ::geteuid()) refuse_stranger(path, st.st_uid);
 }
 
-// Why opening `name` under `dirfd` failed, as swarm's error.
+// Why opening `name` under `dirfd` failed, as swarm's error. A link there
+// fails with ELOOP (or ENOTDIR, asked for a folder): refused, naming it.
 [[noreturn]] void refuse_open(int dirfd, const std::string& name, const fs::path& path, int errno_value, bool folder) {
-  struct stat st {};
-  if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
-    if (S_ISLNK(st.st_mode)) refuse_link(path);
-    if (folder != S_ISDIR(st.st_mode))
-      throw Error(Errc::bad_input, path.string() + " is not a " + (folder ? "folder" : "plain file") +
-                                       ", where swarm keeps one of its own; move it away");
+  if (errno_value == ELOOP || errno_value == ENOTDIR) {
+    struct stat st {};
+    if (errno_value == ELOOP ||
+        (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)))
+      refuse_link(path);
+    throw Error(Errc::bad_input, path.string() + " is not a " + (folder ? "folder" : "plain file") +
+                                     " (or changed while swarm opened it), where swarm keeps one of its own; move "
+                                     "it away");
   }
   throw_filesystem_error("open", path, errno_value);
 }

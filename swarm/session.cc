@@ -10,13 +10,16 @@ namespace swarm {
 namespace {
 
 // The known fields, in the order a writer puts them.
-enum class Field { slot, task_id, agent_id, host, host_id, leaf_pid, hub_url, started_at, last_renewed, unknown };
+enum class Field {
+  slot, task_id, agent_id, host, host_id, leaf_pid, hub_url, started_at, last_renewed, session_token, unknown
+};
 
 Field field_of(const char* name) {
   switch (name[0]) {
     case 's':
       if (std::strcmp(name, "slot") == 0) return Field::slot;
       if (std::strcmp(name, "started_at") == 0) return Field::started_at;
+      if (std::strcmp(name, "session_token") == 0) return Field::session_token;
       break;
     case 't':
       if (std::strcmp(name, "task_id") == 0) return Field::task_id;
@@ -43,6 +46,8 @@ bool is_known(const char* name) { return field_of(name) != Field::unknown; }
 
 // The largest process id Linux hands out (PID_MAX_LIMIT), with room to spare.
 constexpr std::uint64_t kMaxPid = 4194304ULL * 1024;
+// A revision a double holds exactly (2^53): what a JSON reader reads back.
+constexpr std::uint64_t kMaxRevision = 1ULL << 53;
 
 // Reads one member into the session; false (with reason) when its type is
 // wrong. `as_written` is its value's text in the record.
@@ -63,6 +68,7 @@ bool read_member(const cJSON* item, std::string_view as_written, Session* s, std
     case Field::hub_url: return read_string(item, &s->hub_url, reason);
     case Field::started_at: return read_time(item, &s->started_at, &s->started_at_text, reason);
     case Field::last_renewed: return read_time(item, &s->last_renewed, &s->last_renewed_text, reason);
+    case Field::session_token: return read_count(item, kMaxRevision, &s->session_token, reason, "a revision");
     case Field::unknown: break;
   }
   s->unknown_fields.emplace_back(item->string, std::string(as_written));
@@ -112,6 +118,7 @@ std::string to_json(const Session& s) {
   if (!s.hub_url.empty()) member("hub_url", s.hub_url);
   if (s.started_at) member("started_at", record::time_text(*s.started_at, s.started_at_text));
   if (s.last_renewed) member("last_renewed", record::time_text(*s.last_renewed, s.last_renewed_text));
+  if (s.session_token != 0) out += ",\"session_token\":" + std::to_string(s.session_token);
   record::append_unknown(out, s.unknown_fields, is_known);
   out += '}';
   return out;

@@ -24,6 +24,10 @@ struct Session {
   std::string hub_url;
   std::optional<TimePoint> started_at;
   std::optional<TimePoint> last_renewed;
+  // The KV revision of the write that made this session (its session
+  // token), kept from its first renewal on; 0 until then (the entry's
+  // revision is the token: see token_of).
+  std::uint64_t session_token = 0;
   // The times as read: written back as they were while unchanged, so a
   // renewal never rewrites another writer's started_at (its precision, its
   // offset) into ours.

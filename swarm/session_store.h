@@ -33,6 +33,11 @@ struct SessionEntry {
   std::string raw;                 // the stored bytes of a corrupt record (empty otherwise)
 
   bool corrupt() const { return !session.has_value(); }
+  // The session token: the revision that made the session, which its
+  // renewals keep in the record; this revision while none has renewed it.
+  std::uint64_t token() const {
+    return session && session->session_token != 0 ? session->session_token : revision;
+  }
 };
 
 // Parses a stored value; a record whose `slot` is not its key is corrupt too.

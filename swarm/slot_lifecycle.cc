@@ -12,6 +12,7 @@
 #include "swarm/log.h"
 #include "swarm/names.h"
 #include "swarm/slot_folder.h"
+#include "swarm/text.h"
 #include "swarm/worktree.h"
 
 namespace swarm {
@@ -24,9 +25,22 @@ std::string corrupt_message(const std::string& slot, const std::string& reason) 
 }
 
 std::string foreign_message(const std::string& slot, const Session& owner) {
-  return "slot " + slot + " belongs to host " + owner.host +
-         (owner.task_id.empty() ? "" : " (task " + owner.task_id + ")") + "; run the verb on " + owner.host +
+  // The record's words are escaped: they go into messages a terminal shows.
+  const std::string host = printable(owner.host);
+  return "slot " + slot + " belongs to host " + host +
+         (owner.task_id.empty() ? "" : " (task " + printable(owner.task_id) + ")") + "; run the verb on " + host +
          ", or `swarm evict --slot " + slot + "` if that host is gone";
+}
+
+void require_session(const SessionEntry& entry, ExpectedSession session) {
+  if (!session || entry.token() == *session) return;
+  std::string now = "token " + std::to_string(entry.token());
+  if (!entry.corrupt())
+    now += ", host " + printable(entry.session->host) + ", task " + printable(entry.session->task_id) +
+           (entry.session->started_at ? ", started " + format_rfc3339(*entry.session->started_at) : "");
+  throw Error(Errc::conflict, "slot " + entry.slot + " is held by another session now (" + now + "): session " +
+                                  std::to_string(*session) + " was replaced (a join --force, or it expired and the "
+                                  "slot was taken again), so nothing was done; stop working in it");
 }
 
 namespace {
@@ -80,7 +94,9 @@ std::uint64_t SlotLifecycle::same_session_cas(SessionEntry entry, const char* do
 
 std::uint64_t SlotLifecycle::renew(const SessionEntry& entry) const {
   return same_session_cas(entry, "renewing", [&](SessionEntry& current) {
-    // Only last_renewed changes; every other field (a newer client's too) stays.
+    // Only last_renewed changes (and the session token is kept from now
+    // on); every other field (a newer client's too) stays.
+    current.session->session_token = current.token();
     current.session->last_renewed = clock_();
     return store_.update(*current.session, current.revision);
   });
@@ -104,6 +120,7 @@ std::uint64_t SlotLifecycle::renew(const SessionEntry& entry, std::optional<Leas
   // Both writes in one round trip.
   Session renewed = s;
   renewed.last_renewed = clock_();
+  renewed.session_token = entry.token();
   auto results = kv::Bucket::update_together(
       {{&store_.bucket(), s.slot, to_json(renewed), entry.revision}, tasks_.renewal(*task_lease)});
   std::uint64_t revision = results[0].revision;
@@ -115,12 +132,13 @@ std::uint64_t SlotLifecycle::renew(const SessionEntry& entry, std::optional<Leas
   return revision;
 }
 
-SessionEntry SlotLifecycle::read_own(const std::string& slot) const {
+SessionEntry SlotLifecycle::read_own(const std::string& slot, ExpectedSession session) const {
   require_slot_name(slot);
   auto entry = store_.get(slot);
   if (!entry) throw Error(Errc::not_found, not_found_message(slot));
   if (entry->corrupt()) throw Error(Errc::corrupt, corrupt_message(slot, entry->corrupt_reason));
   if (!me_.owns(*entry->session)) throw Error(Errc::foreign_host, foreign_message(slot, *entry->session));
+  require_session(*entry, session);
   return *entry;
 }
 
@@ -204,6 +222,7 @@ JoinResult SlotLifecycle::join(const std::string& slot, const std::string& task,
   // The slot's folder is ours alone from here: a close or doctor --fix of
   // this host removing it finishes first, and sees the record we write.
   FileLock folder_lock = lock_slot(workspace_, slot, "join of slot " + slot);
+  require_kept_folders(slot);
   s.started_at = clock_();
   s.last_renewed = s.started_at;
 
@@ -228,7 +247,7 @@ JoinResult SlotLifecycle::join(const std::string& slot, const std::string& task,
                                   "not be read to be sure; take it over with --force, or try again");
     if (state != State::stale && !force)
       throw Error(Errc::conflict, "slot " + slot + " is held by a " + std::string(to_string(state)) +
-                                      " session of this host (task " + owner.task_id + ", renewed " +
+                                      " session of this host (task " + printable(owner.task_id) + ", renewed " +
                                       format_duration(std::chrono::duration_cast<std::chrono::seconds>(age)) +
                                       " ago); take it over with --force, or `swarm close --slot " + slot + "` first");
     try {
@@ -289,12 +308,12 @@ JoinResult SlotLifecycle::join(const std::string& slot, const std::string& task,
 }
 
 CommitResult SlotLifecycle::commit(const std::string& slot, const std::string& message,
-                                   const std::vector<std::string>& paths) {
+                                   const std::vector<std::string>& paths, ExpectedSession session) {
   if (message.empty()) throw Error(Errc::bad_input, "an empty commit message; say what changed with -m");
   require_slot_name(slot);
   // No close or doctor --fix of this host removes the folder while we commit.
   FileLock folder_lock = lock_slot(workspace_, slot, "commit of slot " + slot);
-  SessionEntry entry = read_own(slot);
+  SessionEntry entry = read_own(slot, session);
   fs::path wt = workspace_.worktree(slot);
   if (!has_worktree(slot))
     throw Error(Errc::not_found, "slot " + slot + " has no worktree at " + wt.string() +
@@ -322,8 +341,9 @@ CommitResult SlotLifecycle::commit(const std::string& slot, const std::string& m
   return result;
 }
 
-std::uint64_t SlotLifecycle::renew(const std::string& slot, std::vector<std::string>* warnings) {
-  return renew(read_own(slot), std::nullopt, warnings);
+std::uint64_t SlotLifecycle::renew(const std::string& slot, std::vector<std::string>* warnings,
+                                   ExpectedSession session) {
+  return renew(read_own(slot, session), std::nullopt, warnings);
 }
 
 CloseResult SlotLifecycle::close(const std::string& slot, const CloseOptions& options) {
@@ -336,10 +356,18 @@ CloseResult SlotLifecycle::close(const std::string& slot, const CloseOptions& op
   // Every step below, from the first look at the record to the removal, with
   // the folder ours alone: a join of this host waits, then sees what we did.
   FileLock folder_lock = lock_slot(workspace_, slot, "close of slot " + slot);
+  require_kept_folders(slot);
   CloseResult result;
   auto entry = store_.get(slot);
   if (entry && entry->corrupt()) throw Error(Errc::corrupt, corrupt_message(slot, entry->corrupt_reason));
   if (entry && !me_.owns(*entry->session)) throw Error(Errc::foreign_host, foreign_message(slot, *entry->session));
+  // A replaced agent closes nothing of its successor's (nor a slot whose
+  // session is gone, for it cannot tell whose the folder is now).
+  if (options.session) {
+    if (!entry) throw Error(Errc::not_found, not_found_message(slot) + "; session " +
+                                                 std::to_string(*options.session) + " is over, nothing was done");
+    require_session(*entry, options.session);
+  }
   // A link in place of the slot's folder is refused here (exit 2, naming it).
   const bool have_folder = workspace_.slot_folder(slot).has_value();
   auto leftovers = leftover_removals(workspace_, slot);
@@ -422,10 +450,24 @@ void SlotLifecycle::finish_leftovers(const std::vector<std::string>& leftovers, 
     if (auto problem = finish_removal(workspace_, leftover); !problem.empty()) result.warnings.push_back(problem);
 }
 
+void SlotLifecycle::require_kept_folders(const std::string& slot) const {
+  // Each throws bad_input naming a link or a stranger's folder in its place.
+  workspace_.make_folder(kTrashFolder, 0700);
+  workspace_.make_folder(kRecoveryFolder, 0700);
+  // A file where the slot's folder should be is join's to name (a conflict).
+  auto slots = workspace_.folder_if_exists(kSlotsFolder);
+  if (!slots || (slots->kind(slot) != EntryKind::folder && slots->kind(slot) != EntryKind::link)) return;
+  auto folder = slots->folder_if_exists(slot);
+  const EntryKind wt = folder ? folder->kind(kWorktreeName) : EntryKind::missing;
+  if (wt == EntryKind::link || wt == EntryKind::folder) folder->folder_if_exists(kWorktreeName);
+}
+
 bool SlotLifecycle::has_worktree(const std::string& slot) const {
   auto folder = workspace_.slot_folder(slot);
+  const EntryKind kind = folder ? folder->kind(kWorktreeName) : EntryKind::missing;
   // A link in its place is refused (bad_input, naming it): never opened.
-  return folder && folder->folder_if_exists(kWorktreeName).has_value();
+  if (kind == EntryKind::link || kind == EntryKind::folder) folder->folder_if_exists(kWorktreeName);
+  return kind != EntryKind::missing;
 }
 
 void SlotLifecycle::require_hub() const {

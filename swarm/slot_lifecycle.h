@@ -23,10 +23,16 @@ namespace swarm {
 // the record is still the same session.
 inline constexpr int kMaxCasAttempts = 5;
 
+// The session an agent was given at join (join --json's session_token):
+// when set, a verb acts only while the slot's current session is that one,
+// so a replaced agent cannot act on its successor's. Empty: host ownership
+// alone decides (as before tokens).
+using ExpectedSession = std::optional<std::uint64_t>;
+
 struct JoinResult {
   std::filesystem::path worktree;
   Session session;
-  std::uint64_t revision = 0;
+  std::uint64_t revision = 0;  // also the session token
   std::optional<SessionEntry> replaced;  // the stale (or forced) record it replaced
   bool resumed_worktree = false;         // the slot's folder was already there
 };
@@ -43,6 +49,7 @@ struct CloseOptions {
   std::string result = "success";  // success | fail | fork
   bool keep_worktree = false;
   bool no_artifact = false;
+  ExpectedSession session;
 };
 
 struct CloseResult {
@@ -68,12 +75,14 @@ class SlotLifecycle {
   // Commits in the slot's worktree, pushes the branch, renews the record (one
   // CAS update with the revision read). Push and renewal failures are warnings.
   // `paths` are relative to the worktree (see path_inside).
-  CommitResult commit(const std::string& slot, const std::string& message, const std::vector<std::string>& paths);
+  CommitResult commit(const std::string& slot, const std::string& message, const std::vector<std::string>& paths,
+                      ExpectedSession session = {});
 
   // Bumps last_renewed by CAS, and renews the slot's task lease in the same
   // round trip. Returns the new revision; a task lease that could not be
   // kept is a warning (the session stands).
-  std::uint64_t renew(const std::string& slot, std::vector<std::string>* warnings = nullptr);
+  std::uint64_t renew(const std::string& slot, std::vector<std::string>* warnings = nullptr,
+                      ExpectedSession session = {});
   // The session alone, from a record already read (one round trip): on a
   // lost race it rereads and retries only while it is still the same session.
   std::uint64_t renew(const SessionEntry& read) const;
@@ -88,9 +97,10 @@ class SlotLifecycle {
   // Operator override: CAS-deletes the record whatever its host. Returns it.
   SessionEntry evict(const std::string& slot);
 
-  // The record of `slot` when it is this host's; not_found, corrupt and
-  // foreign_host errors name the next step.
-  SessionEntry read_own(const std::string& slot) const;
+  // The record of `slot` when it is this host's (and, with `session`, that
+  // session); not_found, corrupt, foreign_host and conflict errors name the
+  // next step.
+  SessionEntry read_own(const std::string& slot, ExpectedSession session = {}) const;
 
   const Workspace& workspace() const { return workspace_; }
   const HubLocation& hub() const { return hub_; }
@@ -113,9 +123,15 @@ class SlotLifecycle {
   void require_hub() const;
   // Deletes what interrupted removals of the slot left in .swarm/trash/.
   void finish_leftovers(const std::vector<std::string>& leftovers, CloseResult& result) const;
-  // Whether the slot has a worktree folder; throws bad_input when a link
-  // (or another user's folder) is where it or its slot folder should be.
+  // Whether something is where the slot's worktree should be; throws
+  // bad_input when it is a link (or another user's folder), or one is where
+  // its slot folder should be.
   bool has_worktree(const std::string& slot) const;
+  // Checks, before anything changes, that the folders the verb may use
+  // (.swarm/trash, .swarm/recovery, the slot's folder and worktree) are
+  // real folders of this user: a link there is refused (exit 2, naming it)
+  // before a record is written or released.
+  void require_kept_folders(const std::string& slot) const;
 
   Workspace workspace_;
   WorkspaceConfig config_;
@@ -129,5 +145,7 @@ class SlotLifecycle {
 // The messages of the contract's refusals, shared with doctor and status.
 std::string corrupt_message(const std::string& slot, const std::string& reason);
 std::string foreign_message(const std::string& slot, const Session& owner);
+// Throws conflict naming the slot's current session when it is not `session`.
+void require_session(const SessionEntry& entry, ExpectedSession session);
 
 }  // namespace swarm

@@ -32,6 +32,8 @@ void SessionTable::add(const SessionEntry& entry) {
     row.task_id = text_.keep(s.task_id);
     row.host = text_.keep(s.host);
     row.local = me_.owns(s);
+    row.session_token = entry.token();
+    row.token_in_record = s.session_token != 0;
     row.newer_fields = !s.unknown_fields.empty();
     if (keep_json_) row.record_json = text_.keep(to_json(s));
   }

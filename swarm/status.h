@@ -49,6 +49,8 @@ struct SessionRow {
   std::string_view corrupt_reason;      // "" unless corrupt
   std::string_view task_lease_problem;  // how its task lease disagrees with it ("" when it agrees)
   std::uint64_t revision = 0;
+  std::uint64_t session_token = 0;      // 0 when corrupt
+  bool token_in_record = false;         // the record carries its session_token itself
   TimePoint stored_at{};                // the server's timestamp of this revision
   std::chrono::milliseconds age{0};     // since then, on the server's clock (set by finish)
   State state = State::corrupt;

@@ -421,7 +421,8 @@ TEST_CASE("StatusJson_NewerWritersFieldsComeOutAsCJsonPrintsThem") {
   REQUIRE(ws.swarm({"join", "--slot", "s", "--task", "T-1"}).exit == 0);
   auto status = ws.swarm({"status", "--json"});
   REQUIRE(status.exit == 0);
-  CHECK(status.out.find(R"({"slot":"n","host":"h","leaf_pid":7,"x_new":[1,{"a":2}],"revision":)") != std::string::npos);
+  CHECK(status.out.find(R"({"slot":"n","host":"h","leaf_pid":7,"x_new":[1,{"a":2}],"session_token":)") !=
+        std::string::npos);
   CHECK(status.out.find(R"({"slot":"s","task_id":"T-1","agent_id":"slot-s","host":"host-a")") != std::string::npos);
   CHECK(json_of(status));  // one valid document
 }

@@ -29,9 +29,10 @@ TEST_CASE("Json_ParseRefusesTrailingTextAndNulBytes") {
 }
 
 TEST_CASE("Quoted_IsWhatCJsonPrints") {
-  // every byte but NUL, alone and in a run: the hand-written escaper and cJSON agree byte for byte.
+  // every ASCII byte but NUL, alone and in a run, and well-formed UTF-8: the hand-written escaper and cJSON
+  // agree byte for byte.
   std::string all;
-  for (int c = 1; c < 256; ++c) {
+  for (int c = 1; c < 128; ++c) {
     std::string one(1, static_cast<char>(c));
     all += one;
     Json holder = Json::array();
@@ -39,8 +40,19 @@ TEST_CASE("Quoted_IsWhatCJsonPrints") {
     std::string printed = holder.dump();
     CHECK(quoted(one) == printed.substr(1, printed.size() - 2));
   }
+  all += "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x90\x9d";
   Json holder = Json::array();
   cJSON_AddItemToArray(holder.get(), cJSON_CreateString(all.c_str()));
   std::string printed = holder.dump();
   CHECK(quoted(all) == printed.substr(1, printed.size() - 2));
+}
+
+TEST_CASE("Quoted_IllFormedUtf8BecomesTheReplacementCharacter") {
+  // output is always valid UTF-8: each byte of an ill-formed sequence is U+FFFD, the rest as cJSON prints it.
+  for (int c = 128; c < 256; ++c) CHECK(quoted(std::string(1, static_cast<char>(c))) == "\"\xef\xbf\xbd\"");
+  CHECK(quoted("a\xff\xfe\"b") == "\"a\xef\xbf\xbd\xef\xbf\xbd\\\"b\"");
+  CHECK(quoted("\xc0\xaf") == "\"\xef\xbf\xbd\xef\xbf\xbd\"");  // an overlong '/'
+  Json doc = Json::object();
+  doc.set("k", std::string_view("x\xed\xa0\x80y"));  // a surrogate
+  CHECK(doc.dump() == "{\"k\":\"x\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbdy\"}");
 }

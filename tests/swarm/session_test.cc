@@ -105,7 +105,7 @@ TEST_CASE("Session_CorruptShapesAreReportedNotThrown") {
   CHECK(reason_for("") == "the value is empty");
   CHECK(reason_for("{") == "the value is not valid JSON");
   CHECK(reason_for("not json at all") == "the value is not valid JSON");
-  CHECK(reason_for("\xff\xfe") == "the value is not valid JSON");
+  CHECK(reason_for("\xff\xfe") == "the value is not valid UTF-8");
   CHECK(reason_for("[1,2]") == "the value is not a JSON object");
   CHECK(reason_for("\"slot\"") == "the value is not a JSON object");
   CHECK(reason_for("null") == "the value is not a JSON object");

@@ -1,0 +1,150 @@
+#include "swarm/text.h"
+
+#include <cstdint>
+
+namespace swarm {
+
+namespace {
+
+constexpr char kHex[] = "0123456789abcdef";
+
+// The length of the well-formed UTF-8 sequence at text[i] (1 for ASCII), or
+// 0 when the bytes there are not one; `code` gets its code point.
+std::size_t sequence_at(std::string_view text, std::size_t i, std::uint32_t* code) {
+  auto c = static_cast<unsigned char>(text[i]);
+  if (c < 0x80) {
+    *code = c;
+    return 1;
+  }
+  std::size_t length = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 0;
+  if (length == 0 || c > 0xf4 || i + length > text.size()) return 0;
+  std::uint32_t value = c & (0xff >> (length + 1));
+  for (std::size_t k = 1; k < length; ++k) {
+    auto next = static_cast<unsigned char>(text[i + k]);
+    if ((next & 0xc0) != 0x80) return 0;
+    value = (value << 6) | (next & 0x3f);
+  }
+  static const std::uint32_t kShortest[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (value < kShortest[length] || value > 0x10ffff || (value >= 0xd800 && value <= 0xdfff)) return 0;
+  *code = value;
+  return length;
+}
+
+bool is_control(std::uint32_t code) { return code < 0x20 || code == 0x7f || (code >= 0x80 && code <= 0x9f); }
+
+// Whether every byte is printable ASCII: nearly all text is, and needs no
+// closer look.
+bool plain_ascii(std::string_view text) {
+  for (char c : text) {
+    auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u >= 0x7f) return false;
+  }
+  return true;
+}
+
+void append_byte_escape(std::string& out, unsigned char byte) {
+  out += "\\x";
+  out += kHex[byte >> 4];
+  out += kHex[byte & 15];
+}
+
+}  // namespace
+
+bool is_valid_utf8(std::string_view text) {
+  std::uint32_t code = 0;
+  for (std::size_t i = 0; i < text.size();) {
+    if (static_cast<unsigned char>(text[i]) < 0x80) {
+      ++i;
+      continue;
+    }
+    std::size_t n = sequence_at(text, i, &code);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
+bool is_plain_text(std::string_view text) {
+  if (plain_ascii(text)) return true;
+  std::uint32_t code = 0;
+  for (std::size_t i = 0; i < text.size();) {
+    std::size_t n = sequence_at(text, i, &code);
+    if (n == 0 || is_control(code)) return false;
+    i += n;
+  }
+  return true;
+}
+
+std::string valid_utf8(std::string_view text) {
+  if (is_valid_utf8(text)) return std::string(text);
+  std::string out;
+  out.reserve(text.size() + 8);
+  std::uint32_t code = 0;
+  for (std::size_t i = 0; i < text.size();) {
+    std::size_t n = sequence_at(text, i, &code);
+    if (n == 0) {
+      out += "\xef\xbf\xbd";  // U+FFFD
+      ++i;
+      continue;
+    }
+    out.append(text.substr(i, n));
+    i += n;
+  }
+  return out;
+}
+
+std::string printable(std::string_view text, bool keep_newlines) {
+  if (plain_ascii(text)) return std::string(text);
+  std::string out;
+  out.reserve(text.size() + 8);
+  std::uint32_t code = 0;
+  for (std::size_t i = 0; i < text.size();) {
+    std::size_t n = sequence_at(text, i, &code);
+    if (n == 0) {
+      append_byte_escape(out, static_cast<unsigned char>(text[i]));
+      ++i;
+      continue;
+    }
+    if (code == '\n' && keep_newlines) {
+      out += '\n';
+    } else if (code < 0x80 && is_control(code)) {
+      append_byte_escape(out, static_cast<unsigned char>(code));
+    } else if (is_control(code)) {
+      out += "\\u00";
+      out += kHex[code >> 4];
+      out += kHex[code & 15];
+    } else {
+      out.append(text.substr(i, n));
+    }
+    i += n;
+  }
+  return out;
+}
+
+std::string strict_json_problem(std::string_view text) {
+  bool in_string = false;
+  std::uint32_t code = 0;
+  for (std::size_t i = 0; i < text.size();) {
+    auto c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x80) {
+      std::size_t n = sequence_at(text, i, &code);
+      if (n == 0) return "the value is not valid UTF-8";
+      i += n;
+      continue;
+    }
+    if (in_string) {
+      if (c < 0x20) return "a string in the value holds a raw control character";
+      if (c == '\\') {
+        i += 2;  // the escaped character, whatever it is
+        continue;
+      }
+      if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    }
+    ++i;
+  }
+  return {};
+}
+
+}  // namespace swarm

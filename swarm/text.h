@@ -1,0 +1,29 @@
+// Text that came from outside (records, keys, lock files) on its way to a
+// terminal or a JSON reader: UTF-8 checked, control characters escaped, so a
+// hostile record can neither drive the terminal nor break a strict JSON
+// parser (adr/0018).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace swarm {
+
+// Whether `text` is well-formed UTF-8 (no overlong forms, no surrogates).
+bool is_valid_utf8(std::string_view text);
+// Whether `text` is well-formed UTF-8 without control characters (C0, DEL,
+// C1): a one-line text fit to show as it is.
+bool is_plain_text(std::string_view text);
+// `text` with each byte of an ill-formed sequence replaced by U+FFFD.
+std::string valid_utf8(std::string_view text);
+// `text` for a terminal: control characters (C0, DEL, C1) and the bytes of
+// ill-formed UTF-8 shown as \xNN or \u00NN escapes; with `keep_newlines`,
+// '\n' stays (for multi-line messages swarm itself writes).
+std::string printable(std::string_view text, bool keep_newlines = false);
+// Why `text` is no JSON text a strict reader takes ("" when it may be
+// one): ill-formed UTF-8, or a raw control character inside a string. A
+// record with either is corrupt.
+std::string strict_json_problem(std::string_view text);
+
+}  // namespace swarm
