@@ -10,6 +10,7 @@
 #include "kv/connection.h"
 #include "swarm/error.h"
 #include "swarm/json.h"
+#include "swarm/text.h"
 
 namespace swarm {
 
@@ -72,6 +73,8 @@ Workspace::ConfigFile parse_config(const std::string& text, const std::string& f
     out.problem = "the workspace config " + file + " is corrupt: " + why;
     return out;
   };
+  // JSON is UTF-8: a config that is not would not be written back as it was.
+  if (auto problem = strict_json_problem(text); !problem.empty()) return bad(problem);
   Json json = Json::parse(text);
   if (!json || !cJSON_IsObject(json.get())) return bad("not a JSON object");
   WorkspaceConfig& config = out.config;
