@@ -1,21 +1,40 @@
 // swarm: session and lease manager on NATS JetStream key-value.
-#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
+#include <mutex>
 #include <string_view>
 
 #include "cli/context.h"
 #include "cli/exit_code.h"
+#include "swarm/text.h"
 
 namespace {
 
 constexpr const char* kVersion = "swarm 0.1.0";
 
+// spdlog's lines on stderr with what they quote escaped: a debug line may
+// name a lease's holder or a task id, which any client of the bucket wrote.
+class EscapingStderrSink : public spdlog::sinks::base_sink<std::mutex> {
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    const std::string safe = swarm::printable(std::string_view(msg.payload.data(), msg.payload.size()));
+    spdlog::details::log_msg escaped = msg;
+    escaped.payload = safe;
+    spdlog::memory_buf_t formatted;
+    formatter_->format(escaped, formatted);
+    std::fwrite(formatted.data(), 1, formatted.size(), stderr);
+  }
+  void flush_() override { std::fflush(stderr); }
+};
+
 void setup_logging(const std::string& level) {
-  auto logger = spdlog::stderr_color_mt("swarm");
+  auto logger = std::make_shared<spdlog::logger>("swarm", std::make_shared<EscapingStderrSink>());
   const auto at = spdlog::level::from_str(level);
   // Debugging a race needs to know when: debug and trace lines carry the time.
   logger->set_pattern(at <= spdlog::level::debug ? "swarm: %H:%M:%S.%f %l: %v" : "swarm: %l: %v");
@@ -118,6 +137,9 @@ int main(int argc, char** argv) {
     } catch (const kv::Error& e) {
       auto translated = swarm::from_kv(e);
       code = ctx.out().error(translated.kind(), translated.what());
+    } catch (const std::filesystem::filesystem_error& e) {
+      // The local filesystem refused (full, read-only, denied): exit 9, naming the path.
+      code = ctx.out().error(swarm::Errc::filesystem, e.what());
     } catch (const std::exception& e) {
       code = ctx.out().error(swarm::Errc::internal, e.what());
     }

@@ -110,7 +110,7 @@ using Cells = std::array<std::string_view, 6>;
 // A record's text as a cell: as it is when it is plain (nearly always),
 // else escaped into `kept`, so that it cannot drive the terminal.
 std::string_view shown(std::string_view text, std::string& kept) {
-  if (swarm::is_plain_text(text)) return text;
+  if (swarm::shows_as_is(text)) return text;
   kept = swarm::printable(text);
   return kept;
 }
@@ -127,7 +127,7 @@ void with_cells(const swarm::SessionRow& row, Use use) {
     use(Cells{slot, "-", "-", age, state, revision});
     return;
   }
-  std::string host = swarm::is_plain_text(row.host) ? std::string(row.host) : swarm::printable(row.host);
+  std::string host = swarm::shows_as_is(row.host) ? std::string(row.host) : swarm::printable(row.host);
   if (row.local) host += " *";
   use(Cells{slot, row.task_id.empty() ? std::string_view("-") : shown(row.task_id, task_kept), host, age,
             swarm::to_string(row.state), revision});

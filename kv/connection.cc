@@ -25,25 +25,30 @@ std::vector<std::string> split_urls(const std::string& comma_separated) {
   return urls;
 }
 
-std::string redact_urls(const std::string& text) {
-  // Every "scheme://userinfo@" in the text: a password after the user's ':'
-  // or, with no ':', the whole userinfo (nats.c takes it for a token).
+std::string redact_urls(const std::string& urls) {
+  // Each URL of the list: its userinfo runs from after the scheme (if any)
+  // to its last '@' (a password may hold '/', '@' or spaces); a password
+  // after the user's ':' becomes ***, and a userinfo with no ':' (nats.c
+  // takes it for a token) becomes *** whole.
   std::string out;
-  std::size_t at = 0;
-  while (true) {
-    std::size_t scheme = text.find("://", at);
-    if (scheme == std::string::npos) break;
-    std::size_t start = scheme + 3;
-    std::size_t end = text.find_first_of("/,@ \t\n", start);
-    out.append(text, at, start - at);
-    at = start;
-    if (end == std::string::npos || text[end] != '@') continue;
-    std::string userinfo = text.substr(start, end - start);
-    auto colon = userinfo.find(':');
-    out += colon == std::string::npos ? std::string("***") : userinfo.substr(0, colon + 1) + "***";
-    at = end;
+  std::size_t start = 0;
+  while (start <= urls.size()) {
+    std::size_t end = urls.find(',', start);
+    if (end == std::string::npos) end = urls.size();
+    std::string url = urls.substr(start, end - start);
+    const std::size_t scheme = url.find("://");
+    const std::size_t from = scheme == std::string::npos ? 0 : scheme + 3;
+    const std::size_t at = url.rfind('@');
+    if (at != std::string::npos && at >= from) {
+      const std::string userinfo = url.substr(from, at - from);
+      const std::size_t colon = userinfo.find(':');
+      url.replace(from, at - from, colon == std::string::npos ? std::string("***") : userinfo.substr(0, colon + 1) + "***");
+    }
+    out += url;
+    if (end == urls.size()) break;
+    out += ',';
+    start = end + 1;
   }
-  out.append(text, at, std::string::npos);
   return out;
 }
 
@@ -107,7 +112,15 @@ std::string joined(const std::vector<std::string>& urls) {
   return out;
 }
 
-detail::OptionsPtr make_options(const ConnectionOptions& o) {
+// The token for this (re)connect: none unless the guard vouches for the server.
+const char* guarded_token(void* closure) {
+  static const char kNone[] = "";
+  auto* state = static_cast<detail::ConnectionState*>(closure);
+  if (state->token_guard && !state->token_guard()) return kNone;
+  return state->token.c_str();
+}
+
+detail::OptionsPtr make_options(const ConnectionOptions& o, detail::ConnectionState* state) {
   const std::string what = "connect options";
   if (o.urls.empty()) throw Error(Errc::bad_request, "no NATS URL given (set --nats-url or $NATS_URL)");
   for (const auto& url : o.urls) require_valid_urls(url);
@@ -132,7 +145,13 @@ detail::OptionsPtr make_options(const ConnectionOptions& o) {
 
   if (!o.user.empty() || !o.password.empty())
     check(natsOptions_SetUserInfo(raw, o.user.c_str(), o.password.c_str()), what);
-  if (!o.token.empty()) check(natsOptions_SetToken(raw, o.token.c_str()), what);
+  if (!o.token.empty() && o.token_guard) {
+    state->token = o.token;
+    state->token_guard = o.token_guard;
+    check(natsOptions_SetTokenHandler(raw, guarded_token, state), what);
+  } else if (!o.token.empty()) {
+    check(natsOptions_SetToken(raw, o.token.c_str()), what);
+  }
   if (!o.creds_file.empty()) {
     // nats.c reads it only while connecting, where a missing file would pass
     // for an unreachable server.
@@ -168,8 +187,8 @@ void require_valid_urls(const std::string& comma_separated) {
 }
 
 Connection Connection::connect(const ConnectionOptions& o) {
-  auto options = make_options(o);
   auto state = std::make_shared<detail::ConnectionState>();
+  auto options = make_options(o, state.get());
   state->urls = redact_urls(joined(o.urls));
   state->request_timeout = o.request_timeout;
 

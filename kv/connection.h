@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,6 +35,11 @@ struct ConnectionOptions {
   std::string tls_cert;
   std::string tls_key;
 
+  // When set, `token` is sent (at connect and at every reconnect) only while
+  // this says the server listening at the URL is the one the token is for;
+  // else an empty token goes. Called on nats.c's thread.
+  std::function<bool()> token_guard;
+
   bool has_credentials() const {
     return !user.empty() || !password.empty() || !token.empty() || !creds_file.empty() || !nkey_file.empty();
   }
@@ -47,8 +53,9 @@ std::vector<std::string> split_urls(const std::string& comma_separated);
 // with a host and a port of 1 to 65535.
 void require_valid_urls(const std::string& comma_separated);
 
-// The URLs with the secret of each (nats://user:PASSWORD@ or nats://TOKEN@)
-// replaced by ***: how a URL is printed, logged or reported, always.
+// The URLs (one, or several comma-separated) with the secret of each
+// (nats://user:PASSWORD@ or nats://TOKEN@, scheme or not) replaced by ***:
+// how a URL is printed, logged or reported, always.
 std::string redact_urls(const std::string& comma_separated);
 
 class Connection {

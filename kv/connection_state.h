@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <mutex>
 #include <string>
 
@@ -27,6 +28,10 @@ struct ConnectionState {
   // (Connection::limit_total_wait); zero: each request has request_timeout.
   std::chrono::milliseconds total_wait_limit{0};
   std::atomic<std::int64_t> waited_ms{0};
+  // A token sent only while its guard says the server is the one meant
+  // (ConnectionOptions::token_guard), at connect and at every reconnect.
+  std::string token;
+  std::function<bool()> token_guard;
 
   ~ConnectionState() {
     js.reset();

@@ -288,6 +288,13 @@ class Checkup {
         unsafe_path(ws_.swarm_dir() / name, e);
       }
     }
+    // What nats-server opens by path: a link there would have it write elsewhere.
+    if (auto nats = kept_folder(kNatsFolder))
+      for (const char* name : {"nats.log", "nats.pid", "data", "server.json", "server.conf", "token"})
+        if (nats->kind(name) == EntryKind::link)
+          unsafe_path(ws_.nats_dir() / name,
+                      Error(Errc::bad_input, (ws_.nats_dir() / name).string() + " is a symbolic link where the "
+                                             "embedded server keeps a file of its own"));
     std::optional<SafeDir> slots = kept_folder(kSlotsFolder);
     if (!slots) return;
     for (const auto& name : slots->list()) {

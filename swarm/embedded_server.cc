@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -73,12 +74,33 @@ bool serves_store(pid_t pid, const fs::path& store) {
 }
 
 
-// The last `max_chars` of what the file holds after its first `from` bytes.
-std::string tail_of(const fs::path& path, std::size_t max_chars, std::uintmax_t from = 0) {
-  std::ifstream in(path);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  text.erase(0, std::min<std::size_t>(text.size(), static_cast<std::size_t>(from)));
-  return text.size() > max_chars ? text.substr(text.size() - max_chars) : text;
+// The size of the plain file `name` in `dir` (0 when it is none), not through a link.
+std::uint64_t size_of(const SafeDir& dir, const char* name) {
+  struct stat st {};
+  if (::fstatat(dir.fd(), name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) return 0;
+  return static_cast<std::uint64_t>(st.st_size);
+}
+
+// The last `max_chars` of what the log holds after its first `from` bytes,
+// read from the folder's descriptor, never through a link.
+std::string log_tail(const SafeDir& dir, std::size_t max_chars, std::uint64_t from) {
+  int fd = ::openat(dir.fd(), "nats.log", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return {};
+  UniqueFd log(fd);
+  const std::uint64_t size = size_of(dir, "nats.log");
+  const std::uint64_t start = std::max(from, size > max_chars ? size - max_chars : 0);
+  std::string text(static_cast<std::size_t>(size > start ? size - start : 0), '\0');
+  ssize_t n = ::pread(fd, text.data(), text.size(), static_cast<off_t>(start));
+  text.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+  return text;
+}
+
+// The files nats-server opens by path are ours, never links someone planted
+// (it would append its log to, or keep its store in, whatever they name).
+void require_no_planted_links(const SafeDir& dir) {
+  for (const char* name : {"nats.log", "nats.pid", "data"})
+    if (dir.kind(name) == EntryKind::link) dir.folder(name);  // throws, naming it
+  if (auto data = dir.folder_if_exists("data")) data->folder_if_exists("jetstream");  // refuses a link
 }
 
 // The program's real path, found on PATH ("" when it is not there).
@@ -187,7 +209,9 @@ std::optional<ServerIdentity> EmbeddedServer::running() const {
   id.url = string("url");
   id.token_auth = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(json.get(), "token_auth"));
   // All three: the same process (start time), the same program, our store.
-  if (!process_alive(id.pid) || process_start_ticks(id.pid) != id.start_ticks || !serves_store(id.pid, data_dir())) return std::nullopt;
+  if (!process_alive(id.pid) || process_uid(id.pid) != ::geteuid() || process_start_ticks(id.pid) != id.start_ticks ||
+      !serves_store(id.pid, data_dir()))
+    return std::nullopt;
   if (!id.exe.empty() && exe_of(id.pid) != id.exe) return std::nullopt;
   return id;
 }
@@ -200,8 +224,10 @@ std::optional<pid_t> EmbeddedServer::running_pid() const {
 
 std::vector<pid_t> EmbeddedServer::all_on_store() const {
   std::vector<pid_t> out;
+  // Only processes of this user: anyone can run a program called nats-server
+  // with our store in its arguments, and swarm signals what this lists.
   for (pid_t pid : all_processes())
-    if (serves_store(pid, data_dir())) out.push_back(pid);
+    if (process_uid(pid) == ::geteuid() && serves_store(pid, data_dir())) out.push_back(pid);
   return out;
 }
 
@@ -211,6 +237,7 @@ std::string EmbeddedServer::start(int port, std::chrono::milliseconds timeout) {
     throw Error(Errc::unavailable,
                 "nats-server is not on PATH: install it (apt-get install nats-server) or pass --nats-url");
   SafeDir dir = folder();
+  require_no_planted_links(dir);
   dir.make_folder("data", 0700);
   // The token reaches the server in a file only this user reads, never on
   // its command line (any user can read that in /proc).
@@ -225,8 +252,7 @@ std::string EmbeddedServer::start(int port, std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (int attempt = 1;; ++attempt) {
     // nats-server appends to its log: only what this start wrote tells why it stopped.
-    std::error_code size_ec;
-    const auto log_start = fs::exists(log_file(), size_ec) ? fs::file_size(log_file(), size_ec) : 0;
+    const std::uint64_t log_start = size_of(dir, "nats.log");
     pid_t pid = launch(program, port);
     const std::string url = "nats://127.0.0.1:" + std::to_string(port);
     const auto start_ticks = process_start_ticks(pid).value_or(0);
@@ -250,7 +276,7 @@ std::string EmbeddedServer::start(int port, std::chrono::milliseconds timeout) {
     while (!(listens_on(pid, port).value_or(true) && answers(port))) {
       int status = 0;
       if (waitpid(pid, &status, WNOHANG) == pid) {
-        const std::string log = tail_of(log_file(), 1500, log_start);
+        const std::string log = log_tail(dir, 1500, log_start);
         if (attempt < kPortTries && log.find("address already in use") != std::string::npos) {
           taken = true;
           break;
@@ -309,7 +335,9 @@ std::vector<pid_t> EmbeddedServer::stop_others(pid_t keep, std::chrono::millisec
     if (pid != keep) pids.push_back(pid);
   // Each is checked again right before each signal: a pid that stopped
   // serving our store meanwhile is no longer ours to signal.
-  auto still_ours = [&](pid_t pid) { return process_alive(pid) && serves_store(pid, data_dir()); };
+  auto still_ours = [&](pid_t pid) {
+    return process_alive(pid) && process_uid(pid) == ::geteuid() && serves_store(pid, data_dir());
+  };
   for (pid_t pid : pids)
     if (still_ours(pid)) kill(pid, SIGTERM);
   auto deadline = std::chrono::steady_clock::now() + grace;
@@ -328,18 +356,29 @@ std::vector<pid_t> EmbeddedServer::stop_others(pid_t keep, std::chrono::millisec
   return pids;
 }
 
+bool EmbeddedServer::owns_port(int port) const {
+  auto id = running();
+  // Where /proc cannot tell whose socket it is, our own live server is enough.
+  return id && listens_on(id->pid, port).value_or(true);
+}
+
 void use_embedded_token(const fs::path& nats_dir, const WorkspaceConfig& config, kv::ConnectionOptions& options) {
   // Only to the server the config names: a --nats-url elsewhere never gets it.
   if (!config.embedded || options.urls != kv::split_urls(config.nats_url)) return;
-  auto token = EmbeddedServer(nats_dir).token();
-  if (!token) return;  // a workspace made before tokens: its next `up` makes one
   // The server knows the workspace's token and nothing else: credentials
   // meant for other servers ($NATS_USER, a context) are not sent to it.
   options.user.clear();
   options.password.clear();
   options.creds_file.clear();
   options.nkey_file.clear();
+  options.token.clear();
+  auto token = EmbeddedServer(nats_dir).token();
+  if (!token) return;  // a workspace made before tokens: its next `up` makes one
   options.token = *token;
+  // And only while our own server listens there, at every (re)connect: with
+  // ours down, anyone may take the port.
+  const int port = port_of_url(config.nats_url);
+  options.token_guard = [nats_dir, port] { return EmbeddedServer(nats_dir).owns_port(port); };
 }
 
 }  // namespace swarm

@@ -47,6 +47,11 @@ class EmbeddedServer {
   std::filesystem::path token_file() const { return dir_ / "token"; }
   std::filesystem::path config_file() const { return dir_ / "server.conf"; }
 
+  // Whether our server (running()) itself listens on `port`: the only server
+  // the workspace's token may be sent to. Another local user could listen on
+  // the port while ours is down.
+  bool owns_port(int port) const;
+
   // The workspace's token, nullopt when `up` has made none yet.
   std::optional<std::string> token() const;
   // The token, made (random, 0600) when there is none yet.

@@ -129,6 +129,7 @@ std::string try_connect(const std::string& address, std::chrono::milliseconds ti
 std::string HubLocation::redact(const std::string& message) const { return redacted(text, message); }
 
 bool HubLocation::has_password() const { return !password_of(text).empty(); }
+std::string HubLocation::password() const { return password_of(text); }
 
 std::string HubLocation::without_password() const {
   const std::string password = password_of(text);

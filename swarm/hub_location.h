@@ -35,8 +35,9 @@ struct HubLocation {
   // The hub as sessions record it (hub_url): file://<canonical path>, or the
   // URL as shown(). Every verb and doctor compare this text.
   std::string session_url() const;
-  // Whether the URL carries a password (scheme://user:password@host/...).
+  // Whether the URL carries a password (scheme://user:password@host/...), and it.
   bool has_password() const;
+  std::string password() const;
   // The URL with its password taken out (user@ kept): what a clone keeps
   // as its origin, so that no clone's config holds the secret.
   std::string without_password() const;

@@ -4,10 +4,12 @@ namespace swarm {
 
 namespace fs = std::filesystem;
 
-std::vector<std::string> repackable_packs(const fs::path& hub) {
+std::vector<std::string> repackable_packs(const fs::path& hub) { return repackable_packs_in(hub / "objects" / "pack"); }
+
+std::vector<std::string> repackable_packs_in(const fs::path& pack_dir) {
   std::vector<std::string> out;
   std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(hub / "objects" / "pack", ec)) {
+  for (const auto& entry : fs::directory_iterator(pack_dir, ec)) {
     const fs::path& p = entry.path();
     if (p.extension() != ".pack") continue;
     fs::path keep = p;

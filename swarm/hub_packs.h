@@ -13,5 +13,7 @@ namespace swarm {
 // leaving out kept ones (a .keep file: someone asked for them to stay) and
 // ones still being written (no .idx yet).
 std::vector<std::string> repackable_packs(const std::filesystem::path& hub);
+// The same in a pack folder given itself (a repack holds it open).
+std::vector<std::string> repackable_packs_in(const std::filesystem::path& pack_dir);
 
 }  // namespace swarm

@@ -1,14 +1,17 @@
 #include "swarm/process_info.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <sstream>
 
 namespace swarm {
@@ -17,41 +20,81 @@ bool process_alive(pid_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno ==
 
 namespace {
 
+// A /proc file's bytes, read with read(2): a process that ends while it is
+// read makes the read fail (ESRCH), which is "gone", never an exception.
+// nullopt when it cannot be read (gone, or another user's).
+std::optional<std::string> read_proc(const std::string& path, std::size_t max_bytes = 1 << 20) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::string text;
+  char buffer[4096];
+  while (text.size() < max_bytes) {
+    ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      ::close(fd);
+      return std::nullopt;
+    }
+    if (n == 0) break;
+    text.append(buffer, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return text;
+}
+
+template <typename Number>
+std::optional<Number> number_of(std::string_view text) {
+  Number value{};
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
 // Field `n` (from 3 on) of /proc/<pid>/stat: "pid (comm) state ppid ...".
 std::optional<std::string> stat_field(pid_t pid, int n) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  auto paren = stat.rfind(')');  // the command name before it may hold spaces
-  if (paren == std::string::npos || paren + 2 > stat.size()) return std::nullopt;
-  std::istringstream fields(stat.substr(paren + 2));
+  auto stat = read_proc("/proc/" + std::to_string(pid) + "/stat", 4096);
+  if (!stat) return std::nullopt;
+  auto paren = stat->rfind(')');  // the command name before it may hold spaces
+  if (paren == std::string::npos || paren + 2 > stat->size()) return std::nullopt;
+  std::istringstream fields(stat->substr(paren + 2));
   std::string field;
   for (int i = 3; i <= n && fields >> field; ++i)
     if (i == n) return field;
   return std::nullopt;
 }
 
+// The names of a /proc folder's entries; empty when it is gone. Never throws.
+std::vector<std::string> proc_entries(const std::string& path) {
+  std::vector<std::string> names;
+  DIR* dir = ::opendir(path.c_str());
+  if (dir == nullptr) return names;
+  while (const dirent* entry = ::readdir(dir)) names.emplace_back(entry->d_name);
+  ::closedir(dir);
+  return names;
+}
+
 }  // namespace
 
 std::optional<unsigned long long> process_start_ticks(pid_t pid) {
   auto field = stat_field(pid, 22);
-  if (!field) return std::nullopt;
-  return std::stoull(*field);
+  return field ? number_of<unsigned long long>(*field) : std::nullopt;
 }
 
 std::optional<pid_t> process_parent(pid_t pid) {
   auto field = stat_field(pid, 4);
-  if (!field) return std::nullopt;
-  return static_cast<pid_t>(std::stol(*field));
+  return field ? number_of<pid_t>(*field) : std::nullopt;
+}
+
+std::optional<uid_t> process_uid(pid_t pid) {
+  struct stat st {};
+  if (::stat(("/proc/" + std::to_string(pid)).c_str(), &st) != 0) return std::nullopt;
+  return st.st_uid;
 }
 
 std::vector<pid_t> all_processes() {
   std::vector<pid_t> out;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    out.push_back(static_cast<pid_t>(std::stol(name)));
-  }
+  for (const auto& name : proc_entries("/proc"))
+    if (auto pid = number_of<pid_t>(name)) out.push_back(*pid);
   return out;
 }
 
@@ -63,10 +106,16 @@ bool process_is(pid_t pid, unsigned long long start_ticks) {
 }
 
 std::vector<std::string> process_arguments(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
   std::vector<std::string> args;
-  std::string arg;
-  while (std::getline(in, arg, '\0')) args.push_back(arg);
+  auto text = read_proc("/proc/" + std::to_string(pid) + "/cmdline");
+  if (!text) return args;
+  std::size_t start = 0;
+  while (start < text->size()) {
+    auto end = text->find('\0', start);
+    if (end == std::string::npos) end = text->size();
+    args.push_back(text->substr(start, end - start));
+    start = end + 1;
+  }
   return args;
 }
 
@@ -80,12 +129,13 @@ std::optional<bool> listens_on(pid_t pid, int port) {
   std::snprintf(loopback, sizeof loopback, "%08X:%04X", static_cast<unsigned>(htonl(INADDR_LOOPBACK)),
                 static_cast<unsigned>(port));
   std::snprintf(any, sizeof any, "%08X:%04X", 0U, static_cast<unsigned>(port));
-  std::ifstream table("/proc/net/tcp");
+  auto table = read_proc("/proc/net/tcp", 64 << 20);
   if (!table) return std::nullopt;
+  std::istringstream lines(*table);
   std::vector<std::string> sockets;
   std::string line;
-  std::getline(table, line);  // the header
-  while (std::getline(table, line)) {
+  std::getline(lines, line);  // the header
+  while (std::getline(lines, line)) {
     std::istringstream fields(line);
     std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
     if (!(fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >> timeout >> inode))
@@ -93,12 +143,11 @@ std::optional<bool> listens_on(pid_t pid, int port) {
     if (state == "0A" && (local == loopback || local == any)) sockets.push_back("socket:[" + inode + "]");
   }
   if (sockets.empty()) return false;
-  std::error_code ec;
-  std::filesystem::directory_iterator fds("/proc/" + std::to_string(pid) + "/fd", ec);
-  if (ec) return process_alive(pid) ? std::nullopt : std::optional<bool>(false);
-  for (const auto& fd : fds) {
-    std::error_code link_ec;
-    auto target = std::filesystem::read_symlink(fd.path(), link_ec).string();
+  const std::string fd_dir = "/proc/" + std::to_string(pid) + "/fd";
+  if (::access(fd_dir.c_str(), R_OK) != 0) return process_alive(pid) ? std::nullopt : std::optional<bool>(false);
+  for (const auto& fd : proc_entries(fd_dir)) {
+    std::error_code ec;
+    auto target = std::filesystem::read_symlink(fd_dir + "/" + fd, ec).string();
     for (const auto& socket : sockets)
       if (target == socket) return true;
   }

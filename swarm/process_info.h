@@ -16,6 +16,8 @@ bool process_alive(pid_t pid);
 std::optional<unsigned long long> process_start_ticks(pid_t pid);
 // /proc/<pid>/stat field 4: its parent (nullopt when it is gone).
 std::optional<pid_t> process_parent(pid_t pid);
+// The user a process runs as (nullopt when it is gone).
+std::optional<uid_t> process_uid(pid_t pid);
 // Every process of this host /proc shows.
 std::vector<pid_t> all_processes();
 // Whether `pid` is alive and is still the process that started at `start_ticks`

@@ -94,11 +94,10 @@ class RecoveryFolder {
 
   void open() {
     if (folder_) return;
-    std::string name = name_;
-    for (int n = 2; root_.kind(name) != EntryKind::missing; ++n) name = name_ + "-" + std::to_string(n);
-    folder_.emplace(root_.make_folder(name, 0700));
+    // A folder of its own, made here (never one someone put there first).
+    for (int n = 1; !folder_; ++n) folder_ = root_.make_new_folder(n == 1 ? name_ : name_ + "-" + std::to_string(n), 0700);
     out_->folder = folder_->path();
-    manifest_fd_ = folder_->open_file("MANIFEST");
+    manifest_fd_ = folder_->create_exclusive("MANIFEST");
     manifest_ = "# " + header_ + "\n# salvaged " + format_rfc3339(now_) +
                 "; codes: ? untracked, ! ignored, A added, M modified, D deleted, R renamed, T type change, F kept "
                 "whole, L left in place (a folder on its path had become a link)\n";
@@ -152,7 +151,7 @@ class RecoveryFolder {
         fs::copy(source, target, fs::copy_options::recursive | fs::copy_options::copy_symlinks, ec);
         if (ec) cannot_salvage(from.path() / name, to.path() / new_name, ec);
         return files_under(target);
-      case EntryKind::file: fs::copy_file(source, target, fs::copy_options::overwrite_existing, ec); break;
+      case EntryKind::file: return from.copy_file(name, to, new_name) ? 1 : 0;  // never through a link
       case EntryKind::other:
       case EntryKind::missing: return 0;  // a FIFO or socket holds no data to keep
     }
@@ -171,6 +170,28 @@ class RecoveryFolder {
   std::string manifest_;
 };
 
+// Folders git could not look into (no read or search permission for this
+// user) hold files that exist nowhere else: each is kept whole, by one
+// rename (which needs no permission inside it). Before a worktree goes.
+void keep_unreadable_folders(const SafeDir& dir, const std::string& relative, RecoveryFolder& folder) {
+  // A folder that opens but cannot be listed throws: the salvage stops, and
+  // the slot's folder is kept.
+  for (const auto& name : dir.subfolders()) {
+    if (relative.empty() && name == ".git") continue;
+    const std::string path = relative.empty() ? name : relative + "/" + name;
+    std::optional<SafeDir> sub;
+    try {
+      sub = dir.folder_below(name, false);
+    } catch (const Error& e) {
+      if (e.kind() == Errc::bad_input) continue;  // a link: the agent's data, left as it is
+      if (e.kind() != Errc::filesystem) throw;
+      folder.add('F', path, dir, name);  // cannot even be opened
+      continue;
+    }
+    if (sub) keep_unreadable_folders(*sub, path, folder);
+  }
+}
+
 // A readable worktree: the history the hub lacks, then the uncommitted files.
 void salvage_worktree(Worktree& worktree, const SafeDir& wt, const std::string& slot, TimePoint now,
                       RecoveryFolder& folder, Salvage& out, const SalvageOptions& options) {
@@ -186,6 +207,7 @@ void salvage_worktree(Worktree& worktree, const SafeDir& wt, const std::string& 
     while (!path.empty() && path.back() == '/') path.pop_back();  // an ignored folder, "dir/"
     folder.add(change.code, path, wt);
   }
+  if (options.move) keep_unreadable_folders(wt, "", folder);
 }
 
 // A folder whose repository cannot be read: every file, and .git whole (it

@@ -37,7 +37,8 @@ std::string user_name(uid_t uid) {
                                    "own user: run swarm as " + user_name(owner) + ", or move the folder away");
 }
 
-// Checks what an open descriptor is: a folder (or a plain file), ours.
+// Checks what an open descriptor is: a folder (or a plain file with no
+// other hard link: another name for a file elsewhere), ours.
 void check_opened(int fd, const fs::path& path, bool folder, bool require_owner) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) throw_filesystem_error("look at", path, errno);
@@ -45,6 +46,9 @@ void check_opened(int fd, const fs::path& path, bool folder, bool require_owner)
     throw Error(Errc::bad_input, path.string() + " is not a " + (folder ? "folder" : "plain file") +
                                      ", where swarm keeps one of its own; move it away");
   if (require_owner && st.st_uid != ::geteuid()) refuse_stranger(path, st.st_uid);
+  if (!folder && st.st_nlink > 1)
+    throw Error(Errc::bad_input, path.string() + " has other hard links (it is another name for a file "
+                                                 "elsewhere); swarm writes only files of its own: remove it");
 }
 
 // Why opening `name` under `dirfd` failed, as swarm's error. A link there
@@ -67,7 +71,7 @@ std::string temp_name(const std::string& name) {
   return "." + name + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(random() % 1000000007ULL);
 }
 
-void write_all(int fd, const std::string& text, const fs::path& path) {
+void write_all(int fd, std::string_view text, const fs::path& path) {
   std::size_t done = 0;
   while (done < text.size()) {
     ssize_t n = ::write(fd, text.data() + done, text.size() - done);
@@ -129,7 +133,7 @@ bool is_plain_name(const std::string& name) {
          name.find('\0') == std::string::npos;
 }
 
-std::optional<SafeDir> SafeDir::open_if_exists(const fs::path& path) {
+std::optional<SafeDir> SafeDir::open_if_exists(const fs::path& path, bool require_owner) {
   int fd = ::open(path.c_str(), kFolderFlags);
   if (fd < 0) {
     if (errno == ENOENT) return std::nullopt;
@@ -140,7 +144,7 @@ std::optional<SafeDir> SafeDir::open_if_exists(const fs::path& path) {
     throw_filesystem_error("open", path, errno);
   }
   UniqueFd owned(fd);
-  check_opened(fd, path, true, true);
+  check_opened(fd, path, true, require_owner);
   return SafeDir(std::move(owned), path);
 }
 
@@ -194,6 +198,15 @@ SafeDir SafeDir::make_folder(const std::string& name, mode_t mode) const {
   return folder(name);
 }
 
+std::optional<SafeDir> SafeDir::make_new_folder(const std::string& name, mode_t mode) const {
+  if (!is_plain_name(name)) throw Error(Errc::internal, "not a plain name inside " + path_.string() + ": " + name);
+  if (::mkdirat(fd_.get(), name.c_str(), mode) != 0) {
+    if (errno == EEXIST) return std::nullopt;
+    throw_filesystem_error("make the folder", path_ / name, errno);
+  }
+  return folder(name);
+}
+
 std::optional<SafeDir> SafeDir::folder_below(const std::string& relative, bool require_owner) const {
   std::optional<SafeDir> at;
   std::size_t start = 0;
@@ -234,6 +247,26 @@ std::vector<std::string> SafeDir::list() const {
   return names;
 }
 
+std::vector<std::string> SafeDir::subfolders() const {
+  int fd = ::openat(fd_.get(), ".", kFolderFlags);
+  if (fd < 0) throw_filesystem_error("list", path_, errno);
+  DIR* dir = ::fdopendir(fd);
+  if (dir == nullptr) {
+    int e = errno;
+    ::close(fd);
+    throw_filesystem_error("list", path_, e);
+  }
+  std::vector<std::string> names;
+  while (const dirent* entry = ::readdir(dir)) {
+    std::string name = entry->d_name;
+    if (name == "." || name == "..") continue;
+    const bool folder = entry->d_type == DT_DIR || (entry->d_type == DT_UNKNOWN && kind(name) == EntryKind::folder);
+    if (folder) names.push_back(std::move(name));
+  }
+  ::closedir(dir);
+  return names;
+}
+
 bool SafeDir::still_is(const std::string& name, const SafeDir& other) const {
   struct stat here {}, there {};
   if (::fstatat(fd_.get(), name.c_str(), &here, AT_SYMLINK_NOFOLLOW) != 0) return false;
@@ -259,6 +292,7 @@ std::optional<std::string> SafeDir::read_file(const std::string& name, std::size
   }
   if (S_ISDIR(st.st_mode)) *why = "it is a folder";
   else if (!S_ISREG(st.st_mode)) *why = "it is not a plain file (a FIFO, socket or device)";
+  else if (st.st_nlink > 1) *why = "it has other hard links (another name for a file elsewhere)";
   else if (static_cast<std::uint64_t>(st.st_size) > max_bytes) *why = "it is larger than " + std::to_string(max_bytes) + " bytes";
   if (!why->empty()) return std::nullopt;
   std::string text;
@@ -319,6 +353,30 @@ UniqueFd SafeDir::open_file(const std::string& name, mode_t mode) const {
   UniqueFd owned(fd);
   check_opened(fd, path, false, true);
   return owned;
+}
+
+UniqueFd SafeDir::create_exclusive(const std::string& name, mode_t mode) const {
+  int fd = ::openat(fd_.get(), name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+  if (fd < 0) throw_filesystem_error("create", path_ / name, errno);
+  return UniqueFd(fd);
+}
+
+bool SafeDir::copy_file(const std::string& name, const SafeDir& to, const std::string& new_name) const {
+  int in = ::openat(fd_.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (in < 0) return false;
+  UniqueFd source(in);
+  struct stat st {};
+  if (::fstat(in, &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  UniqueFd target = to.create_exclusive(new_name, st.st_mode & 07777);
+  char buffer[65536];
+  while (true) {
+    ssize_t n = ::read(in, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw_filesystem_error("read", path_ / name, errno);
+    if (n == 0) break;
+    write_all(target.get(), std::string_view(buffer, static_cast<std::size_t>(n)), to.path() / new_name);
+  }
+  return true;
 }
 
 void SafeDir::remove_file(const std::string& name) const {

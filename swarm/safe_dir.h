@@ -42,8 +42,9 @@ class SafeDir {
   // `path` as a folder swarm keeps. Throws not_found when it is missing,
   // bad_input when it is a link, no folder, or another user's.
   static SafeDir open(const std::filesystem::path& path);
-  // The same, nullopt when it is missing.
-  static std::optional<SafeDir> open_if_exists(const std::filesystem::path& path);
+  // The same, nullopt when it is missing; `require_owner` false for a folder
+  // that may be shared with other users (a hub on a shared filesystem).
+  static std::optional<SafeDir> open_if_exists(const std::filesystem::path& path, bool require_owner = true);
   // Makes the folder when it is missing (its parent need not be swarm's:
   // .swarm/ itself sits in the user's workspace), then opens it.
   static SafeDir make(const std::filesystem::path& path, mode_t mode = 0755);
@@ -63,18 +64,23 @@ class SafeDir {
   SafeDir folder(const std::string& name) const;
   std::optional<SafeDir> folder_if_exists(const std::string& name) const;
   SafeDir make_folder(const std::string& name, mode_t mode = 0755) const;
+  // Makes `name` and opens it; nullopt when something is there already.
+  std::optional<SafeDir> make_new_folder(const std::string& name, mode_t mode = 0755) const;
   // A folder below this one by a relative path ("a/b"), each step checked
   // not to be a link; `require_owner` also checks each is this user's
   // (folders inside a worktree are the agent's data: no owner check there).
   std::optional<SafeDir> folder_below(const std::string& relative, bool require_owner) const;
   // The names in this folder ("." and ".." left out), unsorted.
   std::vector<std::string> list() const;
+  // The names of its folders only (links left out), unsorted.
+  std::vector<std::string> subfolders() const;
   // Whether the entry `name` is still the folder `other` (same device and inode).
   bool still_is(const std::string& name, const SafeDir& other) const;
   bool is_empty() const;
 
   // A plain file of at most `max_bytes`, not through a link; nullopt with
-  // `why` otherwise (missing, a link, a folder, a FIFO, too big).
+  // `why` otherwise (missing, a link, a folder, a FIFO, a file with other
+  // hard links, too big).
   std::optional<std::string> read_file(const std::string& name, std::size_t max_bytes, std::string* why) const;
   // Writes `text` to `name` through a temporary file created here (never
   // through a link, with `mode` from its first byte) and a rename, so readers
@@ -83,9 +89,15 @@ class SafeDir {
   // Creates `name` with `text` only when nothing is there; false when something is.
   bool create_file(const std::string& name, const std::string& text, mode_t mode = 0644) const;
   // Opens (creating when missing) the plain file `name` for reading and
-  // writing, not through a link; throws bad_input when it is a link or not
-  // this user's.
+  // writing, not through a link; throws bad_input when it is a link, not
+  // this user's, or has other hard links (a name for a file elsewhere).
   UniqueFd open_file(const std::string& name, mode_t mode = 0644) const;
+  // Creates `name` for writing, only when nothing is there (O_EXCL).
+  UniqueFd create_exclusive(const std::string& name, mode_t mode = 0644) const;
+  // Copies the plain file `name` to `to`/`new_name` (made there, nothing
+  // replaced), never through a link at either end. false when `name` is no
+  // plain file (a FIFO, a socket, gone): nothing to copy.
+  bool copy_file(const std::string& name, const SafeDir& to, const std::string& new_name) const;
 
   // Removes the file or link `name` (never what a link points to); missing is fine.
   void remove_file(const std::string& name) const;

@@ -32,6 +32,12 @@ std::size_t sequence_at(std::string_view text, std::size_t i, std::uint32_t* cod
 
 bool is_control(std::uint32_t code) { return code < 0x20 || code == 0x7f || (code >= 0x80 && code <= 0x9f); }
 
+// The bidirectional formatting characters: marks, embeddings, overrides, isolates.
+bool is_bidi(std::uint32_t code) {
+  return code == 0x061c || code == 0x200e || code == 0x200f || (code >= 0x202a && code <= 0x202e) ||
+         (code >= 0x2066 && code <= 0x2069);
+}
+
 // Whether every byte is printable ASCII: nearly all text is, and needs no
 // closer look.
 bool plain_ascii(std::string_view text) {
@@ -75,6 +81,17 @@ bool is_plain_text(std::string_view text) {
   return true;
 }
 
+bool shows_as_is(std::string_view text) {
+  if (plain_ascii(text)) return true;
+  std::uint32_t code = 0;
+  for (std::size_t i = 0; i < text.size();) {
+    std::size_t n = sequence_at(text, i, &code);
+    if (n == 0 || is_control(code) || is_bidi(code)) return false;
+    i += n;
+  }
+  return true;
+}
+
 std::string valid_utf8(std::string_view text) {
   if (is_valid_utf8(text)) return std::string(text);
   std::string out;
@@ -109,10 +126,9 @@ std::string printable(std::string_view text, bool keep_newlines) {
       out += '\n';
     } else if (code < 0x80 && is_control(code)) {
       append_byte_escape(out, static_cast<unsigned char>(code));
-    } else if (is_control(code)) {
-      out += "\\u00";
-      out += kHex[code >> 4];
-      out += kHex[code & 15];
+    } else if (is_control(code) || is_bidi(code)) {
+      out += "\\u";
+      for (int shift = 12; shift >= 0; shift -= 4) out += kHex[(code >> shift) & 15];
     } else {
       out.append(text.substr(i, n));
     }

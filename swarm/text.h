@@ -15,11 +15,14 @@ bool is_valid_utf8(std::string_view text);
 // Whether `text` is well-formed UTF-8 without control characters (C0, DEL,
 // C1): a one-line text fit to show as it is.
 bool is_plain_text(std::string_view text);
+// Whether printable(text) is `text` itself: nothing in it to escape.
+bool shows_as_is(std::string_view text);
 // `text` with each byte of an ill-formed sequence replaced by U+FFFD.
 std::string valid_utf8(std::string_view text);
-// `text` for a terminal: control characters (C0, DEL, C1) and the bytes of
-// ill-formed UTF-8 shown as \xNN or \u00NN escapes; with `keep_newlines`,
-// '\n' stays (for multi-line messages swarm itself writes).
+// `text` for a terminal: control characters (C0, DEL, C1), the bytes of
+// ill-formed UTF-8 and the bidirectional formatting characters (which can
+// make text read other than it is) shown as \xNN or \uNNNN escapes; with
+// `keep_newlines`, '\n' stays (for multi-line messages swarm itself writes).
 std::string printable(std::string_view text, bool keep_newlines = false);
 // Why `text` is no JSON text a strict reader takes ("" when it may be
 // one): ill-formed UTF-8, or a raw control character inside a string. A

@@ -170,7 +170,7 @@ std::unique_ptr<RemoteHubRepo> RemoteHubRepo::open(const std::string& url) {
   ensure_initialized();
   RemoteAccess access(url);
   git_remote* raw = nullptr;
-  check(git_remote_create_detached(&raw, url.c_str()), "name the hub " + access.hub().shown());
+  check(git_remote_create_detached(&raw, access.git_url().c_str()), "name the hub " + access.hub().shown());
   RemotePtr remote(raw);
   RemoteRefs listed = access.list(remote.get(), "list the hub's branches");
   return std::make_unique<RemoteHubRepo>(url, std::move(listed.refs), std::move(listed.head_branch));
@@ -253,7 +253,7 @@ std::unique_ptr<HubBackend> prepare_hub(const std::string& hub, const std::files
   *seeded = false;
   RemoteAccess access(hub);
   git_remote* detached_raw = nullptr;
-  check(git_remote_create_detached(&detached_raw, hub.c_str()), "name the hub " + access.hub().shown());
+  check(git_remote_create_detached(&detached_raw, access.git_url().c_str()), "name the hub " + access.hub().shown());
   RemotePtr detached(detached_raw);
   if (RemoteRefs listed = access.list(detached.get(), "list the hub's branches"); !listed.refs.empty()) {
     access.require_push_access(detached.get());

@@ -107,10 +107,11 @@ void shut_sockets_to(const HubLocation& hub) {
     return;  // on a watchdog's thread: nothing to shut that the name gives
   }
   std::error_code ec;
-  for (const auto& entry : fs::directory_iterator("/proc/self/fd", ec)) {
+  // Incremented by hand: a range-for would throw when an entry vanishes.
+  for (auto it = fs::directory_iterator("/proc/self/fd", ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
     int fd = -1;
     try {
-      fd = std::stoi(entry.path().filename().string());
+      fd = std::stoi(it->path().filename().string());
     } catch (...) {
       continue;
     }
@@ -192,6 +193,7 @@ git_remote_callbacks RemoteAccess::callbacks() {
   listed_ssh_ = false;
   next_ssh_ = 0;
   offered_userpass_ = false;
+  offered_url_password_ = false;
   out_of_credentials_ = false;
   credential_problem_.clear();
   rejected_.clear();
@@ -214,7 +216,7 @@ RemotePtr RemoteAccess::hub_remote(git_repository* repo) const {
   options.name = nullptr;  // anonymous: nothing of it is read from or written to the repository's config
   options.flags = GIT_REMOTE_CREATE_SKIP_INSTEADOF | GIT_REMOTE_CREATE_SKIP_DEFAULT_FETCHSPEC;
   git_remote* raw = nullptr;
-  git::check(git_remote_create_with_opts(&raw, hub_.text.c_str(), &options), "name the hub " + hub_.shown());
+  git::check(git_remote_create_with_opts(&raw, git_url().c_str(), &options), "name the hub " + hub_.shown());
   return RemotePtr(raw);
 }
 
@@ -311,6 +313,11 @@ int RemoteAccess::next_credential(git_credential** out, const char* username_fro
       return git_credential_ssh_key_new(out, user.c_str(), fs::exists(pub, ec) ? pub.c_str() : nullptr,
                                         source.c_str(), nullptr);
     }
+  }
+  if ((allowed_types & GIT_CREDENTIAL_USERPASS_PLAINTEXT) && hub_.has_password() && !offered_url_password_) {
+    // The URL's own user and password, which libgit2 never saw in the URL.
+    offered_url_password_ = true;
+    return git_credential_userpass_plaintext_new(out, user.c_str(), hub_.password().c_str());
   }
   if ((allowed_types & GIT_CREDENTIAL_USERPASS_PLAINTEXT) && !offered_userpass_) {
     offered_userpass_ = true;

@@ -73,6 +73,10 @@ class RemoteAccess {
   // only to the hub's own host), the hub's host key or certificate checked,
   // progress that feeds the watchdog, and a push's rejected refs.
   git_remote_callbacks callbacks();
+  // The hub's URL as libgit2 is given it: without the password, which goes
+  // only into a credential when the hub asks (a URL is written into reflogs
+  // and configs by libgit2, where anyone who reads the clone would find it).
+  std::string git_url() const { return hub_.without_password(); }
   // The hub as a remote of `repo` that no setting of the repository can
   // redirect: made from the hub's URL alone (no origin, pushurl or
   // insteadOf read), so every push and fetch goes to the configured hub.
@@ -134,6 +138,7 @@ class RemoteAccess {
   bool listed_ssh_ = false;
   std::size_t next_ssh_ = 0;                // the next of them to offer
   bool offered_userpass_ = false;
+  bool offered_url_password_ = false;
   bool out_of_credentials_ = false;         // every credential was offered and refused
   std::string credential_problem_;          // e.g. $SWARM_SSH_KEY names no readable file
   std::vector<std::string> rejected_;

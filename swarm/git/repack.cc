@@ -5,6 +5,7 @@
 // so nothing a concurrent push wrote, and nothing a ref will name later, is
 // ever lost (adr/0016).
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include "swarm/error.h"
 #include "swarm/git/repos.h"
 #include "swarm/hub_packs.h"
+#include "swarm/safe_dir.h"
 
 namespace swarm::git {
 
@@ -33,20 +35,26 @@ int insert_object(const git_oid* id, void* payload) {
 RepackResult repack_hub(const fs::path& hub, int pack_limit) {
   ensure_initialized();
   RepackResult result;
-  const fs::path pack_dir = hub / "objects" / "pack";
+  // Reached through descriptors, never through a link planted in the hub
+  // (the hub may be shared with other users: no owner check).
+  auto hub_dir = SafeDir::open_if_exists(hub, false);
+  if (!hub_dir) throw Error(Errc::not_bootstrapped, "the hub " + hub.string() + " is missing");
+  auto packs = hub_dir->folder_below("objects/pack", false);
+  if (!packs) throw Error(Errc::not_bootstrapped, hub.string() + " has no objects/pack folder: not a hub");
+  const fs::path pack_dir = packs->fd_path();
   // One repack of a hub at a time; another one already at it is enough.
-  const std::string lock_path = (hub / "swarm-repack.lock").string();
-  int lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lock_fd < 0) throw Error(Errc::internal, "cannot open " + lock_path);
-  struct Unlock {
-    int fd;
-    ~Unlock() { ::close(fd); }
-  } unlock{lock_fd};
+  int lock_fd = ::openat(hub_dir->fd(), "swarm-repack.lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (lock_fd < 0) throw Error(Errc::bad_input, "cannot open the lock file " + (hub / "swarm-repack.lock").string() +
+                                                    " without following a link");
+  UniqueFd lock(lock_fd);
+  struct stat st {};
+  if (::fstat(lock_fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink > 1)
+    throw Error(Errc::bad_input, (hub / "swarm-repack.lock").string() + " is no plain file of its own");
   if (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
     result.busy = true;
     return result;
   }
-  const std::vector<std::string> before = repackable_packs(hub);
+  const std::vector<std::string> before = repackable_packs_in(pack_dir);
   result.packs_before = static_cast<int>(before.size());
   if (result.packs_before <= pack_limit) {
     result.packs_after = result.packs_before;
@@ -68,20 +76,16 @@ RepackResult repack_hub(const fs::path& hub, int pack_limit) {
   // deletions durable and the new pack not (this process does nothing else).
   git_libgit2_opts(GIT_OPT_ENABLE_FSYNC_GITDIR, 1);
   check(git_packbuilder_write(pb.get(), pack_dir.c_str(), 0, nullptr, nullptr), "write the hub's new pack");
-  if (int dir = ::open(pack_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dir >= 0) {
-    ::fsync(dir);
-    ::close(dir);
-  }
+  ::fsync(packs->fd());
   const std::string made = std::string("pack-") + git_packbuilder_name(pb.get());
   result.objects = static_cast<long>(git_packbuilder_object_count(pb.get()));
 
   // Only now may the old packs go: everything in them is in the new one.
   for (const auto& name : before) {
     if (name == made) continue;
-    std::error_code ec;
-    for (const char* ext : {".idx", ".pack", ".rev", ".bitmap"}) fs::remove(pack_dir / (name + ext), ec);
+    for (const char* ext : {".idx", ".pack", ".rev", ".bitmap"}) ::unlinkat(packs->fd(), (name + ext).c_str(), 0);
   }
-  result.packs_after = static_cast<int>(repackable_packs(hub).size());
+  result.packs_after = static_cast<int>(repackable_packs_in(pack_dir).size());
   return result;
 }
 

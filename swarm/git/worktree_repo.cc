@@ -72,13 +72,11 @@ std::unique_ptr<WorktreeRepo> WorktreeRepo::create(const std::string& hub, const
   options.fetch_opts.callbacks = access.callbacks();
   options.remote_cb = create_origin;
   git_repository* raw = nullptr;
-  access.run("clone the hub into " + path.string(), [&] { return git_clone(&raw, hub.c_str(), path.c_str(), &options); });
+  // Without the password: libgit2 writes the URL into the clone's config
+  // and reflogs; the password goes only into the credential the hub asks for.
+  const std::string url = access.git_url();
+  access.run("clone the hub into " + path.string(), [&] { return git_clone(&raw, url.c_str(), path.c_str(), &options); });
   RepositoryPtr repo(raw);
-  // The clone's origin keeps no password: swarm pushes to the hub by the
-  // workspace's config, never by origin, and a user's own `git fetch` there asks.
-  if (access.hub().has_password())
-    check(git_remote_set_url(repo.get(), "origin", access.hub().without_password().c_str()),
-          "keep the hub's URL without its password in " + path.string());
 
   const std::string branch = "swarm/" + slot;
   git_oid start;

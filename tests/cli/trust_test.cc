@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -516,4 +517,194 @@ TEST_CASE("Trust_AnOrphanSwappedForALinkWhileDoctorFixesIt") {
     CHECK_MESSAGE((r.exit == 0 || r.exit == 8), "exit " << r.exit << ": " << r.err);
     REQUIRE(victim.intact());
   }
+}
+
+namespace {
+
+// A plain TCP listener on 127.0.0.1:`port` that greets like a NATS server
+// and keeps what clients send it: what a local user squatting a workspace's
+// port while its server is down would see.
+class FakeNats {
+ public:
+  explicit FakeNats(int port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int yes = 1;
+    ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    bound_ = ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    ::listen(fd_, 16);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~FakeNats() {
+    stop_ = true;
+    ::shutdown(fd_, SHUT_RDWR);
+    ::close(fd_);
+    thread_.join();
+  }
+  bool bound() const { return bound_; }
+  std::string received() {
+    std::lock_guard lock(mutex_);
+    return received_;
+  }
+
+ private:
+  void serve() {
+    while (!stop_) {
+      int client = ::accept(fd_, nullptr, nullptr);
+      if (client < 0) return;
+      const std::string info = "INFO {\"server_id\":\"fake\",\"version\":\"2.9.10\",\"proto\":1,\"headers\":true,"
+                               "\"max_payload\":1048576,\"auth_required\":true}\r\n";
+      (void)!::send(client, info.data(), info.size(), MSG_NOSIGNAL);
+      timeval tv{1, 0};
+      ::setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+      char buffer[4096];
+      ssize_t n = ::recv(client, buffer, sizeof buffer, 0);
+      if (n > 0) {
+        std::lock_guard lock(mutex_);
+        received_.append(buffer, static_cast<std::size_t>(n));
+      }
+      const std::string no = "-ERR 'Authorization Violation'\r\n";
+      (void)!::send(client, no.data(), no.size(), MSG_NOSIGNAL);
+      ::close(client);
+    }
+  }
+  int fd_ = -1;
+  bool bound_ = false;
+  std::atomic<bool> stop_{false};
+  std::mutex mutex_;
+  std::string received_;
+  std::thread thread_;
+};
+
+std::string embedded_url(const SwarmWorkspace& ws) {
+  return field(swarm::Json::parse(read_file(ws.root() / ".swarm/config.json")), "nats_url");
+}
+
+}  // namespace
+
+TEST_CASE("Trust_AHardLinkIsNoFileOfSwarmsOwn") {
+  // a lock file planted as a hard link to a file elsewhere: refused (exit 2), the file keeps its bytes.
+  SwarmWorkspace ws;
+  Victim victim;
+  fs::create_directories(ws.root() / ".swarm/locks");
+  fs::create_hard_link(victim.path() / "precious.txt", ws.root() / ".swarm/locks/slot.evil");
+  auto r = ws.swarm({"join", "--slot", "evil", "--task", "T-1"});
+  CHECK(r.exit == 2);
+  CHECK(r.err.find("slot.evil") != std::string::npos);
+  CHECK(r.err.find("hard link") != std::string::npos);
+  CHECK(victim.intact());
+}
+
+TEST_CASE("Trust_FilesTheEmbeddedServerOpensByPathAreNeverLinks") {
+  // nats.log planted as a link: up refuses (exit 2) before the server would append to what it names; doctor says so.
+  SwarmWorkspace ws({.embedded = true});
+  Victim victim;
+  REQUIRE(ws.swarm({"down"}).exit == 0);
+  const fs::path log = ws.root() / ".swarm/nats/nats.log";
+  fs::remove(log);
+  fs::create_symlink(victim.path() / "precious.txt", log);
+  auto up = ws.swarm({"up"});
+  CHECK(up.exit == 2);
+  CHECK(up.err.find("nats.log") != std::string::npos);
+  CHECK(victim.intact());
+  CHECK(ws.swarm({"doctor"}).out.find("[unsafe_path]") != std::string::npos);
+  fs::remove(log);
+  CHECK(ws.swarm({"up"}).exit == 0);
+  CHECK(victim.intact());
+}
+
+TEST_CASE("Trust_TheHubsRepackLockIsNeverFollowed") {
+  // the repack's lock file in the hub planted as a link: the repack refuses, and creates nothing where it points.
+  SwarmWorkspace ws;
+  TempDir elsewhere{"swarm-elsewhere"};
+  const fs::path target = elsewhere / "created-by-repack";
+  fs::create_symlink(target, ws.root() / ".swarm/hub.git/swarm-repack.lock");
+  auto r = ws.swarm({"_repack-hub"});
+  CHECK(r.exit == 2);
+  CHECK_FALSE(fs::exists(target));
+}
+
+TEST_CASE("Trust_EveryFormOfANatsSecretIsRedacted") {
+  // a URL without its scheme, a password with '/' or '@' in it: never printed, not even by a debug line.
+  NatsServer server({.name = "auth", .extra_args = {"--user", "carol", "--pass", "sl/ash-secret-31"}});
+  SwarmWorkspace ws({.up = false, .own_server = false});
+  const std::string bare = "carol:sl/ash-secret-31@127.0.0.1:" + std::to_string(server.port());
+  auto up = ws.swarm({"up", "--nats-url", bare});
+  REQUIRE_MESSAGE(up.exit == 0, up.err);
+  CHECK(mode_of(ws.root() / ".swarm/config.json") == "600");
+  std::vector<RunResult> outputs = {up, ws.swarm({"--log-level", "debug", "status"}), ws.swarm({"doctor"}),
+                                    ws.swarm({"doctor", "--json"}),
+                                    ws.swarm({"status", "--nats-url", "nats://carol:at@sign-secret-32@127.0.0.1:1"})};
+  for (const auto& r : outputs)
+    for (const char* secret : {"sl/ash-secret-31", "ash-secret-31", "sign-secret-32"}) {
+      CHECK_MESSAGE(r.out.find(secret) == std::string::npos, r.out);
+      CHECK_MESSAGE(r.err.find(secret) == std::string::npos, r.err);
+    }
+}
+
+TEST_CASE("Trust_TheTokenGoesOnlyToTheWorkspacesOwnServer") {
+  // the embedded server is down and another process listens on its port: verbs send it no token.
+  SwarmWorkspace ws({.embedded = true});
+  const std::string token = read_file(ws.root() / ".swarm/nats/token").substr(0, 48);
+  const std::string url = embedded_url(ws);
+  const int port = std::stoi(url.substr(url.rfind(':') + 1));
+  long pid = 0;
+  std::ifstream(ws.root() / ".swarm/nats/nats.pid") >> pid;
+  REQUIRE(pid > 0);
+  ::kill(static_cast<pid_t>(pid), SIGKILL);
+  for (int i = 0; i < 200 && accepts_connections(port); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  {
+    FakeNats squatter(port);
+    REQUIRE(squatter.bound());
+    auto r = ws.swarm({"--timeout", "2s", "status"});
+    CHECK(r.exit != 0);
+    CHECK(squatter.received().find("CONNECT") != std::string::npos);  // it did connect...
+    CHECK(squatter.received().find(token) == std::string::npos);      // ...and got no token
+  }
+  REQUIRE(ws.swarm({"up"}).exit == 0);
+  CHECK(ws.swarm({"status"}).exit == 0);
+}
+
+TEST_CASE("Trust_RecordTextIsEscapedInDebugLines") {
+  // a hostile holder quoted by --log-level debug lines reaches the terminal escaped.
+  SwarmWorkspace ws;
+  {
+    auto connection = kv::Connection::connect({.urls = {ws.server()->url()}});
+    kv::Bucket::open(connection, "swarm-leases")
+        .create("evil2", R"({"name":"evil2","holder":"x\u001b]0;PWNED\u0007\u001b[31mred","host":"h","ttl_ms":60000})");
+  }
+  auto r = ws.swarm({"--log-level", "debug", "lock", "evil2", "--wait", "1s", "--", "true"});
+  CHECK(r.exit == 3);
+  CHECK(r.err.find("PWNED") != std::string::npos);
+  CHECK_FALSE(has_control_bytes(r.err));
+}
+
+TEST_CASE("Trust_AFilesystemRefusalIsExit9NamingThePath") {
+  // a workspace path under a file: the filesystem refuses, exit 9 naming it (not an internal error).
+  SwarmWorkspace ws({.up = false});
+  write_file(ws.root() / "plain-file", "x\n");
+  auto r = ws.swarm({"up", "--workspace", (ws.root() / "plain-file/ws").string(), "--nats-url", ws.server()->url()});
+  CHECK(r.exit == 9);
+  CHECK(r.err.find("plain-file") != std::string::npos);
+}
+
+TEST_CASE("Trust_AnotherUsersProcessIsNeverSignalled") {
+  // a process of another user that looks like a server on the workspace's store: down and up leave it alone.
+  if (::geteuid() != 0) return;  // only root can run a process as another user here
+  SwarmWorkspace ws({.embedded = true});
+  const std::string store = (ws.root() / ".swarm/nats/data").string();
+  Process impostor({{"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/bin/bash", "-c",
+                     "exec -a nats-server /bin/sh -c 'sleep 30; exit 0' x -sd " + store}});
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  REQUIRE(::kill(impostor.pid(), 0) == 0);
+  REQUIRE(ws.swarm({"down"}).exit == 0);
+  REQUIRE(ws.swarm({"up"}).exit == 0);
+  // Still running (a zombie would answer kill(0) too: its state tells).
+  const std::string stat = read_file("/proc/" + std::to_string(impostor.pid()) + "/stat");
+  CHECK(stat.substr(stat.rfind(')') + 2, 1) != "Z");
+  impostor.signal(SIGKILL);
+  impostor.wait(std::chrono::seconds(5));
 }

@@ -14,6 +14,11 @@ TEST_CASE("Printable_EscapesControlCharactersAndIllFormedBytes") {
   CHECK(printable("bad\xff") == "bad\\xff");
   CHECK(printable("two\nlines") == "two\\x0alines");
   CHECK(printable("two\nlines", true) == "two\nlines");
+  // Bidirectional overrides and isolates, which make text read other than it is.
+  CHECK(printable("abc\xe2\x80\xae" "dcba") == "abc\\u202edcba");
+  CHECK(printable("x\xe2\x81\xa6y") == "x\\u2066y");
+  CHECK_FALSE(shows_as_is("abc\xe2\x80\xae" "dcba"));
+  CHECK(shows_as_is("caf\xc3\xa9"));
 }
 
 TEST_CASE("PlainText_IsWellFormedUtf8WithoutControls") {
