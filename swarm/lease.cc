@@ -17,6 +17,7 @@ using std::chrono::duration_cast;
 using std::chrono::milliseconds;
 
 constexpr const char* kQueueRoot = "_wait.";
+constexpr const char* kBeatRoot = "_beat.";
 constexpr const char* kResignRoot = "_resign.";
 
 std::string seconds_text(milliseconds d) {
@@ -101,6 +102,7 @@ std::string task_lease_name(const std::string& task_id) {
 }
 
 std::string queue_prefix(const std::string& name) { return kQueueRoot + name + "."; }
+std::string beat_prefix(const std::string& name) { return kBeatRoot + name + "."; }
 std::string resign_key(const std::string& name) { return kResignRoot + name; }
 bool is_lease_key(std::string_view key) { return !key.empty() && key.front() != '_'; }
 
@@ -202,6 +204,12 @@ std::map<std::string, int> LeaseStore::waiting(const std::string& name, const st
     if (!parsed.lease) continue;
     if (gone_from(*parsed.lease, host, host_id)) continue;
     LeaseEntry as_entry{lease, place.revision, place.created, std::move(parsed.lease), {}, {}};
+    // A place is written once; a waiter that has waited a while beats beside it.
+    if (standing_of(as_entry, now).state != LeaseState::held) {
+      auto beat = translating_kv([&] { return bucket_.get(beat_prefix(lease) + key.substr(last_dot + 1)); });
+      if (!beat) continue;
+      as_entry.stored_at = beat->created;
+    }
     if (standing_of(as_entry, now).state == LeaseState::held) ++out[lease];
   }
   return out;

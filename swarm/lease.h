@@ -87,6 +87,8 @@ std::string task_lease_name(const std::string& task_id);
 // a letter or digit, these with '_'. A waiter's place in a lease's queue is
 // "_wait.<name>.<id>"; a request to a leader to step down, "_resign.<name>".
 std::string queue_prefix(const std::string& name);
+// A waiter's heartbeats go to "_beat.<name>.<id>", beside its place (adr/0012).
+std::string beat_prefix(const std::string& name);
 std::string resign_key(const std::string& name);
 bool is_lease_key(std::string_view key);
 

@@ -20,6 +20,13 @@ std::string fresh_id() {
   return hex;
 }
 
+// How old `stored_at` is by the server's clock at `seen` (0 when the clock
+// could not be read: then only waits longer).
+milliseconds age_at(const ServerClock& clock, std::chrono::steady_clock::time_point seen, TimePoint stored_at) {
+  if (!clock.measured) return milliseconds(0);
+  return std::max(milliseconds(0), std::chrono::duration_cast<milliseconds>(clock.at(seen) - stored_at));
+}
+
 }  // namespace
 
 std::chrono::steady_clock::time_point expiry_seen_at(std::chrono::steady_clock::time_point seen, milliseconds ttl,
@@ -32,100 +39,130 @@ LeaseQueue::LeaseQueue(LeaseStore store, std::string lease) : store_(std::move(s
 
 void LeaseQueue::join(const LeaseHolder& who, milliseconds ttl) {
   record_ = record_for(lease_, who, ttl);
-  const std::string key = queue_prefix(lease_) + fresh_id();
-  revision_ = translating_kv([&] { return store_.bucket().create(key, to_json(record_)); });
-  order_ = revision_;
-  key_ = key;
-  spdlog::debug("lease {}: joined the line at {} (order {})", lease_, key_, order_);
+  const std::string id = fresh_id();
+  order_ = translating_kv([&] { return store_.bucket().create(place_key(id), to_json(record_)); });
+  id_ = id;
+  spdlog::debug("lease {}: joined the line at {} (order {})", lease_, place_key(id_), order_);
 }
 
 void LeaseQueue::renew() {
-  if (key_.empty()) return;
+  if (id_.empty()) return;
+  // The place itself stays as it was written: whoever watches it wakes only
+  // when it goes.
   record_.order = order_;
   record_.renewed_at = std::chrono::system_clock::now();
-  revision_ = translating_kv([&] { return store_.bucket().update(key_, to_json(record_), revision_); });
+  const std::string value = to_json(record_);
+  beat_revision_ = translating_kv([&] {
+    return beat_revision_ == 0 ? store_.bucket().create(beat_key(id_), value)
+                               : store_.bucket().update(beat_key(id_), value, beat_revision_);
+  });
 }
 
 void LeaseQueue::leave() noexcept {
-  if (key_.empty()) return;
+  if (id_.empty()) return;
   try {
     // Quickly: a waiter just granted the lease leaves on its way to using
     // it, and a place left behind only delays those behind it until its TTL
     // runs out, as a killed waiter's would.
-    auto budget = std::clamp(record_.ttl / 10, std::chrono::milliseconds(100), std::chrono::milliseconds(1000));
-    store_.bucket().with_budget(budget).erase(key_, revision_);
+    auto budget = std::clamp(record_.ttl / 10, milliseconds(100), milliseconds(1000));
+    const kv::Bucket bucket = store_.bucket().with_budget(budget);
+    bucket.erase(place_key(id_), order_);
+    if (beat_revision_ != 0) bucket.erase(beat_key(id_), beat_revision_);
   } catch (const std::exception& e) {
     // Removed by another (it judged the place dead), or NATS is away: the
     // place expires by itself within its TTL either way.
     spdlog::debug("lease {}: leaving the line: {}", lease_, e.what());
   }
-  places_.erase(key_);
-  key_.clear();
+  id_.clear();
+  ahead_.reset();
 }
 
-kv::Watch LeaseQueue::watch() const {
-  return translating_kv([&] { return store_.bucket().watch(queue_prefix(lease_) + "*"); });
+LeaseQueue::Steady::time_point LeaseQueue::expiry_of(const Place& place, TimePoint stored_at, Steady::time_point seen,
+                                                     const ServerClock& clock, bool aged) const {
+  const milliseconds ttl = place.waiter.ttl;
+  auto expires = expiry_seen_at(seen, ttl, aged ? age_at(clock, seen, stored_at) : milliseconds(0), clock.uncertainty);
+  if (seen < expires) return expires;
+  // Its place is old: a waiter that has waited a while beats elsewhere.
+  if (auto beat = translating_kv([&] { return store_.bucket().get(beat_key(place.id)); }))
+    expires = std::max(expires, expiry_seen_at(seen, ttl, age_at(clock, seen, beat->created), clock.uncertainty));
+  return expires;
 }
 
-void LeaseQueue::apply(const kv::WatchEvent& event, Steady::time_point seen, TimePoint server_now, bool aged,
-                       std::chrono::nanoseconds uncertainty) {
-  if (event.kind == kv::WatchEvent::Kind::caught_up) return;
-  const std::string& key = event.entry.key;
-  if (event.kind == kv::WatchEvent::Kind::erase) {
-    places_.erase(key);
-    return;
-  }
-  auto parsed = parse_lease(event.entry.value);
-  if (!parsed.lease) {
-    places_.erase(key);  // not a place any waiter wrote: no one waits there
-    return;
-  }
-  Place place;
-  place.revision = event.entry.revision;
-  place.order = parsed.lease->order != 0 ? parsed.lease->order : event.entry.revision;
-  auto age = aged ? std::max(milliseconds(0), std::chrono::duration_cast<milliseconds>(
-                                                            server_now - event.entry.created))
-                            : milliseconds(0);
-  place.expires = expiry_seen_at(seen, parsed.lease->ttl, age, uncertainty);
-  place.waiter = std::move(*parsed.lease);
-  places_[key] = place;
-}
-
-bool LeaseQueue::dead(const Place& place, Steady::time_point now) const {
-  return now >= place.expires || gone_from(place.waiter, record_.host, record_.host_id);
-}
-
-bool LeaseQueue::first(Steady::time_point now) const { return ahead(now) == 0; }
-
-int LeaseQueue::ahead(Steady::time_point now) const {
-  int n = 0;
-  for (const auto& [key, place] : places_)
-    if (key != key_ && place.order < order_ && !dead(place, now)) ++n;
-  return n;
-}
-
-std::optional<LeaseQueue::Steady::time_point> LeaseQueue::next_expiry_ahead(Steady::time_point now) const {
-  std::optional<Steady::time_point> next;
-  for (const auto& [key, place] : places_)
-    if (key != key_ && place.order < order_ && !dead(place, now) && (!next || place.expires < *next))
-      next = place.expires;
-  return next;
-}
-
-void LeaseQueue::clear_dead_ahead(Steady::time_point now) {
-  for (auto it = places_.begin(); it != places_.end();) {
-    const auto& [key, place] = *it;
-    if (key != key_ && place.order < order_ && dead(place, now)) {
-      try {
-        store_.bucket().erase(key, place.revision);
-        spdlog::debug("lease {}: removed the dead waiter's place {}", lease_, key);
-      } catch (const std::exception&) {
-        // Renewed after all, or removed by another: the watch will tell.
-      }
-      it = places_.erase(it);
-    } else {
-      ++it;
+bool LeaseQueue::look_ahead(const ServerClock& clock) {
+  ahead_.reset();
+  ahead_count_ = 0;
+  std::vector<kv::Entry> entries;
+  translating_kv([&] {
+    store_.bucket().for_each([&](kv::Entry&& e) { entries.push_back(std::move(e)); }, false, queue_prefix(lease_) + "*");
+  });
+  const auto seen = Steady::now();
+  for (auto& entry : entries) {
+    auto parsed = parse_lease(entry.value);
+    if (!parsed.lease) continue;  // not a place any waiter wrote: no one waits there
+    Place place{entry.key.substr(queue_prefix(lease_).size()), parsed.lease->order != 0 ? parsed.lease->order : entry.revision,
+                entry.revision, {}, std::move(*parsed.lease)};
+    if (place.order >= order_) continue;
+    place.expires = expiry_of(place, entry.created, seen, clock, true);
+    if (seen >= place.expires || gone_from(place.waiter, record_.host, record_.host_id)) {
+      remove(place);
+      continue;
     }
+    ++ahead_count_;
+    if (!ahead_ || place.order > ahead_->order) ahead_ = std::move(place);
+  }
+  if (ahead_) spdlog::debug("lease {}: {} waiter(s) ahead; watching {}", lease_, ahead_count_, place_key(ahead_->id));
+  return ahead_.has_value();
+}
+
+kv::Watch LeaseQueue::watch_ahead() const {
+  return translating_kv([&] { return store_.bucket().watch(place_key(ahead_->id)); });
+}
+
+bool LeaseQueue::apply_ahead(const kv::WatchEvent& event, Steady::time_point seen, const ServerClock& clock) {
+  if (!ahead_) return false;
+  if (event.kind == kv::WatchEvent::Kind::caught_up) return true;
+  if (event.kind == kv::WatchEvent::Kind::erase) return false;
+  auto parsed = parse_lease(event.entry.value);
+  if (!parsed.lease) return false;
+  if (event.entry.revision == ahead_->revision) return true;  // the replay of what the look saw
+  // A newer write of the place: a waiter of an older swarm renews its place
+  // itself; the write is new, so it counts from now.
+  ahead_->revision = event.entry.revision;
+  ahead_->waiter = std::move(*parsed.lease);
+  ahead_->expires = expiry_of(*ahead_, event.entry.created, seen, clock, false);
+  return true;
+}
+
+bool LeaseQueue::ahead_dead(Steady::time_point now, const ServerClock& clock) {
+  if (!ahead_) return false;
+  if (!gone_from(ahead_->waiter, record_.host, record_.host_id)) {
+    if (now < ahead_->expires) return false;
+    // Its TTL ran out since the last write we know of: did it beat since?
+    auto beat = translating_kv([&] { return store_.bucket().get(beat_key(ahead_->id)); });
+    const auto seen = Steady::now();
+    if (beat) {
+      auto expires = expiry_seen_at(seen, ahead_->waiter.ttl, age_at(clock, seen, beat->created), clock.uncertainty);
+      if (expires > now) {
+        ahead_->expires = expires;
+        return false;
+      }
+    }
+  }
+  spdlog::debug("lease {}: the waiter ahead ({}) is gone; removing its place", lease_, ahead_->waiter.holder);
+  remove(*ahead_);
+  ahead_.reset();
+  return true;
+}
+
+void LeaseQueue::remove(const Place& place) noexcept {
+  try {
+    store_.bucket().erase(place_key(place.id), place.revision);
+    bool deleted = false;
+    if (auto beat = store_.bucket().last(beat_key(place.id), &deleted); beat && !deleted)
+      store_.bucket().erase(beat_key(place.id), beat->revision);
+    spdlog::debug("lease {}: removed the dead waiter's place {}", lease_, place_key(place.id));
+  } catch (const std::exception&) {
+    // Written again after all (an older waiter renewing), or removed by another.
   }
 }
 

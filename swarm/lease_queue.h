@@ -1,14 +1,16 @@
-// The line of waiters of one lease, kept in the bucket like etcd's mutex keeps
-// its waiters: each waiter writes a place, "_wait.<lease>.<id>", and the line
-// is ordered by the revision that made each place (its "order"). A waiter
-// renews its place every TTL/3; a place not renewed within its TTL is a
-// waiter that died, and the line goes on without it. Only the waiter first
-// in line tries for the lease, so a release wakes one CAS, not a herd.
+// The line of waiters of one lease, kept in the bucket as etcd's mutex keeps
+// its waiters, and watched as etcd's waiters watch: each only the place just
+// before its own (adr/0012). A waiter writes its place, "_wait.<lease>.<id>",
+// once: the revision that made it is its order in line; it deletes it when it
+// leaves. Its heartbeats go to "_beat.<lease>.<id>", a key no one watches, so
+// renewing a place wakes no one. A place whose waiter has not beaten for its
+// TTL is dead: the waiter behind it removes it and looks again. Only the
+// waiter first in line watches the lease itself, so a release wakes one
+// waiter, and a hand-off costs the same however long the line is.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <string>
 
@@ -23,47 +25,59 @@ class LeaseQueue {
 
   LeaseQueue(LeaseStore store, std::string lease);
 
-  // This waiter's place: joined (a CAS create), renewed (CAS), left (a CAS
-  // delete; quietly, whatever happened to it meanwhile).
+  // This waiter's place: joined (a CAS create), renewed (a heartbeat), left
+  // (CAS deletes; quietly, whatever happened to it meanwhile).
   void join(const LeaseHolder& who, std::chrono::milliseconds ttl);
   void renew();
   void leave() noexcept;
-  bool joined() const { return !key_.empty(); }
+  bool joined() const { return !id_.empty(); }
   std::uint64_t order() const { return order_; }
 
-  // The line as the watch of its places tells it.
-  kv::Watch watch() const;
-  // Applies a watch event seen at `seen`; `server_now` is the server's clock
-  // then, for the age of a place that was there before the watch began
-  // (`aged`); a place written while we watch is taken as new.
-  void apply(const kv::WatchEvent& event, Steady::time_point seen, TimePoint server_now, bool aged,
-             std::chrono::nanoseconds uncertainty);
-  // Whether this waiter is first among the live places at `now`.
-  bool first(Steady::time_point now) const;
-  // When the next place ahead of this one expires (to look again then).
-  std::optional<Steady::time_point> next_expiry_ahead(Steady::time_point now) const;
-  // Removes places ahead that expired (their waiters died): by CAS, quietly.
-  void clear_dead_ahead(Steady::time_point now);
-  // Live places ahead of this one.
-  int ahead(Steady::time_point now) const;
+  // Reads the line (one listing of its places) and finds the live place just
+  // ahead of this one, removing dead places ahead on the way (by CAS).
+  // false: none is ahead, this waiter is first.
+  bool look_ahead(const ServerClock& clock);
+  // Live places ahead of this one, as the last look_ahead counted them.
+  int ahead() const { return ahead_count_; }
+
+  // A watch of the place just ahead: it says when that waiter leaves.
+  kv::Watch watch_ahead() const;
+  // Applies an event of that watch, seen at `seen`; false when the place is
+  // gone (left, or holding no place record), and the line must be looked at again.
+  bool apply_ahead(const kv::WatchEvent& event, Steady::time_point seen, const ServerClock& clock);
+  // When the place ahead expires, unless its waiter beat since.
+  Steady::time_point ahead_expires() const { return ahead_ ? ahead_->expires : Steady::time_point::max(); }
+  // Whether the place ahead is dead at `now`: its expiry passed and its
+  // heartbeat (read now) is no fresher, or its waiter is a process of this
+  // host that is gone. A dead place is removed (by CAS). Moves the expiry on
+  // when the waiter beat since.
+  bool ahead_dead(Steady::time_point now, const ServerClock& clock);
 
  private:
   struct Place {
+    std::string id;
     std::uint64_t order = 0;
-    std::uint64_t revision = 0;
+    std::uint64_t revision = 0;  // of the place key
     Steady::time_point expires;
-    LeaseRecord waiter;  // who waits there
+    LeaseRecord waiter;
   };
-  // A place is dead when its TTL ran out, or at once when its waiter was a
-  // process of this host that is gone (killed: it never left the line).
-  bool dead(const Place& place, Steady::time_point now) const;
+  std::string place_key(const std::string& id) const { return queue_prefix(lease_) + id; }
+  std::string beat_key(const std::string& id) const { return beat_prefix(lease_) + id; }
+  // When `place` (stored at `stored_at`) expires for a watcher that saw it at
+  // `seen`, taking its waiter's last heartbeat into account.
+  Steady::time_point expiry_of(const Place& place, TimePoint stored_at, Steady::time_point seen,
+                               const ServerClock& clock, bool aged) const;
+  // Removes a dead place and its heartbeat (CAS, quietly).
+  void remove(const Place& place) noexcept;
+
   LeaseStore store_;
   std::string lease_;
-  std::string key_;  // this waiter's place ("" before join)
+  std::string id_;  // this waiter's place ("" before join)
   LeaseRecord record_;
   std::uint64_t order_ = 0;
-  std::uint64_t revision_ = 0;
-  std::map<std::string, Place> places_;  // by key, this waiter's own included
+  std::uint64_t beat_revision_ = 0;  // 0: no heartbeat written yet
+  std::optional<Place> ahead_;
+  int ahead_count_ = 0;
 };
 
 // When a record seen at `seen`, `age` old then by the server's clock, expires

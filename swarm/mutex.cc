@@ -13,9 +13,11 @@ namespace {
 using Steady = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-enum Source { kLease, kLine };
+// The pump's sources: the lease itself, and the place ahead (a new source
+// each time the place ahead changes, so events of an old one are told apart).
+constexpr int kLeaseSource = 0;
 
-// The lease as the waiter sees it through its watch.
+// The lease as the first in line sees it through its watch.
 struct LeaseView {
   bool held = false;          // a record is there (not released)
   LastWrite last;             // what to grant over
@@ -24,6 +26,173 @@ struct LeaseView {
 };
 
 }  // namespace
+
+// One wait in line: its place, its watches, and what it knows of the lease.
+class Mutex::InLine {
+ public:
+  InLine(Mutex& m, std::optional<milliseconds> wait)
+      : m_(m), clock_(m.store_.server_clock()), line_(m.store_, m.name_), wait_(wait) {
+    std::lock_guard lock(m_.pump_mu_);
+    m_.pump_ = &pump_;
+  }
+  // Leaves the line and forgets the pump, whatever happened.
+  ~InLine() {
+    pump_.stop();
+    line_.leave();
+    std::lock_guard lock(m_.pump_mu_);
+    m_.pump_ = nullptr;
+  }
+  InLine(const InLine&) = delete;
+  InLine& operator=(const InLine&) = delete;
+
+  Lease run() {
+    const auto start = Steady::now();
+    deadline_ = wait_ ? start + *wait_ : Steady::time_point::max();
+    line_.join(m_.who_, m_.ttl_);
+    next_renewal_ = start + m_.ttl_ / 3;
+    look_ahead();
+    while (true) {
+      if (m_.cancelled_) throw Cancelled("stopped waiting for lease " + m_.name_);
+      const auto now = Steady::now();
+      if (now >= deadline_) give_up(now);
+      if (now >= next_renewal_) {
+        line_.renew();
+        next_renewal_ = now + m_.ttl_ / 3;
+      }
+      if (!first_ && line_.ahead_dead(now, clock_)) {
+        look_ahead();
+        continue;
+      }
+      if (first_)
+        if (auto granted = try_grant(now)) return *granted;
+      if (auto event = pump_.next(next_wake(now))) {
+        ++m_.wakeups_;
+        on_event(*event);
+      }
+    }
+  }
+
+ private:
+  // Finds the place just ahead and watches it, or, with none ahead, becomes
+  // first and watches the lease.
+  void look_ahead() {
+    if (ahead_source_ != 0) pump_.remove(ahead_source_);
+    ahead_source_ = 0;
+    if (!line_.look_ahead(clock_)) {
+      become_first();
+      return;
+    }
+    ahead_source_ = ++last_source_;
+    ahead_heard_ = false;
+    pump_.add(line_.watch_ahead(), ahead_source_);
+  }
+
+  void become_first() {
+    first_ = true;
+    spdlog::debug("lease {}: first in line", m_.name_);
+    // How the lease stands, from one read now: a key never written replays
+    // nothing, and its watch would only say so after a pause.
+    const auto seen = Steady::now();
+    bool released = false;
+    auto last = translating_kv([&] { return m_.store_.bucket().last(m_.name_, &released); });
+    if (last) see_lease(last->revision, last->created, released, last->value, seen, false);
+    pump_.add(translating_kv([&] { return m_.store_.bucket().watch(m_.name_); }), kLeaseSource);
+  }
+
+  // A record that was there before we looked is aged on the server's clock
+  // at the moment it was seen; one written while we watch is taken as new
+  // (age 0: it was stamped before we saw it, so this only waits longer).
+  // Neither reads the wall clock, which a step may have moved since.
+  void see_lease(std::uint64_t revision, TimePoint stored_at, bool released, const std::string& value,
+                 Steady::time_point seen, bool live) {
+    lease_.last = {revision, released, stored_at, std::nullopt, {}};
+    auto parsed = parse_lease(value);
+    lease_.last.record = parsed.lease;
+    lease_.held = revision != 0 && !released;
+    lease_.corrupt = lease_.held && !parsed.lease;
+    lease_.expires = Steady::time_point::max();
+    if (!lease_.held || !parsed.lease) return;
+    auto age = clock_.measured && !live
+                   ? std::max(milliseconds(0), std::chrono::duration_cast<milliseconds>(clock_.at(seen) - stored_at))
+                   : milliseconds(0);
+    lease_.expires = expiry_seen_at(seen, parsed.lease->ttl, age, clock_.uncertainty);
+    spdlog::debug("lease {}: revision {} ({}), {} ms old: expires in {} ms", m_.name_, revision,
+                  parsed.lease->holder, age.count(),
+                  std::chrono::duration_cast<milliseconds>(lease_.expires - Steady::now()).count());
+  }
+
+  // First in line: the lease, when it is free or its holder's TTL ran out.
+  std::optional<Lease> try_grant(Steady::time_point now) {
+    if (lease_.corrupt) {
+      if (!told_corrupt_)
+        spdlog::warn("the record of lease {} is corrupt: waiting until `swarm doctor --fix` removes it", m_.name_);
+      told_corrupt_ = true;
+      return std::nullopt;
+    }
+    if (lease_.held && now < lease_.expires) return std::nullopt;
+    try {
+      spdlog::debug("lease {}: granting it over revision {} ({})", m_.name_, lease_.last.revision,
+                    lease_.held ? "expired" : "free");
+      return m_.store_.grant(m_.name_, m_.who_, m_.ttl_, lease_.last);
+    } catch (const Error& e) {
+      if (e.kind() != Errc::conflict) throw;
+      // Moved meanwhile (renewed, or taken by a waiter that thought it was
+      // first): the lease's watch tells what it is now.
+      spdlog::debug("lease {}: {}", m_.name_, e.what());
+      lease_.held = true;
+      lease_.expires = Steady::time_point::max();
+      return std::nullopt;
+    }
+  }
+
+  void on_event(const WatchPump::Event& event) {
+    const kv::WatchEvent& e = event.event;
+    if (event.source == kLeaseSource) {
+      if (e.kind == kv::WatchEvent::Kind::caught_up) lease_live_ = true;
+      // The replay repeats what the read saw; only newer revisions count.
+      else if (e.entry.revision > lease_.last.revision)
+        see_lease(e.entry.revision, e.entry.created, e.kind == kv::WatchEvent::Kind::erase, e.entry.value,
+                  event.seen, lease_live_);
+      return;
+    }
+    if (event.source != ahead_source_) return;  // a place we no longer watch
+    // A replay with nothing in it: the place went before the watch began.
+    const bool empty_replay = e.kind == kv::WatchEvent::Kind::caught_up && !ahead_heard_;
+    ahead_heard_ = true;
+    if (empty_replay || !line_.apply_ahead(e, event.seen, clock_)) look_ahead();
+  }
+
+  Steady::time_point next_wake(Steady::time_point now) const {
+    (void)now;
+    auto wake = std::min(deadline_, next_renewal_);
+    if (first_ && lease_.held) wake = std::min(wake, lease_.expires);
+    if (!first_) wake = std::min(wake, line_.ahead_expires());
+    return wake;
+  }
+
+  [[noreturn]] void give_up(Steady::time_point) const {
+    const int ahead = first_ ? 0 : line_.ahead();
+    throw Error(Errc::conflict, "waited " + format_duration(*wait_) + " for lease " + m_.name_ + ", which is still " +
+                                    (lease_.held ? "held by " + (lease_.last.record ? lease_.last.record->holder : "?")
+                                                 : "not free") +
+                                    (ahead > 0 ? " with " + std::to_string(ahead) + " waiter(s) ahead" : "") +
+                                    "; left the line");
+  }
+
+  Mutex& m_;
+  const ServerClock& clock_;
+  LeaseQueue line_;
+  WatchPump pump_;
+  std::optional<milliseconds> wait_;
+  Steady::time_point deadline_, next_renewal_;
+  bool first_ = false;
+  int ahead_source_ = 0;  // the pump source watching the place ahead (0: none)
+  int last_source_ = kLeaseSource;
+  bool ahead_heard_ = false;  // that watch delivered the place (or its end)
+  LeaseView lease_;
+  bool lease_live_ = false;  // the lease's watch replayed what was there: what comes now is new
+  bool told_corrupt_ = false;
+};
 
 Mutex::Mutex(LeaseStore store, std::string name, LeaseHolder who, milliseconds ttl)
     : store_(std::move(store)), name_(std::move(name)), who_(std::move(who)), ttl_(ttl) {
@@ -44,131 +213,9 @@ Lease Mutex::lock(std::optional<milliseconds> wait) {
 Lease Mutex::wait_in_line(std::optional<milliseconds> wait) {
   if (ttl_ < kMinLeaseTtl || ttl_ > kMaxLeaseTtl)
     throw Error(Errc::bad_input, "a lease TTL of " + format_duration(ttl_) + " is out of range: use 1s to 1h");
-  const ServerClock& clock = store_.server_clock();
-  LeaseQueue line(store_, name_);
-  WatchPump pump;
-  {
-    std::lock_guard lock(pump_mu_);
-    pump_ = &pump;
-  }
-  struct Done {  // leaves the line and forgets the pump whatever happens
-    Mutex& m;
-    LeaseQueue& line;
-    WatchPump& pump;
-    ~Done() {
-      pump.stop();
-      line.leave();
-      std::lock_guard lock(m.pump_mu_);
-      m.pump_ = nullptr;
-    }
-  } done{*this, line, pump};
-
-  line.join(who_, ttl_);
-  // Watches after the place exists: the line's replay shows it.
-  pump.add(line.watch(), kLine);
-  pump.add(translating_kv([&] { return store_.bucket().watch(name_); }), kLease);
-
-  const auto start = Steady::now();
-  const auto deadline = wait ? start + *wait : Steady::time_point::max();
-  auto next_renewal = start + ttl_ / 3;
-  LeaseView lease;
-  // How the lease stands, from one read now: a key never written replays
-  // nothing, and its watch would only say so after a pause.
-  bool lease_seen = false, line_seen = false;  // each watch replayed what it holds
-  // A record that was there before we looked is aged on the server's clock
-  // at the moment it was seen; one written while we watch is taken as new
-  // (age 0: it was stamped before we saw it, so this only waits longer).
-  // Neither reads the wall clock, which a step may have moved since.
-  auto see_lease = [&](std::uint64_t revision, TimePoint stored_at, bool released, const std::string& value,
-                       Steady::time_point seen, bool live) {
-    lease.last.revision = revision;
-    lease.last.stored_at = stored_at;
-    lease.last.released = released;
-    auto parsed = parse_lease(value);
-    lease.last.record = parsed.lease;
-    lease.held = revision != 0 && !released;
-    lease.corrupt = lease.held && !parsed.lease;
-    lease.expires = Steady::time_point::max();
-    if (lease.held && parsed.lease) {
-      auto age = clock.measured && !live
-                     ? std::max(milliseconds(0), std::chrono::duration_cast<milliseconds>(clock.at(seen) - stored_at))
-                     : milliseconds(0);
-      lease.expires = expiry_seen_at(seen, parsed.lease->ttl, age, clock.uncertainty);
-      spdlog::debug("lease {}: revision {} ({}), {} ms old by the server's clock: expires in {} ms", name_, revision,
-                    parsed.lease->holder, age.count(),
-                    std::chrono::duration_cast<milliseconds>(lease.expires - Steady::now()).count());
-    } else {
-      spdlog::debug("lease {}: revision {} is {}", name_, revision, released ? "a release" : "not a lease record");
-    }
-  };
-  {
-    const auto seen = Steady::now();
-    bool released = false;
-    auto last = translating_kv([&] { return store_.bucket().last(name_, &released); });
-    if (last) see_lease(last->revision, last->created, released, last->value, seen, false);
-    lease_seen = true;
-  }
-  bool told_corrupt = false;
-  bool lease_live = false;  // the lease's watch replayed what was there: what comes now is new
-  while (true) {
-    if (cancelled_) throw Cancelled("stopped waiting for lease " + name_);
-    auto now = Steady::now();
-    if (now >= deadline) {
-      int ahead = line.ahead(now);
-      throw Error(Errc::conflict, "waited " + format_duration(*wait) + " for lease " + name_ + ", which is still " +
-                                      (lease.held ? "held by " + (lease.last.record ? lease.last.record->holder : "?")
-                                                  : "not free") +
-                                      (ahead > 0 ? " with " + std::to_string(ahead) + " waiter(s) ahead" : "") +
-                                      "; left the line");
-    }
-    if (now >= next_renewal) {
-      line.renew();
-      next_renewal = now + ttl_ / 3;
-    }
-    if (lease_seen && line_seen && line.first(now)) {
-      line.clear_dead_ahead(now);
-      if (lease.corrupt && !told_corrupt) {
-        spdlog::warn("the record of lease {} is corrupt: waiting until `swarm doctor --fix` removes it", name_);
-        told_corrupt = true;
-      }
-      if (!lease.corrupt && (!lease.held || now >= lease.expires)) {
-        try {
-          spdlog::debug("lease {}: first in line; granting it over revision {} ({})", name_, lease.last.revision,
-                        lease.held ? "expired" : "free");
-          Lease granted = store_.grant(name_, who_, ttl_, lease.last);
-          spdlog::debug("lease {}: granted, token {}", name_, granted.token);
-          return granted;
-        } catch (const Error& e) {
-          if (e.kind() != Errc::conflict) throw;
-          // Moved meanwhile (renewed, or taken by a waiter that thought it was
-          // first): the lease's watch tells what it is now.
-          spdlog::debug("lease {}: {}", name_, e.what());
-          lease.held = true;
-          lease.expires = Steady::time_point::max();
-        }
-      }
-    }
-    auto wake = std::min(deadline, next_renewal);
-    if (lease.held && lease.expires < wake) wake = lease.expires;
-    if (auto expiry = line.next_expiry_ahead(now); expiry && *expiry < wake) wake = *expiry;
-    auto event = pump.next(wake);
-    if (!event) continue;
-    const kv::WatchEvent& e = event->event;
-    if (event->source == kLine) {
-      if (e.kind == kv::WatchEvent::Kind::caught_up) line_seen = true;
-      else line.apply(e, event->seen, clock.at(event->seen), clock.measured && !line_seen, clock.uncertainty);
-      continue;
-    }
-    if (e.kind == kv::WatchEvent::Kind::caught_up) {
-      lease_live = true;
-      continue;
-    }
-    // The replay repeats what the read above saw; only newer revisions count.
-    if (e.entry.revision < lease.last.revision) continue;
-    if (e.entry.revision == lease.last.revision) continue;
-    see_lease(e.entry.revision, e.entry.created, e.kind == kv::WatchEvent::Kind::erase, e.entry.value, event->seen,
-              lease_live);
-  }
+  wakeups_ = 0;
+  InLine in_line(*this, wait);
+  return in_line.run();
 }
 
 }  // namespace swarm

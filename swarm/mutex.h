@@ -1,7 +1,8 @@
 // A distributed lock on top of a lease: waiters queue in the bucket
 // (LeaseQueue) and are granted the lease one at a time, in the order they
-// asked, woken by KV watches of the lease and of the line: no polling, and no
-// herd of CAS attempts at each release. What the holder does with the lease
+// asked. Each waiter watches only the place just ahead of its own, and only
+// the first in line watches the lease: no polling, no herd at a release, and
+// no waiter woken by another's renewal. What the holder does with the lease
 // (keep it alive, stop its work when it is lost) is LeaseKeeper's.
 #pragma once
 
@@ -37,8 +38,12 @@ class Mutex {
   void cancel();
 
   const std::string& name() const { return name_; }
+  // Watch events the last lock() woke for while it waited in line (for
+  // tests: a waiter hears of the place ahead and, once first, of the lease).
+  int wakeups() const { return wakeups_; }
 
  private:
+  class InLine;
   Lease wait_in_line(std::optional<std::chrono::milliseconds> wait);
 
   LeaseStore store_;
@@ -48,6 +53,7 @@ class Mutex {
   std::atomic<bool> cancelled_{false};
   std::mutex pump_mu_;
   WatchPump* pump_ = nullptr;  // while lock() waits
+  std::atomic<int> wakeups_{0};
 };
 
 }  // namespace swarm

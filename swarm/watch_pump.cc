@@ -13,22 +13,24 @@ WatchPump::~WatchPump() { stop(); }
 
 void WatchPump::add(kv::Watch watch, int source) {
   Source s;
+  s.id = source;
   s.watch = std::make_unique<kv::Watch>(std::move(watch));
   kv::Watch* w = s.watch.get();
-  s.reader = std::thread([this, w, source] {
+  s.reader = std::thread([this, w, source, stop = s.stop] {
     while (true) {
       {
         std::lock_guard lock(mu_);
-        if (stopping_) return;
+        if (stopping_ || *stop) return;
       }
       try {
         auto event = w->next(kReadSlice);
         if (!event) continue;
         std::lock_guard lock(mu_);
+        if (*stop) return;
         events_.push_back({source, std::move(*event), std::chrono::steady_clock::now()});
       } catch (...) {
         std::lock_guard lock(mu_);
-        if (!stopping_ && !broken_) broken_ = std::current_exception();
+        if (!stopping_ && !*stop && !broken_) broken_ = std::current_exception();
         ready_.notify_all();
         return;
       }
@@ -50,6 +52,26 @@ std::optional<WatchPump::Event> WatchPump::next(std::chrono::steady_clock::time_
   if (broken_) std::rethrow_exception(broken_);
   woken_ = false;
   return std::nullopt;
+}
+
+void WatchPump::remove(int source) {
+  std::vector<Source> removed;
+  {
+    std::lock_guard lock(mu_);
+    for (auto it = sources_.begin(); it != sources_.end();) {
+      if (it->id != source) {
+        ++it;
+        continue;
+      }
+      *it->stop = true;
+      removed.push_back(std::move(*it));
+      it = sources_.erase(it);
+    }
+    std::erase_if(events_, [&](const Event& e) { return e.source == source; });
+  }
+  for (auto& s : removed) s.watch->stop();  // wakes a reader blocked in next()
+  for (auto& s : removed)
+    if (s.reader.joinable()) s.reader.join();
 }
 
 void WatchPump::wake() {

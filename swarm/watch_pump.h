@@ -4,7 +4,9 @@
 #pragma once
 
 #include <chrono>
+#include <atomic>
 #include <condition_variable>
+#include <memory>
 #include <deque>
 #include <exception>
 #include <mutex>
@@ -31,6 +33,9 @@ class WatchPump {
 
   // Starts reading `watch` on a thread of its own.
   void add(kv::Watch watch, int source);
+  // Stops reading the watches of `source` and drops their events not yet
+  // handed out (a waiter whose predecessor changed watches another key).
+  void remove(int source);
   // The next event, or nullopt when `until` passed or wake() was called first.
   // Rethrows what broke a watch.
   std::optional<Event> next(std::chrono::steady_clock::time_point until);
@@ -42,8 +47,10 @@ class WatchPump {
 
  private:
   struct Source {
+    int id = 0;
     std::unique_ptr<kv::Watch> watch;
     std::thread reader;
+    std::shared_ptr<std::atomic<bool>> stop = std::make_shared<std::atomic<bool>>(false);
   };
   std::mutex mu_;
   std::condition_variable ready_;

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "support/expect.h"
+#include "support/lease_fixture.h"
 #include "support/nats_server.h"
 #include "swarm/bootstrap.h"
 #include "swarm/election.h"
@@ -21,29 +22,8 @@ using namespace std::chrono_literals;
 using testing::kind_of;
 
 namespace {
-
-struct Fixture {
-  testing::NatsServer server;
-  kv::Connection connection = connect(server.url());
-  kv::Bucket bucket = kv::Bucket::ensure(connection, {.name = "swarm-leases", .ttl = 24h});
-
-  static kv::Connection connect(const std::string& url) {
-    return connect_nats({.urls = {url}, .request_timeout = 5s});
-  }
-  LeaseStore store() const { return LeaseStore::open(connection); }
-  // A store on a connection of its own, as another process would have.
-  LeaseStore other_store() const { return LeaseStore::open(connect(server.url())); }
-};
-
-LeaseHolder holder(const std::string& name, std::int64_t pid = 4242) {
-  LeaseHolder who;
-  who.holder = name;
-  who.host = "host-a";
-  who.host_id = "id-a";
-  who.pid = pid;
-  return who;
-}
-
+using Fixture = testing::LeaseFixture;
+LeaseHolder holder(const std::string& name, std::int64_t pid = 4242) { return testing::lease_holder(name, pid); }
 }  // namespace
 
 TEST_CASE("Lease_TokenIsTheGrantingRevisionAndOnlyItsHolderRenewsOrReleases") {
