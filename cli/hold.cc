@@ -23,12 +23,17 @@ using namespace std::chrono_literals;
 // SIGTERM before SIGKILL (the lease stays renewed meanwhile).
 constexpr std::chrono::seconds kResignGrace{10};
 
+// Sent by the router to its own thread to stop it at once (a realtime
+// signal nothing else here uses).
+int wake_signal() { return SIGRTMIN + 3; }
+
 sigset_t routed_signals() {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGHUP);
+  sigaddset(&set, wake_signal());
   return set;
 }
 
@@ -90,7 +95,7 @@ SignalRouter::SignalRouter() {
     while (!stopping_) {
       timespec slice{0, 100 * 1000 * 1000};
       int signo = sigtimedwait(&set, nullptr, &slice);
-      if (signo <= 0) continue;
+      if (signo <= 0 || signo == wake_signal()) continue;
       std::lock_guard lock(mu_);
       received_ = signo;
       if (child_ != nullptr) {
@@ -105,7 +110,12 @@ SignalRouter::SignalRouter() {
 
 SignalRouter::~SignalRouter() {
   stopping_ = true;
-  if (thread_.joinable()) thread_.join();
+  // Ends its wait now rather than at the end of its slice: a verb's exit
+  // would otherwise wait for it.
+  if (thread_.joinable()) {
+    pthread_kill(thread_.native_handle(), wake_signal());
+    thread_.join();
+  }
 }
 
 void SignalRouter::on_signal(std::function<void(int)> handler) {

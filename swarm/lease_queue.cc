@@ -5,12 +5,16 @@
 
 #include "swarm/error.h"
 #include "swarm/log.h"
+#include "swarm/server_clock.h"
 
 namespace swarm {
 
 namespace {
 
 using std::chrono::milliseconds;
+
+// What a granted waiter's place's delete marker carries.
+constexpr const char* kGrantedMark = "{\"left\":\"granted\"}";
 
 // A place's id: random, so two waiters of one host and pid never collide.
 std::string fresh_id() {
@@ -40,8 +44,15 @@ LeaseQueue::LeaseQueue(LeaseStore store, std::string lease) : store_(std::move(s
 void LeaseQueue::join(const LeaseHolder& who, milliseconds ttl) {
   record_ = record_for(lease_, who, ttl);
   const std::string id = fresh_id();
+  const TimePoint sent = std::chrono::system_clock::now();
+  const auto sent_steady = Steady::now();
   order_ = translating_kv([&] { return store_.bucket().create(place_key(id), to_json(record_)); });
+  const auto answered = Steady::now();
   id_ = id;
+  // The server's stamp on our own place: its clock, give or take the round trip.
+  auto mine = translating_kv([&] { return store_.bucket().get(place_key(id)); });
+  clock_ = mine && mine->revision == order_ ? clock_from_stamp(sent, sent_steady, answered, mine->created)
+                                            : store_.server_clock();
   spdlog::debug("lease {}: joined the line at {} (order {})", lease_, place_key(id_), order_);
 }
 
@@ -58,7 +69,7 @@ void LeaseQueue::renew() {
   });
 }
 
-void LeaseQueue::leave() noexcept {
+void LeaseQueue::leave(bool granted) noexcept {
   if (id_.empty()) return;
   try {
     // Quickly: a waiter just granted the lease leaves on its way to using
@@ -66,7 +77,7 @@ void LeaseQueue::leave() noexcept {
     // runs out, as a killed waiter's would.
     auto budget = std::clamp(record_.ttl / 10, milliseconds(100), milliseconds(1000));
     const kv::Bucket bucket = store_.bucket().with_budget(budget);
-    bucket.erase(place_key(id_), order_);
+    bucket.erase(place_key(id_), order_, granted ? kGrantedMark : "");
     if (beat_revision_ != 0) bucket.erase(beat_key(id_), beat_revision_);
   } catch (const std::exception& e) {
     // Removed by another (it judged the place dead), or NATS is away: the
@@ -118,19 +129,21 @@ kv::Watch LeaseQueue::watch_ahead() const {
   return translating_kv([&] { return store_.bucket().watch(place_key(ahead_->id)); });
 }
 
-bool LeaseQueue::apply_ahead(const kv::WatchEvent& event, Steady::time_point seen, const ServerClock& clock) {
-  if (!ahead_) return false;
-  if (event.kind == kv::WatchEvent::Kind::caught_up) return true;
-  if (event.kind == kv::WatchEvent::Kind::erase) return false;
+LeaseQueue::Ahead LeaseQueue::apply_ahead(const kv::WatchEvent& event, Steady::time_point seen,
+                                          const ServerClock& clock) {
+  if (!ahead_) return Ahead::gone;
+  if (event.kind == kv::WatchEvent::Kind::caught_up) return Ahead::there;
+  if (event.kind == kv::WatchEvent::Kind::erase)
+    return event.entry.value == kGrantedMark ? Ahead::granted : Ahead::gone;
   auto parsed = parse_lease(event.entry.value);
-  if (!parsed.lease) return false;
-  if (event.entry.revision == ahead_->revision) return true;  // the replay of what the look saw
+  if (!parsed.lease) return Ahead::gone;
+  if (event.entry.revision == ahead_->revision) return Ahead::there;  // the replay of what the look saw
   // A newer write of the place: a waiter of an older swarm renews its place
   // itself; the write is new, so it counts from now.
   ahead_->revision = event.entry.revision;
   ahead_->waiter = std::move(*parsed.lease);
   ahead_->expires = expiry_of(*ahead_, event.entry.created, seen, clock, false);
-  return true;
+  return Ahead::there;
 }
 
 bool LeaseQueue::ahead_dead(Steady::time_point now, const ServerClock& clock) {

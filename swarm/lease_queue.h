@@ -27,9 +27,15 @@ class LeaseQueue {
 
   // This waiter's place: joined (a CAS create), renewed (a heartbeat), left
   // (CAS deletes; quietly, whatever happened to it meanwhile).
+  // Joining also reads the place back: the server's stamp on it gives the
+  // server's clock (clock()), with no request of its own.
   void join(const LeaseHolder& who, std::chrono::milliseconds ttl);
+  const ServerClock& clock() const { return clock_; }
   void renew();
-  void leave() noexcept;
+  // `granted`: this waiter leaves because it got the lease, so the one
+  // behind it is first now; its place's delete marker says so, and that
+  // waiter need not read the line again.
+  void leave(bool granted = false) noexcept;
   bool joined() const { return !id_.empty(); }
   std::uint64_t order() const { return order_; }
 
@@ -42,9 +48,12 @@ class LeaseQueue {
 
   // A watch of the place just ahead: it says when that waiter leaves.
   kv::Watch watch_ahead() const;
-  // Applies an event of that watch, seen at `seen`; false when the place is
-  // gone (left, or holding no place record), and the line must be looked at again.
-  bool apply_ahead(const kv::WatchEvent& event, Steady::time_point seen, const ServerClock& clock);
+  // Applies an event of that watch, seen at `seen`: whether the place ahead
+  // is still there, gone (left, or holding no place record: the line must be
+  // looked at again), or gone because its waiter was granted the lease (this
+  // waiter is first now).
+  enum class Ahead { there, gone, granted };
+  Ahead apply_ahead(const kv::WatchEvent& event, Steady::time_point seen, const ServerClock& clock);
   // When the place ahead expires, unless its waiter beat since.
   Steady::time_point ahead_expires() const { return ahead_ ? ahead_->expires : Steady::time_point::max(); }
   // Whether the place ahead is dead at `now`: its expiry passed and its
@@ -78,6 +87,7 @@ class LeaseQueue {
   std::uint64_t beat_revision_ = 0;  // 0: no heartbeat written yet
   std::optional<Place> ahead_;
   int ahead_count_ = 0;
+  ServerClock clock_;
 };
 
 // When a record seen at `seen`, `age` old then by the server's clock, expires

@@ -30,15 +30,14 @@ struct LeaseView {
 // One wait in line: its place, its watches, and what it knows of the lease.
 class Mutex::InLine {
  public:
-  InLine(Mutex& m, std::optional<milliseconds> wait)
-      : m_(m), clock_(m.store_.server_clock()), line_(m.store_, m.name_), wait_(wait) {
+  InLine(Mutex& m, std::optional<milliseconds> wait) : m_(m), line_(m.store_, m.name_), wait_(wait) {
     std::lock_guard lock(m_.pump_mu_);
     m_.pump_ = &pump_;
   }
   // Leaves the line and forgets the pump, whatever happened.
   ~InLine() {
     pump_.stop();
-    line_.leave();
+    line_.leave(granted_);
     std::lock_guard lock(m_.pump_mu_);
     m_.pump_ = nullptr;
   }
@@ -49,6 +48,7 @@ class Mutex::InLine {
     const auto start = Steady::now();
     deadline_ = wait_ ? start + *wait_ : Steady::time_point::max();
     line_.join(m_.who_, m_.ttl_);
+    clock_ = line_.clock();
     next_renewal_ = start + m_.ttl_ / 3;
     look_ahead();
     while (true) {
@@ -64,7 +64,10 @@ class Mutex::InLine {
         continue;
       }
       if (first_)
-        if (auto granted = try_grant(now)) return *granted;
+        if (auto granted = try_grant(now)) {
+          granted_ = true;
+          return *granted;
+        }
       if (auto event = pump_.next(next_wake(now))) {
         ++m_.wakeups_;
         on_event(*event);
@@ -159,7 +162,14 @@ class Mutex::InLine {
     // A replay with nothing in it: the place went before the watch began.
     const bool empty_replay = e.kind == kv::WatchEvent::Kind::caught_up && !ahead_heard_;
     ahead_heard_ = true;
-    if (empty_replay || !line_.apply_ahead(e, event.seen, clock_)) look_ahead();
+    const auto ahead = empty_replay ? LeaseQueue::Ahead::gone : line_.apply_ahead(e, event.seen, clock_);
+    if (ahead == LeaseQueue::Ahead::gone) look_ahead();
+    if (ahead == LeaseQueue::Ahead::granted) {
+      // The waiter ahead was first and got the lease: now this one is.
+      pump_.remove(ahead_source_);
+      ahead_source_ = 0;
+      become_first();
+    }
   }
 
   Steady::time_point next_wake(Steady::time_point now) const {
@@ -180,7 +190,7 @@ class Mutex::InLine {
   }
 
   Mutex& m_;
-  const ServerClock& clock_;
+  ServerClock clock_;
   LeaseQueue line_;
   WatchPump pump_;
   std::optional<milliseconds> wait_;
@@ -192,11 +202,16 @@ class Mutex::InLine {
   LeaseView lease_;
   bool lease_live_ = false;  // the lease's watch replayed what was there: what comes now is new
   bool told_corrupt_ = false;
+  bool granted_ = false;  // leaving because the lease is ours
 };
 
 Mutex::Mutex(LeaseStore store, std::string name, LeaseHolder who, milliseconds ttl)
     : store_(std::move(store)), name_(std::move(name)), who_(std::move(who)), ttl_(ttl) {
   require_lease_name(name_);
+}
+
+Mutex::~Mutex() {
+  if (leaving_.valid()) leaving_.wait();
 }
 
 void Mutex::cancel() {
@@ -213,9 +228,14 @@ Lease Mutex::lock(std::optional<milliseconds> wait) {
 Lease Mutex::wait_in_line(std::optional<milliseconds> wait) {
   if (ttl_ < kMinLeaseTtl || ttl_ > kMaxLeaseTtl)
     throw Error(Errc::bad_input, "a lease TTL of " + format_duration(ttl_) + " is out of range: use 1s to 1h");
+  if (leaving_.valid()) leaving_.wait();
   wakeups_ = 0;
-  InLine in_line(*this, wait);
-  return in_line.run();
+  auto in_line = std::make_unique<InLine>(*this, wait);
+  Lease granted = in_line->run();  // a throw leaves the line here, at once
+  // Granted: stopping the watches and leaving the line cost round trips,
+  // which the caller need not wait for to start its work.
+  leaving_ = std::async(std::launch::async, [in = std::move(in_line)]() mutable { in.reset(); });
+  return granted;
 }
 
 }  // namespace swarm

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -26,11 +27,16 @@ struct Cancelled : std::runtime_error {
 class Mutex {
  public:
   Mutex(LeaseStore store, std::string name, LeaseHolder who, std::chrono::milliseconds ttl);
+  // Waits until a granted lock() has left the line.
+  ~Mutex();
 
   // Takes the lease. `wait` 0: at once when it is free and nobody waits in
   // line, else conflict naming the holder (etcd's TryLock). Otherwise in
   // line, for up to `wait` (nullopt: for ever): conflict when it runs out.
-  // Leaves the line whatever happens. Throws Cancelled after cancel().
+  // Leaves the line whatever happens: at once when it fails; when it is
+  // granted, in the background while the caller starts its work (leaving
+  // takes round trips; the next in line cannot go before a release anyway).
+  // Throws Cancelled after cancel().
   Lease lock(std::optional<std::chrono::milliseconds> wait);
 
   // Makes a waiting lock() leave the line and throw Cancelled; from any
@@ -54,6 +60,8 @@ class Mutex {
   std::mutex pump_mu_;
   WatchPump* pump_ = nullptr;  // while lock() waits
   std::atomic<int> wakeups_{0};
+  // A granted lock() leaving the line; destroyed first, as it uses the above.
+  std::future<void> leaving_;
 };
 
 }  // namespace swarm

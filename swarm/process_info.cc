@@ -2,6 +2,10 @@
 
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <sys/socket.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -12,7 +16,9 @@
 #include <charconv>
 #include <cstdio>
 #include <filesystem>
+#include <cstdint>
 #include <sstream>
+#include <string_view>
 
 namespace swarm {
 
@@ -119,37 +125,81 @@ std::vector<std::string> process_arguments(pid_t pid) {
   return args;
 }
 
+namespace {
+
+// The inode of the TCP socket listening on 127.0.0.1:`port` or on every
+// address, from the kernel's socket diagnostics (netlink): it looks at the
+// listening sockets alone, where /proc/net/tcp walks every connection of the
+// host (milliseconds on a big one, on every verb). nullopt when none
+// listens; throws nothing (-1: the kernel could not tell).
+long long listening_inode(int port) {
+  int fd = ::socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+  if (fd < 0) return -1;
+  struct {
+    nlmsghdr header;
+    inet_diag_req_v2 request;
+  } ask{};
+  ask.header.nlmsg_len = sizeof ask;
+  ask.header.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+  ask.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+  ask.request.sdiag_family = AF_INET;
+  ask.request.sdiag_protocol = IPPROTO_TCP;
+  ask.request.idiag_states = 1U << 10;  // TCP_LISTEN
+  if (::send(fd, &ask, sizeof ask, 0) != static_cast<ssize_t>(sizeof ask)) {
+    ::close(fd);
+    return -1;
+  }
+  long long found = 0;
+  bool done = false;
+  alignas(nlmsghdr) char buffer[16384];
+  while (!done) {
+    ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      found = -1;
+      break;
+    }
+    // The messages one by one (netlink's macros are written with C casts).
+    constexpr std::size_t kAlign = 4;
+    const std::size_t header = (sizeof(nlmsghdr) + kAlign - 1) & ~(kAlign - 1);
+    for (std::size_t at = 0; at + sizeof(nlmsghdr) <= static_cast<std::size_t>(n);) {
+      const auto* h = reinterpret_cast<const nlmsghdr*>(buffer + at);
+      if (h->nlmsg_len < sizeof(nlmsghdr) || at + h->nlmsg_len > static_cast<std::size_t>(n)) break;
+      at += (h->nlmsg_len + kAlign - 1) & ~(kAlign - 1);
+      if (h->nlmsg_type == NLMSG_DONE) {
+        done = true;
+        break;
+      }
+      if (h->nlmsg_type == NLMSG_ERROR) {
+        found = -1;
+        done = true;
+        break;
+      }
+      if (h->nlmsg_len < header + sizeof(inet_diag_msg)) continue;
+      const auto* msg = reinterpret_cast<const inet_diag_msg*>(reinterpret_cast<const char*>(h) + header);
+      const std::uint32_t address = ntohl(msg->id.idiag_src[0]);
+      if (ntohs(msg->id.idiag_sport) == port && (address == INADDR_LOOPBACK || address == INADDR_ANY) && found == 0)
+        found = msg->idiag_inode;
+    }
+  }
+  ::close(fd);
+  return found;
+}
+
+}  // namespace
+
 std::optional<bool> listens_on(pid_t pid, int port) {
   if (pid <= 0 || port <= 0 || port > 65535) return false;
-  // The inodes of the sockets listening on the port (state 0A), from the
-  // kernel's table: "sl local_address rem_address st ... uid timeout inode".
-  // The address is the raw network-order word printed as a number, so its
-  // digits depend on the byte order; the port is printed as a number.
-  char loopback[32], any[32];
-  std::snprintf(loopback, sizeof loopback, "%08X:%04X", static_cast<unsigned>(htonl(INADDR_LOOPBACK)),
-                static_cast<unsigned>(port));
-  std::snprintf(any, sizeof any, "%08X:%04X", 0U, static_cast<unsigned>(port));
-  auto table = read_proc("/proc/net/tcp", 64 << 20);
-  if (!table) return std::nullopt;
-  std::istringstream lines(*table);
-  std::vector<std::string> sockets;
-  std::string line;
-  std::getline(lines, line);  // the header
-  while (std::getline(lines, line)) {
-    std::istringstream fields(line);
-    std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
-    if (!(fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >> timeout >> inode))
-      continue;
-    if (state == "0A" && (local == loopback || local == any)) sockets.push_back("socket:[" + inode + "]");
-  }
-  if (sockets.empty()) return false;
+  const long long inode = listening_inode(port);
+  if (inode < 0) return std::nullopt;  // no socket diagnostics here
+  if (inode == 0) return false;
+  const std::string socket = "socket:[" + std::to_string(inode) + "]";
   const std::string fd_dir = "/proc/" + std::to_string(pid) + "/fd";
   if (::access(fd_dir.c_str(), R_OK) != 0) return process_alive(pid) ? std::nullopt : std::optional<bool>(false);
+  char target[64];
   for (const auto& fd : proc_entries(fd_dir)) {
-    std::error_code ec;
-    auto target = std::filesystem::read_symlink(fd_dir + "/" + fd, ec).string();
-    for (const auto& socket : sockets)
-      if (target == socket) return true;
+    ssize_t n = ::readlink((fd_dir + "/" + fd).c_str(), target, sizeof target - 1);
+    if (n > 0 && std::string_view(target, static_cast<std::size_t>(n)) == socket) return true;
   }
   return false;
 }

@@ -19,4 +19,11 @@ ServerClock read_server_clock(const kv::Bucket& bucket, const Clock& local) {
   }
 }
 
+ServerClock clock_from_stamp(TimePoint sent, std::chrono::steady_clock::time_point sent_steady,
+                             std::chrono::steady_clock::time_point answered, TimePoint stamped, const Clock& local) {
+  const auto half = std::chrono::duration_cast<TimePoint::duration>((answered - sent_steady) / 2);
+  const auto skew = stamped - (sent + half);
+  return {[local, skew] { return local() + skew; }, true, half, sent_steady + (answered - sent_steady) / 2, stamped};
+}
+
 }  // namespace swarm

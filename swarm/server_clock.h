@@ -34,4 +34,13 @@ struct ServerClock {
 // `measured`, and a warning says so: callers then judge nothing by age.
 ServerClock read_server_clock(const kv::Bucket& bucket, const Clock& local = system_clock());
 
+// The server's clock from the timestamp it gave a write of ours: sent at
+// `sent` (this host's clock; `sent_steady` on the monotonic one), its
+// answer back at `answered`, stamped `stamped` by the server. The stamp was
+// made between the two: no request of its own (a waiter in a lease's line
+// reads its own place back instead of creating a consumer).
+ServerClock clock_from_stamp(TimePoint sent, std::chrono::steady_clock::time_point sent_steady,
+                             std::chrono::steady_clock::time_point answered, TimePoint stamped,
+                             const Clock& local = system_clock());
+
 }  // namespace swarm
