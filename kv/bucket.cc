@@ -82,10 +82,14 @@ constexpr std::chrono::milliseconds kFreshOpen{1000};
 }  // namespace
 
 namespace detail {
-std::uint64_t last_sequence(const Bucket::State& bucket, const std::string& name, std::chrono::milliseconds wait) {
+StreamState stream_state(const Bucket::State& bucket, const std::string& name, std::chrono::milliseconds wait) {
   auto info = stream_info_once(bucket.js(), bucket.stream, name, wait);
   if (!info) throw Error(Errc::not_found, where(name) + " no longer exists");
-  return info->State.LastSeq;
+  return {info->State.LastSeq, info->State.Msgs};
+}
+
+std::uint64_t last_sequence(const Bucket::State& bucket, const std::string& name, std::chrono::milliseconds wait) {
+  return stream_state(bucket, name, wait).last_seq;
 }
 }  // namespace detail
 
@@ -340,7 +344,7 @@ std::uint64_t Bucket::publish(std::string_view key, std::string_view value, std:
   while (true) {
     try {
       options.ExpectLastSeq = 0;
-      if (guarded && state_->clustered != 0)
+      if (guarded && state_->clustered != 0 && detail::needs_cas_guard(*state_->connection))
         if (auto last = cas_guard(attempts.wait())) options.ExpectLastSeq = *last;
     } catch (const Error& e) {
       if (!attempts.again_after(e)) throw;
@@ -472,7 +476,8 @@ std::vector<Bucket::WriteResult> Bucket::update_together(const std::vector<Write
   // A CAS write on a clustered stream needs its own guard (see cas_guard):
   // those go one at a time.
   bool pipelined = true;
-  for (const auto& w : writes) pipelined = pipelined && w.bucket->state_->clustered == 0;
+  for (const auto& w : writes)
+    pipelined = pipelined && (w.bucket->state_->clustered == 0 || !detail::needs_cas_guard(*w.bucket->state_->connection));
   std::unique_lock lock(connection.reply_mu);
   natsConnection* nc = connection.connection.get();
   if (connection.replies == nullptr) {
@@ -594,7 +599,8 @@ void Bucket::for_each(const std::function<void(Entry&&)>& visit, bool keys_only,
       options.keys_only = keys_only;
       // The stream's last sequence ends a replay of every key; a replay of
       // some keys may never reach it, so it ends when nothing is pending.
-      auto watch = watch_once(pattern, options, attempts.wait(), pattern == ">" ? end : 0);
+      auto watch = watch_once(pattern, options, attempts.wait(), pattern == ">" ? end : 0,
+                              pattern == ">" ? messages : 0);
       // The whole pass ends within the budget and one attempt's time more,
       // however its entries trickle (a consumer that a failover keeps
       // resetting, say): a verb's --timeout bounds it.

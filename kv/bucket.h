@@ -158,9 +158,10 @@ class Bucket {
   // carry (see publish); nullopt when the stream is not clustered.
   std::optional<std::uint64_t> cas_guard(std::chrono::milliseconds wait) const;
   // One attempt at watch(): creating its consumer waits `wait` for the
-  // answer; its replay ends at `replay_end` (0: when nothing is pending).
+  // answer; its replay ends at `replay_end` (0: when nothing is pending),
+  // once the keys of the `initial_messages` the stream then held have come.
   Watch watch_once(std::string_view pattern, const WatchOptions& options, std::chrono::milliseconds wait,
-                   std::uint64_t replay_end) const;
+                   std::uint64_t replay_end, std::uint64_t initial_messages = 0) const;
   // After a lost answer: the revision at which the key holds exactly `value`
   // (or, for a delete, no value), when it does.
   std::optional<std::uint64_t> landed(std::string_view key, std::string_view value, bool is_delete) const;

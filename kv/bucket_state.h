@@ -32,6 +32,13 @@ namespace detail {
 // The last sequence of the bucket's stream now (one stream-info request that
 // waits `wait`); throws not_found when the bucket is gone.
 std::uint64_t last_sequence(const Bucket::State& bucket, const std::string& name, std::chrono::milliseconds wait);
+// The same request's last sequence and its count of messages (one per key:
+// the buckets keep one revision per key, delete markers included).
+struct StreamState {
+  std::uint64_t last_seq = 0;
+  std::uint64_t messages = 0;
+};
+StreamState stream_state(const Bucket::State& bucket, const std::string& name, std::chrono::milliseconds wait);
 }  // namespace detail
 
 }  // namespace kv

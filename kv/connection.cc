@@ -1,8 +1,12 @@
 #include "kv/connection.h"
 
+#include <netdb.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 
@@ -237,6 +241,93 @@ std::chrono::milliseconds Connection::request_timeout() const { return state_->r
 void Connection::limit_total_wait(std::chrono::milliseconds limit) {
   state_->waited_ms = 0;
   state_->total_wait_limit = limit;
+}
+
+namespace detail {
+
+namespace {
+
+// "nats://user:pw@host:port" as host and port ("[::1]" without brackets).
+std::pair<std::string, std::string> host_and_port(std::string url) {
+  if (auto scheme = url.find("://"); scheme != std::string::npos) url = url.substr(scheme + 3);
+  if (auto at = url.rfind('@'); at != std::string::npos) url = url.substr(at + 1);
+  if (!url.empty() && url.back() == '/') url.pop_back();
+  std::string host = url, port = "4222";
+  if (!url.empty() && url.front() == '[') {
+    auto close = url.find(']');
+    host = url.substr(1, close - 1);
+    if (close + 2 < url.size()) port = url.substr(close + 2);
+  } else if (auto colon = url.rfind(':'); colon != std::string::npos) {
+    host = url.substr(0, colon);
+    port = url.substr(colon + 1);
+  }
+  return {host, port};
+}
+
+// The "version" of the INFO line a NATS server greets every connection
+// with (sent before any TLS handshake): "" when it does not come in time.
+std::string greeting_version(const std::string& url, std::chrono::milliseconds timeout) {
+  auto [host, port] = host_and_port(url);
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), port.c_str(), &hints, &found) != 0) return {};
+  std::string line;
+  for (const addrinfo* a = found; a != nullptr && line.empty(); a = a->ai_next) {
+    int fd = ::socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) continue;
+    timeval tv{static_cast<time_t>(timeout.count() / 1000), static_cast<suseconds_t>(timeout.count() % 1000 * 1000)};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+      char buffer[4096];
+      while (line.find("\r\n") == std::string::npos && line.size() < 65536) {
+        ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
+        if (n <= 0) break;
+        line.append(buffer, static_cast<std::size_t>(n));
+      }
+    }
+    ::close(fd);
+  }
+  ::freeaddrinfo(found);
+  const std::string key = "\"version\":\"";
+  auto at = line.rfind("INFO", 0) == 0 ? line.find(key) : std::string::npos;
+  if (at == std::string::npos) return {};
+  auto end = line.find('"', at + key.size());
+  return end == std::string::npos ? std::string() : line.substr(at + key.size(), end - at - key.size());
+}
+
+}  // namespace
+
+const std::string& server_version(ConnectionState& state) {
+  std::call_once(state.version_once, [&] {
+    char buffer[512] = {0};
+    if (natsConnection_GetConnectedUrl(state.connection.get(), buffer, sizeof buffer) != NATS_OK) return;
+    state.version = greeting_version(buffer, std::min(state.request_timeout, std::chrono::milliseconds(2000)));
+  });
+  return state.version;
+}
+
+bool needs_cas_guard(ConnectionState& state) {
+  // $SWARM_CAS_GUARD=always keeps it whatever the version (a cluster being
+  // upgraded from 2.9 node by node); =never is for measuring what it costs.
+  if (const char* force = std::getenv("SWARM_CAS_GUARD"); force != nullptr) {
+    if (std::strcmp(force, "always") == 0) return true;
+    if (std::strcmp(force, "never") == 0) return false;
+  }
+  const std::string& version = server_version(state);
+  // Unknown: keep the guard.
+  return version.empty() || version.find('.') == std::string::npos || version_before(version, 2, 10);
+}
+
+}  // namespace detail
+
+std::string Connection::server_version() const { return detail::server_version(*state_); }
+
+bool version_before(const std::string& version, int major, int minor) {
+  int have_major = 0, have_minor = 0;
+  if (std::sscanf(version.c_str(), "%d.%d", &have_major, &have_minor) != 2) return false;
+  return have_major < major || (have_major == major && have_minor < minor);
 }
 
 std::chrono::microseconds Connection::rtt() const {

@@ -53,6 +53,10 @@ std::vector<std::string> split_urls(const std::string& comma_separated);
 // with a host and a port of 1 to 65535.
 void require_valid_urls(const std::string& comma_separated);
 
+// Whether a server `version` ("2.9.10") is older than major.minor; false
+// when it cannot be read.
+bool version_before(const std::string& version, int major, int minor);
+
 // The URLs (one, or several comma-separated) with the secret of each
 // (nats://user:PASSWORD@ or nats://TOKEN@, scheme or not) replaced by ***:
 // how a URL is printed, logged or reported, always.
@@ -73,6 +77,9 @@ class Connection {
   void limit_total_wait(std::chrono::milliseconds limit);
   // Microseconds of one round trip to the server (a PING), for diagnostics.
   std::chrono::microseconds rtt() const;
+  // The version of the server connected to, as its greeting says ("2.9.10";
+  // "" when it cannot be read). One short connection of its own, once.
+  std::string server_version() const;
 
   const std::shared_ptr<detail::ConnectionState>& state() const { return state_; }
 

@@ -11,6 +11,15 @@
 
 namespace kv::detail {
 
+struct ConnectionState;
+// The version of the server the connection is on (read once, cached).
+const std::string& server_version(ConnectionState& state);
+// Whether that server checks a clustered stream's per-key CAS only before
+// it proposes a write (nats-server before 2.10, its issue 4320): then CAS
+// writes on a clustered stream need the guard of adr/0014. True when the
+// version cannot be read.
+bool needs_cas_guard(ConnectionState& state);
+
 struct ConnectionState {
   // Declared in this order so the JetStream context dies before the connection.
   ConnectionPtr connection;
@@ -32,6 +41,10 @@ struct ConnectionState {
   // (ConnectionOptions::token_guard), at connect and at every reconnect.
   std::string token;
   std::function<bool()> token_guard;
+  // The server's version as its greeting says ("2.9.10"; "" when it could
+  // not be read), asked once (see server_version in connection.cc).
+  std::once_flag version_once;
+  std::string version;
 
   ~ConnectionState() {
     js.reset();

@@ -1,10 +1,13 @@
 #include "kv/watch.h"
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <cstring>
 #include <optional>
 #include <string_view>
+#include <unordered_set>
+#include <vector>
 
 #include "kv/ack_subject.h"
 #include "kv/bucket_state.h"
@@ -21,6 +24,8 @@ constexpr const char* kOperationHeader = "KV-Operation";
 // With replay expected but nothing arriving this long, ask the consumer
 // whether anything is pending: the stream may have emptied meanwhile.
 constexpr std::chrono::milliseconds kReplayCheck{200};
+// How long a replay past its end waits for the keys it skipped (see Impl).
+constexpr std::chrono::milliseconds kSettle{250};
 
 detail::Delivery delivery_of(natsMsg* msg, const std::string& bucket, const std::string& pattern) {
   const char* reply = natsMsg_GetReply(msg);
@@ -62,13 +67,23 @@ struct Watch::Impl {
   bool caught_up = false;     // every initial value was delivered
   bool marker_due = false;    // the caught_up event is the next to report
   bool pending_checked = false;
-  // The replay is over at the first message with nothing pending after it,
-  // or (while writers keep writing, "nothing pending" may never come) at the
-  // first one at or past `replay_end`, the stream's last sequence when the
-  // watch began. A key rewritten before the replay reached it moved past
-  // that end, so when writes came meanwhile the end is read again, once.
+  // The replay is over at the first message with nothing pending after it.
+  // While writers keep writing that may never come, so for a watch of every
+  // key it is also over at `replay_end` (the stream's last sequence when the
+  // watch began), once every key that was there then has come: the stream
+  // held `initial_messages`, one per key; a key rewritten (or deleted, or
+  // expired) before the replay reached it was skipped, and its newer message
+  // comes after that end. So past it the replay settles: it goes on until
+  // as many keys not seen before have come as were skipped ("owed"), or
+  // nothing more is pending, or kSettle passes (an expired key comes never).
   std::uint64_t replay_end = 0;  // 0: unknown (a watch of some keys only)
-  bool end_extended = false;
+  std::uint64_t initial_messages = 0;
+  std::uint64_t originals = 0;        // messages delivered at or before replay_end
+  std::vector<std::uint64_t> seen;    // hashes of their keys, sorted once settling
+  std::unordered_set<std::uint64_t> paid;  // keys not among them that came after
+  std::uint64_t owed = 0;
+  bool settling = false;
+  std::chrono::steady_clock::time_point settle_until{};
   std::uint64_t last_consumer_seq = 0;  // of the last message read here
   std::chrono::milliseconds info_wait{0};  // for the consumer-info request: one attempt's slice
   std::atomic<bool> stopped{false};
@@ -96,14 +111,27 @@ struct Watch::Impl {
     return info->NumPending == 0 && info->Delivered.Consumer == last_consumer_seq;
   }
 
-  // Whether the message just delivered ends the replay.
-  bool ends_replay(const detail::Delivery& delivery) {
-    if (delivery.pending == 0) return true;
-    if (replay_end == 0 || delivery.stream_seq < replay_end) return false;
-    if (end_extended) return true;
-    end_extended = true;
-    replay_end = detail::last_sequence(*bucket, bucket_name, info_wait);
-    return delivery.stream_seq >= replay_end;
+  // Whether the message just delivered (of `key`) ends the replay.
+  bool ends_replay(const detail::Delivery& delivery, std::string_view key) {
+    if (replay_end == 0) return delivery.pending == 0;
+    const std::uint64_t h = std::hash<std::string_view>{}(key);
+    if (!settling) {
+      const bool original = delivery.stream_seq <= replay_end;
+      if (original) {
+        ++originals;
+        seen.push_back(h);
+      }
+      // The end, or nothing pending (a count the server may give before a
+      // rewritten key's newer message is counted): settle from here.
+      if (delivery.stream_seq < replay_end && delivery.pending != 0) return false;
+      settling = true;
+      owed = initial_messages > originals ? initial_messages - originals : 0;
+      std::sort(seen.begin(), seen.end());
+      settle_until = std::chrono::steady_clock::now() + kSettle;
+      if (original) return owed == 0;
+    }
+    if (!std::binary_search(seen.begin(), seen.end(), h)) paid.insert(h);
+    return paid.size() >= owed;
   }
 };
 
@@ -123,8 +151,18 @@ std::optional<WatchEvent> Watch::next(std::chrono::milliseconds timeout) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left <= 0ms) return std::nullopt;
     auto wait = w.caught_up || w.pending_checked ? left : std::min(left, kReplayCheck);
+    if (w.settling && !w.caught_up) {
+      // Settling waits for owed keys no longer than kSettle in all.
+      const auto settle_left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          w.settle_until - std::chrono::steady_clock::now());
+      if (settle_left <= 0ms) {
+        w.caught_up = true;
+        return WatchEvent{WatchEvent::Kind::caught_up, {}};
+      }
+      wait = std::min(wait, settle_left);
+    }
     natsMsg* raw = nullptr;
-    natsStatus status = natsSubscription_NextMsg(&raw, w.sub.get(), wait.count());  // nats.c refuses 0
+    natsStatus status = natsSubscription_NextMsg(&raw, w.sub.get(), std::max<long>(1, wait.count()));  // nats.c refuses 0
     if (w.stopped) break;
     if (status == NATS_TIMEOUT) {
       if (!w.caught_up && !w.pending_checked) {
@@ -139,14 +177,15 @@ std::optional<WatchEvent> Watch::next(std::chrono::milliseconds timeout) {
 
     detail::Delivery delivery = delivery_of(raw, w.bucket_name, w.pattern);
     w.last_consumer_seq = delivery.consumer_seq;
-    if (!w.caught_up && w.ends_replay(delivery)) w.caught_up = w.marker_due = true;
+    const char* subject = natsMsg_GetSubject(raw);
+    const std::string_view key = subject + w.bucket->prefix.size();
+    if (!w.caught_up && w.ends_replay(delivery, key)) w.caught_up = w.marker_due = true;
 
     bool erased = is_delete(raw);
     if (erased && w.ignore_deletes) continue;
     WatchEvent event;
     event.kind = erased ? WatchEvent::Kind::erase : WatchEvent::Kind::put;
-    const char* subject = natsMsg_GetSubject(raw);
-    event.entry.key = subject + w.bucket->prefix.size();
+    event.entry.key = key;
     const char* data = natsMsg_GetData(raw);
     event.entry.value.assign(data ? data : "", static_cast<std::size_t>(natsMsg_GetDataLength(raw)));
     event.entry.revision = delivery.stream_seq;
@@ -168,13 +207,13 @@ Watch Bucket::watch(std::string_view pattern, WatchOptions options) const {
   // Creating the consumer is retried through a failover: a consumer the
   // cluster never made is only a little garbage it drops by itself.
   return detail::with_retries(*state_->connection, budget_, [&](std::chrono::milliseconds wait) {
-    std::uint64_t replay_end = pattern == ">" ? detail::last_sequence(*state_, name_, wait) : 0;
-    return watch_once(pattern, options, wait, replay_end);
+    detail::StreamState at_start = pattern == ">" ? detail::stream_state(*state_, name_, wait) : detail::StreamState{};
+    return watch_once(pattern, options, wait, at_start.last_seq, at_start.messages);
   });
 }
 
 Watch Bucket::watch_once(std::string_view pattern, const WatchOptions& options, std::chrono::milliseconds wait,
-                         std::uint64_t replay_end) const {
+                         std::uint64_t replay_end, std::uint64_t initial_messages) const {
   const std::string what = "watch " + where(name_, pattern);
   require_valid_pattern(name_, pattern);
   auto impl = std::make_unique<Watch::Impl>();
@@ -184,6 +223,7 @@ Watch Bucket::watch_once(std::string_view pattern, const WatchOptions& options, 
   impl->ignore_deletes = options.ignore_deletes;
   impl->info_wait = wait;
   impl->replay_end = replay_end;
+  impl->initial_messages = initial_messages;
 
   jsSubOptions sub_options;
   check(jsSubOptions_Init(&sub_options), what);

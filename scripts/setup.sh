@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what swarm needs to build and test, from Debian's packages only.
-# Does nothing when everything is already there.
+# Does nothing when everything is already there. Then builds the current
+# nats-server release into the build tree (scripts/current-nats-server.sh)
+# where Go 1.24 or later is on the machine, for the tests' second server leg.
 set -euo pipefail
 
 packages=(build-essential cmake pkg-config git nats-server openssl openssh-server
@@ -31,7 +33,8 @@ missing=()
 for p in "${packages[@]}"; do have "$p" || missing+=("$p"); done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all dependencies present"
-  exit 0
+  # The current nats-server release, for the tests' second server leg.
+  exec "$(dirname "$0")/current-nats-server.sh"
 fi
 
 echo "setup: installing ${missing[*]}"
@@ -45,3 +48,5 @@ if ! $sudo apt-get install -y --no-install-recommends "${missing[@]}"; then
   $sudo apt-get update
   $sudo apt-get install -y --no-install-recommends "${missing[@]}"
 fi
+# The current nats-server release, for the tests' second server leg.
+exec "$(dirname "$0")/current-nats-server.sh"

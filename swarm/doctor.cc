@@ -178,6 +178,15 @@ class Checkup {
 
   void check_bucket(const SessionStore& store, const WorkspaceConfig& config, const kv::Connection& nats) {
     auto have = store.bucket_config();
+    // A replicated workspace on nats-server before 2.10 (README: Which NATS server).
+    if (have.replicas > 1)
+      if (const std::string version = nats.server_version(); kv::version_before(version, 2, 10))
+        add(Severity::notice, "nats_server_version", kv::redact_urls(nats.connected_url()),
+            "NATS at " + kv::redact_urls(nats.connected_url()) + " runs nats-server " + version + ": on this "
+            "replicated workspace every CAS write carries one more round trip (it checks a clustered stream's "
+            "per-key CAS before it proposes a write only), and a stream leader cut off by a partition was seen to "
+            "lose acknowledged writes when it rejoined",
+            "upgrade every node to nats-server 2.10 or later (2.15.2 is tested); see the README's Which NATS server");
     if (have.ttl != config.ttl)
       add(Severity::problem, "bucket_config", store.bucket_name(),
           "bucket " + store.bucket_name() + " has TTL " + format_duration(have.ttl) + " but config.json says " +

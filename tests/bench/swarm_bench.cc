@@ -16,6 +16,7 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <cstdio>
 #include <fstream>
@@ -310,7 +311,7 @@ int main(int argc, char** argv) {
       for (std::string n; std::getline(list, n, ',');) {
         char* end = nullptr;
         long v = std::strtol(n.c_str(), &end, 10);
-        if (n.empty() || *end != '\0' || v < 1 || v > 17) fail("--only: not a case number (1 to 17): " + n);
+        if (n.empty() || *end != '\0' || v < 1 || v > 18) fail("--only: not a case number (1 to 18): " + n);
         only.push_back(static_cast<int>(v));
       }
     } else
@@ -967,6 +968,41 @@ int main(int argc, char** argv) {
       row.note = note;
       rows.push_back(row);
     }
+  }
+
+  // 18. A CAS write on a 3-node cluster (a session renewal) with the guard of
+  // adr/0014, which nats-server before 2.10 needs, against the same write
+  // without it (2.10 and later check a clustered CAS as they apply it).
+  if (want({18})) {
+    testing::NatsCluster cluster;
+    auto c = swarm::connect_nats({.urls = cluster.url_list(), .request_timeout = 20s});
+    std::optional<kv::Bucket> b;
+    for (auto until = Clock::now() + 40s; !b && Clock::now() < until;) {
+      try {
+        b = kv::Bucket::ensure(c, {.name = "bench-cas", .ttl = 300s, .replicas = 3});
+      } catch (const kv::Error&) {
+        std::this_thread::sleep_for(500ms);  // a fresh cluster elects its JetStream leader first
+      }
+    }
+    if (!b) fail("case 18: the cluster never made the bucket");
+    std::uint64_t revision = b->create("renew", session_json("renew", 0));
+    int n = quick ? 40 : 200;
+    std::vector<double> guarded, bare;
+    for (int i = 0; i < n; ++i) {
+      for (const char* mode : {"always", "never"}) {
+        setenv("SWARM_CAS_GUARD", mode, 1);
+        auto t0 = Clock::now();
+        revision = b->update("renew", session_json("renew", i), revision);
+        (std::string(mode) == "always" ? guarded : bare).push_back(ms_since(t0));
+      }
+    }
+    unsetenv("SWARM_CAS_GUARD");
+    Row row{.name = "cluster CAS write, 2.9 guard vs none", .swarm = stats_of(guarded), .baseline = stats_of(bare),
+            .target = "info"};
+    finish(row, 100);
+    row.note = "3-node cluster of nats-server " + c.server_version() +
+               ": the guard (one stream-info round trip more) is used only before 2.10";
+    rows.push_back(row);
   }
 
   // The table.

@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 #include <thread>
 
@@ -54,8 +56,30 @@ bool wait_exit(pid_t pid, std::chrono::milliseconds limit) {
 
 }  // namespace
 
+// In a server leg ($SWARM_NATS_LEG, e.g. v2.15.2: see tests/cmake/second_leg),
+// the nats-server on PATH must be that version: a leg that ran Debian's by
+// mistake would pass for what it did not test.
+void require_the_legs_server() {
+  static const bool checked = [] {
+    const char* leg = std::getenv("SWARM_NATS_LEG");
+    if (leg == nullptr || *leg == '\0') return true;
+    std::string want = leg[0] == 'v' ? leg + 1 : leg;
+    FILE* version = ::popen("nats-server --version 2>&1", "r");
+    std::string said;
+    char buffer[256];
+    while (version != nullptr && std::fgets(buffer, sizeof buffer, version) != nullptr) said += buffer;
+    if (version != nullptr) ::pclose(version);
+    if (said.find(want) == std::string::npos)
+      throw std::runtime_error("this test runs in the nats-server " + std::string(leg) + " leg, but the nats-server on "
+                               "PATH says: " + said);
+    return true;
+  }();
+  (void)checked;
+}
+
 pid_t start_server(const std::vector<std::string>& args, const std::filesystem::path& log, int port,
                    const std::vector<int>& also) {
+  if (!args.empty() && args[0] == "nats-server") require_the_legs_server();
   // Built before fork: the child of a threaded process must not allocate.
   std::vector<std::string> copy = args;
   std::vector<char*> argv;
