@@ -124,6 +124,19 @@ kv::ConnectionOptions Context::connection_options(const swarm::WorkspaceConfig* 
   return o;
 }
 
+std::string Context::explained(swarm::Errc kind, const std::string& message) const {
+  if (kind != swarm::Errc::unavailable || !globals_.nats_url.empty()) return message;
+  try {
+    const swarm::Workspace ws = workspace();
+    const auto file = ws.read_config();
+    if (file.state != swarm::Workspace::ConfigFile::State::good) return message;
+    const std::string trouble = swarm::embedded_trouble(ws.nats_dir(), file.config);
+    return trouble.empty() ? message : message + "; " + trouble;
+  } catch (const std::exception&) {
+    return message;  // no workspace to say more of
+  }
+}
+
 const kv::NatsContext& Context::nats_context() const {
   if (!nats_context_) {
     nats_context_.emplace();

@@ -69,6 +69,10 @@ class Context {
   // total wait, each has --timeout.
   swarm::LeaseStore leases(bool lives_on = false) const;
   const swarm::HostIdentity& me() const;
+  // An error's message, with why the workspace's embedded server could not
+  // be used when that is what stopped the verb (NATS unavailable, on the
+  // workspace's own server): it names what to do.
+  std::string explained(swarm::Errc kind, const std::string& message) const;
   // The --context (or $NATS_CONTEXT) named, read once; empty when none.
   const kv::NatsContext& nats_context() const;
 

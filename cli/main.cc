@@ -133,10 +133,10 @@ int main(int argc, char** argv) {
     try {
       code = verb.run(ctx);
     } catch (const swarm::Error& e) {
-      code = ctx.out().error(e.kind(), e.what());
+      code = ctx.out().error(e.kind(), ctx.explained(e.kind(), e.what()));
     } catch (const kv::Error& e) {
       auto translated = swarm::from_kv(e);
-      code = ctx.out().error(translated.kind(), translated.what());
+      code = ctx.out().error(translated.kind(), ctx.explained(translated.kind(), translated.what()));
     } catch (const std::filesystem::filesystem_error& e) {
       // The local filesystem refused (full, read-only, denied): exit 9, naming the path.
       code = ctx.out().error(swarm::Errc::filesystem, e.what());

@@ -324,6 +324,17 @@ bool needs_cas_guard(ConnectionState& state) {
 
 std::string Connection::server_version() const { return detail::server_version(*state_); }
 
+bool Connection::jetstream_answers(std::chrono::milliseconds wait) const {
+  jsOptions options;
+  jsOptions_Init(&options);
+  options.Wait = std::max<std::int64_t>(1, wait.count());
+  jsAccountInfo* info = nullptr;
+  jsErrCode code = jsErrCode(0);
+  natsStatus status = js_GetAccountInfo(&info, state_->js.get(), &options, &code);
+  if (info != nullptr) jsAccountInfo_Destroy(info);
+  return status == NATS_OK;
+}
+
 bool version_before(const std::string& version, int major, int minor) {
   int have_major = 0, have_minor = 0;
   if (std::sscanf(version.c_str(), "%d.%d", &have_major, &have_minor) != 2) return false;

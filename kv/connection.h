@@ -77,6 +77,10 @@ class Connection {
   void limit_total_wait(std::chrono::milliseconds limit);
   // Microseconds of one round trip to the server (a PING), for diagnostics.
   std::chrono::microseconds rtt() const;
+  // Whether the server's JetStream answers a request (account info) within
+  // `wait`: a server whose store filled up answers PINGs, and its JetStream
+  // nothing at all.
+  bool jetstream_answers(std::chrono::milliseconds wait) const;
   // The version of the server connected to, as its greeting says ("2.9.10";
   // "" when it cannot be read). One short connection of its own, once.
   std::string server_version() const;

@@ -27,6 +27,8 @@ constexpr std::chrono::hours kLeaseBucketTtl{24};
 constexpr std::chrono::hours kOldLeaseBucketTtl{1};
 constexpr std::chrono::seconds kServerStartTimeout{15};
 constexpr std::chrono::seconds kServerStopGrace{5};
+// How long `up` waits for a running embedded server's JetStream to answer.
+constexpr std::chrono::seconds kJetStreamProbe{3};
 constexpr const char* kCorruptConfigAdvice =
     "This workspace ran no embedded nats-server, so `swarm up` cannot tell which NATS it used: run "
     "`swarm up --nats-url URL` (with --bucket, --replicas and --ttl as it had them)";
@@ -149,6 +151,32 @@ FileLock lock_up(const Workspace& ws, const char* verb) {
   return std::move(*lock);
 }
 
+// Whether the JetStream of the workspace's embedded server at `url` answers,
+// a write included: a server whose store filled up may still answer reads
+// (nats-server 2.10 and later) and take no write even once space is back.
+// The write is a key of the lease bucket that is no lease ("_probe..."),
+// removed at once.
+bool jetstream_answers(const Workspace& ws, const std::string& url, const std::string& lease_bucket) {
+  kv::ConnectionOptions options;
+  options.urls = kv::split_urls(url);
+  options.connect_timeout = kJetStreamProbe;
+  options.request_timeout = kJetStreamProbe;
+  WorkspaceConfig embedded;
+  embedded.nats_url = url;
+  embedded.embedded = true;
+  use_embedded_token(ws.nats_dir(), embedded, options);
+  try {
+    auto nats = kv::Connection::connect(options);
+    if (!nats.jetstream_answers(kJetStreamProbe)) return false;
+    auto bucket = kv::Bucket::open(nats, lease_bucket).with_budget(kJetStreamProbe);
+    const std::string key = "_probe.up." + std::to_string(::getpid());
+    bucket.erase(key, bucket.create(key, "{}"));
+    return true;
+  } catch (const kv::Error& e) {
+    return e.kind() == kv::Errc::not_found;  // no bucket yet: JetStream answered that
+  }
+}
+
 // Reuses the embedded server that runs, else (re)starts it on its old port
 // and data; stops any other server on the store (left by a killed or racing
 // `up` of an older swarm).
@@ -160,6 +188,13 @@ void ensure_embedded_server(const Workspace& ws, UpResult& result) {
   auto running = server.running();
   if (running && !running->token_auth) {
     spdlog::warn("restarting the embedded nats-server (pid {}) so that it requires the workspace's token",
+                 running->pid);
+    running.reset();
+  }
+  // A server whose JetStream stopped (its store filled up) answers PINGs and
+  // nothing else, and does not recover by itself once space is back.
+  if (running && !running->url.empty() && !jetstream_answers(ws, running->url, config.lease_bucket)) {
+    spdlog::warn("restarting the embedded nats-server (pid {}): its JetStream did not answer (was its store full?)",
                  running->pid);
     running.reset();
   }

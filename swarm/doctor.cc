@@ -167,6 +167,12 @@ class Checkup {
           "the embedded nats-server (pid " + std::to_string(running->pid) + ") lets any local user in: it was "
           "started before workspaces had a token, so anyone on this host can read and change its records",
           "swarm up   (restarts it with the workspace's token; sessions and leases are kept)");
+    // A full store stops JetStream's writes (and, before 2.10, JetStream):
+    // reads may still answer, so doctor looks at the filesystem itself.
+    if (ours && store_full(ws_.nats_dir()))
+      add(Severity::problem, "embedded_store_full", server.data_dir().string(),
+          embedded_trouble(ws_.nats_dir(), config), "free space on " + server.data_dir().string() +
+                                                        "'s filesystem, then swarm up");
     if (ours) return;
     auto pid = server.recorded_pid();
     add(Severity::problem, "embedded_server", server.pid_file().string(),
@@ -710,7 +716,8 @@ DoctorReport Doctor::run(bool fix) {
   // NATS trouble, at connect or at any request after it (a cluster electing
   // a new leader, a server going away), is a finding, never an exit 7.
   auto nats_finding = [&](const Error& e) {
-    checkup.add(Severity::problem, "nats", nats_url, e.what(),
+    const std::string trouble = own_server ? embedded_trouble(workspace_.nats_dir(), config) : std::string();
+    checkup.add(Severity::problem, "nats", nats_url, trouble.empty() ? std::string(e.what()) : e.what() + ("; " + trouble),
                 config.embedded && own_server
                     ? "swarm up   (restarts the embedded nats-server)"
                     : "check the NATS server at " + nats_url + ", then run swarm doctor again");

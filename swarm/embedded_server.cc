@@ -7,6 +7,7 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -360,6 +361,28 @@ bool EmbeddedServer::owns_port(int port) const {
   auto id = running();
   // Where /proc cannot tell whose socket it is, our own live server is enough.
   return id && listens_on(id->pid, port).value_or(true);
+}
+
+std::optional<std::uint64_t> store_full(const fs::path& nats_dir) {
+  struct statvfs fs_stat {};
+  if (::statvfs(EmbeddedServer(nats_dir).data_dir().c_str(), &fs_stat) != 0) return std::nullopt;
+  const auto free_bytes = static_cast<std::uint64_t>(fs_stat.f_bavail) * fs_stat.f_frsize;
+  const auto total = static_cast<std::uint64_t>(fs_stat.f_blocks) * fs_stat.f_frsize;
+  if (free_bytes >= (1 << 20) && free_bytes >= total / 100) return std::nullopt;
+  return free_bytes;
+}
+
+std::string embedded_trouble(const fs::path& nats_dir, const WorkspaceConfig& config) {
+  if (!config.embedded) return {};
+  EmbeddedServer server(nats_dir);
+  if (!server.running())
+    return "the workspace's embedded nats-server is not running: `swarm up` starts it again on its data";
+  if (auto free_bytes = store_full(nats_dir))
+    return "the embedded nats-server's store " + server.data_dir().string() + " is on a full filesystem (" +
+           std::to_string(*free_bytes / 1024) + " KiB free): its JetStream stops when it cannot write, and stays "
+           "stopped; free space there, then `swarm up` restarts the server on its data";
+  return "the embedded nats-server runs but its JetStream did not answer (a full store stops it for good): "
+         "`swarm up` restarts it on its data";
 }
 
 void use_embedded_token(const fs::path& nats_dir, const WorkspaceConfig& config, kv::ConnectionOptions& options) {

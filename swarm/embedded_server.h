@@ -93,6 +93,15 @@ bool port_is_free(int port);
 // The port of "nats://host:port" (0 when there is none).
 int port_of_url(const std::string& url);
 
+// Why a verb could not use the workspace's embedded server, as one sentence
+// with what to do ("" when the workspace runs none): not running, its store's
+// filesystem full (JetStream stops when it cannot write, and does not come
+// back by itself), or its JetStream not answering.
+std::string embedded_trouble(const std::filesystem::path& nats_dir, const WorkspaceConfig& config);
+// The free bytes of the store's filesystem when it is full (under 1 MiB, or
+// under 1% free); nullopt when it has room (or cannot be read).
+std::optional<std::uint64_t> store_full(const std::filesystem::path& nats_dir);
+
 // The workspace's token in `options` (in place of any other credential) when
 // they reach its embedded server (`config.embedded` and its URL): how every
 // verb and doctor connect to it.

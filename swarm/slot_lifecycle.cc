@@ -295,13 +295,23 @@ JoinResult SlotLifecycle::join(const std::string& slot, const std::string& task,
         // A folder that is not ours to clean (a link, a stranger's): left as it is.
       }
     }
+    std::string left;  // what could not be undone, for the message
     try {
       store_.erase(slot, result.revision);
-    } catch (const Error&) {
+    } catch (const Error& e) {
       // Expired or taken meanwhile: either way it is not ours to remove now.
+      // NATS gone: the record stays, and the user must know it is there.
+      if (e.kind() == Errc::unavailable)
+        left = "; its record could not be removed (" + std::string(e.what()) + "): `swarm doctor --fix` removes it "
+               "once NATS answers, or it expires within the TTL (" + format_duration(config_.ttl) + ")";
     }
     if (claimed) tasks_.release(slot, task);
-    throw;
+    if (left.empty()) throw;
+    try {
+      throw;
+    } catch (const Error& e) {
+      throw Error(e.kind(), e.what() + left);
+    }
   }
   result.worktree = fs::weakly_canonical(workspace_.worktree(slot));
   return result;
@@ -404,6 +414,9 @@ CloseResult SlotLifecycle::close(const std::string& slot, const CloseOptions& op
       throw Error(e.kind(), "slot " + slot + " is not closed and its worktree is kept: salvaging it failed (" +
                                 e.what() + "); fix that, or close with --keep-worktree");
     }
+    // A filesystem that takes no new file cannot take the salvage either:
+    // stop while nothing is released (exit 9), rather than half way after.
+    require_room_for_salvage(slot);
   }
   if (entry) {
     same_session_cas(*entry, "closing", [&](SessionEntry& current) {
@@ -427,9 +440,13 @@ CloseResult SlotLifecycle::close(const std::string& slot, const CloseOptions& op
       files.unreadable_repository = files.unreadable_repository || result.salvage.unreadable_repository;
       result.salvage = std::move(files);
     } catch (const Error& e) {
+      auto folder = workspace_.slot_folder(slot);
+      const bool marked = folder && folder->kind(kSalvageMarkName) != EntryKind::missing;
       throw Error(e.kind(), "slot " + slot + " is released, but keeping its uncommitted files failed (" + e.what() +
-                                "); some may be in .swarm/recovery/ already, the rest are in its folder, which is "
-                                "marked half salvaged: `swarm doctor --fix` finishes the salvage and removes it");
+                                (marked ? "); some may be in .swarm/recovery/ already, the rest are in its folder, "
+                                          "which is marked half salvaged"
+                                        : "); they are all still in its folder") +
+                                ": `swarm doctor --fix` salvages and removes it");
     }
     Removal removal = discard_slot_folder(workspace_, slot, now);
     result.removed_worktree = removal.removed;
@@ -448,6 +465,18 @@ CloseResult SlotLifecycle::close(const std::string& slot, const CloseOptions& op
 void SlotLifecycle::finish_leftovers(const std::vector<std::string>& leftovers, CloseResult& result) const {
   for (const auto& leftover : leftovers)
     if (auto problem = finish_removal(workspace_, leftover); !problem.empty()) result.warnings.push_back(problem);
+}
+
+void SlotLifecycle::require_room_for_salvage(const std::string& slot) const {
+  SafeDir recovery = workspace_.make_folder(kRecoveryFolder, 0700);
+  const std::string probe = ".room." + slot + "." + std::to_string(::getpid());
+  try {
+    recovery.write_file(probe, std::string(4096, '\n'));
+  } catch (const Error& e) {
+    throw Error(e.kind(), "slot " + slot + " is not closed and nothing changed: .swarm/recovery/ takes no new file (" +
+                              e.what() + "), so its uncommitted files could not be kept; free space, then close again");
+  }
+  recovery.remove_file(probe);
 }
 
 void SlotLifecycle::require_kept_folders(const std::string& slot) const {

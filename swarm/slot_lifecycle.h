@@ -132,6 +132,8 @@ class SlotLifecycle {
   // real folders of this user: a link there is refused (exit 2, naming it)
   // before a record is written or released.
   void require_kept_folders(const std::string& slot) const;
+  // Throws filesystem (exit 9) when .swarm/recovery/ takes no new file.
+  void require_room_for_salvage(const std::string& slot) const;
 
   Workspace workspace_;
   WorkspaceConfig config_;

@@ -11,13 +11,20 @@ void ensure_initialized() {
   std::call_once(once, [] { git_libgit2_init(); });
 }
 
+bool filesystem_refused(std::string_view message) {
+  for (std::string_view refusal : {"No space left on device", "Read-only file system", "Disk quota exceeded",
+                                   "Permission denied", "Too many open files"})
+    if (message.find(refusal) != std::string_view::npos) return true;
+  return false;
+}
+
 void check(int rc, std::string_view what) {
   if (rc >= 0) return;
   const git_error* e = git_error_last();
   std::string message(what);
   message += ": ";
   message += (e != nullptr && e->message != nullptr) ? e->message : "libgit2 error " + std::to_string(rc);
-  throw Error(Errc::internal, message);
+  throw Error(filesystem_refused(message) ? Errc::filesystem : Errc::internal, message);
 }
 
 std::string hex(const git_oid& oid) {

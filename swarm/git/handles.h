@@ -46,8 +46,12 @@ struct RemovedOnExit {
   }
 };
 
-// Throws swarm::Error(internal) with `what` and libgit2's last message unless rc >= 0.
+// Throws swarm::Error with `what` and libgit2's last message unless rc >= 0:
+// filesystem (exit 9) when the local filesystem refused (full, read-only,
+// denied), internal otherwise.
 void check(int rc, std::string_view what);
+// Whether libgit2's message says the local filesystem refused a write.
+bool filesystem_refused(std::string_view message);
 
 // An oid as 40 hex digits, and its first 12.
 std::string hex(const git_oid& oid);

@@ -101,7 +101,7 @@ void write_all(int fd, const char* data, size_t size, const std::string& path) {
   while (size > 0) {
     ssize_t n = ::write(fd, data, size);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw Error(Errc::internal, "cannot write " + path + ": " + std::strerror(errno));
+    if (n <= 0) throw Error(Errc::filesystem, "cannot write " + path + ": " + std::strerror(errno));
     data += n;
     size -= static_cast<size_t>(n);
   }
@@ -140,7 +140,7 @@ void make_folders(const fs::path& workdir, const std::vector<Entry>& files) {
     for (size_t at = dir.find('/');; at = dir.find('/', at + 1)) {
       const std::string part = (workdir / dir.substr(0, at)).string();
       if (::mkdir(part.c_str(), 0777) != 0 && errno != EEXIST)
-        throw Error(Errc::internal, "cannot make the folder " + part + ": " + std::strerror(errno));
+        throw Error(Errc::filesystem, "cannot make the folder " + part + ": " + std::strerror(errno));
       if (at == std::string::npos) break;
     }
     made = dir;
@@ -153,7 +153,7 @@ struct stat write_one(git_repository* repo, const fs::path& workdir, const Entry
   struct stat st {};
   if (e.mode == GIT_FILEMODE_COMMIT) {  // a submodule: an empty folder, as git leaves it
     if (::mkdir(full.c_str(), 0777) != 0 && errno != EEXIST)
-      throw Error(Errc::internal, "cannot make the folder " + full + ": " + std::strerror(errno));
+      throw Error(Errc::filesystem, "cannot make the folder " + full + ": " + std::strerror(errno));
     return st;
   }
   git_blob* blob_raw = nullptr;
@@ -164,12 +164,12 @@ struct stat write_one(git_repository* repo, const fs::path& workdir, const Entry
   if (e.mode == GIT_FILEMODE_LINK) {
     const std::string target(data, size);
     if (::symlink(target.c_str(), full.c_str()) != 0 || ::lstat(full.c_str(), &st) != 0)
-      throw Error(Errc::internal, "cannot make the symlink " + full + ": " + std::strerror(errno));
+      throw Error(Errc::filesystem, "cannot make the symlink " + full + ": " + std::strerror(errno));
     return st;
   }
   const mode_t mode = e.mode == GIT_FILEMODE_BLOB_EXECUTABLE ? 0777 : 0666;  // the umask applies
   int fd = ::open(full.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-  if (fd < 0) throw Error(Errc::internal, "cannot create " + full + ": " + std::strerror(errno));
+  if (fd < 0) throw Error(Errc::filesystem, "cannot create " + full + ": " + std::strerror(errno));
   try {
     write_all(fd, data, size, full);
   } catch (...) {
@@ -177,7 +177,7 @@ struct stat write_one(git_repository* repo, const fs::path& workdir, const Entry
     throw;
   }
   if (::fstat(fd, &st) != 0 || ::close(fd) != 0)
-    throw Error(Errc::internal, "cannot finish " + full + ": " + std::strerror(errno));
+    throw Error(Errc::filesystem, "cannot finish " + full + ": " + std::strerror(errno));
   return st;
 }
 
@@ -228,7 +228,7 @@ bool write_tree_plainly(git_repository* repo, git_tree* tree) {
   work(0, repo);
   for (auto& w : workers) w.join();
   for (const auto& error : errors)
-    if (!error.empty()) throw Error(Errc::internal, "check out into " + workdir.string() + ": " + error);
+    if (!error.empty()) throw Error(filesystem_refused(error) ? Errc::filesystem : Errc::internal, "check out into " + workdir.string() + ": " + error);
 
   git_index* index_raw = nullptr;
   check(git_repository_index(&index_raw, repo), "open the index");

@@ -406,7 +406,7 @@ void RemoteAccess::check(int rc, std::string_view what, Direction direction) con
     std::error_code ec;
     if (!fs::exists(hub_.path(), ec))
       throw Error(Errc::not_bootstrapped, std::string(what) + ": the hub " + hub_.text + " is missing");
-    throw Error(Errc::internal, message);
+    throw Error(filesystem_refused(message) ? Errc::filesystem : Errc::internal, message);
   }
   // The server answered, but has no repository there, or refuses this
   // host's pushes (git daemon says the same words for both: a push comes

@@ -1,7 +1,12 @@
 // Whose socket listens on a port: a port that answers may be another
 // process's, taken between choosing it and binding it.
 #include <doctest/doctest.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
 
 #include "support/nats_server.h"
 #include "swarm/process_info.h"
@@ -32,4 +37,31 @@ TEST_CASE("ProcessInfo_AServerBeatenToItsPortIsNotTakenForTheOneThatListens") {
                                          "-sd", (dir.path() / "store").string()},
                                         dir.path() / "server.log", first.port()),
                   testing::PortTaken);
+}
+
+TEST_CASE("ProcessInfo_AProcessEndingWhileItIsReadIsGoneNotAnError") {
+  // race: /proc of processes that end while they are read (a busy machine's lock run) gives "gone", never an
+  // exception: 2 s of reading every process while short-lived ones come and go.
+  std::atomic<bool> stop{false};
+  std::thread churn([&] {
+    while (!stop) {
+      pid_t pid = fork();
+      if (pid == 0) _exit(0);
+      if (pid > 0) waitpid(pid, nullptr, 0);
+    }
+  });
+  int reads = 0;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (std::chrono::steady_clock::now() < until) {
+    for (pid_t pid : swarm::all_processes()) {
+      CHECK_NOTHROW(swarm::process_start_ticks(pid));
+      CHECK_NOTHROW(swarm::process_parent(pid));
+      CHECK_NOTHROW(swarm::process_arguments(pid));
+      CHECK_NOTHROW(swarm::process_is(pid, 1));
+      ++reads;
+    }
+  }
+  stop = true;
+  churn.join();
+  CHECK(reads > 100);
 }

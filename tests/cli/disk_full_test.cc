@@ -1,0 +1,110 @@
+// A full filesystem, for the workspace and for the embedded server's store,
+// on a small tmpfs of the test's own: exit 9 naming the path or a named
+// JetStream condition, and nothing lost.
+#include <doctest/doctest.h>
+
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "cli/swarm_fixture.h"
+
+using namespace testing;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A tmpfs of `size` mounted over `at` for as long as this lives.
+struct SmallDisk {
+  fs::path at;
+  bool mounted = false;
+  SmallDisk(fs::path where, const std::string& size) : at(std::move(where)) {
+    fs::create_directories(at);
+    mounted = ::mount("tmpfs", at.c_str(), "tmpfs", 0, ("size=" + size).c_str()) == 0;
+  }
+  ~SmallDisk() {
+    if (mounted) ::umount2(at.c_str(), MNT_DETACH);
+  }
+  // Writes a file until the filesystem takes no more.
+  void fill() const {
+    std::ofstream out(at / "filler", std::ios::binary);
+    const std::string block(64 * 1024, 'x');
+    for (int i = 0; i < 100000 && out; ++i) out.write(block.data(), static_cast<std::streamsize>(block.size()));
+  }
+  void free_space() const { fs::remove(at / "filler"); }
+};
+
+}  // namespace
+
+TEST_CASE("DiskFull_AFullWorkspaceIsExit9AndNothingIsLost") {
+  // commit, join and close on a workspace whose filesystem is full: exit 9 naming the path, no record left
+  // by the join, and the uncommitted file still where it was.
+  if (::geteuid() != 0) {
+    MESSAGE("skipped: mounting a small tmpfs needs root");
+    return;
+  }
+  SwarmWorkspace ws({.up = false});
+  SmallDisk disk(ws.root(), "4m");
+  REQUIRE(disk.mounted);
+  REQUIRE(ws.git({"init", "-q"}).exit == 0);
+  REQUIRE(ws.git({"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "i"}).exit == 0);
+  REQUIRE(ws.swarm({"up", "--nats-url", ws.server()->url()}).exit == 0);
+  REQUIRE(ws.swarm({"join", "--slot", "a", "--task", "T-1"}).exit == 0);
+  write_file(ws.worktree("a") / "work.txt", std::string(100000, 'w'));
+  disk.fill();
+
+  auto commit = ws.swarm({"commit", "--slot", "a", "-m", "work"});
+  CHECK(commit.exit == 9);
+  CHECK(commit.err.find("No space left on device") != std::string::npos);
+  auto join = ws.swarm({"join", "--slot", "b", "--task", "T-2"});
+  CHECK(join.exit == 9);
+  CHECK(join.err.find(ws.root().string()) != std::string::npos);
+  CHECK(ws.swarm({"status", "--slot", "b"}).exit == 4);  // the join was undone
+  auto close = ws.swarm({"close", "--slot", "a", "--result", "fail"});
+  CHECK(close.exit == 9);
+  CHECK(close.err.find("nothing changed") != std::string::npos);
+  CHECK(ws.swarm({"status", "--slot", "a"}).exit == 0);  // still the session's
+  CHECK(read_file(ws.worktree("a") / "work.txt") == std::string(100000, 'w'));
+
+  disk.free_space();
+  auto retry = ws.swarm({"commit", "--slot", "a", "-m", "work"});
+  CHECK_MESSAGE(retry.exit == 0, retry.err);
+  CHECK(ws.swarm({"close", "--slot", "a", "--result", "fail"}).exit == 0);
+}
+
+TEST_CASE("DiskFull_AFullStoreIsNamedAndUpBringsTheServerBack") {
+  // the embedded server's store fills up: verbs say so (exit 7, naming the store and `swarm up`), doctor too;
+  // once space is back `swarm up` restarts the server on its data and the session is still there.
+  if (::geteuid() != 0) {
+    MESSAGE("skipped: mounting a small tmpfs needs root");
+    return;
+  }
+  SwarmWorkspace ws({.embedded = true, .up = false});
+  SmallDisk disk(ws.root(), "8m");
+  REQUIRE(disk.mounted);
+  struct Down {  // the server stops before its disk goes, however the test ends
+    SwarmWorkspace& ws;
+    ~Down() { ws.swarm({"down"}); }
+  } down{ws};
+  REQUIRE(ws.swarm({"up"}).exit == 0);
+  REQUIRE(ws.swarm({"join", "--slot", "a", "--task", "T-1"}).exit == 0);
+  disk.fill();
+  RunResult failed;
+  for (int i = 0; i < 100; ++i) {
+    failed = ws.swarm({"--timeout", "2s", "renew", "--slot", "a"});
+    if (failed.exit != 0) break;
+  }
+  CHECK(failed.exit == 7);
+  CHECK(failed.err.find("full filesystem") != std::string::npos);
+  CHECK(failed.err.find("swarm up") != std::string::npos);
+  auto doctor = ws.swarm({"--timeout", "2s", "doctor"});
+  CHECK(doctor.exit == 8);
+  CHECK(doctor.out.find("full filesystem") != std::string::npos);
+
+  disk.free_space();
+  auto up = ws.swarm({"up"});
+  CHECK_MESSAGE(up.exit == 0, up.err);
+  CHECK(up.err.find("did not answer") != std::string::npos);
+  CHECK(ws.swarm({"renew", "--slot", "a"}).exit == 0);
+}
