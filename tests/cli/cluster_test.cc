@@ -24,6 +24,22 @@ TEST_CASE("Cluster_WorkspaceOnThreeNodesSurvivesANodeLoss") {
     auto connection = kv::Connection::connect({.urls = cluster.url_list()});
     CHECK(kv::Bucket::open(connection, "swarm-sessions").config().replicas == 3);
     CHECK(kv::Bucket::open(connection, "swarm-leases").config().replicas == 3);
+    // doctor names a replicated workspace on a server before 2.10 (a notice, exit 0), and only there.
+    const bool old_server = kv::version_before(connection.server_version(), 2, 10);
+    RunResult doctor = ws.swarm({"doctor", "--json"});
+    CHECK_MESSAGE(doctor.exit == 0, doctor.out << doctor.err);
+    auto report = json_of(doctor);
+    REQUIRE_MESSAGE(report, doctor.out << doctor.err);
+    int notices = 0;
+    cJSON* item = nullptr;
+    cJSON_ArrayForEach(item, cJSON_GetObjectItem(report.get(), "findings")) {
+      if (std::string(cJSON_GetObjectItem(item, "check")->valuestring) != "nats_server_version") continue;
+      ++notices;
+      CHECK(std::string(cJSON_GetObjectItem(item, "severity")->valuestring) == "notice");
+      CHECK(std::string(cJSON_GetObjectItem(item, "message")->valuestring).find(connection.server_version()) !=
+            std::string::npos);
+    }
+    CHECK_MESSAGE(notices == (old_server ? 1 : 0), "server " << connection.server_version());
   }
 
   REQUIRE(ws.swarm({"join", "--slot", "a", "--task", "T-1"}).exit == 0);
