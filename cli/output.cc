@@ -13,13 +13,7 @@ void Output::result(const std::string& verb, const std::string& human, swarm::Js
     swarm::Json out = swarm::Json::object();
     out.set("schema", "swarm." + verb + ".v1");
     // Schema first, then the verb's own fields.
-    for (cJSON* item = doc.get()->child; item != nullptr;) {
-      cJSON* next = item->next;
-      cJSON* detached = cJSON_DetachItemViaPointer(doc.get(), item);
-      if (std::string(detached->string) == "schema") cJSON_Delete(detached);
-      else cJSON_AddItemToObject(out.get(), detached->string, detached);
-      item = next;
-    }
+    out.adopt_members(std::move(doc), "schema");
     std::cout << out.dump() << std::endl;
     return;
   }

@@ -102,6 +102,17 @@ Json& Json::add_raw(const char* key, const std::string& json_text) {
   return *this;
 }
 
+Json& Json::adopt_members(Json other, std::string_view skip) {
+  for (cJSON* item = other.get()->child; item != nullptr;) {
+    cJSON* next = item->next;
+    cJSON* detached = cJSON_DetachItemViaPointer(other.get(), item);
+    if (detached->string != nullptr && detached->string == skip) cJSON_Delete(detached);
+    else cJSON_AddItemToObject(root_.get(), detached->string, detached);
+    item = next;
+  }
+  return *this;
+}
+
 Json& Json::set(const char* key, std::string_view value) {
   std::string copy = valid_utf8(value);
   cJSON_DeleteItemFromObjectCaseSensitive(root_.get(), key);

@@ -1,5 +1,6 @@
 // A thin owner of cJSON trees: building documents for output and reading
-// fields with their types checked. The only place cJSON objects are freed.
+// fields with their types checked. swarm/ and cli/ free cJSON objects only
+// through it (kv/ has its own small owner: it sits below swarm/).
 #pragma once
 
 #include <cJSON.h>
@@ -48,6 +49,9 @@ class Json {
   Json& set_null(const char* key);
   Json& set(const char* key, Json child);
   Json& push(Json child);  // appends to an array
+  // Moves every member of `other` (an object) to the end of this one, but
+  // the one named `skip`.
+  Json& adopt_members(Json other, std::string_view skip = {});
 
   std::string dump() const;         // compact, one line
   std::string dump_pretty() const;  // indented

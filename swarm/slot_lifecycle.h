@@ -144,7 +144,7 @@ class SlotLifecycle {
   Clock clock_;
 };
 
-// The messages of the contract's refusals, shared with doctor and status.
+// The messages of the contract's refusals.
 std::string corrupt_message(const std::string& slot, const std::string& reason);
 std::string foreign_message(const std::string& slot, const Session& owner);
 // Throws conflict naming the slot's current session when it is not `session`.

@@ -1,5 +1,6 @@
 // Owning handles for libgit2 objects and the translation of libgit2 failures
-// into swarm::Error. The only place git_*_free is called. Part of the git
+// into swarm::Error. Every libgit2 object is owned by a Freer handle (kv::CFree)
+// declared here, or next to the one file that uses it. Part of the git
 // module (libswarm_git.so); nothing outside swarm/git/ includes git2.h.
 #pragma once
 
