@@ -13,7 +13,7 @@
 #include "cli/output.h"
 #include "kv/connection.h"
 #include "kv/nats_context.h"
-#include "swarm/lease.h"
+#include "swarm/lease/lease.h"
 #include "swarm/slot_lifecycle.h"
 #include "swarm/workspace.h"
 

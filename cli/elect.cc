@@ -8,8 +8,8 @@
 #include "cli/hold.h"
 #include "swarm/child_process.h"
 #include "swarm/duration.h"
-#include "swarm/election.h"
 #include "swarm/error.h"
+#include "swarm/lease/election.h"
 #include "swarm/names.h"
 
 namespace cli {

@@ -8,10 +8,10 @@
 #include "swarm/boot_clock.h"
 #include "swarm/duration.h"
 #include "swarm/error.h"
-#include "swarm/lease.h"
+#include "swarm/lease/election.h"
+#include "swarm/lease/lease.h"
+#include "swarm/lease/lease_keeper.h"
 #include "swarm/names.h"
-#include "swarm/election.h"
-#include "swarm/lease_keeper.h"
 
 namespace cli {
 
@@ -54,8 +54,7 @@ CLI::Validator lease_name_validator() {
 
 std::chrono::milliseconds lease_ttl_option(const std::string& text) {
   auto ttl = swarm::parse_duration(text);
-  if (ttl < swarm::kMinLeaseTtl || ttl > swarm::kMaxLeaseTtl)
-    throw swarm::Error(swarm::Errc::bad_input, "--ttl " + text + " is out of range: a lease TTL is 1s to 1h");
+  swarm::require_lease_ttl(ttl, "--ttl " + text);
   return ttl;
 }
 

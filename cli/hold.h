@@ -16,8 +16,8 @@
 
 #include "cli/context.h"
 #include "swarm/child_process.h"
-#include "swarm/lease.h"
-#include "swarm/mutex.h"
+#include "swarm/lease/lease.h"
+#include "swarm/lease/mutex.h"
 
 namespace cli {
 

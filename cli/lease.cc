@@ -9,8 +9,8 @@
 #include "cli/hold.h"
 #include "swarm/duration.h"
 #include "swarm/error.h"
-#include "swarm/lease.h"
-#include "swarm/mutex.h"
+#include "swarm/lease/lease.h"
+#include "swarm/lease/mutex.h"
 #include "swarm/names.h"
 #include "swarm/text.h"
 

@@ -6,7 +6,7 @@
 #include "swarm/child_process.h"
 #include "swarm/duration.h"
 #include "swarm/error.h"
-#include "swarm/mutex.h"
+#include "swarm/lease/mutex.h"
 #include "swarm/names.h"
 
 namespace cli {

@@ -10,7 +10,7 @@
 #include "swarm/embedded_server.h"
 #include "swarm/error.h"
 #include "swarm/hub.h"
-#include "swarm/lease.h"
+#include "swarm/lease/lease.h"
 #include "swarm/liveness.h"
 #include "swarm/log.h"
 #include "swarm/names.h"
@@ -585,7 +585,7 @@ class Checkup {
 
   void erase_lease(const LeaseStore& store, const LeaseEntry& lease, Finding& f, const std::string& done) {
     try {
-      translating_kv([&] { store.bucket().erase(lease.name, lease.revision); });
+      store.keys().erase(lease.name, lease.revision);
       f.fixed = true;
       f.fix_note = done;
     } catch (const Error& e) {

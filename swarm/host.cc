@@ -84,9 +84,9 @@ std::string generated_host_id(const std::filesystem::path& config_home) {
   return id;
 }
 
-bool HostIdentity::owns(const Session& session) const {
-  if (session.host != host) return false;
-  return session.host_id.empty() || session.host_id == host_id;
+bool HostIdentity::owns(std::string_view record_host, std::string_view record_host_id) const {
+  if (record_host != host) return false;
+  return record_host_id.empty() || record_host_id == host_id;
 }
 
 }  // namespace swarm

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 #include "swarm/session.h"
 
@@ -20,8 +21,10 @@ struct HostIdentity {
   static HostIdentity detect();
 
   // A record is this host's when its host_id and host match ours; a record
-  // without host_id (an older client, or bones) when its host matches.
-  bool owns(const Session& session) const;
+  // without host_id (an older client, or bones) when its host matches. The
+  // one rule for sessions, leases and waiters alike.
+  bool owns(std::string_view record_host, std::string_view record_host_id) const;
+  bool owns(const Session& session) const { return owns(session.host, session.host_id); }
 };
 
 // The host id kept in `config_home`/swarm/host-id, made (random, 0600) when

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kv/bucket.h"
+#include "swarm/lease/rules.h"
 #include "swarm/server_clock.h"
 #include "swarm/session.h"
 
@@ -36,7 +37,7 @@ struct SessionEntry {
   // The session token: the revision that made the session, which its
   // renewals keep in the record; this revision while none has renewed it.
   std::uint64_t token() const {
-    return session && session->session_token != 0 ? session->session_token : revision;
+    return token_of(session ? session->session_token : 0, revision);
   }
 };
 

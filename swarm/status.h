@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "swarm/host.h"
-#include "swarm/lease.h"
+#include "swarm/lease/lease.h"
 #include "swarm/liveness.h"
 #include "swarm/session_store.h"
 

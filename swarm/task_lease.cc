@@ -36,7 +36,7 @@ Lease TaskLeases::claim(const std::string& slot, const std::string& task, std::i
       // with its token, for the new session.
       Lease kept;
       kept.name = name;
-      kept.token = r.token != 0 ? r.token : last.revision;
+      kept.token = token_of(r.token, last.revision);
       kept.revision = last.revision;
       kept.record = r;
       kept.record.pid = who.pid;
@@ -50,8 +50,7 @@ Lease TaskLeases::claim(const std::string& slot, const std::string& task, std::i
     LeaseEntry entry{name, last.revision, last.stored_at, last.record, {}, {}};
     const ServerClock& clock = store_.server_clock();
     auto standing = standing_of(entry, clock.now());
-    bool expired = clock.measured && standing.age >= r.ttl + expiry_margin(r.ttl, clock.uncertainty);
-    if (!expired) throw Error(Errc::conflict, held_message(task, r));
+    if (!certainly_expired(standing.age, r.ttl, clock)) throw Error(Errc::conflict, held_message(task, r));
   }
   try {
     return store_.grant(name, who, ttl_, last);
@@ -68,7 +67,7 @@ kv::Bucket::Write TaskLeases::renewal(const LeaseEntry& held) const {
   LeaseRecord r = *held.record;
   r.token = held.token();
   r.renewed_at = std::chrono::system_clock::now();
-  return {&store_.bucket(), held.name, to_json(r), held.revision};
+  return store_.keys().write(held.name, to_json(r), held.revision);
 }
 
 std::string TaskLeases::reclaim(const std::string& slot, const std::string& task, std::int64_t pid) const {

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "swarm/host.h"
-#include "swarm/lease.h"
+#include "swarm/lease/lease.h"
 
 namespace swarm {
 

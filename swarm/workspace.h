@@ -8,7 +8,7 @@
 #include <string>
 
 #include "swarm/hub_location.h"
-#include "swarm/lease.h"
+#include "swarm/lease/lease.h"
 #include "swarm/safe_dir.h"
 #include "swarm/session_store.h"
 

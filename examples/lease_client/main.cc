@@ -10,7 +10,7 @@
 #include "swarm/bootstrap.h"
 #include "swarm/error.h"
 #include "swarm/host.h"
-#include "swarm/lease.h"
+#include "swarm/lease/lease.h"
 
 int main(int argc, char** argv) {
   if (argc < 3) {

@@ -33,7 +33,7 @@
 #include "swarm/bootstrap.h"
 #include "swarm/child_process.h"
 #include "swarm/json.h"
-#include "swarm/mutex.h"
+#include "swarm/lease/mutex.h"
 #include "swarm/session_store.h"
 #include "swarm/slot_lifecycle.h"
 

@@ -16,7 +16,7 @@ fail() { echo "install test: $*" >&2; exit 1; }
 prefix=$tmp/prefix
 cmake --install "$build" --prefix "$prefix" >/dev/null
 libdir=$(sed -n 's/^CMAKE_INSTALL_LIBDIR:PATH=//p' "$build/CMakeCache.txt")
-for f in bin/swarm "$libdir/swarm/libswarm_git.so" include/swarm/swarm/lease.h include/swarm/kv/connection.h \
+for f in bin/swarm "$libdir/swarm/libswarm_git.so" include/swarm/swarm/lease/lease.h include/swarm/kv/connection.h \
          "$libdir/libswarm.a" "$libdir/libswarm_kv.a" "$libdir/cmake/swarm/swarmConfig.cmake" \
          "$libdir/cmake/swarm/swarmConfigVersion.cmake" "$libdir/pkgconfig/swarm.pc" share/man/man1/swarm.1.gz \
          share/bash-completion/completions/swarm share/doc/swarm/copyright; do

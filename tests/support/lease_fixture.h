@@ -8,7 +8,7 @@
 
 #include "support/nats_server.h"
 #include "swarm/bootstrap.h"
-#include "swarm/lease.h"
+#include "swarm/lease/lease.h"
 
 namespace testing {
 

@@ -1,6 +1,6 @@
 // Leases, the mutex's line and the keeper against a real nats-server: CAS on
 // revisions, fencing tokens, expiry without per-key TTL, FIFO waiters.
-#include "swarm/lease.h"
+#include "swarm/lease/lease.h"
 
 #include <doctest/doctest.h>
 
@@ -12,10 +12,10 @@
 #include "support/lease_fixture.h"
 #include "support/nats_server.h"
 #include "swarm/bootstrap.h"
-#include "swarm/election.h"
 #include "swarm/error.h"
-#include "swarm/lease_keeper.h"
-#include "swarm/mutex.h"
+#include "swarm/lease/election.h"
+#include "swarm/lease/lease_keeper.h"
+#include "swarm/lease/mutex.h"
 
 using namespace swarm;
 using namespace std::chrono_literals;

@@ -1,5 +1,5 @@
 // The mutex's line at scale: who wakes for what, against a real nats-server.
-#include "swarm/mutex.h"
+#include "swarm/lease/mutex.h"
 
 #include <doctest/doctest.h>
 
@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "support/lease_fixture.h"
-#include "swarm/lease_queue.h"
+#include "swarm/lease/lease_queue.h"
 
 using namespace swarm;
 using namespace std::chrono_literals;

@@ -14,8 +14,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "swarm/lease.h"
-#include "swarm/watch_pump.h"
+#include "swarm/lease/lease.h"
+#include "swarm/lease/watch_pump.h"
 
 namespace swarm {
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <thread>
 
-#include "swarm/lease.h"
+#include "swarm/lease/lease.h"
 
 namespace swarm {
 

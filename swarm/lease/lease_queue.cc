@@ -1,4 +1,4 @@
-#include "swarm/lease_queue.h"
+#include "swarm/lease/lease_queue.h"
 
 #include <algorithm>
 #include <random>
@@ -24,20 +24,7 @@ std::string fresh_id() {
   return hex;
 }
 
-// How old `stored_at` is by the server's clock at `seen` (0 when the clock
-// could not be read: then only waits longer).
-milliseconds age_at(const ServerClock& clock, std::chrono::steady_clock::time_point seen, TimePoint stored_at) {
-  if (!clock.measured) return milliseconds(0);
-  return std::max(milliseconds(0), std::chrono::duration_cast<milliseconds>(clock.at(seen) - stored_at));
-}
-
 }  // namespace
-
-std::chrono::steady_clock::time_point expiry_seen_at(std::chrono::steady_clock::time_point seen, milliseconds ttl,
-                                                     milliseconds age, std::chrono::nanoseconds uncertainty) {
-  auto left = std::max(milliseconds(0), ttl - age);
-  return seen + left + expiry_margin(ttl, uncertainty);
-}
 
 LeaseQueue::LeaseQueue(LeaseStore store, std::string lease) : store_(std::move(store)), lease_(std::move(lease)) {}
 
@@ -46,11 +33,11 @@ void LeaseQueue::join(const LeaseHolder& who, milliseconds ttl) {
   const std::string id = fresh_id();
   const TimePoint sent = std::chrono::system_clock::now();
   const auto sent_steady = Steady::now();
-  order_ = translating_kv([&] { return store_.bucket().create(place_key(id), to_json(record_)); });
+  order_ = store_.keys().create(place_key(id), to_json(record_));
   const auto answered = Steady::now();
   id_ = id;
   // The server's stamp on our own place: its clock, give or take the round trip.
-  auto mine = translating_kv([&] { return store_.bucket().get(place_key(id)); });
+  auto mine = store_.keys().get(place_key(id));
   clock_ = mine && mine->revision == order_ ? clock_from_stamp(sent, sent_steady, answered, mine->created)
                                             : store_.server_clock();
   spdlog::debug("lease {}: joined the line at {} (order {})", lease_, place_key(id_), order_);
@@ -63,10 +50,8 @@ void LeaseQueue::renew() {
   record_.order = order_;
   record_.renewed_at = std::chrono::system_clock::now();
   const std::string value = to_json(record_);
-  beat_revision_ = translating_kv([&] {
-    return beat_revision_ == 0 ? store_.bucket().create(beat_key(id_), value)
-                               : store_.bucket().update(beat_key(id_), value, beat_revision_);
-  });
+  beat_revision_ = beat_revision_ == 0 ? store_.keys().create(beat_key(id_), value)
+                                       : store_.keys().update(beat_key(id_), value, beat_revision_);
 }
 
 void LeaseQueue::leave(bool granted) noexcept {
@@ -76,9 +61,9 @@ void LeaseQueue::leave(bool granted) noexcept {
     // it, and a place left behind only delays those behind it until its TTL
     // runs out, as a killed waiter's would.
     auto budget = std::clamp(record_.ttl / 10, milliseconds(100), milliseconds(1000));
-    const kv::Bucket bucket = store_.bucket().with_budget(budget);
-    bucket.erase(place_key(id_), order_, granted ? kGrantedMark : "");
-    if (beat_revision_ != 0) bucket.erase(beat_key(id_), beat_revision_);
+    const LeaseKeys keys = store_.keys().with_budget(budget);
+    keys.erase(place_key(id_), order_, granted ? kGrantedMark : "");
+    if (beat_revision_ != 0) keys.erase(beat_key(id_), beat_revision_);
   } catch (const std::exception& e) {
     // Removed by another (it judged the place dead), or NATS is away: the
     // place expires by itself within its TTL either way.
@@ -91,26 +76,23 @@ void LeaseQueue::leave(bool granted) noexcept {
 LeaseQueue::Steady::time_point LeaseQueue::expiry_of(const Place& place, TimePoint stored_at, Steady::time_point seen,
                                                      const ServerClock& clock, bool aged) const {
   const milliseconds ttl = place.waiter.ttl;
-  auto expires = expiry_seen_at(seen, ttl, aged ? age_at(clock, seen, stored_at) : milliseconds(0), clock.uncertainty);
+  auto expires = expiry_seen_at(seen, ttl, aged ? age_when_seen(clock, seen, stored_at) : milliseconds(0), clock.uncertainty);
   if (seen < expires) return expires;
   // Its place is old: a waiter that has waited a while beats elsewhere.
-  if (auto beat = translating_kv([&] { return store_.bucket().get(beat_key(place.id)); }))
-    expires = std::max(expires, expiry_seen_at(seen, ttl, age_at(clock, seen, beat->created), clock.uncertainty));
+  if (auto beat = store_.keys().get(beat_key(place.id)))
+    expires = std::max(expires, expiry_seen_at(seen, ttl, age_when_seen(clock, seen, beat->created), clock.uncertainty));
   return expires;
 }
 
 bool LeaseQueue::look_ahead(const ServerClock& clock) {
   ahead_.reset();
   ahead_count_ = 0;
-  std::vector<kv::Entry> entries;
-  translating_kv([&] {
-    store_.bucket().for_each([&](kv::Entry&& e) { entries.push_back(std::move(e)); }, false, queue_prefix(lease_) + "*");
-  });
+  std::vector<kv::Entry> entries = store_.keys().list(queue_prefix(lease_) + "*");
   const auto seen = Steady::now();
   for (auto& entry : entries) {
     auto parsed = parse_lease(entry.value);
     if (!parsed.lease) continue;  // not a place any waiter wrote: no one waits there
-    Place place{entry.key.substr(queue_prefix(lease_).size()), parsed.lease->order != 0 ? parsed.lease->order : entry.revision,
+    Place place{entry.key.substr(queue_prefix(lease_).size()), token_of(parsed.lease->order, entry.revision),
                 entry.revision, {}, std::move(*parsed.lease)};
     if (place.order >= order_) continue;
     place.expires = expiry_of(place, entry.created, seen, clock, true);
@@ -126,7 +108,7 @@ bool LeaseQueue::look_ahead(const ServerClock& clock) {
 }
 
 kv::Watch LeaseQueue::watch_ahead() const {
-  return translating_kv([&] { return store_.bucket().watch(place_key(ahead_->id)); });
+  return store_.keys().watch(place_key(ahead_->id));
 }
 
 LeaseQueue::Ahead LeaseQueue::apply_ahead(const kv::WatchEvent& event, Steady::time_point seen,
@@ -151,10 +133,10 @@ bool LeaseQueue::ahead_dead(Steady::time_point now, const ServerClock& clock) {
   if (!gone_from(ahead_->waiter, record_.host, record_.host_id)) {
     if (now < ahead_->expires) return false;
     // Its TTL ran out since the last write we know of: did it beat since?
-    auto beat = translating_kv([&] { return store_.bucket().get(beat_key(ahead_->id)); });
+    auto beat = store_.keys().get(beat_key(ahead_->id));
     const auto seen = Steady::now();
     if (beat) {
-      auto expires = expiry_seen_at(seen, ahead_->waiter.ttl, age_at(clock, seen, beat->created), clock.uncertainty);
+      auto expires = expiry_seen_at(seen, ahead_->waiter.ttl, age_when_seen(clock, seen, beat->created), clock.uncertainty);
       if (expires > now) {
         ahead_->expires = expires;
         return false;
@@ -169,10 +151,10 @@ bool LeaseQueue::ahead_dead(Steady::time_point now, const ServerClock& clock) {
 
 void LeaseQueue::remove(const Place& place) noexcept {
   try {
-    store_.bucket().erase(place_key(place.id), place.revision);
+    store_.keys().erase(place_key(place.id), place.revision);
     bool deleted = false;
-    if (auto beat = store_.bucket().last(beat_key(place.id), &deleted); beat && !deleted)
-      store_.bucket().erase(beat_key(place.id), beat->revision);
+    if (auto beat = store_.keys().last(beat_key(place.id), &deleted); beat && !deleted)
+      store_.keys().erase(beat_key(place.id), beat->revision);
     spdlog::debug("lease {}: removed the dead waiter's place {}", lease_, place_key(place.id));
   } catch (const std::exception&) {
     // Written again after all (an older waiter renewing), or removed by another.

@@ -1,4 +1,4 @@
-#include "swarm/lease_keeper.h"
+#include "swarm/lease/lease_keeper.h"
 
 #include "swarm/error.h"
 #include "swarm/log.h"

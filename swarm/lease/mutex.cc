@@ -1,8 +1,8 @@
-#include "swarm/mutex.h"
+#include "swarm/lease/mutex.h"
 
 #include "swarm/duration.h"
 #include "swarm/error.h"
-#include "swarm/lease_queue.h"
+#include "swarm/lease/lease_queue.h"
 #include "swarm/log.h"
 #include "swarm/names.h"
 
@@ -97,9 +97,9 @@ class Mutex::InLine {
     // nothing, and its watch would only say so after a pause.
     const auto seen = Steady::now();
     bool released = false;
-    auto last = translating_kv([&] { return m_.store_.bucket().last(m_.name_, &released); });
+    auto last = m_.store_.keys().last(m_.name_, &released);
     if (last) see_lease(last->revision, last->created, released, last->value, seen, false);
-    pump_.add(translating_kv([&] { return m_.store_.bucket().watch(m_.name_); }), kLeaseSource);
+    pump_.add(m_.store_.keys().watch(m_.name_), kLeaseSource);
   }
 
   // A record that was there before we looked is aged on the server's clock
@@ -115,9 +115,7 @@ class Mutex::InLine {
     lease_.corrupt = lease_.held && !parsed.lease;
     lease_.expires = Steady::time_point::max();
     if (!lease_.held || !parsed.lease) return;
-    auto age = clock_.measured && !live
-                   ? std::max(milliseconds(0), std::chrono::duration_cast<milliseconds>(clock_.at(seen) - stored_at))
-                   : milliseconds(0);
+    const auto age = live ? milliseconds(0) : age_when_seen(clock_, seen, stored_at);
     lease_.expires = expiry_seen_at(seen, parsed.lease->ttl, age, clock_.uncertainty);
     spdlog::debug("lease {}: revision {} ({}), {} ms old: expires in {} ms", m_.name_, revision,
                   parsed.lease->holder, age.count(),
@@ -226,8 +224,7 @@ Lease Mutex::lock(std::optional<milliseconds> wait) {
 }
 
 Lease Mutex::wait_in_line(std::optional<milliseconds> wait) {
-  if (ttl_ < kMinLeaseTtl || ttl_ > kMaxLeaseTtl)
-    throw Error(Errc::bad_input, "a lease TTL of " + format_duration(ttl_) + " is out of range: use 1s to 1h");
+  require_lease_ttl(ttl_);
   if (leaving_.valid()) leaving_.wait();
   wakeups_ = 0;
   auto in_line = std::make_unique<InLine>(*this, wait);

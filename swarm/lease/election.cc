@@ -1,7 +1,7 @@
-#include "swarm/election.h"
+#include "swarm/lease/election.h"
 
 #include "swarm/error.h"
-#include "swarm/lease_queue.h"
+#include "swarm/lease/lease_queue.h"
 #include "swarm/log.h"
 
 namespace swarm {
@@ -26,17 +26,16 @@ LeaseEntry request_resignation(const LeaseStore& store, const std::string& name,
   request.token = entry->token();
   const std::string key = resign_key(name);
   bool released = false;
-  auto last = translating_kv([&] { return store.bucket().last(key, &released); });
-  translating_kv([&] {
-    return last ? store.bucket().update(key, to_json(request), last->revision) : store.bucket().create(key, to_json(request));
-  });
+  auto last = store.keys().last(key, &released);
+  if (last) store.keys().update(key, to_json(request), last->revision);
+  else store.keys().create(key, to_json(request));
   return *entry;
 }
 
 ResignWatch::ResignWatch(const LeaseStore& store, const std::string& name, std::uint64_t token,
                          std::function<void()> on_request)
     : store_(store), name_(name), token_(token), on_request_(std::move(on_request)) {
-  watch_.emplace(translating_kv([&] { return store_.bucket().watch(resign_key(name_)); }));
+  watch_.emplace(store_.keys().watch(resign_key(name_)));
   thread_ = std::thread([this] {
     while (!stopping_) {
       std::optional<kv::WatchEvent> event;
@@ -66,7 +65,7 @@ ResignWatch::~ResignWatch() {
 void ResignWatch::withdraw() {
   if (request_revision_ == 0) return;
   try {
-    store_.bucket().erase(resign_key(name_), request_revision_);
+    store_.keys().erase(resign_key(name_), request_revision_);
   } catch (const std::exception&) {
     // A newer request, or removed already: it names another token anyway.
   }
@@ -85,22 +84,20 @@ std::string_view to_string(Leadership::Change change) {
 LeaderWatch::LeaderWatch(const LeaseStore& store, const std::string& name) : store_(store), name_(name) {
   // Who leads now, from one read: a lease never taken replays nothing.
   bool released = false;
-  auto last = translating_kv([&] { return store_.bucket().last(name_, &released); });
+  auto last = store_.keys().last(name_, &released);
   if (last) {
     revision_ = last->revision;
     auto parsed = parse_lease(last->value);
     if (!released && parsed.lease) {
       leader_ = parsed.lease;
-      token_ = parsed.lease->token != 0 ? parsed.lease->token : last->revision;
+      token_ = token_of(parsed.lease->token, last->revision);
       const ServerClock& clock = store_.server_clock();
       const auto seen = Steady::now();
-      auto age = clock.measured ? std::max(milliseconds(0), std::chrono::duration_cast<milliseconds>(
-                                                                clock.at(seen) - last->created))
-                                : milliseconds(0);
+      const auto age = age_when_seen(clock, seen, last->created);
       expires_ = expiry_seen_at(seen, parsed.lease->ttl, age, clock.uncertainty);
     }
   }
-  pump_.add(translating_kv([&] { return store_.bucket().watch(name_); }), 0);
+  pump_.add(store_.keys().watch(name_), 0);
 }
 
 std::optional<Leadership> LeaderWatch::next(milliseconds timeout) {
@@ -140,7 +137,7 @@ std::optional<Leadership> LeaderWatch::next(milliseconds timeout) {
     }
     auto parsed = parse_lease(entry.value);
     if (!parsed.lease) continue;
-    std::uint64_t token = parsed.lease->token != 0 ? parsed.lease->token : entry.revision;
+    const std::uint64_t token = token_of(parsed.lease->token, entry.revision);
     const ServerClock& clock = store_.server_clock();
     expires_ = expiry_seen_at(event->seen, parsed.lease->ttl, milliseconds(0), clock.uncertainty);
     bool changed = !leader_ || token != token_;

@@ -11,9 +11,9 @@
 #include <optional>
 #include <string>
 
-#include "swarm/lease.h"
-#include "swarm/mutex.h"
-#include "swarm/watch_pump.h"
+#include "swarm/lease/lease.h"
+#include "swarm/lease/mutex.h"
+#include "swarm/lease/watch_pump.h"
 
 namespace swarm {
 

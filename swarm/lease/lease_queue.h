@@ -15,7 +15,7 @@
 #include <string>
 
 #include "kv/watch.h"
-#include "swarm/lease.h"
+#include "swarm/lease/lease.h"
 
 namespace swarm {
 
@@ -89,12 +89,5 @@ class LeaseQueue {
   int ahead_count_ = 0;
   ServerClock clock_;
 };
-
-// When a record seen at `seen`, `age` old then by the server's clock, expires
-// for a waiter: its TTL minus that age after `seen`, plus the margin
-// (adr/0011). A clock that could not be read counts the age as 0.
-std::chrono::steady_clock::time_point expiry_seen_at(std::chrono::steady_clock::time_point seen,
-                                                     std::chrono::milliseconds ttl, std::chrono::milliseconds age,
-                                                     std::chrono::nanoseconds uncertainty);
 
 }  // namespace swarm

@@ -1,4 +1,4 @@
-#include "swarm/lease_record.h"
+#include "swarm/lease/lease_record.h"
 
 #include <cstring>
 #include <string_view>

@@ -1,4 +1,4 @@
-#include "swarm/watch_pump.h"
+#include "swarm/lease/watch_pump.h"
 
 namespace swarm {
 

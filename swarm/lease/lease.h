@@ -17,7 +17,9 @@
 #include "kv/bucket.h"
 #include "swarm/boot_clock.h"
 #include "swarm/host.h"
-#include "swarm/lease_record.h"
+#include "swarm/lease/lease_keys.h"
+#include "swarm/lease/lease_record.h"
+#include "swarm/lease/rules.h"
 #include "swarm/server_clock.h"
 
 namespace swarm {
@@ -60,7 +62,7 @@ struct LeaseEntry {
 
   bool corrupt() const { return !record.has_value(); }
   // The fencing token: the revision that granted the lease (see LeaseRecord::token).
-  std::uint64_t token() const { return record && record->token != 0 ? record->token : revision; }
+  std::uint64_t token() const { return token_of(record ? record->token : 0, revision); }
 };
 
 enum class LeaseState { held, expired, corrupt };
@@ -73,11 +75,6 @@ struct LeaseStanding {
   std::chrono::milliseconds left{0};  // until it expires; 0 once expired
 };
 LeaseStanding standing_of(const LeaseEntry& entry, TimePoint server_now);
-
-// A waiter takes a lease as expired only this long after its TTL ran out by
-// the server's clock: the clock's reading may be off by `uncertainty`, and the
-// holder's and the waiter's clocks may run at rates a little apart (adr/0011).
-std::chrono::milliseconds expiry_margin(std::chrono::milliseconds ttl, std::chrono::nanoseconds uncertainty);
 
 // The lease `join` takes for a task: "task.<id>" when that is a lease name,
 // else "task.h<16 hex digits of a hash of the id>" (the record keeps the id).
@@ -123,11 +120,13 @@ class LeaseStore {
     return LeaseStore(kv::Bucket::bind(connection, bucket));
   }
 
-  const kv::Bucket& bucket() const { return bucket_; }
+  // The bucket's keys for the queue, the mutex and the election (its waiters'
+  // places, a lease's watch, resign requests), kv errors translated.
+  const LeaseKeys& keys() const { return keys_; }
   // The same store, whose requests (retries included) take at most `budget`.
   LeaseStore with_budget(std::chrono::milliseconds budget) const {
     LeaseStore copy = *this;
-    copy.bucket_ = bucket_.with_budget(budget);
+    copy.keys_ = keys_.with_budget(budget);
     return copy;
   }
   // The server's clock, read on first use and kept.
@@ -167,9 +166,10 @@ class LeaseStore {
   void release(const std::string& name, std::uint64_t token) const;
 
  private:
-  explicit LeaseStore(kv::Bucket bucket) : bucket_(std::move(bucket)) {}
+  explicit LeaseStore(kv::Bucket bucket) : keys_(std::move(bucket)) {}
+  const kv::Bucket& bucket() const { return keys_.bucket_; }
   Lease write_grant(const std::string& name, LeaseRecord record, const LastWrite& over) const;
-  kv::Bucket bucket_;
+  LeaseKeys keys_;
   mutable std::optional<ServerClock> server_clock_;
 };
 

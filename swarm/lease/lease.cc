@@ -1,4 +1,4 @@
-#include "swarm/lease.h"
+#include "swarm/lease/lease.h"
 
 #include <cstdio>
 
@@ -28,11 +28,6 @@ std::string held_message(const std::string& name, const LeaseRecord& r, std::uin
   return "lease " + name + " is held by " + printable(r.holder) + " on host " + printable(r.host) +
          (r.pid != 0 ? " (pid " + std::to_string(r.pid) + ")" : std::string()) + ", token " + std::to_string(token) +
          ", for up to " + seconds_text(left) + " more unless renewed; wait for it with --wait DUR";
-}
-
-void require_ttl(milliseconds ttl) {
-  if (ttl < kMinLeaseTtl || ttl > kMaxLeaseTtl)
-    throw Error(Errc::bad_input, "a lease TTL of " + format_duration(ttl) + " is out of range: use 1s to 1h");
 }
 
 // A 64-bit FNV-1a hash: stable across hosts and builds, for task lease names.
@@ -87,12 +82,6 @@ LeaseStanding standing_of(const LeaseEntry& entry, TimePoint server_now) {
   return out;
 }
 
-milliseconds expiry_margin(milliseconds ttl, std::chrono::nanoseconds uncertainty) {
-  // 50 ms for the time between the server's stamp and its answer, 1 ms per
-  // second of TTL for clock rates up to 1000 ppm apart, and the reading's error.
-  return milliseconds(50) + ttl / 1000 + duration_cast<milliseconds>(uncertainty + milliseconds(1) - std::chrono::nanoseconds(1));
-}
-
 std::string task_lease_name(const std::string& task_id) {
   std::string plain = "task." + task_id;
   if (is_valid_lease_name(plain)) return plain;
@@ -139,13 +128,13 @@ LeaseStore LeaseStore::open(const kv::Connection& connection, const std::string&
 }
 
 const ServerClock& LeaseStore::server_clock() const {
-  if (!server_clock_) server_clock_ = read_server_clock(bucket_);
+  if (!server_clock_) server_clock_ = read_server_clock(bucket());
   return *server_clock_;
 }
 
 std::optional<LeaseEntry> LeaseStore::get(const std::string& name) const {
   require_lease_name(name);
-  auto entry = translating_kv([&] { return bucket_.get(name); });
+  auto entry = translating_kv([&] { return bucket().get(name); });
   if (!entry) return std::nullopt;
   return lease_entry_of(std::move(*entry));
 }
@@ -153,13 +142,13 @@ std::optional<LeaseEntry> LeaseStore::get(const std::string& name) const {
 std::vector<LeaseEntry> LeaseStore::list(const std::string& pattern) const {
   std::vector<LeaseEntry> out;
   translating_kv([&] {
-    bucket_.for_each(
+    bucket().for_each(
         [&](kv::Entry&& e) {
           if (is_lease_key(e.key)) out.push_back(lease_entry_of(std::move(e)));
         },
         false, pattern);
   });
-  kv::drop_repeats(out, bucket_.revision_at_open(), [](const LeaseEntry& e) -> const std::string& { return e.name; },
+  kv::drop_repeats(out, bucket().revision_at_open(), [](const LeaseEntry& e) -> const std::string& { return e.name; },
                    [](const LeaseEntry& e) { return e.revision; });
   return out;
 }
@@ -181,17 +170,15 @@ LeaseRecord record_for(const std::string& name, const LeaseHolder& who, millisec
 }
 
 bool gone_from(const LeaseRecord& record, const std::string& host, const std::string& host_id) {
-  return !host_id.empty() && record.host_id == host_id && record.host == host && record.pid > 0 &&
+  // Only a record that names its host id is judged by its pid here.
+  return !record.host_id.empty() && HostIdentity{host, host_id}.owns(record.host, record.host_id) && record.pid > 0 &&
          !process_is(static_cast<pid_t>(record.pid), record.pid_start);
 }
 
 std::map<std::string, int> LeaseStore::waiting(const std::string& name, const std::string& host,
                                                const std::string& host_id) const {
-  std::vector<kv::Entry> places;
   const std::string pattern = name.empty() ? std::string(kQueueRoot) + ">" : queue_prefix(name) + "*";
-  translating_kv([&] { bucket_.for_each([&](kv::Entry&& e) { places.push_back(std::move(e)); }, false, pattern); });
-  kv::drop_repeats(places, bucket_.revision_at_open(), [](const kv::Entry& e) -> const std::string& { return e.key; },
-                   [](const kv::Entry& e) { return e.revision; });
+  std::vector<kv::Entry> places = keys_.list(pattern);
   std::map<std::string, int> out;
   const TimePoint now = server_clock().now();
   for (auto& place : places) {
@@ -206,7 +193,7 @@ std::map<std::string, int> LeaseStore::waiting(const std::string& name, const st
     LeaseEntry as_entry{lease, place.revision, place.created, std::move(parsed.lease), {}, {}};
     // A place is written once; a waiter that has waited a while beats beside it.
     if (standing_of(as_entry, now).state != LeaseState::held) {
-      auto beat = translating_kv([&] { return bucket_.get(beat_prefix(lease) + key.substr(last_dot + 1)); });
+      auto beat = keys_.get(beat_prefix(lease) + key.substr(last_dot + 1));
       if (!beat) continue;
       as_entry.stored_at = beat->created;
     }
@@ -218,7 +205,7 @@ std::map<std::string, int> LeaseStore::waiting(const std::string& name, const st
 LastWrite LeaseStore::last(const std::string& name) const {
   require_lease_name(name);
   bool released = false;
-  auto entry = translating_kv([&] { return bucket_.last(name, &released); });
+  auto entry = translating_kv([&] { return bucket().last(name, &released); });
   LastWrite out;
   if (!entry) return out;
   out.revision = entry->revision;
@@ -232,7 +219,7 @@ LastWrite LeaseStore::last(const std::string& name) const {
 
 Lease LeaseStore::acquire(const std::string& name, const LeaseHolder& who, milliseconds ttl) const {
   require_lease_name(name);
-  require_ttl(ttl);
+  require_lease_ttl(ttl);
   LastWrite before = last(name);
   if (before.revision != 0 && !before.released) {
     if (!before.record)
@@ -241,11 +228,12 @@ Lease LeaseStore::acquire(const std::string& name, const LeaseHolder& who, milli
     LeaseEntry entry{name, before.revision, before.stored_at, before.record, {}, {}};
     const ServerClock& clock = server_clock();
     auto standing = standing_of(entry, clock.now());
-    auto margin = expiry_margin(before.record->ttl, clock.uncertainty);
-    // Taken only when it is certainly expired: by the server's clock, with
-    // the margin; a clock that could not be read leaves it to the holder.
-    bool expired = clock.measured && standing.age >= before.record->ttl + margin;
-    if (!expired) throw Error(Errc::conflict, held_message(name, *before.record, entry.token(), standing.left + margin));
+    // Taken only when it is certainly expired; a clock that could not be
+    // read leaves it to the holder.
+    if (!certainly_expired(standing.age, before.record->ttl, clock)) {
+      const auto margin = expiry_margin(before.record->ttl, clock.uncertainty);
+      throw Error(Errc::conflict, held_message(name, *before.record, entry.token(), standing.left + margin));
+    }
   }
   // Free: granted only when nobody waits in line for it.
   const int waiters = waiting(name, who.host, who.host_id)[name];
@@ -258,7 +246,7 @@ Lease LeaseStore::acquire(const std::string& name, const LeaseHolder& who, milli
 Lease LeaseStore::grant(const std::string& name, const LeaseHolder& who, milliseconds ttl,
                         const LastWrite& over) const {
   require_lease_name(name);
-  require_ttl(ttl);
+  require_lease_ttl(ttl);
   LeaseRecord r = record_for(name, who, ttl);
   // A lease that changes hands counts it; a release's marker keeps the count.
   if (over.record) r.transitions = over.record->transitions + 1;
@@ -270,7 +258,7 @@ Lease LeaseStore::write_grant(const std::string& name, LeaseRecord r, const Last
   // The deadline counts from just before the write is sent (adr/0011).
   const BootTime sent = BootClock::now();
   std::uint64_t revision = cas("lease " + name + " was just granted to another", [&] {
-    return over.revision == 0 ? bucket_.create(name, value) : bucket_.update(name, value, over.revision);
+    return over.revision == 0 ? bucket().create(name, value) : bucket().update(name, value, over.revision);
   });
   Lease lease;
   lease.name = name;
@@ -289,7 +277,7 @@ Lease LeaseStore::renew(const Lease& lease) const {
   const BootTime sent = BootClock::now();
   next.revision = cas("lease " + lease.name + " is no longer held by token " + std::to_string(lease.token) +
                           ": it was released, or granted to another",
-                      [&] { return bucket_.update(lease.name, value, lease.revision); });
+                      [&] { return bucket().update(lease.name, value, lease.revision); });
   next.deadline = sent + next.record.ttl;
   return next;
 }
@@ -300,7 +288,7 @@ void LeaseStore::release(const Lease& lease) const {
   cas("lease " + lease.name + " is no longer held by token " + std::to_string(lease.token) +
           ": it was released, or granted to another",
       [&] {
-        bucket_.erase(lease.name, lease.revision, to_json(marker));
+        bucket().erase(lease.name, lease.revision, to_json(marker));
         return 0;
       });
 }
