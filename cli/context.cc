@@ -15,7 +15,7 @@
 namespace cli {
 
 namespace {
-// Runs a check that throws (swarm::Error or kv::Error) and hands its message
+// Runs a check that throws and hands its message
 // to CLI11 ("" means valid), so bad values stop the parse before any I/O.
 template <typename Require>
 CLI::Validator validator_of(Require require, const char* name) {
@@ -68,7 +68,7 @@ void add_global_options(CLI::App& app, Globals& g) {
   app.add_option("--nats-url", g.nats_url, "NATS server URL(s), comma-separated (default: the workspace's)")
       ->envname("NATS_URL")
       ->option_text("URL[,URL...]")
-      ->check(validator_of(kv::require_valid_urls, "URL"));
+      ->check(validator_of(swarm::require_nats_urls, "URL"));
   app.add_option("--bucket", g.bucket, "Session bucket (default: the workspace's, else swarm-sessions)")
       ->check(validator_of(kv::require_valid_bucket_name, "NAME"));
   app.add_flag("--json", g.json, "Print one JSON document (schema swarm.<verb>.v1); errors as swarm.error.v1");
@@ -119,7 +119,7 @@ kv::ConnectionOptions Context::connection_options(const swarm::WorkspaceConfig* 
   o.urls = kv::split_urls(urls);
   if (o.urls.empty())
     throw swarm::Error(swarm::Errc::bad_input, "no NATS URL: pass --nats-url, set NATS_URL, or name a --context");
-  swarm::translating_kv([&] { kv::require_valid_urls(urls); });
+  swarm::require_nats_urls(urls);
   if (config) swarm::use_embedded_token(workspace().nats_dir(), *config, o);
   return o;
 }
@@ -140,7 +140,7 @@ std::string Context::explained(swarm::Errc kind, const std::string& message) con
 const kv::NatsContext& Context::nats_context() const {
   if (!nats_context_) {
     nats_context_.emplace();
-    if (!globals_.context.empty()) nats_context_ = swarm::translating_kv([&] { return kv::read_nats_context(globals_.context); });
+    if (!globals_.context.empty()) nats_context_ = swarm::read_nats_context(globals_.context);
   }
   return *nats_context_;
 }

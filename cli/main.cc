@@ -132,16 +132,11 @@ int main(int argc, char** argv) {
     if (!verb.command->parsed()) continue;
     try {
       code = verb.run(ctx);
-    } catch (const swarm::Error& e) {
+    } catch (const std::exception& thrown) {
+      // The library says what kind it is (the filesystem's refusals are exit
+      // 9 naming the path; anything unforeseen is internal).
+      const swarm::Error e = swarm::Error::from(thrown);
       code = ctx.out().error(e.kind(), ctx.explained(e.kind(), e.what()));
-    } catch (const kv::Error& e) {
-      auto translated = swarm::from_kv(e);
-      code = ctx.out().error(translated.kind(), ctx.explained(translated.kind(), translated.what()));
-    } catch (const std::filesystem::filesystem_error& e) {
-      // The local filesystem refused (full, read-only, denied): exit 9, naming the path.
-      code = ctx.out().error(swarm::Errc::filesystem, e.what());
-    } catch (const std::exception& e) {
-      code = ctx.out().error(swarm::Errc::internal, e.what());
     }
   }
   // The verb is done: every KV write it made was acknowledged and every file

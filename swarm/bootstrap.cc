@@ -51,6 +51,14 @@ bool is_seed_scratch(const std::string& name) {
 
 }  // namespace
 
+void require_nats_urls(const std::string& comma_separated) {
+  translating_kv([&] { kv::require_valid_urls(comma_separated); });
+}
+
+kv::NatsContext read_nats_context(const std::string& name) {
+  return translating_kv([&] { return kv::read_nats_context(name); });
+}
+
 kv::Connection connect_nats(const kv::ConnectionOptions& options) {
   try {
     auto connection = kv::Connection::connect(options);

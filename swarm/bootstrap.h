@@ -9,6 +9,7 @@
 #include <string>
 
 #include "kv/connection.h"
+#include "kv/nats_context.h"
 #include "swarm/workspace.h"
 
 namespace swarm {
@@ -50,5 +51,9 @@ DownResult down(const Workspace& workspace, std::chrono::milliseconds grace);
 
 // Connects with swarm's error kinds: unavailable (exit 7) or bad_input.
 kv::Connection connect_nats(const kv::ConnectionOptions& options);
+// A comma-separated list of NATS URLs, checked before any I/O: bad_input naming the bad one.
+void require_nats_urls(const std::string& comma_separated);
+// The nats CLI's context `name` (--context): bad_input or not_found naming it.
+kv::NatsContext read_nats_context(const std::string& name);
 
 }  // namespace swarm

@@ -18,6 +18,25 @@ std::string_view to_string(Errc kind) {
   return "internal";
 }
 
+Error Error::corrupt_session(const std::string& slot, const std::string& why) {
+  return Error(Errc::corrupt, "the record of slot " + slot + " is corrupt (" + why +
+                                  "); remove it with `swarm doctor --fix` or `swarm evict --slot " + slot + "`");
+}
+
+Error Error::corrupt_lease(const std::string& name, const std::string& why) {
+  return Error(Errc::corrupt, "the record of lease " + name + " is corrupt (" + why +
+                                  "); remove it with `swarm doctor --fix`");
+}
+
+Error Error::filesystem(const std::filesystem::filesystem_error& error) { return Error(Errc::filesystem, error.what()); }
+
+Error Error::from(const std::exception& error) {
+  if (const auto* own = dynamic_cast<const Error*>(&error)) return *own;
+  if (const auto* kv = dynamic_cast<const kv::Error*>(&error)) return from_kv(*kv);
+  if (const auto* fs = dynamic_cast<const std::filesystem::filesystem_error*>(&error)) return filesystem(*fs);
+  return Error(Errc::internal, error.what());
+}
+
 Error from_kv(const kv::Error& error) {
   switch (error.kind()) {
     case kv::Errc::not_found: return Error(Errc::not_found, error.what());

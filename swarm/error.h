@@ -3,6 +3,7 @@
 // what to do next.
 #pragma once
 
+#include <filesystem>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -31,6 +32,17 @@ class Error : public std::runtime_error {
  public:
   Error(Errc kind, std::string message) : std::runtime_error(std::move(message)), kind_(kind) {}
   Errc kind() const { return kind_; }
+
+  // The same situation is the same kind and the same words wherever it is
+  // met: a record that cannot be read is `corrupt`, a session's or a lease's.
+  static Error corrupt_session(const std::string& slot, const std::string& why);
+  static Error corrupt_lease(const std::string& name, const std::string& why);
+  // What the local filesystem refused (full, read-only, denied), naming the path.
+  static Error filesystem(const std::filesystem::filesystem_error& error);
+  // Any exception in swarm's terms: a swarm::Error as it is, the kv layer's
+  // and the filesystem's errors mapped, anything else internal. The one place
+  // a caller (the CLI) needs to turn what the library threw into a kind.
+  static Error from(const std::exception& error);
 
  private:
   Errc kind_;

@@ -19,11 +19,6 @@ namespace swarm {
 
 namespace fs = std::filesystem;
 
-std::string corrupt_message(const std::string& slot, const std::string& reason) {
-  return "the record of slot " + slot + " is corrupt (" + reason +
-         "); remove it with `swarm doctor --fix` or `swarm evict --slot " + slot + "`";
-}
-
 std::string foreign_message(const std::string& slot, const Session& owner) {
   // The record's words are escaped: they go into messages a terminal shows.
   const std::string host = printable(owner.host);
@@ -136,7 +131,7 @@ SessionEntry SlotLifecycle::read_own(const std::string& slot, ExpectedSession se
   require_slot_name(slot);
   auto entry = store_.get(slot);
   if (!entry) throw Error(Errc::not_found, not_found_message(slot));
-  if (entry->corrupt()) throw Error(Errc::corrupt, corrupt_message(slot, entry->corrupt_reason));
+  if (entry->corrupt()) throw Error::corrupt_session(slot, entry->corrupt_reason);
   if (!me_.owns(*entry->session)) throw Error(Errc::foreign_host, foreign_message(slot, *entry->session));
   require_session(*entry, session);
   return *entry;
@@ -236,7 +231,7 @@ JoinResult SlotLifecycle::join(const std::string& slot, const std::string& task,
                                       slot + "`");
     }
   } else {
-    if (existing->corrupt()) throw Error(Errc::corrupt, corrupt_message(slot, existing->corrupt_reason));
+    if (existing->corrupt()) throw Error::corrupt_session(slot, existing->corrupt_reason);
     const Session& owner = *existing->session;
     if (!me_.owns(owner)) throw Error(Errc::foreign_host, foreign_message(slot, owner));
     auto server = store_.server_clock(clock_);
@@ -369,7 +364,7 @@ CloseResult SlotLifecycle::close(const std::string& slot, const CloseOptions& op
   require_kept_folders(slot);
   CloseResult result;
   auto entry = store_.get(slot);
-  if (entry && entry->corrupt()) throw Error(Errc::corrupt, corrupt_message(slot, entry->corrupt_reason));
+  if (entry && entry->corrupt()) throw Error::corrupt_session(slot, entry->corrupt_reason);
   if (entry && !me_.owns(*entry->session)) throw Error(Errc::foreign_host, foreign_message(slot, *entry->session));
   // A replaced agent closes nothing of its successor's (nor a slot whose
   // session is gone, for it cannot tell whose the folder is now).

@@ -145,7 +145,6 @@ class SlotLifecycle {
 };
 
 // The messages of the contract's refusals.
-std::string corrupt_message(const std::string& slot, const std::string& reason);
 std::string foreign_message(const std::string& slot, const Session& owner);
 // Throws conflict naming the slot's current session when it is not `session`.
 void require_session(const SessionEntry& entry, ExpectedSession session);

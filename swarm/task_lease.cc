@@ -28,8 +28,7 @@ Lease TaskLeases::claim(const std::string& slot, const std::string& task, std::i
   LastWrite last = store_.last(name);
   if (last.revision != 0 && !last.released) {
     if (!last.record)
-      throw Error(Errc::conflict, "the lease " + name + " of task " + task + " is corrupt (" + last.corrupt_reason +
-                                      "); remove it with `swarm doctor --fix`");
+      throw Error::corrupt_lease(name, "the lease of task " + task + ": " + last.corrupt_reason);
     const LeaseRecord& r = *last.record;
     if (r.slot == slot && r.task == task) {
       // This slot's own claim (a stale takeover, a --force rejoin): kept,

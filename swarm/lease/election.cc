@@ -20,8 +20,7 @@ LeaseEntry request_resignation(const LeaseStore& store, const std::string& name,
   auto entry = store.get(name);
   if (!entry) throw Error(Errc::not_found, "nobody leads " + name + " (no lease by that name)");
   if (entry->corrupt())
-    throw Error(Errc::conflict, "the record of lease " + name + " is corrupt (" + entry->corrupt_reason +
-                                    "); remove it with `swarm doctor --fix`");
+    throw Error::corrupt_lease(name, entry->corrupt_reason);
   LeaseRecord request = record_for(name, by, kResignRequestTtl);
   request.token = entry->token();
   const std::string key = resign_key(name);

@@ -223,8 +223,7 @@ Lease LeaseStore::acquire(const std::string& name, const LeaseHolder& who, milli
   LastWrite before = last(name);
   if (before.revision != 0 && !before.released) {
     if (!before.record)
-      throw Error(Errc::conflict, "the record of lease " + name + " is corrupt (" + before.corrupt_reason +
-                                      "); remove it with `swarm doctor --fix`");
+      throw Error::corrupt_lease(name, before.corrupt_reason);
     LeaseEntry entry{name, before.revision, before.stored_at, before.record, {}, {}};
     const ServerClock& clock = server_clock();
     auto standing = standing_of(entry, clock.now());
@@ -310,8 +309,7 @@ LeaseEntry current_grant(const LeaseStore& store, const std::string& name, std::
     throw Error(Errc::not_found, "no lease " + name + " (never taken, or gone with its bucket)");
   }
   if (entry->corrupt())
-    throw Error(Errc::conflict, "the record of lease " + name + " is corrupt (" + entry->corrupt_reason +
-                                    "); remove it with `swarm doctor --fix`");
+    throw Error::corrupt_lease(name, entry->corrupt_reason);
   if (entry->token() != token)
     throw Error(Errc::conflict, "lease " + name + " is now token " + std::to_string(entry->token()) + " (" +
                                     entry->record->holder + "), not " + std::to_string(token) +

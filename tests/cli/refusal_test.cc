@@ -90,6 +90,30 @@ TEST_CASE("Corrupt_RecordIsRefusedWithExit3AndNamesTheFix") {
   CHECK(ws.swarm({"join", "--slot", "bad", "--task", "T-1"}).exit == 0);
 }
 
+TEST_CASE("Corrupt_ASessionAndALeaseAreTheSameKindOfError") {
+  // a record that cannot be read is kind "corrupt" (exit 3) in swarm.error.v1, a session's or a lease's, for
+  // every verb that meets one, and says how to remove it.
+  SwarmWorkspace ws;
+  {
+    auto connection = kv::Connection::connect({.urls = {ws.server()->url()}});
+    kv::Bucket::open(connection, "swarm-sessions").create("bad", "{\"slot\":\"bad\"");
+    auto leases = kv::Bucket::open(connection, "swarm-leases");
+    leases.create("broken", "{\"name\":");
+    leases.create("task.T-9", "[1]");
+  }
+  for (auto args : std::vector<std::vector<std::string>>{{"commit", "--slot", "bad", "-m", "x"},
+                                                         {"lease", "acquire", "broken"},
+                                                         {"join", "--slot", "fresh", "--task", "T-9"}}) {
+    args.insert(args.begin(), "--json");
+    auto r = ws.swarm(args);
+    CHECK_MESSAGE(r.exit == 3, args[1] << ": " << r.err);
+    auto doc = swarm::Json::parse(r.err);  // swarm.error.v1 goes to stderr
+    REQUIRE_MESSAGE(doc, args[1] << ": " << r.err);
+    CHECK_MESSAGE(field(doc, "kind") == "corrupt", args[1] << ": " << r.err);
+    CHECK_MESSAGE(field(doc, "message").find("swarm doctor --fix") != std::string::npos, args[1] << ": " << r.err);
+  }
+}
+
 TEST_CASE("BadSlotNames_Exit2BeforeAnyIo") {
   // a bad slot name is refused with exit 2 by every verb, even with NATS down, and creates nothing.
   SwarmWorkspace ws;
