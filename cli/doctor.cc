@@ -23,7 +23,7 @@ std::string report_text(const swarm::DoctorReport& r, bool fix) {
     if (group.empty()) continue;
     out << "\n" << (severity == swarm::Severity::problem ? "PROBLEMS" : "NOTICES") << " (" << group.size() << ")\n";
     for (const auto* f : group) {
-      out << "  [" << f->check << "] " << printable(f->message) << "\n";
+      out << "  [" << swarm::to_string(f->kind) << "] " << printable(f->message) << "\n";
       if (f->fixed) out << "      fixed: " << printable(f->fix_note) << "\n";
       else if (!f->fix_note.empty()) out << "      " << printable(f->fix_note) << "\n";
       else out << "      fix: " << printable(f->fix) << "\n";
@@ -46,7 +46,7 @@ swarm::Json report_json(const swarm::DoctorReport& r) {
   for (const auto& f : r.findings) {
     swarm::Json item = swarm::Json::object();
     item.set("severity", swarm::to_string(f.severity))
-        .set("check", f.check)
+        .set("check", swarm::to_string(f.kind))
         .set("subject", f.subject)
         .set("message", f.message)
         .set("fix", f.fix)

@@ -17,9 +17,38 @@ namespace swarm {
 enum class Severity { notice, problem };
 std::string_view to_string(Severity severity);
 
+// What a finding is about: one kind per check, printed by to_string as the
+// `check` of the text and JSON reports (scripts match on those names).
+enum class FindingKind {
+  config,
+  hub,
+  unsafe_path,
+  embedded_server,
+  embedded_store_full,
+  unfinished_removal,
+  nats,
+  bucket,
+  nats_server_version,
+  bucket_config,
+  lease_bucket,
+  corrupt_record,
+  other_workspace,
+  stale_session,
+  missing_folder,
+  late_session,
+  stray_entry,
+  orphan_folder,
+  unpushed_branch,
+  corrupt_lease,
+  expired_lease,
+  orphan_task_lease,
+  dead_holder,
+};
+std::string_view to_string(FindingKind kind);
+
 struct Finding {
   Severity severity = Severity::problem;
-  std::string check;    // what kind: stale_session, corrupt_record, orphan_folder, ...
+  FindingKind kind = FindingKind::config;  // printed as the report's `check`
   std::string subject;  // the slot, or a path, or a URL
   std::string message;  // one plain sentence
   std::string fix;      // the exact command that fixes it

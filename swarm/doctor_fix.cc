@@ -1,0 +1,180 @@
+// Doctor's fix pass: for each finding a fix is known for, what is safe on
+// this host, by CAS on what was read and under the slot's lock, looking
+// again once the lock is held.
+#include "swarm/doctor_checks.h"
+#include "swarm/log.h"
+#include "swarm/slot_folder.h"
+
+namespace swarm::doctor {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using Fixer = void (*)(Finding&, const FixInput&, FixResult&);
+
+// The kinds --fix repairs; the others it leaves to the command they name.
+// unsafe_path is never here: swarm never follows, empties or fixes it.
+struct FixRow {
+  FindingKind kind;
+  Fixer fix;
+};
+constexpr FixRow kFixers[] = {
+    {FindingKind::unfinished_removal, fix_unfinished_removal},
+    {FindingKind::corrupt_record, fix_corrupt_record},
+    {FindingKind::stale_session, fix_stale_session},
+    {FindingKind::missing_folder, fix_missing_folder},
+    {FindingKind::orphan_folder, fix_orphan_folder},
+    {FindingKind::corrupt_lease, fix_lease},
+    {FindingKind::expired_lease, fix_lease},
+    {FindingKind::orphan_task_lease, fix_lease},
+    {FindingKind::dead_holder, fix_lease},
+};
+
+// CAS delete at the revision read: a session that renewed meanwhile survives.
+bool erase_record(const FixInput& in, const SessionEntry& entry, Finding& f, const std::string& done, FixResult& result) {
+  try {
+    in.sessions->erase(entry);
+    result.erased_slots.insert(entry.slot);
+    f.fixed = true;
+    f.fix_note = done;
+    spdlog::debug("doctor: {} of slot {} (revision {})", done, entry.slot, entry.revision);
+    return true;
+  } catch (const Error& e) {
+    if (e.kind() != Errc::conflict) throw;
+    f.severity = Severity::notice;
+    f.fix_note = "the record changed meanwhile (renewed or replaced); left alone";
+    return false;
+  }
+}
+
+// What --fix did to a slot folder it removed.
+std::string removal_note(const FixInput& in, const std::string& slot, const Removal& removal, std::string note) {
+  const Salvage& salvage = removal.salvage;
+  note += "removed " + in.ws.slot_dir(slot).string();
+  if (salvage.files > 0)
+    note += " after salvaging " + std::to_string(salvage.files) + " file(s) to " + salvage.folder.string();
+  if (salvage.unreadable_repository) note += " (every file kept, its .git whole: the repository could not be read)";
+  if (!salvage.commits_ref.empty()) note += "; history the hub lacked is in the hub under " + salvage.commits_ref;
+  return note;
+}
+
+// Salvages and removes a slot folder; the caller holds the slot's lock.
+void remove_folder(const FixInput& in, const std::string& slot, Finding& f) {
+  if (!in.folders_elsewhere.empty()) {
+    f.fixed = false;
+    f.fix_note = "left alone: the records were read from another server or bucket than config.json's (" +
+                 in.folders_elsewhere + "), where this slot may well have a session; run doctor without it";
+    return;
+  }
+  if (!in.hub->hub) {
+    f.fixed = false;
+    f.fix_note = "left alone: the hub is missing, and salvage keeps history there; fix the hub first";
+    return;
+  }
+  Removal removal;
+  try {
+    removal = remove_slot_folder(in.ws, slot, in.hub->where, in.clock());
+  } catch (const std::exception& e) {
+    f.fixed = false;
+    f.fix_note = std::string("left alone: could not salvage it first: ") + e.what();
+    return;
+  }
+  std::string note = f.fix_note.empty() ? "" : f.fix_note + "; ";
+  if (!removal.removed) {
+    f.fixed = false;
+    f.fix_note = note + "salvaged, but " + removal.warning;
+    return;
+  }
+  f.fixed = true;
+  f.fix_note = removal_note(in, slot, removal, note);
+}
+
+const SessionEntry* record_of(const FixInput& in, const Finding& f) {
+  auto it = in.records.find(f.subject);
+  return it == in.records.end() ? nullptr : it->second;
+}
+
+std::string doing(const std::string& slot) { return "doctor --fix of slot " + slot; }
+
+}  // namespace
+
+void busy(const Workspace& ws, Finding& f, const std::string& slot) {
+  f.fix_note = "left alone: another swarm process is working on the slot's folder (" + slot_lock_holder(ws, slot) +
+               "); run doctor again when it is done";
+}
+
+void fix_findings(std::span<Finding> findings, const FixInput& in, FixResult& result) {
+  for (auto& f : findings)
+    for (const auto& row : kFixers)
+      if (row.kind == f.kind) row.fix(f, in, result);
+}
+
+void fix_corrupt_record(Finding& f, const FixInput& in, FixResult& result) {
+  if (const SessionEntry* entry = record_of(in, f)) erase_record(in, *entry, f, "removed the corrupt record", result);
+}
+
+void fix_stale_session(Finding& f, const FixInput& in, FixResult& result) {
+  const SessionEntry* entry = record_of(in, f);
+  if (entry == nullptr || !in.here->me.owns(*entry->session)) return;
+  const std::string& slot = entry->slot;
+  if (!in.age_is_certain) {
+    f.fix_note = "not fixed: the server's clock could not be read, so the age is not certain";
+    return;
+  }
+  auto lock = try_lock_slot(in.ws, slot, doing(slot));
+  if (!lock) {
+    busy(in.ws, f, slot);
+    return;
+  }
+  // By CAS on the revision read: a session that renewed meanwhile survives.
+  if (erase_record(in, *entry, f, "removed the stale record", result) && has_folder(in.ws, slot)) remove_folder(in, slot, f);
+}
+
+void fix_missing_folder(Finding& f, const FixInput& in, FixResult& result) {
+  const SessionEntry* entry = record_of(in, f);
+  if (entry == nullptr) return;
+  const std::string& slot = entry->slot;
+  // A join holds the lock from before its record until its folder is made.
+  auto lock = try_lock_slot(in.ws, slot, doing(slot));
+  if (!lock) {
+    busy(in.ws, f, slot);
+    return;
+  }
+  if (!has_folder(in.ws, slot)) erase_record(in, *entry, f, "removed the record whose folder was gone", result);
+}
+
+void fix_orphan_folder(Finding& f, const FixInput& in, FixResult&) {
+  const std::string& slot = f.subject;
+  auto lock = try_lock_slot(in.ws, slot, doing(slot));
+  if (!lock) {
+    busy(in.ws, f, slot);
+    return;
+  }
+  // A join that took the slot before we locked it wrote its record first: look again.
+  if (auto now = in.sessions->get(slot); now && in.here->has_record_here(*now)) {
+    f.fix_note = "a session took the slot meanwhile; left alone";
+    f.severity = Severity::notice;
+    return;
+  }
+  remove_folder(in, slot, f);
+}
+
+void fix_unfinished_removal(Finding& f, const FixInput& in, FixResult&) {
+  const std::string leftover = f.subject;
+  const std::string name = fs::path(leftover).filename().string();
+  std::string slot = name.substr(0, name.find('.'));
+  auto lock = try_lock_slot(in.ws, slot, doing(slot));
+  if (!lock) {
+    busy(in.ws, f, slot);
+    return;
+  }
+  if (auto problem = finish_removal(in.ws, name); !problem.empty()) {
+    f.fix_note = problem;
+    return;
+  }
+  f.fixed = true;
+  f.fix_note = "deleted " + leftover;
+}
+
+}  // namespace swarm::doctor

@@ -1,0 +1,140 @@
+// Doctor's checks of the leases, and their fixes: corrupt records, leases
+// held by a process of this host that is gone, task leases whose session is
+// gone (problems: --fix removes or releases them, this host's only), and
+// expired leases (a notice).
+#include "swarm/doctor_checks.h"
+#include "swarm/duration.h"
+
+namespace swarm::doctor {
+
+bool task_is_orphan(const LeaseRecord& r, const LeaseInput& in) {
+  if (r.slot.empty()) return false;
+  const SessionBrief* b = find_brief(in.sessions, r.slot);
+  const bool has_session = b != nullptr && !b->corrupt && in.erased_slots.count(r.slot) == 0 && b->task_id == r.task;
+  return !has_session;
+}
+
+namespace {
+
+Finding corrupt_lease(const LeaseEntry& lease) {
+  return make_finding(Severity::problem, FindingKind::corrupt_lease, lease.name,
+                      "the record of lease " + lease.name + " is corrupt (" + lease.corrupt_reason + ")",
+                      "swarm doctor --fix");
+}
+
+Finding expired_lease(const LeaseEntry& lease, const LeaseStanding& standing) {
+  const LeaseRecord& r = *lease.record;
+  const std::string token = std::to_string(lease.token());
+  return make_finding(Severity::notice, FindingKind::expired_lease, lease.name,
+                      "lease " + lease.name + " (" + r.holder + ", token " + token + ") expired " +
+                          ago(standing.age - r.ttl) +
+                          "; its holder stopped renewing it, and the next to ask takes it",
+                      "nothing to do   (or: swarm lease release " + lease.name + " --token " + token + ")");
+}
+
+Finding orphan_task_lease(const LeaseEntry& lease, const LeaseStanding& standing, bool mine) {
+  const LeaseRecord& r = *lease.record;
+  return make_finding(mine ? Severity::problem : Severity::notice, FindingKind::orphan_task_lease, lease.name,
+                      "lease " + lease.name + " claims task " + r.task + " for slot " + r.slot +
+                          ", which has no session for that task; it expires within " +
+                          format_duration(std::chrono::duration_cast<std::chrono::seconds>(standing.left)) +
+                          " unless released",
+                      mine ? "swarm doctor --fix" : "on " + r.host + ": swarm doctor --fix");
+}
+
+Finding dead_holder(const LeaseEntry& lease) {
+  const LeaseRecord& r = *lease.record;
+  return make_finding(Severity::problem, FindingKind::dead_holder, lease.name,
+                      "lease " + lease.name + " is held by process " + std::to_string(r.pid) + " of this host (" +
+                          r.holder + "), which is gone",
+                      "swarm doctor --fix   (or: swarm lease release " + lease.name + " --token " +
+                          std::to_string(lease.token()) + ")");
+}
+
+// The finding one lease makes, if any.
+std::optional<Finding> lease_finding(const LeaseInput& in, const LeaseEntry& lease) {
+  if (lease.corrupt()) return corrupt_lease(lease);
+  const LeaseRecord& r = *lease.record;
+  auto standing = standing_of(lease, in.server_now());
+  const bool mine = in.me.owns(r.host, r.host_id);
+  if (standing.state == LeaseState::expired) return expired_lease(lease, standing);
+  // A task lease lives with its session.
+  if (!r.slot.empty()) {
+    if (!task_is_orphan(r, in)) return std::nullopt;
+    return orphan_task_lease(lease, standing, mine);
+  }
+  if (mine && r.pid != 0 && !in.process_alive(r.pid, r.pid_start)) return dead_holder(lease);
+  return std::nullopt;
+}
+
+}  // namespace
+
+Findings check_leases(const LeaseInput& in) {
+  Findings out;
+  for (const auto& lease : in.leases)
+    if (auto f = lease_finding(in, lease)) out.push_back(std::move(*f));
+  return out;
+}
+
+namespace {
+
+// Releases a lease for the grant read (its token): a renewal meanwhile
+// keeps it, a new grant is left alone.
+void release_lease(const LeaseStore& store, const LeaseEntry& lease, Finding& f) {
+  try {
+    store.release(lease.name, lease.token());
+    f.fixed = true;
+    f.fix_note = "released lease " + lease.name + " (token " + std::to_string(lease.token()) + ")";
+  } catch (const Error& e) {
+    if (e.kind() != Errc::conflict && e.kind() != Errc::not_found) throw;
+    f.severity = Severity::notice;
+    f.fix_note = std::string("left alone: ") + e.what();
+  }
+}
+
+void erase_lease(const LeaseStore& store, const LeaseEntry& lease, Finding& f, const std::string& done) {
+  try {
+    store.keys().erase(lease.name, lease.revision);
+    f.fixed = true;
+    f.fix_note = done;
+  } catch (const Error& e) {
+    if (e.kind() != Errc::conflict) throw;
+    f.severity = Severity::notice;
+    f.fix_note = "the record changed meanwhile; left alone";
+  }
+}
+
+// A join writes its session before its task lease: look again first.
+void fix_orphan_task_lease(const FixInput& in, const LeaseEntry& lease, Finding& f) {
+  const LeaseRecord& r = *lease.record;
+  if (auto now = in.sessions->get(r.slot); now && !now->corrupt() && now->session->task_id == r.task) {
+    f.severity = Severity::notice;
+    f.fix_note = "a session took the task meanwhile; left alone";
+  } else {
+    release_lease(*in.leases, lease, f);
+  }
+}
+
+}  // namespace
+
+void fix_lease(Finding& f, const FixInput& in, FixResult&) {
+  const LeaseInput& listed = *in.lease_input;
+  auto it = in.lease_entries.find(f.subject);
+  if (it == in.lease_entries.end()) return;
+  const LeaseEntry& lease = *it->second;
+  switch (f.kind) {
+    case FindingKind::corrupt_lease: erase_lease(*in.leases, lease, f, "removed the corrupt lease record"); break;
+    case FindingKind::expired_lease:
+      // This host's task lease of a session that is gone: tidied away.
+      if (listed.me.owns(lease.record->host, lease.record->host_id) && task_is_orphan(*lease.record, listed))
+        release_lease(*in.leases, lease, f);
+      break;
+    case FindingKind::orphan_task_lease:
+      if (listed.me.owns(lease.record->host, lease.record->host_id)) fix_orphan_task_lease(in, lease, f);
+      break;
+    case FindingKind::dead_holder: release_lease(*in.leases, lease, f); break;
+    default: break;
+  }
+}
+
+}  // namespace swarm::doctor
