@@ -146,6 +146,36 @@ void check_leases(DoctorReport& report, const kv::Connection& nats, const Worksp
     for (const auto& lease : leases) fixes->lease_entries[lease.name] = &lease;
   }
   report_stage(report, d::run_checks(kLeaseChecks, in), fixes, fixed);
+  if (fixes) fixes->lease_input = nullptr;  // `in` ends here
+}
+
+// The servers' URLs, joined and with any secret redacted.
+std::string shown_urls(const std::vector<std::string>& urls) {
+  std::string out;
+  for (const auto& url : urls) out += (out.empty() ? "" : ",") + url;
+  return kv::redact_urls(out);
+}
+
+// NATS trouble, at connect or at any request after it.
+Finding nats_problem(const Error& e, const Workspace& ws, const WorkspaceConfig& config, bool own_server,
+                     const std::string& nats_url) {
+  const std::string trouble = own_server ? embedded_trouble(ws.nats_dir(), config) : std::string();
+  return d::make_finding(Severity::problem, FindingKind::nats, nats_url,
+                         trouble.empty() ? std::string(e.what()) : e.what() + ("; " + trouble),
+                         config.embedded && own_server
+                             ? "swarm up   (restarts the embedded nats-server)"
+                             : "check the NATS server at " + nats_url + ", then run swarm doctor again");
+}
+
+// The session bucket; none yet is a finding (and the end of the checks).
+std::optional<SessionStore> open_sessions(DoctorReport& report, const kv::Connection& nats, const std::string& bucket) {
+  try {
+    return SessionStore::open(nats, bucket);
+  } catch (const Error& e) {
+    if (e.kind() != Errc::not_bootstrapped) throw;
+    report.findings.push_back(d::make_finding(Severity::problem, FindingKind::bucket, bucket, e.what(), "swarm up"));
+    return std::nullopt;
+  }
 }
 
 }  // namespace
@@ -182,9 +212,7 @@ DoctorReport Doctor::run(bool fix) {
   if (!own_server || !own_bucket) fix_input.folders_elsewhere = own_server ? "--bucket" : "--nats-url (or $NATS_URL)";
   d::FixInput* fixes = fix ? &fix_input : nullptr;
   d::FixResult fixed;
-  std::string nats_url;
-  for (const auto& url : connection_.urls) nats_url += (nats_url.empty() ? "" : ",") + url;
-  nats_url = kv::redact_urls(nats_url);
+  const std::string nats_url = shown_urls(connection_.urls);
   report.nats_url = nats_url;
 
   // The filesystem checks run whatever NATS does.
@@ -197,12 +225,7 @@ DoctorReport Doctor::run(bool fix) {
   // NATS trouble, at connect or at any request after it (a cluster electing
   // a new leader, a server going away), is a finding, never an exit 7.
   auto nats_finding = [&](const Error& e) {
-    const std::string trouble = own_server ? embedded_trouble(workspace_.nats_dir(), config) : std::string();
-    report.findings.push_back(d::make_finding(
-        Severity::problem, FindingKind::nats, nats_url,
-        trouble.empty() ? std::string(e.what()) : e.what() + ("; " + trouble),
-        config.embedded && own_server ? "swarm up   (restarts the embedded nats-server)"
-                                      : "check the NATS server at " + nats_url + ", then run swarm doctor again"));
+    report.findings.push_back(nats_problem(e, workspace_, config, own_server, nats_url));
   };
   std::optional<kv::Connection> nats;
   try {
@@ -214,15 +237,8 @@ DoctorReport Doctor::run(bool fix) {
   report.nats_reachable = true;
 
   try {
-    std::optional<SessionStore> store;
-    try {
-      store.emplace(SessionStore::open(*nats, config.bucket));
-    } catch (const Error& e) {
-      if (e.kind() != Errc::not_bootstrapped) throw;
-      report.findings.push_back(
-          d::make_finding(Severity::problem, FindingKind::bucket, config.bucket, e.what(), "swarm up"));
-      return report;
-    }
+    std::optional<SessionStore> store = open_sessions(report, *nats, config.bucket);
+    if (!store) return report;
     report_stage(report, d::run_checks(kBucketChecks, read_buckets(*store, config, *nats)), fixes, fixed);
     const d::Here here{me_, hub.where.session_url()};
     fix_input.here = here;
