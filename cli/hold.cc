@@ -2,15 +2,13 @@
 
 #include <signal.h>
 
-#include <condition_variable>
 #include <iostream>
 
 #include "swarm/boot_clock.h"
 #include "swarm/duration.h"
 #include "swarm/error.h"
-#include "swarm/lease/election.h"
+#include "swarm/lease/held_command.h"
 #include "swarm/lease/lease.h"
-#include "swarm/lease/lease_keeper.h"
 #include "swarm/names.h"
 
 namespace cli {
@@ -18,10 +16,6 @@ namespace cli {
 namespace {
 
 using namespace std::chrono_literals;
-
-// How long a leader asked to step down gives its command to end after
-// SIGTERM before SIGKILL (the lease stays renewed meanwhile).
-constexpr std::chrono::seconds kResignGrace{10};
 
 // Sent by the router to its own thread to stop it at once (a realtime
 // signal nothing else here uses).
@@ -133,8 +127,6 @@ void SignalRouter::forward_to(swarm::ChildProcess* child) {
 
 int hold_while_running(const Context& ctx, const swarm::LeaseStore& store, swarm::Lease lease,
                        const HoldOptions& options, SignalRouter& signals) {
-  const std::string token = std::to_string(lease.token);
-  std::unique_ptr<swarm::ChildProcess> child;
   // Told to stop after the wait and before the command: run nothing.
   if (signals.received() != 0) {
     try {
@@ -146,65 +138,13 @@ int hold_while_running(const Context& ctx, const swarm::LeaseStore& store, swarm
                    " released");
     return exit_for_signal(signals.received());
   }
-  try {
-    // A grant this process sat on too long (frozen, starved) is no grant:
-    // another may hold the lease by now.
-    if (swarm::BootClock::now() >= lease.deadline - swarm::give_up_lead(lease.record.ttl))
-      throw swarm::Error(swarm::Errc::conflict, "lease " + lease.name + " (token " + token +
-                                                    ") ran out before its command could start; nothing was run");
-    child = swarm::ChildProcess::start(options.command, {{"SWARM_LEASE", lease.name}, {"SWARM_FENCING_TOKEN", token}});
-  } catch (...) {
-    try {
-      store.release(lease);  // nothing ran under it
-    } catch (const swarm::Error&) {
-      // It expires by itself.
-    }
-    throw;
-  }
-  signals.forward_to(child.get());
-  const auto ttl = lease.record.ttl;
-  std::mutex stopping_mu;
-  std::condition_variable stopping_cv;
-  bool finished = false;
-  // Stops the command: SIGTERM now, SIGKILL at `kill_at` if it is still there.
-  auto stop_by = [&](swarm::BootTime kill_at) {
-    child->signal(SIGTERM);
-    std::unique_lock lock(stopping_mu);
-    while (!finished && swarm::BootClock::now() < kill_at)
-      stopping_cv.wait_for(lock, std::min<swarm::BootClock::duration>(kill_at - swarm::BootClock::now(), 50ms));
-    if (!finished) child->signal(SIGKILL);
-  };
-  swarm::LeaseKeeper keeper(store, lease, [&](const std::string& why, swarm::BootTime deadline) {
-    ctx.out().note("lease " + lease.name + " was lost (" + why + "): stopping " + options.command.front() +
-                   " before its deadline");
-    stop_by(deadline - swarm::kill_lead(ttl));
-  });
-  std::optional<swarm::ResignWatch> resign;
-  std::thread resigner;
-  if (options.hear_resign)
-    resign.emplace(store, lease.name, lease.token, [&] {
-      ctx.out().note("asked to step down as leader of " + lease.name + ": stopping " + options.command.front());
-      resigner = std::thread([&] { stop_by(swarm::BootClock::now() + kResignGrace); });
-    });
-  int status = child->wait();
-  {
-    std::lock_guard lock(stopping_mu);
-    finished = true;
-  }
-  stopping_cv.notify_all();
-  signals.forward_to(nullptr);
-  if (resign) resign->withdraw();
-  resign.reset();
-  if (resigner.joinable()) resigner.join();
-  keeper.stop();
-  if (!keeper.lost()) {
-    try {
-      store.release(keeper.lease());
-    } catch (const swarm::Error& e) {
-      ctx.out().warn("could not release lease " + lease.name + " (it expires by itself): " + e.what());
-    }
-  }
-  return status;
+  swarm::HeldCommand held;
+  held.command = options.command;
+  held.hear_resign = options.hear_resign;
+  held.note = [&ctx](const std::string& what) { ctx.out().note(what); };
+  held.warn = [&ctx](const std::string& what) { ctx.out().warn(what); };
+  held.running = [&signals](swarm::ChildProcess* child) { signals.forward_to(child); };
+  return swarm::run_holding(store, std::move(lease), held);
 }
 
 }  // namespace cli

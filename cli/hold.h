@@ -52,10 +52,9 @@ struct HoldOptions {
   bool hear_resign = false;  // elect: a request to step down stops the command
 };
 
-// Runs the command holding `lease`: SWARM_LEASE and SWARM_FENCING_TOKEN in its
-// environment, the lease renewed every TTL/3, the command stopped (SIGTERM,
-// then SIGKILL before the deadline) when the lease is lost; releases the
-// lease when the command ends. Returns the command's exit status.
+// Runs the command holding `lease` (swarm::run_holding), with this process's
+// signals going to it, and what happens said as notes; a signal that came
+// before it started runs nothing. Returns the command's exit status.
 int hold_while_running(const Context& ctx, const swarm::LeaseStore& store, swarm::Lease lease,
                        const HoldOptions& options, SignalRouter& signals);
 

@@ -15,8 +15,6 @@
 
 namespace swarm {
 
-namespace fs = std::filesystem;
-
 std::string_view to_string(Severity severity) { return severity == Severity::notice ? "notice" : "problem"; }
 
 std::string_view to_string(FindingKind kind) {

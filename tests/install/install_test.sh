@@ -71,6 +71,15 @@ cmake -S "$src/examples/lease_client" -B "$tmp/example" -DCMAKE_PREFIX_PATH="$tm
 cmake --build "$tmp/example" >/dev/null || fail "the example does not build against the installed package"
 out=$("$tmp/example/lease_client" "$url" example-job) || fail "the example failed: $out"
 [[ $out =~ ^example-job\ [0-9]+$ ]] || fail "the example printed '$out', not the lease and its token"
+# Running a command under the lease (swarm::run_holding): it sees the token,
+# its exit status comes back, and the lease is free again after.
+status=0
+out=$("$tmp/example/lease_client" "$url" example-job -- sh -c 'echo "held $SWARM_LEASE $SWARM_FENCING_TOKEN"; exit 5') ||
+  status=$?
+[[ $status == 5 ]] || fail "the example's command exited $status, not 5"
+[[ $out =~ ^example-job\ ([0-9]+)$'\n'held\ example-job\ ([0-9]+)$ && ${BASH_REMATCH[1]} == "${BASH_REMATCH[2]}" ]] ||
+  fail "the example's command printed '$out', not the lease's token"
+out=$("$tmp/example/lease_client" "$url" example-job) || fail "the lease was not released after the command: $out"
 # And by pkg-config alone.
 pc=$tmp/moved/$libdir/pkgconfig
 PKG_CONFIG_PATH=$pc g++ -std=c++20 "$src/examples/lease_client/main.cc" -o "$tmp/by-pkg-config" \

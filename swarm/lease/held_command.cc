@@ -1,0 +1,114 @@
+#include "swarm/lease/held_command.h"
+
+#include <signal.h>
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "swarm/boot_clock.h"
+#include "swarm/error.h"
+#include "swarm/lease/election.h"
+#include "swarm/lease/lease_keeper.h"
+
+namespace swarm {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+void say(const std::function<void(const std::string&)>& to, const std::string& what) {
+  if (to) to(what);
+}
+
+// Releases a lease nothing ran under, or nothing runs under any more; one
+// that cannot be released expires by itself.
+void release_quietly(const LeaseStore& store, const Lease& lease) {
+  try {
+    store.release(lease);
+  } catch (const Error&) {
+  }
+}
+
+// Starts the command, unless the grant ran out meanwhile: a grant this
+// process sat on too long (frozen, starved) is no grant, another may hold
+// the lease by now.
+std::unique_ptr<ChildProcess> start(const LeaseStore& store, const Lease& lease, const HeldCommand& held) {
+  const std::string token = std::to_string(lease.token);
+  try {
+    if (BootClock::now() >= lease.deadline - give_up_lead(lease.record.ttl))
+      throw Error(Errc::conflict,
+                  "lease " + lease.name + " (token " + token + ") ran out before its command could start; nothing was run");
+    return ChildProcess::start(held.command, {{"SWARM_LEASE", lease.name}, {"SWARM_FENCING_TOKEN", token}});
+  } catch (...) {
+    release_quietly(store, lease);  // nothing ran under it
+    throw;
+  }
+}
+
+// Stops a running command in time: SIGTERM now, SIGKILL at a moment given,
+// unless it ended first.
+class Stopper {
+ public:
+  explicit Stopper(ChildProcess& child) : child_(child) {}
+  void stop_by(BootTime kill_at) {
+    child_.signal(SIGTERM);
+    std::unique_lock lock(mu_);
+    while (!finished_ && BootClock::now() < kill_at)
+      cv_.wait_for(lock, std::min<BootClock::duration>(kill_at - BootClock::now(), 50ms));
+    if (!finished_) child_.signal(SIGKILL);
+  }
+  void finished() {
+    {
+      std::lock_guard lock(mu_);
+      finished_ = true;
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  ChildProcess& child_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool finished_ = false;
+};
+
+}  // namespace
+
+int run_holding(const LeaseStore& store, Lease lease, const HeldCommand& held) {
+  std::unique_ptr<ChildProcess> child = start(store, lease, held);
+  if (held.running) held.running(child.get());
+  const std::string& program = held.command.front();
+  const auto ttl = lease.record.ttl;
+  Stopper stopper(*child);
+  LeaseKeeper keeper(store, lease, [&](const std::string& why, BootTime deadline) {
+    say(held.note, "lease " + lease.name + " was lost (" + why + "): stopping " + program + " before its deadline");
+    stopper.stop_by(deadline - kill_lead(ttl));
+  });
+  std::optional<ResignWatch> resign;
+  std::thread resigner;
+  if (held.hear_resign)
+    resign.emplace(store, lease.name, lease.token, [&] {
+      say(held.note, "asked to step down as leader of " + lease.name + ": stopping " + program);
+      resigner = std::thread([&] { stopper.stop_by(BootClock::now() + kResignGrace); });
+    });
+  const int status = child->wait();
+  stopper.finished();
+  if (held.running) held.running(nullptr);
+  if (resign) resign->withdraw();
+  resign.reset();
+  if (resigner.joinable()) resigner.join();
+  keeper.stop();
+  if (!keeper.lost()) {
+    try {
+      store.release(keeper.lease());
+    } catch (const Error& e) {
+      say(held.warn, "could not release lease " + lease.name + " (it expires by itself): " + e.what());
+    }
+  }
+  return status;
+}
+
+}  // namespace swarm

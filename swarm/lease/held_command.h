@@ -1,0 +1,41 @@
+// Running a command while a lease is held, as `swarm lock` and `swarm elect`
+// do, for any C++ program: the command gets SWARM_LEASE and
+// SWARM_FENCING_TOKEN; a keeper renews the lease every TTL/3; when the lease
+// is lost the command is stopped (SIGTERM, then SIGKILL before the deadline),
+// and with `hear_resign` a request to step down stops it too; the lease is
+// released when the command ends (adr/0013).
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "swarm/child_process.h"
+#include "swarm/lease/lease.h"
+
+namespace swarm {
+
+// How long a leader asked to step down gives its command to end after
+// SIGTERM before SIGKILL (the lease stays renewed meanwhile).
+inline constexpr std::chrono::seconds kResignGrace{10};
+
+struct HeldCommand {
+  std::vector<std::string> command;  // argv: the program and its arguments
+  bool hear_resign = false;          // elect: a request to step down stops the command
+  // What happens, for people: a lost lease, a request to step down (`note`);
+  // a release that failed (`warn`). Called from other threads.
+  std::function<void(const std::string&)> note;
+  std::function<void(const std::string&)> warn;
+  // The command started (its process), then ended (nullptr): the caller may
+  // route its own signals to it meanwhile.
+  std::function<void(ChildProcess*)> running;
+};
+
+// Runs `held.command` holding `lease` and returns its exit status (128 +
+// the signal that ended it). A grant that ran out before the command could
+// start runs nothing and throws conflict; a command that cannot start
+// throws. Either way the lease is released.
+int run_holding(const LeaseStore& store, Lease lease, const HeldCommand& held);
+
+}  // namespace swarm
