@@ -3,7 +3,6 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <csignal>
 
 #include "cli/hold.h"
 #include "swarm/child_process.h"
@@ -25,9 +24,6 @@ struct ElectFlags {
   std::vector<std::string> command;
 };
 
-volatile std::sig_atomic_t g_stop = 0;
-void on_stop(int) { g_stop = 1; }
-
 swarm::Json elect_line(const std::string& name, const swarm::Leadership& l) {
   swarm::Json doc = swarm::Json::object();
   doc.set("schema", "swarm.elect.v1").set("name", name);
@@ -44,15 +40,10 @@ swarm::Json elect_line(const std::string& name, const swarm::Leadership& l) {
 
 // Prints who leads, then each change, until SIGINT, SIGTERM or SIGHUP (exit 0).
 int observe(Context& ctx, const std::string& name) {
-  struct sigaction action {};
-  action.sa_handler = on_stop;
-  sigemptyset(&action.sa_mask);
-  sigaction(SIGINT, &action, nullptr);
-  sigaction(SIGTERM, &action, nullptr);
-  sigaction(SIGHUP, &action, nullptr);  // its terminal went away
+  const SignalRouter signals;  // before any thread is made; SIGHUP: its terminal went away
   auto store = ctx.leases(true);
   swarm::LeaderWatch leaders(store, name);
-  while (!g_stop) {
+  while (signals.received() == 0) {
     auto change = leaders.next(std::chrono::milliseconds(250));
     if (change) ctx.out().json_line(elect_line(name, *change));
   }

@@ -1,51 +1,22 @@
-// What `lock`, `elect` and `lease acquire --wait` share: signals to swarm
-// (SIGINT, SIGTERM, SIGHUP) stop a wait, which leaves the line, or go to the
-// command running under the lease; and running that command while the lease
-// is kept alive, stopping it in time when the lease is lost (adr/0012).
+// What `lock`, `elect` and `lease acquire --wait` share: a wait in line that a
+// signal to swarm stops (it leaves the line), and the command run under the
+// lease with swarm's signals going to it (swarm::run_holding, adr/0013).
 #pragma once
 
 #include <CLI/CLI.hpp>
 
-#include <atomic>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "cli/context.h"
+#include "cli/signal_router.h"
 #include "swarm/child_process.h"
 #include "swarm/lease/lease.h"
 #include "swarm/lease/mutex.h"
 
 namespace cli {
-
-class SignalRouter {
- public:
-  // Blocks SIGINT, SIGTERM and SIGHUP in this thread and every thread made
-  // after (so make it first), and receives them on a thread of its own.
-  SignalRouter();
-  ~SignalRouter();
-  SignalRouter(const SignalRouter&) = delete;
-  SignalRouter& operator=(const SignalRouter&) = delete;
-
-  // While waiting: a signal calls `on_signal` (once per signal).
-  void on_signal(std::function<void(int)> handler);
-  // While a command runs: signals go to it.
-  void forward_to(swarm::ChildProcess* child);
-  // The last signal received (0: none).
-  int received() const { return received_; }
-
- private:
-  std::mutex mu_;
-  std::function<void(int)> handler_;
-  swarm::ChildProcess* child_ = nullptr;
-  int undelivered_ = 0;  // a signal that came while no command ran
-  std::atomic<int> received_{0};
-  std::atomic<bool> stopping_{false};
-  std::thread thread_;
-};
 
 struct HoldOptions {
   std::vector<std::string> command;

@@ -1,21 +1,21 @@
 // swarm status: every session, its age (server timestamps) and state.
-#include <signal.h>
 #include <unistd.h>
 
 #include <array>
 #include <charconv>
 #include <climits>
 #include <chrono>
-#include <csignal>
 #include <future>
 #include <iostream>
 #include <sstream>
 
 #include "cli/context.h"
+#include "cli/signal_router.h"
 #include "swarm/duration.h"
 #include "swarm/error.h"
 #include "swarm/names.h"
 #include "swarm/status.h"
+#include "swarm/status_watch.h"
 #include "swarm/text.h"
 
 namespace cli {
@@ -226,35 +226,19 @@ std::string status_json(const std::string& bucket, std::chrono::milliseconds ttl
   return text;
 }
 
-volatile std::sig_atomic_t g_stop = 0;
-void on_stop_signal(int) { g_stop = 1; }
-
 // Redraws the live view on each change (and each second, so ages tick), from
-// a KV watch: no polling of the bucket. Ends cleanly on SIGINT or SIGTERM.
-int watch(Context& ctx, const swarm::SlotLifecycle& lifecycle, const std::string& slot_filter) {
+// the library's feed of a KV watch: no polling of the bucket. Ends cleanly
+// on SIGINT, SIGTERM or SIGHUP (exit 0).
+int watch(Context& ctx, const SignalRouter& signals, const swarm::SessionStore& store, const std::string& slot_filter) {
   using namespace std::chrono_literals;
-  struct sigaction action {};
-  action.sa_handler = on_stop_signal;
-  sigemptyset(&action.sa_mask);
-  sigaction(SIGINT, &action, nullptr);
-  sigaction(SIGTERM, &action, nullptr);
-
-  const auto& store = lifecycle.store();
-  const auto ttl = store.ttl();
-  const swarm::Clock server_clock = store.server_clock().now;
   const bool tty = isatty(STDOUT_FILENO) != 0;
-  auto watch = store.watch(slot_filter.empty() ? ">" : slot_filter);
-  swarm::LiveSessions live;
-  bool caught_up = false;
+  const bool json = ctx.out().json();
+  swarm::StatusWatch feed(store, ctx.me(), slot_filter, json);
   auto last_draw = std::chrono::steady_clock::now() - 1h;
 
-  auto draw = [&](const std::vector<swarm::LiveSessions::Change>& changes) {
-    swarm::SessionTable view(lifecycle.me(), ctx.out().json());
-    for (const auto& entry : live.entries()) view.add(entry);
-    view.finish(0, ttl, server_clock());
-    const auto& rows = view.rows();
+  auto draw = [&](const std::vector<swarm::SessionRow>& rows, const std::vector<swarm::LiveSessions::Change>& changes) {
     last_draw = std::chrono::steady_clock::now();
-    if (ctx.out().json()) {
+    if (json) {
       // One line per change; the first line is the snapshot.
       auto emit = [&](const swarm::LiveSessions::Change* change) {
         swarm::Json c;
@@ -262,7 +246,7 @@ int watch(Context& ctx, const swarm::SlotLifecycle& lifecycle, const std::string
           c = swarm::Json::object();
           c.set("event", swarm::to_string(change->kind)).set("slot", change->slot);
         }
-        ctx.out().rendered(status_json(store.bucket_name(), ttl, rows, true, change ? &c : nullptr));
+        ctx.out().rendered(status_json(feed.bucket_name(), feed.ttl(), rows, true, change ? &c : nullptr));
       };
       if (changes.empty()) emit(nullptr);
       for (const auto& c : changes) emit(&c);
@@ -270,31 +254,22 @@ int watch(Context& ctx, const swarm::SlotLifecycle& lifecycle, const std::string
     }
     std::string text = table(rows);
     if (tty) {
-      std::cout << "\033[H\033[2J" << "swarm status --watch   (" << store.bucket_name() << ", TTL "
-                << swarm::format_duration(ttl) << "; Ctrl-C to stop)\n\n"
+      std::cout << "\033[H\033[2J" << "swarm status --watch   (" << feed.bucket_name() << ", TTL "
+                << swarm::format_duration(feed.ttl()) << "; Ctrl-C to stop)\n\n"
                 << text << std::flush;
     } else {
       std::cout << "-- " << swarm::format_rfc3339(std::chrono::system_clock::now()) << "\n" << text << std::flush;
     }
   };
 
-  while (!g_stop) {
-    auto event = watch.next(250ms);
-    std::vector<swarm::LiveSessions::Change> changes;
-    if (event) {
-      if (event->kind == swarm::SessionEvent::Kind::caught_up) {
-        caught_up = true;
-        draw({});
-        continue;
-      }
-      if (auto change = live.apply(*event)) changes.push_back(*change);
+  while (signals.received() == 0) {
+    if (auto update = feed.next(250ms)) {
+      draw(update->view.rows(), update->changes);
+    } else if (tty && !json && feed.caught_up() && std::chrono::steady_clock::now() - last_draw >= 1s) {
+      draw(feed.view().rows(), {});
     }
-    if (!caught_up) continue;
-    for (auto& c : live.expire(server_clock(), ttl)) changes.push_back(c);
-    if (!changes.empty()) draw(changes);
-    else if (tty && !ctx.out().json() && std::chrono::steady_clock::now() - last_draw >= 1s) draw({});
   }
-  watch.stop();
+  feed.stop();
   return 0;
 }
 
@@ -314,8 +289,12 @@ Verb add_status(CLI::App& app) {
       "Ages are read on the server's clock: fresh < TTL/3 <= late < 2*TTL/3 <= stale.");
   return {cmd, [flags](Context& ctx) {
             if (!flags->slot.empty()) swarm::require_slot_name(flags->slot);
+            if (flags->watch) {
+              const SignalRouter signals;  // before any thread is made
+              auto lifecycle = ctx.lifecycle();
+              return watch(ctx, signals, lifecycle.store(), flags->slot);
+            }
             auto lifecycle = ctx.lifecycle();
-            if (flags->watch) return watch(ctx, lifecycle, flags->slot);
             const auto& store = lifecycle.store();
             auto ttl = store.ttl();
             // The server's clock is read while the records are: its round trip

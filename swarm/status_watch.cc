@@ -1,0 +1,41 @@
+#include "swarm/status_watch.h"
+
+#include <algorithm>
+
+namespace swarm {
+
+StatusWatch::StatusWatch(const SessionStore& store, HostIdentity me, const std::string& slot, bool keep_json)
+    : me_(std::move(me)),
+      keep_json_(keep_json),
+      bucket_(store.bucket_name()),
+      ttl_(store.ttl()),
+      server_now_(store.server_clock().now),
+      watch_(store.watch(slot.empty() ? ">" : slot)) {}
+
+SessionTable StatusWatch::view() const {
+  SessionTable table(me_, keep_json_);
+  for (const auto& entry : live_.entries()) table.add(entry);
+  table.finish(0, ttl_, server_now_());
+  return table;
+}
+
+std::optional<StatusWatch::Update> StatusWatch::next(std::chrono::milliseconds timeout) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+    auto event = watch_.next(std::max(left, std::chrono::milliseconds(0)));
+    std::vector<LiveSessions::Change> changes;
+    if (event && event->kind == SessionEvent::Kind::caught_up) {
+      caught_up_ = true;
+      return Update{true, {}, view()};
+    }
+    if (event)
+      if (auto change = live_.apply(*event)) changes.push_back(*change);
+    if (caught_up_)
+      for (auto& change : live_.expire(server_now_(), ttl_)) changes.push_back(std::move(change));
+    if (caught_up_ && !changes.empty()) return Update{false, std::move(changes), view()};
+    if (!event && std::chrono::steady_clock::now() >= until) return std::nullopt;
+  }
+}
+
+}  // namespace swarm
