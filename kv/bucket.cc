@@ -12,7 +12,6 @@ using detail::with_retries;
 
 namespace {
 
-constexpr const char* kOperationHeader = "KV-Operation";
 constexpr std::int64_t kNanosPerMilli = 1000 * 1000;
 // The clock probe's consumer: a key no one writes (not a valid slot or lease
 // name), removed by the server after this long without interest.
@@ -55,24 +54,11 @@ jsOptions waiting(std::chrono::milliseconds wait) {
   return options;
 }
 
-// Reads the stream behind a bucket, waiting `wait` for the answer; nullptr
-// when it does not exist.
-detail::StreamInfoPtr stream_info_once(jsCtx* js, const std::string& stream, const std::string& bucket,
-                                       std::chrono::milliseconds wait) {
-  jsStreamInfo* info = nullptr;
-  jsErrCode code = jsErrCode(0);
-  jsOptions options = waiting(wait);
-  natsStatus status = js_GetStreamInfo(&info, js, stream.c_str(), &options, &code);
-  if (status == NATS_NOT_FOUND || code == JSStreamNotFoundErr) return nullptr;
-  check(status, "read config of " + where(bucket), code);
-  return detail::StreamInfoPtr(info);
-}
-
 // The same, retried through a failover.
 detail::StreamInfoPtr stream_info(detail::ConnectionState& connection, const std::string& stream,
                                   const std::string& bucket) {
   return with_retries(connection, {}, [&](std::chrono::milliseconds wait) {
-    return stream_info_once(connection.js.get(), stream, bucket, wait);
+    return detail::stream_info_once(connection.js.get(), stream, bucket, wait);
   });
 }
 
@@ -82,6 +68,19 @@ constexpr std::chrono::milliseconds kFreshOpen{1000};
 }  // namespace
 
 namespace detail {
+// Reads the stream behind a bucket, waiting `wait` for the answer; nullptr
+// when it does not exist.
+StreamInfoPtr stream_info_once(jsCtx* js, const std::string& stream, const std::string& bucket,
+                                       std::chrono::milliseconds wait) {
+  jsStreamInfo* info = nullptr;
+  jsErrCode code = jsErrCode(0);
+  jsOptions options = waiting(wait);
+  natsStatus status = js_GetStreamInfo(&info, js, stream.c_str(), &options, &code);
+  if (status == NATS_NOT_FOUND || code == JSStreamNotFoundErr) return nullptr;
+  check(status, "read config of " + where(bucket), code);
+  return StreamInfoPtr(info);
+}
+
 StreamState stream_state(const Bucket::State& bucket, const std::string& name, std::chrono::milliseconds wait) {
   auto info = stream_info_once(bucket.js(), bucket.stream, name, wait);
   if (!info) throw Error(Errc::not_found, where(name) + " no longer exists");
@@ -299,7 +298,7 @@ std::optional<Entry> Bucket::latest(std::string_view key, bool* deleted) const {
   if (!msg) return std::nullopt;
   natsMsg* raw = msg.get();
   const char* operation = nullptr;
-  *deleted = natsMsgHeader_Get(raw, kOperationHeader, &operation) == NATS_OK && operation != nullptr &&
+  *deleted = natsMsgHeader_Get(raw, detail::kOperationHeader, &operation) == NATS_OK && operation != nullptr &&
              (std::strcmp(operation, "DEL") == 0 || std::strcmp(operation, "PURGE") == 0);
   Entry entry;
   entry.key = std::string(key);
@@ -317,264 +316,6 @@ std::optional<Entry> Bucket::get(std::string_view key) const {
   return entry;
 }
 
-std::uint64_t Bucket::publish(std::string_view key, std::string_view value, std::uint64_t expect_revision,
-                              bool expect_absent, bool is_delete, std::string_view what, bool maybe_stored) const {
-  require_valid_key(name_, key);
-  // Every renewal comes through here: the error text is built only on failure.
-  auto fail = [&](natsStatus status, jsErrCode code) {
-    detail::raise(status, code, std::string(what) + " " + where(name_, key));
-  };
-  const std::string subject = state_->prefix + std::string(key);
-  natsMsg* raw = nullptr;
-  if (natsStatus s = natsMsg_Create(&raw, subject.c_str(), nullptr, value.data(), static_cast<int>(value.size()));
-      s != NATS_OK)
-    fail(s, jsErrCode(0));
-  detail::MsgPtr msg(raw);
-  if (is_delete)
-    if (natsStatus s = natsMsgHeader_Set(raw, kOperationHeader, "DEL"); s != NATS_OK) fail(s, jsErrCode(0));
-
-  jsPubOptions options;
-  jsPubOptions_Init(&options);
-  if (expect_absent) options.ExpectNoMessage = true;
-  else options.ExpectLastSubjectSeq = expect_revision;
-
-  detail::Attempts attempts(*state_->connection, budget_);
-  const bool guarded = expect_revision > 0 && !expect_absent;  // a CAS on a revision
-  // maybe_stored: an attempt got no answer, so it may have landed all the same.
-  while (true) {
-    try {
-      options.ExpectLastSeq = 0;
-      if (guarded && state_->clustered != 0 && detail::needs_cas_guard(*state_->connection))
-        if (auto last = cas_guard(attempts.wait())) options.ExpectLastSeq = *last;
-    } catch (const Error& e) {
-      if (!attempts.again_after(e)) throw;
-      continue;
-    }
-    options.MaxWait = attempts.wait().count();
-    jsPubAck* ack = nullptr;
-    jsErrCode code = jsErrCode(0);
-    natsStatus status = js_PublishMsg(&ack, state_->js(), raw, &options, &code);
-    detail::PubAckPtr owned_ack(ack);
-    if (status == NATS_OK) return ack->Sequence;
-    try {
-      fail(status, code);
-    } catch (const Error& e) {
-      // Follow-up reads fit in what is left of this write's budget.
-      const Bucket rest = with_budget(attempts.left());
-      // The retry of a write that did land loses its own CAS: it is ours
-      // when the key holds exactly what we wrote.
-      if (e.kind() == Errc::conflict && maybe_stored)
-        if (auto revision = rest.landed(key, value, is_delete)) return *revision;
-      if (e.kind() == Errc::conflict && options.ExpectLastSeq != 0) {
-        // The guard failed, or the key's own CAS: the key tells which.
-        bool deleted = false;
-        auto now = rest.latest(key, &deleted);
-        const std::uint64_t at = now ? now->revision : 0;
-        if (at != expect_revision)
-          throw Error(Errc::conflict,
-                      std::string(what) + " " + where(name_, key) + ": wrong last sequence: " + std::to_string(at) +
-                          " (the key is no longer at revision " + std::to_string(expect_revision) + ")",
-                      at);
-        // Only other keys moved: again, with the stream's new last sequence.
-        Error moved(Errc::unavailable, std::string(what) + " " + where(name_, key) +
-                                           ": the bucket kept changing under this CAS write; try again");
-        if (!attempts.again_after(moved)) throw moved;
-        continue;
-      }
-      maybe_stored = maybe_stored || detail::is_transient(e);
-      if (!attempts.again_after(e)) throw;
-    }
-  }
-}
-
-std::optional<std::uint64_t> Bucket::cas_guard(std::chrono::milliseconds wait) const {
-  // nats-server before 2.10 checks a clustered stream's "expected last
-  // subject sequence" only before it proposes a write, against the writes it
-  // has applied: two CAS writes on one revision that arrive together both
-  // land (nats-server issue 4320). The expected last sequence of the whole
-  // stream is checked as each write is applied, in log order. So a CAS write
-  // on a clustered stream also carries the stream's last sequence, read just
-  // before: it lands only if nothing at all was written to the bucket since,
-  // so the key is still at the revision it was checked at (adr/0014).
-  auto info = stream_info_once(state_->js(), state_->stream, name_, wait);
-  if (!info) throw Error(Errc::not_found, where(name_) + " no longer exists");
-  state_->clustered = info->Cluster != nullptr ? 1 : 0;
-  if (info->Cluster == nullptr) return std::nullopt;
-  return info->State.LastSeq;
-}
-
-std::optional<std::uint64_t> Bucket::landed(std::string_view key, std::string_view value, bool is_delete) const {
-  bool deleted = false;
-  auto last = latest(key, &deleted);
-  if (is_delete) {
-    if (!last || (deleted && last->value == value)) return last ? last->revision : 0;
-    return std::nullopt;
-  }
-  if (last && !deleted && last->value == value) return last->revision;
-  return std::nullopt;
-}
-
-namespace {
-
-// A pipelined write's answer: the new revision, or the failure (a conflict
-// carries the current revision, as nats.c's own error text does).
-Bucket::WriteResult read_pub_ack(natsMsg* reply, const std::string& what) {
-  Bucket::WriteResult out;
-  const char* status = nullptr;
-  if (natsMsgHeader_Get(reply, "Status", &status) == NATS_OK && status != nullptr && std::strcmp(status, "503") == 0) {
-    out.error = Error(Errc::unavailable, what + ": No responders available for request");
-    return out;
-  }
-  std::string_view ack(natsMsg_GetData(reply) ? natsMsg_GetData(reply) : "",
-                       static_cast<std::size_t>(natsMsg_GetDataLength(reply)));
-  auto number_after = [&](std::string_view name) -> std::uint64_t {
-    auto at = ack.find(name);
-    if (at == std::string_view::npos) return 0;
-    return std::strtoull(std::string(ack.substr(at + name.size())).c_str(), nullptr, 10);
-  };
-  if (ack.find("\"error\"") == std::string_view::npos) {
-    out.revision = number_after("\"seq\":");
-    if (out.revision == 0) out.error = Error(Errc::internal, what + ": an acknowledgement without a sequence");
-    return out;
-  }
-  auto code = number_after("\"err_code\":");
-  std::string description;
-  if (auto at = ack.find("\"description\":\""); at != std::string_view::npos) {
-    auto start = at + 15;
-    description = std::string(ack.substr(start, ack.find('"', start) - start));
-  }
-  Errc kind = code == JSStreamWrongLastSequenceErr ? Errc::conflict : Errc::internal;
-  if (code == JSClusterNotAvailErr || code == JSClusterNotLeaderErr || code == JSClusterIncompleteErr ||
-      code == JSRaftGeneralErr)
-    kind = Errc::unavailable;
-  std::uint64_t current = 0;
-  if (auto at = description.find("wrong last sequence: "); at != std::string::npos)
-    current = std::strtoull(description.c_str() + at + 21, nullptr, 10);
-  out.error = Error(kind, what + ": " + description + " (JetStream error " + std::to_string(code) + ")", current);
-  return out;
-}
-
-}  // namespace
-
-std::vector<Bucket::WriteResult> Bucket::update_together(const std::vector<Write>& writes) {
-  std::vector<WriteResult> out(writes.size());
-  if (writes.empty()) return out;
-  detail::ConnectionState& connection = *writes.front().bucket->state_->connection;
-  for (const auto& w : writes) {
-    if (&*w.bucket->state_->connection != &connection)
-      throw Error(Errc::bad_request, "update_together: every bucket must be on one connection");
-    require_valid_key(w.bucket->name_, w.key);
-    if (w.revision == 0)
-      throw Error(Errc::bad_request, "update " + where(w.bucket->name_, w.key) + ": revision 0 is not a revision");
-  }
-  // Every write is published with a reply to the connection's reply inbox,
-  // then one flush puts them on the wire together (its PING is answered
-  // after their acknowledgements, which the server sends in order): one round
-  // trip for all. nats.c's publish alone would leave them to its flusher
-  // thread, which waits to gather more.
-  std::vector<bool> answered(writes.size(), false);
-  // A CAS write on a clustered stream needs its own guard (see cas_guard):
-  // those go one at a time.
-  bool pipelined = true;
-  for (const auto& w : writes)
-    pipelined = pipelined && (w.bucket->state_->clustered == 0 || !detail::needs_cas_guard(*w.bucket->state_->connection));
-  std::unique_lock lock(connection.reply_mu);
-  natsConnection* nc = connection.connection.get();
-  if (connection.replies == nullptr) {
-    char* inbox = nullptr;
-    detail::check(natsInbox_Create(&inbox), "make a reply inbox");
-    connection.reply_prefix = std::string(inbox) + ".";
-    natsInbox_Destroy(inbox);
-    detail::check(natsConnection_SubscribeSync(&connection.replies, nc, (connection.reply_prefix + "*").c_str()),
-                  "subscribe to replies");
-    detail::check(natsSubscription_SetPendingLimits(connection.replies, -1, -1), "subscribe to replies");
-  }
-  const std::uint64_t first = connection.next_reply;
-  connection.next_reply += writes.size();
-  std::size_t sent = 0;
-  for (; pipelined && sent < writes.size(); ++sent) {
-    const Write& w = writes[sent];
-    const std::string subject = w.bucket->state_->prefix + w.key;
-    const std::string reply = connection.reply_prefix + std::to_string(first + sent);
-    natsMsg* raw = nullptr;
-    if (natsMsg_Create(&raw, subject.c_str(), reply.c_str(), w.value.data(), static_cast<int>(w.value.size())) !=
-        NATS_OK)
-      break;
-    detail::MsgPtr msg(raw);
-    const std::string expected = std::to_string(w.revision);
-    if (natsMsgHeader_Set(raw, "Nats-Expected-Last-Subject-Sequence", expected.c_str()) != NATS_OK ||
-        natsConnection_PublishMsg(nc, raw) != NATS_OK)
-      break;  // it and the rest go one at a time below
-  }
-  detail::Attempts attempts(connection, writes.front().bucket->budget_);
-  const auto wait = attempts.wait();
-  auto deadline = std::chrono::steady_clock::now() + wait;
-  std::size_t left = sent;
-  // A failed flush (a timeout, a reconnect) leaves the answers to the wait
-  // below, and what is still unanswered to the one-at-a-time path.
-  if (sent > 0) natsConnection_FlushTimeout(nc, std::max<std::int64_t>(1, wait.count()));
-  while (left > 0) {
-    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    natsMsg* raw = nullptr;
-    // Answers already here are taken even after the deadline.
-    if (natsSubscription_NextMsg(&raw, connection.replies, std::max<std::int64_t>(1, ms.count())) != NATS_OK) break;
-    detail::MsgPtr reply(raw);
-    std::string_view subject = natsMsg_GetSubject(raw);
-    std::uint64_t n = std::strtoull(std::string(subject.substr(connection.reply_prefix.size())).c_str(), nullptr, 10);
-    if (n < first || n >= first + sent || answered[n - first]) continue;  // an earlier batch's late answer
-    std::size_t i = n - first;
-    out[i] = read_pub_ack(raw, "update " + where(writes[i].bucket->name_, writes[i].key));
-    answered[i] = !(out[i].error && detail::is_transient(*out[i].error));
-    if (answered[i]) --left;
-  }
-  lock.unlock();
-  // No answer in time (a failover, say), or never sent: alone, the usual way,
-  // knowing a first send may have landed.
-  for (std::size_t i = 0; i < writes.size(); ++i) {
-    if (answered[i]) continue;
-    const Write& w = writes[i];
-    out[i] = {};
-    try {
-      out[i].revision = w.bucket->publish(w.key, w.value, w.revision, false, false, "update", i < sent);
-    } catch (const Error& e) {
-      out[i].error = e;
-    }
-  }
-  return out;
-}
-
-std::uint64_t Bucket::create(std::string_view key, std::string_view value) const {
-  try {
-    return publish(key, value, 0, true, false, "create");
-  } catch (const Error& e) {
-    if (e.kind() != Errc::conflict) throw;
-  }
-  // The key has history. Its last word may be a delete marker, which counts as
-  // absent: create over exactly that marker, so a racing writer still loses.
-  bool deleted = false;
-  auto last = latest(key, &deleted);
-  if (!last) return publish(key, value, 0, true, false, "create");
-  if (!deleted)
-    throw Error(Errc::conflict, "create " + where(name_, key) + ": the key exists at revision " +
-                                    std::to_string(last->revision),
-                last->revision);
-  return publish(key, value, last->revision, false, false, "create");
-}
-
-std::uint64_t Bucket::update(std::string_view key, std::string_view value, std::uint64_t revision) const {
-  if (revision == 0)
-    throw Error(Errc::bad_request, "update " + where(name_, key) + ": revision 0 is not a revision; use create");
-  return publish(key, value, revision, false, false, "update");
-}
-
-void Bucket::erase(std::string_view key, std::uint64_t revision, std::string_view value) const {
-  if (revision == 0)
-    throw Error(Errc::bad_request, "erase " + where(name_, key) + ": revision 0 is not a revision");
-  // nats.c has no conditional delete: publish the delete marker ourselves with
-  // the expected-last-subject-sequence header (JetStream error 10071 on a miss).
-  publish(key, value, revision, false, true, "erase");
-}
-
 void Bucket::for_each(const std::function<void(Entry&&)>& visit, bool keys_only, const std::string& pattern) const {
   // A pass that fails before its first entry (a consumer the cluster never
   // made, say on a node that is gone) is started again; one that fails later
@@ -588,7 +329,7 @@ void Bucket::for_each(const std::function<void(Entry&&)>& visit, bool keys_only,
       // else one stream-info request. An empty stream needs no consumer.
       std::uint64_t messages = state_->messages, end = state_->last_seq;
       if (messages == 0 || std::chrono::steady_clock::now() - state_->opened_at > kFreshOpen) {
-        auto info = stream_info_once(state_->js(), state_->stream, name_, attempts.wait());
+        auto info = detail::stream_info_once(state_->js(), state_->stream, name_, attempts.wait());
         if (!info) throw Error(Errc::not_found, where(name_) + " no longer exists");
         messages = info->State.Msgs;
         end = info->State.LastSeq;

@@ -149,10 +149,15 @@ class Bucket {
  private:
   Bucket(std::shared_ptr<State> state, std::string name)
       : state_(std::move(state)), name_(std::move(name)) {}
-  // `maybe_stored`: an earlier send of this very write got no answer, so a
+  // What a write expects of its key: no value, or still `revision`.
+  enum class Expect { absent, revision };
+  // A value, or a delete marker carrying it.
+  enum class Op { put, erase };
+  // Whether an earlier send of this very write got no answer, so that a
   // conflict may be the write itself having landed.
-  std::uint64_t publish(std::string_view key, std::string_view value, std::uint64_t expect_revision,
-                        bool expect_absent, bool is_delete, std::string_view what, bool maybe_stored = false) const;
+  enum class Sent { first, maybe_stored };
+  std::uint64_t publish(std::string_view key, std::string_view value, Expect expect, std::uint64_t revision, Op op,
+                        std::string_view what, Sent sent = Sent::first) const;
   std::optional<Entry> latest(std::string_view key, bool* deleted) const;
   // The stream's last sequence, for a CAS write on a clustered stream to
   // carry (see publish); nullopt when the stream is not clustered.

@@ -29,6 +29,12 @@ struct Bucket::State {
 };
 
 namespace detail {
+// The header a KV delete marker carries ("DEL"; "PURGE" for a purge).
+inline constexpr const char* kOperationHeader = "KV-Operation";
+// Reads the stream behind a bucket, waiting `wait` for the answer; nullptr
+// when it does not exist.
+StreamInfoPtr stream_info_once(jsCtx* js, const std::string& stream, const std::string& bucket,
+                               std::chrono::milliseconds wait);
 // The last sequence of the bucket's stream now (one stream-info request that
 // waits `wait`); throws not_found when the bucket is gone.
 std::uint64_t last_sequence(const Bucket::State& bucket, const std::string& name, std::chrono::milliseconds wait);

@@ -20,7 +20,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-constexpr const char* kOperationHeader = "KV-Operation";
 // With replay expected but nothing arriving this long, ask the consumer
 // whether anything is pending: the stream may have emptied meanwhile.
 constexpr std::chrono::milliseconds kReplayCheck{200};
@@ -40,7 +39,7 @@ detail::Delivery delivery_of(natsMsg* msg, const std::string& bucket, const std:
 
 bool is_delete(natsMsg* msg) {
   const char* op = nullptr;
-  return natsMsgHeader_Get(msg, kOperationHeader, &op) == NATS_OK && op != nullptr &&
+  return natsMsgHeader_Get(msg, detail::kOperationHeader, &op) == NATS_OK && op != nullptr &&
          (std::strcmp(op, "DEL") == 0 || std::strcmp(op, "PURGE") == 0);
 }
 

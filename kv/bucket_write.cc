@@ -1,0 +1,300 @@
+// A bucket's writes: CAS create, update and delete, each once through
+// retries and failovers (a write that may have landed is recognised as
+// ours), the guard of a CAS on a clustered 2.9 stream (adr/0014), and
+// several updates sent together with their acknowledgements read as JSON.
+#include <cJSON.h>
+
+#include <cstring>
+#include <memory>
+
+#include "kv/bucket.h"
+#include "kv/bucket_state.h"
+#include "kv/c_handle.h"
+#include "kv/retry.h"
+
+namespace kv {
+
+std::uint64_t Bucket::publish(std::string_view key, std::string_view value, Expect expect, std::uint64_t expect_revision,
+                              Op op, std::string_view what, Sent sent) const {
+  const bool expect_absent = expect == Expect::absent;
+  const bool is_delete = op == Op::erase;
+  bool maybe_stored = sent == Sent::maybe_stored;
+  require_valid_key(name_, key);
+  // Every renewal comes through here: the error text is built only on failure.
+  auto fail = [&](natsStatus status, jsErrCode code) {
+    detail::raise(status, code, std::string(what) + " " + where(name_, key));
+  };
+  const std::string subject = state_->prefix + std::string(key);
+  natsMsg* raw = nullptr;
+  if (natsStatus s = natsMsg_Create(&raw, subject.c_str(), nullptr, value.data(), static_cast<int>(value.size()));
+      s != NATS_OK)
+    fail(s, jsErrCode(0));
+  detail::MsgPtr msg(raw);
+  if (is_delete)
+    if (natsStatus s = natsMsgHeader_Set(raw, detail::kOperationHeader, "DEL"); s != NATS_OK) fail(s, jsErrCode(0));
+
+  jsPubOptions options;
+  jsPubOptions_Init(&options);
+  if (expect_absent) options.ExpectNoMessage = true;
+  else options.ExpectLastSubjectSeq = expect_revision;
+
+  detail::Attempts attempts(*state_->connection, budget_);
+  const bool guarded = expect_revision > 0 && !expect_absent;  // a CAS on a revision
+  // maybe_stored: an attempt got no answer, so it may have landed all the same.
+  while (true) {
+    try {
+      options.ExpectLastSeq = 0;
+      if (guarded && state_->clustered != 0 && detail::needs_cas_guard(*state_->connection))
+        if (auto last = cas_guard(attempts.wait())) options.ExpectLastSeq = *last;
+    } catch (const Error& e) {
+      if (!attempts.again_after(e)) throw;
+      continue;
+    }
+    options.MaxWait = attempts.wait().count();
+    jsPubAck* ack = nullptr;
+    jsErrCode code = jsErrCode(0);
+    natsStatus status = js_PublishMsg(&ack, state_->js(), raw, &options, &code);
+    detail::PubAckPtr owned_ack(ack);
+    if (status == NATS_OK) return ack->Sequence;
+    try {
+      fail(status, code);
+    } catch (const Error& e) {
+      // Follow-up reads fit in what is left of this write's budget.
+      const Bucket rest = with_budget(attempts.left());
+      // The retry of a write that did land loses its own CAS: it is ours
+      // when the key holds exactly what we wrote.
+      if (e.kind() == Errc::conflict && maybe_stored)
+        if (auto revision = rest.landed(key, value, is_delete)) return *revision;
+      if (e.kind() == Errc::conflict && options.ExpectLastSeq != 0) {
+        // The guard failed, or the key's own CAS: the key tells which.
+        bool deleted = false;
+        auto now = rest.latest(key, &deleted);
+        const std::uint64_t at = now ? now->revision : 0;
+        if (at != expect_revision)
+          throw Error(Errc::conflict,
+                      std::string(what) + " " + where(name_, key) + ": wrong last sequence: " + std::to_string(at) +
+                          " (the key is no longer at revision " + std::to_string(expect_revision) + ")",
+                      at);
+        // Only other keys moved: again, with the stream's new last sequence.
+        Error moved(Errc::unavailable, std::string(what) + " " + where(name_, key) +
+                                           ": the bucket kept changing under this CAS write; try again");
+        if (!attempts.again_after(moved)) throw moved;
+        continue;
+      }
+      maybe_stored = maybe_stored || detail::is_transient(e);
+      if (!attempts.again_after(e)) throw;
+    }
+  }
+}
+
+std::optional<std::uint64_t> Bucket::cas_guard(std::chrono::milliseconds wait) const {
+  // nats-server before 2.10 checks a clustered stream's "expected last
+  // subject sequence" only before it proposes a write, against the writes it
+  // has applied: two CAS writes on one revision that arrive together both
+  // land (nats-server issue 4320). The expected last sequence of the whole
+  // stream is checked as each write is applied, in log order. So a CAS write
+  // on a clustered stream also carries the stream's last sequence, read just
+  // before: it lands only if nothing at all was written to the bucket since,
+  // so the key is still at the revision it was checked at (adr/0014).
+  auto info = detail::stream_info_once(state_->js(), state_->stream, name_, wait);
+  if (!info) throw Error(Errc::not_found, where(name_) + " no longer exists");
+  state_->clustered = info->Cluster != nullptr ? 1 : 0;
+  if (info->Cluster == nullptr) return std::nullopt;
+  return info->State.LastSeq;
+}
+
+std::optional<std::uint64_t> Bucket::landed(std::string_view key, std::string_view value, bool is_delete) const {
+  bool deleted = false;
+  auto last = latest(key, &deleted);
+  if (is_delete) {
+    if (!last || (deleted && last->value == value)) return last ? last->revision : 0;
+    return std::nullopt;
+  }
+  if (last && !deleted && last->value == value) return last->revision;
+  return std::nullopt;
+}
+
+namespace {
+
+// A JetStream publish acknowledgement, read as the JSON it is:
+// {"stream":..,"seq":N} or {"error":{"code":..,"err_code":..,"description":".."}}.
+struct PubAck {
+  bool parsed = false;
+  bool failed = false;
+  std::uint64_t seq = 0;
+  std::uint64_t err_code = 0;
+  std::string description;
+};
+
+std::uint64_t whole_number(const cJSON* item) {
+  return cJSON_IsNumber(item) && item->valuedouble >= 0 ? static_cast<std::uint64_t>(item->valuedouble) : 0;
+}
+
+PubAck parse_pub_ack(std::string_view text) {
+  PubAck out;
+  std::unique_ptr<cJSON, CFree<cJSON_Delete>> doc(cJSON_ParseWithLength(text.data(), text.size()));
+  if (!cJSON_IsObject(doc.get())) return out;
+  out.parsed = true;
+  if (const cJSON* error = cJSON_GetObjectItemCaseSensitive(doc.get(), "error"); cJSON_IsObject(error)) {
+    out.failed = true;
+    out.err_code = whole_number(cJSON_GetObjectItemCaseSensitive(error, "err_code"));
+    const cJSON* description = cJSON_GetObjectItemCaseSensitive(error, "description");
+    if (cJSON_IsString(description)) out.description = description->valuestring;
+    return out;
+  }
+  out.seq = whole_number(cJSON_GetObjectItemCaseSensitive(doc.get(), "seq"));
+  return out;
+}
+
+// A pipelined write's answer: the new revision, or the failure (a conflict
+// carries the current revision, as nats.c's own error text does).
+Bucket::WriteResult read_pub_ack(natsMsg* reply, const std::string& what) {
+  Bucket::WriteResult out;
+  const char* status = nullptr;
+  if (natsMsgHeader_Get(reply, "Status", &status) == NATS_OK && status != nullptr && std::strcmp(status, "503") == 0) {
+    out.error = Error(Errc::unavailable, what + ": No responders available for request");
+    return out;
+  }
+  const PubAck ack = parse_pub_ack(std::string_view(natsMsg_GetData(reply) ? natsMsg_GetData(reply) : "",
+                                                    static_cast<std::size_t>(natsMsg_GetDataLength(reply))));
+  if (!ack.failed) {
+    out.revision = ack.seq;
+    if (out.revision == 0)
+      out.error = Error(Errc::internal, what + (ack.parsed ? ": an acknowledgement without a sequence"
+                                                           : ": an acknowledgement that is not JSON"));
+    return out;
+  }
+  const auto code = ack.err_code;
+  Errc kind = code == JSStreamWrongLastSequenceErr ? Errc::conflict : Errc::internal;
+  if (code == JSClusterNotAvailErr || code == JSClusterNotLeaderErr || code == JSClusterIncompleteErr ||
+      code == JSRaftGeneralErr)
+    kind = Errc::unavailable;
+  std::uint64_t current = 0;
+  if (auto at = ack.description.find("wrong last sequence: "); at != std::string::npos)
+    current = std::strtoull(ack.description.c_str() + at + 21, nullptr, 10);
+  out.error = Error(kind, what + ": " + ack.description + " (JetStream error " + std::to_string(code) + ")", current);
+  return out;
+}
+
+}  // namespace
+
+std::vector<Bucket::WriteResult> Bucket::update_together(const std::vector<Write>& writes) {
+  std::vector<WriteResult> out(writes.size());
+  if (writes.empty()) return out;
+  detail::ConnectionState& connection = *writes.front().bucket->state_->connection;
+  for (const auto& w : writes) {
+    if (&*w.bucket->state_->connection != &connection)
+      throw Error(Errc::bad_request, "update_together: every bucket must be on one connection");
+    require_valid_key(w.bucket->name_, w.key);
+    if (w.revision == 0)
+      throw Error(Errc::bad_request, "update " + where(w.bucket->name_, w.key) + ": revision 0 is not a revision");
+  }
+  // Every write is published with a reply to the connection's reply inbox,
+  // then one flush puts them on the wire together (its PING is answered
+  // after their acknowledgements, which the server sends in order): one round
+  // trip for all. nats.c's publish alone would leave them to its flusher
+  // thread, which waits to gather more.
+  std::vector<bool> answered(writes.size(), false);
+  // A CAS write on a clustered stream needs its own guard (see cas_guard):
+  // those go one at a time.
+  bool pipelined = true;
+  for (const auto& w : writes)
+    pipelined = pipelined && (w.bucket->state_->clustered == 0 || !detail::needs_cas_guard(*w.bucket->state_->connection));
+  std::unique_lock lock(connection.reply_mu);
+  natsConnection* nc = connection.connection.get();
+  if (connection.replies == nullptr) {
+    char* inbox = nullptr;
+    detail::check(natsInbox_Create(&inbox), "make a reply inbox");
+    connection.reply_prefix = std::string(inbox) + ".";
+    natsInbox_Destroy(inbox);
+    detail::check(natsConnection_SubscribeSync(&connection.replies, nc, (connection.reply_prefix + "*").c_str()),
+                  "subscribe to replies");
+    detail::check(natsSubscription_SetPendingLimits(connection.replies, -1, -1), "subscribe to replies");
+  }
+  const std::uint64_t first = connection.next_reply;
+  connection.next_reply += writes.size();
+  std::size_t sent = 0;
+  for (; pipelined && sent < writes.size(); ++sent) {
+    const Write& w = writes[sent];
+    const std::string subject = w.bucket->state_->prefix + w.key;
+    const std::string reply = connection.reply_prefix + std::to_string(first + sent);
+    natsMsg* raw = nullptr;
+    if (natsMsg_Create(&raw, subject.c_str(), reply.c_str(), w.value.data(), static_cast<int>(w.value.size())) !=
+        NATS_OK)
+      break;
+    detail::MsgPtr msg(raw);
+    const std::string expected = std::to_string(w.revision);
+    if (natsMsgHeader_Set(raw, "Nats-Expected-Last-Subject-Sequence", expected.c_str()) != NATS_OK ||
+        natsConnection_PublishMsg(nc, raw) != NATS_OK)
+      break;  // it and the rest go one at a time below
+  }
+  detail::Attempts attempts(connection, writes.front().bucket->budget_);
+  const auto wait = attempts.wait();
+  auto deadline = std::chrono::steady_clock::now() + wait;
+  std::size_t left = sent;
+  // A failed flush (a timeout, a reconnect) leaves the answers to the wait
+  // below, and what is still unanswered to the one-at-a-time path.
+  if (sent > 0) natsConnection_FlushTimeout(nc, std::max<std::int64_t>(1, wait.count()));
+  while (left > 0) {
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    natsMsg* raw = nullptr;
+    // Answers already here are taken even after the deadline.
+    if (natsSubscription_NextMsg(&raw, connection.replies, std::max<std::int64_t>(1, ms.count())) != NATS_OK) break;
+    detail::MsgPtr reply(raw);
+    std::string_view subject = natsMsg_GetSubject(raw);
+    std::uint64_t n = std::strtoull(std::string(subject.substr(connection.reply_prefix.size())).c_str(), nullptr, 10);
+    if (n < first || n >= first + sent || answered[n - first]) continue;  // an earlier batch's late answer
+    std::size_t i = n - first;
+    out[i] = read_pub_ack(raw, "update " + where(writes[i].bucket->name_, writes[i].key));
+    answered[i] = !(out[i].error && detail::is_transient(*out[i].error));
+    if (answered[i]) --left;
+  }
+  lock.unlock();
+  // No answer in time (a failover, say), or never sent: alone, the usual way,
+  // knowing a first send may have landed.
+  for (std::size_t i = 0; i < writes.size(); ++i) {
+    if (answered[i]) continue;
+    const Write& w = writes[i];
+    out[i] = {};
+    try {
+      out[i].revision = w.bucket->publish(w.key, w.value, Expect::revision, w.revision, Op::put, "update", i < sent ? Sent::maybe_stored : Sent::first);
+    } catch (const Error& e) {
+      out[i].error = e;
+    }
+  }
+  return out;
+}
+
+std::uint64_t Bucket::create(std::string_view key, std::string_view value) const {
+  try {
+    return publish(key, value, Expect::absent, 0, Op::put, "create");
+  } catch (const Error& e) {
+    if (e.kind() != Errc::conflict) throw;
+  }
+  // The key has history. Its last word may be a delete marker, which counts as
+  // absent: create over exactly that marker, so a racing writer still loses.
+  bool deleted = false;
+  auto last = latest(key, &deleted);
+  if (!last) return publish(key, value, Expect::absent, 0, Op::put, "create");
+  if (!deleted)
+    throw Error(Errc::conflict, "create " + where(name_, key) + ": the key exists at revision " +
+                                    std::to_string(last->revision),
+                last->revision);
+  return publish(key, value, Expect::revision, last->revision, Op::put, "create");
+}
+
+std::uint64_t Bucket::update(std::string_view key, std::string_view value, std::uint64_t revision) const {
+  if (revision == 0)
+    throw Error(Errc::bad_request, "update " + where(name_, key) + ": revision 0 is not a revision; use create");
+  return publish(key, value, Expect::revision, revision, Op::put, "update");
+}
+
+void Bucket::erase(std::string_view key, std::uint64_t revision, std::string_view value) const {
+  if (revision == 0)
+    throw Error(Errc::bad_request, "erase " + where(name_, key) + ": revision 0 is not a revision");
+  // nats.c has no conditional delete: publish the delete marker ourselves with
+  // the expected-last-subject-sequence header (JetStream error 10071 on a miss).
+  publish(key, value, Expect::revision, revision, Op::erase, "erase");
+}
+
+}  // namespace kv
