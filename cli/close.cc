@@ -8,6 +8,7 @@ namespace {
 struct CloseFlags {
   std::string slot;
   std::string session;
+  std::string result = "success";
   swarm::CloseOptions options;
 };
 }  // namespace
@@ -17,7 +18,7 @@ Verb add_close(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("close", "Release the slot: delete its record, salvage and remove its worktree");
   cmd->add_option("--slot", flags->slot, "Slot name")->required()
       ->check(slot_name_validator());
-  cmd->add_option("--result", flags->options.result, "How the work ended: success, fail or fork")
+  cmd->add_option("--result", flags->result, "How the work ended: success, fail or fork")
       ->capture_default_str()
       ->check(CLI::IsMember({"success", "fail", "fork"}));
   cmd->add_flag("--keep-worktree", flags->options.keep_worktree, "Keep the worktree folder");
@@ -30,11 +31,12 @@ Verb add_close(CLI::App& app) {
       "Uncommitted files are copied to .swarm/recovery/<slot>-<time>/ before the worktree goes.");
   return {cmd, [flags](Context& ctx) {
             auto git = swarm::prefetch_git_backend();  // overlaps the NATS round trips below
-            auto lifecycle = ctx.lifecycle();
             flags->options.session = session_of(flags->session);
+            flags->options.result = swarm::parse_outcome(flags->result);
+            auto lifecycle = ctx.lifecycle();
             auto r = lifecycle.close(flags->slot, flags->options);
             for (const auto& w : r.warnings) ctx.out().warn(w);
-            std::string human = "closed slot " + flags->slot + " (" + flags->options.result + ")";
+            std::string human = "closed slot " + flags->slot + " (" + flags->result + ")";
             if (r.salvage.files > 0 || r.salvage.deleted > 0)
               human += "; salvaged " + std::to_string(r.salvage.files) + " uncommitted file(s) to " +
                        r.salvage.folder.string();
@@ -43,7 +45,7 @@ Verb add_close(CLI::App& app) {
             if (flags->options.keep_worktree) human += "; kept the worktree";
             swarm::Json doc = swarm::Json::object();
             doc.set("slot", flags->slot)
-                .set("result", flags->options.result)
+                .set("result", swarm::to_string(flags->options.result))
                 .set("released", r.released.has_value())
                 .set("removed_worktree", r.removed_worktree)
                 .set("salvaged_files", r.salvage.files);

@@ -136,4 +136,8 @@ std::string finish_removal(const Workspace& ws, const std::string& leftover) {
   return {};
 }
 
+void remove_if_empty(const Workspace& ws, const std::string& slot) {
+  if (auto slots = ws.folder_if_exists(kSlotsFolder)) slots->remove_empty_folder(slot);
+}
+
 }  // namespace swarm

@@ -64,5 +64,8 @@ bool is_trash_name(const std::string& name, const std::string& slot = {});
 std::vector<std::string> leftover_removals(const Workspace& ws, const std::string& slot = {});
 // Deletes one such leftover; an error message, or "" when it is gone.
 std::string finish_removal(const Workspace& ws, const std::string& leftover);
+// Removes the slot's folder when nothing is left in it (never a folder
+// that holds anything).
+void remove_if_empty(const Workspace& ws, const std::string& slot);
 
 }  // namespace swarm

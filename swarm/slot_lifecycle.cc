@@ -27,6 +27,11 @@ std::string foreign_message(const std::string& slot, const Session& owner) {
          ", or `swarm evict --slot " + slot + "` if that host is gone";
 }
 
+std::string not_found_message(const std::string& slot) {
+  return "no session for slot " + slot + " (closed, evicted or expired); take it again with `swarm join --slot " +
+         slot + " --task ...`";
+}
+
 void require_session(const SessionEntry& entry, ExpectedSession session) {
   if (!session || entry.token() == *session) return;
   std::string now = "token " + std::to_string(entry.token());
@@ -38,20 +43,6 @@ void require_session(const SessionEntry& entry, ExpectedSession session) {
                                   "slot was taken again), so nothing was done; stop working in it");
 }
 
-namespace {
-
-std::string not_found_message(const std::string& slot) {
-  return "no session for slot " + slot + " (closed, evicted or expired); take it again with `swarm join --slot " +
-         slot + " --task ...`";
-}
-
-// Removes the slot's folder when nothing is left in it.
-void remove_if_empty(const Workspace& ws, const std::string& slot) {
-  if (auto slots = ws.folder_if_exists(kSlotsFolder)) slots->remove_empty_folder(slot);
-}
-
-}  // namespace
-
 SlotLifecycle::SlotLifecycle(Workspace workspace, WorkspaceConfig config, SessionStore store, LeaseStore leases,
                              HostIdentity me, Clock clock)
     : workspace_(std::move(workspace)),
@@ -62,8 +53,8 @@ SlotLifecycle::SlotLifecycle(Workspace workspace, WorkspaceConfig config, Sessio
       me_(std::move(me)),
       clock_(std::move(clock)) {}
 
-template <typename Write>
-std::uint64_t SlotLifecycle::same_session_cas(SessionEntry entry, const char* doing, Write write) const {
+std::uint64_t SlotLifecycle::same_session_cas(SessionEntry entry, const char* doing,
+                                              const std::function<std::uint64_t(SessionEntry&)>& write) const {
   const std::string slot = entry.slot;
   const std::optional<Session> original = entry.session;
   for (int attempt = 1;; ++attempt) {
@@ -120,7 +111,8 @@ std::uint64_t SlotLifecycle::renew(const SessionEntry& entry, std::optional<Leas
       {{&store_.bucket(), s.slot, to_json(renewed), entry.revision}, tasks_.renewal(*task_lease)});
   std::uint64_t revision = results[0].revision;
   if (results[0].error) {
-    if (results[0].error->kind() != kv::Errc::conflict) throw from_kv(*results[0].error);
+    const Error failed = from_kv(*results[0].error);
+    if (failed.kind() != Errc::conflict) throw failed;
     revision = renew(entry);  // lost a race: reread, and go on only for the same session
   }
   if (results[1].error) warn(tasks_.reclaim(s.slot, s.task_id, s.leaf_pid));
@@ -199,119 +191,6 @@ bool SlotLifecycle::committed_in_this_run(const std::string& slot, const std::op
                   : Hub::open(hub_).has_commits_beyond_default("swarm/" + slot);
 }
 
-JoinResult SlotLifecycle::join(const std::string& slot, const std::string& task, bool force, std::int64_t leaf_pid) {
-  require_slot_name(slot);
-  require_task_id(task);
-  JoinResult result;
-  Session& s = result.session;
-  s.slot = slot;
-  s.task_id = task;
-  s.agent_id = "slot-" + slot;
-  s.host = me_.host;
-  s.host_id = me_.host_id;
-  s.leaf_pid = leaf_pid;
-  // Only the winner of the slot makes a worktree (and loads git); every
-  // joiner checks the hub is there, cheaply.
-  require_hub();
-  s.hub_url = hub_.session_url();
-  // The slot's folder is ours alone from here: a close or doctor --fix of
-  // this host removing it finishes first, and sees the record we write.
-  FileLock folder_lock = lock_slot(workspace_, slot, "join of slot " + slot);
-  require_kept_folders(slot);
-  s.started_at = clock_();
-  s.last_renewed = s.started_at;
-
-  auto existing = store_.get(slot);
-  if (!existing) {
-    try {
-      result.revision = store_.create(s);
-    } catch (const Error& e) {
-      if (e.kind() != Errc::conflict) throw;
-      throw Error(Errc::conflict, "slot " + slot + " was just taken by another join; see `swarm status --slot " +
-                                      slot + "`");
-    }
-  } else {
-    if (existing->corrupt()) throw Error::corrupt_session(slot, existing->corrupt_reason);
-    const Session& owner = *existing->session;
-    if (!me_.owns(owner)) throw Error(Errc::foreign_host, foreign_message(slot, owner));
-    auto server = store_.server_clock(clock_);
-    auto age = age_of(existing->stored_at, server.now());
-    State state = state_of(age, store_.ttl());
-    if (state == State::stale && !server.measured && !force)
-      throw Error(Errc::conflict, "slot " + slot + " looks stale by this host's clock, but the server's clock could "
-                                  "not be read to be sure; take it over with --force, or try again");
-    if (state != State::stale && !force)
-      throw Error(Errc::conflict, "slot " + slot + " is held by a " + std::string(to_string(state)) +
-                                      " session of this host (task " + printable(owner.task_id) + ", renewed " +
-                                      format_duration(std::chrono::duration_cast<std::chrono::seconds>(age)) +
-                                      " ago); take it over with --force, or `swarm close --slot " + slot + "` first");
-    try {
-      result.revision = store_.update(s, existing->revision);
-    } catch (const Error& e) {
-      if (e.kind() != Errc::conflict) throw;
-      throw Error(Errc::conflict, "slot " + slot + " changed while joining; see `swarm status --slot " + slot + "`");
-    }
-    result.replaced = existing;
-    spdlog::debug("slot {}: replaced a {} session of this host (revision {})", slot, to_string(state),
-                  existing->revision);
-  }
-
-  // The record is ours: now the task's lease, then the worktree. If either
-  // fails, undo the record (and the lease), and the worktree too when it was
-  // made just now (it holds no work yet).
-  std::optional<Worktree> worktree;
-  bool claimed = false;
-  try {
-    tasks_.claim(slot, task, leaf_pid);
-    claimed = true;
-    // A rejoin for another task lets the old one go.
-    if (result.replaced && result.replaced->session->task_id != task)
-      if (auto w = tasks_.release(slot, result.replaced->session->task_id); !w.empty()) spdlog::warn("{}", w);
-    worktree.emplace(ensure_worktree(slot, &result.resumed_worktree));
-    SafeDir folder = *workspace_.slot_folder(slot);
-    folder.write_file(kLeafPidName, std::to_string(leaf_pid) + "\n");
-    // A slot's run of work starts with a new worktree (or one kept by close);
-    // a join that takes over a worktree its session never closed (expired,
-    // stale or forced out) carries that run on, its commits included.
-    if (!result.resumed_worktree || folder.kind(kSessionBaseName) == EntryKind::missing)
-      folder.write_file(kSessionBaseName, worktree->branch_tip().value_or("") + "\n");
-  } catch (...) {
-    if (!result.resumed_worktree) {
-      // Made just now, or never made: nothing in it is work yet.
-      worktree.reset();
-      try {
-        if (auto folder = workspace_.slot_folder(slot)) {
-          folder->remove_tree(kWorktreeName);
-          folder->remove_file(kLeafPidName);
-          folder->remove_file(kSessionBaseName);
-        }
-        remove_if_empty(workspace_, slot);
-      } catch (const Error&) {
-        // A folder that is not ours to clean (a link, a stranger's): left as it is.
-      }
-    }
-    std::string left;  // what could not be undone, for the message
-    try {
-      store_.erase(slot, result.revision);
-    } catch (const Error& e) {
-      // Expired or taken meanwhile: either way it is not ours to remove now.
-      // NATS gone: the record stays, and the user must know it is there.
-      if (e.kind() == Errc::unavailable)
-        left = "; its record could not be removed (" + std::string(e.what()) + "): `swarm doctor --fix` removes it "
-               "once NATS answers, or it expires within the TTL (" + format_duration(config_.ttl) + ")";
-    }
-    if (claimed) tasks_.release(slot, task);
-    if (left.empty()) throw;
-    try {
-      throw;
-    } catch (const Error& e) {
-      throw Error(e.kind(), e.what() + left);
-    }
-  }
-  result.worktree = fs::weakly_canonical(workspace_.worktree(slot));
-  return result;
-}
-
 CommitResult SlotLifecycle::commit(const std::string& slot, const std::string& message,
                                    const std::vector<std::string>& paths, ExpectedSession session) {
   if (message.empty()) throw Error(Errc::bad_input, "an empty commit message; say what changed with -m");
@@ -351,128 +230,6 @@ std::uint64_t SlotLifecycle::renew(const std::string& slot, std::vector<std::str
   return renew(read_own(slot, session), std::nullopt, warnings);
 }
 
-CloseResult SlotLifecycle::close(const std::string& slot, const CloseOptions& options) {
-  require_slot_name(slot);
-  if (options.result != "success" && options.result != "fail" && options.result != "fork")
-    throw Error(Errc::bad_input, "bad --result '" + options.result + "': use success, fail or fork");
-  // Salvage pushes to the hub and the artifact gate reads it: without it,
-  // close keeps everything.
-  require_hub();
-  // Every step below, from the first look at the record to the removal, with
-  // the folder ours alone: a join of this host waits, then sees what we did.
-  FileLock folder_lock = lock_slot(workspace_, slot, "close of slot " + slot);
-  require_kept_folders(slot);
-  CloseResult result;
-  auto entry = store_.get(slot);
-  if (entry && entry->corrupt()) throw Error::corrupt_session(slot, entry->corrupt_reason);
-  if (entry && !me_.owns(*entry->session)) throw Error(Errc::foreign_host, foreign_message(slot, *entry->session));
-  // A replaced agent closes nothing of its successor's (nor a slot whose
-  // session is gone, for it cannot tell whose the folder is now).
-  if (options.session) {
-    if (!entry) throw Error(Errc::not_found, not_found_message(slot) + "; session " +
-                                                 std::to_string(*options.session) + " is over, nothing was done");
-    require_session(*entry, options.session);
-  }
-  // A link in place of the slot's folder is refused here (exit 2, naming it).
-  const bool have_folder = workspace_.slot_folder(slot).has_value();
-  auto leftovers = leftover_removals(workspace_, slot);
-  if (!entry && !have_folder) {
-    if (leftovers.empty()) throw Error(Errc::not_found, not_found_message(slot));
-    // A close killed while deleting the folder it had salvaged: finish it.
-    finish_leftovers(leftovers, result);
-    result.warnings.push_back("slot " + slot + " had no record and no folder; finished removing what an "
-                              "interrupted close or doctor --fix had salvaged already");
-    return result;
-  }
-  const fs::path wt = workspace_.worktree(slot);
-  if (options.result == "success" && !options.no_artifact) {
-    std::optional<Worktree> worktree;
-    if (has_worktree(slot)) {
-      try {
-        worktree.emplace(Worktree::open(wt, slot, hub_));
-      } catch (const Error&) {
-        // A broken repository: it cannot show a commit; salvage keeps its files.
-      }
-    }
-    if (!committed_in_this_run(slot, worktree))
-      throw Error(Errc::conflict, "slot " + slot + " has not committed since it was taken up, so there is nothing to "
-                                  "show for success; commit first, close with --result fail, or pass --no-artifact");
-  }
-  // The history goes to the hub before anything is released or removed: a
-  // hub that cannot take it stops the close here, everything kept.
-  const bool remove_folder = have_folder && !options.keep_worktree;
-  const TimePoint now = clock_();
-  if (remove_folder) {
-    try {
-      result.salvage = salvage_slot(workspace_, slot, hub_, now, {.files = false});
-    } catch (const Error& e) {
-      throw Error(e.kind(), "slot " + slot + " is not closed and its worktree is kept: salvaging it failed (" +
-                                e.what() + "); fix that, or close with --keep-worktree");
-    }
-    // A filesystem that takes no new file cannot take the salvage either:
-    // stop while nothing is released (exit 9), rather than half way after.
-    require_room_for_salvage(slot);
-  }
-  if (entry) {
-    same_session_cas(*entry, "closing", [&](SessionEntry& current) {
-      store_.erase(slot, current.revision);
-      return current.revision;
-    });
-    result.released = entry;
-    if (auto w = tasks_.release(slot, entry->session->task_id); !w.empty()) result.warnings.push_back(w);
-  } else {
-    result.warnings.push_back("slot " + slot + " had no record (it expired); cleaned up its folder only");
-  }
-  if (remove_folder) {
-    // The record is gone (ours, by CAS) and the folder's lock is ours: no
-    // one else uses the worktree, so its files move (one rename each)
-    // instead of being copied, right before the folder goes.
-    try {
-      Salvage files = salvage_slot(workspace_, slot, hub_, now,
-                                   {.history = false, .move = true, .keep_whole = result.salvage.unreadable_repository});
-      files.commits_ref = result.salvage.commits_ref;
-      files.refs = result.salvage.refs;
-      files.unreadable_repository = files.unreadable_repository || result.salvage.unreadable_repository;
-      result.salvage = std::move(files);
-    } catch (const Error& e) {
-      auto folder = workspace_.slot_folder(slot);
-      const bool marked = folder && folder->kind(kSalvageMarkName) != EntryKind::missing;
-      throw Error(e.kind(), "slot " + slot + " is released, but keeping its uncommitted files failed (" + e.what() +
-                                (marked ? "); some may be in .swarm/recovery/ already, the rest are in its folder, "
-                                          "which is marked half salvaged"
-                                        : "); they are all still in its folder") +
-                                ": `swarm doctor --fix` salvages and removes it");
-    }
-    Removal removal = discard_slot_folder(workspace_, slot, now);
-    result.removed_worktree = removal.removed;
-    if (!removal.removed) result.warnings.push_back(removal.warning + "; `swarm doctor --fix` finishes it");
-  } else {
-    if (auto folder = workspace_.slot_folder(slot)) {
-      folder->remove_file(kLeafPidName);
-      folder->remove_file(kSessionBaseName);
-    }
-    remove_if_empty(workspace_, slot);
-  }
-  finish_leftovers(leftovers, result);
-  return result;
-}
-
-void SlotLifecycle::finish_leftovers(const std::vector<std::string>& leftovers, CloseResult& result) const {
-  for (const auto& leftover : leftovers)
-    if (auto problem = finish_removal(workspace_, leftover); !problem.empty()) result.warnings.push_back(problem);
-}
-
-void SlotLifecycle::require_room_for_salvage(const std::string& slot) const {
-  SafeDir recovery = workspace_.make_folder(kRecoveryFolder, 0700);
-  const std::string probe = ".room." + slot + "." + std::to_string(::getpid());
-  try {
-    recovery.write_file(probe, std::string(4096, '\n'));
-  } catch (const Error& e) {
-    throw Error(e.kind(), "slot " + slot + " is not closed and nothing changed: .swarm/recovery/ takes no new file (" +
-                              e.what() + "), so its uncommitted files could not be kept; free space, then close again");
-  }
-  recovery.remove_file(probe);
-}
 
 void SlotLifecycle::require_kept_folders(const std::string& slot) const {
   // Each throws bad_input naming a link or a stranger's folder in its place.

@@ -5,12 +5,14 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "swarm/clock.h"
 #include "swarm/host.h"
+#include "swarm/liveness.h"
 #include "swarm/recovery.h"
 #include "swarm/session_store.h"
 #include "swarm/task_lease.h"
@@ -29,6 +31,10 @@ inline constexpr int kMaxCasAttempts = 5;
 // alone decides (as before tokens).
 using ExpectedSession = std::optional<std::uint64_t>;
 
+// Whether join may take over a live session of this host (--force), or only
+// a stale one.
+enum class Takeover { only_stale, force };
+
 struct JoinResult {
   std::filesystem::path worktree;
   Session session;
@@ -45,8 +51,14 @@ struct CommitResult {
   std::vector<std::string> warnings;  // push or renewal failures: the commit stands
 };
 
+// How a slot's work ended, as close is told (--result).
+enum class Outcome { success, fail, fork };
+std::string_view to_string(Outcome outcome);
+// "success", "fail" or "fork"; else bad_input naming it.
+Outcome parse_outcome(std::string_view text);
+
 struct CloseOptions {
-  std::string result = "success";  // success | fail | fork
+  Outcome result = Outcome::success;
   bool keep_worktree = false;
   bool no_artifact = false;
   ExpectedSession session;
@@ -70,7 +82,7 @@ class SlotLifecycle {
   // this host is replaced. The record is CAS-written first (so racing joins
   // lose before touching the disk), then the worktree is made or reused; if
   // that fails the record is removed again.
-  JoinResult join(const std::string& slot, const std::string& task, bool force, std::int64_t leaf_pid);
+  JoinResult join(const std::string& slot, const std::string& task, Takeover takeover, std::int64_t leaf_pid);
 
   // Commits in the slot's worktree, pushes the branch, renews the record (one
   // CAS update with the revision read). Push and renewal failures are warnings.
@@ -111,8 +123,34 @@ class SlotLifecycle {
  private:
   // Calls write(entry) (on its own copy, which write may change); after a lost
   // race rereads and calls it again only while it is still the same session.
-  template <typename Write>
-  std::uint64_t same_session_cas(SessionEntry entry, const char* doing, Write write) const;
+  std::uint64_t same_session_cas(SessionEntry entry, const char* doing,
+                                 const std::function<std::uint64_t(SessionEntry&)>& write) const;
+
+  // join's steps (slot_join.cc), each undone by undo_join when a later one fails.
+  struct JoinSteps {
+    bool task_claimed = false;
+  };
+  Session new_session(const std::string& slot, const std::string& task, std::int64_t leaf_pid) const;
+  // Throws unless this host may take over `existing` (corrupt, foreign_host,
+  // conflict naming why); returns how it stood.
+  State require_takeover(const SessionEntry& existing, Takeover takeover) const;
+  // Writes the record (create, or CAS over a session it may take over).
+  void write_join_record(JoinResult& result, Takeover takeover) const;
+  // The task lease, the worktree (made or resumed) and the slot's crumbs.
+  void set_up_joined_slot(JoinResult& result, JoinSteps& done) const;
+  // From inside a handler: undoes `done` and the record, then rethrows,
+  // saying what could not be undone.
+  [[noreturn]] void undo_join(const JoinResult& result, const JoinSteps& done) const;
+
+  // close's steps (slot_close.cc).
+  std::optional<SessionEntry> read_for_close(const std::string& slot, ExpectedSession session) const;
+  // conflict unless the slot committed in this run (--result success).
+  void require_artifact(const std::string& slot) const;
+  // The history to the hub, before anything is released.
+  void salvage_history(const std::string& slot, TimePoint now, CloseResult& result) const;
+  void release_record(const std::string& slot, const std::optional<SessionEntry>& entry, CloseResult& result) const;
+  // The worktree's files to .swarm/recovery/, then its folder removed.
+  void salvage_files_and_remove(const std::string& slot, TimePoint now, CloseResult& result) const;
   // Makes the slot's worktree, or opens the one there; `resumed` says which.
   Worktree ensure_worktree(const std::string& slot, bool* resumed) const;
   // Whether the slot committed in its current run: the branch moved since
@@ -146,6 +184,7 @@ class SlotLifecycle {
 
 // The messages of the contract's refusals.
 std::string foreign_message(const std::string& slot, const Session& owner);
+std::string not_found_message(const std::string& slot);
 // Throws conflict naming the slot's current session when it is not `session`.
 void require_session(const SessionEntry& entry, ExpectedSession session);
 

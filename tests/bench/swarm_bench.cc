@@ -348,7 +348,7 @@ int main(int argc, char** argv) {
   if (want({1})) {
     swarm::SlotLifecycle life(up.workspace, up.config, swarm::SessionStore::open(nats),
                               swarm::LeaseStore::open(nats), {"bench-host", "bench-id"});
-    life.join("renew", "T-renew", false, getpid());
+    life.join("renew", "T-renew", swarm::Takeover::only_stale, getpid());
     auto entry = *life.store().get("renew");
     kvStore* kv = raw.bucket("swarm-sessions");
     std::string value = swarm::to_json(*entry.session);
@@ -413,8 +413,8 @@ int main(int argc, char** argv) {
   if (want({3})) {
     swarm::SlotLifecycle life(up.workspace, up.config, swarm::SessionStore::open(nats),
                               swarm::LeaseStore::open(nats), {"bench-host", "bench-id"});
-    for (int i = 0; i < 9; ++i) life.join("st" + std::to_string(i), "T-st" + std::to_string(i), false, getpid());  // + "renew" = 10
-    if (!life.store().get("renew")) life.join("renew", "T-renew", false, getpid());  // case 1 skipped (--only)
+    for (int i = 0; i < 9; ++i) life.join("st" + std::to_string(i), "T-st" + std::to_string(i), swarm::Takeover::only_stale, getpid());  // + "renew" = 10
+    if (!life.store().get("renew")) life.join("renew", "T-renew", swarm::Takeover::only_stale, getpid());  // case 1 skipped (--only)
     int n = quick ? 15 : 60;
     std::vector<double> swarm_ms, base_ms;
     for (int i = 0; i < n; ++i) {
@@ -534,7 +534,7 @@ int main(int argc, char** argv) {
     auto lease = store.acquire("bench-renew", who, 60s);
     swarm::SlotLifecycle life(up.workspace, up.config, swarm::SessionStore::open(nats), store,
                               {"bench-host", "bench-id"});
-    life.join("with-task", "T-bench", false, getpid());
+    life.join("with-task", "T-bench", swarm::Takeover::only_stale, getpid());
     auto entry = *life.store().get("with-task");
     auto task_lease = *life.tasks().read("T-bench");
     kvStore* kv = raw.bucket("swarm-sessions");

@@ -40,7 +40,7 @@ TEST_CASE("SlotLifecycle_RenewRetriesOnlyForTheSameSession") {
   // a renewal that lost a race to the same session retries and keeps its fields; to another session it stops.
   Fixture f;
   auto life = f.lifecycle();
-  life.join("s", "T-1", false, 1);
+  life.join("s", "T-1", Takeover::only_stale, 1);
   auto read = *f.store().get("s");
 
   // The same session moved on (say, another process of it renewed and added a field).
@@ -74,7 +74,7 @@ TEST_CASE("SlotLifecycle_CommitWhoseRenewalFailsStillStands") {
                        if (auto hook = std::exchange(as_renewal_starts, nullptr)) hook();
                        return f.now;
                      });
-  life.join("s", "T-1", false, 1);
+  life.join("s", "T-1", Takeover::only_stale, 1);
   testing::write_file(f.up_result.workspace.worktree("s") / "f.txt", "work\n");
   as_renewal_starts = [&] {  // another session of this host takes the slot (a --force join elsewhere)
     auto read = *f.store().get("s");
@@ -100,7 +100,7 @@ TEST_CASE("SlotLifecycle_JoinUndoesTheRecordWhenTheWorktreeFails") {
   auto life = f.lifecycle();
   std::filesystem::create_directories(f.up_result.workspace.slots_dir());
   testing::write_file(f.up_result.workspace.slot_dir("s"), "a file where the slot folder should be");
-  CHECK_THROWS(life.join("s", "T-1", false, 1));
+  CHECK_THROWS(life.join("s", "T-1", Takeover::only_stale, 1));
   CHECK_FALSE(f.store().get("s"));
 }
 
@@ -110,7 +110,7 @@ TEST_CASE("SlotLifecycle_JoinFailingAfterTheCloneRemovesTheNewWorktreeOnly") {
   auto life = f.lifecycle();
   const auto& ws = f.up_result.workspace;
   std::filesystem::create_directories(ws.session_base("s") / "in-the-way");  // session-base cannot be written
-  CHECK_THROWS(life.join("s", "T-1", false, 1));
+  CHECK_THROWS(life.join("s", "T-1", Takeover::only_stale, 1));
   CHECK_FALSE(f.store().get("s"));
   CHECK_FALSE(std::filesystem::exists(ws.worktree("s")));
   CHECK_FALSE(std::filesystem::exists(ws.pid_file("s")));
@@ -122,15 +122,15 @@ TEST_CASE("SlotLifecycle_AgesAreOnTheServersClockNotThisHosts") {
   Fixture f;
   f.now += 4min;  // TTL is 5m: by this host's clock the record would be past 2/3 of it
   auto life = f.lifecycle();
-  life.join("s", "T-1", false, 1);
-  CHECK(kind_of([&] { life.join("s", "T-2", false, 2); }) == Errc::conflict);
+  life.join("s", "T-1", Takeover::only_stale, 1);
+  CHECK(kind_of([&] { life.join("s", "T-2", Takeover::only_stale, 2); }) == Errc::conflict);
   f.now -= 10min;
-  CHECK(kind_of([&] { life.join("s", "T-2", false, 2); }) == Errc::conflict);
+  CHECK(kind_of([&] { life.join("s", "T-2", Takeover::only_stale, 2); }) == Errc::conflict);
   CHECK(f.store().get("s")->session->task_id == "T-1");
   // Another host never replaces it, whatever its clock says.
   auto other = f.lifecycle({"host-b", "id-b"});
   f.now += 60min;
-  CHECK(kind_of([&] { other.join("s", "T-3", true, 3); }) == Errc::foreign_host);
+  CHECK(kind_of([&] { other.join("s", "T-3", Takeover::force, 3); }) == Errc::foreign_host);
 }
 
 TEST_CASE("SlotLifecycle_StaleSessionOfThisHostIsReplaced") {
@@ -141,10 +141,10 @@ TEST_CASE("SlotLifecycle_StaleSessionOfThisHostIsReplaced") {
   auto connection = connect_nats({.urls = {server.url()}});
   SlotLifecycle life(up_result.workspace, up_result.config, SessionStore::open(connection),
                      LeaseStore::open(connection), {"host-a", "id-a"});
-  life.join("s", "T-1", false, 1);
-  CHECK(kind_of([&] { life.join("s", "T-2", false, 2); }) == Errc::conflict);
+  life.join("s", "T-1", Takeover::only_stale, 1);
+  CHECK(kind_of([&] { life.join("s", "T-2", Takeover::only_stale, 2); }) == Errc::conflict);
   std::this_thread::sleep_for(3100ms);  // stale from 3s; the server drops it at 4.5s
-  auto r = life.join("s", "T-2", false, 2);
+  auto r = life.join("s", "T-2", Takeover::only_stale, 2);
   CHECK(r.replaced);
   CHECK(SessionStore::open(connection).get("s")->session->task_id == "T-2");
 }

@@ -1,0 +1,156 @@
+// SlotLifecycle::join, step by step, as a small transaction: the record
+// first (racing joins lose before touching the disk), then the task lease,
+// then the worktree and the slot's crumbs. A step that fails undoes the
+// steps before it, in reverse, and says what it could not undo.
+#include "swarm/duration.h"
+#include "swarm/error.h"
+#include "swarm/liveness.h"
+#include "swarm/log.h"
+#include "swarm/names.h"
+#include "swarm/slot_folder.h"
+#include "swarm/slot_lifecycle.h"
+#include "swarm/text.h"
+#include "swarm/worktree.h"
+
+namespace swarm {
+
+namespace fs = std::filesystem;
+
+Session SlotLifecycle::new_session(const std::string& slot, const std::string& task, std::int64_t leaf_pid) const {
+  Session s;
+  s.slot = slot;
+  s.task_id = task;
+  s.agent_id = "slot-" + slot;
+  s.host = me_.host;
+  s.host_id = me_.host_id;
+  s.leaf_pid = leaf_pid;
+  s.hub_url = hub_.session_url();
+  s.started_at = clock_();
+  s.last_renewed = s.started_at;
+  return s;
+}
+
+State SlotLifecycle::require_takeover(const SessionEntry& existing, Takeover takeover) const {
+  const std::string& slot = existing.slot;
+  if (existing.corrupt()) throw Error::corrupt_session(slot, existing.corrupt_reason);
+  const Session& owner = *existing.session;
+  if (!me_.owns(owner)) throw Error(Errc::foreign_host, foreign_message(slot, owner));
+  auto server = store_.server_clock(clock_);
+  auto age = age_of(existing.stored_at, server.now());
+  State state = state_of(age, store_.ttl());
+  const bool forced = takeover == Takeover::force;
+  if (state == State::stale && !server.measured && !forced)
+    throw Error(Errc::conflict, "slot " + slot + " looks stale by this host's clock, but the server's clock could "
+                                "not be read to be sure; take it over with --force, or try again");
+  if (state != State::stale && !forced)
+    throw Error(Errc::conflict, "slot " + slot + " is held by a " + std::string(to_string(state)) +
+                                    " session of this host (task " + printable(owner.task_id) + ", renewed " +
+                                    format_duration(std::chrono::duration_cast<std::chrono::seconds>(age)) +
+                                    " ago); take it over with --force, or `swarm close --slot " + slot + "` first");
+  return state;
+}
+
+void SlotLifecycle::write_join_record(JoinResult& result, Takeover takeover) const {
+  const std::string& slot = result.session.slot;
+  auto existing = store_.get(slot);
+  if (!existing) {
+    try {
+      result.revision = store_.create(result.session);
+    } catch (const Error& e) {
+      if (e.kind() != Errc::conflict) throw;
+      throw Error(Errc::conflict, "slot " + slot + " was just taken by another join; see `swarm status --slot " +
+                                      slot + "`");
+    }
+    return;
+  }
+  const State state = require_takeover(*existing, takeover);
+  try {
+    result.revision = store_.update(result.session, existing->revision);
+  } catch (const Error& e) {
+    if (e.kind() != Errc::conflict) throw;
+    throw Error(Errc::conflict, "slot " + slot + " changed while joining; see `swarm status --slot " + slot + "`");
+  }
+  result.replaced = existing;
+  spdlog::debug("slot {}: replaced a {} session of this host (revision {})", slot, to_string(state),
+                existing->revision);
+}
+
+void SlotLifecycle::set_up_joined_slot(JoinResult& result, JoinSteps& done) const {
+  const Session& s = result.session;
+  tasks_.claim(s.slot, s.task_id, s.leaf_pid);
+  done.task_claimed = true;
+  // A rejoin for another task lets the old one go.
+  if (result.replaced && result.replaced->session->task_id != s.task_id)
+    if (auto w = tasks_.release(s.slot, result.replaced->session->task_id); !w.empty()) spdlog::warn("{}", w);
+  Worktree worktree = ensure_worktree(s.slot, &result.resumed_worktree);
+  SafeDir folder = *workspace_.slot_folder(s.slot);
+  folder.write_file(kLeafPidName, std::to_string(s.leaf_pid) + "\n");
+  // A slot's run of work starts with a new worktree (or one kept by close);
+  // a join that takes over a worktree its session never closed (expired,
+  // stale or forced out) carries that run on, its commits included.
+  if (!result.resumed_worktree || folder.kind(kSessionBaseName) == EntryKind::missing)
+    folder.write_file(kSessionBaseName, worktree.branch_tip().value_or("") + "\n");
+}
+
+void SlotLifecycle::undo_join(const JoinResult& result, const JoinSteps& done) const {
+  const std::string& slot = result.session.slot;
+  if (!result.resumed_worktree) {
+    // Made just now, or never made: nothing in it is work yet.
+    try {
+      if (auto folder = workspace_.slot_folder(slot)) {
+        folder->remove_tree(kWorktreeName);
+        folder->remove_file(kLeafPidName);
+        folder->remove_file(kSessionBaseName);
+      }
+      remove_if_empty(workspace_, slot);
+    } catch (const Error&) {
+      // A folder that is not ours to clean (a link, a stranger's): left as it is.
+    }
+  }
+  std::string left;  // what could not be undone, for the message
+  try {
+    store_.erase(slot, result.revision);
+  } catch (const Error& e) {
+    // Expired or taken meanwhile: either way it is not ours to remove now.
+    // NATS gone: the record stays, and the user must know it is there.
+    if (e.kind() == Errc::unavailable)
+      left = "; its record could not be removed (" + std::string(e.what()) + "): `swarm doctor --fix` removes it "
+             "once NATS answers, or it expires within the TTL (" + format_duration(config_.ttl) + ")";
+  }
+  if (done.task_claimed) tasks_.release(slot, result.session.task_id);
+  if (left.empty()) throw;
+  try {
+    throw;
+  } catch (const Error& e) {
+    throw Error(e.kind(), e.what() + left);
+  }
+}
+
+JoinResult SlotLifecycle::join(const std::string& slot, const std::string& task, Takeover takeover,
+                               std::int64_t leaf_pid) {
+  require_slot_name(slot);
+  require_task_id(task);
+  // Only the winner of the slot makes a worktree (and loads git); every
+  // joiner checks the hub is there, cheaply.
+  require_hub();
+  // The slot's folder is ours alone from here: a close or doctor --fix of
+  // this host removing it finishes first, and sees the record we write.
+  FileLock folder_lock = lock_slot(workspace_, slot, "join of slot " + slot);
+  require_kept_folders(slot);
+  JoinResult result;
+  result.session = new_session(slot, task, leaf_pid);
+  write_join_record(result, takeover);
+  // The record is ours: now the task's lease, then the worktree. If either
+  // fails, undo the record (and the lease), and the worktree too when it was
+  // made just now (it holds no work yet).
+  JoinSteps done;
+  try {
+    set_up_joined_slot(result, done);
+  } catch (...) {
+    undo_join(result, done);
+  }
+  result.worktree = fs::weakly_canonical(workspace_.worktree(slot));
+  return result;
+}
+
+}  // namespace swarm
