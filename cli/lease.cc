@@ -107,6 +107,79 @@ swarm::Json granted_doc(const swarm::LeaseStore& store, const swarm::Lease& leas
   return doc;
 }
 
+// The sub-verbs, each with its options into `f`.
+CLI::App* add_acquire(CLI::App& cmd, LeaseFlags& f) {
+  CLI::App* acquire = cmd.add_subcommand("acquire", "Take the lease and print its fencing token");
+  acquire->add_option("name", f.name, "Lease name, e.g. task.T-42")->required()->check(lease_name_validator());
+  acquire->add_option("--ttl", f.ttl, "How long it lives unless renewed, 1s to 1h")
+      ->capture_default_str()
+      ->option_text("DUR")
+      ->check(duration_validator());
+  acquire->add_option("--wait", f.wait, "Wait in line this long when it is held (0: try once, exit 3 if held)")
+      ->capture_default_str()
+      ->option_text("DUR")
+      ->check(duration_validator());
+  acquire->add_option("--holder", f.holder, "Who holds it, shown to others (default: HOST:PID)")->check(holder_validator());
+  acquire->add_option("--pid", f.pid, "The process it belongs to (default: the caller of swarm)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{4194304}));
+  acquire->footer("Example:\n  tok=$(swarm lease acquire merge-main --ttl 60s --wait 5m)");
+  return acquire;
+}
+
+// renew or release: the name and the token of the grant.
+CLI::App* add_by_token(CLI::App& cmd, LeaseFlags& f, const char* name, const char* what) {
+  CLI::App* sub = cmd.add_subcommand(name, what);
+  sub->add_option("name", f.name, "Lease name")->required()->check(lease_name_validator());
+  sub->add_option("--token", f.token, "The fencing token `acquire` printed")
+      ->required()
+      ->option_text("N")
+      ->check(CLI::Validator(
+          [](std::string& value) -> std::string {
+            // Digits only: strtoull would take "-1", "+7" or "0x47" and wrap or guess.
+            bool digits = !value.empty() && value.size() <= 19 &&
+                          value.find_first_not_of("0123456789") == std::string::npos;
+            if (!digits || std::strtoull(value.c_str(), nullptr, 10) == 0)
+              return "--token " + value + " is not a fencing token: give the number `swarm lease acquire` printed";
+            return {};
+          },
+          "N"));
+  sub->footer(std::string("Example:\n  swarm lease ") + name + " task.T-42 --token 1234");
+  return sub;
+}
+
+int run_acquire(Context& ctx, const LeaseFlags& f) {
+  auto ttl = lease_ttl_option(f.ttl);
+  auto wait = swarm::parse_duration(f.wait);
+  SignalRouter signals;  // before any thread: a signal leaves the line
+  auto store = ctx.leases(wait.count() > 0);
+  // The lease belongs to whoever called swarm: its own pid ends now.
+  auto who = swarm::LeaseHolder::process(ctx.me(), f.pid != 0 ? f.pid : getppid(), f.holder);
+  swarm::Mutex mutex(store, f.name, who, ttl);
+  auto lease = wait_in_line(ctx, mutex, f.name, wait, signals);
+  if (!lease) return exit_for_signal(signals.received());
+  ctx.out().result("lease", std::to_string(lease->token),
+                   ctx.out().json() ? granted_doc(store, *lease) : swarm::Json::object());
+  return 0;
+}
+
+int run_renew(Context& ctx, const swarm::LeaseStore& store, const LeaseFlags& f) {
+  auto lease = store.renew(f.name, f.token);
+  ctx.out().result("lease",
+                   "renewed lease " + f.name + " (token " + std::to_string(lease.token) + ") for " +
+                       swarm::format_duration(lease.record.ttl),
+                   ctx.out().json() ? granted_doc(store, lease) : swarm::Json::object());
+  return 0;
+}
+
+int run_release(Context& ctx, const swarm::LeaseStore& store, const LeaseFlags& f) {
+  store.release(f.name, f.token);
+  swarm::Json released = swarm::Json::object();
+  released.set("name", f.name).set("token", f.token);
+  swarm::Json doc = swarm::Json::object();
+  doc.set("leases", swarm::Json::array()).set("released", std::move(released));
+  ctx.out().result("lease", "released lease " + f.name + " (token " + std::to_string(f.token) + ")", std::move(doc));
+  return 0;
+}
 
 }  // namespace
 
@@ -121,91 +194,27 @@ Verb add_lease(CLI::App& app) {
       "  swarm lease release task.T-42 --token \"$tok\"\n"
       "  swarm lease list\n"
       "A token that is no longer the lease's is exit 3, and changes nothing.");
-
-  CLI::App* acquire = cmd->add_subcommand("acquire", "Take the lease and print its fencing token");
-  acquire->add_option("name", f->name, "Lease name, e.g. task.T-42")->required()->check(lease_name_validator());
-  acquire->add_option("--ttl", f->ttl, "How long it lives unless renewed, 1s to 1h")
-      ->capture_default_str()
-      ->option_text("DUR")
-      ->check(duration_validator());
-  acquire->add_option("--wait", f->wait, "Wait in line this long when it is held (0: try once, exit 3 if held)")
-      ->capture_default_str()
-      ->option_text("DUR")
-      ->check(duration_validator());
-  acquire->add_option("--holder", f->holder, "Who holds it, shown to others (default: HOST:PID)")->check(holder_validator());
-  acquire->add_option("--pid", f->pid, "The process it belongs to (default: the caller of swarm)")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{4194304}));
-  acquire->footer("Example:\n  tok=$(swarm lease acquire merge-main --ttl 60s --wait 5m)");
-
-  CLI::App* renew = cmd->add_subcommand("renew", "Renew the lease, for the grant its token names");
-  CLI::App* release = cmd->add_subcommand("release", "Release the lease, for the grant its token names");
-  for (CLI::App* sub : {renew, release}) {
-    sub->add_option("name", f->name, "Lease name")->required()->check(lease_name_validator());
-    sub->add_option("--token", f->token, "The fencing token `acquire` printed")
-        ->required()
-        ->option_text("N")
-        ->check(CLI::Validator(
-            [](std::string& value) -> std::string {
-              // Digits only: strtoull would take "-1", "+7" or "0x47" and wrap or guess.
-              bool digits = !value.empty() && value.size() <= 19 &&
-                            value.find_first_not_of("0123456789") == std::string::npos;
-              if (!digits || std::strtoull(value.c_str(), nullptr, 10) == 0)
-                return "--token " + value + " is not a fencing token: give the number `swarm lease acquire` printed";
-              return {};
-            },
-            "N"));
-  }
-  renew->footer("Example:\n  swarm lease renew task.T-42 --token 1234");
-  release->footer("Example:\n  swarm lease release task.T-42 --token 1234");
-
+  CLI::App* acquire = add_acquire(*cmd, *f);
+  CLI::App* renew = add_by_token(*cmd, *f, "renew", "Renew the lease, for the grant its token names");
+  CLI::App* release = add_by_token(*cmd, *f, "release", "Release the lease, for the grant its token names");
   CLI::App* show = cmd->add_subcommand("show", "One lease: state, holder, token, age, time left, waiters");
   show->add_option("name", f->name, "Lease name")->required()->check(lease_name_validator());
   show->footer("Example:\n  swarm lease show merge-main --json");
   CLI::App* list = cmd->add_subcommand("list", "Every lease: state, holder, token, age, time left, waiters");
   list->footer("Example:\n  swarm lease list");
 
-  return {cmd, [f, acquire, renew, release, show, list](Context& ctx) {
-            if (acquire->parsed()) {
-              auto ttl = lease_ttl_option(f->ttl);
-              auto wait = swarm::parse_duration(f->wait);
-              SignalRouter signals;  // before any thread: a signal leaves the line
-              auto store = ctx.leases(wait.count() > 0);
-              // The lease belongs to whoever called swarm: its own pid ends now.
-              auto who = swarm::LeaseHolder::process(ctx.me(), f->pid != 0 ? f->pid : getppid(), f->holder);
-              swarm::Mutex mutex(store, f->name, who, ttl);
-              auto lease = wait_in_line(ctx, mutex, f->name, wait, signals);
-              if (!lease) return exit_for_signal(signals.received());
-              ctx.out().result("lease", std::to_string(lease->token),
-                               ctx.out().json() ? granted_doc(store, *lease) : swarm::Json::object());
-              return 0;
-            }
+  return {cmd, [f, acquire, renew, release, show](Context& ctx) {
+            if (acquire->parsed()) return run_acquire(ctx, *f);
             auto store = ctx.leases();
-            if (renew->parsed()) {
-              auto lease = store.renew(f->name, f->token);
-              ctx.out().result("lease",
-                               "renewed lease " + f->name + " (token " + std::to_string(lease.token) + ") for " +
-                                   swarm::format_duration(lease.record.ttl),
-                               ctx.out().json() ? granted_doc(store, lease) : swarm::Json::object());
-              return 0;
-            }
-            if (release->parsed()) {
-              store.release(f->name, f->token);
-              swarm::Json released = swarm::Json::object();
-              released.set("name", f->name).set("token", f->token);
-              swarm::Json doc = swarm::Json::object();
-              doc.set("leases", swarm::Json::array()).set("released", std::move(released));
-              ctx.out().result("lease", "released lease " + f->name + " (token " + std::to_string(f->token) + ")",
-                               std::move(doc));
-              return 0;
-            }
+            if (renew->parsed()) return run_renew(ctx, store, *f);
+            if (release->parsed()) return run_release(ctx, store, *f);
             if (show->parsed()) {
               auto entry = store.get(f->name);
               if (!entry) throw swarm::Error(swarm::Errc::not_found, "no lease " + f->name);
               print(ctx, store, {*entry}, store.waiting(f->name, ctx.me().host, ctx.me().host_id));
               return 0;
             }
-            (void)list;
-            auto entries = store.list();
+            auto entries = store.list();  // list
             std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
             print(ctx, store, entries, store.waiting({}, ctx.me().host, ctx.me().host_id));
             return 0;
