@@ -176,6 +176,42 @@ Bucket::WriteResult read_pub_ack(natsMsg* reply, const std::string& what) {
   return out;
 }
 
+// The connection's inbox for the answers of writes sent together, made on
+// first use. Called with its reply_mu held.
+void subscribe_replies(detail::ConnectionState& connection) {
+  if (connection.replies != nullptr) return;
+  char* inbox = nullptr;
+  detail::check(natsInbox_Create(&inbox), "make a reply inbox");
+  connection.reply_prefix = std::string(inbox) + ".";
+  natsInbox_Destroy(inbox);
+  detail::check(natsConnection_SubscribeSync(&connection.replies, connection.connection.get(),
+                                             (connection.reply_prefix + "*").c_str()),
+                "subscribe to replies");
+  detail::check(natsSubscription_SetPendingLimits(connection.replies, -1, -1), "subscribe to replies");
+}
+
+// Reads the answers to the `sent` writes numbered from `first` until each
+// has one or `deadline` passed (answers already there are taken even after
+// it); a transient failure counts as no answer. Called with reply_mu held.
+void collect_acks(detail::ConnectionState& connection, const std::vector<Bucket::Write>& writes, std::uint64_t first,
+                  std::size_t sent, std::chrono::steady_clock::time_point deadline,
+                  std::vector<Bucket::WriteResult>& out, std::vector<bool>& answered) {
+  std::size_t left = sent;
+  while (left > 0) {
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    natsMsg* raw = nullptr;
+    if (natsSubscription_NextMsg(&raw, connection.replies, std::max<std::int64_t>(1, ms.count())) != NATS_OK) return;
+    detail::MsgPtr reply(raw);
+    std::string_view subject = natsMsg_GetSubject(raw);
+    std::uint64_t n = std::strtoull(std::string(subject.substr(connection.reply_prefix.size())).c_str(), nullptr, 10);
+    if (n < first || n >= first + sent || answered[n - first]) continue;  // an earlier batch's late answer
+    std::size_t i = n - first;
+    out[i] = read_pub_ack(raw, "update " + where(writes[i].bucket->name(), writes[i].key));
+    answered[i] = !(out[i].error && detail::is_transient(*out[i].error));
+    if (answered[i]) --left;
+  }
+}
+
 }  // namespace
 
 std::vector<Bucket::WriteResult> Bucket::update_together(const std::vector<Write>& writes) {
@@ -202,15 +238,7 @@ std::vector<Bucket::WriteResult> Bucket::update_together(const std::vector<Write
     pipelined = pipelined && (w.bucket->state_->clustered == 0 || !detail::needs_cas_guard(*w.bucket->state_->connection));
   std::unique_lock lock(connection.reply_mu);
   natsConnection* nc = connection.connection.get();
-  if (connection.replies == nullptr) {
-    char* inbox = nullptr;
-    detail::check(natsInbox_Create(&inbox), "make a reply inbox");
-    connection.reply_prefix = std::string(inbox) + ".";
-    natsInbox_Destroy(inbox);
-    detail::check(natsConnection_SubscribeSync(&connection.replies, nc, (connection.reply_prefix + "*").c_str()),
-                  "subscribe to replies");
-    detail::check(natsSubscription_SetPendingLimits(connection.replies, -1, -1), "subscribe to replies");
-  }
+  subscribe_replies(connection);
   const std::uint64_t first = connection.next_reply;
   connection.next_reply += writes.size();
   std::size_t sent = 0;
@@ -230,25 +258,10 @@ std::vector<Bucket::WriteResult> Bucket::update_together(const std::vector<Write
   }
   detail::Attempts attempts(connection, writes.front().bucket->budget_);
   const auto wait = attempts.wait();
-  auto deadline = std::chrono::steady_clock::now() + wait;
-  std::size_t left = sent;
   // A failed flush (a timeout, a reconnect) leaves the answers to the wait
   // below, and what is still unanswered to the one-at-a-time path.
   if (sent > 0) natsConnection_FlushTimeout(nc, std::max<std::int64_t>(1, wait.count()));
-  while (left > 0) {
-    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    natsMsg* raw = nullptr;
-    // Answers already here are taken even after the deadline.
-    if (natsSubscription_NextMsg(&raw, connection.replies, std::max<std::int64_t>(1, ms.count())) != NATS_OK) break;
-    detail::MsgPtr reply(raw);
-    std::string_view subject = natsMsg_GetSubject(raw);
-    std::uint64_t n = std::strtoull(std::string(subject.substr(connection.reply_prefix.size())).c_str(), nullptr, 10);
-    if (n < first || n >= first + sent || answered[n - first]) continue;  // an earlier batch's late answer
-    std::size_t i = n - first;
-    out[i] = read_pub_ack(raw, "update " + where(writes[i].bucket->name_, writes[i].key));
-    answered[i] = !(out[i].error && detail::is_transient(*out[i].error));
-    if (answered[i]) --left;
-  }
+  collect_acks(connection, writes, first, sent, std::chrono::steady_clock::now() + wait, out, answered);
   lock.unlock();
   // No answer in time (a failover, say), or never sent: alone, the usual way,
   // knowing a first send may have landed.
@@ -257,7 +270,8 @@ std::vector<Bucket::WriteResult> Bucket::update_together(const std::vector<Write
     const Write& w = writes[i];
     out[i] = {};
     try {
-      out[i].revision = w.bucket->publish(w.key, w.value, Expect::revision, w.revision, Op::put, "update", i < sent ? Sent::maybe_stored : Sent::first);
+      const Sent earlier = i < sent ? Sent::maybe_stored : Sent::first;
+      out[i].revision = w.bucket->publish(w.key, w.value, Expect::revision, w.revision, Op::put, "update", earlier);
     } catch (const Error& e) {
       out[i].error = e;
     }
