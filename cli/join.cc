@@ -44,7 +44,9 @@ Verb add_join(CLI::App& app) {
       "replaces a stale session of this host.");
   return {cmd, [flags](Context& ctx) {
             auto lifecycle = ctx.lifecycle();
-            auto r = lifecycle.join(flags->slot, flags->task, flags->force ? swarm::Takeover::force : swarm::Takeover::only_stale, getpid());
+            const auto takeover = flags->force ? swarm::Takeover::force : swarm::Takeover::only_stale;
+            auto r = lifecycle.join(flags->slot, flags->task, takeover, getpid());
+            for (const auto& w : r.warnings) ctx.out().warn(w);
             if (r.replaced)
               ctx.out().note("replaced the earlier session of slot " + flags->slot + " (task " +
                              swarm::printable(r.replaced->session->task_id) + ")");

@@ -13,6 +13,7 @@
 #include "cli/context.h"
 #include "cli/exit_code.h"
 #include "swarm/text.h"
+#include "swarm/warnings.h"
 
 namespace {
 
@@ -40,6 +41,9 @@ void setup_logging(const std::string& level) {
   logger->set_pattern(at <= spdlog::level::debug ? "swarm: %H:%M:%S.%f %l: %v" : "swarm: %l: %v");
   logger->set_level(at);
   spdlog::set_default_logger(logger);
+  // The library's warnings: through the same logger (escaped, filtered by
+  // --log-level), from any thread.
+  swarm::set_warning_sink([](const std::string& message) { spdlog::warn("{}", message); });
 }
 
 // Whether --json is among the arguments (before a "--"), for errors that

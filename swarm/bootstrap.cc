@@ -11,6 +11,7 @@
 #include "swarm/file_lock.h"
 #include "swarm/hub.h"
 #include "swarm/log.h"
+#include "swarm/warnings.h"
 
 namespace swarm {
 
@@ -150,7 +151,7 @@ namespace {
 FileLock lock_up(const Workspace& ws, const char* verb) {
   const SafeDir locks = ws.make_folder(kLocksFolder);
   auto lock = FileLock::acquire(locks, "up", std::string("swarm ") + verb, kUpLockWait, [&](const std::string& holder) {
-    spdlog::warn("waiting for another `swarm up` or `swarm down` of this workspace: {}", holder);
+    warn(fmt::format("waiting for another `swarm up` or `swarm down` of this workspace: {}", holder));
   });
   if (!lock)
     throw Error(Errc::conflict, "another `swarm up` or `swarm down` of this workspace is still running after " +
@@ -195,15 +196,15 @@ void ensure_embedded_server(const Workspace& ws, UpResult& result) {
   // started again, with the token.
   auto running = server.running();
   if (running && !running->token_auth) {
-    spdlog::warn("restarting the embedded nats-server (pid {}) so that it requires the workspace's token",
-                 running->pid);
+    warn(fmt::format("restarting the embedded nats-server (pid {}) so that it requires the workspace's token",
+                 running->pid));
     running.reset();
   }
   // A server whose JetStream stopped (its store filled up) answers PINGs and
   // nothing else, and does not recover by itself once space is back.
   if (running && !running->url.empty() && !jetstream_answers(ws, running->url, config.lease_bucket)) {
-    spdlog::warn("restarting the embedded nats-server (pid {}): its JetStream did not answer (was its store full?)",
-                 running->pid);
+    warn(fmt::format("restarting the embedded nats-server (pid {}): its JetStream did not answer (was its store full?)",
+                 running->pid));
     running.reset();
   }
   if (auto id = running) {
@@ -317,8 +318,8 @@ UpResult up(const UpOptions& options) {
     // longer what anyone talks to, and would be one that no `down` names.
     auto stopped = EmbeddedServer(ws.nats_dir()).stop(kServerStopGrace);
     if (!stopped.empty())
-      spdlog::warn("stopped this workspace's embedded nats-server (pid {}): the workspace now uses {}; its data "
-                   "stays in {}", stopped.front(), kv::redact_urls(*options.nats_url), ws.nats_dir().string());
+      warn(fmt::format("stopped this workspace's embedded nats-server (pid {}): the workspace now uses {}; its data "
+                   "stays in {}", stopped.front(), kv::redact_urls(*options.nats_url), ws.nats_dir().string()));
     result.moved_nats = config.nats_url != *options.nats_url;
     config.nats_url = *options.nats_url;
     config.embedded = false;

@@ -4,6 +4,7 @@
 
 #include "swarm/error.h"
 #include "swarm/log.h"
+#include "swarm/warnings.h"
 #include "swarm/workspace.h"
 #include "swarm/worktree.h"
 
@@ -264,7 +265,7 @@ Salvage salvage(const SafeDir& slot_folder, const std::string& slot, const HubLo
         throw;
       // Its history or status cannot be read (objects gone, a broken ref),
       // or the hub took nothing: keep every file as it is, .git with them.
-      spdlog::warn("slot {}: keeping every file of the worktree, its .git whole: {}", slot, e.what());
+      warn(fmt::format("slot {}: keeping every file of the worktree, its .git whole: {}", slot, e.what()));
       worktree.reset();
     }
     if (!worktree) {

@@ -1,6 +1,7 @@
 #include "swarm/server_clock.h"
 
 #include "swarm/log.h"
+#include "swarm/warnings.h"
 
 namespace swarm {
 
@@ -14,7 +15,7 @@ ServerClock read_server_clock(const kv::Bucket& bucket, const Clock& local) {
     return {[local, skew] { return local() + skew; }, true, uncertainty, std::chrono::steady_clock::now(),
             local() + skew};
   } catch (const kv::Error& e) {
-    spdlog::warn("ages are read on this host's clock, which may not be the server's: {}", e.what());
+    warn(fmt::format("ages are read on this host's clock, which may not be the server's: {}", e.what()));
     return {local, false, {}, std::chrono::steady_clock::now(), local()};
   }
 }

@@ -5,6 +5,7 @@
 #include "swarm/error.h"
 #include "swarm/log.h"
 #include "swarm/names.h"
+#include "swarm/warnings.h"
 
 namespace swarm {
 
@@ -39,8 +40,8 @@ std::optional<SafeDir> slots_folder(const Workspace& ws) { return ws.folder_if_e
 FileLock lock_slot(const Workspace& ws, const std::string& slot, const std::string& doing) {
   SafeDir locks = ws.make_folder(kLocksFolder);
   auto lock = FileLock::acquire(locks, "slot." + slot, doing, kSlotLockWait, [&](const std::string& holder) {
-    spdlog::warn("slot {}: waiting for another swarm process to finish with its folder: {}", slot,
-                 holder.empty() ? "(unknown)" : holder);
+    warn(fmt::format("slot {}: waiting for another swarm process to finish with its folder: {}", slot,
+                 holder.empty() ? "(unknown)" : holder));
   });
   if (!lock)
     throw Error(Errc::conflict, "slot " + slot + ": another swarm process of this host is still working on its "

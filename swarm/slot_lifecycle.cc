@@ -13,6 +13,7 @@
 #include "swarm/names.h"
 #include "swarm/slot_folder.h"
 #include "swarm/text.h"
+#include "swarm/warnings.h"
 #include "swarm/worktree.h"
 
 namespace swarm {
@@ -271,7 +272,7 @@ SessionEntry SlotLifecycle::evict(const std::string& slot) {
   });
   // Its claim on its task goes with it (whichever host held it).
   if (!removed.corrupt())
-    if (auto w = tasks_.release(slot, removed.session->task_id); !w.empty()) spdlog::warn("{}", w);
+    if (auto w = tasks_.release(slot, removed.session->task_id); !w.empty()) warn(w);
   return removed;
 }
 

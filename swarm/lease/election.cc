@@ -3,6 +3,7 @@
 #include "swarm/error.h"
 #include "swarm/lease/lease_queue.h"
 #include "swarm/log.h"
+#include "swarm/warnings.h"
 
 namespace swarm {
 
@@ -41,7 +42,7 @@ ResignWatch::ResignWatch(const LeaseStore& store, const std::string& name, std::
       try {
         event = watch_->next(std::chrono::milliseconds(250));
       } catch (const std::exception& e) {
-        if (!stopping_) spdlog::warn("lease {}: no longer hearing requests to step down: {}", name_, e.what());
+        if (!stopping_) warn(fmt::format("lease {}: no longer hearing requests to step down: {}", name_, e.what()));
         return;
       }
       if (!event || event->kind != kv::WatchEvent::Kind::put) continue;

@@ -2,6 +2,7 @@
 
 #include "swarm/error.h"
 #include "swarm/log.h"
+#include "swarm/warnings.h"
 
 namespace swarm {
 
@@ -82,7 +83,7 @@ void LeaseKeeper::run() {
         lose(e.what(), current.deadline);
         return;
       }
-      spdlog::warn("lease {}: renewal failed, trying again: {}", current.name, e.what());
+      warn(fmt::format("lease {}: renewal failed, trying again: {}", current.name, e.what()));
       next = BootClock::now() + kRetryPause;
     }
   }

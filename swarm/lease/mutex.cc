@@ -5,6 +5,7 @@
 #include "swarm/lease/lease_queue.h"
 #include "swarm/log.h"
 #include "swarm/names.h"
+#include "swarm/warnings.h"
 
 namespace swarm {
 
@@ -126,7 +127,7 @@ class Mutex::InLine {
   std::optional<Lease> try_grant(Steady::time_point now) {
     if (lease_.corrupt) {
       if (!told_corrupt_)
-        spdlog::warn("the record of lease {} is corrupt: waiting until `swarm doctor --fix` removes it", m_.name_);
+        warn(fmt::format("the record of lease {} is corrupt: waiting until `swarm doctor --fix` removes it", m_.name_));
       told_corrupt_ = true;
       return std::nullopt;
     }
