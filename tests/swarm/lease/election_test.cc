@@ -3,28 +3,13 @@
 
 #include <doctest/doctest.h>
 
-#include <atomic>
-#include <mutex>
-#include <thread>
-
-#include "support/expect.h"
 #include "support/lease_fixture.h"
-#include "support/nats_server.h"
-#include "swarm/bootstrap.h"
-#include "swarm/error.h"
-#include "swarm/lease/election.h"
 #include "swarm/lease/lease.h"
-#include "swarm/lease/lease_keeper.h"
-#include "swarm/lease/mutex.h"
 
 using namespace swarm;
 using namespace std::chrono_literals;
-using testing::kind_of;
-
-namespace {
+using testing::lease_holder;
 using Fixture = testing::LeaseFixture;
-LeaseHolder holder(const std::string& name, std::int64_t pid = 4242) { return testing::lease_holder(name, pid); }
-}  // namespace
 
 TEST_CASE("LeaderWatch_ReportsTheLeaderThenEachChange") {
   // an observer hears who leads, a new leader, a release and an expiry, but not a renewal.
@@ -35,7 +20,7 @@ TEST_CASE("LeaderWatch_ReportsTheLeaderThenEachChange") {
   REQUIRE(first);
   CHECK(first->change == Leadership::Change::current);
   CHECK_FALSE(first->leader);
-  Lease a = store.acquire("scheduler", holder("a"), 1s);
+  Lease a = store.acquire("scheduler", lease_holder("a"), 1s);
   auto elected = watch.next(3s);
   REQUIRE(elected);
   CHECK(elected->change == Leadership::Change::elected);
@@ -47,7 +32,7 @@ TEST_CASE("LeaderWatch_ReportsTheLeaderThenEachChange") {
   auto released = watch.next(3s);
   REQUIRE(released);
   CHECK(released->change == Leadership::Change::released);
-  Lease b = store.acquire("scheduler", holder("b"), 1s);
+  Lease b = store.acquire("scheduler", lease_holder("b"), 1s);
   REQUIRE(watch.next(3s));  // elected b
   auto expired = watch.next(5s);  // b never renews
   REQUIRE(expired);

@@ -5,34 +5,22 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
-#include <mutex>
 #include <thread>
 
-#include "support/expect.h"
 #include "support/lease_fixture.h"
-#include "support/nats_server.h"
-#include "swarm/bootstrap.h"
-#include "swarm/error.h"
-#include "swarm/lease/election.h"
 #include "swarm/lease/lease.h"
-#include "swarm/lease/lease_keeper.h"
-#include "swarm/lease/mutex.h"
 
 using namespace swarm;
 using namespace std::chrono_literals;
-using testing::kind_of;
-
-namespace {
+using testing::lease_holder;
 using Fixture = testing::LeaseFixture;
-LeaseHolder holder(const std::string& name, std::int64_t pid = 4242) { return testing::lease_holder(name, pid); }
-}  // namespace
 
 TEST_CASE("LeaseKeeper_RenewsAndReportsALossAtOnce") {
   // the keeper renews every TTL/3 (the lease outlives its TTL), and reports at once when the lease was taken from
   // it, with a deadline still ahead.
   Fixture f;
   auto store = f.store();
-  Lease l = store.acquire("job", holder("a"), 1s);
+  Lease l = store.acquire("job", lease_holder("a"), 1s);
   std::atomic<bool> lost{false};
   std::string why;
   BootTime deadline{};
@@ -62,7 +50,7 @@ TEST_CASE("LeaseKeeper_AGrantThatCameLateIsRenewedAtOnce") {
   // would be past the point of giving up.
   Fixture f;
   auto store = f.store();
-  Lease l = store.acquire("late", holder("a"), 1s);
+  Lease l = store.acquire("late", lease_holder("a"), 1s);
   std::this_thread::sleep_for(600ms);  // 400 ms left; giving up at 200 ms left
   std::atomic<bool> lost{false};
   {

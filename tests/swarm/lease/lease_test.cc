@@ -4,42 +4,31 @@
 
 #include <doctest/doctest.h>
 
-#include <atomic>
-#include <mutex>
 #include <thread>
 
 #include "support/expect.h"
 #include "support/lease_fixture.h"
-#include "support/nats_server.h"
-#include "swarm/bootstrap.h"
 #include "swarm/error.h"
-#include "swarm/lease/election.h"
-#include "swarm/lease/lease.h"
-#include "swarm/lease/lease_keeper.h"
-#include "swarm/lease/mutex.h"
 
 using namespace swarm;
 using namespace std::chrono_literals;
 using testing::kind_of;
-
-namespace {
+using testing::lease_holder;
 using Fixture = testing::LeaseFixture;
-LeaseHolder holder(const std::string& name, std::int64_t pid = 4242) { return testing::lease_holder(name, pid); }
-}  // namespace
 
 TEST_CASE("Lease_TokenIsTheGrantingRevisionAndOnlyItsHolderRenewsOrReleases") {
   // the token is the revision that granted the lease and survives renewals; a token that is no longer the lease's
   // is a conflict that changes nothing; a release lets the next grant count a transition.
   Fixture f;
   auto store = f.store();
-  Lease a = store.acquire("task.T-42", holder("a"), 10s);
+  Lease a = store.acquire("task.T-42", lease_holder("a"), 10s);
   CHECK(a.token == a.revision);
   CHECK(store.get("task.T-42")->token() == a.token);
   Lease renewed = store.renew(a);
   CHECK(renewed.token == a.token);
   CHECK(renewed.revision > a.revision);
   CHECK(store.get("task.T-42")->token() == a.token);  // written into the record by the renewal
-  CHECK(kind_of([&] { store.acquire("task.T-42", holder("b"), 10s); }) == Errc::conflict);
+  CHECK(kind_of([&] { store.acquire("task.T-42", lease_holder("b"), 10s); }) == Errc::conflict);
 
   auto before = f.bucket.get("task.T-42")->revision;
   CHECK(kind_of([&] { store.renew("task.T-42", a.token + 1000); }) == Errc::conflict);
@@ -49,7 +38,7 @@ TEST_CASE("Lease_TokenIsTheGrantingRevisionAndOnlyItsHolderRenewsOrReleases") {
 
   store.release("task.T-42", a.token);
   CHECK_FALSE(store.get("task.T-42"));
-  Lease b = store.acquire("task.T-42", holder("b"), 10s);
+  Lease b = store.acquire("task.T-42", lease_holder("b"), 10s);
   CHECK(b.token > a.token);
   CHECK(b.record.transitions == 1);  // counted across the release
   CHECK(kind_of([&] { store.release(renewed); }) == Errc::conflict);  // an old grant cannot release the new one
@@ -61,13 +50,13 @@ TEST_CASE("Lease_ExpiredOnlyAfterItsTtlAndNeverRenewedAfter") {
   // holder can then neither renew it by token nor act on it.
   Fixture f;
   auto store = f.store();
-  Lease a = store.acquire("job", holder("a"), 1s);
-  CHECK(kind_of([&] { f.other_store().acquire("job", holder("b"), 1s); }) == Errc::conflict);
+  Lease a = store.acquire("job", lease_holder("a"), 1s);
+  CHECK(kind_of([&] { f.other_store().acquire("job", lease_holder("b"), 1s); }) == Errc::conflict);
   std::this_thread::sleep_for(600ms);
-  CHECK(kind_of([&] { f.other_store().acquire("job", holder("b"), 1s); }) == Errc::conflict);
+  CHECK(kind_of([&] { f.other_store().acquire("job", lease_holder("b"), 1s); }) == Errc::conflict);
   std::this_thread::sleep_for(700ms);  // 1.3 s: past the TTL and the margin
   CHECK(kind_of([&] { store.renew("job", a.token); }) == Errc::conflict);  // expired: not renewed by token
-  Lease b = f.other_store().acquire("job", holder("b"), 1s);
+  Lease b = f.other_store().acquire("job", lease_holder("b"), 1s);
   CHECK(b.token > a.token);
   CHECK(b.record.transitions == 1);
   CHECK(kind_of([&] { store.renew(a); }) == Errc::conflict);  // the old grant is gone

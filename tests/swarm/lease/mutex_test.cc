@@ -12,29 +12,20 @@
 
 #include "support/expect.h"
 #include "support/lease_fixture.h"
-#include "support/nats_server.h"
-#include "swarm/bootstrap.h"
 #include "swarm/error.h"
-#include "swarm/lease/election.h"
 #include "swarm/lease/lease.h"
-#include "swarm/lease/lease_keeper.h"
-#include "swarm/lease/lease_queue.h"
-#include "swarm/lease/mutex.h"
 
 using namespace swarm;
 using namespace std::chrono_literals;
 using testing::kind_of;
-
-namespace {
+using testing::lease_holder;
 using Fixture = testing::LeaseFixture;
-LeaseHolder holder(const std::string& name, std::int64_t pid = 4242) { return testing::lease_holder(name, pid); }
-}  // namespace
 
 TEST_CASE("Mutex_WaitersAreGrantedInArrivalOrder") {
   // five waiters, each asking once the one before it is in line, are granted the lease one at a time, in that
   // order, each with a higher token, and none while another holds it.
   Fixture f;
-  Lease first = f.store().acquire("merge", holder("first"), 5s);
+  Lease first = f.store().acquire("merge", lease_holder("first"), 5s);
   constexpr int kWaiters = 5;
   std::mutex mu;
   std::vector<int> order;
@@ -45,7 +36,7 @@ TEST_CASE("Mutex_WaitersAreGrantedInArrivalOrder") {
   for (int i = 0; i < kWaiters; ++i) {
     waiters.emplace_back([&, i] {
       auto store = f.other_store();
-      Mutex m(store, "merge", holder("w" + std::to_string(i), getpid()), 5s);  // a live process: a place of a gone one is dead
+      Mutex m(store, "merge", lease_holder("w" + std::to_string(i), getpid()), 5s);  // a live process: a place of a gone one is dead
       Lease l = m.lock(30s);
       if (holding++ != 0) overlap = true;
       {
@@ -81,9 +72,9 @@ TEST_CASE("Mutex_ADeadWaitersPlaceExpiresAndTheLineGoesOn") {
   dead.ttl = 1s;
   f.bucket.create(queue_prefix("merge") + "0000000000000001", to_json(dead));
   // While the dead waiter's place is fresh, the free lease is not handed past it.
-  CHECK(kind_of([&] { store.acquire("merge", holder("b"), 5s); }) == Errc::conflict);
+  CHECK(kind_of([&] { store.acquire("merge", lease_holder("b"), 5s); }) == Errc::conflict);
   auto start = std::chrono::steady_clock::now();
-  std::optional<Mutex> m(std::in_place, f.other_store(), "merge", holder("live"), 5s);
+  std::optional<Mutex> m(std::in_place, f.other_store(), "merge", lease_holder("live"), 5s);
   Lease l = m->lock(10s);
   auto waited = std::chrono::steady_clock::now() - start;
   m.reset();  // a granted waiter leaves the line in the background: done once its mutex is
@@ -96,8 +87,8 @@ TEST_CASE("Mutex_ADeadWaitersPlaceExpiresAndTheLineGoesOn") {
 TEST_CASE("Mutex_CancelLeavesTheLineAtOnce") {
   // a waiter told to stop (a signal) leaves its place at once, and lock() throws Cancelled.
   Fixture f;
-  Lease held = f.store().acquire("merge", holder("holder"), 10s);
-  Mutex m(f.other_store(), "merge", holder("waiter"), 10s);
+  Lease held = f.store().acquire("merge", lease_holder("holder"), 10s);
+  Mutex m(f.other_store(), "merge", lease_holder("waiter"), 10s);
   std::atomic<bool> cancelled{false};
   std::thread waiter([&] {
     try {
