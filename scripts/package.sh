@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the Debian package swarm_<version>_<arch>.deb with CPack and checks it
+# Builds the Debian packages swarm_<version>_<arch>.deb (the tool) and
+# libswarm-dev_<version>_<arch>.deb (the library) with CPack and checks them
 # with lintian (no errors allowed).
 #   scripts/package.sh [OUT_DIR]       (default: build/package)
 set -euo pipefail
@@ -14,13 +15,27 @@ cmake -S . -B "$build/pkg" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS=-Wno-res
 cmake --build "$build/pkg" -j"$(nproc)" >/dev/null
 mkdir -p "$out"
 out=$(realpath "$out")
+rm -f "$out"/swarm_*.deb "$out"/libswarm-dev_*.deb
 (cd "$build/pkg" && cpack -G DEB -B "$out" >/dev/null)
 deb=$(ls -t "$out"/swarm_*.deb | head -1)
-echo "package: $deb"
-dpkg-deb --info "$deb" | sed -n '/Package:/,$p'
-# Errors fail the build; warnings are shown.
-lintian --fail-on error --tag-display-limit 0 "$deb" 2>&1 | grep -v "running with root privileges" || true
-lintian --fail-on error --tag-display-limit 0 "$deb" >/dev/null 2>&1 || { echo "package: lintian found errors" >&2; exit 1; }
+dev=$(ls -t "$out"/libswarm-dev_*.deb | head -1)
+for package in "$deb" "$dev"; do
+  echo "package: $package"
+  dpkg-deb --info "$package" | sed -n '/Package:/,$p'
+  # Errors fail the build; warnings are shown.
+  lintian --fail-on error --tag-display-limit 0 "$package" 2>&1 | grep -v "running with root privileges" || true
+  lintian --fail-on error --tag-display-limit 0 "$package" >/dev/null 2>&1 ||
+    { echo "package: lintian found errors in $package" >&2; exit 1; }
+done
+# Each file in one package only: the tool holds no header, the library no binary.
+tool_files=$(dpkg-deb -c "$deb" | awk '{print $6}')
+dev_files=$(dpkg-deb -c "$dev" | awk '{print $6}')
+grep -q '/usr/include/' <<<"$tool_files" && { echo "package: headers in the swarm package" >&2; exit 1; }
+grep -q '/usr/bin/swarm$' <<<"$dev_files" && { echo "package: the binary in libswarm-dev" >&2; exit 1; }
+for f in ./usr/include/swarm/swarm/lease/lease.h ./usr/lib/.*/libswarm.a ./usr/lib/.*/cmake/swarm/swarmConfig.cmake \
+         ./usr/lib/.*/pkgconfig/swarm.pc; do
+  grep -qx "$f" <<<"$dev_files" || { echo "package: libswarm-dev lacks $f" >&2; exit 1; }
+done
 # What a user gets: the binary runs from the unpacked package and finds its
 # git module in lib/<multiarch>/swarm relative to itself.
 unpacked=$(realpath "$(mktemp -d)")
