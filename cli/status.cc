@@ -27,68 +27,73 @@ struct StatusFlags {
   bool watch = false;
 };
 
-// One session as swarm.status.v1 has it: the record's fields, then ours.
-swarm::Json row_json(const swarm::SessionRow& row) {
-  swarm::Json item = row.corrupt ? swarm::Json::object() : swarm::Json::parse(std::string(row.record_json));
-  if (row.corrupt) item.set("slot", std::string(row.slot));
-  if (!row.corrupt && !row.token_in_record) item.set("session_token", row.session_token);
-  item.set("revision", row.revision)
-      .set("state", swarm::to_string(row.state))
-      .set("age_seconds", static_cast<double>(row.age.count()) / 1000.0)
-      .set("local", row.local);
-  if (row.corrupt) item.set("error", std::string(row.corrupt_reason));
-  if (!row.task_lease_problem.empty()) {
-    swarm::Json lease = swarm::Json::object();
-    lease.set("name", swarm::task_lease_name(std::string(row.task_id)))
-        .set("problem", std::string(row.task_lease_problem));
-    item.set("task_lease", std::move(lease));
-  }
-  return item;
-}
-
-// Whether the record carries a field of a name status adds itself (a newer
-// writer's): then row_json's tree replaces it, as the contract has it.
-// A record with fields of a newer writer goes through the tree too: the tree
-// prints their values in cJSON's form ({"a": 1.0} as {"a":1}), as status did.
-bool needs_tree(const swarm::SessionRow& row) { return row.corrupt || row.newer_fields; }
-
-// A number as cJSON prints it: a whole one within int as digits, else %1.15g,
-// or %1.17g when that does not read back the same.
+// A number as cJSON prints it (a whole one as digits, else %1.15g, or
+// %1.17g when that does not read back the same), printed by cJSON itself
+// into a buffer: no allocation, and no second copy of its rules.
 void append_number(std::string& out, double value) {
+  thread_local cJSON number{};
+  number.type = cJSON_Number;
+  number.valuedouble = value;
+  number.valueint = value >= INT_MAX ? INT_MAX : value <= INT_MIN ? INT_MIN : static_cast<int>(value);
   char text[64];
-  char* end = nullptr;
-  if (value == static_cast<double>(static_cast<long long>(value)) && value >= INT_MIN && value <= INT_MAX) {
-    end = std::to_chars(text, text + sizeof text, static_cast<long long>(value)).ptr;
-  } else {
-    end = std::to_chars(text, text + sizeof text, value, std::chars_format::general, 15).ptr;
-    double back = 0;
-    std::from_chars(text, end, back);
-    if (back != value) end = std::to_chars(text, text + sizeof text, value, std::chars_format::general, 17).ptr;
-  }
-  out.append(text, static_cast<std::size_t>(end - text));
-}
-
-// The same text as row_json(row).dump(), appended to `out` without building
-// a tree: the record's own JSON with status's fields added to its end.
-void append_row_json(std::string& out, const swarm::SessionRow& row) {
-  if (needs_tree(row)) {
-    out += row_json(row).dump();
+  if (!cJSON_PrintPreallocated(&number, text, sizeof text, false)) {
+    out += "null";
     return;
   }
-  out += row.record_json;
-  out.pop_back();  // its closing brace
-  char number[64];
-  if (!row.token_in_record) {
+  out += text;
+}
+
+void append_digits(std::string& out, std::uint64_t value) {
+  char number[24];
+  out.append(number, static_cast<std::size_t>(std::to_chars(number, number + sizeof number, value).ptr - number));
+}
+
+// The names status adds to a record; a newer writer's field of one of these
+// names gives way to status's own.
+constexpr std::array<const char*, 7> kStatusFields = {"session_token", "revision", "state", "age_seconds",
+                                                      "local",         "task_lease", "error"};
+
+// The start of one session's object in swarm.status.v1, without its closing
+// brace: the record's own JSON as swarm writes it; a record with fields of a
+// newer writer goes through cJSON (their values in cJSON's form, {"a": 1.0}
+// as {"a":1}, as status always printed them); a corrupt one is its slot.
+void append_record_part(std::string& out, const swarm::SessionRow& row) {
+  if (row.corrupt) {
+    out += "{\"slot\":";
+    swarm::append_quoted(out, row.slot);
+    return;
+  }
+  if (!row.newer_fields) {
+    out += row.record_json;
+    out.pop_back();  // its closing brace
+    return;
+  }
+  swarm::Json tree = swarm::Json::parse(std::string(row.record_json));
+  for (const char* name : kStatusFields) cJSON_DeleteItemFromObjectCaseSensitive(tree.get(), name);
+  std::string text = tree.dump();
+  text.pop_back();
+  out += text;
+}
+
+// One session as swarm.status.v1 has it: the record's fields, then status's,
+// written once, as it goes, without a tree of the whole row.
+void append_row_json(std::string& out, const swarm::SessionRow& row) {
+  append_record_part(out, row);
+  if (!row.corrupt && !row.token_in_record) {
     out += ",\"session_token\":";
-    out.append(number, static_cast<std::size_t>(std::to_chars(number, number + sizeof number, row.session_token).ptr - number));
+    append_digits(out, row.session_token);
   }
   out += ",\"revision\":";
-  out.append(number, static_cast<std::size_t>(std::to_chars(number, number + sizeof number, row.revision).ptr - number));
+  append_digits(out, row.revision);
   out += ",\"state\":\"";
   out += swarm::to_string(row.state);
   out += "\",\"age_seconds\":";
   append_number(out, static_cast<double>(row.age.count()) / 1000.0);
   out += row.local ? ",\"local\":true" : ",\"local\":false";
+  if (row.corrupt) {
+    out += ",\"error\":";
+    swarm::append_quoted(out, row.corrupt_reason);
+  }
   if (!row.task_lease_problem.empty()) {
     out += ",\"task_lease\":{\"name\":";
     swarm::append_quoted(out, swarm::task_lease_name(std::string(row.task_id)));
