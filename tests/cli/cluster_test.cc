@@ -7,6 +7,7 @@
 
 #include "cli/swarm_fixture.h"
 #include "kv/bucket.h"
+#include "support/json_fields.h"
 
 using namespace testing;
 using namespace std::chrono_literals;
@@ -33,10 +34,10 @@ TEST_CASE("Cluster_WorkspaceOnThreeNodesSurvivesANodeLoss") {
     int notices = 0;
     cJSON* item = nullptr;
     cJSON_ArrayForEach(item, cJSON_GetObjectItem(report.get(), "findings")) {
-      if (std::string(cJSON_GetObjectItem(item, "check")->valuestring) != "nats_server_version") continue;
+      if (testing::text_of(item, "check") != "nats_server_version") continue;
       ++notices;
-      CHECK(std::string(cJSON_GetObjectItem(item, "severity")->valuestring) == "notice");
-      CHECK(std::string(cJSON_GetObjectItem(item, "message")->valuestring).find(connection.server_version()) !=
+      CHECK(testing::text_of(item, "severity") == "notice");
+      CHECK(testing::text_of(item, "message").find(connection.server_version()) !=
             std::string::npos);
     }
     CHECK_MESSAGE(notices == (old_server ? 1 : 0), "server " << connection.server_version());
@@ -144,7 +145,7 @@ TEST_CASE("Cluster_VerbsRideOutALeaderElection") {
   auto doc = json_of(status);
   cJSON* session = cJSON_GetArrayItem(cJSON_GetObjectItem(doc.get(), "sessions"), 0);
   REQUIRE(session);
-  CHECK(cJSON_GetObjectItem(session, "revision")->valuedouble >= last_renewal);
+  CHECK(testing::number_of(session, "revision") >= last_renewal);
   MESSAGE("leader " << leader << " killed; " << renewals.load() << " renewals and " << listings.load()
                     << " listings, none failed; the slowest took " << longest_ms.load() << " ms");
 }

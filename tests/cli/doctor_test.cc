@@ -7,6 +7,7 @@
 
 #include "cli/swarm_fixture.h"
 #include "kv/bucket.h"
+#include "support/json_fields.h"
 #include "swarm/session.h"
 
 using namespace testing;
@@ -36,7 +37,7 @@ std::vector<swarm::Json> findings(const Doctor& d, const std::string& check) {
   std::vector<swarm::Json> out;
   cJSON* item = nullptr;
   cJSON_ArrayForEach(item, cJSON_GetObjectItem(d.doc.get(), "findings")) {
-    if (std::string(cJSON_GetObjectItem(item, "check")->valuestring) == check)
+    if (testing::text_of(item, "check") == check)
       out.push_back(swarm::Json::copy(item));
   }
   return out;
@@ -255,8 +256,8 @@ TEST_CASE("StatusWatch_SeesJoinAndCloseArrive") {
   auto put = swarm::Json::parse(*joined);
   REQUIRE(put);
   cJSON* change = cJSON_GetObjectItem(put.get(), "change");
-  CHECK(std::string(cJSON_GetObjectItem(change, "event")->valuestring) == "put");
-  CHECK(std::string(cJSON_GetObjectItem(change, "slot")->valuestring) == "w");
+  CHECK(testing::text_of(change, "event") == "put");
+  CHECK(testing::text_of(change, "slot") == "w");
   CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(put.get(), "sessions")) == 1);
 
   REQUIRE(ws.swarm({"close", "--slot", "w", "--no-artifact"}).exit == 0);
@@ -265,7 +266,7 @@ TEST_CASE("StatusWatch_SeesJoinAndCloseArrive") {
   auto del = swarm::Json::parse(*closed);
   REQUIRE(del);
   change = cJSON_GetObjectItem(del.get(), "change");
-  CHECK(std::string(cJSON_GetObjectItem(change, "event")->valuestring) == "delete");
+  CHECK(testing::text_of(change, "event") == "delete");
   CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(del.get(), "sessions")) == 0);
 
   watcher.signal(SIGINT);

@@ -5,6 +5,7 @@
 
 #include "cli/swarm_fixture.h"
 #include "kv/bucket.h"
+#include "support/json_fields.h"
 
 using namespace testing;
 using namespace std::chrono_literals;
@@ -48,12 +49,12 @@ TEST_CASE("Lifecycle_JoinCommitStatusCloseEvict") {
   REQUIRE(cJSON_GetArraySize(sessions) == 3);
   for (int i = 0; i < 3; ++i) {
     cJSON* s = cJSON_GetArrayItem(sessions, i);
-    CHECK(std::string(cJSON_GetObjectItem(s, "state")->valuestring) == "fresh");
-    CHECK(std::string(cJSON_GetObjectItem(s, "host")->valuestring) == "host-a");
-    CHECK(std::string(cJSON_GetObjectItem(s, "host_id")->valuestring) == "id-a");
+    CHECK(testing::text_of(s, "state") == "fresh");
+    CHECK(testing::text_of(s, "host") == "host-a");
+    CHECK(testing::text_of(s, "host_id") == "id-a");
     CHECK(cJSON_IsTrue(cJSON_GetObjectItem(s, "local")));
-    CHECK(cJSON_GetObjectItem(s, "age_seconds")->valuedouble < 30);
-    CHECK(cJSON_GetObjectItem(s, "revision")->valuedouble > 0);
+    CHECK(testing::number_of(s, "age_seconds") < 30);
+    CHECK(testing::number_of(s, "revision") > 0);
   }
   auto human = ws.swarm({"status"});
   CHECK(human.out.find("SLOT") != std::string::npos);

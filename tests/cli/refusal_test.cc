@@ -5,6 +5,7 @@
 
 #include "cli/swarm_fixture.h"
 #include "kv/bucket.h"
+#include "support/json_fields.h"
 
 using namespace testing;
 using namespace std::chrono_literals;
@@ -56,7 +57,7 @@ TEST_CASE("Evict_RemovesAnotherHostsRecord") {
   CHECK(field(doc, "schema") == "swarm.evict.v1");
   cJSON* record = cJSON_GetObjectItem(doc.get(), "record");
   REQUIRE(record);
-  CHECK(std::string(cJSON_GetObjectItem(record, "host")->valuestring) == "host-b");
+  CHECK(testing::text_of(record, "host") == "host-b");
   CHECK(raw_record(ws, "s") == "(none)");
   // Now host A may take it.
   CHECK(ws.swarm({"join", "--slot", "s", "--task", "T-7"}, kHostA).exit == 0);
@@ -83,8 +84,8 @@ TEST_CASE("Corrupt_RecordIsRefusedWithExit3AndNamesTheFix") {
   REQUIRE(status.exit == 0);
   auto doc = json_of(status);
   cJSON* first = cJSON_GetArrayItem(cJSON_GetObjectItem(doc.get(), "sessions"), 0);
-  CHECK(std::string(cJSON_GetObjectItem(first, "state")->valuestring) == "corrupt");
-  CHECK(std::string(cJSON_GetObjectItem(first, "error")->valuestring) == "the value is not valid JSON");
+  CHECK(testing::text_of(first, "state") == "corrupt");
+  CHECK(testing::text_of(first, "error") == "the value is not valid JSON");
   CHECK(ws.swarm({"status"}).out.find("corrupt") != std::string::npos);
   CHECK(ws.swarm({"evict", "--slot", "bad"}).exit == 0);
   CHECK(ws.swarm({"join", "--slot", "bad", "--task", "T-1"}).exit == 0);

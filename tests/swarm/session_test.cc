@@ -1,4 +1,5 @@
 // The session record: round trips, every corrupt shape, unknown fields kept.
+#include "support/json_fields.h"
 #include "swarm/session.h"
 
 #include <doctest/doctest.h>
@@ -94,10 +95,10 @@ TEST_CASE("Session_KeepsUnknownFieldsAcrossAnUpdate") {
   char* future = cJSON_PrintUnformatted(cJSON_GetObjectItem(out.get(), "future"));
   CHECK(std::string(future) == R"({"x":[1,2,{"y":null}]})");
   cJSON_free(future);
-  CHECK(std::string(cJSON_GetObjectItem(out.get(), "note")->valuestring) == "keep me");
-  CHECK(cJSON_GetObjectItem(out.get(), "n")->valuedouble == 1.5);
+  CHECK(testing::text_of(out.get(), "note") == "keep me");
+  CHECK(testing::number_of(out.get(), "n") == 1.5);
   CHECK(cJSON_IsFalse(cJSON_GetObjectItem(out.get(), "flag")));
-  CHECK(std::string(cJSON_GetObjectItem(out.get(), "last_renewed")->valuestring) == "2026-11-22T11:00:00.000Z");
+  CHECK(testing::text_of(out.get(), "last_renewed") == "2026-11-22T11:00:00.000Z");
 }
 
 TEST_CASE("Session_CorruptShapesAreReportedNotThrown") {
