@@ -1,0 +1,57 @@
+// The benchmark's cases, numbered as `--only` takes them, and the run they
+// share: one nats-server, one workspace, the rows of the table so far. Each
+// case appends its rows; swarm_bench.cc runs them in number order.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "bench/bench_raw.h"
+#include "bench/bench_support.h"
+#include "support/nats_server.h"
+#include "support/temp_dir.h"
+#include "swarm/bootstrap.h"
+
+namespace bench {
+
+// What one run of the benchmark shares between its cases.
+struct Bench {
+  bool quick = false;
+  std::string swarm_bin;
+  std::string minimal_get;
+  testing::NatsServer& server;
+  testing::TempDir& dir;
+  swarm::UpResult& up;
+  std::string ws_env;  // SWARM_WORKSPACE=... of `up`
+  kv::Connection& nats;
+  Raw& raw;
+  std::vector<Row> rows;
+  double raw_handoff_floor = 0;  // case 9's raw hand-off without the spawn, for 10 and 17
+};
+
+// bench_sessions.cc
+void session_renew(Bench& b);         // 1
+void list_sessions(Bench& b);         // 2 (and the buckets 6, 14 and 15 read)
+void concurrent_joins(Bench& b);      // 5
+void cluster_cas_guard(Bench& b);     // 18
+
+// bench_status.cc
+void status_process(Bench& b);        // 3
+void status_peak_rss(Bench& b);       // 6
+void status_at_10000(Bench& b);       // 14
+void verbs_at_100000(Bench& b);       // 15
+
+// bench_files.cc
+void commit_small_file(Bench& b);     // 4
+void join_big_repository(Bench& b);   // 12
+void close_untracked_files(Bench& b); // 13
+void long_commit_run(Bench& b);       // 16
+
+// bench_leases.cc
+void lease_renewals(Bench& b);        // 7 and 8
+void lock_handoff(Bench& b);          // 9 (and the raw hand-off 10 and 17 use)
+void lock_queue(Bench& b);            // 10
+void elect_failover(Bench& b);        // 11
+void cli_contenders(Bench& b);        // 17
+
+}  // namespace bench
