@@ -126,108 +126,140 @@ void check_nothing_lost(const SwarmWorkspace& ws, const std::vector<std::string>
   }
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  testing::use_built_git_module();
+struct Options {
   int iterations = 300;
   unsigned seed = static_cast<unsigned>(std::random_device{}());
   int max_seconds = 900;
+};
+
+Options parse_options(int argc, char** argv) {
+  Options o;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string arg = argv[i];
-    if (arg == "--iterations") iterations = std::atoi(argv[i + 1]);
-    else if (arg == "--seed") seed = static_cast<unsigned>(std::strtoul(argv[i + 1], nullptr, 10));
-    else if (arg == "--max-seconds") max_seconds = std::atoi(argv[i + 1]);
+    if (arg == "--iterations") o.iterations = std::atoi(argv[i + 1]);
+    else if (arg == "--seed") o.seed = static_cast<unsigned>(std::strtoul(argv[i + 1], nullptr, 10));
+    else if (arg == "--max-seconds") o.max_seconds = std::atoi(argv[i + 1]);
   }
-  std::printf("faults: %d iterations at most, %d s at most, seed %u\n", iterations, max_seconds, seed);
-  std::fflush(stdout);
-  std::mt19937 rng(seed);
-  auto chance = [&](int one_in) { return rng() % static_cast<unsigned>(one_in) == 0; };
-  SwarmWorkspace ws({.up_args = {"--ttl", "30s"}});
-  TempDir scratch("swarm-faults");
-  Tally tally;
-  std::vector<std::string> commits;
-  std::vector<Written> files;
-  const auto started = std::chrono::steady_clock::now();
+  return o;
+}
+
+// One run of the loop: the workspace, the random source of its choices and
+// kills (one seed replays a run), and what the agents wrote and committed.
+class FaultLoop {
+ public:
+  explicit FaultLoop(unsigned seed) : rng_(seed) {}
+
+  // Rounds until `iterations` are done or `max_seconds` have passed since `started`.
+  void run_rounds(int iterations, int max_seconds, std::chrono::steady_clock::time_point started) {
+    for (int i = 0; i < iterations; ++i) {
+      if (std::chrono::steady_clock::now() - started > std::chrono::seconds(max_seconds)) break;
+      round(i);
+      if ((i + 1) % 50 == 0) {
+        std::printf("  %d iterations, %d commits, %d files so far\n", i + 1, tally_.reported_commits,
+                    tally_.written_files);
+        std::fflush(stdout);
+      }
+    }
+  }
+
+  // The end: every slot is closed (unkilled) and doctor runs once more; then the check.
+  void finish() {
+    for (int s = 0; s < kSlots; ++s) ws_.swarm({"close", "--slot", "s" + std::to_string(s), "--result", "fail"});
+    if (ws_.swarm({"doctor", "--fix"}).exit != 0 && ws_.swarm({"doctor"}).exit != 0) ++tally_.unhealthy_after_fix;
+    check_nothing_lost(ws_, commits_, files_, scratch_.path() / "blobs", tally_);
+  }
+
+  Tally& tally() { return tally_; }
+
+ private:
+  bool chance(int one_in) { return rng_() % static_cast<unsigned>(one_in) == 0; }
 
   // Runs one verb; a third of them get a SIGKILL at a random moment within
   // the verb's usual length (learnt from the runs left alone).
-  auto step = [&](const std::string& verb, std::vector<std::string> args) {
-    ++tally.runs[verb];
-    Process p(ws.command(args));
-    bool kill = tally.usual_ms.count(verb) != 0 && chance(3);
+  RunResult step(const std::string& verb, std::vector<std::string> args) {
+    ++tally_.runs[verb];
+    Process p(ws_.command(args));
+    bool kill = tally_.usual_ms.count(verb) != 0 && chance(3);
     if (kill) {
-      auto window = static_cast<unsigned>(tally.usual_ms[verb] * 1000) + 1;
-      std::this_thread::sleep_for(std::chrono::microseconds(rng() % window));
+      auto window = static_cast<unsigned>(tally_.usual_ms[verb] * 1000) + 1;
+      std::this_thread::sleep_for(std::chrono::microseconds(rng_() % window));
       p.signal(SIGKILL);
     }
     auto r = p.wait(120s);
-    if (r.exit == 128 + SIGKILL) ++tally.killed[verb];
+    if (r.exit == 128 + SIGKILL) ++tally_.killed[verb];
     if (!kill) {
-      double& usual = tally.usual_ms[verb];
+      double& usual = tally_.usual_ms[verb];
       usual = usual == 0 ? static_cast<double>(r.took.count()) : usual * 0.9 + static_cast<double>(r.took.count()) * 0.1;
     }
     return r;
-  };
+  }
 
-  for (int i = 0; i < iterations; ++i) {
-    if (std::chrono::steady_clock::now() - started > std::chrono::seconds(max_seconds)) break;
-    ++tally.iterations;
-    const std::string slot = "s" + std::to_string(rng() % kSlots);
+  // One file the agent writes, remembered to be found again at the end.
+  void write(const std::string& slot, const fs::path& path, const std::string& content) {
+    Written w{slot, path, "", ""};
+    w.name = w.path.filename().string();
+    w.content = content;
+    write_file(w.path, w.content);
+    files_.push_back(w);
+    ++tally_.written_files;
+  }
+
+  void write_numbered(const std::string& slot, const fs::path& wt, const std::string& n, int k) {
+    const fs::path path = wt / ("f-" + n + "-" + std::to_string(k) + ".txt");
+    write(slot, path, "iteration " + n + " file " + std::to_string(k) + " " + std::to_string(rng_()) + "\n");
+  }
+
+  // An agent's work in its slot: files, a commit, one more file left
+  // uncommitted, and now and then a close.
+  void work_in_slot(const std::string& slot, const fs::path& wt, const std::string& n) {
+    write_numbered(slot, wt, n, 1);
+    write_numbered(slot, wt, n, 2);
+    for (int k = 0; k < kBulkFiles; ++k)
+      write(slot, wt / ("bulk-" + n) / ("b-" + n + "-" + std::to_string(k) + ".txt"),
+            "iteration " + n + " bulk " + std::to_string(k) + "\n");
+    auto commit = step("commit", {"commit", "--slot", slot, "-m", "iteration " + n, "--json"});
+    if (commit.exit == 0) {
+      std::string id = field(json_of(commit), "commit");
+      if (!id.empty()) {
+        commits_.push_back(id);
+        ++tally_.reported_commits;
+      }
+    }
+    write_numbered(slot, wt, n, 3);  // uncommitted work
+    if (chance(2)) step("close", {"close", "--slot", slot, "--result", "fail"});
+  }
+
+  // doctor --fix after the round: one more pass may be needed (a removal
+  // that a join held up); a second failure stays.
+  void fix(const std::string& n) {
+    auto fixed = ws_.swarm({"doctor", "--fix", "--json"});
+    if (fixed.exit == 0) return;
+    auto again = ws_.swarm({"doctor", "--fix", "--json"});
+    if (again.exit != 0) {
+      ++tally_.unhealthy_after_fix;
+      tally_.notes.push_back("iteration " + n + ": doctor after --fix: " + again.out.substr(0, 600));
+    }
+  }
+
+  void round(int i) {
+    ++tally_.iterations;
+    const std::string slot = "s" + std::to_string(rng_() % kSlots);
     const std::string n = std::to_string(i);
     // An agent (re)starting takes its slot over whatever state it was left in.
     auto join = step("join", {"join", "--slot", slot, "--task", "T-" + n, "--force"});
-    if (join.exit == 0) {
-      fs::path wt = trimmed(join.out);
-      auto write = [&](int k) {
-        Written w{slot, wt / ("f-" + n + "-" + std::to_string(k) + ".txt"), "", ""};
-        w.name = w.path.filename().string();
-        w.content = "iteration " + n + " file " + std::to_string(k) + " " + std::to_string(rng()) + "\n";
-        write_file(w.path, w.content);
-        files.push_back(w);
-        ++tally.written_files;
-      };
-      write(1);
-      write(2);
-      for (int k = 0; k < kBulkFiles; ++k) {
-        Written w{slot, wt / ("bulk-" + n) / ("b-" + n + "-" + std::to_string(k) + ".txt"), "", ""};
-        w.name = w.path.filename().string();
-        w.content = "iteration " + n + " bulk " + std::to_string(k) + "\n";
-        write_file(w.path, w.content);
-        files.push_back(w);
-        ++tally.written_files;
-      }
-      auto commit = step("commit", {"commit", "--slot", slot, "-m", "iteration " + n, "--json"});
-      if (commit.exit == 0) {
-        std::string id = field(json_of(commit), "commit");
-        if (!id.empty()) {
-          commits.push_back(id);
-          ++tally.reported_commits;
-        }
-      }
-      write(3);  // uncommitted work
-      if (chance(2)) step("close", {"close", "--slot", slot, "--result", "fail"});
-    }
-    auto fix = ws.swarm({"doctor", "--fix", "--json"});
-    if (fix.exit != 0) {
-      // One more pass may be needed (a removal that a join held up); a second failure stays.
-      auto again = ws.swarm({"doctor", "--fix", "--json"});
-      if (again.exit != 0) {
-        ++tally.unhealthy_after_fix;
-        tally.notes.push_back("iteration " + n + ": doctor after --fix: " + again.out.substr(0, 600));
-      }
-    }
-    if ((i + 1) % 50 == 0) {
-      std::printf("  %d iterations, %d commits, %d files so far\n", i + 1, tally.reported_commits,
-                  tally.written_files);
-      std::fflush(stdout);
-    }
+    if (join.exit == 0) work_in_slot(slot, trimmed(join.out), n);
+    fix(n);
   }
-  // The end: every slot is closed (unkilled) and doctor runs once more.
-  for (int s = 0; s < kSlots; ++s) ws.swarm({"close", "--slot", "s" + std::to_string(s), "--result", "fail"});
-  if (ws.swarm({"doctor", "--fix"}).exit != 0 && ws.swarm({"doctor"}).exit != 0) ++tally.unhealthy_after_fix;
-  check_nothing_lost(ws, commits, files, scratch.path() / "blobs", tally);
 
+  std::mt19937 rng_;
+  SwarmWorkspace ws_{{.up_args = {"--ttl", "30s"}}};
+  TempDir scratch_{"swarm-faults"};
+  Tally tally_;
+  std::vector<std::string> commits_;
+  std::vector<Written> files_;
+};
+
+void print_report(Tally& tally, unsigned seed, std::chrono::steady_clock::time_point started) {
   auto seconds = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started).count();
   int killed = 0;
   for (const auto& [verb, count] : tally.killed) killed += count;
@@ -239,5 +271,21 @@ int main(int argc, char** argv) {
               tally.reported_commits, tally.lost_commits, tally.written_files, tally.lost_files,
               tally.unhealthy_after_fix);
   for (std::size_t i = 0; i < tally.notes.size() && i < 20; ++i) std::printf("  %s\n", tally.notes[i].c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  testing::use_built_git_module();
+  const Options options = parse_options(argc, argv);
+  std::printf("faults: %d iterations at most, %d s at most, seed %u\n", options.iterations, options.max_seconds,
+              options.seed);
+  std::fflush(stdout);
+  FaultLoop loop(options.seed);
+  const auto started = std::chrono::steady_clock::now();
+  loop.run_rounds(options.iterations, options.max_seconds, started);
+  loop.finish();
+  print_report(loop.tally(), options.seed, started);
+  const Tally& tally = loop.tally();
   return tally.lost_commits + tally.lost_files + tally.unhealthy_after_fix == 0 ? 0 : 1;
 }
