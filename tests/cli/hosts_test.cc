@@ -113,26 +113,10 @@ void two_hosts_share(const NatsCluster& cluster, SwarmWorkspace& a, SwarmWorkspa
   CHECK_MESSAGE(doctor_b.exit == 0, doctor_b.out);
 }
 
-}  // namespace
-
-TEST_CASE("Hosts_TwoHostsShareAGitDaemonHubAndACluster") {
-  NatsCluster cluster;
-  GitDaemon daemon;
-  daemon.make_repository("app.git");
-  SwarmWorkspace a({.up = false, .git_repo = true, .own_server = false});
-  SwarmWorkspace b({.up = false, .own_server = false});
-  two_hosts_share(cluster, a, b, daemon.url("app.git"), daemon.path("app.git"));
-}
-
-TEST_CASE("Hosts_TwoHostsShareAnSshHubAndLoseNothingWhenItIsGone") {
-  NatsCluster cluster;
-  SshServer sshd;
-  const auto hub_path = sshd.make_repository("app.git");
-  const std::string hub = sshd.url("app.git");
-  SwarmWorkspace a({.up = false, .git_repo = true, .own_server = false});
-  SwarmWorkspace b({.up = false, .own_server = false});
-
-  // Before B has what SSH needs: clear refusals, exit 2, and nothing written.
+// Before B has what SSH needs (the server's host key, its own key, a key
+// file that exists): clear refusals, exit 2, and nothing written.
+void refused_until_ssh_is_set_up(const NatsCluster& cluster, SshServer& sshd, SwarmWorkspace& a, SwarmWorkspace& b,
+                                 const std::string& hub) {
   sshd.install_client(a.home());
   sshd.install_client(b.home(), /*with_key=*/false);
   std::filesystem::remove(b.home() / ".ssh" / "known_hosts");
@@ -157,6 +141,62 @@ TEST_CASE("Hosts_TwoHostsShareAnSshHubAndLoseNothingWhenItIsGone") {
                                                         {"SWARM_SSH_KEY", (b.home() / "no-such-key").string()}});
   CHECK(missing_key.exit == 2);
   CHECK(missing_key.err.find("no-such-key is not a readable file") != std::string::npos);
+}
+
+// With the hub gone, B's slot "api" (one file written) keeps its work: a
+// commit stands locally, a join and a close refuse, doctor names the hub.
+void hub_gone_costs_no_work(SwarmWorkspace& b, const std::string& hub) {
+  // commit: the local commit stands, the push is a warning.
+  auto commit = b.swarm({"commit", "--slot", "api", "-m", "api", "--json"}, kHostB);
+  CHECK(commit.exit == 0);
+  CHECK_FALSE(has_field_true(json_of(commit), "pushed"));
+  CHECK(commit.err.find("cannot be reached") != std::string::npos);
+  CHECK(b.git({"log", "--format=%s", "-1"}, b.worktree("api")).out == "api\n");
+
+  // join: exit 7 naming the hub, and no record or folder left behind.
+  auto join = b.swarm({"join", "--slot", "web", "--task", "T-web"}, kHostB);
+  CHECK(join.exit == 7);
+  CHECK(join.err.find(hub) != std::string::npos);
+  CHECK(b.swarm({"status", "--slot", "web"}, kHostB).exit == 4);
+  CHECK_FALSE(std::filesystem::exists(b.root() / ".swarm/slots/web"));
+  // The task's lease went with it: another join may take the task.
+  CHECK(field(json_of(b.swarm({"lease", "show", "task.T-web", "--json"}, kHostB)), "state") != "held");
+
+  // close: salvage needs the hub, so nothing is closed or removed.
+  write_file(b.worktree("api") / "draft.txt", "uncommitted\n");
+  auto close = b.swarm({"close", "--slot", "api", "--result", "fail"}, kHostB);
+  CHECK(close.exit == 7);
+  CHECK(read_file(b.worktree("api") / "draft.txt") == "uncommitted\n");
+  CHECK(b.swarm({"status", "--slot", "api"}, kHostB).exit == 0);
+
+  // doctor names the hub as the problem, with the way to fix it.
+  auto doctor = b.swarm({"doctor", "--json"}, kHostB);
+  CHECK(doctor.exit == 8);
+  CHECK(doctor.out.find("\"check\":\"hub\"") != std::string::npos);
+  CHECK(doctor.out.find("cannot be reached") != std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE("Hosts_TwoHostsShareAGitDaemonHubAndACluster") {
+  NatsCluster cluster;
+  GitDaemon daemon;
+  daemon.make_repository("app.git");
+  SwarmWorkspace a({.up = false, .git_repo = true, .own_server = false});
+  SwarmWorkspace b({.up = false, .own_server = false});
+  two_hosts_share(cluster, a, b, daemon.url("app.git"), daemon.path("app.git"));
+}
+
+TEST_CASE("Hosts_TwoHostsShareAnSshHubAndLoseNothingWhenItIsGone") {
+  NatsCluster cluster;
+  SshServer sshd;
+  const auto hub_path = sshd.make_repository("app.git");
+  const std::string hub = sshd.url("app.git");
+  SwarmWorkspace a({.up = false, .git_repo = true, .own_server = false});
+  SwarmWorkspace b({.up = false, .own_server = false});
+
+  // Before B has what SSH needs: clear refusals, exit 2, and nothing written.
+  refused_until_ssh_is_set_up(cluster, sshd, a, b, hub);
   SUBCASE("two hosts share it") {
     // up again on A is idempotent; the rest as with git daemon.
     two_hosts_share(cluster, a, b, hub, hub_path, /*seeded=*/true);
@@ -167,35 +207,7 @@ TEST_CASE("Hosts_TwoHostsShareAnSshHubAndLoseNothingWhenItIsGone") {
     REQUIRE(b.swarm({"join", "--slot", "api", "--task", "T-api"}, kHostB).exit == 0);
     write_file(b.worktree("api") / "api.txt", "work\n");
     sshd.stop();
-
-    // commit: the local commit stands, the push is a warning.
-    auto commit = b.swarm({"commit", "--slot", "api", "-m", "api", "--json"}, kHostB);
-    CHECK(commit.exit == 0);
-    CHECK_FALSE(has_field_true(json_of(commit), "pushed"));
-    CHECK(commit.err.find("cannot be reached") != std::string::npos);
-    CHECK(b.git({"log", "--format=%s", "-1"}, b.worktree("api")).out == "api\n");
-
-    // join: exit 7 naming the hub, and no record or folder left behind.
-    auto join = b.swarm({"join", "--slot", "web", "--task", "T-web"}, kHostB);
-    CHECK(join.exit == 7);
-    CHECK(join.err.find(hub) != std::string::npos);
-    CHECK(b.swarm({"status", "--slot", "web"}, kHostB).exit == 4);
-    CHECK_FALSE(std::filesystem::exists(b.root() / ".swarm/slots/web"));
-    // The task's lease went with it: another join may take the task.
-    CHECK(field(json_of(b.swarm({"lease", "show", "task.T-web", "--json"}, kHostB)), "state") != "held");
-
-    // close: salvage needs the hub, so nothing is closed or removed.
-    write_file(b.worktree("api") / "draft.txt", "uncommitted\n");
-    auto close = b.swarm({"close", "--slot", "api", "--result", "fail"}, kHostB);
-    CHECK(close.exit == 7);
-    CHECK(read_file(b.worktree("api") / "draft.txt") == "uncommitted\n");
-    CHECK(b.swarm({"status", "--slot", "api"}, kHostB).exit == 0);
-
-    // doctor names the hub as the problem, with the way to fix it.
-    auto doctor = b.swarm({"doctor", "--json"}, kHostB);
-    CHECK(doctor.exit == 8);
-    CHECK(doctor.out.find("\"check\":\"hub\"") != std::string::npos);
-    CHECK(doctor.out.find("cannot be reached") != std::string::npos);
+    hub_gone_costs_no_work(b, hub);
 
     // Back again: doctor notices the commit the hub lacks; commit pushes it
     // with nothing new; close salvages the draft and ends the slot.

@@ -140,55 +140,31 @@ std::string holder_in(const fs::path& log) {
   return open;
 }
 
-// One run of the loop: a workspace on `urls` (or its own server), kWorkers
-// processes locking for `length`, faults, then the checker.
-History run_history(SwarmWorkspace& ws, std::chrono::seconds length, const std::function<void()>& midway = {}) {
-  const fs::path log = ws.root() / "history.log";
-  std::mutex log_mu;
-  auto append = [&](const std::string& line) {
-    std::lock_guard lock(log_mu);
-    std::ofstream(log, std::ios::app) << line << "\n";
-  };
-  struct Running {
-    pid_t pid = 0;
-    std::string id;
-  };
-  std::mutex running_mu;
-  std::vector<Running> running(kWorkers);
-  std::atomic<bool> stop{false};
-  History tally;
-  std::vector<std::thread> workers;
-  for (int w = 0; w < kWorkers; ++w) {
-    workers.emplace_back([&, w] {
-      std::mt19937 rng(static_cast<unsigned>(w) * 7919u + 1);
-      for (int n = 0; !stop; ++n) {
-        const std::string id = std::to_string(w) + "-" + std::to_string(n);
-        // Mostly short; a quarter longer than the TTL (renewed meanwhile, or,
-        // its swarm frozen, running on past it).
-        const char* hold = (rng() % 4 == 0) ? "4" : (rng() % 2 ? "0.05" : "0.2");
-        auto command = ws.command({"lock", "history", "--ttl", "2s", "--timeout", "10s", "--log-level", "debug", "--", "sh", "-c",
-                                   "echo \"start $SWARM_FENCING_TOKEN $RUN_ID $(date +%s.%N)\" >> " + log.string() +
-                                       "; sleep " + hold + "; echo \"end $SWARM_FENCING_TOKEN $RUN_ID $(date +%s.%N)\" >> " +
-                                       log.string()});
-        command.env["RUN_ID"] = id;
-        Process p(command);
-        {
-          std::lock_guard lock(running_mu);
-          running[static_cast<std::size_t>(w)] = {p.pid(), id};
-        }
-        auto r = p.wait(120s);
-        {
-          std::lock_guard lock(running_mu);
-          running[static_cast<std::size_t>(w)] = {};
-        }
-        append("exit " + id + " " + std::to_string(r.exit) + " " + now_text());
-        // What its swarm said, to show beside a violation.
-        std::istringstream said(r.err);
-        for (std::string line; std::getline(said, line);) append("said " + id + ": " + line);
-      }
-    });
+// A swarm process running now: its pid and the id of its run.
+struct Running {
+  pid_t pid = 0;
+  std::string id;
+};
+
+// The state one run of the loop shares between its threads: the log, the
+// swarm processes running now, and the faults struck so far.
+class HistoryRun {
+ public:
+  explicit HistoryRun(SwarmWorkspace& ws) : ws_(ws), log_(ws.root() / "history.log"), running_(kWorkers) {}
+
+  const fs::path& log() const { return log_; }
+  int kills() const { return kills_; }
+  int freezes() const { return freezes_; }
+
+  // Worker `w`: one `swarm lock` after another until the faults stop.
+  void work(int w) {
+    std::mt19937 rng(static_cast<unsigned>(w) * 7919u + 1);
+    for (int n = 0; !stop_; ++n) lock_once(w, std::to_string(w) + "-" + std::to_string(n), rng);
   }
-  std::thread faults([&] {
+
+  // Faults at random moments for `length`, `midway` once at half time; then
+  // the workers stop.
+  void strike_faults(std::chrono::seconds length, const std::function<void()>& midway) {
     std::mt19937 rng(12345);
     auto deadline = std::chrono::steady_clock::now() + length;
     bool midway_done = !midway;
@@ -198,45 +174,106 @@ History run_history(SwarmWorkspace& ws, std::chrono::seconds length, const std::
         midway();
         midway_done = true;
       }
-      // Half the time the holder (the run with a section open in the log),
-      // else anyone: a waiter, or a holder between grant and command.
-      Running victim;
-      std::string holding = rng() % 2 == 0 ? holder_in(log) : std::string();
-      {
-        std::lock_guard lock(running_mu);
-        victim = running[rng() % kWorkers];
-        for (const auto& r : running)
-          if (!holding.empty() && r.id == holding) victim = r;
-      }
+      Running victim = pick_victim(rng);
       if (victim.pid == 0) continue;
-      if (rng() % 2 == 0) {
-        ::kill(victim.pid, SIGKILL);
-        append("kill " + victim.id + " " + now_text());
-        ++tally.kills;
-      } else {
-        // Frozen past its TTL: its command runs on without a lease.
-        append("freeze " + victim.id + " " + now_text());
-        ::kill(victim.pid, SIGSTOP);
-        std::this_thread::sleep_for(std::chrono::milliseconds(2500 + rng() % 1500));
-        ::kill(victim.pid, SIGCONT);
-        append("thaw " + victim.id + " " + now_text());
-        ++tally.freezes;
-      }
+      strike(victim, rng);
     }
-    stop = true;
-  });
-  faults.join();
-  for (auto& t : workers) t.join();
-  History h = check(log);
-  for (const auto& [a, b] : h.violators) MESSAGE("what runs " << a << " and " << b << " did:\n" << lines_about(log, a, b));
-  h.kills = tally.kills;
-  h.freezes = tally.freezes;
-  // No command outlives its swarm: none of the log's writers still runs.
-  // (A bracket in the pattern keeps it from matching its own shell's command line.)
+    stop_ = true;
+  }
+
+ private:
+  void append(const std::string& line) {
+    std::lock_guard lock(log_mu_);
+    std::ofstream(log_, std::ios::app) << line << "\n";
+  }
+
+  void lock_once(int w, const std::string& id, std::mt19937& rng) {
+    // Mostly short; a quarter longer than the TTL (renewed meanwhile, or,
+    // its swarm frozen, running on past it).
+    const char* hold = (rng() % 4 == 0) ? "4" : (rng() % 2 ? "0.05" : "0.2");
+    auto command = ws_.command({"lock", "history", "--ttl", "2s", "--timeout", "10s", "--log-level", "debug", "--", "sh", "-c",
+                                "echo \"start $SWARM_FENCING_TOKEN $RUN_ID $(date +%s.%N)\" >> " + log_.string() +
+                                    "; sleep " + hold + "; echo \"end $SWARM_FENCING_TOKEN $RUN_ID $(date +%s.%N)\" >> " +
+                                    log_.string()});
+    command.env["RUN_ID"] = id;
+    Process p(command);
+    {
+      std::lock_guard lock(running_mu_);
+      running_[static_cast<std::size_t>(w)] = {p.pid(), id};
+    }
+    auto r = p.wait(120s);
+    {
+      std::lock_guard lock(running_mu_);
+      running_[static_cast<std::size_t>(w)] = {};
+    }
+    append("exit " + id + " " + std::to_string(r.exit) + " " + now_text());
+    // What its swarm said, to show beside a violation.
+    std::istringstream said(r.err);
+    for (std::string line; std::getline(said, line);) append("said " + id + ": " + line);
+  }
+
+  // Half the time the holder (the run with a section open in the log),
+  // else anyone: a waiter, or a holder between grant and command.
+  Running pick_victim(std::mt19937& rng) {
+    Running victim;
+    std::string holding = rng() % 2 == 0 ? holder_in(log_) : std::string();
+    std::lock_guard lock(running_mu_);
+    victim = running_[rng() % kWorkers];
+    for (const auto& r : running_)
+      if (!holding.empty() && r.id == holding) victim = r;
+    return victim;
+  }
+
+  // A SIGKILL, or a freeze past its TTL (its command runs on without a lease).
+  void strike(const Running& victim, std::mt19937& rng) {
+    if (rng() % 2 == 0) {
+      ::kill(victim.pid, SIGKILL);
+      append("kill " + victim.id + " " + now_text());
+      ++kills_;
+    } else {
+      append("freeze " + victim.id + " " + now_text());
+      ::kill(victim.pid, SIGSTOP);
+      std::this_thread::sleep_for(std::chrono::milliseconds(2500 + rng() % 1500));
+      ::kill(victim.pid, SIGCONT);
+      append("thaw " + victim.id + " " + now_text());
+      ++freezes_;
+    }
+  }
+
+  SwarmWorkspace& ws_;
+  const fs::path log_;
+  std::mutex log_mu_;
+  std::mutex running_mu_;
+  std::vector<Running> running_;
+  std::atomic<bool> stop_{false};
+  int kills_ = 0;
+  int freezes_ = 0;
+};
+
+// No command outlives its swarm: none of the log's writers still runs.
+// (A bracket in the pattern keeps it from matching its own shell's command line.)
+void check_no_command_left(const fs::path& log) {
   std::string pattern = log.string();
   pattern.replace(pattern.rfind(".log"), 4, "[.]log; sleep");
   auto left = run({.args = {"/bin/sh", "-c", "pgrep -f '" + pattern + "' || true"}});
   CHECK_MESSAGE(left.out.empty(), "commands left running: " << left.out);
+}
+
+// One run of the loop: a workspace on `urls` (or its own server), kWorkers
+// processes locking for `length`, faults, then the checker.
+History run_history(SwarmWorkspace& ws, std::chrono::seconds length, const std::function<void()>& midway = {}) {
+  HistoryRun history(ws);
+  std::vector<std::thread> workers;
+  for (int w = 0; w < kWorkers; ++w) workers.emplace_back([&history, w] { history.work(w); });
+  std::thread faults([&] { history.strike_faults(length, midway); });
+  faults.join();
+  for (auto& t : workers) t.join();
+  const fs::path& log = history.log();
+  History h = check(log);
+  for (const auto& [a, b] : h.violators) MESSAGE("what runs " << a << " and " << b << " did:\n" << lines_about(log, a, b));
+  h.kills = history.kills();
+  h.freezes = history.freezes();
+  check_no_command_left(log);
   return h;
 }
 

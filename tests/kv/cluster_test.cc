@@ -27,6 +27,97 @@ kv::Bucket ensure_when_ready(const kv::Connection& connection, const kv::BucketC
   }
 }
 
+// CAS renewals of one key per writer, and listings of the bucket, each on a
+// thread of its own until stopped; a request that fails is noted and ends
+// its thread. What a failover must only slow down.
+class RenewalLoad {
+ public:
+  struct Writer {
+    std::string key, last_acked;
+    std::uint64_t revision = 0;
+    std::atomic<int> acked{0};
+  };
+
+  RenewalLoad(kv::Bucket& bucket, int writers) : bucket_(bucket), writers_(static_cast<std::size_t>(writers)) {
+    for (int i = 0; i < writers; ++i) {
+      writers_[i].key = "k" + std::to_string(i);
+      writers_[i].last_acked = "start";
+      writers_[i].revision = bucket_.create(writers_[i].key, "start");
+    }
+  }
+  ~RenewalLoad() { stop(); }
+  RenewalLoad(const RenewalLoad&) = delete;
+  RenewalLoad& operator=(const RenewalLoad&) = delete;
+
+  void start() {
+    for (auto& w : writers_) threads_.emplace_back([this, &w] { renew(w); });
+    threads_.emplace_back([this] { list(); });
+  }
+
+  // Whether every writer has `at_least` renewals acknowledged and `listed`
+  // listings were made, within 90 s.
+  bool progressed(int at_least, int listed) {
+    auto deadline = std::chrono::steady_clock::now() + 90s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      bool all = listings_ >= listed;
+      for (auto& w : writers_) all = all && w.acked >= at_least;
+      if (all) return true;
+      std::this_thread::sleep_for(20ms);
+    }
+    return false;
+  }
+
+  void stop() {
+    stop_ = true;
+    for (auto& t : threads_) t.join();
+    threads_.clear();
+  }
+
+  std::vector<Writer>& writers() { return writers_; }
+  int listings() const { return listings_; }
+  const std::vector<std::string>& failures() const { return failures_; }
+
+ private:
+  void failed(const std::string& what, const kv::Error& e) {
+    std::lock_guard lock(failures_mu_);
+    failures_.push_back(what + ": " + e.what());
+  }
+
+  void renew(Writer& w) {
+    for (int n = 0; !stop_; ++n) {
+      std::string value = w.key + "-" + std::to_string(n);
+      try {
+        w.revision = bucket_.update(w.key, value, w.revision);
+        w.last_acked = value;
+        ++w.acked;
+      } catch (const kv::Error& e) {
+        failed("update " + w.key, e);
+        return;
+      }
+    }
+  }
+
+  void list() {
+    while (!stop_) {
+      try {
+        bucket_.snapshot();
+        ++listings_;
+      } catch (const kv::Error& e) {
+        failed("snapshot", e);
+        return;
+      }
+    }
+  }
+
+  kv::Bucket& bucket_;
+  std::vector<Writer> writers_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> listings_{0};
+  std::mutex failures_mu_;
+  std::vector<std::string> failures_;
+  std::vector<std::thread> threads_;
+};
+
 }  // namespace
 
 TEST_CASE("Cluster_NodeLossLosesNoAcknowledgedWrite") {
@@ -108,71 +199,19 @@ TEST_CASE("Cluster_FailoverIsOnlyLatencyWithinTheTimeout") {
   auto connection = kv::Connection::connect({.urls = cluster.url_list(), .request_timeout = 20s});
   auto bucket = ensure_when_ready(connection, {.name = "failover", .replicas = 3});
   constexpr int kWriters = 3;
-  struct Writer {
-    std::string key, last_acked;
-    std::uint64_t revision = 0;
-    std::atomic<int> acked{0};
-  };
-  std::vector<Writer> writers(kWriters);
-  for (int i = 0; i < kWriters; ++i) {
-    writers[i].key = "k" + std::to_string(i);
-    writers[i].last_acked = "start";
-    writers[i].revision = bucket.create(writers[i].key, "start");
-  }
-  std::atomic<bool> stop{false};
-  std::atomic<int> listings{0};
-  std::mutex failures_mu;
-  std::vector<std::string> failures;
-  auto failed = [&](const std::string& what, const kv::Error& e) {
-    std::lock_guard lock(failures_mu);
-    failures.push_back(what + ": " + e.what());
-  };
-  std::vector<std::thread> threads;
-  for (auto& w : writers)
-    threads.emplace_back([&] {
-      for (int n = 0; !stop; ++n) {
-        std::string value = w.key + "-" + std::to_string(n);
-        try {
-          w.revision = bucket.update(w.key, value, w.revision);
-          w.last_acked = value;
-          ++w.acked;
-        } catch (const kv::Error& e) {
-          failed("update " + w.key, e);
-          return;
-        }
-      }
-    });
-  threads.emplace_back([&] {
-    while (!stop) {
-      try {
-        bucket.snapshot();
-        ++listings;
-      } catch (const kv::Error& e) {
-        failed("snapshot", e);
-        return;
-      }
-    }
-  });
-  auto progressed = [&](int at_least, int listed) {
-    auto deadline = std::chrono::steady_clock::now() + 90s;
-    while (std::chrono::steady_clock::now() < deadline) {
-      bool all = listings >= listed;
-      for (auto& w : writers) all = all && w.acked >= at_least;
-      if (all) return true;
-      std::this_thread::sleep_for(20ms);
-    }
-    return false;
-  };
-  bool before = progressed(50, 5);
+  RenewalLoad load(bucket, kWriters);
+  auto& writers = load.writers();
+  load.start();
+  bool before = load.progressed(50, 5);
   std::string leader = bucket.leader();
   int victim = leader == "n1" ? 0 : leader == "n2" ? 1 : 2;
   auto killed_at = std::chrono::steady_clock::now();
   cluster.node(victim).kill();
   int acked_at_kill = writers[0].acked;
-  bool after = progressed(acked_at_kill + 100, listings + 10);
+  bool after = load.progressed(acked_at_kill + 100, load.listings() + 10);
   auto recovered = std::chrono::steady_clock::now() - killed_at;
-  stop = true;
-  for (auto& t : threads) t.join();
+  load.stop();
+  const auto& failures = load.failures();
   CHECK(before);
   CHECK(after);
   CHECK_MESSAGE(failures.empty(), (failures.empty() ? std::string() : failures.front()));
