@@ -12,6 +12,7 @@
 
 #include "cli/swarm_fixture.h"
 #include "kv/bucket.h"
+#include "support/json_fields.h"
 #include "swarm/text.h"
 
 using namespace testing;
@@ -100,8 +101,8 @@ TEST_CASE("Trust_AReplacedAgentCannotActOnItsSuccessorsSession") {
   auto status = json_of(ws.swarm({"status", "--json", "--slot", "s"}));
   const cJSON* session = cJSON_GetArrayItem(cJSON_GetObjectItem(status.get(), "sessions"), 0);
   REQUIRE(session != nullptr);
-  CHECK(cJSON_GetObjectItem(session, "session_token")->valuedouble == new_token);
-  CHECK(std::string(cJSON_GetObjectItem(session, "task_id")->valuestring) == "T-2");
+  CHECK(testing::number_of(session, "session_token") == new_token);
+  CHECK(testing::text_of(session, "task_id") == "T-2");
   // The successor's own token works; no token at all is host ownership, as before.
   CHECK(ws.swarm({"renew", "--slot", "s", "--session", std::to_string(static_cast<long long>(new_token))}).exit == 0);
   CHECK(ws.swarm({"renew", "--slot", "s", "--session", "abc"}).exit == 2);
