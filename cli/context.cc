@@ -194,15 +194,26 @@ swarm::LeaseStore Context::leases(bool lives_on) const {
 swarm::SlotLifecycle Context::lifecycle() const {
   timeout();  // a bad --timeout is bad input before any I/O
   swarm::Workspace ws = workspace();
-  // The hub is checked where it is used (join, commit, close): status and
-  // evict work on NATS alone.
+  // The hub is checked where it is used (join, commit, close): evict works
+  // on NATS alone.
   swarm::WorkspaceConfig config = ws.load_config();
   if (!globals_.bucket.empty()) config.bucket = globals_.bucket;
+  auto [store, leases] = sessions_of(config);
+  return swarm::SlotLifecycle(ws, config, std::move(store), std::move(leases), me());
+}
+
+Context::Sessions Context::sessions_of(const swarm::WorkspaceConfig& config) const {
   connection_ = swarm::connect_nats(connection_options(&config));
   swarm::SessionStore store = swarm::SessionStore::open(*connection_, config.bucket);
-  // Bound with no round trip: status and evict may never touch a task lease.
-  auto leases = swarm::LeaseStore::bind(*connection_, config.lease_bucket);
-  return swarm::SlotLifecycle(ws, config, std::move(store), std::move(leases), me());
+  // Bound with no round trip: evict and status may never touch a task lease.
+  return {std::move(store), swarm::LeaseStore::bind(*connection_, config.lease_bucket)};
+}
+
+Context::Sessions Context::sessions() const {
+  timeout();  // a bad --timeout is bad input before any I/O
+  swarm::WorkspaceConfig config = workspace().load_config();
+  if (!globals_.bucket.empty()) config.bucket = globals_.bucket;
+  return sessions_of(config);
 }
 
 }  // namespace cli

@@ -63,6 +63,13 @@ class Context {
   // Everything the slot verbs need: the workspace's config, a connection,
   // the session bucket bound (not created), this host's identity.
   swarm::SlotLifecycle lifecycle() const;
+  // What status reads: the workspace's session bucket and its lease bucket
+  // (bound with no round trip: only task leases are read from it).
+  struct Sessions {
+    swarm::SessionStore store;
+    swarm::LeaseStore leases;
+  };
+  Sessions sessions() const;
   // The lease bucket: of the workspace (its NATS and lease_bucket), or with
   // no workspace, of --nats-url's server. `lives_on`: for a process that
   // holds or waits long (lock, elect): its requests are not bounded by a
@@ -77,6 +84,7 @@ class Context {
   const kv::NatsContext& nats_context() const;
 
  private:
+  Sessions sessions_of(const swarm::WorkspaceConfig& config) const;
   Globals globals_;
   Output out_;
   // Kept here, not only in the lifecycle a verb drops, so that the process

@@ -296,28 +296,26 @@ Verb add_status(CLI::App& app) {
             if (!flags->slot.empty()) swarm::require_slot_name(flags->slot);
             if (flags->watch) {
               const SignalRouter signals;  // before any thread is made
-              auto lifecycle = ctx.lifecycle();
-              return watch(ctx, signals, lifecycle.store(), flags->slot);
+              const auto sessions = ctx.sessions();
+              return watch(ctx, signals, sessions.store, flags->slot);
             }
-            auto lifecycle = ctx.lifecycle();
-            const auto& store = lifecycle.store();
+            const auto [store, leases] = ctx.sessions();
             auto ttl = store.ttl();
             // The server's clock is read while the records are: its round trip
             // overlaps theirs instead of following it.
             auto server_clock = std::async(std::launch::async, [&] { return store.server_clock().now; });
             // The task leases too, to say where one disagrees with its session.
-            const auto& tasks = lifecycle.tasks();
-            swarm::SessionTable table(lifecycle.me(), ctx.out().json());
+            swarm::SessionTable table(ctx.me(), ctx.out().json());
             std::vector<swarm::LeaseEntry> task_leases;
             if (flags->slot.empty()) {
-              auto leases = std::async(std::launch::async, [&] { return tasks.store().list("task.>"); });
+              auto listed = std::async(std::launch::async, [&] { return leases.list("task.>"); });
               table.reserve(static_cast<std::size_t>(store.size_hint()));
               store.for_each([&](swarm::SessionEntry&& entry) { table.add(entry); });
-              task_leases = leases.get();
+              task_leases = listed.get();
             } else if (auto one = store.get(flags->slot)) {
               table.add(*one);
               if (!one->corrupt() && !one->session->task_id.empty())
-                if (auto lease = tasks.read(one->session->task_id)) task_leases.push_back(*lease);
+                if (auto lease = leases.get(swarm::task_lease_name(one->session->task_id))) task_leases.push_back(*lease);
             } else {
               throw swarm::Error(swarm::Errc::not_found, "no session for slot " + flags->slot);
             }

@@ -74,7 +74,8 @@ class SessionStore {
                              std::chrono::milliseconds ttl, int replicas);
 
   const std::string& bucket_name() const { return bucket_.name(); }
-  // The bucket's TTL as the server has it (one round trip).
+  // The bucket's TTL as the server had it when the bucket was opened (no
+  // round trip).
   std::chrono::milliseconds ttl() const;
   kv::BucketConfig bucket_config() const;
 

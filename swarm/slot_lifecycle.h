@@ -117,9 +117,6 @@ class SlotLifecycle {
 
   const Workspace& workspace() const { return workspace_; }
   const HubLocation& hub() const { return hub_; }
-  const SessionStore& store() const { return store_; }
-  const TaskLeases& tasks() const { return tasks_; }
-  const HostIdentity& me() const { return me_; }
 
  private:
   // Calls write(entry) (on its own copy, which write may change); after a lost

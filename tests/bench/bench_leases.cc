@@ -62,8 +62,8 @@ void lease_renewals(Bench& b) {
   swarm::SlotLifecycle life(b.up.workspace, b.up.config, swarm::SessionStore::open(b.nats), store,
                             {"bench-host", "bench-id"});
   life.join("with-task", "T-bench", swarm::Takeover::only_stale, getpid());
-  auto entry = *life.store().get("with-task");
-  auto task_lease = *life.tasks().read("T-bench");
+  auto entry = *swarm::SessionStore::open(b.nats).get("with-task");
+  auto task_lease = *store.get(swarm::task_lease_name("T-bench"));
   kvStore* kv = b.raw.bucket("swarm-sessions");
   std::string value = swarm::to_json(*entry.session);
   uint64_t raw_rev = 0;
@@ -83,7 +83,7 @@ void lease_renewals(Bench& b) {
     t = Clock::now();
     entry.revision = life.renew(entry, task_lease, &warnings);
     double pair_sample = ms_since(t);
-    task_lease = *life.tasks().read("T-bench");  // its new revision, outside the timing
+    task_lease = *store.get(swarm::task_lease_name("T-bench"));  // its new revision, outside the timing
     t = Clock::now();
     check(kvStore_Update(&raw_rev, kv, "raw-lease", value.data(), static_cast<int>(value.size()), raw_rev),
           "raw update");

@@ -23,7 +23,7 @@ void session_renew(Bench& b) {
   swarm::SlotLifecycle life(b.up.workspace, b.up.config, swarm::SessionStore::open(b.nats),
                             swarm::LeaseStore::open(b.nats), {"bench-host", "bench-id"});
   life.join("renew", "T-renew", swarm::Takeover::only_stale, getpid());
-  auto entry = *life.store().get("renew");
+  auto entry = *swarm::SessionStore::open(b.nats).get("renew");
   kvStore* kv = b.raw.bucket("swarm-sessions");
   std::string value = swarm::to_json(*entry.session);
   uint64_t raw_rev = 0;
