@@ -36,15 +36,27 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// A whole positive number, else the option is refused naming it.
+int count_of(const std::string& option, const std::string& text) {
+  char* end = nullptr;
+  const long value = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || value < 1 || value > 100000)
+    throw SetupFailed(option + " " + text + ": not a whole number of at least 1");
+  return static_cast<int>(value);
+}
+
 Options parse_options(int argc, char** argv) {
   Options o;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  for (int i = 1; i < argc; i += 2) {
     std::string arg = argv[i];
-    if (arg == "--cuts") o.cuts = std::atoi(argv[i + 1]);
-    else if (arg == "--cut-seconds") o.cut_seconds = std::atoi(argv[i + 1]);
-    else if (arg == "--heal-seconds") o.heal_seconds = std::atoi(argv[i + 1]);
-    else if (arg == "--ttl") o.ttl = argv[i + 1];
-    else if (arg == "--max-seconds") o.max_seconds = std::atoi(argv[i + 1]);
+    // A lone last option is refused: it must never start a full run unasked.
+    if (i + 1 >= argc) throw SetupFailed("option " + arg + " needs a value");
+    const std::string value = argv[i + 1];
+    if (arg == "--cuts") o.cuts = count_of(arg, value);
+    else if (arg == "--cut-seconds") o.cut_seconds = count_of(arg, value);
+    else if (arg == "--heal-seconds") o.heal_seconds = count_of(arg, value);
+    else if (arg == "--ttl") o.ttl = value;
+    else if (arg == "--max-seconds") o.max_seconds = count_of(arg, value);
     else throw SetupFailed("unknown option " + arg);
   }
   return o;
