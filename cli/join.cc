@@ -46,7 +46,6 @@ Verb add_join(CLI::App& app) {
             auto lifecycle = ctx.lifecycle();
             const auto takeover = flags->force ? swarm::Takeover::force : swarm::Takeover::only_stale;
             auto r = lifecycle.join(flags->slot, flags->task, takeover, getpid());
-            for (const auto& w : r.warnings) ctx.out().warn(w);
             if (r.replaced)
               ctx.out().note("replaced the earlier session of slot " + flags->slot + " (task " +
                              swarm::printable(r.replaced->session->task_id) + ")");

@@ -48,10 +48,10 @@ void append_digits(std::string& out, std::uint64_t value) {
   out.append(number, static_cast<std::size_t>(std::to_chars(number, number + sizeof number, value).ptr - number));
 }
 
-// The names status adds to a record; a newer writer's field of one of these
-// names gives way to status's own.
-constexpr std::array<const char*, 7> kStatusFields = {"session_token", "revision", "state", "age_seconds",
-                                                      "local",         "task_lease", "error"};
+// The names status always adds to a record's row; a newer writer's field of
+// one of these names gives way to status's own (session_token and
+// task_lease only when status writes them: see status_fields_of).
+constexpr std::array<const char*, 4> kStatusFields = {"revision", "state", "age_seconds", "local"};
 
 // The start of one session's object in swarm.status.v1, without its closing
 // brace: the record's own JSON as swarm writes it; a record with fields of a
@@ -70,6 +70,8 @@ void append_record_part(std::string& out, const swarm::SessionRow& row) {
   }
   swarm::Json tree = swarm::Json::parse(std::string(row.record_json));
   for (const char* name : kStatusFields) cJSON_DeleteItemFromObjectCaseSensitive(tree.get(), name);
+  if (!row.token_in_record) cJSON_DeleteItemFromObjectCaseSensitive(tree.get(), "session_token");
+  if (!row.task_lease_problem.empty()) cJSON_DeleteItemFromObjectCaseSensitive(tree.get(), "task_lease");
   std::string text = tree.dump();
   text.pop_back();
   out += text;

@@ -135,7 +135,8 @@ PubAck parse_pub_ack(std::string_view text) {
   std::unique_ptr<cJSON, CFree<cJSON_Delete>> doc(cJSON_ParseWithLength(text.data(), text.size()));
   if (!cJSON_IsObject(doc.get())) return out;
   out.parsed = true;
-  if (const cJSON* error = cJSON_GetObjectItemCaseSensitive(doc.get(), "error"); cJSON_IsObject(error)) {
+  // Any "error" member is a failure (its fields read when it is an object).
+  if (const cJSON* error = cJSON_GetObjectItemCaseSensitive(doc.get(), "error"); error != nullptr) {
     out.failed = true;
     out.err_code = whole_number(cJSON_GetObjectItemCaseSensitive(error, "err_code"));
     const cJSON* description = cJSON_GetObjectItemCaseSensitive(error, "description");

@@ -93,8 +93,8 @@ d::BucketInput read_buckets(const SessionStore& store, const WorkspaceConfig& co
   try {
     kv::Bucket::open(nats, config.lease_bucket);
   } catch (const kv::Error& e) {
-    if (e.kind() != kv::Errc::not_found) throw from_kv(e);
-    in.lease_bucket_exists = false;
+    if (e.kind() == kv::Errc::not_found) in.lease_bucket_exists = false;
+    else in.lease_bucket_unreadable = from_kv(e);
   }
   return in;
 }
@@ -237,7 +237,9 @@ DoctorReport Doctor::run(bool fix) {
   try {
     std::optional<SessionStore> store = open_sessions(report, *nats, config.bucket);
     if (!store) return report;
-    report_stage(report, d::run_checks(kBucketChecks, read_buckets(*store, config, *nats)), fixes, fixed);
+    const d::BucketInput buckets = read_buckets(*store, config, *nats);
+    report_stage(report, d::run_checks(kBucketChecks, buckets), fixes, fixed);
+    if (buckets.lease_bucket_unreadable) throw *buckets.lease_bucket_unreadable;
     const d::Here here{me_, hub.where.session_url()};
     fix_input.here = here;
     const d::SessionListing listing = check_sessions(report, *store, host, here, clock_, fixes, fixed);

@@ -101,6 +101,9 @@ struct BucketInput {
   std::string server_url;          // redacted
   std::string server_version;      // read only for a replicated bucket
   bool lease_bucket_exists = true;
+  // NATS failed while the lease bucket was looked for: the checks above run
+  // on what was read, then doctor reports NATS (as before the table).
+  std::optional<Error> lease_bucket_unreadable;
 };
 Findings check_server_version(const BucketInput& in);
 Findings check_bucket_config(const BucketInput& in);

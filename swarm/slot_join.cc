@@ -10,6 +10,7 @@
 #include "swarm/slot_folder.h"
 #include "swarm/slot_lifecycle.h"
 #include "swarm/text.h"
+#include "swarm/warnings.h"
 #include "swarm/worktree.h"
 
 namespace swarm {
@@ -81,7 +82,7 @@ void SlotLifecycle::set_up_joined_slot(JoinResult& result, JoinSteps& done) cons
   done.task_claimed = true;
   // A rejoin for another task lets the old one go.
   if (result.replaced && result.replaced->session->task_id != s.task_id)
-    if (auto w = tasks_.release(s.slot, result.replaced->session->task_id); !w.empty()) result.warnings.push_back(w);
+    if (auto w = tasks_.release(s.slot, result.replaced->session->task_id); !w.empty()) warn(w);  // said now: it stands if a later step fails
   Worktree worktree = ensure_worktree(s.slot, &result.resumed_worktree);
   SafeDir folder = *workspace_.slot_folder(s.slot);
   folder.write_file(kLeafPidName, std::to_string(s.leaf_pid) + "\n");

@@ -41,7 +41,6 @@ struct JoinResult {
   std::uint64_t revision = 0;  // also the session token
   std::optional<SessionEntry> replaced;  // the stale (or forced) record it replaced
   bool resumed_worktree = false;         // the slot's folder was already there
-  std::vector<std::string> warnings;     // the slot joined; something around it did not go through
 };
 
 struct CommitResult {

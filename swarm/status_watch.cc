@@ -34,7 +34,9 @@ std::optional<StatusWatch::Update> StatusWatch::next(std::chrono::milliseconds t
     if (caught_up_)
       for (auto& change : live_.expire(server_now_(), ttl_)) changes.push_back(std::move(change));
     if (caught_up_ && !changes.empty()) return Update{false, std::move(changes), view()};
-    if (!event && std::chrono::steady_clock::now() >= until) return std::nullopt;
+    // By the deadline, however many events that change nothing keep coming
+    // (a long replay): the caller checks for a signal between calls.
+    if (std::chrono::steady_clock::now() >= until) return std::nullopt;
   }
 }
 

@@ -3,7 +3,7 @@
 // process, restarting the embedded server, a lease renewal that failed and
 // is tried again). One sink the program gives; until it gives one, spdlog's
 // default logger. A warning about the result of a call is returned with it
-// instead (CommitResult::warnings, CloseResult::warnings, JoinResult::warnings).
+// instead (CommitResult::warnings, CloseResult::warnings).
 #pragma once
 
 #include <functional>

@@ -75,11 +75,32 @@ class Stopper {
   bool finished_ = false;
 };
 
+// Tells the caller the command runs, and, on every way out (a throw
+// included), that it does no longer: no signal is forwarded to a process
+// object that is gone.
+class Running {
+ public:
+  Running(const HeldCommand& held, ChildProcess& child) : held_(held) {
+    if (held_.running) held_.running(&child);
+  }
+  ~Running() { done(); }
+  void done() {
+    if (held_.running && !done_) held_.running(nullptr);
+    done_ = true;
+  }
+  Running(const Running&) = delete;
+  Running& operator=(const Running&) = delete;
+
+ private:
+  const HeldCommand& held_;
+  bool done_ = false;
+};
+
 }  // namespace
 
 int run_holding(const LeaseStore& store, Lease lease, const HeldCommand& held) {
   std::unique_ptr<ChildProcess> child = start(store, lease, held);
-  if (held.running) held.running(child.get());
+  Running running(held, *child);
   const std::string& program = held.command.front();
   const auto ttl = lease.record.ttl;
   Stopper stopper(*child);
@@ -96,7 +117,7 @@ int run_holding(const LeaseStore& store, Lease lease, const HeldCommand& held) {
     });
   const int status = child->wait();
   stopper.finished();
-  if (held.running) held.running(nullptr);
+  running.done();
   if (resign) resign->withdraw();
   resign.reset();
   if (resigner.joinable()) resigner.join();

@@ -427,3 +427,24 @@ TEST_CASE("StatusJson_NewerWritersFieldsComeOutAsCJsonPrintsThem") {
   CHECK(status.out.find(R"({"slot":"s","task_id":"T-1","agent_id":"slot-s","host":"host-a")") != std::string::npos);
   CHECK(json_of(status));  // one valid document
 }
+
+TEST_CASE("StatusJson_ANewerWritersRecordKeepsItsTokenAndItsOwnFields") {
+  // a record with a newer writer's fields that carries its session token (renewed) and a field named like one
+  // status adds only sometimes (task_lease) keeps both: status replaces only what it writes itself.
+  SwarmWorkspace ws;
+  {
+    auto connection = kv::Connection::connect({.urls = {ws.server()->url()}});
+    kv::Bucket::open(connection, "swarm-sessions")
+        .create("t", R"({"slot":"t","host":"h","session_token":5,"task_lease":"mine","x_new":1.0,"revision":99})");
+  }
+  auto status = ws.swarm({"status", "--json"});
+  REQUIRE(status.exit == 0);
+  auto doc = json_of(status);
+  REQUIRE(doc);
+  const cJSON* row = cJSON_GetArrayItem(cJSON_GetObjectItem(doc.get(), "sessions"), 0);
+  REQUIRE(row != nullptr);
+  CHECK(testing::number_of(row, "session_token") == 5);
+  CHECK(testing::text_of(row, "task_lease") == "mine");
+  CHECK(testing::number_of(row, "revision") == 1);  // status's own, not the record's 99
+  CHECK(testing::number_of(row, "x_new") == 1);
+}
