@@ -167,9 +167,11 @@ class Bucket {
   // once the keys of the `initial_messages` the stream then held have come.
   Watch watch_once(std::string_view pattern, const WatchOptions& options, std::chrono::milliseconds wait,
                    std::uint64_t replay_end, std::uint64_t initial_messages = 0) const;
-  // After a lost answer: the revision at which the key holds exactly `value`
-  // (or, for a delete, no value), when it does.
-  std::optional<std::uint64_t> landed(std::string_view key, std::string_view value, bool is_delete) const;
+  // After a lost answer, from the key's last write as read (`last`,
+  // `deleted`): the revision at which it holds exactly `value` (or, for a
+  // delete, no value), when it does.
+  static std::optional<std::uint64_t> landed(const std::optional<Entry>& last, bool deleted, std::string_view value,
+                                             bool is_delete);
 
   std::shared_ptr<State> state_;
   std::string name_;

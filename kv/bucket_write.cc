@@ -61,10 +61,27 @@ std::uint64_t Bucket::publish(std::string_view key, std::string_view value, Expe
     } catch (const Error& e) {
       // Follow-up reads fit in what is left of this write's budget.
       const Bucket rest = with_budget(attempts.left());
-      // The retry of a write that did land loses its own CAS: it is ours
-      // when the key holds exactly what we wrote.
-      if (e.kind() == Errc::conflict && maybe_stored)
-        if (auto revision = rest.landed(key, value, is_delete)) return *revision;
+      // The key tells what a refused CAS means. After a send that got no
+      // answer, the retry of a write that did land loses its own CAS: it is
+      // ours when the key holds exactly what we wrote. A CAS on a revision
+      // refused while the key still has a value at or before that revision
+      // (a new stream leader not yet caught up with what it acknowledged;
+      // 2.15 refuses without saying the key's revision) is tried again.
+      const bool behind = !expect_absent && e.current_revision() < expect_revision;
+      if (e.kind() == Errc::conflict && (maybe_stored || behind)) {
+        bool deleted = false;
+        const auto now = rest.latest(key, &deleted);
+        if (maybe_stored)
+          if (auto revision = landed(now, deleted, value, is_delete)) return *revision;
+        // A key with no value now (expired, deleted) is a real conflict.
+        if (!expect_absent && now && !deleted && now->revision <= expect_revision) {
+          Error again(Errc::unavailable, std::string(what) + " " + where(name_, key) +
+                                             ": refused while the key is not past revision " +
+                                             std::to_string(expect_revision) + " (a leader change); try again");
+          if (!attempts.again_after(again)) throw again;
+          continue;
+        }
+      }
       if (e.kind() == Errc::conflict && options.ExpectLastSeq != 0) {
         // The guard failed, or the key's own CAS: the key tells which.
         bool deleted = false;
@@ -103,9 +120,8 @@ std::optional<std::uint64_t> Bucket::cas_guard(std::chrono::milliseconds wait) c
   return info->State.LastSeq;
 }
 
-std::optional<std::uint64_t> Bucket::landed(std::string_view key, std::string_view value, bool is_delete) const {
-  bool deleted = false;
-  auto last = latest(key, &deleted);
+std::optional<std::uint64_t> Bucket::landed(const std::optional<Entry>& last, bool deleted, std::string_view value,
+                                            bool is_delete) {
   if (is_delete) {
     if (!last || (deleted && last->value == value)) return last ? last->revision : 0;
     return std::nullopt;
