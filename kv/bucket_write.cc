@@ -59,8 +59,15 @@ std::uint64_t Bucket::publish(std::string_view key, std::string_view value, Expe
     try {
       fail(status, code);
     } catch (const Error& e) {
-      // Follow-up reads fit in what is left of this write's budget.
+      // Follow-up reads fit in what is left of this write's budget; the
+      // key is read at most once for both questions below.
       const Bucket rest = with_budget(attempts.left());
+      bool deleted = false;
+      std::optional<std::optional<Entry>> read;
+      auto key_now = [&]() -> const std::optional<Entry>& {
+        if (!read) read = rest.latest(key, &deleted);
+        return *read;
+      };
       // The key tells what a refused CAS means. After a send that got no
       // answer, the retry of a write that did land loses its own CAS: it is
       // ours when the key holds exactly what we wrote. A CAS on a revision
@@ -69,8 +76,7 @@ std::uint64_t Bucket::publish(std::string_view key, std::string_view value, Expe
       // 2.15 refuses without saying the key's revision) is tried again.
       const bool behind = !expect_absent && e.current_revision() < expect_revision;
       if (e.kind() == Errc::conflict && (maybe_stored || behind)) {
-        bool deleted = false;
-        const auto now = rest.latest(key, &deleted);
+        const auto& now = key_now();
         if (maybe_stored)
           if (auto revision = landed(now, deleted, value, is_delete)) return *revision;
         // A key with no value now (expired, deleted) is a real conflict.
@@ -84,8 +90,7 @@ std::uint64_t Bucket::publish(std::string_view key, std::string_view value, Expe
       }
       if (e.kind() == Errc::conflict && options.ExpectLastSeq != 0) {
         // The guard failed, or the key's own CAS: the key tells which.
-        bool deleted = false;
-        auto now = rest.latest(key, &deleted);
+        const auto& now = key_now();
         const std::uint64_t at = now ? now->revision : 0;
         if (at != expect_revision)
           throw Error(Errc::conflict,

@@ -134,7 +134,7 @@ const ServerClock& LeaseStore::server_clock() const {
 
 std::optional<LeaseEntry> LeaseStore::get(const std::string& name) const {
   require_lease_name(name);
-  auto entry = translating_kv([&] { return bucket().get(name); });
+  auto entry = keys_.get(name);
   if (!entry) return std::nullopt;
   return lease_entry_of(std::move(*entry));
 }
@@ -205,7 +205,7 @@ std::map<std::string, int> LeaseStore::waiting(const std::string& name, const st
 LastWrite LeaseStore::last(const std::string& name) const {
   require_lease_name(name);
   bool released = false;
-  auto entry = translating_kv([&] { return bucket().last(name, &released); });
+  auto entry = keys_.last(name, &released);
   LastWrite out;
   if (!entry) return out;
   out.revision = entry->revision;
