@@ -196,8 +196,7 @@ swarm::SlotLifecycle Context::lifecycle() const {
   swarm::Workspace ws = workspace();
   // The hub is checked where it is used (join, commit, close): evict works
   // on NATS alone.
-  swarm::WorkspaceConfig config = ws.load_config();
-  if (!globals_.bucket.empty()) config.bucket = globals_.bucket;
+  const swarm::WorkspaceConfig config = config_of(ws);
   auto [store, leases] = sessions_of(config);
   return swarm::SlotLifecycle(ws, config, std::move(store), std::move(leases), me());
 }
@@ -211,9 +210,13 @@ Context::Sessions Context::sessions_of(const swarm::WorkspaceConfig& config) con
 
 Context::Sessions Context::sessions() const {
   timeout();  // a bad --timeout is bad input before any I/O
-  swarm::WorkspaceConfig config = workspace().load_config();
-  if (!globals_.bucket.empty()) config.bucket = globals_.bucket;
-  return sessions_of(config);
+  return sessions_of(config_of(workspace()));
+}
+
+swarm::WorkspaceConfig Context::config_of(const swarm::Workspace& ws) const {
+  swarm::WorkspaceConfig config = ws.load_config();
+  if (!globals_.bucket.empty()) config.bucket = globals_.bucket;  // --bucket
+  return config;
 }
 
 }  // namespace cli

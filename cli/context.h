@@ -84,6 +84,8 @@ class Context {
   const kv::NatsContext& nats_context() const;
 
  private:
+  // The workspace's config, its session bucket replaced by --bucket.
+  swarm::WorkspaceConfig config_of(const swarm::Workspace& ws) const;
   Sessions sessions_of(const swarm::WorkspaceConfig& config) const;
   Globals globals_;
   Output out_;
