@@ -14,23 +14,6 @@
 
 namespace cli {
 
-namespace {
-// Runs a check that throws and hands its message
-// to CLI11 ("" means valid), so bad values stop the parse before any I/O.
-template <typename Require>
-CLI::Validator validator_of(Require require, const char* name) {
-  return CLI::Validator(
-      [require](std::string& value) -> std::string {
-        try {
-          require(value);
-        } catch (const std::exception& e) {
-          return e.what();
-        }
-        return {};
-      },
-      "", name);
-}
-}  // namespace
 
 CLI::Validator slot_name_validator() { return validator_of(swarm::require_slot_name, "SLOT"); }
 CLI::Validator task_id_validator() { return validator_of(swarm::require_task_id, "TASK"); }

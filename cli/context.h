@@ -30,6 +30,22 @@ struct Globals {
   std::string log_level = "warn";
 };
 
+// Runs a check that throws and hands its message to CLI11 ("" means
+// valid), so bad values stop the parse before any I/O (exit 2).
+template <typename Require>
+CLI::Validator validator_of(Require require, const char* name) {
+  return CLI::Validator(
+      [require](std::string& value) -> std::string {
+        try {
+          require(value);
+        } catch (const std::exception& e) {
+          return e.what();
+        }
+        return {};
+      },
+      "", name);
+}
+
 // Option validators that refuse bad names at parse time, before any I/O (exit 2).
 CLI::Validator slot_name_validator();
 CLI::Validator task_id_validator();
@@ -115,6 +131,7 @@ Verb add_doctor(CLI::App& app);
 Verb add_lease(CLI::App& app);
 Verb add_lock(CLI::App& app);
 Verb add_elect(CLI::App& app);
+Verb add_log(CLI::App& app);
 // Hidden: what `commit` starts in the background when the hub has too many packs.
 Verb add_repack_hub(CLI::App& app);
 Verb add_complete(CLI::App& app);

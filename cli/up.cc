@@ -4,6 +4,8 @@
 #include "cli/context.h"
 #include "swarm/bootstrap.h"
 #include "swarm/duration.h"
+#include "swarm/journal.h"
+#include "swarm/text.h"
 
 namespace cli {
 
@@ -15,7 +17,58 @@ struct UpFlags {
   int replicas = 0;
   CLI::Option* ttl_option = nullptr;
   CLI::Option* replicas_option = nullptr;
+  std::string events_max_age;
+  std::string events_max_bytes;
 };
+
+// "1GiB", "500MiB", "100MB", "2000000": at least 1 MiB; else bad_input naming it.
+std::int64_t parse_byte_size(const std::string& text) {
+  constexpr std::int64_t kMin = std::int64_t(1) << 20;
+  constexpr std::int64_t kMax = std::int64_t(1) << 50;
+  const struct {
+    const char* suffix;
+    std::int64_t scale;
+  } units[] = {{"TiB", std::int64_t(1) << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10},
+               {"TB", 1000LL * 1000 * 1000 * 1000}, {"GB", 1000 * 1000 * 1000}, {"MB", 1000 * 1000},
+               {"KB", 1000}, {"B", 1}};
+  std::string digits = text;
+  std::int64_t scale = 1;
+  for (const auto& u : units) {
+    const std::string suffix = u.suffix;
+    if (digits.size() > suffix.size() && digits.compare(digits.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      digits.resize(digits.size() - suffix.size());
+      scale = u.scale;
+      break;
+    }
+  }
+  bool ok = !digits.empty() && digits.size() <= 16 && digits.find_first_not_of("0123456789") == std::string::npos;
+  std::int64_t value = ok ? std::stoll(digits) : 0;
+  if (!ok || value > kMax / scale || value * scale < kMin)
+    throw swarm::Error(swarm::Errc::bad_input, "bad size '" + swarm::printable(text.substr(0, 40)) +
+                                                    "': use bytes or a unit (KiB, MiB, GiB, TiB, KB, MB, GB, TB), "
+                                                    "at least 1MiB, e.g. 1GiB");
+  return value * scale;
+}
+std::string journal_line(const std::optional<kv::StreamStatus>& journal) {
+  if (!journal) return std::string(swarm::kEventsStream) + " (missing)";
+  const auto& c = journal->config;
+  return std::string(swarm::kEventsStream) + " (keeps " +
+         (c.max_age.count() % (24 * 3600 * 1000) == 0 ? std::to_string(c.max_age.count() / (24 * 3600 * 1000)) + "d"
+                                                        : swarm::format_duration(c.max_age)) +
+         ", at most " + std::to_string(c.max_bytes >> 20) + " MiB; " + std::to_string(journal->messages) +
+         " events)";
+}
+
+swarm::Json journal_json(const std::optional<kv::StreamStatus>& journal) {
+  swarm::Json j = swarm::Json::object();
+  j.set("stream", swarm::kEventsStream).set("exists", journal.has_value());
+  if (!journal) return j;
+  j.set("max_age_seconds", static_cast<double>(journal->config.max_age.count()) / 1000.0)
+      .set("max_bytes", static_cast<std::int64_t>(journal->config.max_bytes))
+      .set("replicas", journal->config.replicas)
+      .set("events", journal->messages);
+  return j;
+}
 }  // namespace
 
 Verb add_up(CLI::App& app) {
@@ -36,6 +89,16 @@ Verb add_up(CLI::App& app) {
                       "ssh://[user@]host[:port]/path, user@host:path, git://host/path or https://host/path "
                       "(default: the config's, else .swarm/hub.git). An empty one is seeded from this checkout")
           ->option_text("URL");
+  cmd->add_option("--events-max-age", flags->events_max_age,
+                  "How long the journal (stream swarm-events) keeps an event: 30d by default; given, it is applied "
+                  "to an existing journal too")
+      ->option_text("DUR")
+      ->check(validator_of([](const std::string& t) { swarm::parse_long_duration(t); }, "DUR"));
+  cmd->add_option("--events-max-bytes", flags->events_max_bytes,
+                  "How much the journal keeps, oldest events dropped first: 1GiB by default; given, it is applied "
+                  "to an existing journal too")
+      ->option_text("SIZE")
+      ->check(validator_of([](const std::string& t) { parse_byte_size(t); }, "SIZE"));
   cmd->footer(
       "Examples:\n"
       "  swarm up                                  # embedded nats-server on 127.0.0.1\n"
@@ -57,8 +120,13 @@ Verb add_up(CLI::App& app) {
             if (flags->replicas_option->count() > 0) options.replicas = flags->replicas;
             if (!g.bucket.empty()) options.bucket = g.bucket;
             if (flags->hub_option->count() > 0) options.hub = flags->hub;
+            if (!flags->events_max_age.empty())
+              options.events_max_age = swarm::parse_long_duration(flags->events_max_age);
+            if (!flags->events_max_bytes.empty()) options.events_max_bytes = parse_byte_size(flags->events_max_bytes);
             options.connection = ctx.auth_options();
             auto r = swarm::up(options);
+            for (const auto& d : r.journal_differs)
+              ctx.out().warn(std::string("journal ") + swarm::kEventsStream + ": " + d + " (kept as it is)");
             if (!r.replaced_config.empty())
               ctx.out().warn("config.json was corrupt: rebuilt it, and kept the corrupt one as " + r.replaced_config);
 
@@ -75,6 +143,7 @@ Verb add_up(CLI::App& app) {
                                 "  bucket:  " + r.config.bucket + " (TTL " + swarm::format_duration(r.config.ttl) +
                                 ", replicas " + std::to_string(r.config.replicas) + ")\n" +
                                 "  hub:     " + hub + (r.created_hub ? " (created)" : "") + "\n" +
+                "  journal: " + journal_line(r.journal) + "\n" +
                                 (r.found_buckets && (r.created_config || r.moved_nats)
                                      ? "  joined:  buckets made by another host; took their TTL and replicas\n"
                                      : "");
@@ -90,6 +159,7 @@ Verb add_up(CLI::App& app) {
                 .set("hub", hub)
                 .set("created_hub", r.created_hub)
                 .set("found_buckets", r.found_buckets);
+            doc.set("journal", journal_json(r.journal));
             if (r.server_pid) doc.set("server_pid", static_cast<std::int64_t>(*r.server_pid));
             else doc.set_null("server_pid");
             ctx.out().result("up", human, std::move(doc));

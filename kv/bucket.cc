@@ -232,6 +232,8 @@ void Bucket::set_ttl(const Connection& connection, const std::string& name, std:
   check(status, "set the TTL of " + where(name), code);
 }
 
+Connection Bucket::connection() const { return Connection(state_->connection); }
+
 BucketConfig Bucket::config() const { return state_->config; }
 
 std::uint64_t Bucket::size_hint() const { return state_->messages; }

@@ -58,6 +58,8 @@ class Bucket {
   static void set_ttl(const Connection& connection, const std::string& name, std::chrono::milliseconds ttl);
 
   const std::string& name() const { return name_; }
+  // The connection it is on.
+  Connection connection() const;
 
   // The bucket's config as the server had it when the bucket was opened.
   BucketConfig config() const;

@@ -88,6 +88,7 @@ class Connection {
   const std::shared_ptr<detail::ConnectionState>& state() const { return state_; }
 
  private:
+  friend class Bucket;
   explicit Connection(std::shared_ptr<detail::ConnectionState> state) : state_(std::move(state)) {}
   std::shared_ptr<detail::ConnectionState> state_;
 };

@@ -10,6 +10,7 @@
 #include "swarm/error.h"
 #include "swarm/file_lock.h"
 #include "swarm/hub.h"
+#include "swarm/journal.h"
 #include "swarm/log.h"
 #include "swarm/warnings.h"
 
@@ -122,6 +123,10 @@ void finish_up(const UpOptions& options, UpResult& result) {
                                     "; run `swarm up` with the bucket's settings (--ttl, --replicas), or delete "
                                     "the bucket when no session is live");
   }
+
+  result.journal_differs =
+      Journal::ensure(nats, config.replicas, options.events_max_age, options.events_max_bytes);
+  result.journal = Journal(nats).state();
 
   // Seeding an empty hub builds its first commits in .swarm/hub-seed.<pid>,
   // removed after. `up` runs alone (the up-lock): any other such folder is

@@ -7,9 +7,11 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "kv/connection.h"
 #include "kv/nats_context.h"
+#include "kv/stream.h"
 #include "swarm/workspace.h"
 
 namespace swarm {
@@ -21,6 +23,10 @@ struct UpOptions {
   std::optional<int> replicas;                     // default: the config's, else 1
   std::optional<std::string> bucket;               // default: the config's, else swarm-sessions
   std::optional<std::string> hub;                  // a path or URL; default: the config's, else .swarm/hub.git
+  // The journal's limits (stream swarm-events): given, they are applied to
+  // an existing stream too; else a new one keeps 30 days and 1 GiB.
+  std::optional<std::chrono::milliseconds> events_max_age;
+  std::optional<std::int64_t> events_max_bytes;
   kv::ConnectionOptions connection;                // auth, TLS, timeouts (urls are filled in here)
 };
 
@@ -34,6 +40,8 @@ struct UpResult {
   bool moved_nats = false;      // --nats-url named another NATS than the config's
   bool started_server = false;  // an embedded server was (re)started by this call
   std::optional<int> server_pid;
+  std::optional<kv::StreamStatus> journal;     // the journal's stream as up left it
+  std::vector<std::string> journal_differs;    // how it differs from what was asked (replicas are kept)
 };
 
 UpResult up(const UpOptions& options);

@@ -30,6 +30,7 @@ std::string_view to_string(FindingKind kind) {
     case FindingKind::nats_server_version: return "nats_server_version";
     case FindingKind::bucket_config: return "bucket_config";
     case FindingKind::lease_bucket: return "lease_bucket";
+    case FindingKind::journal: return "journal";
     case FindingKind::corrupt_record: return "corrupt_record";
     case FindingKind::other_workspace: return "other_workspace";
     case FindingKind::stale_session: return "stale_session";
@@ -71,7 +72,7 @@ namespace d = doctor;
 constexpr d::Check<d::HostInput> kHostChecks[] = {d::check_hub, d::check_unsafe_paths, d::check_embedded_server,
                                                   d::check_leftovers};
 constexpr d::Check<d::BucketInput> kBucketChecks[] = {d::check_server_version, d::check_bucket_config,
-                                                      d::check_lease_bucket};
+                                                      d::check_lease_bucket, d::check_journal};
 constexpr d::Check<d::RecordsInput> kRecordChecks[] = {d::check_records};
 constexpr d::Check<d::FolderInput> kFolderChecks[] = {d::check_folders, d::check_unpushed_branches};
 constexpr d::Check<d::LeaseInput> kLeaseChecks[] = {d::check_leases};
@@ -95,6 +96,13 @@ d::BucketInput read_buckets(const SessionStore& store, const WorkspaceConfig& co
   } catch (const kv::Error& e) {
     if (e.kind() == kv::Errc::not_found) in.lease_bucket_exists = false;
     else in.lease_bucket_unreadable = from_kv(e);
+  }
+  if (!in.lease_bucket_unreadable) {
+    try {
+      in.journal = Journal(nats).state();
+    } catch (const Error& e) {
+      in.lease_bucket_unreadable = e;  // NATS failed: reported as NATS trouble
+    }
   }
   return in;
 }
@@ -233,6 +241,9 @@ DoctorReport Doctor::run(bool fix) {
     return report;
   }
   report.nats_reachable = true;
+  const Journal journal(*nats);
+  fix_input.journal = &journal;
+  fix_input.actor = Actor::here(me_);
 
   try {
     std::optional<SessionStore> store = open_sessions(report, *nats, config.bucket);

@@ -31,6 +31,7 @@ enum class FindingKind {
   nats_server_version,
   bucket_config,
   lease_bucket,
+  journal,
   corrupt_record,
   other_workspace,
   stale_session,

@@ -19,6 +19,7 @@
 #include "swarm/error.h"
 #include "swarm/hub.h"
 #include "swarm/hub_location.h"
+#include "swarm/journal.h"
 #include "swarm/lease/lease.h"
 #include "swarm/safe_dir.h"
 #include "swarm/server_clock.h"
@@ -104,10 +105,12 @@ struct BucketInput {
   // NATS failed while the lease bucket was looked for: the checks above run
   // on what was read, then doctor reports NATS (as before the table).
   std::optional<Error> lease_bucket_unreadable;
+  std::optional<kv::StreamStatus> journal;  // the journal's stream; nullopt: missing
 };
 Findings check_server_version(const BucketInput& in);
 Findings check_bucket_config(const BucketInput& in);
 Findings check_lease_bucket(const BucketInput& in);
+Findings check_journal(const BucketInput& in);
 
 // ---- the session records and the slot folders ----
 
@@ -199,6 +202,9 @@ struct FixInput {
   const LeaseStore* leases = nullptr;
   const LeaseInput* lease_input = nullptr;
   std::map<std::string, const LeaseEntry*> lease_entries;  // the leases listed, by name
+  // Where each repair is journaled (none: not recorded), as whom.
+  const Journal* journal = nullptr;
+  Actor actor;
 };
 // What the pass did that later checks must know.
 struct FixResult {

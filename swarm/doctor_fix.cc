@@ -2,6 +2,7 @@
 // this host, by CAS on what was read and under the slot's lock, looking
 // again once the lock is held.
 #include "swarm/doctor_checks.h"
+#include "swarm/journal_events.h"
 #include "swarm/log.h"
 #include "swarm/slot_folder.h"
 
@@ -104,10 +105,42 @@ void busy(const Workspace& ws, Finding& f, const std::string& slot) {
                "); run doctor again when it is done";
 }
 
+namespace {
+
+// The `fix` event of a repair: about the slot or lease it repaired, at the
+// revision of the record it read (0 for a folder alone).
+void journal_fix(const Finding& f, const FixInput& in) {
+  if (in.journal == nullptr) return;
+  const std::string check(to_string(f.kind));
+  const bool about_lease = f.kind == FindingKind::corrupt_lease || f.kind == FindingKind::expired_lease ||
+                           f.kind == FindingKind::orphan_task_lease || f.kind == FindingKind::dead_holder;
+  if (about_lease && in.leases != nullptr) {
+    auto it = in.lease_entries.find(f.subject);
+    const std::uint64_t revision = it != in.lease_entries.end() ? it->second->revision : 0;
+    in.journal->record(fix_event(Thing::lease, in.leases->bucket_name(), f.subject, check, f.fix_note, revision,
+                                 in.actor));
+    return;
+  }
+  if (in.sessions == nullptr) return;
+  std::string slot = f.subject;
+  if (f.kind == FindingKind::unfinished_removal) {
+    const std::string name = fs::path(f.subject).filename().string();
+    slot = name.substr(0, name.find('.'));
+  }
+  const SessionEntry* entry = record_of(in, f);
+  in.journal->record(fix_event(Thing::slot, in.sessions->bucket_name(), slot, check, f.fix_note,
+                               entry != nullptr ? entry->revision : 0, in.actor));
+}
+
+}  // namespace
+
 void fix_findings(std::span<Finding> findings, const FixInput& in, FixResult& result) {
   for (auto& f : findings)
     for (const auto& row : kFixers)
-      if (row.kind == f.kind) row.fix(f, in, result);
+      if (row.kind == f.kind) {
+        row.fix(f, in, result);
+        if (f.fixed) journal_fix(f, in);
+      }
 }
 
 void fix_corrupt_record(Finding& f, const FixInput& in, FixResult& result) {

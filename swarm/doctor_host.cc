@@ -255,4 +255,22 @@ Findings check_lease_bucket(const BucketInput& in) {
                        "the lease bucket " + name + " does not exist", "swarm up")};
 }
 
+Findings check_journal(const BucketInput& in) {
+  if (in.lease_bucket_unreadable) return {};  // NATS trouble, reported as such
+  const std::string name = kEventsStream;
+  if (!in.journal)
+    return {make_finding(Severity::problem, FindingKind::journal, name,
+                         "the journal (stream " + name + ") does not exist: acts are not recorded", "swarm up")};
+  if (in.journal->sealed)
+    return {make_finding(Severity::problem, FindingKind::journal, name,
+                         "the journal (stream " + name + ") is sealed: it takes no new event, so acts are not recorded",
+                         "nats stream rm " + name + " && swarm up")};
+  if (in.journal->config.replicas != in.have.replicas)
+    return {make_finding(Severity::notice, FindingKind::journal, name,
+                         "the journal (stream " + name + ") has " + std::to_string(in.journal->config.replicas) +
+                             " replica(s) but the buckets have " + std::to_string(in.have.replicas),
+                         "nats stream edit " + name + " --replicas " + std::to_string(in.have.replicas))};
+  return {};
+}
+
 }  // namespace swarm::doctor

@@ -71,6 +71,23 @@ std::chrono::milliseconds parse_duration(std::string_view text) {
   return std::chrono::milliseconds(static_cast<long long>((total_ns + 500'000) / 1'000'000));
 }
 
+std::chrono::milliseconds parse_long_duration(std::string_view text) {
+  constexpr std::size_t kMaxDayDigits = 5;
+  constexpr long long kMaxDays = 36500;
+  if (text.size() < 2 || text.back() != 'd') return parse_duration(text);
+  auto digits = text.substr(0, text.size() - 1);
+  long long days = 0;
+  bool ok = digits.size() <= kMaxDayDigits;
+  for (char c : digits) {
+    ok = ok && std::isdigit(static_cast<unsigned char>(c));
+    if (ok) days = days * 10 + (c - '0');
+  }
+  if (!ok || days > kMaxDays)
+    throw Error(Errc::bad_input, "bad duration '" + std::string(text.substr(0, 40)) +
+                                     "': use whole days (e.g. 30d, at most 36500d) or a number and a unit (ms, s, m, h)");
+  return std::chrono::hours(24 * days);
+}
+
 std::string format_duration(std::chrono::milliseconds d) {
   long long ms = d.count();
   if (ms == 0) return "0s";

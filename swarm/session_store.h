@@ -74,6 +74,8 @@ class SessionStore {
                              std::chrono::milliseconds ttl, int replicas);
 
   const std::string& bucket_name() const { return bucket_.name(); }
+  // The connection it is on (for the journal beside it).
+  kv::Connection connection() const { return bucket_.connection(); }
   // The bucket's TTL as the server had it when the bucket was opened (no
   // round trip).
   std::chrono::milliseconds ttl() const;

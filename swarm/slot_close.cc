@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include "swarm/error.h"
+#include "swarm/journal_events.h"
+#include "swarm/log.h"
 #include "swarm/names.h"
 #include "swarm/slot_folder.h"
 #include "swarm/slot_lifecycle.h"
@@ -138,6 +140,7 @@ CloseResult SlotLifecycle::close(const std::string& slot, const CloseOptions& op
   const bool remove_folder = have_folder && !options.keep_worktree;
   const TimePoint now = clock_();
   if (remove_folder) salvage_history(slot, now, result);
+  const std::optional<std::string> head = have_folder ? branch_head(slot) : std::nullopt;
   release_record(slot, entry, result);
   if (remove_folder) {
     salvage_files_and_remove(slot, now, result);
@@ -149,7 +152,17 @@ CloseResult SlotLifecycle::close(const std::string& slot, const CloseOptions& op
     remove_if_empty(workspace_, slot);
   }
   finish_leftovers(leftovers, result);
+  journal_.record(close_event(store_.bucket_name(), slot, result, options.result, head, Actor::here(me_)));
   return result;
+}
+
+std::optional<std::string> SlotLifecycle::branch_head(const std::string& slot) const {
+  try {
+    if (has_worktree(slot)) return Worktree::open(workspace_.worktree(slot), slot, hub_).branch_tip();
+  } catch (const Error& e) {
+    spdlog::debug("slot {}: no head for the journal: {}", slot, e.what());
+  }
+  return std::nullopt;
 }
 
 void SlotLifecycle::finish_leftovers(const std::vector<std::string>& leftovers, CloseResult& result) const {

@@ -4,6 +4,7 @@
 // steps before it, in reverse, and says what it could not undo.
 #include "swarm/duration.h"
 #include "swarm/error.h"
+#include "swarm/journal_events.h"
 #include "swarm/liveness.h"
 #include "swarm/log.h"
 #include "swarm/names.h"
@@ -72,6 +73,7 @@ void SlotLifecycle::write_join_record(JoinResult& result, Takeover takeover) con
     throw Error(Errc::conflict, "slot " + slot + " changed while joining; see `swarm status --slot " + slot + "`");
   }
   result.replaced = existing;
+  result.replaced_state = state;
   spdlog::debug("slot {}: replaced a {} session of this host (revision {})", slot, to_string(state),
                 existing->revision);
 }
@@ -151,6 +153,7 @@ JoinResult SlotLifecycle::join(const std::string& slot, const std::string& task,
     undo_join(result, done);
   }
   result.worktree = fs::weakly_canonical(workspace_.worktree(slot));
+  journal_.record(join_event(store_.bucket_name(), result, result.replaced_state));
   return result;
 }
 

@@ -8,6 +8,7 @@
 #include "swarm/duration.h"
 #include "swarm/error.h"
 #include "swarm/hub.h"
+#include "swarm/journal_events.h"
 #include "swarm/liveness.h"
 #include "swarm/log.h"
 #include "swarm/names.h"
@@ -52,7 +53,8 @@ SlotLifecycle::SlotLifecycle(Workspace workspace, WorkspaceConfig config, Sessio
       store_(std::move(store)),
       tasks_(std::move(leases), me, store_.ttl()),
       me_(std::move(me)),
-      clock_(std::move(clock)) {}
+      clock_(std::move(clock)),
+      journal_(store_.connection()) {}
 
 std::uint64_t SlotLifecycle::same_session_cas(SessionEntry entry, const char* doing,
                                               const std::function<std::uint64_t(SessionEntry&)>& write) const {
@@ -223,6 +225,9 @@ CommitResult SlotLifecycle::commit(const std::string& slot, const std::string& m
   } catch (const Error& e) {
     result.warnings.push_back(std::string("renewal failed: ") + e.what());
   }
+  // A commit that made nothing and pushed nothing is no act (a renewal).
+  if (result.commit || result.pushed)
+    journal_.record(commit_event(store_.bucket_name(), entry, result, Actor::here(me_)));
   return result;
 }
 
@@ -273,6 +278,7 @@ SessionEntry SlotLifecycle::evict(const std::string& slot) {
   // Its claim on its task goes with it (whichever host held it).
   if (!removed.corrupt())
     if (auto w = tasks_.release(slot, removed.session->task_id); !w.empty()) warn(w);
+  journal_.record(evict_event(store_.bucket_name(), removed, Actor::here(me_)));
   return removed;
 }
 

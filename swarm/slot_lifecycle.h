@@ -12,6 +12,7 @@
 
 #include "swarm/clock.h"
 #include "swarm/host.h"
+#include "swarm/journal.h"
 #include "swarm/liveness.h"
 #include "swarm/recovery.h"
 #include "swarm/session_store.h"
@@ -40,6 +41,7 @@ struct JoinResult {
   Session session;
   std::uint64_t revision = 0;  // also the session token
   std::optional<SessionEntry> replaced;  // the stale (or forced) record it replaced
+  std::optional<State> replaced_state;   // how it stood: stale, or live (--force)
   bool resumed_worktree = false;         // the slot's folder was already there
 };
 
@@ -156,6 +158,9 @@ class SlotLifecycle {
   bool committed_in_this_run(const std::string& slot, const std::optional<Worktree>& worktree) const;
   // Throws not_bootstrapped naming the hub when it is not there.
   void require_hub() const;
+  // The tip of the slot's branch in its worktree, for the journal; nullopt
+  // when there is none or it cannot be read.
+  std::optional<std::string> branch_head(const std::string& slot) const;
   // Deletes what interrupted removals of the slot left in .swarm/trash/.
   void finish_leftovers(const std::vector<std::string>& leftovers, CloseResult& result) const;
   // Whether something is where the slot's worktree should be; throws
@@ -177,6 +182,7 @@ class SlotLifecycle {
   TaskLeases tasks_;
   HostIdentity me_;
   Clock clock_;
+  Journal journal_;
 };
 
 // The messages of the contract's refusals.

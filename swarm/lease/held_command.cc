@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -10,6 +11,7 @@
 
 #include "swarm/boot_clock.h"
 #include "swarm/error.h"
+#include "swarm/journal_events.h"
 #include "swarm/lease/election.h"
 #include "swarm/lease/lease_keeper.h"
 
@@ -110,8 +112,10 @@ int run_holding(const LeaseStore& store, Lease lease, const HeldCommand& held) {
   });
   std::optional<ResignWatch> resign;
   std::thread resigner;
+  std::atomic<bool> resigned{false};
   if (held.hear_resign)
     resign.emplace(store, lease.name, lease.token, [&] {
+      resigned = true;
       say(held.note, "asked to step down as leader of " + lease.name + ": stopping " + program);
       resigner = std::thread([&] { stopper.stop_by(BootClock::now() + kResignGrace); });
     });
@@ -125,6 +129,7 @@ int run_holding(const LeaseStore& store, Lease lease, const HeldCommand& held) {
   if (!keeper.lost()) {
     try {
       store.release(keeper.lease());
+      if (resigned) store.journal().record(elect_resign_event(store.bucket_name(), keeper.lease()));
     } catch (const Error& e) {
       say(held.warn, "could not release lease " + lease.name + " (it expires by itself): " + e.what());
     }

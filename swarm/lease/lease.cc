@@ -4,6 +4,7 @@
 
 #include "swarm/duration.h"
 #include "swarm/error.h"
+#include "swarm/journal_events.h"
 #include "swarm/log.h"
 #include "swarm/names.h"
 #include "swarm/process_info.h"
@@ -265,6 +266,7 @@ Lease LeaseStore::write_grant(const std::string& name, LeaseRecord r, const Last
   lease.revision = revision;
   lease.deadline = sent + r.ttl;
   lease.record = std::move(r);
+  journal_.record(lease_grant_event(bucket().name(), lease, over));
   return lease;
 }
 
@@ -290,6 +292,7 @@ void LeaseStore::release(const Lease& lease) const {
         bucket().erase(lease.name, lease.revision, to_json(marker));
         return 0;
       });
+  journal_.record(lease_release_event(bucket().name(), lease));
 }
 
 namespace {

@@ -17,6 +17,7 @@
 #include "kv/bucket.h"
 #include "swarm/boot_clock.h"
 #include "swarm/host.h"
+#include "swarm/journal.h"
 #include "swarm/lease/lease_keys.h"
 #include "swarm/lease/lease_record.h"
 #include "swarm/lease/rules.h"
@@ -165,11 +166,16 @@ class LeaseStore {
   Lease renew(const std::string& name, std::uint64_t token) const;
   void release(const std::string& name, std::uint64_t token) const;
 
+  const std::string& bucket_name() const { return keys_.bucket_.name(); }
+  // The journal beside the bucket, where grants, releases and losses go.
+  const Journal& journal() const { return journal_; }
+
  private:
-  explicit LeaseStore(kv::Bucket bucket) : keys_(std::move(bucket)) {}
+  explicit LeaseStore(kv::Bucket bucket) : keys_(std::move(bucket)), journal_(keys_.bucket_.connection()) {}
   const kv::Bucket& bucket() const { return keys_.bucket_; }
   Lease write_grant(const std::string& name, LeaseRecord record, const LastWrite& over) const;
   LeaseKeys keys_;
+  Journal journal_;
   mutable std::optional<ServerClock> server_clock_;
 };
 

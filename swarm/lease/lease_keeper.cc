@@ -1,6 +1,7 @@
 #include "swarm/lease/lease_keeper.h"
 
 #include "swarm/error.h"
+#include "swarm/journal_events.h"
 #include "swarm/log.h"
 #include "swarm/warnings.h"
 
@@ -12,6 +13,8 @@ using std::chrono::milliseconds;
 
 // After a renewal that failed but may still succeed, the next try.
 constexpr milliseconds kRetryPause{100};
+// How long the journal may take to hear that the lease was lost.
+constexpr milliseconds kLostEventBudget{1000};
 
 }  // namespace
 
@@ -56,6 +59,9 @@ void LeaseKeeper::run() {
     lost_ = true;
     spdlog::debug("lease {}: lost: {}", lease_.name, why);
     if (on_lost_) on_lost_(why, deadline);
+    // After the work is stopped, and briefly: the journal may be as far
+    // out of reach as the lease was.
+    store_.journal().with_budget(kLostEventBudget).record(lease_lost_event(store_.bucket_name(), lease(), why));
   };
 
   // A third of the TTL after the grant was sent, as after each renewal: a

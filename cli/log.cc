@@ -1,0 +1,184 @@
+// swarm log: the journal of ownership acts, filtered, once or as they happen.
+#include <cstdio>
+#include <set>
+
+#include "cli/context.h"
+#include "cli/signal_router.h"
+#include "swarm/duration.h"
+#include "swarm/error.h"
+#include "swarm/journal.h"
+#include "swarm/names.h"
+#include "swarm/text.h"
+
+namespace cli {
+
+namespace {
+
+// The kinds the contract names; --kind takes only these.
+const std::set<std::string> kKinds = {"join",        "commit",        "close",      "evict",
+                                      "fix",         "lease.grant",   "lease.release", "lease.lost",
+                                      "elect.resign", "land",         "land.refused"};
+// With --follow and neither -n nor --since, the last this many first (as tail -f).
+constexpr std::size_t kFollowBacklog = 10;
+constexpr std::chrono::milliseconds kFollowPoll{250};
+
+struct LogFlags {
+  std::string slot;
+  std::string lease;
+  std::vector<std::string> kinds;
+  std::string since;
+  std::size_t last = 0;
+  bool follow = false;
+};
+
+// "2h", "30d", or an RFC 3339 time; bad_input naming it otherwise.
+swarm::TimePoint since_of(const std::string& text) {
+  if (auto t = swarm::parse_rfc3339(text)) return *t;
+  try {
+    return std::chrono::system_clock::now() - swarm::parse_long_duration(text);
+  } catch (const swarm::Error&) {
+    throw swarm::Error(swarm::Errc::bad_input, "bad --since '" + swarm::printable(text.substr(0, 40)) +
+                                                    "': use a duration (90m, 2h, 30d) or an RFC 3339 time "
+                                                    "(2026-11-24T03:00:00Z)");
+  }
+}
+
+// One member of an event's detail as text: strings as they are (escaped),
+// the rest as JSON.
+std::string detail_text(const swarm::Json& detail) {
+  std::string out;
+  for (const cJSON* item = detail.get() ? detail.get()->child : nullptr; item != nullptr; item = item->next) {
+    if (cJSON_IsNull(item)) continue;
+    if (!out.empty()) out += ' ';
+    out += item->string;
+    out += '=';
+    if (cJSON_IsString(item)) out += swarm::printable(item->valuestring);
+    else out += swarm::printable(swarm::Json::copy(item).dump());
+  }
+  return out;
+}
+
+std::string padded(std::string text, std::size_t width) {
+  if (text.size() < width) text.resize(width, ' ');
+  return text;
+}
+
+// TIME KIND SUBJECT HOST TOKEN DETAIL
+std::string row_of(const swarm::Event& e) {
+  const std::string subject = std::string(swarm::to_string(e.thing)) + "/" + swarm::printable(e.name);
+  return padded(e.time ? swarm::format_rfc3339(*e.time) : "-", 24) + " " + padded(e.kind, 13) + " " +
+         padded(subject, 20) + " " + padded(swarm::printable(e.actor.host), 12) + " " +
+         padded(std::to_string(e.token), 6) + " " + detail_text(e.detail);
+}
+
+void print(const Context& ctx, const swarm::Event& e) {
+  if (ctx.out().json()) {
+    ctx.out().json_line(e.to_json());
+  } else {
+    std::string line = row_of(e);
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    std::fputs((line + "\n").c_str(), stdout);
+    std::fflush(stdout);
+  }
+}
+
+}  // namespace
+
+Verb add_log(CLI::App& app) {
+  auto flags = std::make_shared<LogFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "log", "The journal: who held which slot or lease, when, with which token, and how it ended");
+  auto* slot = cmd->add_option("--slot", flags->slot, "Only this slot's events")
+                   ->option_text("SLOT")
+                   ->check(slot_name_validator());
+  cmd->add_option("--lease", flags->lease, "Only this lease's events")
+      ->option_text("NAME")
+      ->check(validator_of(swarm::require_lease_name, "NAME"))
+      ->excludes(slot);
+  cmd->add_option("--kind", flags->kinds,
+                  "Only events of this kind (repeatable): join, commit, close, evict, fix, lease.grant, "
+                  "lease.release, lease.lost, elect.resign, land, land.refused")
+      ->option_text("KIND")
+      ->check(validator_of(
+          [](const std::string& k) {
+            if (kKinds.count(k) == 0)
+              throw swarm::Error(swarm::Errc::bad_input, "bad --kind '" + swarm::printable(k.substr(0, 40)) +
+                                                             "': one of join, commit, close, evict, fix, "
+                                                             "lease.grant, lease.release, lease.lost, "
+                                                             "elect.resign, land, land.refused");
+          },
+          "KIND"));
+  cmd->add_option("--since", flags->since, "Only events since then: a duration back from now (90m, 2h, 30d) or an "
+                                           "RFC 3339 time")
+      ->option_text("DUR|TIME")
+      ->check(validator_of([](const std::string& t) { since_of(t); }, "DUR|TIME"));
+  cmd->add_option("-n,--last", flags->last, "Only the last N events that match (the end of a long history is "
+                                            "read, not all of it)")
+      ->option_text("N")
+      ->check(CLI::Range(std::size_t(1), std::size_t(1000000)));
+  cmd->add_flag("-f,--follow", flags->follow,
+                "Then print each act as it happens, until Ctrl-C (with neither -n nor --since: the last 10 first)");
+  cmd->footer(
+      "Rows: TIME KIND SUBJECT HOST TOKEN DETAIL (time: the server's, UTC; host: who acted; token: the session\n"
+      "token or the lease's fencing token). With --json, one swarm.event.v1 object per line (JSON Lines).\n"
+      "Examples:\n"
+      "  swarm log --slot render -n 20\n"
+      "  swarm log --lease nightly --kind lease.grant --since 24h\n"
+      "  swarm log --follow --json");
+  return {cmd, [flags](Context& ctx) {
+            std::optional<SignalRouter> signals;
+            if (flags->follow) signals.emplace();  // before any thread is made
+            swarm::JournalQuery query;
+            std::optional<swarm::Journal> journal;
+            if (!flags->lease.empty()) {
+              auto leases = ctx.leases(flags->follow);
+              journal.emplace(leases.journal());
+              query.thing = swarm::Thing::lease;
+              query.name = flags->lease;
+              query.buckets = {leases.bucket_name()};
+            } else {
+              auto s = ctx.sessions();
+              journal.emplace(s.store.connection());
+              query.buckets = {s.store.bucket_name()};
+              if (!flags->slot.empty()) {
+                query.thing = swarm::Thing::slot;
+                query.name = flags->slot;
+              } else {
+                query.buckets.insert(s.leases.bucket_name());
+              }
+            }
+            query.kinds.insert(flags->kinds.begin(), flags->kinds.end());
+            if (!flags->since.empty()) query.since = since_of(flags->since);
+            query.last = flags->last;
+            if (flags->follow && flags->last == 0 && !query.since) query.last = kFollowBacklog;
+
+            // Where a follow starts: after what the stream held before the read.
+            std::uint64_t end_before = 0;
+            if (flags->follow) {
+              auto state = journal->state();
+              if (!state)
+                throw swarm::Error(swarm::Errc::not_bootstrapped, std::string("no journal: stream ") +
+                                                                      swarm::kEventsStream +
+                                                                      " does not exist; `swarm up` makes it");
+              end_before = state->last_seq;
+            }
+            std::uint64_t printed = 0;
+            const auto events = journal->read(query);
+            for (const auto& e : events) {
+              print(ctx, e);
+              printed = std::max(printed, e.seq);
+            }
+            if (!flags->follow) {
+              if (events.empty() && !ctx.out().json()) ctx.out().note("no events match");
+              return 0;
+            }
+            auto follow = journal->follow(query, end_before);
+            while (signals->received() == 0) {
+              auto e = follow.next(kFollowPoll);
+              if (e && e->seq > printed) print(ctx, *e);
+            }
+            return 0;
+          }};
+}
+
+}  // namespace cli

@@ -1,0 +1,350 @@
+#include "kv/stream.h"
+
+#include <algorithm>
+#include <atomic>
+
+#include "kv/ack_subject.h"
+#include "kv/bucket.h"
+#include "kv/connection_state.h"
+#include "kv/retry.h"
+
+namespace kv {
+
+using detail::check;
+using detail::with_retries;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr std::int64_t kNanosPerMilli = 1000 * 1000;
+
+std::chrono::system_clock::time_point time_of(std::int64_t unix_nanos) {
+  return std::chrono::system_clock::time_point(
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::nanoseconds(unix_nanos)));
+}
+
+jsOptions waiting(std::chrono::milliseconds wait) {
+  jsOptions options;
+  jsOptions_Init(&options);
+  options.Wait = wait.count();
+  return options;
+}
+
+std::string stream_where(const std::string& name) { return "stream " + name; }
+
+std::string human_age(std::chrono::milliseconds ms) {
+  auto s = ms.count() / 1000;
+  if (s > 0 && s % 86400 == 0) return std::to_string(s / 86400) + "d";
+  if (s > 0 && s % 3600 == 0) return std::to_string(s / 3600) + "h";
+  return std::to_string(s) + "s";
+}
+
+StreamConfig config_of(const jsStreamConfig& c) {
+  StreamConfig config;
+  config.name = c.Name != nullptr ? c.Name : "";
+  for (int i = 0; i < c.SubjectsLen; ++i) config.subjects.emplace_back(c.Subjects[i]);
+  config.max_age = std::chrono::milliseconds(c.MaxAge / kNanosPerMilli);
+  config.max_bytes = c.MaxBytes;
+  config.replicas = static_cast<int>(c.Replicas);
+  config.duplicate_window = std::chrono::milliseconds(c.Duplicates / kNanosPerMilli);
+  return config;
+}
+
+detail::StreamInfoPtr info_once(jsCtx* js, const std::string& name, std::chrono::milliseconds wait) {
+  jsStreamInfo* info = nullptr;
+  jsErrCode code = jsErrCode(0);
+  jsOptions options = waiting(wait);
+  natsStatus status = js_GetStreamInfo(&info, js, name.c_str(), &options, &code);
+  if (status == NATS_NOT_FOUND || code == JSStreamNotFoundErr) return nullptr;
+  check(status, "read " + stream_where(name), code);
+  return detail::StreamInfoPtr(info);
+}
+
+StreamMessage message_of(natsMsg* raw) {
+  StreamMessage m;
+  const char* subject = natsMsg_GetSubject(raw);
+  m.subject = subject != nullptr ? subject : "";
+  const char* data = natsMsg_GetData(raw);
+  m.data.assign(data != nullptr ? data : "", static_cast<std::size_t>(natsMsg_GetDataLength(raw)));
+  m.seq = natsMsg_GetSequence(raw);
+  m.time = time_of(natsMsg_GetTime(raw));
+  return m;
+}
+
+}  // namespace
+
+std::vector<std::string> differences(const StreamConfig& want, const StreamConfig& have) {
+  std::vector<std::string> out;
+  if (want.max_age != have.max_age)
+    out.push_back("max age is " + human_age(have.max_age) + ", want " + human_age(want.max_age));
+  if (want.max_bytes != have.max_bytes)
+    out.push_back("max bytes is " + std::to_string(have.max_bytes) + ", want " + std::to_string(want.max_bytes));
+  if (want.replicas != have.replicas)
+    out.push_back("replicas is " + std::to_string(have.replicas) + ", want " + std::to_string(want.replicas));
+  return out;
+}
+
+struct Stream::State {
+  std::shared_ptr<detail::ConnectionState> connection;
+  jsCtx* js() const { return connection->js.get(); }
+};
+
+Stream Stream::bind(const Connection& connection, const std::string& name) {
+  require_valid_bucket_name(name);
+  auto state = std::make_shared<State>();
+  state->connection = connection.state();
+  return Stream(std::move(state), name);
+}
+
+Stream Stream::ensure(const Connection& connection, const StreamConfig& want, bool update,
+                      std::vector<std::string>* changed) {
+  Stream stream = bind(connection, want.name);
+  if (want.replicas < 1 || want.replicas > 5)
+    throw Error(Errc::bad_request, "replicas of " + stream_where(want.name) + " must be 1 to 5");
+  std::vector<const char*> subjects;
+  for (const auto& s : want.subjects) subjects.push_back(s.c_str());
+  jsStreamConfig config;
+  check(jsStreamConfig_Init(&config), "config of " + stream_where(want.name));
+  config.Name = want.name.c_str();
+  config.Subjects = subjects.data();
+  config.SubjectsLen = static_cast<int>(subjects.size());
+  config.MaxAge = want.max_age.count() * kNanosPerMilli;
+  config.MaxBytes = want.max_bytes;
+  config.Replicas = want.replicas;
+  config.Duplicates = want.duplicate_window.count() * kNanosPerMilli;
+  config.Discard = js_DiscardOld;
+  config.Storage = js_FileStorage;
+  config.AllowDirect = true;
+
+  auto compare = [&](const jsStreamInfo& info) {
+    auto diffs = differences(want, config_of(*info.Config));
+    if (changed != nullptr) *changed = diffs;
+    if (diffs.empty()) return;
+    if (!update || (info.Config->MaxAge == config.MaxAge && info.Config->MaxBytes == config.MaxBytes)) return;
+    info.Config->MaxAge = config.MaxAge;
+    info.Config->MaxBytes = config.MaxBytes;
+    jsStreamInfo* updated = nullptr;
+    jsErrCode code = jsErrCode(0);
+    natsStatus status = js_UpdateStream(&updated, stream.state_->js(), info.Config, nullptr, &code);
+    detail::StreamInfoPtr owned(updated);
+    check(status, "update the limits of " + stream_where(want.name), code);
+  };
+  auto read = [&] {
+    return with_retries(*stream.state_->connection, {}, [&](std::chrono::milliseconds wait) {
+      return info_once(stream.state_->js(), want.name, wait);
+    });
+  };
+  if (auto info = read()) {
+    compare(*info);
+    return stream;
+  }
+  jsStreamInfo* created = nullptr;
+  jsErrCode code = jsErrCode(0);
+  natsStatus status = js_AddStream(&created, stream.state_->js(), &config, nullptr, &code);
+  detail::StreamInfoPtr owned(created);
+  if (status != NATS_OK) {
+    // Someone else may have created it meanwhile.
+    if (auto info = read()) {
+      compare(*info);
+      return stream;
+    }
+    check(status, "create " + stream_where(want.name), code);
+  }
+  if (changed != nullptr) changed->clear();
+  return stream;
+}
+
+std::optional<StreamStatus> Stream::state() const {
+  auto info = with_retries(*state_->connection, budget_, [&](std::chrono::milliseconds wait) {
+    return info_once(state_->js(), name_, wait);
+  });
+  if (!info) return std::nullopt;
+  StreamStatus s;
+  s.config = config_of(*info->Config);
+  s.first_seq = info->State.FirstSeq;
+  s.last_seq = info->State.LastSeq;
+  s.messages = info->State.Msgs;
+  s.bytes = info->State.Bytes;
+  s.sealed = info->Config->Sealed;
+  return s;
+}
+
+Stream::Published Stream::publish(std::string_view subject, std::string_view data, const std::string& msg_id) const {
+  const std::string subj(subject);
+  const std::string what = "publish to " + stream_where(name_) + " subject " + subj;
+  return with_retries(*state_->connection, budget_, [&](std::chrono::milliseconds wait) {
+    jsPubOptions options;
+    check(jsPubOptions_Init(&options), what);
+    options.MsgId = msg_id.c_str();
+    options.ExpectStream = name_.c_str();
+    options.MaxWait = wait.count();
+    jsPubAck* raw = nullptr;
+    jsErrCode code = jsErrCode(0);
+    natsStatus status = js_Publish(&raw, state_->js(), subj.c_str(), data.data(), static_cast<int>(data.size()),
+                                   &options, &code);
+    detail::PubAckPtr ack(raw);
+    if (status == NATS_NO_RESPONDERS)
+      throw Error(Errc::not_found, what + ": no stream takes it (is " + stream_where(name_) + " there?)");
+    check(status, what, code);
+    return Published{ack->Sequence, ack->Duplicate};
+  });
+}
+
+namespace {
+std::optional<StreamMessage> direct_get(detail::ConnectionState& connection, std::chrono::milliseconds budget,
+                                        const std::string& stream, const jsDirectGetMsgOptions& get,
+                                        const std::string& what) {
+  return with_retries(connection, budget, [&](std::chrono::milliseconds wait) -> std::optional<StreamMessage> {
+    natsMsg* raw = nullptr;
+    jsOptions options = waiting(wait);
+    jsDirectGetMsgOptions copy = get;
+    natsStatus status = js_DirectGetMsg(&raw, connection.js.get(), stream.c_str(), &options, &copy);
+    if (status == NATS_NOT_FOUND) return std::nullopt;
+    check(status, what);
+    detail::MsgPtr msg(raw);
+    return message_of(raw);
+  });
+}
+}  // namespace
+
+std::optional<StreamMessage> Stream::last(std::string_view subject) const {
+  const std::string subj(subject);
+  jsDirectGetMsgOptions get;
+  check(jsDirectGetMsgOptions_Init(&get), "get from " + stream_where(name_));
+  get.LastBySubject = subj.c_str();
+  return direct_get(*state_->connection, budget_, name_, get, "get the last of " + subj + " from " + stream_where(name_));
+}
+
+std::optional<StreamMessage> Stream::next(std::string_view filter, std::uint64_t seq) const {
+  const std::string subj(filter);
+  jsDirectGetMsgOptions get;
+  check(jsDirectGetMsgOptions_Init(&get), "get from " + stream_where(name_));
+  get.Sequence = std::max<std::uint64_t>(seq, 1);
+  get.NextBySubject = subj.c_str();
+  return direct_get(*state_->connection, budget_, name_, get, "get the next of " + subj + " from " + stream_where(name_));
+}
+
+std::vector<std::string> Stream::subjects(std::string_view filter) const {
+  const std::string subj(filter);
+  auto info = with_retries(*state_->connection, budget_, [&](std::chrono::milliseconds wait) {
+    jsStreamInfo* raw = nullptr;
+    jsErrCode code = jsErrCode(0);
+    jsOptions options = waiting(wait);
+    options.Stream.Info.SubjectsFilter = subj.c_str();
+    natsStatus status = js_GetStreamInfo(&raw, state_->js(), name_.c_str(), &options, &code);
+    if (status == NATS_NOT_FOUND || code == JSStreamNotFoundErr)
+      throw Error(Errc::not_found, stream_where(name_) + " does not exist");
+    check(status, "list the subjects of " + stream_where(name_), code);
+    return detail::StreamInfoPtr(raw);
+  });
+  std::vector<std::string> out;
+  if (info->State.Subjects != nullptr)
+    for (int i = 0; i < info->State.Subjects->Count; ++i) out.emplace_back(info->State.Subjects->List[i].Subject);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Stream Stream::with_budget(std::chrono::milliseconds budget) const {
+  Stream copy = *this;
+  copy.budget_ = budget;
+  return copy;
+}
+
+// An ordered push consumer of the stream, filtered; it knows it is caught up
+// when a message says nothing more is pending, or (nothing matching at all)
+// when the consumer says so at the start.
+struct StreamReader::Impl {
+  std::shared_ptr<Stream::State> stream;  // keeps the connection alive
+  detail::JsPtr js;
+  detail::SubscriptionPtr sub;
+  std::string what;
+  bool caught_up = false;
+  std::atomic<bool> stopped{false};
+
+  ~Impl() {
+    if (sub && !stopped) natsSubscription_Unsubscribe(sub.get());
+  }
+};
+
+StreamReader::StreamReader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+StreamReader::StreamReader(StreamReader&&) noexcept = default;
+StreamReader& StreamReader::operator=(StreamReader&&) noexcept = default;
+StreamReader::~StreamReader() = default;
+
+bool StreamReader::caught_up() const { return impl_->caught_up; }
+
+std::optional<StreamMessage> StreamReader::next(std::chrono::milliseconds timeout) {
+  Impl& r = *impl_;
+  if (r.stopped) return std::nullopt;
+  natsMsg* raw = nullptr;
+  natsStatus status = natsSubscription_NextMsg(&raw, r.sub.get(), std::max<long>(1, timeout.count()));
+  if (r.stopped || status == NATS_TIMEOUT) return std::nullopt;
+  if (status != NATS_OK) detail::raise(status, jsErrCode(0), r.what);
+  detail::MsgPtr msg(raw);
+  StreamMessage m;
+  const char* subject = natsMsg_GetSubject(raw);
+  m.subject = subject != nullptr ? subject : "";
+  const char* data = natsMsg_GetData(raw);
+  m.data.assign(data != nullptr ? data : "", static_cast<std::size_t>(natsMsg_GetDataLength(raw)));
+  const char* reply = natsMsg_GetReply(raw);
+  std::optional<detail::Delivery> d = reply != nullptr ? detail::parse_ack_subject(reply) : std::nullopt;
+  if (!d) {
+    jsMsgMetaData* meta_raw = nullptr;
+    check(natsMsg_GetMetaData(&meta_raw, raw), r.what);
+    detail::MetaDataPtr meta(meta_raw);
+    d = detail::Delivery{meta->Sequence.Stream, meta->Sequence.Consumer, meta->Timestamp, meta->NumPending};
+  }
+  m.seq = d->stream_seq;
+  m.time = time_of(d->timestamp);
+  if (d->pending == 0) r.caught_up = true;
+  return m;
+}
+
+void StreamReader::stop() {
+  if (impl_->stopped.exchange(true)) return;
+  natsSubscription_Unsubscribe(impl_->sub.get());
+}
+
+StreamReader Stream::read(std::string_view filter, const ReadFrom& from) const {
+  const std::string subject(filter);
+  const std::string what = "read " + subject + " from " + stream_where(name_);
+  return with_retries(*state_->connection, budget_, [&](std::chrono::milliseconds wait) {
+    jsSubOptions options;
+    check(jsSubOptions_Init(&options), what);
+    options.Stream = name_.c_str();
+    options.Ordered = true;
+    if (from.new_only) {
+      options.Config.DeliverPolicy = js_DeliverNew;
+    } else if (from.time) {
+      options.Config.DeliverPolicy = js_DeliverByStartTime;
+      options.Config.OptStartTime =
+          std::chrono::duration_cast<std::chrono::nanoseconds>(from.time->time_since_epoch()).count();
+    } else {
+      options.Config.DeliverPolicy = js_DeliverByStartSequence;
+      options.Config.OptStartSeq = std::max<std::uint64_t>(from.seq, 1);
+    }
+    jsOptions js_options = waiting(wait);
+    jsCtx* js = nullptr;
+    check(natsConnection_JetStream(&js, state_->connection->connection.get(), &js_options), what);
+    auto reader = std::make_unique<StreamReader::Impl>();
+    reader->stream = state_;
+    reader->what = what;
+    reader->js.reset(js);
+    natsSubscription* sub = nullptr;
+    jsErrCode code = jsErrCode(0);
+    check(js_SubscribeSync(&sub, js, subject.c_str(), nullptr, &options, &code), what, code);
+    reader->sub.reset(sub);
+    check(natsSubscription_SetPendingLimits(sub, -1, -1), what);
+    // Nothing to deliver now: caught up from the start.
+    jsConsumerInfo* info_raw = nullptr;
+    code = jsErrCode(0);
+    jsOptions info_options = waiting(wait);
+    check(natsSubscription_GetConsumerInfo(&info_raw, sub, &info_options, &code), what, code);
+    detail::ConsumerInfoPtr info(info_raw);
+    // (Anything already sent says what is pending after it itself.)
+    reader->caught_up = info->NumPending == 0 && info->Delivered.Consumer == 0;
+    return StreamReader(std::move(reader));
+  });
+}
+
+}  // namespace kv

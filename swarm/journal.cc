@@ -1,0 +1,293 @@
+#include "swarm/journal.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "kv/error.h"
+#include "swarm/error.h"
+#include "swarm/text.h"
+#include "swarm/warnings.h"
+
+namespace swarm {
+
+namespace {
+
+constexpr const char* kSubjectRoot = "swarm.events.";
+// A window of `log -n N` starts this many times N messages back, and grows
+// this many times while it finds fewer.
+constexpr std::uint64_t kFirstWindowFactor = 4;
+constexpr std::uint64_t kWindowGrowth = 8;
+constexpr std::uint64_t kSmallestWindow = 64;
+// Fields every event has; the rest of a stored object is the kind's detail.
+constexpr const char* kCommonFields[] = {"schema", "kind", "slot",     "lease", "bucket", "host",
+                                         "host_id", "pid", "task_id", "token", "revision"};
+
+const char* string_of(const cJSON* object, const char* key) {
+  const cJSON* item = cJSON_GetObjectItemCaseSensitive(object, key);
+  return cJSON_IsString(item) ? item->valuestring : nullptr;
+}
+
+std::uint64_t number_of(const cJSON* object, const char* key) {
+  const cJSON* item = cJSON_GetObjectItemCaseSensitive(object, key);
+  return cJSON_IsNumber(item) && item->valuedouble >= 0 ? static_cast<std::uint64_t>(item->valuedouble) : 0;
+}
+
+bool is_common(const char* key) {
+  for (const char* common : kCommonFields)
+    if (std::strcmp(key, common) == 0) return true;
+  return false;
+}
+
+}  // namespace
+
+std::string_view to_string(Thing thing) { return thing == Thing::slot ? "slot" : "lease"; }
+
+std::string event_subject(Thing thing, std::string_view bucket, std::string_view name) {
+  std::string s = kSubjectRoot;
+  s.append(bucket).append(".").append(to_string(thing)).append(".").append(name);
+  return s;
+}
+
+Actor Actor::here(const HostIdentity& me) { return {me.host, me.host_id, static_cast<std::int64_t>(::getpid())}; }
+
+Json Event::to_json() const {
+  Json j = Json::object();
+  j.add("schema", kEventSchema)
+      .add("kind", kind)
+      .add(thing == Thing::slot ? "slot" : "lease", name)
+      .add("bucket", bucket)
+      .add("host", actor.host)
+      .add("host_id", actor.host_id)
+      .add("pid", actor.pid)
+      .add("task_id", task_id)
+      .set("token", token)
+      .set("revision", revision);
+  j.adopt_members(Json::copy(detail.get()));
+  if (time) j.set("time", format_rfc3339(*time));
+  if (seq != 0) j.set("seq", seq);
+  return j;
+}
+
+std::optional<Event> Event::from_message(const kv::StreamMessage& message) {
+  Json doc = Json::parse(message.data);
+  const cJSON* o = doc.get();
+  if (!cJSON_IsObject(o)) return std::nullopt;
+  const char* schema = string_of(o, "schema");
+  const char* kind = string_of(o, "kind");
+  const char* bucket = string_of(o, "bucket");
+  const char* slot = string_of(o, "slot");
+  const char* lease = string_of(o, "lease");
+  if (schema == nullptr || std::strcmp(schema, kEventSchema) != 0 || kind == nullptr || bucket == nullptr ||
+      (slot == nullptr) == (lease == nullptr))
+    return std::nullopt;
+  Event e;
+  e.kind = kind;
+  e.thing = slot != nullptr ? Thing::slot : Thing::lease;
+  e.bucket = bucket;
+  e.name = slot != nullptr ? slot : lease;
+  // An event sits on its own thing's subject: one that claims another is not trusted.
+  if (message.subject != event_subject(e.thing, e.bucket, e.name)) return std::nullopt;
+  const char* host = string_of(o, "host");
+  const char* host_id = string_of(o, "host_id");
+  const char* task = string_of(o, "task_id");
+  e.actor = {host ? host : "", host_id ? host_id : "", static_cast<std::int64_t>(number_of(o, "pid"))};
+  e.task_id = task ? task : "";
+  e.token = number_of(o, "token");
+  e.revision = number_of(o, "revision");
+  for (const cJSON* item = o->child; item != nullptr; item = item->next)
+    if (item->string != nullptr && !is_common(item->string) && std::strcmp(item->string, "time") != 0 &&
+        std::strcmp(item->string, "seq") != 0)
+      e.detail.set(item->string, Json::copy(item));
+  e.seq = message.seq;
+  e.time = message.time;
+  return e;
+}
+
+std::string Event::message_id() const {
+  // One act is one kind of write at one revision of one thing's record.
+  std::string id =
+      bucket + "/" + std::string(to_string(thing)) + "/" + name + "/" + std::to_string(revision) + "/" + kind;
+  // Two fixes of one record are two acts.
+  if (const char* check = string_of(detail.get(), "check")) id += std::string("/") + check;
+  return id;
+}
+
+Event slot_event(std::string kind, std::string_view bucket, std::string_view slot, const Actor& actor,
+                 std::string_view task_id, std::uint64_t token, std::uint64_t revision) {
+  Event e;
+  e.kind = std::move(kind);
+  e.thing = Thing::slot;
+  e.bucket = bucket;
+  e.name = slot;
+  e.actor = actor;
+  e.task_id = task_id;
+  e.token = token;
+  e.revision = revision;
+  return e;
+}
+
+Event lease_event(std::string kind, std::string_view bucket, std::string_view lease, const Actor& actor,
+                  std::uint64_t token, std::uint64_t revision) {
+  Event e = slot_event(std::move(kind), bucket, lease, actor, {}, token, revision);
+  e.thing = Thing::lease;
+  return e;
+}
+
+bool JournalQuery::matches(const Event& event) const {
+  if (thing && (event.thing != *thing || (!name.empty() && event.name != name))) return false;
+  if (!buckets.empty() && buckets.count(event.bucket) == 0) return false;
+  if (!kinds.empty() && kinds.count(event.kind) == 0) return false;
+  if (since && event.time && *event.time < *since) return false;
+  return true;
+}
+
+std::optional<Event> JournalFollow::next(std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return std::nullopt;
+    auto message = translating_kv([&] { return reader_.next(left); });
+    if (!message) return std::nullopt;
+    auto event = Event::from_message(*message);
+    if (event && query_.matches(*event)) return event;
+  }
+}
+
+Journal::Journal(const kv::Connection& connection)
+    : stream_(kv::Stream::bind(connection, kEventsStream)), wait_(connection.request_timeout()) {}
+
+std::vector<std::string> Journal::ensure(const kv::Connection& connection, int replicas,
+                                         std::optional<std::chrono::milliseconds> max_age,
+                                         std::optional<std::int64_t> max_bytes) {
+  kv::StreamConfig want;
+  want.name = kEventsStream;
+  want.subjects = {std::string(kSubjectRoot) + ">"};
+  want.max_age = max_age.value_or(kEventsMaxAge);
+  want.max_bytes = max_bytes.value_or(kEventsMaxBytes);
+  want.replicas = replicas;
+  std::vector<std::string> changed;
+  const bool update = max_age.has_value() || max_bytes.has_value();
+  translating_kv([&] { return kv::Stream::ensure(connection, want, update, &changed); });
+  // Limits not asked for are the stream's own (another host may have set them).
+  if (!update)
+    std::erase_if(changed, [](const std::string& d) { return d.rfind("replicas", 0) != 0; });
+  return changed;
+}
+
+std::optional<kv::StreamStatus> Journal::state() const {
+  return translating_kv([&] { return stream_.state(); });
+}
+
+bool Journal::record(const Event& event) const noexcept {
+  try {
+    stream_.publish(event_subject(event.thing, event.bucket, event.name), event.to_json().dump(),
+                    event.message_id());
+    return true;
+  } catch (const std::exception& e) {
+    warn("the journal did not record the " + event.kind + " of " + std::string(to_string(event.thing)) + " " +
+         event.name + " (the " + event.kind + " itself is done): " + printable(e.what()));
+  } catch (...) {
+    warn("the journal did not record the " + event.kind + " of " + event.name);
+  }
+  return false;
+}
+
+std::optional<Event> Journal::last(Thing thing, std::string_view bucket, std::string_view name) const {
+  auto message = translating_kv([&] { return stream_.last(event_subject(thing, bucket, name)); });
+  if (!message) return std::nullopt;
+  return Event::from_message(*message);
+}
+
+std::string Journal::filter_of(const JournalQuery& query) const {
+  if (query.thing && !query.name.empty()) return event_subject(*query.thing, *query.buckets.begin(), query.name);
+  if (query.buckets.size() == 1) {
+    std::string f = std::string(kSubjectRoot) + *query.buckets.begin() + ".";
+    return f + (query.thing ? std::string(to_string(*query.thing)) + ".>" : ">");
+  }
+  return std::string(kSubjectRoot) + ">";
+}
+
+std::vector<Event> Journal::read_range(const std::string& filter, const JournalQuery& query, std::uint64_t from,
+                                       std::uint64_t to) const {
+  std::vector<Event> events;
+  kv::ReadFrom start;
+  start.seq = from;
+  if (query.since && query.last == 0) start.time = query.since;
+  auto reader = translating_kv([&] { return stream_.read(filter, start); });
+  while (!reader.caught_up()) {
+    auto message = translating_kv([&] { return reader.next(wait_); });
+    if (!message)
+      throw Error(Errc::unavailable, "reading the journal stalled after " + std::to_string(events.size()) + " events");
+    if (message->seq > to) break;
+    if (auto event = Event::from_message(*message); event && query.matches(*event))
+      events.push_back(std::move(*event));
+  }
+  return events;
+}
+
+std::vector<Event> Journal::read(const JournalQuery& query) const {
+  if (query.thing && !query.name.empty() && query.buckets.size() != 1)
+    throw Error(Errc::bad_input, "a journal query of one thing names its bucket");
+  const std::string filter = filter_of(query);
+  std::uint64_t first = 1, end = 0;
+  if (query.thing && !query.name.empty()) {
+    // One thing: its last message bounds the read, with no stream request.
+    auto last_message = translating_kv([&] { return stream_.last(filter); });
+    if (!last_message) return {};
+    end = last_message->seq;
+  } else {
+    auto s = state();
+    if (!s) throw Error(Errc::not_bootstrapped, std::string("no journal: stream ") + kEventsStream +
+                                                    " does not exist; `swarm up` makes it");
+    if (s->messages == 0) return {};
+    first = s->first_seq;
+    end = s->last_seq;
+  }
+  if (query.last == 0) return read_range(filter, query, first, end);
+
+  // The last N: windows reaching further back until N are found or the
+  // stream's start (or `since`) is passed.
+  std::vector<Event> found;
+  std::uint64_t window = std::max<std::uint64_t>(kSmallestWindow, query.last * kFirstWindowFactor);
+  std::uint64_t to = end;
+  while (true) {
+    const std::uint64_t from = to + 1 > window ? std::max(first, to + 1 - window) : first;
+    auto older = read_range(filter, query, from, to);
+    const bool passed_since = query.since && !older.empty() && older.front().time && *older.front().time < *query.since;
+    found.insert(found.begin(), std::make_move_iterator(older.begin()), std::make_move_iterator(older.end()));
+    if (found.size() >= query.last || from <= first || passed_since) break;
+    to = from - 1;
+    window *= kWindowGrowth;
+  }
+  if (found.size() > query.last) found.erase(found.begin(), found.end() - static_cast<std::ptrdiff_t>(query.last));
+  return found;
+}
+
+JournalFollow Journal::follow(const JournalQuery& query, std::optional<std::uint64_t> after_seq) const {
+  kv::ReadFrom start;
+  if (after_seq) start.seq = *after_seq + 1;
+  else if (query.since) start.time = query.since;
+  else start.new_only = true;
+  JournalQuery q = query;
+  q.last = 0;
+  return JournalFollow(translating_kv([&] { return stream_.read(filter_of(query), start); }), std::move(q));
+}
+
+std::vector<Event> Journal::last_each(Thing thing, std::string_view bucket) const {
+  // The subjects under the prefix, then each one's last message: a direct
+  // get per thing, whatever the history behind it.
+  std::vector<Event> events;
+  for (const auto& subject : translating_kv([&] {
+         return stream_.subjects(std::string(kSubjectRoot) + std::string(bucket) + "." +
+                                 std::string(to_string(thing)) + ".>");
+       })) {
+    auto message = translating_kv([&] { return stream_.last(subject); });
+    if (!message) continue;  // dropped meanwhile (age or size)
+    if (auto event = Event::from_message(*message)) events.push_back(std::move(*event));
+  }
+  return events;
+}
+
+}  // namespace swarm

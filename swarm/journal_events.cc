@@ -1,0 +1,109 @@
+#include "swarm/journal_events.h"
+
+namespace swarm {
+
+namespace {
+
+Actor actor_of(const LeaseRecord& r) { return {r.host, r.host_id, r.pid}; }
+
+Event with_lease_fields(Event e, const Lease& lease) {
+  e.detail.set("holder", lease.record.holder)
+      .set("ttl_ms", static_cast<std::int64_t>(lease.record.ttl.count()))
+      .set("transitions", lease.record.transitions);
+  return e;
+}
+
+}  // namespace
+
+Event join_event(std::string_view bucket, const JoinResult& join, std::optional<State> replaced_state) {
+  const Session& s = join.session;
+  Event e = slot_event("join", bucket, s.slot, {s.host, s.host_id, s.leaf_pid}, s.task_id, join.revision,
+                       join.revision);
+  if (join.replaced && join.replaced->session) {
+    const Session& old = *join.replaced->session;
+    e.detail.set("replaced", replaced_state == State::stale ? "stale" : "force")
+        .set("replaced_token", join.replaced->token())
+        .set("replaced_host", old.host)
+        .set("replaced_task_id", old.task_id);
+  } else {
+    e.detail.set_null("replaced");
+  }
+  e.detail.set("resumed_worktree", join.resumed_worktree);
+  return e;
+}
+
+Event commit_event(std::string_view bucket, const SessionEntry& entry, const CommitResult& commit,
+                   const Actor& actor) {
+  Event e = slot_event("commit", bucket, entry.slot, actor, entry.session ? entry.session->task_id : "",
+                       entry.token(), commit.revision != 0 ? commit.revision : entry.revision);
+  if (commit.commit) e.detail.set("head", *commit.commit);
+  else e.detail.set_null("head");
+  e.detail.set("pushed", commit.pushed).set("branch", commit.branch).set("renewed", commit.revision != 0);
+  return e;
+}
+
+Event close_event(std::string_view bucket, const std::string& slot, const CloseResult& result, Outcome outcome,
+                  const std::optional<std::string>& head, const Actor& actor) {
+  const SessionEntry* released = result.released ? &*result.released : nullptr;
+  Event e = slot_event("close", bucket, slot, actor,
+                       released && released->session ? released->session->task_id : "",
+                       released ? released->token() : 0, released ? released->revision : 0);
+  e.detail.set("result", to_string(outcome));
+  if (head) e.detail.set("head", *head);
+  else e.detail.set_null("head");
+  e.detail.set("salvaged", static_cast<std::int64_t>(result.salvage.files));
+  if (!result.salvage.folder.empty()) e.detail.set("recovery", result.salvage.folder.string());
+  else e.detail.set_null("recovery");
+  if (!result.salvage.commits_ref.empty()) e.detail.set("recovery_ref", result.salvage.commits_ref);
+  e.detail.set("removed_worktree", result.removed_worktree);
+  return e;
+}
+
+Event evict_event(std::string_view bucket, const SessionEntry& removed, const Actor& actor) {
+  const Session* s = removed.session ? &*removed.session : nullptr;
+  Event e = slot_event("evict", bucket, removed.slot, actor, s ? s->task_id : "", removed.token(), removed.revision);
+  Json what = Json::object();
+  what.set("host", s ? s->host : "").set("host_id", s ? s->host_id : "").set("corrupt", removed.corrupt());
+  e.detail.set("removed", std::move(what));
+  return e;
+}
+
+Event lease_grant_event(std::string_view bucket, const Lease& lease, const LastWrite& over) {
+  Event e = with_lease_fields(
+      lease_event("lease.grant", bucket, lease.name, actor_of(lease.record), lease.token, lease.revision), lease);
+  const bool took_over = over.revision != 0 && !over.released;
+  if (took_over) {
+    e.detail.set("took_over", "expired");
+    if (over.record) e.detail.set("previous_holder", over.record->holder).set("previous_token", over.record->token != 0 ? over.record->token : over.revision);
+  } else {
+    e.detail.set_null("took_over");
+  }
+  return e;
+}
+
+Event lease_release_event(std::string_view bucket, const Lease& lease) {
+  return with_lease_fields(
+      lease_event("lease.release", bucket, lease.name, actor_of(lease.record), lease.token, lease.revision), lease);
+}
+
+Event lease_lost_event(std::string_view bucket, const Lease& lease, const std::string& why) {
+  Event e = with_lease_fields(
+      lease_event("lease.lost", bucket, lease.name, actor_of(lease.record), lease.token, lease.revision), lease);
+  e.detail.set("reason", why);
+  return e;
+}
+
+Event elect_resign_event(std::string_view bucket, const Lease& lease) {
+  return with_lease_fields(
+      lease_event("elect.resign", bucket, lease.name, actor_of(lease.record), lease.token, lease.revision), lease);
+}
+
+Event fix_event(Thing thing, std::string_view bucket, std::string_view name, std::string_view check,
+                const std::string& note, std::uint64_t revision, const Actor& actor) {
+  Event e = thing == Thing::slot ? slot_event("fix", bucket, name, actor, {}, 0, revision)
+                                 : lease_event("fix", bucket, name, actor, 0, revision);
+  e.detail.set("check", check).set("did", note);
+  return e;
+}
+
+}  // namespace swarm
