@@ -315,10 +315,6 @@ StreamReader Stream::read(std::string_view filter, const ReadFrom& from) const {
     options.Ordered = true;
     if (from.new_only) {
       options.Config.DeliverPolicy = js_DeliverNew;
-    } else if (from.time) {
-      options.Config.DeliverPolicy = js_DeliverByStartTime;
-      options.Config.OptStartTime =
-          std::chrono::duration_cast<std::chrono::nanoseconds>(from.time->time_since_epoch()).count();
     } else {
       options.Config.DeliverPolicy = js_DeliverByStartSequence;
       options.Config.OptStartSeq = std::max<std::uint64_t>(from.seq, 1);
@@ -335,14 +331,6 @@ StreamReader Stream::read(std::string_view filter, const ReadFrom& from) const {
     check(js_SubscribeSync(&sub, js, subject.c_str(), nullptr, &options, &code), what, code);
     reader->sub.reset(sub);
     check(natsSubscription_SetPendingLimits(sub, -1, -1), what);
-    // Nothing to deliver now: caught up from the start.
-    jsConsumerInfo* info_raw = nullptr;
-    code = jsErrCode(0);
-    jsOptions info_options = waiting(wait);
-    check(natsSubscription_GetConsumerInfo(&info_raw, sub, &info_options, &code), what, code);
-    detail::ConsumerInfoPtr info(info_raw);
-    // (Anything already sent says what is pending after it itself.)
-    reader->caught_up = info->NumPending == 0 && info->Delivered.Consumer == 0;
     return StreamReader(std::move(reader));
   });
 }

@@ -50,17 +50,17 @@ struct StreamStatus {
   bool sealed = false;
 };
 
-// Where a read starts: at a sequence, at a time, or only with what comes
-// after it was made.
+// Where a read starts: at a sequence, or only with what comes after it
+// was made.
 struct ReadFrom {
   std::uint64_t seq = 1;
-  std::optional<std::chrono::system_clock::time_point> time;  // wins over seq
-  bool new_only = false;                                     // wins over both
+  bool new_only = false;  // wins over seq
 };
 
 // An ordered read of the messages matching one subject or pattern. A read
-// is caught up once it delivered what the stream held when it was made;
-// next() then waits for new messages (a follow) or the caller stops.
+// is caught up once a message it delivered had nothing pending after it;
+// next() then waits for new messages (a follow) or the caller stops. (A
+// read where nothing matches never catches up: look first, see next().)
 class StreamReader {
  public:
   StreamReader(StreamReader&&) noexcept;

@@ -212,9 +212,12 @@ std::string Journal::filter_of(const JournalQuery& query) const {
 std::vector<Event> Journal::read_range(const std::string& filter, const JournalQuery& query, std::uint64_t from,
                                        std::uint64_t to) const {
   std::vector<Event> events;
+  // Nothing of the filter in the range: no consumer at all. Else the read
+  // starts at its first message, and the last one says nothing is pending.
+  auto head = translating_kv([&] { return stream_.next(filter, from); });
+  if (!head || head->seq > to) return events;
   kv::ReadFrom start;
-  start.seq = from;
-  if (query.since && query.last == 0) start.time = query.since;
+  start.seq = head->seq;
   auto reader = translating_kv([&] { return stream_.read(filter, start); });
   while (!reader.caught_up()) {
     auto message = translating_kv([&] { return reader.next(wait_); });
@@ -232,7 +235,7 @@ std::vector<Event> Journal::read(const JournalQuery& query) const {
     throw Error(Errc::bad_input, "a journal query of one thing names its bucket");
   const std::string filter = filter_of(query);
   std::uint64_t first = 1, end = 0;
-  if (query.thing && !query.name.empty()) {
+  if (query.thing && !query.name.empty() && !query.since) {
     // One thing: its last message bounds the read, with no stream request.
     auto last_message = translating_kv([&] { return stream_.last(filter); });
     if (!last_message) return {};
@@ -245,19 +248,22 @@ std::vector<Event> Journal::read(const JournalQuery& query) const {
     first = s->first_seq;
     end = s->last_seq;
   }
+  if (query.since) {
+    first = seq_at(*query.since, first, end);
+    if (first > end) return {};
+  }
   if (query.last == 0) return read_range(filter, query, first, end);
 
   // The last N: windows reaching further back until N are found or the
-  // stream's start (or `since`) is passed.
+  // start (of the stream, or of `since`) is reached.
   std::vector<Event> found;
   std::uint64_t window = std::max<std::uint64_t>(kSmallestWindow, query.last * kFirstWindowFactor);
   std::uint64_t to = end;
   while (true) {
     const std::uint64_t from = to + 1 > window ? std::max(first, to + 1 - window) : first;
     auto older = read_range(filter, query, from, to);
-    const bool passed_since = query.since && !older.empty() && older.front().time && *older.front().time < *query.since;
     found.insert(found.begin(), std::make_move_iterator(older.begin()), std::make_move_iterator(older.end()));
-    if (found.size() >= query.last || from <= first || passed_since) break;
+    if (found.size() >= query.last || from <= first) break;
     to = from - 1;
     window *= kWindowGrowth;
   }
@@ -265,11 +271,35 @@ std::vector<Event> Journal::read(const JournalQuery& query) const {
   return found;
 }
 
+std::uint64_t Journal::seq_at(TimePoint time, std::uint64_t first, std::uint64_t end) const {
+  // The stream's times grow with its sequence: a binary search by direct
+  // gets (about 20 for a million events), no consumer.
+  const std::string all = std::string(kSubjectRoot) + ">";
+  std::uint64_t lo = first, hi = end + 1;  // the answer is in [lo, hi]
+  while (lo < hi) {
+    const std::uint64_t mid = lo + (hi - lo) / 2;
+    auto m = translating_kv([&] { return stream_.next(all, mid); });
+    if (!m || m->seq > end) {
+      hi = mid;
+    } else if (m->time >= time) {
+      hi = mid;
+    } else {
+      lo = m->seq + 1;
+    }
+  }
+  return lo;
+}
+
 JournalFollow Journal::follow(const JournalQuery& query, std::optional<std::uint64_t> after_seq) const {
   kv::ReadFrom start;
-  if (after_seq) start.seq = *after_seq + 1;
-  else if (query.since) start.time = query.since;
-  else start.new_only = true;
+  if (after_seq) {
+    start.seq = *after_seq + 1;
+  } else if (query.since) {
+    auto s = state();
+    start.seq = s ? seq_at(*query.since, s->first_seq, s->last_seq) : 1;
+  } else {
+    start.new_only = true;
+  }
   JournalQuery q = query;
   q.last = 0;
   return JournalFollow(translating_kv([&] { return stream_.read(filter_of(query), start); }), std::move(q));

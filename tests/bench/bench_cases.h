@@ -54,4 +54,7 @@ void lock_queue(Bench& b);            // 10
 void elect_failover(Bench& b);        // 11
 void cli_contenders(Bench& b);        // 17
 
+// bench_journal.cc
+void log_long_history(Bench& b);      // 19
+
 }  // namespace bench

@@ -1,7 +1,9 @@
 /* The baseline processes of the `swarm status` benchmarks: the least a nats.c
  * program can do to read one key (connect, bind the bucket, one get, exit),
- * or every key (KEY "--all": a watch of the whole bucket, to its end).
- * Usage: minimal_get URL BUCKET KEY|--all */
+ * or every key (KEY "--all": a watch of the whole bucket, to its end); and
+ * of `swarm log`: the last message of one subject of a stream, by a direct
+ * get (BUCKET "--last-of": KEY is STREAM:SUBJECT).
+ * Usage: minimal_get URL BUCKET KEY|--all, or minimal_get URL --last-of STREAM:SUBJECT */
 #include <nats/nats.h>
 #include <stdio.h>
 #include <string.h>
@@ -37,8 +39,26 @@ int main(int argc, char** argv) {
   }
   s = natsConnection_ConnectTo(&nc, argv[1]);
   if (s == NATS_OK) s = natsConnection_JetStream(&js, nc, NULL);
-  if (s == NATS_OK) s = js_KeyValue(&kv, js, argv[2]);
-  if (s == NATS_OK && strcmp(argv[3], "--all") == 0) {
+  if (s == NATS_OK && strcmp(argv[2], "--last-of") == 0) {
+    char stream[256];
+    const char* colon = strchr(argv[3], ':');
+    natsMsg* msg = NULL;
+    jsDirectGetMsgOptions get;
+    if (colon == NULL || (size_t)(colon - argv[3]) >= sizeof stream) {
+      fprintf(stderr, "usage: minimal_get URL --last-of STREAM:SUBJECT\n");
+      return 2;
+    }
+    memcpy(stream, argv[3], (size_t)(colon - argv[3]));
+    stream[colon - argv[3]] = '\0';
+    jsDirectGetMsgOptions_Init(&get);
+    get.LastBySubject = colon + 1;
+    s = js_DirectGetMsg(&msg, js, stream, NULL, &get);
+    if (s == NATS_OK) printf("%d bytes at sequence %llu\n", natsMsg_GetDataLength(msg),
+                             (unsigned long long)natsMsg_GetSequence(msg));
+    natsMsg_Destroy(msg);
+  } else if (s == NATS_OK) s = js_KeyValue(&kv, js, argv[2]);
+  if (s == NATS_OK && strcmp(argv[2], "--last-of") == 0) {
+  } else if (s == NATS_OK && strcmp(argv[3], "--all") == 0) {
     int count = 0;
     long long bytes = 0;
     s = watch_all(kv, &count, &bytes);

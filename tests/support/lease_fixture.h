@@ -8,6 +8,7 @@
 
 #include "support/nats_server.h"
 #include "swarm/bootstrap.h"
+#include "swarm/journal.h"
 #include "swarm/lease/lease.h"
 
 namespace testing {
@@ -16,6 +17,8 @@ struct LeaseFixture {
   NatsServer server;
   kv::Connection connection = connect(server.url());
   kv::Bucket bucket = kv::Bucket::ensure(connection, {.name = "swarm-leases", .ttl = std::chrono::hours(24)});
+  // The journal beside it, as `swarm up` makes it: grants and releases are recorded there.
+  bool journal = (swarm::Journal::ensure(connection, 1, std::nullopt, std::nullopt), true);
 
   static kv::Connection connect(const std::string& url) {
     return swarm::connect_nats({.urls = {url}, .request_timeout = std::chrono::seconds(5)});
