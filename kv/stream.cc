@@ -166,6 +166,7 @@ std::optional<StreamStatus> Stream::state() const {
   s.messages = info->State.Msgs;
   s.bytes = info->State.Bytes;
   s.sealed = info->Config->Sealed;
+  if (info->Cluster != nullptr && info->Cluster->Leader != nullptr) s.leader = info->Cluster->Leader;
   return s;
 }
 
@@ -183,8 +184,13 @@ Stream::Published Stream::publish(std::string_view subject, std::string_view dat
     natsStatus status = js_Publish(&raw, state_->js(), subj.c_str(), data.data(), static_cast<int>(data.size()),
                                    &options, &code);
     detail::PubAckPtr ack(raw);
-    if (status == NATS_NO_RESPONDERS)
-      throw Error(Errc::not_found, what + ": no stream takes it (is " + stream_where(name_) + " there?)");
+    // No responder: the stream is gone, or (a cluster) has no leader yet,
+    // which a retry may get past. Which one, the meta leader says.
+    if (status == NATS_NO_RESPONDERS) {
+      if (!info_once(state_->js(), name_, wait))
+        throw Error(Errc::not_found, what + ": " + stream_where(name_) + " does not exist");
+      throw Error(Errc::unavailable, what + ": " + stream_where(name_) + " has no leader yet");
+    }
     check(status, what, code);
     return Published{ack->Sequence, ack->Duplicate};
   });

@@ -48,6 +48,7 @@ struct StreamStatus {
   std::uint64_t messages = 0;
   std::uint64_t bytes = 0;
   bool sealed = false;
+  std::string leader;  // the server that leads it (empty when not clustered)
 };
 
 // Where a read starts: at a sequence, or only with what comes after it

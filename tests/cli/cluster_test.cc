@@ -7,6 +7,7 @@
 
 #include "cli/swarm_fixture.h"
 #include "kv/bucket.h"
+#include "kv/stream.h"
 #include "support/json_fields.h"
 
 using namespace testing;
@@ -148,4 +149,74 @@ TEST_CASE("Cluster_VerbsRideOutALeaderElection") {
   CHECK(testing::number_of(session, "revision") >= last_renewal);
   MESSAGE("leader " << leader << " killed; " << renewals.load() << " renewals and " << listings.load()
                     << " listings, none failed; the slowest took " << longest_ms.load() << " ms");
+}
+
+TEST_CASE("Cluster_JournalKeepsEveryActThroughALeaderKill") {
+  // the journal is R3 like the buckets; its stream leader killed, the events before stay and each act after is
+  // recorded once.
+  NatsCluster cluster;
+  SwarmWorkspace ws({.up = false});
+  RunResult up = up_on_cluster(ws, cluster, {"--replicas", "3", "--json"});
+  REQUIRE_MESSAGE(up.exit == 0, up.err);
+  CHECK(testing::number_of(cJSON_GetObjectItem(json_of(up).get(), "journal"), "replicas") == 3);
+  REQUIRE(ws.swarm({"join", "--slot", "a", "--task", "T-1"}).exit == 0);
+  write_file(ws.worktree("a") / "f.txt", "f\n");
+  REQUIRE(ws.swarm({"commit", "--slot", "a", "-m", "f"}).exit == 0);
+
+  std::string leader;
+  {
+    auto connection = kv::Connection::connect({.urls = cluster.url_list()});
+    auto state = kv::Stream::bind(connection, "swarm-events").state();
+    REQUIRE(state);
+    CHECK(state->config.replicas == 3);
+    leader = state->leader;
+  }
+  REQUIRE(!leader.empty());
+  const int victim = leader == "n1" ? 0 : leader == "n2" ? 1 : 2;
+  cluster.node(victim).kill();
+
+  // Once the journal answers again (a new leader), what it held is all there.
+  auto deadline = std::chrono::steady_clock::now() + 40s;
+  RunResult log;
+  do {
+    log = ws.swarm({"log", "--slot", "a", "--json", "--timeout", "3s"});
+    if (log.exit == 0) break;
+    std::this_thread::sleep_for(500ms);
+  } while (std::chrono::steady_clock::now() < deadline);
+  REQUIRE_MESSAGE(log.exit == 0, log.err);
+  CHECK(log.out.find("\"kind\":\"join\"") != std::string::npos);
+  CHECK(log.out.find("\"kind\":\"commit\"") != std::string::npos);
+  // (Followers answer reads; a write waits for the new leader.)
+  {
+    auto connection = kv::Connection::connect({.urls = cluster.url_list()});
+    std::optional<kv::StreamStatus> state;
+    do {
+      try {
+        state = kv::Stream::bind(connection, "swarm-events").state();
+      } catch (const kv::Error&) {
+        state.reset();
+      }
+      if (state && !state->leader.empty() && state->leader != leader) break;
+      std::this_thread::sleep_for(250ms);
+    } while (std::chrono::steady_clock::now() < deadline);
+    REQUIRE(state);
+    CHECK(state->leader != leader);
+  }
+
+  RunResult close;
+  do {
+    close = ws.swarm({"close", "--slot", "a", "--result", "success", "--timeout", "3s"});
+    if (close.exit == 0) break;
+    std::this_thread::sleep_for(500ms);
+  } while (std::chrono::steady_clock::now() < deadline + 20s);
+  REQUIRE_MESSAGE(close.exit == 0, close.err);
+  CHECK_MESSAGE(close.err.find("journal") == std::string::npos, close.err);
+  log = ws.swarm({"log", "--slot", "a", "--json", "--timeout", "3s"});
+  REQUIRE(log.exit == 0);
+  int closes = 0;
+  for (std::size_t at = log.out.find("\"kind\":\"close\""); at != std::string::npos;
+       at = log.out.find("\"kind\":\"close\"", at + 1))
+    ++closes;
+  CHECK(closes == 1);
+  CHECK(log.out.find("\"result\":\"success\"") != std::string::npos);
 }

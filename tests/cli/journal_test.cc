@@ -1,0 +1,201 @@
+// The journal through the real binary: each verb's event with its fields,
+// `swarm log`'s filters and refusals, a follower, a lost lease and a resign.
+#include <doctest/doctest.h>
+#include <signal.h>
+
+#include <thread>
+
+#include "cli/swarm_fixture.h"
+#include "support/json_fields.h"
+
+using namespace testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Every event `swarm log ARGS --json` prints, one JSON object per line.
+std::vector<swarm::Json> events(const SwarmWorkspace& ws, std::vector<std::string> args) {
+  args.insert(args.begin(), "log");
+  args.push_back("--json");
+  auto r = ws.swarm(args);
+  REQUIRE_MESSAGE(r.exit == 0, r.err);
+  std::vector<swarm::Json> out;
+  std::size_t at = 0;
+  while (at < r.out.size()) {
+    auto nl = r.out.find('\n', at);
+    REQUIRE(nl != std::string::npos);  // every line ends
+    auto doc = swarm::Json::parse(r.out.substr(at, nl - at));
+    REQUIRE_MESSAGE(doc, r.out.substr(at, nl - at));
+    CHECK(testing::text_of(doc.get(), "schema") == "swarm.event.v1");
+    out.push_back(std::move(doc));
+    at = nl + 1;
+  }
+  return out;
+}
+
+std::vector<std::string> kinds_of(const std::vector<swarm::Json>& docs) {
+  std::vector<std::string> kinds;
+  for (const auto& d : docs) kinds.push_back(testing::text_of(d.get(), "kind"));
+  return kinds;
+}
+
+const cJSON* member(const swarm::Json& doc, const char* name) { return cJSON_GetObjectItem(doc.get(), name); }
+
+}  // namespace
+
+TEST_CASE("Journal_EveryVerbWritesItsEvent") {
+  SwarmWorkspace ws;
+  auto joined = ws.swarm({"join", "--slot", "a", "--task", "T-1", "--json"});
+  REQUIRE_MESSAGE(joined.exit == 0, joined.err);
+  const double token = number(json_of(joined), "session_token");
+  write_file(ws.worktree("a") / "f.txt", "f\n");
+  auto committed = ws.swarm({"commit", "--slot", "a", "-m", "f", "--json"});
+  REQUIRE_MESSAGE(committed.exit == 0, committed.err);
+  write_file(ws.worktree("a") / "left.txt", "uncommitted\n");
+  REQUIRE(ws.swarm({"close", "--slot", "a", "--result", "fail"}).exit == 0);
+
+  auto a = events(ws, {"--slot", "a"});
+  REQUIRE(kinds_of(a) == std::vector<std::string>{"join", "commit", "close"});
+  for (const auto& e : a) {
+    CHECK(testing::text_of(e.get(), "slot") == "a");
+    CHECK(testing::text_of(e.get(), "host") == "host-a");
+    CHECK(testing::text_of(e.get(), "host_id") == "id-a");
+    CHECK(testing::text_of(e.get(), "task_id") == "T-1");
+    CHECK(testing::number_of(e.get(), "token") == token);
+    CHECK(!testing::text_of(e.get(), "time").empty());
+  }
+  CHECK(cJSON_IsNull(member(a[0], "replaced")));
+  CHECK(testing::text_of(a[1].get(), "head") == field(json_of(committed), "commit"));
+  CHECK(cJSON_IsTrue(member(a[1], "pushed")));
+  CHECK(testing::text_of(a[2].get(), "result") == "fail");
+  CHECK(testing::text_of(a[2].get(), "head") == field(json_of(committed), "commit"));
+  CHECK(testing::number_of(a[2].get(), "salvaged") >= 1);
+  const std::string recovery = testing::text_of(a[2].get(), "recovery");
+  CHECK(std::filesystem::exists(std::filesystem::path(recovery) / "left.txt"));
+
+  // A forced rejoin names what it replaced; an eviction what it removed.
+  auto first = ws.swarm({"join", "--slot", "b", "--task", "T-2", "--json"});
+  REQUIRE(first.exit == 0);
+  REQUIRE(ws.swarm({"join", "--slot", "b", "--task", "T-2", "--force"}).exit == 0);
+  REQUIRE(ws.swarm({"evict", "--slot", "b"}, kHostB).exit == 0);
+  auto b = events(ws, {"--slot", "b"});
+  REQUIRE(kinds_of(b) == std::vector<std::string>{"join", "join", "evict"});
+  CHECK(testing::text_of(b[1].get(), "replaced") == "force");
+  CHECK(testing::number_of(b[1].get(), "replaced_token") == number(json_of(first), "session_token"));
+  CHECK(testing::text_of(b[1].get(), "replaced_host") == "host-a");
+  CHECK(testing::text_of(b[2].get(), "host") == "host-b");  // who evicted
+  CHECK(testing::text_of(member(b[2], "removed"), "host") == "host-a");
+
+  // A lock: its grant and release, with the token CMD saw.
+  auto lock = ws.swarm({"lock", "job", "--", "sh", "-c", "echo $SWARM_FENCING_TOKEN"});
+  REQUIRE_MESSAGE(lock.exit == 0, lock.err);
+  auto job = events(ws, {"--lease", "job"});
+  REQUIRE(kinds_of(job) == std::vector<std::string>{"lease.grant", "lease.release"});
+  for (const auto& e : job) CHECK(std::to_string(static_cast<long long>(testing::number_of(e.get(), "token"))) + "\n" == lock.out);
+  CHECK(cJSON_IsNull(member(job[0], "took_over")));
+
+  // The task leases of the slots are journaled as leases; --kind and -n narrow.
+  CHECK(kinds_of(events(ws, {"--lease", "task.T-1"})) == std::vector<std::string>{"lease.grant", "lease.release"});
+  auto closes = events(ws, {"--kind", "close", "--kind", "evict"});
+  CHECK(kinds_of(closes) == std::vector<std::string>{"close", "evict"});
+  auto last2 = events(ws, {"-n", "2"});
+  CHECK(kinds_of(last2) == std::vector<std::string>{"lease.grant", "lease.release"});
+  CHECK(events(ws, {"--since", "1h"}).size() == events(ws, {}).size());
+  CHECK(events(ws, {"--since", "2099-01-01T00:00:00Z"}).empty());
+
+  // Text rows: TIME KIND SUBJECT HOST TOKEN DETAIL.
+  auto text = ws.swarm({"log", "--slot", "a"});
+  REQUIRE(text.exit == 0);
+  CHECK(text.out.find(" close ") != std::string::npos);
+  CHECK(text.out.find("slot/a") != std::string::npos);
+  CHECK(text.out.find("result=fail") != std::string::npos);
+  auto none = ws.swarm({"log", "--slot", "never"});
+  CHECK(none.exit == 0);
+  CHECK(none.out.empty());
+  CHECK(none.err.find("no events") != std::string::npos);
+}
+
+TEST_CASE("Journal_StaleTakeoverAndDoctorFix") {
+  // a stale session replaced by a join says "stale"; doctor --fix's repair of an orphan folder is a fix event.
+  SwarmWorkspace ws({.up_args = {"--ttl", "3s"}});
+  auto first = ws.swarm({"join", "--slot", "a", "--task", "T-1", "--json"});
+  REQUIRE(first.exit == 0);
+  std::this_thread::sleep_for(2200ms);  // past 2/3 of the TTL: stale, not yet expired
+  auto again = ws.swarm({"join", "--slot", "a", "--task", "T-1"});
+  REQUIRE_MESSAGE(again.exit == 0, again.err);
+  auto a = events(ws, {"--slot", "a", "--kind", "join"});
+  REQUIRE(a.size() == 2);
+  CHECK(testing::text_of(a[1].get(), "replaced") == "stale");
+  CHECK(testing::number_of(a[1].get(), "replaced_token") == number(json_of(first), "session_token"));
+
+  // Slot c's record evicted: its folder is an orphan that doctor --fix salvages and removes.
+  REQUIRE(ws.swarm({"join", "--slot", "c", "--task", "T-3"}).exit == 0);
+  REQUIRE(ws.swarm({"evict", "--slot", "c"}).exit == 0);
+  auto fixed = ws.swarm({"doctor", "--fix"});
+  CHECK_MESSAGE(!std::filesystem::exists(ws.root() / ".swarm/slots/c"), fixed.out << fixed.err);
+  auto c = events(ws, {"--slot", "c", "--kind", "fix"});
+  REQUIRE(c.size() == 1);
+  CHECK(testing::text_of(c[0].get(), "check") == "orphan_folder");
+  CHECK(testing::text_of(c[0].get(), "did").find("removed") != std::string::npos);
+}
+
+TEST_CASE("Journal_LogRefusesBadInputBeforeAnyIO") {
+  SwarmWorkspace ws({.up = false});  // no workspace at all: refusals come first
+  for (std::vector<std::string> args : {std::vector<std::string>{"log", "--kind", "joined"},
+                                        {"log", "--since", "yesterday"},
+                                        {"log", "--since", "40000d"},
+                                        {"log", "--slot", "a", "--lease", "b"},
+                                        {"log", "-n", "0"},
+                                        {"log", "--slot", "a.b"},
+                                        {"log", "--lease", "a..b"}}) {
+    auto r = ws.swarm(args);
+    CHECK_MESSAGE(r.exit == 2, args.back() << ": " << r.err);
+    CHECK(r.out.empty());
+  }
+  auto r = ws.swarm({"log", "--kind", "joined"});
+  CHECK(r.err.find("joined") != std::string::npos);
+}
+
+TEST_CASE("Journal_FollowPrintsActsAsTheyHappen") {
+  SwarmWorkspace ws;
+  REQUIRE(ws.swarm({"join", "--slot", "old", "--task", "T-0"}).exit == 0);
+  Process follow(ws.command({"log", "--follow", "--json", "--kind", "join", "--kind", "close"}));
+  auto backlog = follow.read_line(10s);  // the last events first (as tail -f)
+  REQUIRE(backlog);
+  CHECK(backlog->find("\"slot\":\"old\"") != std::string::npos);
+  REQUIRE(ws.swarm({"join", "--slot", "new", "--task", "T-1"}).exit == 0);
+  auto line = follow.read_line(5s);
+  REQUIRE(line);
+  CHECK(line->find("\"kind\":\"join\"") != std::string::npos);
+  CHECK(line->find("\"slot\":\"new\"") != std::string::npos);
+  REQUIRE(ws.swarm({"close", "--slot", "new", "--result", "fork", "--no-artifact"}).exit == 0);
+  line = follow.read_line(5s);
+  REQUIRE(line);
+  CHECK(line->find("\"result\":\"fork\"") != std::string::npos);
+  follow.signal(SIGINT);
+  auto end = follow.wait(10s);
+  CHECK(end.exit == 0);
+}
+
+TEST_CASE("Journal_LeaseLostAndLeaderResign") {
+  SwarmWorkspace ws;
+  // A lock whose lease is released under it (by its token, from elsewhere) loses it: lease.lost.
+  Process lock(ws.command({"lock", "job", "--ttl", "3s", "--", "sh", "-c", "echo $SWARM_FENCING_TOKEN; sleep 30"}));
+  auto token = lock.read_line(10s);
+  REQUIRE(token);
+  REQUIRE(ws.swarm({"lease", "release", "job", "--token", *token}).exit == 0);
+  auto ended = lock.wait(20s);
+  CHECK(ended.exit != 0);
+  auto job = events(ws, {"--lease", "job"});
+  REQUIRE(kinds_of(job) == std::vector<std::string>{"lease.grant", "lease.release", "lease.lost"});
+  CHECK(std::to_string(static_cast<long long>(testing::number_of(job[2].get(), "token"))) == *token);
+
+  // A leader asked to step down: elect.resign after its release.
+  Process leader(ws.command({"elect", "lead", "--ttl", "3s", "--", "sh", "-c", "echo up; sleep 30"}));
+  REQUIRE(leader.read_line(10s));
+  auto resign = ws.swarm({"elect", "lead", "--resign"});
+  CHECK_MESSAGE(resign.exit == 0, resign.err);
+  leader.wait(20s);
+  auto lead = events(ws, {"--lease", "lead"});
+  CHECK(kinds_of(lead) == std::vector<std::string>{"lease.grant", "lease.release", "elect.resign"});
+}
