@@ -126,7 +126,8 @@ Verb add_up(CLI::App& app) {
             options.connection = ctx.auth_options();
             auto r = swarm::up(options);
             for (const auto& d : r.journal_differs)
-              ctx.out().warn(std::string("journal ") + swarm::kEventsStream + ": " + d + " (kept as it is)");
+              ctx.out().warn(std::string("journal ") + swarm::kEventsStream + ": " + d +
+                             (d.find("no room") == std::string::npos ? " (kept as it is)" : ""));
             if (!r.replaced_config.empty())
               ctx.out().warn("config.json was corrupt: rebuilt it, and kept the corrupt one as " + r.replaced_config);
 

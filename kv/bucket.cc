@@ -41,24 +41,14 @@ BucketConfig config_of(const jsStreamInfo& info, const std::string& name) {
   return config;
 }
 
-std::chrono::system_clock::time_point time_of(std::int64_t unix_nanos) {
-  return std::chrono::system_clock::time_point(
-      std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::nanoseconds(unix_nanos)));
-}
-
-// JetStream options whose requests wait `wait` for their answer.
-jsOptions waiting(std::chrono::milliseconds wait) {
-  jsOptions options;
-  jsOptions_Init(&options);
-  options.Wait = wait.count();
-  return options;
-}
+using detail::time_of;
+using detail::waiting;
 
 // The same, retried through a failover.
 detail::StreamInfoPtr stream_info(detail::ConnectionState& connection, const std::string& stream,
                                   const std::string& bucket) {
   return with_retries(connection, {}, [&](std::chrono::milliseconds wait) {
-    return detail::stream_info_once(connection.js.get(), stream, bucket, wait);
+    return detail::stream_info_once(connection.js.get(), stream, where(bucket), wait);
   });
 }
 
@@ -70,19 +60,19 @@ constexpr std::chrono::milliseconds kFreshOpen{1000};
 namespace detail {
 // Reads the stream behind a bucket, waiting `wait` for the answer; nullptr
 // when it does not exist.
-StreamInfoPtr stream_info_once(jsCtx* js, const std::string& stream, const std::string& bucket,
-                                       std::chrono::milliseconds wait) {
+StreamInfoPtr stream_info_once(jsCtx* js, const std::string& stream, std::string_view shown,
+                               std::chrono::milliseconds wait) {
   jsStreamInfo* info = nullptr;
   jsErrCode code = jsErrCode(0);
   jsOptions options = waiting(wait);
   natsStatus status = js_GetStreamInfo(&info, js, stream.c_str(), &options, &code);
   if (status == NATS_NOT_FOUND || code == JSStreamNotFoundErr) return nullptr;
-  check(status, "read config of " + where(bucket), code);
+  check(status, "read config of " + std::string(shown), code);
   return StreamInfoPtr(info);
 }
 
 StreamState stream_state(const Bucket::State& bucket, const std::string& name, std::chrono::milliseconds wait) {
-  auto info = stream_info_once(bucket.js(), bucket.stream, name, wait);
+  auto info = stream_info_once(bucket.js(), bucket.stream, where(name), wait);
   if (!info) throw Error(Errc::not_found, where(name) + " no longer exists");
   return {info->State.LastSeq, info->State.Msgs};
 }
@@ -331,7 +321,7 @@ void Bucket::for_each(const std::function<void(Entry&&)>& visit, bool keys_only,
       // else one stream-info request. An empty stream needs no consumer.
       std::uint64_t messages = state_->messages, end = state_->last_seq;
       if (messages == 0 || std::chrono::steady_clock::now() - state_->opened_at > kFreshOpen) {
-        auto info = detail::stream_info_once(state_->js(), state_->stream, name_, attempts.wait());
+        auto info = detail::stream_info_once(state_->js(), state_->stream, where(name_), attempts.wait());
         if (!info) throw Error(Errc::not_found, where(name_) + " no longer exists");
         messages = info->State.Msgs;
         end = info->State.LastSeq;

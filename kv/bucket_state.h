@@ -31,9 +31,9 @@ struct Bucket::State {
 namespace detail {
 // The header a KV delete marker carries ("DEL"; "PURGE" for a purge).
 inline constexpr const char* kOperationHeader = "KV-Operation";
-// Reads the stream behind a bucket, waiting `wait` for the answer; nullptr
-// when it does not exist.
-StreamInfoPtr stream_info_once(jsCtx* js, const std::string& stream, const std::string& bucket,
+// Reads a stream (`shown`: how errors name it, "bucket B"), waiting `wait`
+// for the answer; nullptr when it does not exist.
+StreamInfoPtr stream_info_once(jsCtx* js, const std::string& stream, std::string_view shown,
                                std::chrono::milliseconds wait);
 // The last sequence of the bucket's stream now (one stream-info request that
 // waits `wait`); throws not_found when the bucket is gone.

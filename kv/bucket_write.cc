@@ -118,7 +118,7 @@ std::optional<std::uint64_t> Bucket::cas_guard(std::chrono::milliseconds wait) c
   // on a clustered stream also carries the stream's last sequence, read just
   // before: it lands only if nothing at all was written to the bucket since,
   // so the key is still at the revision it was checked at (adr/0014).
-  auto info = detail::stream_info_once(state_->js(), state_->stream, name_, wait);
+  auto info = detail::stream_info_once(state_->js(), state_->stream, where(name_), wait);
   if (!info) throw Error(Errc::not_found, where(name_) + " no longer exists");
   state_->clustered = info->Cluster != nullptr ? 1 : 0;
   if (info->Cluster == nullptr) return std::nullopt;

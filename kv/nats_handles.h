@@ -4,6 +4,8 @@
 
 #include <nats/nats.h>
 
+#include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -37,6 +39,20 @@ Errc kind_of_failure(natsStatus status, jsErrCode js_code, std::string_view text
 // Turns a failed nats.c call into a kv::Error whose message starts with `what`
 // (e.g. "get bucket B key K") and ends with nats.c's own text.
 [[noreturn]] void raise(natsStatus status, jsErrCode js_code, std::string_view what);
+
+// JetStream options whose requests wait `wait` for their answer.
+inline jsOptions waiting(std::chrono::milliseconds wait) {
+  jsOptions options;
+  jsOptions_Init(&options);
+  options.Wait = wait.count();
+  return options;
+}
+
+// A time the server stamped (unix nanoseconds).
+inline std::chrono::system_clock::time_point time_of(std::int64_t unix_nanos) {
+  return std::chrono::system_clock::time_point(
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::nanoseconds(unix_nanos)));
+}
 
 // Throws unless status is NATS_OK.
 inline void check(natsStatus status, std::string_view what, jsErrCode js_code = jsErrCode(0)) {

@@ -5,6 +5,7 @@
 
 #include "kv/ack_subject.h"
 #include "kv/bucket.h"
+#include "kv/bucket_state.h"
 #include "kv/connection_state.h"
 #include "kv/retry.h"
 
@@ -12,23 +13,13 @@ namespace kv {
 
 using detail::check;
 using detail::with_retries;
+using detail::time_of;
+using detail::waiting;
 using namespace std::chrono_literals;
 
 namespace {
 
 constexpr std::int64_t kNanosPerMilli = 1000 * 1000;
-
-std::chrono::system_clock::time_point time_of(std::int64_t unix_nanos) {
-  return std::chrono::system_clock::time_point(
-      std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::nanoseconds(unix_nanos)));
-}
-
-jsOptions waiting(std::chrono::milliseconds wait) {
-  jsOptions options;
-  jsOptions_Init(&options);
-  options.Wait = wait.count();
-  return options;
-}
 
 std::string stream_where(const std::string& name) { return "stream " + name; }
 
@@ -51,13 +42,7 @@ StreamConfig config_of(const jsStreamConfig& c) {
 }
 
 detail::StreamInfoPtr info_once(jsCtx* js, const std::string& name, std::chrono::milliseconds wait) {
-  jsStreamInfo* info = nullptr;
-  jsErrCode code = jsErrCode(0);
-  jsOptions options = waiting(wait);
-  natsStatus status = js_GetStreamInfo(&info, js, name.c_str(), &options, &code);
-  if (status == NATS_NOT_FOUND || code == JSStreamNotFoundErr) return nullptr;
-  check(status, "read " + stream_where(name), code);
-  return detail::StreamInfoPtr(info);
+  return detail::stream_info_once(js, name, stream_where(name), wait);
 }
 
 StreamMessage message_of(natsMsg* raw) {
@@ -138,9 +123,16 @@ Stream Stream::ensure(const Connection& connection, const StreamConfig& want, bo
     compare(*info);
     return stream;
   }
+  constexpr std::int64_t kSmallest = std::int64_t(1) << 20;
   jsStreamInfo* created = nullptr;
   jsErrCode code = jsErrCode(0);
   natsStatus status = js_AddStream(&created, stream.state_->js(), &config, nullptr, &code);
+  while (status != NATS_OK && want.shrink_to_fit && config.MaxBytes / 2 >= kSmallest &&
+         (code == JSInsufficientResourcesErr || code == JSStorageResourcesExceededErr)) {
+    config.MaxBytes /= 2;
+    code = jsErrCode(0);
+    status = js_AddStream(&created, stream.state_->js(), &config, nullptr, &code);
+  }
   detail::StreamInfoPtr owned(created);
   if (status != NATS_OK) {
     // Someone else may have created it meanwhile.
@@ -150,7 +142,12 @@ Stream Stream::ensure(const Connection& connection, const StreamConfig& want, bo
     }
     check(status, "create " + stream_where(want.name), code);
   }
-  if (changed != nullptr) changed->clear();
+  if (changed != nullptr) {
+    changed->clear();
+    if (config.MaxBytes != want.max_bytes)
+      changed->push_back("max bytes is " + std::to_string(config.MaxBytes) + ", want " +
+                         std::to_string(want.max_bytes) + ": the server had no room for more");
+  }
   return stream;
 }
 

@@ -27,6 +27,10 @@ struct StreamConfig {
   // A publish repeated with the same message id within this window is
   // stored once (the server's deduplication).
   std::chrono::milliseconds duplicate_window{std::chrono::minutes(2)};
+  // A new stream the server has no room for at max_bytes is made with half
+  // as much, and half again, down to 1 MiB (a small disk): state() tells
+  // what it got.
+  bool shrink_to_fit = false;
 };
 
 // The ways `have` differs from `want` in its limits and replicas, one plain

@@ -167,12 +167,15 @@ std::vector<std::string> Journal::ensure(const kv::Connection& connection, int r
   want.max_age = max_age.value_or(kEventsMaxAge);
   want.max_bytes = max_bytes.value_or(kEventsMaxBytes);
   want.replicas = replicas;
+  want.shrink_to_fit = !max_bytes.has_value();
   std::vector<std::string> changed;
   const bool update = max_age.has_value() || max_bytes.has_value();
   translating_kv([&] { return kv::Stream::ensure(connection, want, update, &changed); });
   // Limits not asked for are the stream's own (another host may have set them).
   if (!update)
-    std::erase_if(changed, [](const std::string& d) { return d.rfind("replicas", 0) != 0; });
+    std::erase_if(changed, [](const std::string& d) {
+      return d.rfind("replicas", 0) != 0 && d.find("no room") == std::string::npos;
+    });
   return changed;
 }
 
