@@ -45,6 +45,14 @@ detail::StreamInfoPtr info_once(jsCtx* js, const std::string& name, std::chrono:
   return detail::stream_info_once(js, name, stream_where(name), wait);
 }
 
+// No responder to a request of the stream: it is gone (not_found, at once),
+// or (a cluster) it has no leader yet, which a retry may get past.
+[[noreturn]] void no_responder(jsCtx* js, const std::string& name, const std::string& what,
+                               std::chrono::milliseconds wait) {
+  if (!info_once(js, name, wait)) throw Error(Errc::not_found, what + ": " + stream_where(name) + " does not exist");
+  throw Error(Errc::unavailable, what + ": " + stream_where(name) + " has no leader yet");
+}
+
 StreamMessage message_of(natsMsg* raw) {
   StreamMessage m;
   const char* subject = natsMsg_GetSubject(raw);
@@ -181,13 +189,7 @@ Stream::Published Stream::publish(std::string_view subject, std::string_view dat
     natsStatus status = js_Publish(&raw, state_->js(), subj.c_str(), data.data(), static_cast<int>(data.size()),
                                    &options, &code);
     detail::PubAckPtr ack(raw);
-    // No responder: the stream is gone, or (a cluster) has no leader yet,
-    // which a retry may get past. Which one, the meta leader says.
-    if (status == NATS_NO_RESPONDERS) {
-      if (!info_once(state_->js(), name_, wait))
-        throw Error(Errc::not_found, what + ": " + stream_where(name_) + " does not exist");
-      throw Error(Errc::unavailable, what + ": " + stream_where(name_) + " has no leader yet");
-    }
+    if (status == NATS_NO_RESPONDERS) no_responder(state_->js(), name_, what, wait);
     check(status, what, code);
     return Published{ack->Sequence, ack->Duplicate};
   });
@@ -203,6 +205,11 @@ std::optional<StreamMessage> direct_get(detail::ConnectionState& connection, std
     jsDirectGetMsgOptions copy = get;
     natsStatus status = js_DirectGetMsg(&raw, connection.js.get(), stream.c_str(), &options, &copy);
     if (status == NATS_NOT_FOUND) return std::nullopt;
+    if (status == NATS_NO_RESPONDERS) no_responder(connection.js.get(), stream, what, wait);
+    // nats-server 2.9 keeps answering direct gets of a deleted stream with
+    // silence: a timeout asks whether the stream is still there.
+    if (status == NATS_TIMEOUT && !info_once(connection.js.get(), stream, wait))
+      throw Error(Errc::not_found, what + ": " + stream_where(stream) + " does not exist");
     check(status, what);
     detail::MsgPtr msg(raw);
     return message_of(raw);

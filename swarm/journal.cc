@@ -40,6 +40,20 @@ bool is_common(const char* key) {
   return false;
 }
 
+// Runs a read of the journal: a journal that does not exist is named, with
+// what makes it (exit 6), rather than a bare "not found".
+template <typename Read>
+auto reading(Read&& read) -> decltype(read()) {
+  try {
+    return read();
+  } catch (const kv::Error& e) {
+    if (e.kind() == kv::Errc::not_found)
+      throw Error(Errc::not_bootstrapped, std::string("no journal: stream ") + kEventsStream +
+                                              " does not exist; `swarm up` makes it");
+    throw from_kv(e);
+  }
+}
+
 }  // namespace
 
 std::string_view to_string(Thing thing) { return thing == Thing::slot ? "slot" : "lease"; }
@@ -148,7 +162,7 @@ std::optional<Event> JournalFollow::next(std::chrono::milliseconds timeout) {
   while (true) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return std::nullopt;
-    auto message = translating_kv([&] { return reader_.next(left); });
+    auto message = reading([&] { return reader_.next(left); });
     if (!message) return std::nullopt;
     auto event = Event::from_message(*message);
     if (event && query_.matches(*event)) return event;
@@ -198,7 +212,7 @@ bool Journal::record(const Event& event) const noexcept {
 }
 
 std::optional<Event> Journal::last(Thing thing, std::string_view bucket, std::string_view name) const {
-  auto message = translating_kv([&] { return stream_.last(event_subject(thing, bucket, name)); });
+  auto message = reading([&] { return stream_.last(event_subject(thing, bucket, name)); });
   if (!message) return std::nullopt;
   return Event::from_message(*message);
 }
@@ -217,13 +231,13 @@ std::vector<Event> Journal::read_range(const std::string& filter, const JournalQ
   std::vector<Event> events;
   // Nothing of the filter in the range: no consumer at all. Else the read
   // starts at its first message, and the last one says nothing is pending.
-  auto head = translating_kv([&] { return stream_.next(filter, from); });
+  auto head = reading([&] { return stream_.next(filter, from); });
   if (!head || head->seq > to) return events;
   kv::ReadFrom start;
   start.seq = head->seq;
-  auto reader = translating_kv([&] { return stream_.read(filter, start); });
+  auto reader = reading([&] { return stream_.read(filter, start); });
   while (!reader.caught_up()) {
-    auto message = translating_kv([&] { return reader.next(wait_); });
+    auto message = reading([&] { return reader.next(wait_); });
     if (!message)
       throw Error(Errc::unavailable, "reading the journal stalled after " + std::to_string(events.size()) + " events");
     if (message->seq > to) break;
@@ -240,7 +254,7 @@ std::vector<Event> Journal::read(const JournalQuery& query) const {
   std::uint64_t first = 1, end = 0;
   if (query.thing && !query.name.empty() && !query.since) {
     // One thing: its last message bounds the read, with no stream request.
-    auto last_message = translating_kv([&] { return stream_.last(filter); });
+    auto last_message = reading([&] { return stream_.last(filter); });
     if (!last_message) return {};
     end = last_message->seq;
   } else {
@@ -281,7 +295,7 @@ std::uint64_t Journal::seq_at(TimePoint time, std::uint64_t first, std::uint64_t
   std::uint64_t lo = first, hi = end + 1;  // the answer is in [lo, hi]
   while (lo < hi) {
     const std::uint64_t mid = lo + (hi - lo) / 2;
-    auto m = translating_kv([&] { return stream_.next(all, mid); });
+    auto m = reading([&] { return stream_.next(all, mid); });
     if (!m || m->seq > end) {
       hi = mid;
     } else if (m->time >= time) {
@@ -305,18 +319,18 @@ JournalFollow Journal::follow(const JournalQuery& query, std::optional<std::uint
   }
   JournalQuery q = query;
   q.last = 0;
-  return JournalFollow(translating_kv([&] { return stream_.read(filter_of(query), start); }), std::move(q));
+  return JournalFollow(reading([&] { return stream_.read(filter_of(query), start); }), std::move(q));
 }
 
 std::vector<Event> Journal::last_each(Thing thing, std::string_view bucket) const {
   // The subjects under the prefix, then each one's last message: a direct
   // get per thing, whatever the history behind it.
   std::vector<Event> events;
-  for (const auto& subject : translating_kv([&] {
+  for (const auto& subject : reading([&] {
          return stream_.subjects(std::string(kSubjectRoot) + std::string(bucket) + "." +
                                  std::string(to_string(thing)) + ".>");
        })) {
-    auto message = translating_kv([&] { return stream_.last(subject); });
+    auto message = reading([&] { return stream_.last(subject); });
     if (!message) continue;  // dropped meanwhile (age or size)
     if (auto event = Event::from_message(*message)) events.push_back(std::move(*event));
   }

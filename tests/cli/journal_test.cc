@@ -1,6 +1,7 @@
 // The journal through the real binary: each verb's event with its fields,
 // `swarm log`'s filters and refusals, a follower, a lost lease and a resign.
 #include <doctest/doctest.h>
+#include <nats/nats.h>
 #include <signal.h>
 
 #include <thread>
@@ -198,4 +199,32 @@ TEST_CASE("Journal_LeaseLostAndLeaderResign") {
   leader.wait(20s);
   auto lead = events(ws, {"--lease", "lead"});
   CHECK(kinds_of(lead) == std::vector<std::string>{"lease.grant", "lease.release", "elect.resign"});
+}
+
+TEST_CASE("Journal_MissingIsNamedActsGoOnAndUpMakesItAgain") {
+  // the stream deleted under a workspace: acts warn and succeed, log and doctor name it, up makes it again.
+  SwarmWorkspace ws;
+  {
+    natsConnection* nc = nullptr;
+    jsCtx* js = nullptr;
+    REQUIRE(natsConnection_ConnectTo(&nc, ws.server()->url().c_str()) == NATS_OK);
+    REQUIRE(natsConnection_JetStream(&js, nc, nullptr) == NATS_OK);
+    REQUIRE(js_DeleteStream(js, "swarm-events", nullptr, nullptr) == NATS_OK);
+    jsCtx_Destroy(js);
+    natsConnection_Destroy(nc);
+  }
+  auto join = ws.swarm({"join", "--slot", "a", "--task", "T-1"});
+  CHECK_MESSAGE(join.exit == 0, join.err);
+  CHECK(join.took < 3s);  // a deleted journal is known at once, never waited out
+  CHECK(join.err.find("the journal did not record the join of slot a") != std::string::npos);
+  auto log = ws.swarm({"log", "--slot", "a"});
+  CHECK_MESSAGE(log.exit == 6, log.err);
+  CHECK(log.err.find("swarm up") != std::string::npos);
+  auto doctor = ws.swarm({"doctor", "--json"});
+  CHECK(doctor.exit == 8);
+  CHECK(doctor.out.find("\"check\":\"journal\"") != std::string::npos);
+  REQUIRE(ws.swarm({"up"}).exit == 0);
+  REQUIRE(ws.swarm({"close", "--slot", "a", "--result", "fail"}).exit == 0);
+  CHECK(kinds_of(events(ws, {"--slot", "a"})) == std::vector<std::string>{"close"});
+  CHECK(ws.swarm({"doctor"}).exit == 0);
 }
