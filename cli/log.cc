@@ -43,8 +43,15 @@ swarm::TimePoint since_of(const std::string& text) {
   }
 }
 
-// One member of an event's detail as text: strings as they are (escaped),
-// the rest as JSON.
+// A commit id as people read it (git's short form); anything else as it is.
+std::string shortened(std::string_view key, std::string_view value) {
+  constexpr std::size_t kShortId = 12;
+  const bool commit_id = value.size() == 40 && value.find_first_not_of("0123456789abcdef") == std::string_view::npos;
+  return commit_id && key == "head" ? std::string(value.substr(0, kShortId)) : std::string(value);
+}
+
+// One member of an event's detail as text: strings as they are (escaped,
+// a head commit shortened), the rest as JSON.
 std::string detail_text(const swarm::Json& detail) {
   std::string out;
   for (const cJSON* item = detail.get() ? detail.get()->child : nullptr; item != nullptr; item = item->next) {
@@ -52,7 +59,7 @@ std::string detail_text(const swarm::Json& detail) {
     if (!out.empty()) out += ' ';
     out += item->string;
     out += '=';
-    if (cJSON_IsString(item)) out += swarm::printable(item->valuestring);
+    if (cJSON_IsString(item)) out += swarm::printable(shortened(item->string, item->valuestring));
     else out += swarm::printable(swarm::Json::copy(item).dump());
   }
   return out;
