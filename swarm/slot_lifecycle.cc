@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <sstream>
 
@@ -194,6 +196,29 @@ bool SlotLifecycle::committed_in_this_run(const std::string& slot, const std::op
                   : Hub::open(hub_).has_commits_beyond_default("swarm/" + slot);
 }
 
+std::string with_provenance(const std::string& message, const Session& session, std::uint64_t token) {
+  std::string out = message;
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  // A last paragraph of "Key: value" lines is a trailer block already:
+  // ours join it, as `git interpret-trailers` would; else they start one.
+  const auto last_break = out.rfind("\n\n");
+  bool in_trailers = last_break != std::string::npos;
+  for (std::size_t at = in_trailers ? last_break + 2 : out.size(); in_trailers && at < out.size();) {
+    auto end = out.find('\n', at);
+    const std::string line = out.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    const auto colon = line.find(": ");
+    in_trailers = colon != std::string::npos && colon > 0 &&
+                  std::all_of(line.begin(), line.begin() + static_cast<std::ptrdiff_t>(colon), [](char c) {
+                    return std::isalnum(static_cast<unsigned char>(c)) || c == '-';
+                  });
+    at = end == std::string::npos ? out.size() : end + 1;
+  }
+  out += in_trailers ? "\n" : "\n\n";
+  out += "Swarm-Slot: " + session.slot + "\nSwarm-Task: " + session.task_id + "\nSwarm-Session: " +
+         std::to_string(token) + "\n";
+  return out;
+}
+
 CommitResult SlotLifecycle::commit(const std::string& slot, const std::string& message,
                                    const std::vector<std::string>& paths, ExpectedSession session) {
   if (message.empty()) throw Error(Errc::bad_input, "an empty commit message; say what changed with -m");
@@ -208,7 +233,7 @@ CommitResult SlotLifecycle::commit(const std::string& slot, const std::string& m
   Worktree worktree = Worktree::open(wt, slot, hub_);
   CommitResult result;
   result.branch = worktree.branch();
-  result.commit = worktree.commit(message, paths, {entry.session->agent_id.empty() ? "swarm" : entry.session->agent_id,
+  result.commit = worktree.commit(with_provenance(message, *entry.session, entry.token()), paths, {entry.session->agent_id.empty() ? "swarm" : entry.session->agent_id,
                                                    (entry.session->agent_id.empty() ? "swarm" : entry.session->agent_id) +
                                                        "@" + me_.host});
   // Also with nothing new to commit, when an earlier push did not get through.

@@ -185,6 +185,11 @@ class SlotLifecycle {
   Journal journal_;
 };
 
+// A commit message with the trailers of its provenance appended
+// (Swarm-Slot, Swarm-Task, Swarm-Session: the session token), after the
+// message's own trailer block when it ends with one.
+std::string with_provenance(const std::string& message, const Session& session, std::uint64_t token);
+
 // The messages of the contract's refusals.
 std::string foreign_message(const std::string& slot, const Session& owner);
 std::string not_found_message(const std::string& slot);

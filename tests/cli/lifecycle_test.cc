@@ -448,3 +448,19 @@ TEST_CASE("StatusJson_ANewerWritersRecordKeepsItsTokenAndItsOwnFields") {
   CHECK(testing::number_of(row, "revision") == 1);  // status's own, not the record's 99
   CHECK(testing::number_of(row, "x_new") == 1);
 }
+
+TEST_CASE("Lifecycle_CommitTrailersNameTheSlotTaskAndSession") {
+  SwarmWorkspace ws;
+  auto join = ws.swarm({"join", "--slot", "render", "--task", "T-42", "--json"});
+  REQUIRE(join.exit == 0);
+  write_file(ws.worktree("render") / "f.txt", "f\n");
+  REQUIRE(ws.swarm({"commit", "--slot", "render", "-m", "render: f"}).exit == 0);
+  auto trailer = [&](const std::string& key) {
+    return ws.git({"log", "-1", "--format=%(trailers:key=" + key + ",valueonly)"}, ws.worktree("render")).out;
+  };
+  CHECK(trailer("Swarm-Slot") == "render\n\n");
+  CHECK(trailer("Swarm-Task") == "T-42\n\n");
+  CHECK(trailer("Swarm-Session") ==
+        std::to_string(static_cast<long long>(number(json_of(join), "session_token"))) + "\n\n");
+  CHECK(ws.git({"log", "-1", "--format=%s"}, ws.worktree("render")).out == "render: f\n");
+}

@@ -163,3 +163,17 @@ TEST_CASE("HostIdentity_OwnsByHostAndMachineId") {
   s.host = "other";
   CHECK_FALSE(me.owns(s));
 }
+
+TEST_CASE("SlotLifecycle_CommitsCarryTheirProvenance") {
+  // trailers start a block of their own, or join the message's own trailer block.
+  Session s;
+  s.slot = "render";
+  s.task_id = "acme/api#9";
+  const std::string trailers = "Swarm-Slot: render\nSwarm-Task: acme/api#9\nSwarm-Session: 42\n";
+  CHECK(with_provenance("fix it", s, 42) == "fix it\n\n" + trailers);
+  CHECK(with_provenance("fix it\n\n", s, 42) == "fix it\n\n" + trailers);
+  CHECK(with_provenance("fix it\n\nthe reason is: many", s, 42) ==
+        "fix it\n\nthe reason is: many\n\n" + trailers);  // a sentence, not a trailer
+  CHECK(with_provenance("fix it\n\nSigned-off-by: A <a@x>", s, 42) == "fix it\n\nSigned-off-by: A <a@x>\n" + trailers);
+  CHECK(with_provenance("Key: value", s, 42) == "Key: value\n\n" + trailers);  // a subject is no trailer block
+}
