@@ -57,7 +57,7 @@ std::string detail_text(const swarm::Json& detail) {
   for (const cJSON* item = detail.get() ? detail.get()->child : nullptr; item != nullptr; item = item->next) {
     if (cJSON_IsNull(item)) continue;
     if (!out.empty()) out += ' ';
-    out += item->string;
+    out += swarm::printable(item->string);
     out += '=';
     if (cJSON_IsString(item)) out += swarm::printable(shortened(item->string, item->valuestring));
     else out += swarm::printable(swarm::Json::copy(item).dump());
@@ -73,7 +73,7 @@ std::string padded(std::string text, std::size_t width) {
 // TIME KIND SUBJECT HOST TOKEN DETAIL
 std::string row_of(const swarm::Event& e) {
   const std::string subject = std::string(swarm::to_string(e.thing)) + "/" + swarm::printable(e.name);
-  return padded(e.time ? swarm::format_rfc3339(*e.time) : "-", 24) + " " + padded(e.kind, 13) + " " +
+  return padded(e.time ? swarm::format_rfc3339(*e.time) : "-", 24) + " " + padded(swarm::printable(e.kind), 13) + " " +
          padded(subject, 20) + " " + padded(swarm::printable(e.actor.host), 12) + " " +
          padded(std::to_string(e.token), 6) + " " + detail_text(e.detail);
 }

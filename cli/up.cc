@@ -21,6 +21,16 @@ struct UpFlags {
   std::string events_max_bytes;
 };
 
+// How long the journal keeps events: at least its 2-minute window of
+// deduplication (JetStream's own floor); else bad_input naming it.
+std::chrono::milliseconds events_max_age_of(const std::string& text) {
+  auto age = swarm::parse_long_duration(text);
+  if (age < std::chrono::minutes(2))
+    throw swarm::Error(swarm::Errc::bad_input, "bad --events-max-age '" + swarm::printable(text.substr(0, 40)) +
+                                                    "': the journal keeps events at least 2m (e.g. 7d, 30d, 720h)");
+  return age;
+}
+
 // "1GiB", "500MiB", "100MB", "2000000": at least 1 MiB; else bad_input naming it.
 std::int64_t parse_byte_size(const std::string& text) {
   constexpr std::int64_t kMin = std::int64_t(1) << 20;
@@ -93,7 +103,7 @@ Verb add_up(CLI::App& app) {
                   "How long the journal (stream swarm-events) keeps an event: 30d by default; given, it is applied "
                   "to an existing journal too")
       ->option_text("DUR")
-      ->check(validator_of([](const std::string& t) { swarm::parse_long_duration(t); }, "DUR"));
+      ->check(validator_of([](const std::string& t) { events_max_age_of(t); }, "DUR"));
   cmd->add_option("--events-max-bytes", flags->events_max_bytes,
                   "How much the journal keeps, oldest events dropped first: 1GiB by default; given, it is applied "
                   "to an existing journal too")
@@ -120,14 +130,13 @@ Verb add_up(CLI::App& app) {
             if (flags->replicas_option->count() > 0) options.replicas = flags->replicas;
             if (!g.bucket.empty()) options.bucket = g.bucket;
             if (flags->hub_option->count() > 0) options.hub = flags->hub;
-            if (!flags->events_max_age.empty())
-              options.events_max_age = swarm::parse_long_duration(flags->events_max_age);
+            if (!flags->events_max_age.empty()) options.events_max_age = events_max_age_of(flags->events_max_age);
             if (!flags->events_max_bytes.empty()) options.events_max_bytes = parse_byte_size(flags->events_max_bytes);
             options.connection = ctx.auth_options();
             auto r = swarm::up(options);
             for (const auto& d : r.journal_differs)
               ctx.out().warn(std::string("journal ") + swarm::kEventsStream + ": " + d +
-                             (d.find("no room") == std::string::npos ? " (kept as it is)" : ""));
+                             (d.rfind("replicas", 0) == 0 ? " (kept as it is)" : ""));
             if (!r.replaced_config.empty())
               ctx.out().warn("config.json was corrupt: rebuilt it, and kept the corrupt one as " + r.replaced_config);
 

@@ -45,11 +45,32 @@ detail::StreamInfoPtr info_once(jsCtx* js, const std::string& name, std::chrono:
   return detail::stream_info_once(js, name, stream_where(name), wait);
 }
 
-// No responder to a request of the stream: it is gone (not_found, at once),
-// or (a cluster) it has no leader yet, which a retry may get past.
+// Whether `subject` matches `pattern` (tokens, "*" one, a final ">" the rest).
+bool subject_matches(std::string_view pattern, std::string_view subject) {
+  while (true) {
+    const auto p_dot = pattern.find('.'), s_dot = subject.find('.');
+    const std::string_view p = pattern.substr(0, p_dot), s = subject.substr(0, s_dot);
+    if (p == ">") return !s.empty();
+    if (p != "*" && p != s) return false;
+    if (p_dot == std::string_view::npos || s_dot == std::string_view::npos)
+      return p_dot == std::string_view::npos && s_dot == std::string_view::npos;
+    pattern.remove_prefix(p_dot + 1);
+    subject.remove_prefix(s_dot + 1);
+  }
+}
+
+// No responder to a request of the stream: it is gone, or does not take
+// `subject` (not_found, at once), or (a cluster) it has no leader yet,
+// which a retry may get past.
 [[noreturn]] void no_responder(jsCtx* js, const std::string& name, const std::string& what,
-                               std::chrono::milliseconds wait) {
-  if (!info_once(js, name, wait)) throw Error(Errc::not_found, what + ": " + stream_where(name) + " does not exist");
+                               std::chrono::milliseconds wait, std::string_view subject = {}) {
+  auto info = info_once(js, name, wait);
+  if (!info) throw Error(Errc::not_found, what + ": " + stream_where(name) + " does not exist");
+  if (!subject.empty()) {
+    bool takes = false;
+    for (int i = 0; i < info->Config->SubjectsLen; ++i) takes = takes || subject_matches(info->Config->Subjects[i], subject);
+    if (!takes) throw Error(Errc::not_found, what + ": " + stream_where(name) + " does not take that subject");
+  }
   throw Error(Errc::unavailable, what + ": " + stream_where(name) + " has no leader yet");
 }
 
@@ -74,6 +95,14 @@ std::vector<std::string> differences(const StreamConfig& want, const StreamConfi
     out.push_back("max bytes is " + std::to_string(have.max_bytes) + ", want " + std::to_string(want.max_bytes));
   if (want.replicas != have.replicas)
     out.push_back("replicas is " + std::to_string(have.replicas) + ", want " + std::to_string(want.replicas));
+  if (want.subjects != have.subjects) {
+    auto list = [](const std::vector<std::string>& v) {
+      std::string s;
+      for (const auto& x : v) s += (s.empty() ? "" : ",") + x;
+      return s.empty() ? std::string("none") : s;
+    };
+    out.push_back("subjects are " + list(have.subjects) + ", want " + list(want.subjects));
+  }
   return out;
 }
 
@@ -110,17 +139,33 @@ Stream Stream::ensure(const Connection& connection, const StreamConfig& want, bo
   config.AllowDirect = true;
 
   auto compare = [&](const jsStreamInfo& info) {
-    auto diffs = differences(want, config_of(*info.Config));
+    const StreamConfig have = config_of(*info.Config);
+    auto diffs = differences(want, have);
     if (changed != nullptr) *changed = diffs;
-    if (diffs.empty()) return;
-    if (!update || (info.Config->MaxAge == config.MaxAge && info.Config->MaxBytes == config.MaxBytes)) return;
-    info.Config->MaxAge = config.MaxAge;
-    info.Config->MaxBytes = config.MaxBytes;
+    // Its subjects are always put back (a stream that takes none of its
+    // subjects is no use to anyone); its limits when asked.
+    const bool fix_subjects = have.subjects != want.subjects;
+    const bool fix_limits = update && (info.Config->MaxAge != config.MaxAge || info.Config->MaxBytes != config.MaxBytes);
+    if (!fix_subjects && !fix_limits) return;
+    // The server's config with ours put in; its own subject list (nats.c's
+    // to free) is put back after.
+    const char** server_subjects = info.Config->Subjects;
+    const int server_subjects_len = info.Config->SubjectsLen;
+    if (fix_subjects) {
+      info.Config->Subjects = config.Subjects;
+      info.Config->SubjectsLen = config.SubjectsLen;
+    }
+    if (fix_limits) {
+      info.Config->MaxAge = config.MaxAge;
+      info.Config->MaxBytes = config.MaxBytes;
+    }
     jsStreamInfo* updated = nullptr;
     jsErrCode code = jsErrCode(0);
     natsStatus status = js_UpdateStream(&updated, stream.state_->js(), info.Config, nullptr, &code);
     detail::StreamInfoPtr owned(updated);
-    check(status, "update the limits of " + stream_where(want.name), code);
+    info.Config->Subjects = server_subjects;
+    info.Config->SubjectsLen = server_subjects_len;
+    check(status, "update " + stream_where(want.name), code);
   };
   auto read = [&] {
     return with_retries(*stream.state_->connection, {}, [&](std::chrono::milliseconds wait) {
@@ -189,7 +234,7 @@ Stream::Published Stream::publish(std::string_view subject, std::string_view dat
     natsStatus status = js_Publish(&raw, state_->js(), subj.c_str(), data.data(), static_cast<int>(data.size()),
                                    &options, &code);
     detail::PubAckPtr ack(raw);
-    if (status == NATS_NO_RESPONDERS) no_responder(state_->js(), name_, what, wait);
+    if (status == NATS_NO_RESPONDERS) no_responder(state_->js(), name_, what, wait, subj);
     check(status, what, code);
     return Published{ack->Sequence, ack->Duplicate};
   });

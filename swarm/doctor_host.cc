@@ -1,5 +1,7 @@
 // Doctor's checks of this host: the hub, .swarm/'s own folders, the embedded
 // server, interrupted removals; and of what the servers said of the buckets.
+#include <algorithm>
+
 #include "swarm/doctor_checks.h"
 
 #include "kv/connection.h"
@@ -261,6 +263,12 @@ Findings check_journal(const BucketInput& in) {
   if (!in.journal)
     return {make_finding(Severity::problem, FindingKind::journal, name,
                          "the journal (stream " + name + ") does not exist: acts are not recorded", "swarm up")};
+  const std::string subjects = "swarm.events.>";
+  if (std::find(in.journal->config.subjects.begin(), in.journal->config.subjects.end(), subjects) ==
+      in.journal->config.subjects.end())
+    return {make_finding(Severity::problem, FindingKind::journal, name,
+                         "the journal (stream " + name + ") does not take " + subjects + ": acts are not recorded",
+                         "swarm up")};
   if (in.journal->sealed)
     return {make_finding(Severity::problem, FindingKind::journal, name,
                          "the journal (stream " + name + ") is sealed: it takes no new event, so acts are not recorded",

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "kv/error.h"
@@ -15,6 +16,8 @@ namespace swarm {
 namespace {
 
 constexpr const char* kSubjectRoot = "swarm.events.";
+// How long recording an act may add to it, at most (retries included).
+constexpr std::chrono::milliseconds kRecordBudget{2000};
 // A window of `log -n N` starts this many times N messages back, and grows
 // this many times while it finds fewer.
 constexpr std::uint64_t kFirstWindowFactor = 4;
@@ -30,8 +33,11 @@ const char* string_of(const cJSON* object, const char* key) {
 }
 
 std::uint64_t number_of(const cJSON* object, const char* key) {
+  constexpr double kBeyond = 18446744073709551616.0;  // 2^64: no token or pid is that large
   const cJSON* item = cJSON_GetObjectItemCaseSensitive(object, key);
-  return cJSON_IsNumber(item) && item->valuedouble >= 0 ? static_cast<std::uint64_t>(item->valuedouble) : 0;
+  return cJSON_IsNumber(item) && item->valuedouble >= 0 && item->valuedouble < kBeyond
+             ? static_cast<std::uint64_t>(item->valuedouble)
+             : 0;
 }
 
 bool is_common(const char* key) {
@@ -170,26 +176,30 @@ std::optional<Event> JournalFollow::next(std::chrono::milliseconds timeout) {
 }
 
 Journal::Journal(const kv::Connection& connection)
-    : stream_(kv::Stream::bind(connection, kEventsStream)), wait_(connection.request_timeout()) {}
+    : stream_(kv::Stream::bind(connection, kEventsStream)),
+      writer_(stream_.with_budget(std::min(connection.request_timeout(), kRecordBudget))),
+      wait_(connection.request_timeout()) {}
 
 std::vector<std::string> Journal::ensure(const kv::Connection& connection, int replicas,
                                          std::optional<std::chrono::milliseconds> max_age,
                                          std::optional<std::int64_t> max_bytes) {
+  // A limit not given is the stream's own (another host, or an earlier up,
+  // may have set it), or the default for a new stream.
+  auto existing = Journal(connection).state();
   kv::StreamConfig want;
   want.name = kEventsStream;
   want.subjects = {std::string(kSubjectRoot) + ">"};
-  want.max_age = max_age.value_or(kEventsMaxAge);
-  want.max_bytes = max_bytes.value_or(kEventsMaxBytes);
+  want.max_age = max_age.value_or(existing ? existing->config.max_age : kEventsMaxAge);
+  want.max_bytes = max_bytes.value_or(existing ? existing->config.max_bytes : kEventsMaxBytes);
   want.replicas = replicas;
   want.shrink_to_fit = !max_bytes.has_value();
   std::vector<std::string> changed;
-  const bool update = max_age.has_value() || max_bytes.has_value();
-  translating_kv([&] { return kv::Stream::ensure(connection, want, update, &changed); });
-  // Limits not asked for are the stream's own (another host may have set them).
-  if (!update)
-    std::erase_if(changed, [](const std::string& d) {
-      return d.rfind("replicas", 0) != 0 && d.find("no room") == std::string::npos;
-    });
+  translating_kv([&] { return kv::Stream::ensure(connection, want, true, &changed); });
+  // What ensure applied (limits, subjects) is no difference left; replicas
+  // (never changed) and a journal smaller than asked (no room) are.
+  std::erase_if(changed, [](const std::string& d) {
+    return d.rfind("replicas", 0) != 0 && d.find("no room") == std::string::npos;
+  });
   return changed;
 }
 
@@ -199,8 +209,16 @@ std::optional<kv::StreamStatus> Journal::state() const {
 
 bool Journal::record(const Event& event) const noexcept {
   try {
-    stream_.publish(event_subject(event.thing, event.bucket, event.name), event.to_json().dump(),
-                    event.message_id());
+    std::string id = event.message_id();
+    // An act that wrote or removed no record (a close of an expired slot, a
+    // fix of a folder) has no revision to name it: this send makes it one.
+    if (event.revision == 0) {
+      static std::atomic<std::uint64_t> sent{0};
+      id += "/" + event.actor.host_id + "/" + std::to_string(::getpid()) + "/" +
+            std::to_string(std::chrono::system_clock::now().time_since_epoch().count()) + "/" +
+            std::to_string(++sent);
+    }
+    writer_.publish(event_subject(event.thing, event.bucket, event.name), event.to_json().dump(), id);
     return true;
   } catch (const std::exception& e) {
     warn("the journal did not record the " + event.kind + " of " + std::string(to_string(event.thing)) + " " +

@@ -103,8 +103,9 @@ class Journal {
   explicit Journal(const kv::Connection& connection);
 
   // Makes the stream with `replicas` (what `up` does), or checks it; an
-  // existing one takes `max_age`/`max_bytes` when they are given. Returns
-  // what differed from what was asked.
+  // existing one takes `max_age`/`max_bytes` when they are given (each on
+  // its own) and its subjects back. Returns what still differs from what
+  // was asked: other replicas (never changed), less room than asked.
   static std::vector<std::string> ensure(const kv::Connection& connection, int replicas,
                                          std::optional<std::chrono::milliseconds> max_age,
                                          std::optional<std::int64_t> max_bytes);
@@ -121,6 +122,7 @@ class Journal {
   Journal with_budget(std::chrono::milliseconds budget) const {
     Journal copy = *this;
     copy.stream_ = stream_.with_budget(budget);
+    copy.writer_ = writer_.with_budget(budget);
     return copy;
   }
 
@@ -144,6 +146,7 @@ class Journal {
   std::vector<Event> read_range(const std::string& filter, const JournalQuery& query, std::uint64_t from,
                                 std::uint64_t to) const;
   kv::Stream stream_;
+  kv::Stream writer_;  // stream_ whose publishes take at most a short budget: an act waits little on it
   std::chrono::milliseconds wait_;
 };
 

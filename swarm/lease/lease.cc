@@ -1,5 +1,6 @@
 #include "swarm/lease/lease.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "swarm/duration.h"
@@ -20,6 +21,10 @@ using std::chrono::milliseconds;
 constexpr const char* kQueueRoot = "_wait.";
 constexpr const char* kBeatRoot = "_beat.";
 constexpr const char* kResignRoot = "_resign.";
+
+// How long a grant's or release's event may take: a sixth of the TTL (the
+// holder's command waits for the grant's), at most a second.
+milliseconds event_budget(milliseconds ttl) { return std::clamp(ttl / 6, milliseconds(50), milliseconds(1000)); }
 
 std::string seconds_text(milliseconds d) {
   return format_duration(duration_cast<std::chrono::seconds>(d + std::chrono::milliseconds(999)));
@@ -266,7 +271,8 @@ Lease LeaseStore::write_grant(const std::string& name, LeaseRecord r, const Last
   lease.revision = revision;
   lease.deadline = sent + r.ttl;
   lease.record = std::move(r);
-  journal_.record(lease_grant_event(bucket().name(), lease, over));
+  // Briefly: the grant's TTL runs meanwhile (a lock starts its command after).
+  journal_.with_budget(event_budget(lease.record.ttl)).record(lease_grant_event(bucket().name(), lease, over));
   return lease;
 }
 
@@ -292,7 +298,7 @@ void LeaseStore::release(const Lease& lease) const {
         bucket().erase(lease.name, lease.revision, to_json(marker));
         return 0;
       });
-  journal_.record(lease_release_event(bucket().name(), lease));
+  journal_.with_budget(event_budget(lease.record.ttl)).record(lease_release_event(bucket().name(), lease));
 }
 
 namespace {

@@ -228,3 +228,110 @@ TEST_CASE("Journal_MissingIsNamedActsGoOnAndUpMakesItAgain") {
   CHECK(kinds_of(events(ws, {"--slot", "a"})) == std::vector<std::string>{"close"});
   CHECK(ws.swarm({"doctor"}).exit == 0);
 }
+
+namespace {
+
+// A raw nats.c connection to a workspace's own test server.
+struct RawNats {
+  natsConnection* nc = nullptr;
+  jsCtx* js = nullptr;
+  explicit RawNats(const std::string& url) {
+    REQUIRE(natsConnection_ConnectTo(&nc, url.c_str()) == NATS_OK);
+    REQUIRE(natsConnection_JetStream(&js, nc, nullptr) == NATS_OK);
+  }
+  ~RawNats() {
+    jsCtx_Destroy(js);
+    natsConnection_Destroy(nc);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("Journal_AStreamThatTakesOtherSubjectsIsNamedAndRepaired") {
+  // the stream's subjects changed under the workspace: acts (a lock too) go on at once and warn; doctor names it;
+  // up puts the subjects back.
+  SwarmWorkspace ws;
+  {
+    RawNats raw(ws.server()->url());
+    jsStreamInfo* info = nullptr;
+    REQUIRE(js_GetStreamInfo(&info, raw.js, "swarm-events", nullptr, nullptr) == NATS_OK);
+    const char* elsewhere[] = {"swarm.elsewhere.>"};
+    const char** own = info->Config->Subjects;
+    info->Config->Subjects = elsewhere;
+    jsStreamInfo* updated = nullptr;
+    CHECK(js_UpdateStream(&updated, raw.js, info->Config, nullptr, nullptr) == NATS_OK);
+    info->Config->Subjects = own;
+    jsStreamInfo_Destroy(updated);
+    jsStreamInfo_Destroy(info);
+  }
+  auto lock = ws.swarm({"lock", "LK", "--ttl", "2s", "--", "true"});
+  CHECK_MESSAGE(lock.exit == 0, lock.err);
+  CHECK(lock.err.find("does not take") != std::string::npos);
+  auto join = ws.swarm({"join", "--slot", "a", "--task", "T-1"});
+  CHECK(join.exit == 0);
+  CHECK(join.took < 3s);
+  auto doctor = ws.swarm({"doctor"});
+  CHECK(doctor.exit == 8);
+  CHECK(doctor.out.find("does not take swarm.events.>") != std::string::npos);
+  REQUIRE(ws.swarm({"up"}).exit == 0);
+  CHECK(ws.swarm({"doctor"}).exit == 0);
+  REQUIRE(ws.swarm({"close", "--slot", "a", "--result", "fail"}).exit == 0);
+  CHECK(kinds_of(events(ws, {"--slot", "a"})) == std::vector<std::string>{"close"});
+}
+
+TEST_CASE("Journal_UpSetsEachLimitOnItsOwn") {
+  SwarmWorkspace ws({.up_args = {"--events-max-age", "1d"}});
+  auto up = ws.swarm({"up", "--events-max-bytes", "2MiB", "--json"});
+  REQUIRE_MESSAGE(up.exit == 0, up.err);
+  CHECK(up.err.empty());  // applied, so nothing to warn about
+  auto doc = json_of(up);
+  const cJSON* journal = cJSON_GetObjectItem(doc.get(), "journal");
+  CHECK(testing::number_of(journal, "max_age_seconds") == 86400);
+  CHECK(testing::number_of(journal, "max_bytes") == 2 * 1024 * 1024);
+  up = ws.swarm({"up", "--json"});  // given nothing: both kept
+  doc = json_of(up);
+  journal = cJSON_GetObjectItem(doc.get(), "journal");
+  CHECK(testing::number_of(journal, "max_age_seconds") == 86400);
+  CHECK(testing::number_of(journal, "max_bytes") == 2 * 1024 * 1024);
+  for (const char* bad : {"0", "1ms", "90s", "x", "40000d"}) {
+    auto r = ws.swarm({"up", "--events-max-age", bad});
+    CHECK_MESSAGE(r.exit == 2, bad << ": " << r.err);
+  }
+  for (const char* bad : {"0", "1KiB", "1.5GiB", "-1", "99999999999999999999"}) {
+    auto r = ws.swarm({"up", "--events-max-bytes", bad});
+    CHECK_MESSAGE(r.exit == 2, bad << ": " << r.err);
+  }
+}
+
+TEST_CASE("Journal_ActsWithNoRecordAreEachRecorded") {
+  // two closes of a slot whose record was evicted (no revision to name them) are two events.
+  SwarmWorkspace ws;
+  for (int i = 1; i <= 2; ++i) {
+    REQUIRE(ws.swarm({"join", "--slot", "e", "--task", "T-" + std::to_string(i)}).exit == 0);
+    REQUIRE(ws.swarm({"evict", "--slot", "e"}).exit == 0);
+    REQUIRE(ws.swarm({"close", "--slot", "e", "--result", "fail"}).exit == 0);
+  }
+  CHECK(kinds_of(events(ws, {"--slot", "e"})) ==
+        std::vector<std::string>{"join", "evict", "close", "join", "evict", "close"});
+}
+
+TEST_CASE("Journal_HostileEventsPrintEscaped") {
+  // an event published by someone else with escape sequences in its kind, a detail key and its host.
+  SwarmWorkspace ws;
+  {
+    RawNats raw(ws.server()->url());
+    const std::string event =
+        "{\"schema\":\"swarm.event.v1\",\"kind\":\"join\\u001b[31m\",\"slot\":\"s1\",\"bucket\":\"swarm-sessions\","
+        "\"host\":\"h\\u001b[2J\",\"k\\u001b[5m\":\"v\\u0007\",\"token\":1e30}";
+    REQUIRE(js_Publish(nullptr, raw.js, "swarm.events.swarm-sessions.slot.s1", event.data(),
+                       static_cast<int>(event.size()), nullptr, nullptr) == NATS_OK);
+  }
+  auto text = ws.swarm({"log", "--slot", "s1"});
+  REQUIRE(text.exit == 0);
+  CHECK(!text.out.empty());
+  CHECK(text.out.find('\x1b') == std::string::npos);
+  CHECK(text.out.find('\x07') == std::string::npos);
+  auto json = events(ws, {"--slot", "s1"});  // valid JSON lines, the token out of range read as 0
+  REQUIRE(json.size() == 1);
+  CHECK(testing::number_of(json[0].get(), "token") == 0);
+}
