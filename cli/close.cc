@@ -16,8 +16,7 @@ struct CloseFlags {
 Verb add_close(CLI::App& app) {
   auto flags = std::make_shared<CloseFlags>();
   CLI::App* cmd = app.add_subcommand("close", "Release the slot: delete its record, salvage and remove its worktree");
-  cmd->add_option("--slot", flags->slot, "Slot name")->required()
-      ->check(slot_name_validator());
+  add_slot_option(*cmd, flags->slot);
   cmd->add_option("--result", flags->result, "How the work ended: success, fail or fork")
       ->capture_default_str()
       ->check(CLI::IsMember({"success", "fail", "fork"}));
@@ -30,6 +29,7 @@ Verb add_close(CLI::App& app) {
       "  swarm close --slot render --result fail\n"
       "Uncommitted files are copied to .swarm/recovery/<slot>-<time>/ before the worktree goes.");
   return {cmd, [flags](Context& ctx) {
+            flags->slot = ctx.slot_of(flags->slot);
             auto git = swarm::prefetch_git_backend();  // overlaps the NATS round trips below
             flags->options.session = session_of(flags->session);
             flags->options.result = swarm::parse_outcome(flags->result);

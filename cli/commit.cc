@@ -71,8 +71,7 @@ struct CommitFlags {
 Verb add_commit(CLI::App& app) {
   auto flags = std::make_shared<CommitFlags>();
   CLI::App* cmd = app.add_subcommand("commit", "Commit in the slot's worktree, push swarm/<slot> to the hub, renew");
-  cmd->add_option("--slot", flags->slot, "Slot name")->required()
-      ->check(slot_name_validator());
+  add_slot_option(*cmd, flags->slot);
   cmd->add_option("-m,--message", flags->message, "Commit message")->required();
   cmd->add_option("paths", flags->paths, "Paths to commit (default: every change, untracked files included)")
       ->option_text("PATH...");
@@ -83,7 +82,7 @@ Verb add_commit(CLI::App& app) {
       "  swarm commit --slot render -m \"fix\" src/tile.cc docs/      # only these\n"
       "A failed push or renewal is a warning (exit 0): the local commit stands.");
   return {cmd, [flags](Context& ctx) {
-            swarm::require_slot_name(flags->slot);
+            flags->slot = ctx.slot_of(flags->slot);
             if (flags->message.empty())
               throw swarm::Error(swarm::Errc::bad_input, "an empty commit message; say what changed with -m");
             auto git = swarm::prefetch_git_backend();  // overlaps the NATS round trips below

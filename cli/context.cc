@@ -21,6 +21,15 @@ CLI::Validator duration_validator() {
   return validator_of([](const std::string& text) { swarm::parse_duration(text); }, "DUR");
 }
 
+CLI::Option* add_slot_option(CLI::App& cmd, std::string& slot, const std::string& help) {
+  return cmd
+      .add_option("--slot", slot,
+                  help + " (default: $SWARM_SLOT, else the slot whose worktree holds the current folder)")
+      ->envname("SWARM_SLOT")
+      ->option_text("SLOT")
+      ->check(slot_name_validator());
+}
+
 CLI::Option* add_session_option(CLI::App& cmd, std::string& session) {
   return cmd
       .add_option("--session", session,
@@ -90,6 +99,25 @@ std::chrono::milliseconds Context::timeout() const {
 
 swarm::Workspace Context::workspace() const {
   return swarm::Workspace::find(globals_.workspace, std::filesystem::current_path());
+}
+
+std::string Context::slot_of(const std::string& given) const {
+  if (!given.empty()) return given;
+  // .swarm/slots/<slot>/wt, or a folder below it, of the workspace found.
+  try {
+    std::error_code ec;
+    const auto slots = std::filesystem::weakly_canonical(workspace().slots_dir(), ec);
+    const auto here = std::filesystem::current_path().lexically_relative(slots);
+    auto part = here.begin();
+    if (!ec && part != here.end() && *part != ".." && *part != "." && std::next(part) != here.end() &&
+        *std::next(part) == swarm::kWorktreeName && swarm::is_valid_slot_name(part->string()))
+      return part->string();
+  } catch (const swarm::Error&) {
+    // No workspace here: then no slot either, which is what to say.
+  }
+  throw swarm::Error(swarm::Errc::bad_input,
+                     "no slot: give --slot SLOT, set $SWARM_SLOT, or run this inside a slot's worktree "
+                     "(.swarm/slots/<slot>/wt)");
 }
 
 kv::ConnectionOptions Context::connection_options(const swarm::WorkspaceConfig* config) const {

@@ -51,6 +51,11 @@ CLI::Validator slot_name_validator();
 CLI::Validator task_id_validator();
 CLI::Validator duration_validator();
 
+// --slot SLOT (or $SWARM_SLOT) on the verbs that act on one slot: not
+// required, since inside a slot's worktree the slot is the worktree's (see
+// Context::slot_of). `help` says what it is. Returns the option.
+CLI::Option* add_slot_option(CLI::App& cmd, std::string& slot, const std::string& help = "Slot name");
+
 // --session TOKEN (or $SWARM_SESSION) on the verbs that act on a slot: the
 // session token join gave the agent. Returns the option.
 CLI::Option* add_session_option(CLI::App& cmd, std::string& session);
@@ -71,6 +76,10 @@ class Context {
 
   // The workspace from --workspace / $SWARM_WORKSPACE / the current folder up.
   swarm::Workspace workspace() const;
+  // The slot a verb acts on: `given` (--slot, or $SWARM_SLOT), else the slot
+  // whose worktree holds the current folder; else bad_input saying how to
+  // name one.
+  std::string slot_of(const std::string& given) const;
   // Connection options from the globals; `config` supplies the URL when
   // neither --nats-url nor $NATS_URL does.
   kv::ConnectionOptions connection_options(const swarm::WorkspaceConfig* config) const;

@@ -10,11 +10,10 @@ namespace cli {
 Verb add_cwd(CLI::App& app) {
   auto slot = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand("cwd", "Print the slot's worktree path (no NATS round trip)");
-  cmd->add_option("--slot", *slot, "Slot name")->required()
-      ->check(slot_name_validator());
+  add_slot_option(*cmd, *slot);
   cmd->footer("Example:\n  cd \"$(swarm cwd --slot render)\"");
   return {cmd, [slot](Context& ctx) {
-            swarm::require_slot_name(*slot);
+            *slot = ctx.slot_of(*slot);
             auto path = ctx.workspace().worktree(*slot);
             if (!std::filesystem::exists(path))
               throw swarm::Error(swarm::Errc::not_found,

@@ -26,9 +26,7 @@ std::string shell_quoted(const std::string& value) {
 Verb add_join(CLI::App& app) {
   auto flags = std::make_shared<JoinFlags>();
   CLI::App* cmd = app.add_subcommand("join", "Take a slot: record the session, make its worktree, print the path");
-  cmd->add_option("--slot", flags->slot, "Slot name: 1-63 of [A-Za-z0-9_-], starting with a letter or digit")
-      ->required()
-      ->check(slot_name_validator());
+  add_slot_option(*cmd, flags->slot, "Slot name: 1-63 of [A-Za-z0-9_-], starting with a letter or digit");
   cmd->add_option("--task", flags->task, "Task id the slot works on, e.g. T-42")
       ->required()
       ->check(task_id_validator());
@@ -43,6 +41,7 @@ Verb add_join(CLI::App& app) {
       "Refuses a live session of another host (exit 5) or of this host without --force (exit 3);\n"
       "replaces a stale session of this host.");
   return {cmd, [flags](Context& ctx) {
+            flags->slot = ctx.slot_of(flags->slot);
             auto lifecycle = ctx.lifecycle();
             const auto takeover = flags->force ? swarm::Takeover::force : swarm::Takeover::only_stale;
             auto r = lifecycle.join(flags->slot, flags->task, takeover, getpid());

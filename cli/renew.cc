@@ -7,11 +7,11 @@ Verb add_renew(CLI::App& app) {
   auto slot = std::make_shared<std::string>();
   auto session = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand("renew", "Heartbeat: CAS-bump the slot's last_renewed (owning host only)");
-  cmd->add_option("--slot", *slot, "Slot name")->required()
-      ->check(slot_name_validator());
+  add_slot_option(*cmd, *slot);
   add_session_option(*cmd, *session);
   cmd->footer("Example:\n  swarm renew --slot render");
   return {cmd, [slot, session](Context& ctx) {
+            *slot = ctx.slot_of(*slot);
             auto lifecycle = ctx.lifecycle();
             std::vector<std::string> warnings;
             auto revision = lifecycle.renew(*slot, &warnings, session_of(*session));

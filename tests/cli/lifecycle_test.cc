@@ -464,3 +464,42 @@ TEST_CASE("Lifecycle_CommitTrailersNameTheSlotTaskAndSession") {
         std::to_string(static_cast<long long>(number(json_of(join), "session_token"))) + "\n\n");
   CHECK(ws.git({"log", "-1", "--format=%s"}, ws.worktree("render")).out == "render: f\n");
 }
+
+TEST_CASE("Lifecycle_TheSlotIsInferredInsideItsWorktreeOrFromSwarmSlot") {
+  SwarmWorkspace ws;
+  auto env = kHostA;
+  env["SWARM_SLOT"] = "render";
+  auto join = ws.swarm({"join", "--task", "T-1"}, env);
+  REQUIRE_MESSAGE(join.exit == 0, join.err);
+  CHECK(join.out == ws.worktree("render").string() + "\n");
+
+  // Inside the worktree (or below it), with no --slot and no $SWARM_SLOT.
+  std::filesystem::create_directories(ws.worktree("render") / "src");
+  write_file(ws.worktree("render") / "src/f.txt", "f\n");
+  auto commit = ws.swarm({"commit", "-m", "f"}, kHostA, ws.worktree("render") / "src");
+  CHECK_MESSAGE(commit.exit == 0, commit.err);
+  CHECK(ws.git({"log", "-1", "--format=%s", "swarm/render"}, ws.worktree("render")).out == "f\n");
+  CHECK(ws.swarm({"renew"}, kHostA, ws.worktree("render")).exit == 0);
+  CHECK(ws.swarm({"cwd"}, kHostA, ws.worktree("render") / "src").out == ws.worktree("render").string() + "\n");
+
+  // An explicit --slot wins over $SWARM_SLOT; $SWARM_SLOT over the folder.
+  auto other = kHostA;
+  other["SWARM_SLOT"] = "nosuch";
+  CHECK(ws.swarm({"renew", "--slot", "render"}, other).exit == 0);
+  CHECK(ws.swarm({"renew"}, other, ws.worktree("render")).exit == 4);
+
+  // No slot anywhere: exit 2 saying how to name one, in a workspace or not; a bad $SWARM_SLOT is exit 2.
+  auto none = ws.swarm({"renew"});
+  CHECK(none.exit == 2);
+  CHECK(none.err.find("--slot") != std::string::npos);
+  CHECK(ws.swarm({"renew"}, kHostA, ws.home()).exit == 2);
+  auto bad = kHostA;
+  bad["SWARM_SLOT"] = "a.b";
+  CHECK(ws.swarm({"renew"}, bad).exit == 2);
+
+  // close from inside the worktree it removes.
+  auto close = ws.swarm({"close", "--result", "success"}, kHostA, ws.worktree("render") / "src");
+  CHECK_MESSAGE(close.exit == 0, close.err);
+  CHECK(!std::filesystem::exists(ws.worktree("render")));
+  CHECK(ws.swarm({"status", "--slot", "render"}).exit == 4);
+}
