@@ -154,6 +154,9 @@ Verb add_up(CLI::App& app) {
                                 ", replicas " + std::to_string(r.config.replicas) + ")\n" +
                                 "  hub:     " + hub + (r.created_hub ? " (created)" : "") + "\n" +
                 "  journal: " + journal_line(r.journal) + "\n" +
+                (r.added_remote ? "  remote:  swarm, added to this checkout (`git fetch swarm` brings the slots' "
+                                  "branches)\n"
+                                : "") +
                                 (r.found_buckets && (r.created_config || r.moved_nats)
                                      ? "  joined:  buckets made by another host; took their TTL and replicas\n"
                                      : "");
@@ -168,7 +171,8 @@ Verb add_up(CLI::App& app) {
                 .set("replicas", r.config.replicas)
                 .set("hub", hub)
                 .set("created_hub", r.created_hub)
-                .set("found_buckets", r.found_buckets);
+                .set("found_buckets", r.found_buckets)
+                .set("added_remote", r.added_remote);
             doc.set("journal", journal_json(r.journal));
             if (r.server_pid) doc.set("server_pid", static_cast<std::int64_t>(*r.server_pid));
             else doc.set_null("server_pid");

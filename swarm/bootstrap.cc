@@ -136,6 +136,11 @@ void finish_up(const UpOptions& options, UpResult& result) {
     if (is_seed_scratch(name)) dot_swarm.remove_tree(name);
   const fs::path scratch = ws.swarm_dir() / ("hub-seed." + std::to_string(::getpid()));
   Hub::ensure(config.hub_location(), ws.root(), scratch, &result.created_hub);
+  try {
+    result.added_remote = Hub::add_remote_to(ws.root(), config.hub_location());
+  } catch (const Error& e) {
+    warn(std::string("could not add remote `swarm` for the hub to this checkout: ") + e.what());
+  }
   if (!result.replaced_config.empty()) {
     std::string why;
     auto corrupt = dot_swarm.read_file(kConfigName, 1 << 20, &why);

@@ -38,6 +38,7 @@ struct UpResult {
   bool created_hub = false;     // made, or an empty one seeded
   bool found_buckets = false;   // a new config took the buckets' TTL and replicas (made by another host)
   bool moved_nats = false;      // --nats-url named another NATS than the config's
+  bool added_remote = false;    // remote `swarm` for the hub added to the workspace's git checkout
   bool started_server = false;  // an embedded server was (re)started by this call
   std::optional<int> server_pid;
   std::optional<kv::StreamStatus> journal;     // the journal's stream as up left it

@@ -77,6 +77,10 @@ class GitBackend {
   // its pushes go, whatever the clone's own remotes say.
   virtual std::unique_ptr<WorktreeBackend> open_worktree(const std::filesystem::path& path, const std::string& slot,
                                                          const std::string& hub) = 0;
+  // Adds remote `name` for `url` to the git checkout whose top folder is
+  // `checkout`, unless it has a remote by that name already (left as it is)
+  // or is no checkout (nor a bare repository): returns whether it added it.
+  virtual bool add_remote(const std::filesystem::path& checkout, const std::string& name, const std::string& url) = 0;
 };
 
 // The backend, loading libswarm_git.so (next to the executable, else where
@@ -92,6 +96,6 @@ GitBackend& git_backend();
 std::future<void> prefetch_git_backend();
 
 // The symbol the module exports, and its version.
-inline constexpr const char* kGitBackendSymbol = "swarm_git_backend_v3";
+inline constexpr const char* kGitBackendSymbol = "swarm_git_backend_v4";
 
 }  // namespace swarm

@@ -49,6 +49,11 @@ Hub Hub::open(const HubLocation& where) {
   return Hub(std::move(repo), where);
 }
 
+bool Hub::add_remote_to(const fs::path& root, const HubLocation& where) {
+  const std::string url = where.remote() ? where.without_password() : fs::absolute(where.path()).lexically_normal().string();
+  return git_backend().add_remote(root, "swarm", url);
+}
+
 Hub Hub::ensure(const HubLocation& where, const fs::path& source, const fs::path& scratch, bool* created) {
   *created = false;
   if (!where.remote()) {

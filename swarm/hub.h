@@ -54,6 +54,11 @@ class Hub {
   }
 
   const HubLocation& location() const { return location_; }
+  // Adds remote `swarm` for the hub at `where` to the git checkout `root`
+  // (unless it has one by that name, or is no checkout): `git fetch swarm`
+  // then brings every slot branch home. Its URL never holds a password.
+  // Returns whether it added it.
+  static bool add_remote_to(const std::filesystem::path& root, const HubLocation& where);
   // The URL sessions record for this hub (hub_url).
   std::string url() const { return location_.session_url(); }
   // Whether `path` looks like a hub (a bare repository's HEAD is there),

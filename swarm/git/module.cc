@@ -1,4 +1,5 @@
 // The entry point of libswarm_git.so: the libgit2 GitBackend.
+#include "swarm/git/handles.h"
 #include "swarm/git/repos.h"
 
 namespace swarm::git {
@@ -26,6 +27,23 @@ class Libgit2Backend : public GitBackend {
                                                  const std::string& hub) override {
     return WorktreeRepo::open(path, slot, hub);
   }
+  bool add_remote(const std::filesystem::path& checkout, const std::string& name, const std::string& url) override {
+    git_repository* raw = nullptr;
+    // The folder itself, never a repository further up.
+    if (git_repository_open_ext(&raw, checkout.c_str(), GIT_REPOSITORY_OPEN_NO_SEARCH, nullptr) != 0) return false;
+    RepositoryPtr repo(raw);
+    if (git_repository_is_bare(repo.get())) return false;
+    git_remote* found = nullptr;
+    if (git_remote_lookup(&found, repo.get(), name.c_str()) == 0) {
+      RemotePtr keep(found);
+      return false;
+    }
+    git_remote* made = nullptr;
+    check(git_remote_create(&made, repo.get(), name.c_str(), url.c_str()),
+          "add remote " + name + " to " + checkout.string());
+    RemotePtr own(made);
+    return true;
+  }
 };
 
 }  // namespace
@@ -33,7 +51,7 @@ class Libgit2Backend : public GitBackend {
 
 // Loading the module initializes libgit2, so that a prefetch on another
 // thread (swarm::prefetch_git_backend) takes libgit2's slow global init with it.
-extern "C" __attribute__((visibility("default"))) swarm::GitBackend* swarm_git_backend_v3() {
+extern "C" __attribute__((visibility("default"))) swarm::GitBackend* swarm_git_backend_v4() {
   swarm::git::ensure_initialized();
   static swarm::git::Libgit2Backend backend;
   return &backend;

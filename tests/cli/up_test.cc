@@ -435,3 +435,26 @@ TEST_CASE("Up_AHubThatRefusesPushesIsRefusedAtUp") {
   CHECK(r.err.find("refuses pushes") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(ws.root() / ".swarm/config.json"));
 }
+
+TEST_CASE("Up_AddsRemoteSwarmToItsCheckout") {
+  // up in a git checkout adds remote `swarm` for the hub; git fetch swarm brings a slot's branch home; a remote
+  // of that name is left as it is; a workspace that is no checkout gets none.
+  SwarmWorkspace ws({.git_repo = true});
+  auto url = ws.git({"remote", "get-url", "swarm"});
+  REQUIRE_MESSAGE(url.exit == 0, url.err);
+  CHECK(url.out == (ws.root() / ".swarm/hub.git").string() + "\n");
+  REQUIRE(ws.swarm({"join", "--slot", "render", "--task", "T-1"}).exit == 0);
+  write_file(ws.worktree("render") / "f.txt", "f\n");
+  REQUIRE(ws.swarm({"commit", "--slot", "render", "-m", "f"}).exit == 0);
+  REQUIRE(ws.git({"fetch", "-q", "swarm"}).exit == 0);
+  CHECK(ws.git({"log", "-1", "--format=%s", "swarm/swarm/render"}).out == "f\n");
+
+  REQUIRE(ws.git({"remote", "set-url", "swarm", "/elsewhere.git"}).exit == 0);
+  auto again = ws.swarm({"up", "--json"});
+  REQUIRE(again.exit == 0);
+  CHECK(cJSON_IsFalse(cJSON_GetObjectItem(json_of(again).get(), "added_remote")));
+  CHECK(ws.git({"remote", "get-url", "swarm"}).out == "/elsewhere.git\n");
+
+  SwarmWorkspace plain;  // no checkout: nothing to add, nothing said
+  CHECK(!std::filesystem::exists(plain.root() / ".git"));
+}
