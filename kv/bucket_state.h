@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "kv/ack_subject.h"
 #include "kv/bucket.h"
 #include "kv/connection_state.h"
 
@@ -44,6 +45,9 @@ struct StreamState {
   std::uint64_t last_seq = 0;
   std::uint64_t messages = 0;
 };
+// Where a message a consumer delivered sits (its ack subject, else nats.c's
+// reading of its metadata); `what` names the read in an error.
+Delivery delivery_of(natsMsg* msg, std::string_view what);
 StreamState stream_state(const Bucket::State& bucket, const std::string& name, std::chrono::milliseconds wait);
 }  // namespace detail
 

@@ -306,8 +306,7 @@ Stream Stream::with_budget(std::chrono::milliseconds budget) const {
 }
 
 // An ordered push consumer of the stream, filtered; it knows it is caught up
-// when a message says nothing more is pending, or (nothing matching at all)
-// when the consumer says so at the start.
+// when a message says nothing more is pending after it.
 struct StreamReader::Impl {
   std::shared_ptr<Stream::State> stream;  // keeps the connection alive
   detail::JsPtr js;
@@ -341,17 +340,10 @@ std::optional<StreamMessage> StreamReader::next(std::chrono::milliseconds timeou
   m.subject = subject != nullptr ? subject : "";
   const char* data = natsMsg_GetData(raw);
   m.data.assign(data != nullptr ? data : "", static_cast<std::size_t>(natsMsg_GetDataLength(raw)));
-  const char* reply = natsMsg_GetReply(raw);
-  std::optional<detail::Delivery> d = reply != nullptr ? detail::parse_ack_subject(reply) : std::nullopt;
-  if (!d) {
-    jsMsgMetaData* meta_raw = nullptr;
-    check(natsMsg_GetMetaData(&meta_raw, raw), r.what);
-    detail::MetaDataPtr meta(meta_raw);
-    d = detail::Delivery{meta->Sequence.Stream, meta->Sequence.Consumer, meta->Timestamp, meta->NumPending};
-  }
-  m.seq = d->stream_seq;
-  m.time = time_of(d->timestamp);
-  if (d->pending == 0) r.caught_up = true;
+  const detail::Delivery d = detail::delivery_of(raw, r.what);
+  m.seq = d.stream_seq;
+  m.time = time_of(d.timestamp);
+  if (d.pending == 0) r.caught_up = true;
   return m;
 }
 

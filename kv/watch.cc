@@ -26,17 +26,6 @@ constexpr std::chrono::milliseconds kReplayCheck{200};
 // How long a replay past its end waits for the keys it skipped (see Impl).
 constexpr std::chrono::milliseconds kSettle{250};
 
-detail::Delivery delivery_of(natsMsg* msg, const std::string& bucket, const std::string& pattern) {
-  const char* reply = natsMsg_GetReply(msg);
-  if (reply != nullptr)
-    if (auto d = detail::parse_ack_subject(reply)) return *d;
-  jsMsgMetaData* raw = nullptr;  // an ack subject of another shape: let nats.c read it
-  natsStatus status = natsMsg_GetMetaData(&raw, msg);
-  if (status != NATS_OK) detail::raise(status, jsErrCode(0), "watch " + where(bucket, pattern));
-  detail::MetaDataPtr meta(raw);
-  return {meta->Sequence.Stream, meta->Sequence.Consumer, meta->Timestamp, meta->NumPending};
-}
-
 bool is_delete(natsMsg* msg) {
   const char* op = nullptr;
   return natsMsgHeader_Get(msg, detail::kOperationHeader, &op) == NATS_OK && op != nullptr &&
@@ -44,6 +33,19 @@ bool is_delete(natsMsg* msg) {
 }
 
 }  // namespace
+
+namespace detail {
+Delivery delivery_of(natsMsg* msg, std::string_view what) {
+  const char* reply = natsMsg_GetReply(msg);
+  if (reply != nullptr)
+    if (auto d = parse_ack_subject(reply)) return *d;
+  jsMsgMetaData* raw = nullptr;  // an ack subject of another shape: let nats.c read it
+  natsStatus status = natsMsg_GetMetaData(&raw, msg);
+  if (status != NATS_OK) raise(status, jsErrCode(0), what);
+  MetaDataPtr meta(raw);
+  return {meta->Sequence.Stream, meta->Sequence.Consumer, meta->Timestamp, meta->NumPending};
+}
+}  // namespace detail
 
 // A watch is an ordered push consumer bound to the bucket's stream, delivering
 // every message it holds, then every new one. swarm's buckets keep one
@@ -62,6 +64,7 @@ struct Watch::Impl {
   detail::SubscriptionPtr sub;
   std::string bucket_name;
   std::string pattern;
+  std::string what;  // "watch bucket B key P", for errors (built once, not per message)
   bool ignore_deletes = false;
   bool caught_up = false;     // every initial value was delivered
   bool marker_due = false;    // the caught_up event is the next to report
@@ -174,7 +177,7 @@ std::optional<WatchEvent> Watch::next(std::chrono::milliseconds timeout) {
     if (status != NATS_OK) detail::raise(status, jsErrCode(0), "watch " + where(w.bucket_name, w.pattern));
     detail::MsgPtr msg(raw);
 
-    detail::Delivery delivery = delivery_of(raw, w.bucket_name, w.pattern);
+    detail::Delivery delivery = detail::delivery_of(raw, w.what);
     w.last_consumer_seq = delivery.consumer_seq;
     const char* subject = natsMsg_GetSubject(raw);
     const std::string_view key = subject + w.bucket->prefix.size();
@@ -219,6 +222,7 @@ Watch Bucket::watch_once(std::string_view pattern, const WatchOptions& options, 
   impl->bucket = state_;
   impl->bucket_name = name_;
   impl->pattern = std::string(pattern);
+  impl->what = what;
   impl->ignore_deletes = options.ignore_deletes;
   impl->info_wait = wait;
   impl->replay_end = replay_end;
