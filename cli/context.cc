@@ -212,6 +212,17 @@ swarm::SlotLifecycle Context::lifecycle() const {
   return swarm::SlotLifecycle(ws, config, std::move(store), std::move(leases), me());
 }
 
+swarm::Landing Context::landing(bool lives_on) const {
+  timeout();  // a bad --timeout is bad input before any I/O
+  swarm::Workspace ws = workspace();
+  const swarm::WorkspaceConfig config = config_of(ws);
+  kv::ConnectionOptions options = connection_options(&config);
+  if (lives_on) options.total_wait = std::chrono::milliseconds(0);
+  connection_ = swarm::connect_nats(options);
+  return swarm::Landing(ws, config.hub_location(), swarm::SessionStore::open(*connection_, config.bucket),
+                        swarm::LeaseStore::open(*connection_, config.lease_bucket), me());
+}
+
 Context::Sessions Context::sessions_of(const swarm::WorkspaceConfig& config) const {
   connection_ = swarm::connect_nats(connection_options(&config));
   swarm::SessionStore store = swarm::SessionStore::open(*connection_, config.bucket);

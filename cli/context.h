@@ -13,6 +13,7 @@
 #include "cli/output.h"
 #include "kv/connection.h"
 #include "kv/nats_context.h"
+#include "swarm/landing.h"
 #include "swarm/lease/lease.h"
 #include "swarm/slot_lifecycle.h"
 #include "swarm/workspace.h"
@@ -100,6 +101,9 @@ class Context {
   // holds or waits long (lock, elect): its requests are not bounded by a
   // total wait, each has --timeout.
   swarm::LeaseStore leases(bool lives_on = false) const;
+  // What branches and land use: the workspace's hub, sessions, leases and
+  // journal (`lives_on`: as for leases, for a land that waits in line).
+  swarm::Landing landing(bool lives_on = false) const;
   const swarm::HostIdentity& me() const;
   // An error's message, with why the workspace's embedded server could not
   // be used when that is what stopped the verb (NATS unavailable, on the
@@ -141,6 +145,8 @@ Verb add_lease(CLI::App& app);
 Verb add_lock(CLI::App& app);
 Verb add_elect(CLI::App& app);
 Verb add_log(CLI::App& app);
+Verb add_branches(CLI::App& app);
+Verb add_land(CLI::App& app);
 // Hidden: what `commit` starts in the background when the hub has too many packs.
 Verb add_repack_hub(CLI::App& app);
 Verb add_complete(CLI::App& app);

@@ -13,6 +13,7 @@ struct JoinFlags {
   std::string task;
   bool force = false;
   bool env = false;
+  std::string base;
 };
 
 // `value` in single quotes for a POSIX shell (a ' inside closed, escaped, reopened).
@@ -31,6 +32,17 @@ Verb add_join(CLI::App& app) {
       ->required()
       ->check(task_id_validator());
   cmd->add_flag("--force", flags->force, "Take over a live session of this host (never another host's)");
+  cmd->add_option("--base", flags->base,
+                  "Start the slot's branch from REF (a hub branch, tag or commit) instead of its old branch or the "
+                  "onto branch; an unlanded old branch is kept under refs/recovery/ first")
+      ->option_text("REF")
+      ->check(validator_of(
+          [](const std::string& ref) {
+            if (ref.empty() || ref.front() == '-' || !swarm::is_plain_text(ref) || ref.find(' ') != std::string::npos)
+              throw swarm::Error(swarm::Errc::bad_input, "bad --base '" + swarm::printable(ref.substr(0, 80)) +
+                                                             "': name a branch, tag or commit of the hub");
+          },
+          "REF"));
   cmd->add_flag("--env", flags->env,
                 "Print shell assignments for eval instead of the path: SWARM_SLOT, SWARM_SESSION (the session "
                 "token), SWARM_WORKTREE");
@@ -38,13 +50,18 @@ Verb add_join(CLI::App& app) {
       "Example:\n"
       "  cd \"$(swarm join --slot render --task T-42)\"\n"
       "  eval \"$(swarm join --slot render --task T-42 --env)\" && cd \"$SWARM_WORKTREE\"\n"
+      "  swarm join --slot render --task T-43 --base main\n"
+      "A new worktree continues the slot's branch, unless that branch is landed: then it starts from the\n"
+      "onto branch's tip.\n"
       "Refuses a live session of another host (exit 5) or of this host without --force (exit 3);\n"
       "replaces a stale session of this host.");
   return {cmd, [flags](Context& ctx) {
             flags->slot = ctx.slot_of(flags->slot);
             auto lifecycle = ctx.lifecycle();
             const auto takeover = flags->force ? swarm::Takeover::force : swarm::Takeover::only_stale;
-            auto r = lifecycle.join(flags->slot, flags->task, takeover, getpid());
+            auto r = lifecycle.join(flags->slot, flags->task, takeover, getpid(), flags->base);
+            if (!r.started.kept_ref.empty())
+              ctx.out().note("kept the unlanded branch swarm/" + flags->slot + " under " + r.started.kept_ref);
             if (r.replaced)
               ctx.out().note("replaced the earlier session of slot " + flags->slot + " (task " +
                              swarm::printable(r.replaced->session->task_id) + ")");
@@ -58,6 +75,9 @@ Verb add_join(CLI::App& app) {
                 .set("session_token", r.revision)
                 .set("replaced", r.replaced.has_value())
                 .set("resumed_worktree", r.resumed_worktree);
+            if (!r.started.from.empty()) doc.set("started_from", r.started.from);
+            if (!r.base.empty()) doc.set("base", r.base);
+            if (!r.started.kept_ref.empty()) doc.set("kept_ref", r.started.kept_ref);
             // With --env the agent's later verbs act only for this session
             // (a successor's join --force makes them exit 3).
             const std::string human =

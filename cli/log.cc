@@ -47,7 +47,8 @@ swarm::TimePoint since_of(const std::string& text) {
 std::string shortened(std::string_view key, std::string_view value) {
   constexpr std::size_t kShortId = 12;
   const bool commit_id = value.size() == 40 && value.find_first_not_of("0123456789abcdef") == std::string_view::npos;
-  return commit_id && key == "head" ? std::string(value.substr(0, kShortId)) : std::string(value);
+  const bool commit_key = key == "head" || key == "from" || key == "to";
+  return commit_id && commit_key ? std::string(value.substr(0, kShortId)) : std::string(value);
 }
 
 // One member of an event's detail as text: strings as they are (escaped,

@@ -25,6 +25,12 @@ namespace swarm {
 // written. (It may still fail to start later; start() says so then.)
 void require_runnable(const std::string& program);
 
+// Where and how a command runs, beyond its argv and environment.
+struct ChildOptions {
+  std::string cwd;                // its working folder (empty: this process's)
+  bool stdout_to_stderr = false;  // its output goes to stderr (swarm's stdout carries only the result)
+};
+
 class ChildProcess {
  public:
   // Runs argv (argv[0] looked up on PATH) with `env` added to this
@@ -33,7 +39,8 @@ class ChildProcess {
   // parent-death signal fires when the forking thread ends). Throws
   // bad_input naming argv[0] when it cannot be run.
   static std::unique_ptr<ChildProcess> start(const std::vector<std::string>& argv,
-                                             const std::vector<std::pair<std::string, std::string>>& env);
+                                             const std::vector<std::pair<std::string, std::string>>& env,
+                                             const ChildOptions& options = {});
   ~ChildProcess();
 
   pid_t pid() const { return pid_; }

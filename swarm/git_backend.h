@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <cstdint>
 #include <vector>
 
 namespace swarm {
@@ -28,6 +29,18 @@ struct RepackResult {
   int packs_before = 0;
   int packs_after = 0;
   long objects = 0;       // in the new pack; 0 when none was written
+};
+
+// Where a new clone starts its slot's branch (see Worktree::create).
+struct WorktreeStart {
+  std::string base;             // --base REF: a hub branch, tag or commit; empty: the default rules
+  std::string recovery_prefix;  // where an unlanded branch that base replaces is kept first
+};
+
+// What the clone started from.
+struct WorktreeStarted {
+  std::string from;       // "branch" (the slot's own), "onto" (its branch was landed, or it had none), "base"
+  std::string kept_ref;   // the recovery ref the replaced branch was pushed to, or empty
 };
 
 class HubBackend {
@@ -51,6 +64,52 @@ class WorktreeBackend {
   virtual bool unpushed() const = 0;
 };
 
+// A slot branch of the hub, against the onto branch.
+struct BranchInfo {
+  std::string slot;               // the name after swarm/
+  std::string head;               // 40 hex digits
+  std::size_t ahead = 0;          // commits of the branch the onto branch lacks
+  bool landed = false;            // its head is reachable from the onto branch's tip
+  std::int64_t committed_at = 0;  // its head's committer time, Unix seconds
+};
+
+// How a slot branch would land on the onto branch as it is now.
+struct MergePlan {
+  enum class Kind { landed, fast_forward, merge, conflict };
+  Kind kind = Kind::landed;
+  std::string from;                    // the onto branch's tip it was made against
+  std::string to;                      // what the onto branch would move to
+  std::vector<std::string> conflicts;  // the paths in conflict (Kind::conflict)
+};
+
+// The hub as landing uses it: a local hub is worked on in place (merges
+// written into it, its branch moved by a compare-and-swap of the ref); a
+// network hub through a cache repository in the workspace (fetched, merged
+// there, and the onto branch moved by a fast-forward push that the hub's
+// receive-pack checks against the tip it had). A check runs in a checkout
+// that is kept between lands.
+class LandBackend {
+ public:
+  virtual ~LandBackend() = default;
+  virtual std::string default_branch() = 0;
+  // A network hub's branches fetched into the cache (nothing for a local hub).
+  virtual void refresh() = 0;
+  virtual std::optional<std::string> tip(const std::string& branch) = 0;
+  // Every swarm/* branch, against `onto`.
+  virtual std::vector<BranchInfo> slot_branches(const std::string& onto) = 0;
+  // How `branch` lands on `onto` now: a merge commit (with `message`, by
+  // `author`) is written but moves no branch.
+  virtual MergePlan plan(const std::string& onto, const std::string& branch, const std::string& message,
+                         const CommitAuthor& author) = 0;
+  // `commit` checked out in `folder` (a repository made there on first use,
+  // reading the objects where merges are written; files of earlier lands
+  // that it lacks removed, ignored ones kept).
+  virtual void check_out(const std::string& commit, const std::filesystem::path& folder) = 0;
+  // Moves `onto` from `from` to `to`, only if it is still at `from`: false
+  // when it moved meanwhile (nothing changed).
+  virtual bool advance(const std::string& onto, const std::string& from, const std::string& to) = 0;
+};
+
 class GitBackend {
  public:
   virtual ~GitBackend() = default;
@@ -72,7 +131,8 @@ class GitBackend {
   virtual RepackResult repack_hub(const std::filesystem::path& path, int pack_limit) = 0;
   // Clones `hub` (a path or a URL) into `path`, on branch swarm/<slot>.
   virtual std::unique_ptr<WorktreeBackend> create_worktree(const std::string& hub, const std::filesystem::path& path,
-                                                           const std::string& slot) = 0;
+                                                           const std::string& slot, const WorktreeStart& start,
+                                                           WorktreeStarted* started) = 0;
   // The worktree at `path`; `hub` (a path or a URL: config.json's) is where
   // its pushes go, whatever the clone's own remotes say.
   virtual std::unique_ptr<WorktreeBackend> open_worktree(const std::filesystem::path& path, const std::string& slot,
@@ -81,6 +141,9 @@ class GitBackend {
   // `checkout`, unless it has a remote by that name already (left as it is)
   // or is no checkout (nor a bare repository): returns whether it added it.
   virtual bool add_remote(const std::filesystem::path& checkout, const std::string& name, const std::string& url) = 0;
+  // Landing on the hub at `hub`: `cache` is where a network hub's objects
+  // are kept (a bare repository, made on first use; its parent exists).
+  virtual std::unique_ptr<LandBackend> open_land(const std::string& hub, const std::filesystem::path& cache) = 0;
 };
 
 // The backend, loading libswarm_git.so (next to the executable, else where
@@ -96,6 +159,6 @@ GitBackend& git_backend();
 std::future<void> prefetch_git_backend();
 
 // The symbol the module exports, and its version.
-inline constexpr const char* kGitBackendSymbol = "swarm_git_backend_v4";
+inline constexpr const char* kGitBackendSymbol = "swarm_git_backend_v5";
 
 }  // namespace swarm

@@ -59,6 +59,26 @@ Event close_event(std::string_view bucket, const std::string& slot, const CloseR
   return e;
 }
 
+Event land_event(std::string_view bucket, const LandResult& result, std::string_view task_id, const Actor& actor) {
+  const bool refused = result.outcome == LandResult::Outcome::refused;
+  Event e = slot_event(refused ? "land.refused" : "land", bucket, result.slot, actor, task_id, result.token,
+                       result.token);
+  e.detail.set("onto", result.onto).set("from", result.from);
+  if (refused) {
+    e.detail.set("reason", result.reason);
+    if (result.reason == "conflict") {
+      Json paths = Json::array();
+      for (const auto& p : result.paths) cJSON_AddItemToArray(paths.get(), cJSON_CreateString(p.c_str()));
+      e.detail.set("paths", std::move(paths));
+    } else {
+      e.detail.set("status", static_cast<std::int64_t>(result.check_status));
+    }
+  } else {
+    e.detail.set("to", result.to).set("how", result.kind);
+  }
+  return e;
+}
+
 Event evict_event(std::string_view bucket, const SessionEntry& removed, const Actor& actor) {
   const Session* s = removed.session ? &*removed.session : nullptr;
   Event e = slot_event("evict", bucket, removed.slot, actor, s ? s->task_id : "", removed.token(), removed.revision);

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "swarm/journal.h"
+#include "swarm/landing.h"
 #include "swarm/lease/lease.h"
 #include "swarm/liveness.h"
 #include "swarm/slot_lifecycle.h"
@@ -28,6 +29,10 @@ Event lease_grant_event(std::string_view bucket, const Lease& lease, const LastW
 Event lease_release_event(std::string_view bucket, const Lease& lease);
 Event lease_lost_event(std::string_view bucket, const Lease& lease, const std::string& why);
 Event elect_resign_event(std::string_view bucket, const Lease& lease);
+
+// A land (`land`) or its refusal (`land.refused`), on the slot's subject,
+// with the land lease's fencing token.
+Event land_event(std::string_view bucket, const LandResult& result, std::string_view task_id, const Actor& actor);
 
 // What `doctor --fix` did to a slot or a lease (`check`: the finding's kind).
 Event fix_event(Thing thing, std::string_view bucket, std::string_view name, std::string_view check,

@@ -61,6 +61,29 @@ void SlotLifecycle::require_artifact(const std::string& slot) const {
                                 "show for success; commit first, close with --result fail, or pass --no-artifact");
 }
 
+void SlotLifecycle::push_branch(const std::string& slot, Outcome outcome, CloseResult& result) const {
+  std::optional<Worktree> worktree;
+  try {
+    if (has_worktree(slot)) worktree.emplace(Worktree::open(workspace_.worktree(slot), slot, hub_));
+  } catch (const Error& e) {
+    if (e.kind() == Errc::bad_input) throw;  // a link in its place
+    return;  // a broken repository: salvage keeps it whole
+  }
+  if (!worktree || !worktree->unpushed()) return;
+  try {
+    worktree->push();  // fast-forward only
+    result.pushed_branch = true;
+  } catch (const Error& e) {
+    if (e.kind() != Errc::conflict)
+      throw Error(e.kind(), "slot " + slot + " is not closed and nothing changed: pushing its branch failed (" +
+                                e.what() + ")");
+    // Diverged: a success would name a branch that lacks the work.
+    if (outcome == Outcome::success)
+      throw Error(Errc::conflict, "slot " + slot + " is not closed and nothing changed: " + e.what());
+    result.warnings.push_back(std::string(e.what()) + "; its commits go to refs/recovery/ instead");
+  }
+}
+
 void SlotLifecycle::salvage_history(const std::string& slot, TimePoint now, CloseResult& result) const {
   try {
     result.salvage = salvage_slot(workspace_, slot, hub_, now, {.files = false});
@@ -139,6 +162,7 @@ CloseResult SlotLifecycle::close(const std::string& slot, const CloseOptions& op
   // hub that cannot take it stops the close here, everything kept.
   const bool remove_folder = have_folder && !options.keep_worktree;
   const TimePoint now = clock_();
+  if (have_folder) push_branch(slot, options.result, result);
   if (remove_folder) salvage_history(slot, now, result);
   const std::optional<std::string> head = have_folder ? branch_head(slot) : std::nullopt;
   release_record(slot, entry, result);

@@ -85,7 +85,7 @@ void SlotLifecycle::set_up_joined_slot(JoinResult& result, JoinSteps& done) cons
   // A rejoin for another task lets the old one go.
   if (result.replaced && result.replaced->session->task_id != s.task_id)
     if (auto w = tasks_.release(s.slot, result.replaced->session->task_id); !w.empty()) warn(w);  // said now: it stands if a later step fails
-  Worktree worktree = ensure_worktree(s.slot, &result.resumed_worktree);
+  Worktree worktree = ensure_worktree(s.slot, &result.resumed_worktree, result.base, &result.started);
   SafeDir folder = *workspace_.slot_folder(s.slot);
   folder.write_file(kLeafPidName, std::to_string(s.leaf_pid) + "\n");
   // A slot's run of work starts with a new worktree (or one kept by close);
@@ -130,7 +130,7 @@ void SlotLifecycle::undo_join(const JoinResult& result, const JoinSteps& done) c
 }
 
 JoinResult SlotLifecycle::join(const std::string& slot, const std::string& task, Takeover takeover,
-                               std::int64_t leaf_pid) {
+                               std::int64_t leaf_pid, const std::string& base) {
   require_slot_name(slot);
   require_task_id(task);
   // Only the winner of the slot makes a worktree (and loads git); every
@@ -140,7 +140,11 @@ JoinResult SlotLifecycle::join(const std::string& slot, const std::string& task,
   // this host removing it finishes first, and sees the record we write.
   FileLock folder_lock = lock_slot(workspace_, slot, "join of slot " + slot);
   require_kept_folders(slot);
+  if (!base.empty() && has_worktree(slot))
+    throw Error(Errc::conflict, "slot " + slot + " has a worktree already (" + workspace_.worktree(slot).string() +
+                                    "), so --base has nothing to start; close the slot first, then join with --base");
   JoinResult result;
+  result.base = base;
   result.session = new_session(slot, task, leaf_pid);
   write_join_record(result, takeover);
   // The record is ours: now the task's lease, then the worktree. If either

@@ -134,7 +134,8 @@ SessionEntry SlotLifecycle::read_own(const std::string& slot, ExpectedSession se
   return *entry;
 }
 
-Worktree SlotLifecycle::ensure_worktree(const std::string& slot, bool* resumed) const {
+Worktree SlotLifecycle::ensure_worktree(const std::string& slot, bool* resumed, const std::string& base,
+                                        WorktreeStarted* started) const {
   const fs::path wt = workspace_.worktree(slot);
   SafeDir slots = workspace_.make_folder(kSlotsFolder);
   if (slots.kind(slot) == EntryKind::file || slots.kind(slot) == EntryKind::other)
@@ -167,7 +168,8 @@ Worktree SlotLifecycle::ensure_worktree(const std::string& slot, bool* resumed) 
   SafeDir trash = workspace_.make_folder(kTrashFolder, 0700);
   const std::string clone = clone_name(slot, clock_());
   try {
-    Worktree::create(hub_, trash.path() / clone, slot);
+    Worktree::create(hub_, trash.path() / clone, slot,
+                     {.base = base, .recovery_prefix = "refs/recovery/" + recovery_name(slot, clock_())}, started);
     if (!trash.move(clone, folder, kWorktreeName))
       throw Error(Errc::filesystem, "cannot move the new clone of slot " + slot + " into " + wt.string() +
                                         ": .swarm/trash/ is on another filesystem than .swarm/slots/");

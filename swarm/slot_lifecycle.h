@@ -43,6 +43,8 @@ struct JoinResult {
   std::optional<SessionEntry> replaced;  // the stale (or forced) record it replaced
   std::optional<State> replaced_state;   // how it stood: stale, or live (--force)
   bool resumed_worktree = false;         // the slot's folder was already there
+  std::string base;                      // join --base REF, or empty
+  WorktreeStarted started;               // where a new worktree's branch started (empty when resumed)
 };
 
 struct CommitResult {
@@ -69,6 +71,7 @@ struct CloseOptions {
 struct CloseResult {
   std::optional<SessionEntry> released;  // the record it deleted
   Salvage salvage;
+  bool pushed_branch = false;  // swarm/<slot> had commits the hub's lacked (plain git commits): pushed
   bool removed_worktree = false;
   std::vector<std::string> warnings;
 };
@@ -84,7 +87,11 @@ class SlotLifecycle {
   // this host is replaced. The record is CAS-written first (so racing joins
   // lose before touching the disk), then the worktree is made or reused; if
   // that fails the record is removed again.
-  JoinResult join(const std::string& slot, const std::string& task, Takeover takeover, std::int64_t leaf_pid);
+  // A new worktree of a slot whose hub branch is landed starts from the
+  // onto branch; with `base`, from that ref (refused for a slot whose
+  // worktree is there already).
+  JoinResult join(const std::string& slot, const std::string& task, Takeover takeover, std::int64_t leaf_pid,
+                  const std::string& base = {});
 
   // Commits in the slot's worktree, pushes the branch, renews the record (one
   // CAS update with the revision read). Push and renewal failures are warnings.
@@ -146,12 +153,17 @@ class SlotLifecycle {
   // conflict unless the slot committed in this run (--result success).
   void require_artifact(const std::string& slot) const;
   // The history to the hub, before anything is released.
+  // Pushes swarm/<slot> as the worktree has it (plain `git commit`s too),
+  // fast-forward only. Diverged: a success is refused, else a warning (the
+  // commits go to refs/recovery/ with the rest of the history).
+  void push_branch(const std::string& slot, Outcome outcome, CloseResult& result) const;
   void salvage_history(const std::string& slot, TimePoint now, CloseResult& result) const;
   void release_record(const std::string& slot, const std::optional<SessionEntry>& entry, CloseResult& result) const;
   // The worktree's files to .swarm/recovery/, then its folder removed.
   void salvage_files_and_remove(const std::string& slot, TimePoint now, CloseResult& result) const;
   // Makes the slot's worktree, or opens the one there; `resumed` says which.
-  Worktree ensure_worktree(const std::string& slot, bool* resumed) const;
+  Worktree ensure_worktree(const std::string& slot, bool* resumed, const std::string& base = {},
+                           WorktreeStarted* started = nullptr) const;
   // Whether the slot committed in its current run: the branch moved since
   // session-base, or (a slot joined before session-base existed) it has
   // commits beyond the default branch.

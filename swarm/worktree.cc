@@ -7,8 +7,10 @@ namespace swarm {
 
 namespace fs = std::filesystem;
 
-Worktree Worktree::create(const HubLocation& hub, const fs::path& path, const std::string& slot) {
-  auto repo = git_backend().create_worktree(hub.text, path, slot);
+Worktree Worktree::create(const HubLocation& hub, const fs::path& path, const std::string& slot,
+                          const WorktreeStart& start, WorktreeStarted* started) {
+  WorktreeStarted ignored;
+  auto repo = git_backend().create_worktree(hub.text, path, slot, start, started ? started : &ignored);
   return Worktree(std::move(repo), fs::weakly_canonical(path), slot);
 }
 

@@ -31,7 +31,12 @@ class Worktree {
   // of that name when it exists (earlier work of the slot), else a new branch
   // at the tip of the hub's default branch.
   // The hub may be a URL (a network hub): then it is probed and cloned over the network.
-  static Worktree create(const HubLocation& hub, const std::filesystem::path& path, const std::string& slot);
+  // A slot whose hub branch is landed (reachable from the default branch)
+  // starts from the default branch's tip instead; with `start.base`, from
+  // that ref, the hub's branch moved there (an unlanded one kept under
+  // `start.recovery_prefix` first).
+  static Worktree create(const HubLocation& hub, const std::filesystem::path& path, const std::string& slot,
+                         const WorktreeStart& start = {}, WorktreeStarted* started = nullptr);
   static Worktree create(const Hub& hub, const std::filesystem::path& path, const std::string& slot);
 
   // Opens an existing worktree, whose pushes go to `hub` (the workspace's,

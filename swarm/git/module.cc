@@ -20,8 +20,9 @@ class Libgit2Backend : public GitBackend {
     return git::repack_hub(path, pack_limit);
   }
   std::unique_ptr<WorktreeBackend> create_worktree(const std::string& hub, const std::filesystem::path& path,
-                                                   const std::string& slot) override {
-    return WorktreeRepo::create(hub, path, slot);
+                                                   const std::string& slot, const WorktreeStart& start,
+                                                   WorktreeStarted* started) override {
+    return WorktreeRepo::create(hub, path, slot, start, started);
   }
   std::unique_ptr<WorktreeBackend> open_worktree(const std::filesystem::path& path, const std::string& slot,
                                                  const std::string& hub) override {
@@ -44,6 +45,9 @@ class Libgit2Backend : public GitBackend {
     RemotePtr own(made);
     return true;
   }
+  std::unique_ptr<LandBackend> open_land(const std::string& hub, const std::filesystem::path& cache) override {
+    return git::open_land(hub, cache);
+  }
 };
 
 }  // namespace
@@ -51,7 +55,7 @@ class Libgit2Backend : public GitBackend {
 
 // Loading the module initializes libgit2, so that a prefetch on another
 // thread (swarm::prefetch_git_backend) takes libgit2's slow global init with it.
-extern "C" __attribute__((visibility("default"))) swarm::GitBackend* swarm_git_backend_v4() {
+extern "C" __attribute__((visibility("default"))) swarm::GitBackend* swarm_git_backend_v5() {
   swarm::git::ensure_initialized();
   static swarm::git::Libgit2Backend backend;
   return &backend;

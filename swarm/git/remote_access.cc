@@ -206,6 +206,8 @@ git_remote_callbacks RemoteAccess::callbacks() {
   callbacks.push_transfer_progress = &RemoteAccess::on_push_progress;
   callbacks.pack_progress = &RemoteAccess::on_pack_progress;
   callbacks.certificate_check = &RemoteAccess::on_certificate;
+  if (!expected_ref_.empty()) callbacks.push_negotiation = &RemoteAccess::on_push_negotiation;
+  moved_ = false;
   callbacks.payload = this;
   return callbacks;
 }
@@ -266,6 +268,18 @@ int RemoteAccess::on_push_update(const char* refname, const char* status, void* 
   auto* self = static_cast<RemoteAccess*>(payload);
   self->touch();
   if (status != nullptr) self->rejected_.push_back(std::string(refname) + ": " + status);
+  return 0;
+}
+
+int RemoteAccess::on_push_negotiation(const git_push_update** updates, size_t len, void* payload) {
+  auto* self = static_cast<RemoteAccess*>(payload);
+  self->touch();
+  for (size_t i = 0; i < len; ++i)
+    if (self->expected_ref_ == updates[i]->dst_refname && !git_oid_equal(&updates[i]->src, &self->expected_at_)) {
+      self->moved_ = true;
+      git_error_set_str(GIT_ERROR_REFERENCE, (self->expected_ref_ + " moved on the hub").c_str());
+      return GIT_EUSER;
+    }
   return 0;
 }
 
@@ -402,6 +416,9 @@ void RemoteAccess::check(int rc, std::string_view what, Direction direction) con
                            : "; the server's certificate is not trusted by this machine's CA bundle";
     throw Error(Errc::bad_input, message + hint);
   }
+  // libgit2 checks a push against what the hub listed before it sends
+  // anything: the hub's branch has commits this clone lacks or has not.
+  if (rc == GIT_ENONFASTFORWARD) throw Error(Errc::conflict, message);
   if (!hub_.remote()) {
     std::error_code ec;
     if (!fs::exists(hub_.path(), ec))

@@ -82,6 +82,14 @@ class RemoteAccess {
   // insteadOf read), so every push and fetch goes to the configured hub.
   RemotePtr hub_remote(git_repository* repo) const;
   const std::vector<std::string>& rejected() const { return rejected_; }
+  // The next push goes only if the hub has `ref` at `at` when it is about
+  // to send (a compare-and-swap the hub's receive-pack then enforces): else
+  // it sends nothing, fails, and moved() says so.
+  void expect_remote(std::string ref, const git_oid& at) {
+    expected_ref_ = std::move(ref);
+    expected_at_ = at;
+  }
+  bool moved() const { return moved_; }
 
   enum class Direction { fetch, push };
   // Runs one libgit2 network operation (`op` returns its rc) under the idle
@@ -119,6 +127,7 @@ class RemoteAccess {
   static int credentials(git_credential** out, const char* url, const char* username_from_url,
                          unsigned int allowed_types, void* payload);
   static int on_push_update(const char* refname, const char* status, void* payload);
+  static int on_push_negotiation(const git_push_update** updates, size_t len, void* payload);
   static int on_progress(const git_indexer_progress* stats, void* payload);
   static int on_sideband(const char* text, int len, void* payload);
   static int on_push_progress(unsigned int current, unsigned int total, size_t bytes, void* payload);
@@ -142,6 +151,9 @@ class RemoteAccess {
   bool out_of_credentials_ = false;         // every credential was offered and refused
   std::string credential_problem_;          // e.g. $SWARM_SSH_KEY names no readable file
   std::vector<std::string> rejected_;
+  std::string expected_ref_;  // empty: no expectation
+  git_oid expected_at_{};
+  bool moved_ = false;
 };
 
 }  // namespace swarm::git

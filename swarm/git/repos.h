@@ -51,6 +51,8 @@ std::unique_ptr<HubBackend> open_any_hub(const std::string& hub);
 // file, when no attribute or setting could change a file (plain_checkout.cc).
 // false: it wrote nothing, and libgit2's checkout must do it.
 bool write_tree_plainly(git_repository* repo, git_tree* tree);
+// See GitBackend::open_land (land_repo.cc).
+std::unique_ptr<LandBackend> open_land(const std::string& hub, const std::filesystem::path& cache);
 // See GitBackend::repack_hub.
 RepackResult repack_hub(const std::filesystem::path& hub, int pack_limit);
 // See GitBackend::prepare_hub.
@@ -71,7 +73,8 @@ class WorktreeRepo : public WorktreeBackend {
   // goes, whatever the clone's own remotes say.
   WorktreeRepo(RepositoryPtr repo, std::filesystem::path path, std::string slot, std::string hub);
   static std::unique_ptr<WorktreeRepo> create(const std::string& hub, const std::filesystem::path& path,
-                                              const std::string& slot);
+                                              const std::string& slot, const WorktreeStart& start = {},
+                                              WorktreeStarted* started = nullptr);
   static std::unique_ptr<WorktreeRepo> open(const std::filesystem::path& path, const std::string& slot,
                                             const std::string& hub);
 

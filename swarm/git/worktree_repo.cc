@@ -43,6 +43,67 @@ int only_named(const char* path, const char* /*matched_pathspec*/, void* payload
 
 }  // namespace
 
+namespace {
+
+// The commit `base` names in a fresh clone of the hub: a branch of the hub,
+// else a tag or a commit id. not_found naming it otherwise.
+git_oid resolve_base(git_repository* repo, const std::string& base, const std::string& hub) {
+  for (const std::string& spec : {"refs/remotes/origin/" + base, "refs/tags/" + base, base}) {
+    git_object* raw = nullptr;
+    if (git_revparse_single(&raw, repo, spec.c_str()) != 0) continue;
+    ObjectPtr object(raw);
+    git_object* peeled = nullptr;
+    if (git_object_peel(&peeled, object.get(), GIT_OBJECT_COMMIT) != 0) continue;
+    git_oid oid = *git_object_id(peeled);
+    git_object_free(peeled);
+    git_error_clear();
+    return oid;
+  }
+  git_error_clear();
+  throw Error(Errc::not_found, "--base " + base + " names no branch, tag or commit of the hub " + hub);
+}
+
+// Pushes `spec` (one refspec) from `repo` to the hub; a rejection is a conflict naming `what`.
+void push_spec(git_repository* repo, RemoteAccess& access, std::string spec, const std::string& what) {
+  RemotePtr remote = access.hub_remote(repo);
+  char* pointer = spec.data();
+  git_strarray specs{&pointer, 1};
+  git_push_options options = GIT_PUSH_OPTIONS_INIT;
+  options.callbacks = access.callbacks();
+  access.run(what, [&] { return git_remote_push(remote.get(), &specs, &options); }, RemoteAccess::Direction::push);
+  if (!access.rejected().empty())
+    throw Error(Errc::conflict, what + ": the hub rejected " + access.rejected().front());
+}
+
+// The hub's `branch` (as cloned) kept under `prefix`/heads/<branch>: returns that ref.
+std::string keep_branch(git_repository* repo, RemoteAccess& access, const std::string& branch, const std::string& prefix) {
+  const std::string kept = prefix + "/heads/" + branch;
+  push_spec(repo, access, "refs/remotes/origin/" + branch + ":" + kept, "keep " + branch + " under " + kept);
+  return kept;
+}
+
+// Moves the hub's `branch` from `from` to `to` (any commit), only if it is still at `from`.
+void move_hub_branch(git_repository* repo, RemoteAccess& access, const std::string& branch, const git_oid& from,
+                     const git_oid& to) {
+  const std::string temp = "refs/swarm-base/" + branch;
+  git_reference* raw = nullptr;
+  check(git_reference_create(&raw, repo, temp.c_str(), &to, 1, "swarm join --base"), "name the base");
+  git_reference_free(raw);
+  access.expect_remote("refs/heads/" + branch, from);
+  try {
+    push_spec(repo, access, "+" + temp + ":refs/heads/" + branch, "move " + branch + " to the base");
+  } catch (const Error& e) {
+    if (!access.moved()) throw;
+    throw Error(Errc::conflict, branch + " moved on the hub while it was being based anew; nothing was lost, join again");
+  }
+  access.expect_remote("", from);
+  check(git_reference_create(&raw, repo, ("refs/remotes/origin/" + branch).c_str(), &to, 1, "swarm: based"),
+        "remember the base");
+  git_reference_free(raw);
+}
+
+}  // namespace
+
 WorktreeRepo::WorktreeRepo(RepositoryPtr repo, fs::path path, std::string slot, std::string hub)
     : repo_(std::move(repo)), path_(std::move(path)), slot_(std::move(slot)), hub_(std::move(hub)) {}
 
@@ -60,7 +121,8 @@ int create_origin(git_remote** out, git_repository* repo, const char* name, cons
 
 }  // namespace
 
-std::unique_ptr<WorktreeRepo> WorktreeRepo::create(const std::string& hub, const fs::path& path, const std::string& slot) {
+std::unique_ptr<WorktreeRepo> WorktreeRepo::create(const std::string& hub, const fs::path& path, const std::string& slot,
+                                                   const WorktreeStart& from, WorktreeStarted* started) {
   ensure_initialized();
   RemoteAccess access(hub);
   // No checkout by the clone: the slot's branch is checked out once, below.
@@ -79,15 +141,35 @@ std::unique_ptr<WorktreeRepo> WorktreeRepo::create(const std::string& hub, const
   RepositoryPtr repo(raw);
 
   const std::string branch = "swarm/" + slot;
+  WorktreeStarted out;
+  git_oid own;
+  const bool has_own = git_reference_name_to_id(&own, repo.get(), ("refs/remotes/origin/" + branch).c_str()) == 0;
+  git_error_clear();
+  const auto onto = default_start(repo.get());
+  // Landed: the default branch has it all (or it never moved off it).
+  const bool landed = has_own && onto &&
+                      (git_oid_equal(&own, &*onto) || git_graph_descendant_of(repo.get(), &*onto, &own) == 1);
+  git_error_clear();
   git_oid start;
-  bool resumed = git_reference_name_to_id(&start, repo.get(), ("refs/remotes/origin/" + branch).c_str()) == 0;
-  if (!resumed) {
-    auto base = default_start(repo.get());
-    if (!base)
+  if (!from.base.empty()) {
+    start = resolve_base(repo.get(), from.base, access.hub().shown());
+    out.from = "base";
+    if (has_own && !git_oid_equal(&own, &start)) {
+      if (!landed) out.kept_ref = keep_branch(repo.get(), access, branch, from.recovery_prefix);
+      move_hub_branch(repo.get(), access, branch, own, start);
+    }
+  } else if (has_own && !landed) {
+    start = own;
+    out.from = "branch";
+  } else {
+    if (!onto)
       throw Error(Errc::not_bootstrapped, "the hub " + access.hub().shown() + " has no default branch to start slot " +
                                               slot + " from: its HEAD names none of its branches");
-    start = *base;
+    start = *onto;
+    out.from = "onto";
   }
+  const bool resumed = has_own;
+  if (started != nullptr) *started = out;
   auto commit = lookup_commit(repo.get(), start, "read the start of " + branch);
 
   git_reference* ref_raw = nullptr;
@@ -256,7 +338,29 @@ void WorktreeRepo::push_branch_to(const std::string& target_ref) {
   if (target_ref == "refs/heads/" + branch_name()) remember_pushed(branch_name());
 }
 
-void WorktreeRepo::push() { push_branch_to("refs/heads/" + branch_name()); }
+void WorktreeRepo::push() {
+  try {
+    push_branch_to("refs/heads/" + branch_name());
+  } catch (const Error& e) {
+    if (e.kind() != Errc::conflict) throw;
+    // Fast-forward only: the hub's branch has commits this one lacks (pushed
+    // from elsewhere). Nothing moved on either side; both heads named.
+    std::string theirs = "unknown";
+    try {
+      RemoteAccess access(hub_);
+      RemotePtr remote = access.hub_remote(repo_.get());
+      for (const auto& [name, oid] : access.list(remote.get(), "list the hub's branches").refs)
+        if (name == "refs/heads/" + branch_name()) theirs = hex(oid);
+    } catch (const Error&) {
+      // The head stays unnamed; the refusal is what matters.
+    }
+    throw Error(Errc::conflict, branch_name() + " has diverged from the hub's: the worktree's head is " +
+                                    branch_tip().value_or("none") + ", the hub's is " + theirs +
+                                    "; nothing was pushed and nothing is lost: merge the hub's branch into the "
+                                    "worktree (git -C " + path_.string() + " pull --no-rebase origin " +
+                                    branch_name() + "), then commit again");
+  }
+}
 
 std::vector<Change> WorktreeRepo::changes() const {
   git_status_options options = GIT_STATUS_OPTIONS_INIT;

@@ -1,0 +1,326 @@
+// Landing on the hub (GitBackend::open_land): merges made in memory, a
+// check's checkout kept between lands, and the onto branch moved only by a
+// compare-and-swap the hub itself enforces (adr/0021). A local hub is
+// worked on in place: its ref is moved by git_reference_create_matching,
+// under the ref's lock file, only from the tip the merge was made on. A
+// network hub is fetched into a cache repository in the workspace and moved
+// by a push that goes only when the hub still has that tip (checked in the
+// push negotiation; receive-pack checks the old value again as it locks).
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <string_view>
+
+#include "swarm/error.h"
+#include "swarm/git/remote_access.h"
+#include "swarm/git/repos.h"
+#include "swarm/worktree.h"
+
+namespace swarm::git {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using IndexConflictIteratorPtr =
+    std::unique_ptr<git_index_conflict_iterator, Freer<git_index_conflict_iterator_free>>;
+using RefIteratorPtr = std::unique_ptr<git_reference_iterator, Freer<git_reference_iterator_free>>;
+
+constexpr std::string_view kSlotPrefix = "refs/heads/swarm/";
+// Where the cache names the commit it pushes (a push takes refs, not ids).
+constexpr const char* kPushRef = "refs/swarm-land/push";
+
+git_oid oid_of(const std::string& text) {
+  git_oid oid;
+  if (git_oid_fromstr(&oid, text.c_str()) != 0) throw Error(Errc::internal, "not a commit id: " + text);
+  return oid;
+}
+
+CommitPtr commit_at(git_repository* repo, const git_oid& oid, const std::string& what) {
+  git_commit* raw = nullptr;
+  check(git_commit_lookup(&raw, repo, &oid), "read " + what);
+  return CommitPtr(raw);
+}
+
+// An exclusive flock on `path` while it lives (a fetch into the cache: two
+// at once would fight over its refs).
+class FolderLock {
+ public:
+  explicit FolderLock(const fs::path& path) {
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd_ < 0 || ::flock(fd_, LOCK_EX) != 0)
+      throw Error(Errc::filesystem, "cannot lock " + path.string() + ": " + std::strerror(errno));
+  }
+  ~FolderLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  FolderLock(const FolderLock&) = delete;
+  FolderLock& operator=(const FolderLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+RepositoryPtr open_or_init(const fs::path& path, bool bare) {
+  git_repository* raw = nullptr;
+  unsigned flags = GIT_REPOSITORY_OPEN_NO_SEARCH | (bare ? GIT_REPOSITORY_OPEN_BARE : 0);
+  if (git_repository_open_ext(&raw, path.c_str(), flags, nullptr) == 0) return RepositoryPtr(raw);
+  git_error_clear();
+  check(git_repository_init(&raw, path.c_str(), bare ? 1 : 0), "make the repository " + path.string());
+  return RepositoryPtr(raw);
+}
+
+class LandRepo : public LandBackend {
+ public:
+  LandRepo(std::string hub, RepositoryPtr repo, fs::path objects, fs::path cache)
+      : hub_(std::move(hub)), repo_(std::move(repo)), objects_(std::move(objects)), cache_(std::move(cache)) {}
+
+  bool remote() const { return !cache_.empty(); }
+
+  std::string default_branch() override {
+    if (!remote()) {
+      git_reference* raw = nullptr;
+      if (git_reference_lookup(&raw, repo_.get(), "HEAD") == 0) {
+        ReferencePtr head(raw);
+        const char* target = git_reference_symbolic_target(head.get());
+        if (target != nullptr && std::string_view(target).rfind("refs/heads/", 0) == 0) head_branch_ = target + 11;
+      }
+      git_error_clear();
+    }
+    std::vector<std::string> branches;
+    for_each_branch("refs/heads/", [&](const std::string& name, const git_oid&) { branches.push_back(name); });
+    std::string branch = pick_default_branch(head_branch_, branches);
+    if (branch.empty())
+      throw Error(Errc::not_bootstrapped, "the hub " + parse_hub_location(hub_, "/").shown() +
+                                              " has no default branch; name one with --onto");
+    return branch;
+  }
+
+  void refresh() override {
+    if (!remote()) return;
+    FolderLock lock(cache_ / "swarm-fetch.lock");
+    RemoteAccess access(hub_);
+    RemotePtr remote = access.hub_remote(repo_.get());
+    head_branch_ = access.list(remote.get(), "list the hub's branches").head_branch;
+    std::string spec = "+refs/heads/*:refs/heads/*";
+    char* pointer = spec.data();
+    git_strarray specs{&pointer, 1};
+    git_fetch_options options = GIT_FETCH_OPTIONS_INIT;
+    options.callbacks = access.callbacks();
+    options.prune = GIT_FETCH_PRUNE;
+    options.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;
+    options.update_fetchhead = 0;
+    access.run("fetch the hub's branches", [&] { return git_remote_fetch(remote.get(), &specs, &options, "swarm land"); });
+  }
+
+  std::optional<std::string> tip(const std::string& branch) override {
+    auto oid = tip_oid(branch);
+    if (!oid) return std::nullopt;
+    return hex(*oid);
+  }
+
+  std::vector<BranchInfo> slot_branches(const std::string& onto) override {
+    auto base = tip_oid(onto);
+    std::vector<BranchInfo> out;
+    for_each_branch(std::string(kSlotPrefix), [&](const std::string& slot, const git_oid& head) {
+      BranchInfo info;
+      info.slot = slot;
+      info.head = hex(head);
+      if (auto commit = lookup(head)) info.committed_at = git_commit_time(commit.get());
+      if (base) {
+        size_t ahead = 0, behind = 0;
+        if (git_graph_ahead_behind(&ahead, &behind, repo_.get(), &head, &*base) == 0) info.ahead = ahead;
+        info.landed = git_oid_equal(&head, &*base) || git_graph_descendant_of(repo_.get(), &*base, &head) == 1;
+      }
+      git_error_clear();
+      out.push_back(std::move(info));
+    });
+    return out;
+  }
+
+  MergePlan plan(const std::string& onto, const std::string& branch, const std::string& message,
+                 const CommitAuthor& author) override {
+    auto onto_oid = tip_oid(onto);
+    if (!onto_oid) throw Error(Errc::not_found, "the hub has no branch " + onto + " to land on");
+    auto branch_oid = tip_oid(branch);
+    if (!branch_oid) throw Error(Errc::not_found, "the hub has no branch " + branch);
+    MergePlan plan;
+    plan.from = hex(*onto_oid);
+    if (git_oid_equal(&*onto_oid, &*branch_oid) ||
+        git_graph_descendant_of(repo_.get(), &*onto_oid, &*branch_oid) == 1) {
+      plan.kind = MergePlan::Kind::landed;
+      plan.to = plan.from;
+      return plan;
+    }
+    if (git_graph_descendant_of(repo_.get(), &*branch_oid, &*onto_oid) == 1) {
+      plan.kind = MergePlan::Kind::fast_forward;
+      plan.to = hex(*branch_oid);
+      return plan;
+    }
+    git_error_clear();
+    auto ours = commit_at(repo_.get(), *onto_oid, onto);
+    auto theirs = commit_at(repo_.get(), *branch_oid, branch);
+    git_merge_options options = GIT_MERGE_OPTIONS_INIT;
+    git_index* index_raw = nullptr;
+    check(git_merge_commits(&index_raw, repo_.get(), ours.get(), theirs.get(), &options),
+          "merge " + branch + " into " + onto);
+    IndexPtr index(index_raw);
+    if (git_index_has_conflicts(index.get())) {
+      plan.kind = MergePlan::Kind::conflict;
+      git_index_conflict_iterator* it_raw = nullptr;
+      check(git_index_conflict_iterator_new(&it_raw, index.get()), "list the conflicts");
+      IndexConflictIteratorPtr it(it_raw);
+      const git_index_entry *ancestor = nullptr, *our = nullptr, *their = nullptr;
+      while (git_index_conflict_next(&ancestor, &our, &their, it.get()) == 0) {
+        const git_index_entry* any = our ? our : their ? their : ancestor;
+        if (any != nullptr && (plan.conflicts.empty() || plan.conflicts.back() != any->path))
+          plan.conflicts.emplace_back(any->path);
+      }
+      git_error_clear();
+      return plan;
+    }
+    git_oid tree_id;
+    check(git_index_write_tree_to(&tree_id, index.get(), repo_.get()), "write the merged tree");
+    git_tree* tree_raw = nullptr;
+    check(git_tree_lookup(&tree_raw, repo_.get(), &tree_id), "read the merged tree");
+    TreePtr tree(tree_raw);
+    git_signature* sig_raw = nullptr;
+    check(git_signature_now(&sig_raw, author.name.c_str(), author.email.c_str()), "make a signature");
+    SignaturePtr sig(sig_raw);
+    const git_commit* parents[] = {ours.get(), theirs.get()};
+    git_oid made;
+    check(git_commit_create(&made, repo_.get(), nullptr, sig.get(), sig.get(), nullptr, message.c_str(), tree.get(), 2,
+                            parents),
+          "write the merge commit");
+    plan.kind = MergePlan::Kind::merge;
+    plan.to = hex(made);
+    return plan;
+  }
+
+  void check_out(const std::string& commit, const fs::path& folder) override {
+    const bool fresh = !fs::exists(folder / ".git");
+    RepositoryPtr repo = open_or_init(folder, false);
+    if (fresh) {
+      // The checkout reads the objects where the merge wrote them.
+      std::ofstream alternates(folder / ".git/objects/info/alternates", std::ios::trunc);
+      alternates << objects_.string() << "\n";
+      if (!alternates) throw Error(Errc::filesystem, "cannot write " + (folder / ".git/objects/info").string());
+      alternates.close();
+      repo = open_or_init(folder, false);  // reopened: its object store now sees them
+    }
+    git_oid oid = oid_of(commit);
+    auto target = commit_at(repo.get(), oid, "the merged commit " + commit);
+    git_checkout_options options = GIT_CHECKOUT_OPTIONS_INIT;
+    // What an earlier land left is replaced; ignored files (a build's
+    // output) stay, so a check can build incrementally.
+    options.checkout_strategy = GIT_CHECKOUT_FORCE | GIT_CHECKOUT_REMOVE_UNTRACKED;
+    check(git_checkout_tree(repo.get(), reinterpret_cast<git_object*>(target.get()), &options),
+          "check out " + commit + " in " + folder.string());
+    check(git_repository_set_head_detached(repo.get(), &oid), "point " + folder.string() + " at " + commit);
+  }
+
+  bool advance(const std::string& onto, const std::string& from, const std::string& to) override {
+    const git_oid from_oid = oid_of(from), to_oid = oid_of(to);
+    const std::string ref = "refs/heads/" + onto;
+    if (!remote()) {
+      git_reference* raw = nullptr;
+      int rc = git_reference_create_matching(&raw, repo_.get(), ref.c_str(), &to_oid, 1, &from_oid, "swarm land");
+      if (rc == GIT_EMODIFIED || rc == GIT_ELOCKED) {
+        git_error_clear();
+        return false;
+      }
+      check(rc, "move " + onto + " in the hub");
+      git_reference_free(raw);
+      return true;
+    }
+    git_reference* named = nullptr;
+    check(git_reference_create(&named, repo_.get(), kPushRef, &to_oid, 1, "swarm land"), "name the commit to push");
+    git_reference_free(named);
+    RemoteAccess access(hub_);
+    access.expect_remote(ref, from_oid);
+    RemotePtr remote = access.hub_remote(repo_.get());
+    std::string spec = std::string(kPushRef) + ":" + ref;
+    char* pointer = spec.data();
+    git_strarray specs{&pointer, 1};
+    git_push_options options = GIT_PUSH_OPTIONS_INIT;
+    options.callbacks = access.callbacks();
+    try {
+      access.run("push " + onto + " to the hub", [&] { return git_remote_push(remote.get(), &specs, &options); },
+                 RemoteAccess::Direction::push);
+    } catch (const Error& e) {
+      if (access.moved() || e.kind() == Errc::conflict) return false;
+      throw;
+    }
+    if (!access.rejected().empty()) return false;
+    git_reference* raw = nullptr;
+    if (git_reference_create(&raw, repo_.get(), ref.c_str(), &to_oid, 1, "swarm land: pushed") == 0)
+      git_reference_free(raw);
+    git_error_clear();
+    return true;
+  }
+
+ private:
+  std::optional<git_oid> tip_oid(const std::string& branch) {
+    git_oid oid;
+    if (git_reference_name_to_id(&oid, repo_.get(), ("refs/heads/" + branch).c_str()) != 0) {
+      git_error_clear();
+      return std::nullopt;
+    }
+    return oid;
+  }
+  CommitPtr lookup(const git_oid& oid) {
+    git_commit* raw = nullptr;
+    if (git_commit_lookup(&raw, repo_.get(), &oid) != 0) {
+      git_error_clear();
+      return nullptr;
+    }
+    return CommitPtr(raw);
+  }
+  // `visit(name after prefix, tip)` for each direct ref under `prefix`.
+  template <typename Visit>
+  void for_each_branch(const std::string& prefix, Visit&& visit) {
+    git_reference_iterator* raw = nullptr;
+    check(git_reference_iterator_glob_new(&raw, repo_.get(), (prefix + "*").c_str()), "list the hub's branches");
+    RefIteratorPtr it(raw);
+    git_reference* ref_raw = nullptr;
+    while (git_reference_next(&ref_raw, it.get()) == 0) {
+      ReferencePtr ref(ref_raw);
+      if (git_reference_type(ref.get()) != GIT_REFERENCE_DIRECT) continue;
+      visit(std::string(git_reference_name(ref.get())).substr(prefix.size()), *git_reference_target(ref.get()));
+    }
+    git_error_clear();
+  }
+
+  std::string hub_;
+  RepositoryPtr repo_;  // the hub itself, or the cache of a network hub
+  fs::path objects_;    // repo_'s object folder: the checkouts' alternate
+  fs::path cache_;      // empty for a local hub
+  std::string head_branch_;
+};
+
+}  // namespace
+
+std::unique_ptr<LandBackend> open_land(const std::string& hub, const fs::path& cache) {
+  ensure_initialized();
+  HubLocation where = parse_hub_location(hub, "/");
+  if (!where.remote()) {
+    git_repository* raw = nullptr;
+    if (git_repository_open_ext(&raw, where.path().c_str(), GIT_REPOSITORY_OPEN_NO_SEARCH | GIT_REPOSITORY_OPEN_BARE,
+                                nullptr) != 0)
+      throw Error(Errc::not_bootstrapped, "the hub " + hub + " is missing or not a git repository");
+    RepositoryPtr repo(raw);
+    fs::path objects = fs::path(git_repository_path(repo.get())) / "objects";
+    return std::make_unique<LandRepo>(hub, std::move(repo), objects, fs::path());
+  }
+  RepositoryPtr repo = open_or_init(cache, true);
+  fs::path objects = fs::path(git_repository_path(repo.get())) / "objects";
+  auto land = std::make_unique<LandRepo>(hub, std::move(repo), objects, cache);
+  land->refresh();
+  return land;
+}
+
+}  // namespace swarm::git

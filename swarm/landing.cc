@@ -1,0 +1,275 @@
+#include "swarm/landing.h"
+
+#include <signal.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <map>
+
+#include "swarm/boot_clock.h"
+#include "swarm/error.h"
+#include "swarm/hub.h"
+#include "swarm/journal_events.h"
+#include "swarm/lease/lease_keeper.h"
+#include "swarm/log.h"
+#include "swarm/names.h"
+#include "swarm/safe_dir.h"
+#include "swarm/text.h"
+#include "swarm/worktree.h"
+
+namespace swarm {
+
+namespace {
+
+constexpr const char* kLandFolder = "land";
+constexpr const char* kCacheName = "hub.git";
+
+bool lease_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-'; }
+
+// A folder name for the onto branch's checkout: its lease name's tail.
+std::string checkout_name(std::string_view onto) { return "onto-" + land_lease_name(onto).substr(5); }
+
+// A seam for the fault tests: with $SWARM_TEST_LAND_STOP naming `stage`,
+// the process says so on stderr and stops itself (SIGSTOP) right there, so
+// that a test can SIGKILL it at exactly that point of a land.
+void stop_here_for_test(const char* stage) {
+  const char* wanted = std::getenv("SWARM_TEST_LAND_STOP");
+  if (wanted == nullptr || std::string_view(wanted) != stage) return;
+  std::fprintf(stderr, "swarm: test stop at %s\n", stage);
+  std::fflush(stderr);
+  ::raise(SIGSTOP);
+}
+
+std::string joined(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+}  // namespace
+
+std::string land_lease_name(std::string_view onto) {
+  std::string out = "land";
+  std::size_t at = 0;
+  while (at <= onto.size()) {
+    std::size_t end = onto.find('/', at);
+    if (end == std::string_view::npos) end = onto.size();
+    std::string token;
+    for (char c : onto.substr(at, end - at)) token += lease_char(c) ? c : '_';
+    if (token.empty() || !std::isalnum(static_cast<unsigned char>(token.front()))) token = "0" + token;
+    out += "." + token;
+    at = end + 1;
+  }
+  return out;
+}
+
+void require_branch_name(std::string_view name, std::string_view what) {
+  auto bad = [&](const char* why) {
+    throw Error(Errc::bad_input, "bad " + std::string(what) + " '" + printable(std::string(name.substr(0, 80))) +
+                                     "': " + why);
+  };
+  if (name.empty()) bad("an empty branch name");
+  if (name.size() > 200) bad("longer than 200 bytes");
+  if (name.front() == '-' || name.front() == '/' || name.back() == '/' || name.back() == '.') bad("not a branch name");
+  if (name.find("..") != std::string_view::npos || name.find("//") != std::string_view::npos ||
+      name.find("@{") != std::string_view::npos || name.find("/.") != std::string_view::npos || name.front() == '.')
+    bad("not a branch name");
+  if (name.size() >= 5 && name.substr(name.size() - 5) == ".lock") bad("a branch name cannot end in .lock");
+  for (unsigned char c : name)
+    if (c <= 0x20 || c == 0x7f || c == '~' || c == '^' || c == ':' || c == '?' || c == '*' || c == '[' || c == '\\')
+      bad("a branch name has no spaces, control characters or any of ~^:?*[\\");
+}
+
+std::string_view to_string(LandResult::Outcome outcome) {
+  switch (outcome) {
+    case LandResult::Outcome::landed: return "landed";
+    case LandResult::Outcome::already_landed: return "already-landed";
+    case LandResult::Outcome::refused: return "refused";
+  }
+  return "refused";
+}
+
+Landing::Landing(Workspace workspace, HubLocation hub, SessionStore store, LeaseStore leases, HostIdentity me)
+    : workspace_(std::move(workspace)),
+      hub_(std::move(hub)),
+      store_(std::move(store)),
+      leases_(std::move(leases)),
+      me_(std::move(me)),
+      journal_(store_.connection()) {}
+
+LandBackend& Landing::git() {
+  if (git_) return *git_;
+  if (!hub_.remote() && !Hub::exists_at(hub_.path()))
+    throw Error(Errc::not_bootstrapped, "the hub " + hub_.text + " is missing or not a git repository");
+  // .swarm/land/ is swarm's own (a link in its place is refused): the
+  // cache of a network hub and the checkouts checks run in.
+  SafeDir land = workspace_.make_folder(kLandFolder, 0700);
+  git_ = git_backend().open_land(hub_.text, land.path() / kCacheName);
+  return *git_;
+}
+
+std::string Landing::onto(const std::string& given) {
+  if (!given.empty()) return given;
+  return git().default_branch();
+}
+
+std::string Landing::task_of(const std::string& slot) const {
+  JournalQuery query;
+  query.thing = Thing::slot;
+  query.name = slot;
+  query.buckets = {store_.bucket_name()};
+  query.kinds = {"close", "join"};
+  query.last = 1;
+  auto events = journal_.read(query);
+  return events.empty() ? "" : events.back().task_id;
+}
+
+Branches Landing::branches(const std::string& onto) {
+  Branches out;
+  out.onto = onto;
+  git().refresh();
+  auto infos = git().slot_branches(onto);
+  // Live sessions, aged on the server's clock.
+  std::map<std::string, State> states;
+  const auto ttl = store_.ttl();
+  const TimePoint now = store_.server_clock().now();
+  for (const auto& entry : store_.list())
+    states[entry.slot] = entry.corrupt() ? State::corrupt : state_of(age_of(entry.stored_at, now), ttl);
+  // Each slot's last close: its last event when that is one, else read back for it.
+  std::map<std::string, Event> closes;
+  for (auto& e : journal_.last_each(Thing::slot, store_.bucket_name()))
+    if (e.kind == "close") closes.emplace(e.name, std::move(e));
+  for (auto& info : infos) {
+    BranchRow row;
+    if (auto it = states.find(info.slot); it != states.end()) row.state = it->second;
+    auto close = closes.find(info.slot);
+    if (close == closes.end()) {
+      JournalQuery query;
+      query.thing = Thing::slot;
+      query.name = info.slot;
+      query.buckets = {store_.bucket_name()};
+      query.kinds = {"close"};
+      query.last = 1;
+      auto found = journal_.read(query);
+      if (!found.empty()) close = closes.emplace(info.slot, std::move(found.back())).first;
+    }
+    if (close != closes.end()) {
+      if (const cJSON* r = cJSON_GetObjectItemCaseSensitive(close->second.detail.get(), "result");
+          cJSON_IsString(r))
+        row.result = r->valuestring;
+      row.task_id = close->second.task_id;
+      row.closed_seq = close->second.seq;
+    }
+    row.git = std::move(info);
+    out.rows.push_back(std::move(row));
+  }
+  std::sort(out.rows.begin(), out.rows.end(), [](const BranchRow& a, const BranchRow& b) { return a.git.slot < b.git.slot; });
+  return out;
+}
+
+std::vector<BranchRow> Landing::ready(const std::string& onto) {
+  std::vector<BranchRow> out;
+  for (auto& row : branches(onto).rows)
+    if (row.result == "success" && !row.git.landed && !row.state) out.push_back(std::move(row));
+  std::sort(out.begin(), out.end(), [](const BranchRow& a, const BranchRow& b) { return a.closed_seq < b.closed_seq; });
+  return out;
+}
+
+LandResult Landing::land(const std::string& slot, const std::string& onto, Lease& lease, const LandCheck& check) {
+  require_slot_name(slot);
+  LandResult result;
+  result.slot = slot;
+  result.onto = onto;
+  result.token = lease.token;
+  const std::string task = task_of(slot);
+  // Renewed while it works; a loss stops the check and, above all, the push.
+  std::atomic<ChildProcess*> child{nullptr};
+  LeaseKeeper keeper(leases_, lease, [&](const std::string& why, BootTime) {
+    spdlog::warn("lease {} lost while landing slot {}: {}", lease.name, slot, why);
+    if (ChildProcess* c = child.load()) c->signal(SIGKILL);
+  });
+  // However it ends: renewals stop, and the caller gets the lease as last
+  // renewed (to release it).
+  struct Finish {
+    LeaseKeeper& keeper;
+    Lease& lease;
+    ~Finish() {
+      keeper.stop();
+      lease = keeper.lease();
+    }
+  } finish{keeper, lease};
+  auto require_held = [&](const char* before) {
+    if (keeper.lost() || BootClock::now() + kLandPushMargin >= keeper.lease().deadline)
+      throw Error(Errc::conflict, "lease " + lease.name + " was lost " + before + " (it could not be renewed in time), "
+                                  "so " + onto + " was not moved; land slot " + slot + " again");
+  };
+  const std::string message = "Land swarm/" + slot + " on " + onto + "\n\nSwarm-Slot: " + slot +
+                              "\nSwarm-Task: " + (task.empty() ? "unknown" : task) +
+                              "\nSwarm-Fencing-Token: " + std::to_string(lease.token) + "\n";
+  const CommitAuthor author{"swarm", "swarm@" + me_.host};
+  for (int attempt = 1; attempt <= kMaxLandAttempts; ++attempt) {
+    result.attempts = attempt;
+    git().refresh();
+    MergePlan plan = git().plan(onto, "swarm/" + slot, message, author);
+    stop_here_for_test("merged");
+    result.from = plan.from;
+    result.to = plan.from;
+    if (plan.kind == MergePlan::Kind::landed) {
+      result.outcome = LandResult::Outcome::already_landed;
+      result.kind = "none";
+      return result;
+    }
+    if (plan.kind == MergePlan::Kind::conflict) {
+      result.reason = "conflict";
+      result.paths = plan.conflicts;
+      result.message = "swarm/" + slot + " does not merge into " + onto + ": conflicts in " +
+                       printable(joined(plan.conflicts)) + "; " + onto + " was not moved";
+      journal_.record(land_event(store_.bucket_name(), result, task, Actor::here(me_)));
+      return result;
+    }
+    result.kind = plan.kind == MergePlan::Kind::fast_forward ? "fast-forward" : "merge";
+    if (!check.command.empty()) {
+      const auto dir = workspace_.make_folder(kLandFolder, 0700).path() / checkout_name(onto);
+      git().check_out(plan.to, dir);
+      std::unique_ptr<ChildProcess> running = ChildProcess::start(
+          check.command,
+          {{"SWARM_LAND_SLOT", slot}, {"SWARM_LAND_ONTO", onto}, {"SWARM_LEASE", lease.name},
+           {"SWARM_FENCING_TOKEN", std::to_string(lease.token)}},
+          {.cwd = dir.string(), .stdout_to_stderr = true});
+      child = running.get();
+      if (check.running) check.running(running.get());
+      const int status = running->wait();
+      child = nullptr;
+      if (check.running) check.running(nullptr);
+      require_held("during the check");
+      if (status != 0) {
+        result.reason = "check";
+        result.check_status = status;
+        result.message = "the check " + printable(check.command.front()) + " failed on swarm/" + slot + " merged into " +
+                         onto + " (exit " + std::to_string(status) + "); " + onto + " was not moved";
+          journal_.record(land_event(store_.bucket_name(), result, task, Actor::here(me_)));
+        return result;
+      }
+    }
+    // The fence: the push starts only while the lease is surely ours, and
+    // moves the branch only from the tip this merge was made on.
+    require_held("before the push");
+    stop_here_for_test("before-push");
+    if (git().advance(onto, plan.from, plan.to)) {
+      stop_here_for_test("after-push");
+      result.outcome = LandResult::Outcome::landed;
+      result.to = plan.to;
+      journal_.record(land_event(store_.bucket_name(), result, task, Actor::here(me_)));
+      return result;
+    }
+    spdlog::info("{} moved while slot {} was landing; merging again", onto, slot);
+  }
+  throw Error(Errc::conflict, onto + " moved " + std::to_string(kMaxLandAttempts) + " times while slot " + slot +
+                                  " was landing (pushes from outside the queue?); nothing was moved, land it again");
+}
+
+}  // namespace swarm

@@ -1,0 +1,110 @@
+// Landing finished work: the slot branches of the hub as an orchestrator
+// sees them (`branches`), and a slot's branch brought into the onto branch
+// under lease land.<onto> (`land`): merged in memory, checked in a kept
+// checkout, and the onto branch moved only by a compare-and-swap the hub
+// enforces, from the tip the merge was made on (adr/0021).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "swarm/child_process.h"
+#include "swarm/git_backend.h"
+#include "swarm/journal.h"
+#include "swarm/lease/lease.h"
+#include "swarm/liveness.h"
+#include "swarm/session_store.h"
+#include "swarm/workspace.h"
+
+namespace swarm {
+
+// The onto branch moved under a land this often: it gives up (nothing moved).
+inline constexpr int kMaxLandAttempts = 5;
+inline constexpr std::chrono::seconds kDefaultLandTtl{30};
+// The push is not started with less than this left before the lease's deadline.
+inline constexpr std::chrono::milliseconds kLandPushMargin{500};
+
+// The lease a land of `onto` waits in line for: land.<onto>, each '/' a '.'
+// and any character a lease name cannot hold a '_'.
+std::string land_lease_name(std::string_view onto);
+// A branch name git would take (refs/heads/<name>); bad_input naming `what` otherwise.
+void require_branch_name(std::string_view name, std::string_view what);
+
+// One slot branch as `branches` shows it.
+struct BranchRow {
+  BranchInfo git;
+  std::optional<State> state;  // its live session's, or none
+  std::string result;          // the last close's result ("" when none is journaled)
+  std::string task_id;         // of that close
+  std::uint64_t closed_seq = 0;
+};
+
+struct Branches {
+  std::string onto;
+  std::vector<BranchRow> rows;  // by slot name
+};
+
+struct LandResult {
+  enum class Outcome { landed, already_landed, refused };
+  Outcome outcome = Outcome::refused;
+  std::string slot;
+  std::string onto;
+  std::string kind;  // fast-forward, merge, or none
+  std::string from;  // the onto branch before
+  std::string to;    // and after (== from unless landed)
+  std::uint64_t token = 0;
+  int attempts = 0;
+  std::string reason;              // refused: conflict, check
+  std::vector<std::string> paths;  // conflict
+  int check_status = 0;            // check
+  std::string message;             // refused: what happened, for people
+};
+std::string_view to_string(LandResult::Outcome outcome);
+
+// A check to run on the merged tree before the onto branch moves.
+struct LandCheck {
+  std::vector<std::string> command;                // empty: none
+  std::function<void(ChildProcess*)> running;      // started (its process), then ended (nullptr)
+};
+
+class Landing {
+ public:
+  Landing(Workspace workspace, HubLocation hub, SessionStore store, LeaseStore leases, HostIdentity me);
+
+  // `given`, or the hub's default branch when empty.
+  std::string onto(const std::string& given);
+  // Every swarm/* branch of the hub against `onto`.
+  Branches branches(const std::string& onto);
+  // The slots `land --ready` takes, in the order they were closed: last
+  // close success, branch not landed.
+  std::vector<BranchRow> ready(const std::string& onto);
+
+  // Lands `slot` on `onto` holding `lease` (land.<onto>, granted to this
+  // process): renews it meanwhile (`lease` is left as last renewed, for
+  // its release), releases nothing. Conflicts and failed
+  // checks are results (refused); a lease lost before the push, a hub that
+  // fails, or an onto branch that kept moving throw (nothing moved).
+  LandResult land(const std::string& slot, const std::string& onto, Lease& lease, const LandCheck& check);
+
+  const Journal& journal() const { return journal_; }
+
+ private:
+  LandBackend& git();
+  std::string task_of(const std::string& slot) const;
+
+  Workspace workspace_;
+  HubLocation hub_;
+  SessionStore store_;
+  LeaseStore leases_;
+  HostIdentity me_;
+  Journal journal_;
+  std::unique_ptr<LandBackend> git_;
+};
+
+}  // namespace swarm
