@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job on the embedded default: installs what is missing, builds, makes
 # a temporary workspace, `swarm up` (which starts its own nats-server), three
-# slots join and commit, status, one close with success, one eviction,
+# slots join and commit, status, one close with success, one eviction, the
+# slot branches, the finished work landed on main after a check, the journal,
 # `swarm down`. Shows each step and its output.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,9 +37,14 @@ for slot in render parse index; do
 done
 step status
 step close --slot render --result success
+step close --slot index --result success
 step evict --slot parse
 step status
+step branches
+step land --ready -- test -f render.txt
+step branches
+step log --kind close --kind land
 echo
-echo "\$ git --git-dir \$SWARM_WORKSPACE/.swarm/hub.git branch --list 'swarm/*'"
-git --git-dir "$ws/.swarm/hub.git" branch --list 'swarm/*' | sed 's/^/  /'
+echo "\$ git --git-dir \$SWARM_WORKSPACE/.swarm/hub.git log --oneline --graph main"
+git --git-dir "$ws/.swarm/hub.git" log --oneline --graph main | sed 's/^/  /'
 step down

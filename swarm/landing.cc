@@ -108,6 +108,8 @@ LandBackend& Landing::git() {
   // .swarm/land/ is swarm's own (a link in its place is refused): the
   // cache of a network hub and the checkouts checks run in.
   SafeDir land = workspace_.make_folder(kLandFolder, 0700);
+  // Each folder in it is made or opened refusing a link in its place.
+  if (hub_.remote()) land.make_folder(kCacheName, 0700);
   git_ = git_backend().open_land(hub_.text, land.path() / kCacheName);
   return *git_;
 }
@@ -233,7 +235,7 @@ LandResult Landing::land(const std::string& slot, const std::string& onto, Lease
     }
     result.kind = plan.kind == MergePlan::Kind::fast_forward ? "fast-forward" : "merge";
     if (!check.command.empty()) {
-      const auto dir = workspace_.make_folder(kLandFolder, 0700).path() / checkout_name(onto);
+      const auto dir = workspace_.make_folder(kLandFolder, 0700).make_folder(checkout_name(onto), 0700).path();
       git().check_out(plan.to, dir);
       std::unique_ptr<ChildProcess> running = ChildProcess::start(
           check.command,

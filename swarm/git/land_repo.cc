@@ -202,7 +202,15 @@ class LandRepo : public LandBackend {
   }
 
   void check_out(const std::string& commit, const fs::path& folder) override {
-    const bool fresh = !fs::exists(folder / ".git");
+    // Only a repository of its own: a .git that is a link or a file (a
+    // gitdir pointing elsewhere) would have the checkout move another
+    // repository's HEAD and index.
+    std::error_code ec;
+    const auto git_dir = fs::symlink_status(folder / ".git", ec);
+    const bool fresh = !fs::exists(git_dir);
+    if (!fresh && !fs::is_directory(git_dir))
+      throw Error(Errc::bad_input, (folder / ".git").string() + " is not a folder of swarm's (a link or a file): "
+                                   "swarm never checks out through it; remove " + folder.string());
     RepositoryPtr repo = open_or_init(folder, false);
     if (fresh) {
       // The checkout reads the objects where the merge wrote them.

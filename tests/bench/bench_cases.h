@@ -57,4 +57,8 @@ void cli_contenders(Bench& b);        // 17
 // bench_journal.cc
 void log_long_history(Bench& b);      // 19
 
+// bench_land.cc
+void land_big_repository(Bench& b);   // 20
+void land_ready_queue(Bench& b);      // 21
+
 }  // namespace bench

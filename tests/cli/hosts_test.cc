@@ -99,13 +99,15 @@ void two_hosts_share(const NatsCluster& cluster, SwarmWorkspace& a, SwarmWorkspa
   // Nothing committed since B took it up: the artifact gate says so, over the network too.
   CHECK(b.swarm({"close", "--slot", "ui"}, kHostB).exit == 3);
   CHECK(b.swarm({"close", "--slot", "ui", "--result", "fail"}, kHostB).exit == 0);
-  // A commit made behind swarm's back, never pushed: close salvages it into the shared hub.
+  // A commit made with plain git, never pushed: close pushes it on the slot's branch of the shared hub.
   REQUIRE(b.git({"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "local only"},
                 b.worktree("api"))
               .exit == 0);
+  const std::string head = b.git({"rev-parse", "HEAD"}, b.worktree("api")).out;
   auto close_api = b.swarm({"close", "--slot", "api"}, kHostB);
   CHECK_MESSAGE(close_api.exit == 0, close_api.err);
-  CHECK(branches_of(hub_path).find("refs/recovery/api-") != std::string::npos);
+  CHECK(run(Command{{"/usr/bin/git", "--git-dir", hub_path.string(), "rev-parse", "swarm/api"}, {}, {}}).out == head);
+  CHECK(branches_of(hub_path).find("refs/recovery/api-") == std::string::npos);
 
   auto doctor_a = a.swarm({"doctor"}, kHostA);
   auto doctor_b = b.swarm({"doctor"}, kHostB);

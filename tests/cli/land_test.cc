@@ -444,17 +444,15 @@ TEST_CASE("Land_ALanderKilledAtAnyStageLeavesOntoUnchangedOrLanded") {
   }
 }
 
-TEST_CASE("Land_TwoHostsLandThroughOneGitDaemonHub") {
-  NatsCluster cluster;
-  GitDaemon daemon;
-  daemon.make_repository("app.git");
-  SwarmWorkspace a({.up = false, .git_repo = true, .own_server = false});
-  SwarmWorkspace b({.up = false, .own_server = false});
-  auto up_a = up_on_cluster(a, cluster, {"--hub", daemon.url("app.git")}, kHostA,
-                            [](int exit) { return exit == 7; });
+namespace {
+
+// Hosts A and B share `hub` (a remote one) and a cluster; each finishes
+// slots, then both land --ready at once: every slot lands exactly once.
+void two_hosts_land(const NatsCluster& cluster, SwarmWorkspace& a, SwarmWorkspace& b, const std::string& hub,
+                    const fs::path& hub_path) {
+  auto up_a = up_on_cluster(a, cluster, {"--hub", hub}, kHostA, [](int exit) { return exit == 7; });
   REQUIRE_MESSAGE(up_a.exit == 0, up_a.err);
-  auto up_b = up_on_cluster(b, cluster, {"--hub", daemon.url("app.git")}, kHostB,
-                            [](int exit) { return exit == 7; });
+  auto up_b = up_on_cluster(b, cluster, {"--hub", hub}, kHostB, [](int exit) { return exit == 7; });
   REQUIRE_MESSAGE(up_b.exit == 0, up_b.err);
   finish(a, "ui", "ui.txt", "ui\n", kHostA);
   finish(b, "api", "api.txt", "api\n", kHostB);
@@ -467,12 +465,66 @@ TEST_CASE("Land_TwoHostsLandThroughOneGitDaemonHub") {
   auto rb = land_b.wait();
   CHECK_MESSAGE(ra.exit == 0, ra.err);
   CHECK_MESSAGE(rb.exit == 0, rb.err);
-  const fs::path hub = daemon.path("app.git");
   const std::string onto = field(json_of(ra), "onto");
-  auto files = hub_git(a, {"ls-tree", "--name-only", onto}, hub);
+  auto files = hub_git(a, {"ls-tree", "--name-only", onto}, hub_path);
   for (const char* f : {"ui.txt", "api.txt", "db.txt"}) CHECK_MESSAGE(files.find(f) != std::string::npos, f);
+  // Each slot landed once: as many land events as slots, whoever landed it.
+  auto log = a.swarm({"log", "--kind", "land", "--json"}, kHostA);
+  std::size_t lands = 0;
+  for (auto at = log.out.find("\"kind\":\"land\""); at != std::string::npos; at = log.out.find("\"kind\":\"land\"", at + 1))
+    ++lands;
+  CHECK(lands == 3);
   auto branches = b.swarm({"branches", "--json"}, kHostB);
   REQUIRE_MESSAGE(branches.exit == 0, branches.err);
   for (const char* s : {"ui", "api", "db"})
     CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(row_of(json_of(branches), s), "landed")));
+  // The next land of A after B moved the branch: merged on B's lands, fetched anew.
+  finish(a, "late", "late.txt", "late\n", kHostA);
+  auto late = a.swarm({"land", "--slot", "late", "--json"}, kHostA);
+  CHECK_MESSAGE(late.exit == 0, late.err);
+  CHECK(hub_git(a, {"ls-tree", "--name-only", onto}, hub_path).find("late.txt") != std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE("Land_TwoHostsLandThroughOneRemoteHub") {
+  NatsCluster cluster;
+  SwarmWorkspace a({.up = false, .git_repo = true, .own_server = false});
+  SwarmWorkspace b({.up = false, .own_server = false});
+  SUBCASE("git daemon") {
+    GitDaemon daemon;
+    daemon.make_repository("app.git");
+    two_hosts_land(cluster, a, b, daemon.url("app.git"), daemon.path("app.git"));
+  }
+  SUBCASE("sshd") {
+    SshServer sshd;
+    const auto path = sshd.make_repository("app.git");
+    sshd.install_client(a.home());
+    sshd.install_client(b.home());
+    two_hosts_land(cluster, a, b, sshd.url("app.git"), path);
+  }
+}
+
+TEST_CASE("Land_ALinkPlantedForTheCheckoutIsNeverFollowed") {
+  SwarmWorkspace ws;
+  finish(ws, "one", "one.txt", "1\n");
+  const fs::path elsewhere = ws.home() / "project";
+  fs::create_directories(elsewhere);
+  write_file(elsewhere / "keep.txt", "mine\n");
+  REQUIRE(ws.git({"init", "-q", elsewhere.string()}).exit == 0);
+  fs::create_directories(ws.root() / ".swarm/land");
+  SUBCASE("the checkout folder is a link") {
+    fs::create_directory_symlink(elsewhere, ws.root() / ".swarm/land/onto-main");
+  }
+  SUBCASE("its .git is a gitdir file") {
+    fs::create_directories(ws.root() / ".swarm/land/onto-main");
+    write_file(ws.root() / ".swarm/land/onto-main/.git", "gitdir: " + (elsewhere / ".git").string() + "\n");
+  }
+  const std::string before = hub_tip(ws, "main");
+  auto land = ws.swarm({"land", "--slot", "one", "--", "/bin/true"});
+  CHECK(land.exit == 2);
+  CHECK(land.err.find("onto-main") != std::string::npos);
+  CHECK(read_file(elsewhere / "keep.txt") == "mine\n");
+  CHECK(ws.git({"rev-parse", "-q", "--verify", "HEAD"}, elsewhere).out.empty());  // no commit checked out there
+  CHECK(hub_tip(ws, "main") == before);
 }
