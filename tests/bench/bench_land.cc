@@ -18,8 +18,12 @@ std::pair<swarm::UpResult, std::vector<std::string>> land_workspace(Bench& b, co
   return std::make_pair(std::move(made), std::move(env));
 }
 
+// Runs `script` in `cwd`; a failure ends the benchmark with what it said on stderr.
 void sh(const std::string& script, const std::filesystem::path& cwd, const char* what) {
-  if (run_process({"/bin/sh", "-c", script}, {}, cwd.string()).exit != 0) fail(what);
+  testing::TempDir tmp("swarm-bench-sh");
+  const auto err = tmp.path() / "err";
+  if (run_process({"/bin/sh", "-c", "{ " + script + "; } 2>" + err.string()}, {}, cwd.string()).exit != 0)
+    fail(std::string(what) + ": " + testing::read_file(err));
 }
 
 const std::string kGit = "git -c user.name=bench -c user.email=bench@bench ";
@@ -47,14 +51,13 @@ void land_big_repository(Bench& b) {
     std::vector<double> swarm_ms, base_ms;
     for (int i = 0; i < n; ++i) {
       const std::string slot = std::string(merge ? "m" : "f") + std::to_string(i);
-      // The slot's commit on main's tip; for a merge, main moves on first.
-      std::string script = "git fetch -q origin main && git checkout -q -B " + slot + " origin/main && echo " + slot +
+      // The slot's commit: on main's tip (a fast-forward: the same commits in
+      // both hubs), or on the first commit, which main has left (a merge).
+      const std::string start = merge ? "$(git rev-list --max-parents=0 origin/main)" : "origin/main";
+      std::string script = "git fetch -q origin main && git checkout -q -B " + slot + " " + start + " && echo " + slot +
                            " > " + slot + ".txt && git add " + slot + ".txt && " + kGit + "commit -q -m " + slot +
                            " && git push -q origin " + slot + ":refs/heads/swarm/" + slot + " && git push -q copy " +
                            slot + ":refs/heads/swarm/" + slot;
-      if (merge)
-        script += " && git checkout -q -B side origin/main && echo x" + slot + " > side-" + slot + ".txt && git add -A && " +
-                  kGit + "commit -q -m side && git push -q origin side:main && git push -q copy side:main";
       sh(script, work, "making the slot's change failed");
       auto s = run_process({b.swarm_bin, "land", "--slot", slot}, env);
       if (s.exit != 0) fail("swarm land failed");

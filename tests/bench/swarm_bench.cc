@@ -63,7 +63,8 @@ const std::vector<Case>& all_cases() {
       {{7, 8}, lease_renewals},     {{9, 10, 17}, lock_handoff},     {{10}, lock_queue},
       {{11}, elect_failover},       {{12}, join_big_repository},     {{13}, close_untracked_files},
       {{14}, status_at_10000},      {{15}, verbs_at_100000},         {{16}, long_commit_run},
-      {{17}, cli_contenders},       {{18}, cluster_cas_guard},       {{19}, log_long_history},       {{20}, land_big_repository},     {{21}, land_ready_queue},
+      {{17}, cli_contenders},       {{18}, cluster_cas_guard},       {{19}, log_long_history},
+      {{20}, land_big_repository},  {{21}, land_ready_queue},
   };
   return cases;
 }
