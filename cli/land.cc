@@ -5,6 +5,7 @@
 
 #include <cstdio>
 
+#include "cli/documents.h"
 #include "cli/exit_code.h"
 #include "cli/hold.h"
 #include "swarm/duration.h"
@@ -78,6 +79,15 @@ std::string land_text(const swarm::LandResult& r) {
   return "";
 }
 
+swarm::Json branches_of(const swarm::Branches& report) {
+  swarm::Json doc = swarm::Json::object();
+  doc.set("onto", report.onto);
+  swarm::Json rows = swarm::Json::array();
+  for (const auto& row : report.rows) rows.push(branch_json(row));
+  doc.set("branches", std::move(rows));
+  return doc;
+}
+
 struct LandFlags {
   std::string slot;
   bool ready = false;
@@ -88,6 +98,8 @@ struct LandFlags {
 };
 
 }  // namespace
+
+swarm::Json branches_document(const swarm::Branches& report) { return with_schema("branches", branches_of(report)); }
 
 Verb add_branches(CLI::App& app) {
   auto onto = std::make_shared<std::string>();
@@ -104,14 +116,10 @@ Verb add_branches(CLI::App& app) {
             auto landing = ctx.landing();
             const std::string branch = landing.onto(*onto);
             auto report = landing.branches(branch);
-            swarm::Json doc = swarm::Json::object();
-            doc.set("onto", branch);
-            swarm::Json rows = swarm::Json::array();
             std::string text = padded("SLOT", 20) + " " + padded("STATE", 7) + " " + padded("RESULT", 8) + " " +
                                padded("AHEAD", 6) + " " + padded("LANDED", 7) + " " + padded("HEAD", 12) +
                                " COMMITTED\n";
             for (const auto& row : report.rows) {
-              rows.push(branch_json(row));
               text += padded(swarm::printable(row.git.slot), 20) + " " +
                       padded(row.state ? std::string(swarm::to_string(*row.state)) : "-", 7) + " " +
                       padded(row.result.empty() ? "-" : swarm::printable(row.result), 8) + " " +
@@ -119,7 +127,7 @@ Verb add_branches(CLI::App& app) {
                       padded(short_id(row.git.head), 12) + " " +
                       swarm::format_rfc3339(swarm::TimePoint(std::chrono::seconds(row.git.committed_at))) + "\n";
             }
-            doc.set("branches", std::move(rows));
+            swarm::Json doc = branches_of(report);
             if (report.rows.empty()) text = "no slot branches on the hub\n";
             text.pop_back();
             ctx.out().result("branches", text, std::move(doc));

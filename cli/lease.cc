@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdlib>
 
+#include "cli/documents.h"
 #include "cli/hold.h"
 #include "swarm/duration.h"
 #include "swarm/error.h"
@@ -77,10 +78,8 @@ std::string table(const std::vector<swarm::LeaseEntry>& entries, const std::map<
   return out;
 }
 
-// Prints leases as a table or swarm.lease.v1.
-void print(const Context& ctx, const swarm::LeaseStore& store, const std::vector<swarm::LeaseEntry>& entries,
-           const std::map<std::string, int>& waiting) {
-  auto now = store.server_clock().now();
+swarm::Json leases_of(const std::vector<swarm::LeaseEntry>& entries, const std::map<std::string, int>& waiting,
+                      swarm::TimePoint now) {
   swarm::Json list = swarm::Json::array();
   for (const auto& e : entries) {
     auto w = waiting.find(e.name);
@@ -88,7 +87,14 @@ void print(const Context& ctx, const swarm::LeaseStore& store, const std::vector
   }
   swarm::Json doc = swarm::Json::object();
   doc.set("leases", std::move(list));
-  ctx.out().result("lease", table(entries, waiting, now), std::move(doc));
+  return doc;
+}
+
+// Prints leases as a table or swarm.lease.v1.
+void print(const Context& ctx, const swarm::LeaseStore& store, const std::vector<swarm::LeaseEntry>& entries,
+           const std::map<std::string, int>& waiting) {
+  auto now = store.server_clock().now();
+  ctx.out().result("lease", table(entries, waiting, now), leases_of(entries, waiting, now));
 }
 
 // A lease this process was just granted or renewed, as swarm.lease.v1: stored
@@ -182,6 +188,11 @@ int run_release(Context& ctx, const swarm::LeaseStore& store, const LeaseFlags& 
 }
 
 }  // namespace
+
+swarm::Json leases_document(const std::vector<swarm::LeaseEntry>& entries, const std::map<std::string, int>& waiting,
+                            swarm::TimePoint server_now) {
+  return with_schema("lease", leases_of(entries, waiting, server_now));
+}
 
 Verb add_lease(CLI::App& app) {
   auto f = std::make_shared<LeaseFlags>();

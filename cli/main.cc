@@ -12,6 +12,7 @@
 
 #include "cli/context.h"
 #include "cli/exit_code.h"
+#include "cli/serve.h"
 #include "swarm/text.h"
 #include "swarm/warnings.h"
 
@@ -80,6 +81,7 @@ std::string verb_names(const CLI::App& app) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  cli::set_program_args(argc, argv);
   CLI::App app("swarm: one owner per slot, leases with fencing tokens, on NATS JetStream key-value.", "swarm");
   app.set_version_flag("--version", kVersion);
   app.require_subcommand(1);
@@ -96,7 +98,7 @@ int main(int argc, char** argv) {
                                   cli::add_commit(app), cli::add_renew(app), cli::add_close(app),
                                   cli::add_evict(app),  cli::add_status(app), cli::add_cwd(app),
                                   cli::add_doctor(app), cli::add_lease(app), cli::add_lock(app),
-                                  cli::add_elect(app),  cli::add_log(app), cli::add_branches(app), cli::add_land(app), cli::add_repack_hub(app), cli::add_complete(app)};
+                                  cli::add_elect(app),  cli::add_log(app), cli::add_branches(app), cli::add_land(app), cli::add_serve(app), cli::add_repack_hub(app), cli::add_complete(app)};
 
   try {
     app.parse(argc, argv);

@@ -1,5 +1,7 @@
 #include "cli/output.h"
 
+#include "cli/documents.h"
+
 #include <cstdio>
 #include <iostream>
 
@@ -8,13 +10,17 @@
 
 namespace cli {
 
+swarm::Json with_schema(const std::string& verb, swarm::Json doc) {
+  swarm::Json out = swarm::Json::object();
+  out.set("schema", "swarm." + verb + ".v1");
+  // Schema first, then the verb's own fields.
+  out.adopt_members(std::move(doc), "schema");
+  return out;
+}
+
 void Output::result(const std::string& verb, const std::string& human, swarm::Json doc) const {
   if (json_) {
-    swarm::Json out = swarm::Json::object();
-    out.set("schema", "swarm." + verb + ".v1");
-    // Schema first, then the verb's own fields.
-    out.adopt_members(std::move(doc), "schema");
-    std::cout << out.dump() << std::endl;
+    std::cout << with_schema(verb, std::move(doc)).dump() << std::endl;
     return;
   }
   if (human.empty()) return;

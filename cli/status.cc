@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "cli/context.h"
+#include "cli/documents.h"
 #include "cli/signal_router.h"
 #include "swarm/duration.h"
 #include "swarm/error.h"
@@ -281,6 +282,11 @@ int watch(Context& ctx, const SignalRouter& signals, const swarm::SessionStore& 
 }
 
 }  // namespace
+
+std::string status_document(const std::string& bucket, std::chrono::milliseconds ttl,
+                            const std::vector<swarm::SessionRow>& rows) {
+  return status_json(bucket, ttl, rows, false, nullptr);
+}
 
 Verb add_status(CLI::App& app) {
   auto flags = std::make_shared<StatusFlags>();

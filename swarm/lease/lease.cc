@@ -181,6 +181,37 @@ bool gone_from(const LeaseRecord& record, const std::string& host, const std::st
          !process_is(static_cast<pid_t>(record.pid), record.pid_start);
 }
 
+std::optional<std::string> place_of(std::string_view key) {
+  // "_wait.<name>.<id>": the name is everything between.
+  const std::string_view root = kQueueRoot;
+  if (key.substr(0, root.size()) != root) return std::nullopt;
+  auto last_dot = key.rfind('.');
+  if (last_dot == std::string_view::npos || last_dot <= root.size()) return std::nullopt;
+  return std::string(key.substr(root.size(), last_dot - root.size()));
+}
+
+std::optional<std::string> beat_of(std::string_view key) {
+  // "_beat.<name>.<id>" -> "_wait.<name>.<id>": the place it keeps alive.
+  const std::string_view root = kBeatRoot;
+  if (key.substr(0, root.size()) != root) return std::nullopt;
+  return std::string(kQueueRoot) + std::string(key.substr(root.size()));
+}
+
+bool place_is_live(const kv::Entry& place, const std::optional<TimePoint>& last_beat, TimePoint now,
+                   const std::string& host, const std::string& host_id) {
+  auto lease = place_of(place.key);
+  if (!lease) return false;
+  auto parsed = parse_lease(place.value);
+  if (!parsed.lease) return false;
+  if (gone_from(*parsed.lease, host, host_id)) return false;
+  LeaseEntry as_entry{*lease, place.revision, place.created, std::move(parsed.lease), {}, {}};
+  // A place is written once; a waiter that has waited a while beats beside it.
+  if (standing_of(as_entry, now).state == LeaseState::held) return true;
+  if (!last_beat) return false;
+  as_entry.stored_at = *last_beat;
+  return standing_of(as_entry, now).state == LeaseState::held;
+}
+
 std::map<std::string, int> LeaseStore::waiting(const std::string& name, const std::string& host,
                                                const std::string& host_id) const {
   const std::string pattern = name.empty() ? std::string(kQueueRoot) + ">" : queue_prefix(name) + "*";
@@ -188,22 +219,15 @@ std::map<std::string, int> LeaseStore::waiting(const std::string& name, const st
   std::map<std::string, int> out;
   const TimePoint now = server_clock().now();
   for (auto& place : places) {
-    // "_wait.<name>.<id>": the name is everything between.
-    std::string key = place.key;
-    auto last_dot = key.rfind('.');
-    if (last_dot == std::string::npos || last_dot <= std::string(kQueueRoot).size()) continue;
-    std::string lease = key.substr(std::string(kQueueRoot).size(), last_dot - std::string(kQueueRoot).size());
-    auto parsed = parse_lease(place.value);
-    if (!parsed.lease) continue;
-    if (gone_from(*parsed.lease, host, host_id)) continue;
-    LeaseEntry as_entry{lease, place.revision, place.created, std::move(parsed.lease), {}, {}};
-    // A place is written once; a waiter that has waited a while beats beside it.
-    if (standing_of(as_entry, now).state != LeaseState::held) {
-      auto beat = keys_.get(beat_prefix(lease) + key.substr(last_dot + 1));
-      if (!beat) continue;
-      as_entry.stored_at = beat->created;
+    auto lease = place_of(place.key);
+    if (!lease) continue;
+    std::optional<TimePoint> beat;
+    if (!place_is_live(place, std::nullopt, now, host, host_id)) {
+      auto stored = keys_.get(beat_prefix(*lease) + place.key.substr(place.key.rfind('.') + 1));
+      if (!stored) continue;
+      beat = stored->created;
     }
-    if (standing_of(as_entry, now).state == LeaseState::held) ++out[lease];
+    if (place_is_live(place, beat, now, host, host_id)) ++out[*lease];
   }
   return out;
 }

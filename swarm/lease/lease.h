@@ -179,6 +179,16 @@ class LeaseStore {
   mutable std::optional<ServerClock> server_clock_;
 };
 
+// The lease a waiter's place ("_wait.<name>.<id>") waits for; nullopt for another key.
+std::optional<std::string> place_of(std::string_view key);
+// The place a beat ("_beat.<name>.<id>") keeps alive; nullopt for another key.
+std::optional<std::string> beat_of(std::string_view key);
+// Whether a waiter's place is live at `now`: within its TTL from its own
+// write or from its last beat (`last_beat`), and not of a process of this
+// host (`host`, `host_id`) that is gone.
+bool place_is_live(const kv::Entry& place, const std::optional<TimePoint>& last_beat, TimePoint now,
+                   const std::string& host, const std::string& host_id);
+
 // Parses a stored value; a record whose name is not its key is corrupt too.
 LeaseEntry lease_entry_of(kv::Entry&& entry);
 

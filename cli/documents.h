@@ -1,0 +1,28 @@
+// The verbs' --json documents, for whoever else serves them (swarm serve's
+// /api paths): built by the same code as the verbs print.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "swarm/json.h"
+#include "swarm/landing.h"
+#include "swarm/lease/lease.h"
+#include "swarm/status.h"
+
+namespace cli {
+
+// swarm.<verb>.v1: "schema" first, then `doc`'s members.
+swarm::Json with_schema(const std::string& verb, swarm::Json doc);
+// swarm.status.v1 of `rows` (one line, no newline).
+std::string status_document(const std::string& bucket, std::chrono::milliseconds ttl,
+                            const std::vector<swarm::SessionRow>& rows);
+// swarm.lease.v1 of a listing (as `lease list --json`).
+swarm::Json leases_document(const std::vector<swarm::LeaseEntry>& entries, const std::map<std::string, int>& waiting,
+                            swarm::TimePoint server_now);
+// swarm.branches.v1.
+swarm::Json branches_document(const swarm::Branches& report);
+
+}  // namespace cli

@@ -1,0 +1,47 @@
+// A real headless Chromium for tests of what people look at, driven over the
+// DevTools protocol on a pipe (--remote-debugging-pipe: JSON messages ended
+// by NUL on descriptors 3 and 4), so no WebSocket client is needed. Stopped
+// when it goes.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <string>
+
+#include "support/temp_dir.h"
+#include "swarm/json.h"
+
+namespace testing {
+
+// Whether a chromium (or chromium-browser) is on this machine.
+std::string chromium_path();
+
+class HeadlessBrowser {
+ public:
+  HeadlessBrowser();
+  ~HeadlessBrowser();
+  HeadlessBrowser(const HeadlessBrowser&) = delete;
+  HeadlessBrowser& operator=(const HeadlessBrowser&) = delete;
+
+  // Opens `url` in a new page (width x height) and attaches to it.
+  void open(const std::string& url, int width = 1280, int height = 900);
+  // Evaluates `expression` in the page; its value as JSON text ("null" when none).
+  std::string evaluate(const std::string& expression);
+  // Evaluates `expression` until it is true, or `limit` passes: whether it was.
+  bool wait_for(const std::string& expression, std::chrono::milliseconds limit);
+  // A PNG of the page as it is drawn now, written to `path`.
+  void screenshot(const std::string& path);
+
+ private:
+  swarm::Json call(const std::string& method, swarm::Json params, bool in_page);
+  TempDir profile_;
+  pid_t pid_ = -1;
+  int to_browser_ = -1;
+  int from_browser_ = -1;
+  int next_id_ = 1;
+  std::string session_;
+  std::string pending_;
+};
+
+}  // namespace testing
