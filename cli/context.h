@@ -152,6 +152,7 @@ Verb add_serve(CLI::App& app);
 // Hidden: what `commit` starts in the background when the hub has too many packs.
 Verb add_repack_hub(CLI::App& app);
 Verb add_complete(CLI::App& app);
+Verb add_completion(CLI::App& app);
 // The verbs (or sub-verbs) of `app` a user sees: hidden ones left out.
 std::vector<const CLI::App*> verbs_of(const CLI::App& app);
 

@@ -115,7 +115,8 @@ Verb add_log(CLI::App& app) {
                                                              "lease.grant, lease.release, lease.lost, "
                                                              "elect.resign, land, land.refused");
           },
-          "KIND"));
+          "KIND"))
+      ->check(CLI::IsMember(kKinds));  // never fails after the check above; completion reads its members
   cmd->add_option("--since", flags->since, "Only events since then: a duration back from now (90m, 2h, 30d) or an "
                                            "RFC 3339 time")
       ->option_text("DUR|TIME")

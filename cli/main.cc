@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
                                   cli::add_commit(app), cli::add_renew(app), cli::add_close(app),
                                   cli::add_evict(app),  cli::add_status(app), cli::add_cwd(app),
                                   cli::add_doctor(app), cli::add_lease(app), cli::add_lock(app),
-                                  cli::add_elect(app),  cli::add_log(app), cli::add_branches(app), cli::add_land(app), cli::add_serve(app), cli::add_repack_hub(app), cli::add_complete(app)};
+                                  cli::add_elect(app),  cli::add_log(app), cli::add_branches(app), cli::add_land(app), cli::add_serve(app), cli::add_repack_hub(app), cli::add_completion(app), cli::add_complete(app)};
 
   try {
     app.parse(argc, argv);

@@ -3,11 +3,16 @@
 # Does nothing when everything is already there. Then builds the current
 # nats-server release into the build tree (scripts/current-nats-server.sh)
 # where Go 1.24 or later is on the machine, for the tests' second server leg.
+# With --tests, also what only the tests use: the Prometheus server and
+# Chromium (swarm serve's tests), zsh and fish (the completion tests).
 set -euo pipefail
 
 packages=(build-essential cmake pkg-config git nats-server openssl openssh-server
           libnats-dev libssl-dev libcjson-dev libgit2-dev libspdlog-dev libcli11-dev doctest-dev
-          help2man dpkg-dev file lintian)
+          libcpp-httplib-dev help2man dpkg-dev file lintian)
+if [ "${1:-}" = "--tests" ]; then
+  packages+=(prometheus chromium zsh fish)
+fi
 
 # A package is "there" when what we use from it is on disk.
 have() {
@@ -23,6 +28,8 @@ have() {
     libspdlog-dev) [ -f /usr/include/spdlog/spdlog.h ] ;;
     libcli11-dev) [ -f /usr/include/CLI/CLI.hpp ] ;;
     doctest-dev) [ -f /usr/include/doctest/doctest.h ] ;;
+    libcpp-httplib-dev) [ -f /usr/include/httplib.h ] ;;
+    prometheus|chromium|zsh|fish) command -v "$1" >/dev/null ;;
     help2man|lintian|file) command -v "$1" >/dev/null ;;
     dpkg-dev) command -v dpkg-shlibdeps >/dev/null ;;
     *) dpkg -s "$1" >/dev/null 2>&1 ;;
