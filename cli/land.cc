@@ -95,6 +95,7 @@ struct LandFlags {
   std::string wait;
   std::string ttl = "30s";
   std::vector<std::string> check;
+  std::string session;
 };
 
 }  // namespace
@@ -157,6 +158,7 @@ Verb add_land(CLI::App& app) {
       ->capture_default_str()
       ->option_text("DUR")
       ->check(duration_validator());
+  add_session_option(*cmd, f->session);
   cmd->add_option("check", f->check, "A check to run on the merged tree, after --")->option_text("-- CHECK...");
   cmd->footer(
       "Examples:\n"
@@ -172,7 +174,12 @@ Verb add_land(CLI::App& app) {
             if (f->slot.empty() && !f->ready)
               throw swarm::Error(swarm::Errc::bad_input, "name the slot to land with --slot SLOT, or land every "
                                                          "finished one with --ready");
-            if (!f->check.empty()) swarm::require_runnable(f->check.front());  // before waiting or writing
+            // Before waiting or writing: a program found on PATH or by an absolute
+            // path. A relative path (./ci/test.sh) is the merged tree's own: it
+            // runs in the checkout, so it can only be looked for there.
+            const bool in_tree = !f->check.empty() && f->check.front().find('/') != std::string::npos &&
+                                 f->check.front().front() != '/';
+            if (!f->check.empty() && !in_tree) swarm::require_runnable(f->check.front());
             auto ttl = lease_ttl_option(f->ttl);
             std::optional<std::chrono::milliseconds> wait;
             if (!f->wait.empty()) wait = swarm::parse_duration(f->wait);
@@ -190,6 +197,8 @@ Verb add_land(CLI::App& app) {
             swarm::Json results = swarm::Json::array();
             std::string text;
             bool refused = false;
+            const swarm::ExpectedSession session = session_of(f->session);
+            if (!f->ready) landing.require_session(f->slot, session);
             for (const auto& s : slots) {
               swarm::Mutex mutex(store, lease_name,
                                  swarm::LeaseHolder::process(ctx.me(), getpid(), "land " + s), ttl);
@@ -198,16 +207,32 @@ Verb add_land(CLI::App& app) {
               swarm::LandCheck check;
               check.command = f->check;
               check.running = [&signals](swarm::ChildProcess* child) { signals.forward_to(child); };
+              check.interrupted = [&signals] { return signals.received() != 0; };
               std::optional<swarm::LandResult> r;
               try {
                 r = landing.land(s, onto, *lease, check);
-              } catch (...) {
+              } catch (const std::exception& thrown) {
                 try {
                   store.release(*lease);
                 } catch (const swarm::Error&) {
                   // It expires by itself.
                 }
-                throw;
+                if (dynamic_cast<const swarm::Cancelled*>(&thrown) != nullptr) {
+                  ctx.out().note(thrown.what());
+                  return exit_for_signal(signals.received());
+                }
+                if (!f->ready) throw;
+                // One slot's failure is reported with the rest; the others still land.
+                const swarm::Error e = swarm::Error::from(thrown);
+                ctx.out().warn("slot " + s + " was not landed: " + e.what());
+                swarm::Json failed = swarm::Json::object();
+                failed.set("slot", s).set("onto", onto).set("outcome", "failed")
+                    .set("error", swarm::to_string(e.kind())).set("message", swarm::printable(e.what()));
+                results.push(std::move(failed));
+                text += "failed " + s + ": " + e.what() + "\n";
+                refused = true;
+                if (signals.received() != 0) break;
+                continue;
               }
               try {
                 store.release(*lease);

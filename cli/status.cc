@@ -1,12 +1,18 @@
 // swarm status: every session, its age (server timestamps) and state.
+#include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <climits>
 #include <chrono>
 #include <future>
+#include <cstdlib>
+#include <cstring>
 #include <iostream>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include "cli/context.h"
@@ -26,6 +32,68 @@ namespace {
 struct StatusFlags {
   std::string slot;
   bool watch = false;
+  std::vector<std::string> states;  // --state: only these
+  std::vector<std::string> hosts;   // --host: only these
+};
+
+// The sessions the filters keep (all of them when there are none).
+std::vector<swarm::SessionRow> filtered(const std::vector<swarm::SessionRow>& rows, const StatusFlags& f) {
+  if (f.states.empty() && f.hosts.empty()) return rows;
+  std::vector<swarm::SessionRow> out;
+  for (const auto& row : rows) {
+    const std::string_view state = swarm::to_string(row.state);
+    if (!f.states.empty() && std::find(f.states.begin(), f.states.end(), state) == f.states.end()) continue;
+    if (!f.hosts.empty() && std::find(f.hosts.begin(), f.hosts.end(), row.host) == f.hosts.end()) continue;
+    out.push_back(row);
+  }
+  return out;
+}
+
+// The terminal stdout is, if it is one: its size; else $COLUMNS (and
+// $LINES) when set; else 0 (as wide and as long as it takes).
+struct Screen {
+  std::size_t columns = 0;
+  std::size_t lines = 0;
+  bool tty = false;
+  bool color = false;
+};
+
+Screen screen() {
+  Screen out;
+  out.tty = isatty(STDOUT_FILENO) != 0;
+  winsize size{};
+  if (out.tty && ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0) {
+    out.columns = size.ws_col;
+    out.lines = size.ws_row;
+  }
+  auto number = [](const char* name) -> std::size_t {
+    const char* text = std::getenv(name);
+    if (text == nullptr || *text == '\0' || std::strlen(text) > 5 || std::strspn(text, "0123456789") != std::strlen(text)) return 0;
+    return static_cast<std::size_t>(std::atoi(text));
+  };
+  if (out.columns == 0) out.columns = number("COLUMNS");
+  if (out.lines == 0) out.lines = number("LINES");
+  const char* term = std::getenv("TERM");
+  out.color = out.tty && std::getenv("NO_COLOR") == nullptr && !(term != nullptr && std::string_view(term) == "dumb");
+  return out;
+}
+
+// The alternate screen of a terminal while --watch draws on it; the
+// terminal as it was (its screen, its cursor) when it goes, however the
+// loop ends (a signal ends the loop; an error unwinds through here).
+class AlternateScreen {
+ public:
+  explicit AlternateScreen(bool on) : on_(on) {
+    if (on_) std::cout << "\033[?1049h\033[?25l" << std::flush;
+  }
+  ~AlternateScreen() {
+    if (on_) std::cout << "\033[?25h\033[?1049l" << std::flush;
+  }
+  AlternateScreen(const AlternateScreen&) = delete;
+  AlternateScreen& operator=(const AlternateScreen&) = delete;
+
+ private:
+  bool on_;
 };
 
 // A number as cJSON prints it (a whole one as digits, else %1.15g, or
@@ -141,23 +209,66 @@ void with_cells(const swarm::SessionRow& row, Use use) {
             swarm::to_string(row.state), revision});
 }
 
+// How the table is drawn: at most `width` columns (0: as wide as it takes;
+// task and host are cut with "…" to fit, never the slot), states coloured.
+struct TableStyle {
+  std::size_t width = 0;
+  bool color = false;
+};
+
+const char* color_of(std::string_view state) {
+  if (state == "fresh") return "\033[32m";
+  if (state == "late") return "\033[33m";
+  if (state == "stale") return "\033[1;31m";
+  return "\033[35m";  // corrupt
+}
+
+// "12 sessions: 10 fresh, 1 late, 1 stale; 3 hosts"
+std::string summary(const std::vector<swarm::SessionRow>& rows) {
+  std::map<swarm::State, std::size_t> states;
+  std::set<std::string_view> hosts;
+  for (const auto& row : rows) {
+    ++states[row.state];
+    if (!row.corrupt) hosts.insert(row.host);
+  }
+  std::string out = std::to_string(rows.size()) + (rows.size() == 1 ? " session: " : " sessions: ");
+  out += std::to_string(states[swarm::State::fresh]) + " fresh, " + std::to_string(states[swarm::State::late]) +
+         " late, " + std::to_string(states[swarm::State::stale]) + " stale";
+  if (states[swarm::State::corrupt] != 0) out += ", " + std::to_string(states[swarm::State::corrupt]) + " corrupt";
+  out += "; " + std::to_string(hosts.size()) + (hosts.size() == 1 ? " host" : " hosts");
+  return out;
+}
+
 // The table, written line by line to `out` in pieces (at 100,000 sessions no
 // cell grid and no whole text is kept).
-void write_table(std::ostream& out, const std::vector<swarm::SessionRow>& rows) {
+void write_table(std::ostream& out, const std::vector<swarm::SessionRow>& rows, const TableStyle& style = {}) {
   if (rows.empty()) {
     out << "no sessions\n";
     return;
   }
   const Cells header = {"SLOT", "TASK", "HOST", "AGE", "STATE", "REV"};
+  constexpr std::size_t kTask = 1, kHost = 2, kState = 4;
   std::array<std::size_t, 6> width{};
   bool any_local = false;
   auto widen = [&](const Cells& line) {
-    for (std::size_t i = 0; i < line.size(); ++i) width[i] = std::max(width[i], line[i].size());
+    for (std::size_t i = 0; i < line.size(); ++i) width[i] = std::max(width[i], swarm::display_width(line[i]));
   };
   widen(header);
   for (const auto& row : rows) {
     with_cells(row, widen);
     any_local = any_local || row.local;
+  }
+  // Too wide for the terminal: the task gives first (down to 8), then the
+  // host (down to 6), then the task again (down to 4). The slot never does.
+  if (style.width != 0) {
+    std::size_t total = 2 * (width.size() - 1);
+    for (auto w : width) total += w;
+    for (auto [column, floor] : {std::pair{kTask, std::size_t(8)}, {kHost, std::size_t(6)}, {kTask, std::size_t(4)}}) {
+      if (total <= style.width || width[column] <= floor) continue;
+      const std::size_t cut = std::min(width[column] - floor, total - style.width);
+      width[column] -= cut;
+      total -= cut;
+    }
   }
   std::string text;
   constexpr std::size_t kPiece = 64 * 1024;
@@ -166,33 +277,39 @@ void write_table(std::ostream& out, const std::vector<swarm::SessionRow>& rows) 
     out.write(text.data(), static_cast<std::streamsize>(text.size()));
     text.clear();
   };
+  bool heading = true;
   auto print = [&](const Cells& line) {
     for (std::size_t i = 0; i < line.size(); ++i) {
-      text += line[i];
-      if (i + 1 < line.size()) text.append(width[i] - line[i].size() + 2, ' ');
+      const bool cut = (i == kTask || i == kHost) && swarm::display_width(line[i]) > width[i];
+      const std::string cell = cut ? swarm::truncated(line[i], width[i]) : std::string(line[i]);
+      const bool colored = style.color && i == kState && !heading;
+      if (colored) text += color_of(line[i].substr(0, line[i].find(':')));
+      text += cell;
+      if (colored) text += "\033[0m";
+      if (i + 1 < line.size()) text.append(width[i] - swarm::display_width(cell) + 2, ' ');
     }
     text += '\n';
     flush(false);
   };
   print(header);
+  heading = false;
   for (const auto& row : rows) with_cells(row, print);
   if (any_local) text += "* this host\n";
   for (const auto& row : rows)
     if (!row.task_lease_problem.empty()) {
-      text += "! slot ";
-      text += swarm::printable(row.slot);
-      text += ": ";
-      text += swarm::printable(row.task_lease_problem);
-      text += " (" + swarm::printable(swarm::task_lease_name(std::string(row.task_id))) + ")\n";
+      const std::string note = "! slot " + swarm::printable(row.slot) + ": " + swarm::printable(row.task_lease_problem) +
+                               " (" + swarm::printable(swarm::task_lease_name(std::string(row.task_id))) + ")";
+      text += (style.width != 0 ? swarm::truncated(note, style.width) : note) + "\n";
       flush(false);
     }
+  text += summary(rows) + "\n";
   flush(true);
   out.flush();
 }
 
-std::string table(const std::vector<swarm::SessionRow>& rows) {
+std::string table(const std::vector<swarm::SessionRow>& rows, const TableStyle& style = {}) {
   std::ostringstream out;
-  write_table(out, rows);
+  write_table(out, rows, style);
   return out.str();
 }
 
@@ -237,15 +354,17 @@ std::string status_json(const std::string& bucket, std::chrono::milliseconds ttl
 // Redraws the live view on each change (and each second, so ages tick), from
 // the library's feed of a KV watch: no polling of the bucket. Ends cleanly
 // on SIGINT, SIGTERM or SIGHUP (exit 0).
-int watch(Context& ctx, const SignalRouter& signals, const swarm::SessionStore& store, const std::string& slot_filter) {
+int watch(Context& ctx, const SignalRouter& signals, const swarm::SessionStore& store, const StatusFlags& flags) {
   using namespace std::chrono_literals;
-  const bool tty = isatty(STDOUT_FILENO) != 0;
   const bool json = ctx.out().json();
-  swarm::StatusWatch feed(store, ctx.me(), slot_filter, json);
+  const bool tty = isatty(STDOUT_FILENO) != 0 && !json;
+  swarm::StatusWatch feed(store, ctx.me(), flags.slot, json);
+  const AlternateScreen alternate(tty);
   auto last_draw = std::chrono::steady_clock::now() - 1h;
 
-  auto draw = [&](const std::vector<swarm::SessionRow>& rows, const std::vector<swarm::LiveSessions::Change>& changes) {
+  auto draw = [&](const std::vector<swarm::SessionRow>& all, const std::vector<swarm::LiveSessions::Change>& changes) {
     last_draw = std::chrono::steady_clock::now();
+    const std::vector<swarm::SessionRow> rows = filtered(all, flags);
     if (json) {
       // One line per change; the first line is the snapshot.
       auto emit = [&](const swarm::LiveSessions::Change* change) {
@@ -260,12 +379,26 @@ int watch(Context& ctx, const SignalRouter& signals, const swarm::SessionStore& 
       for (const auto& c : changes) emit(&c);
       return;
     }
-    std::string text = table(rows);
     if (tty) {
-      std::cout << "\033[H\033[2J" << "swarm status --watch   (" << feed.bucket_name() << ", TTL "
-                << swarm::format_duration(feed.ttl()) << "; Ctrl-C to stop)\n\n"
-                << text << std::flush;
+      // Drawn in place: home, each line cleared to its end, the rest of the
+      // screen cleared; at most what fits (the summary says how many more).
+      const Screen s = screen();
+      std::vector<swarm::SessionRow> shown = rows;
+      const std::size_t room = s.lines > 6 ? s.lines - 6 : 1;
+      const std::size_t more = shown.size() > room ? shown.size() - room : 0;
+      shown.resize(shown.size() - more);
+      std::string text = "swarm status --watch   (" + feed.bucket_name() + ", TTL " + swarm::format_duration(feed.ttl()) +
+                         "; Ctrl-C to stop)\n\n" + table(shown, {s.columns, s.color});
+      if (more != 0) text += "... and " + std::to_string(more) + " more; " + summary(rows) + "\n";
+      std::string framed = "\033[H";
+      for (std::size_t at = 0; at < text.size();) {
+        const auto end = text.find('\n', at);
+        framed += text.substr(at, end - at) + "\033[K\n";
+        at = end == std::string::npos ? text.size() : end + 1;
+      }
+      std::cout << framed << "\033[J" << std::flush;
     } else {
+      const std::string text = table(rows);
       std::cout << "-- " << swarm::format_rfc3339(std::chrono::system_clock::now()) << "\n" << text << std::flush;
     }
   };
@@ -294,18 +427,26 @@ Verb add_status(CLI::App& app) {
   cmd->add_flag("--watch", flags->watch, "Keep the view live from a KV watch (--json: one line per change)");
   cmd->add_option("--slot", flags->slot, "Only this slot (exit 4 when it has no record)")
       ->check(slot_name_validator());
+  cmd->add_option("--state", flags->states, "Only sessions in this state (repeatable): fresh, late, stale, corrupt")
+      ->option_text("STATE")
+      ->check(CLI::IsMember({"fresh", "late", "stale", "corrupt"}));
+  cmd->add_option("--host", flags->hosts, "Only sessions of this host (repeatable)")->option_text("HOST");
   cmd->footer(
       "Examples:\n"
       "  swarm status\n"
       "  swarm status --slot render --json\n"
       "  swarm status --watch          # live; Ctrl-C ends it\n"
-      "Ages are read on the server's clock: fresh < TTL/3 <= late < 2*TTL/3 <= stale.");
+      "  swarm status --state stale --state late\n"
+      "Ages are read on the server's clock: fresh < TTL/3 <= late < 2*TTL/3 <= stale.\n"
+      "On a terminal the table fits its width (task and host cut with ..., never the slot), states are\n"
+      "coloured (not with NO_COLOR set), and --watch draws in place on the alternate screen.\n"
+      "Slots sort naturally (agent-2 before agent-10); a summary line ends the table.");
   return {cmd, [flags](Context& ctx) {
             if (!flags->slot.empty()) swarm::require_slot_name(flags->slot);
             if (flags->watch) {
               const SignalRouter signals;  // before any thread is made
               const auto sessions = ctx.sessions();
-              return watch(ctx, signals, sessions.store, flags->slot);
+              return watch(ctx, signals, sessions.store, *flags);
             }
             const auto [store, leases] = ctx.sessions();
             auto ttl = store.ttl();
@@ -331,8 +472,13 @@ Verb add_status(CLI::App& app) {
             // A session renewed while the listing ran may have come twice.
             table.finish(flags->slot.empty() ? store.revision_at_open() : 0, ttl, now);
             table.note_task_leases(task_leases, now);
-            if (ctx.out().json()) write_status_json(std::cout, store.bucket_name(), ttl, table.rows());
-            else write_table(std::cout, table.rows());
+            const auto rows = filtered(table.rows(), *flags);
+            if (ctx.out().json()) {
+              write_status_json(std::cout, store.bucket_name(), ttl, rows);
+            } else {
+              const Screen s = screen();
+              write_table(std::cout, rows, {s.columns, s.color});
+            }
             return 0;
           }};
 }

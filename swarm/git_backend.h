@@ -61,7 +61,7 @@ class WorktreeBackend {
   virtual std::vector<Change> changes() const = 0;
   virtual bool has_commits_beyond_default() const = 0;
   virtual std::optional<std::string> branch_tip() const = 0;
-  virtual bool unpushed() const = 0;
+  virtual bool hub_lacks_branch() = 0;
 };
 
 // A slot branch of the hub, against the onto branch.

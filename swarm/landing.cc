@@ -15,6 +15,7 @@
 #include "swarm/hub.h"
 #include "swarm/journal_events.h"
 #include "swarm/lease/lease_keeper.h"
+#include "swarm/lease/mutex.h"
 #include "swarm/log.h"
 #include "swarm/names.h"
 #include "swarm/safe_dir.h"
@@ -78,7 +79,15 @@ void require_branch_name(std::string_view name, std::string_view what) {
   if (name.find("..") != std::string_view::npos || name.find("//") != std::string_view::npos ||
       name.find("@{") != std::string_view::npos || name.find("/.") != std::string_view::npos || name.front() == '.')
     bad("not a branch name");
-  if (name.size() >= 5 && name.substr(name.size() - 5) == ".lock") bad("a branch name cannot end in .lock");
+  if (name == "HEAD" || name == "@" || name.substr(0, 5) == "refs/") bad("name a branch (main, release/1), not a ref");
+  if (name.substr(0, 6) == "swarm/") bad("a slot's branch is never landed on: landing never changes a slot branch");
+  for (std::size_t at = 0; at <= name.size();) {
+    std::size_t end = name.find('/', at);
+    if (end == std::string_view::npos) end = name.size();
+    const std::string_view part = name.substr(at, end - at);
+    if (part.size() >= 5 && part.substr(part.size() - 5) == ".lock") bad("no part of a branch name ends in .lock");
+    at = end + 1;
+  }
   for (unsigned char c : name)
     if (c <= 0x20 || c == 0x7f || c == '~' || c == '^' || c == ':' || c == '?' || c == '*' || c == '[' || c == '\\')
       bad("a branch name has no spaces, control characters or any of ~^:?*[\\");
@@ -116,7 +125,20 @@ LandBackend& Landing::git() {
 
 std::string Landing::onto(const std::string& given) {
   if (!given.empty()) return given;
-  return git().default_branch();
+  std::string branch = git().default_branch();
+  if (branch.rfind("swarm/", 0) == 0)
+    throw Error(Errc::bad_input, "the hub's default branch is " + branch + ", a slot's branch, which landing never "
+                                 "changes; name the branch to land on with --onto");
+  return branch;
+}
+
+void Landing::require_session(const std::string& slot, std::optional<std::uint64_t> token) const {
+  if (!token) return;
+  auto entry = store_.get(slot);
+  if (!entry || entry->corrupt() || entry->token() == *token) return;
+  throw Error(Errc::conflict, "slot " + slot + " is held by session " + std::to_string(entry->token()) + " (host " +
+                                  printable(entry->session->host) + ") now, not by session " + std::to_string(*token) +
+                                  "; nothing was landed");
 }
 
 std::string Landing::task_of(const std::string& slot) const {
@@ -134,6 +156,7 @@ Branches Landing::branches(const std::string& onto) {
   Branches out;
   out.onto = onto;
   git().refresh();
+  if (!git().tip(onto)) throw Error(Errc::not_found, "the hub has no branch " + onto + " to compare the slots with");
   auto infos = git().slot_branches(onto);
   // Live sessions, aged on the server's clock.
   std::map<std::string, State> states;
@@ -227,9 +250,11 @@ LandResult Landing::land(const std::string& slot, const std::string& onto, Lease
     }
     if (plan.kind == MergePlan::Kind::conflict) {
       result.reason = "conflict";
-      result.paths = plan.conflicts;
+      // As text people and JSON can take: a path that is no UTF-8 (or has
+      // control bytes) comes escaped.
+      for (const auto& path : plan.conflicts) result.paths.push_back(printable(path));
       result.message = "swarm/" + slot + " does not merge into " + onto + ": conflicts in " +
-                       printable(joined(plan.conflicts)) + "; " + onto + " was not moved";
+                       joined(result.paths) + "; " + onto + " was not moved";
       journal_.record(land_event(store_.bucket_name(), result, task, Actor::here(me_)));
       return result;
     }
@@ -237,16 +262,27 @@ LandResult Landing::land(const std::string& slot, const std::string& onto, Lease
     if (!check.command.empty()) {
       const auto dir = workspace_.make_folder(kLandFolder, 0700).make_folder(checkout_name(onto), 0700).path();
       git().check_out(plan.to, dir);
-      std::unique_ptr<ChildProcess> running = ChildProcess::start(
-          check.command,
-          {{"SWARM_LAND_SLOT", slot}, {"SWARM_LAND_ONTO", onto}, {"SWARM_LEASE", lease.name},
-           {"SWARM_FENCING_TOKEN", std::to_string(lease.token)}},
-          {.cwd = dir.string(), .stdout_to_stderr = true});
-      child = running.get();
-      if (check.running) check.running(running.get());
-      const int status = running->wait();
-      child = nullptr;
-      if (check.running) check.running(nullptr);
+      int status = 0;
+      try {
+        std::unique_ptr<ChildProcess> running = ChildProcess::start(
+            check.command,
+            {{"SWARM_LAND_SLOT", slot}, {"SWARM_LAND_ONTO", onto}, {"SWARM_LEASE", lease.name},
+             {"SWARM_FENCING_TOKEN", std::to_string(lease.token)}},
+            {.cwd = dir.string(), .stdout_to_stderr = true});
+        child = running.get();
+        if (check.running) check.running(running.get());
+        status = running->wait();
+        child = nullptr;
+        if (check.running) check.running(nullptr);
+      } catch (const Error& e) {
+        // A check that cannot run in the merged tree (a script it lacks) fails, as a shell's would.
+        if (e.kind() != Errc::bad_input) throw;
+        spdlog::warn("{}", e.what());
+        status = 127;
+      }
+      if (check.interrupted && check.interrupted())
+        throw Cancelled("the land of slot " + slot + " was stopped by a signal during its check; " + onto +
+                        " was not moved");
       require_held("during the check");
       if (status != 0) {
         result.reason = "check";

@@ -71,6 +71,7 @@ std::string_view to_string(LandResult::Outcome outcome);
 struct LandCheck {
   std::vector<std::string> command;                // empty: none
   std::function<void(ChildProcess*)> running;      // started (its process), then ended (nullptr)
+  std::function<bool()> interrupted;               // a signal stopped it: the land stops (Cancelled), nothing journaled
 };
 
 class Landing {
@@ -91,6 +92,10 @@ class Landing {
   // checks are results (refused); a lease lost before the push, a hub that
   // fails, or an onto branch that kept moving throw (nothing moved).
   LandResult land(const std::string& slot, const std::string& onto, Lease& lease, const LandCheck& check);
+
+  // With a session token (land --session, $SWARM_SESSION): conflict unless
+  // the slot has no live session or its session has that token.
+  void require_session(const std::string& slot, std::optional<std::uint64_t> token) const;
 
   const Journal& journal() const { return journal_; }
 

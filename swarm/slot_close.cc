@@ -69,7 +69,7 @@ void SlotLifecycle::push_branch(const std::string& slot, Outcome outcome, CloseR
     if (e.kind() == Errc::bad_input) throw;  // a link in its place
     return;  // a broken repository: salvage keeps it whole
   }
-  if (!worktree || !worktree->unpushed()) return;
+  if (!worktree || !worktree->hub_lacks_branch()) return;
   try {
     worktree->push();  // fast-forward only
     result.pushed_branch = true;

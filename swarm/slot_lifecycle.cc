@@ -238,14 +238,16 @@ CommitResult SlotLifecycle::commit(const std::string& slot, const std::string& m
   result.commit = worktree.commit(with_provenance(message, *entry.session, entry.token()), paths, {entry.session->agent_id.empty() ? "swarm" : entry.session->agent_id,
                                                    (entry.session->agent_id.empty() ? "swarm" : entry.session->agent_id) +
                                                        "@" + me_.host});
-  // Also with nothing new to commit, when an earlier push did not get through.
-  if (result.commit || worktree.unpushed()) {
-    try {
+  // Also with nothing new to commit, when the hub lacks what the branch has
+  // (an earlier push did not get through, plain git commits, a hub branch
+  // deleted or moved back).
+  try {
+    if (result.commit || worktree.hub_lacks_branch()) {
       worktree.push();
       result.pushed = true;
-    } catch (const Error& e) {
-      result.warnings.push_back(std::string("push failed, the commit stands locally: ") + e.what());
     }
+  } catch (const Error& e) {
+    result.warnings.push_back(std::string("push failed, the commit stands locally: ") + e.what());
   }
   try {
     result.revision = renew(entry, std::nullopt, &result.warnings);

@@ -1,5 +1,7 @@
 #include "swarm/status.h"
 
+#include "swarm/text.h"
+
 #include <algorithm>
 #include <cstring>
 #include <unordered_map>
@@ -43,7 +45,8 @@ void SessionTable::add(const SessionEntry& entry) {
 void SessionTable::finish(std::uint64_t since, std::chrono::milliseconds ttl, TimePoint now) {
   kv::drop_repeats(rows_, since, [](const SessionRow& r) { return r.slot; },
                    [](const SessionRow& r) { return r.revision; });
-  std::sort(rows_.begin(), rows_.end(), [](const SessionRow& a, const SessionRow& b) { return a.slot < b.slot; });
+  std::sort(rows_.begin(), rows_.end(),
+            [](const SessionRow& a, const SessionRow& b) { return natural_less(a.slot, b.slot); });
   for (auto& row : rows_) {
     row.age = age_of(row.stored_at, now);
     row.state = row.corrupt ? State::corrupt : state_of(row.age, ttl);

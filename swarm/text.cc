@@ -163,4 +163,52 @@ std::string strict_json_problem(std::string_view text) {
   return {};
 }
 
+bool natural_less(std::string_view a, std::string_view b) {
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  std::size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (digit(a[i]) && digit(b[j])) {
+      std::size_t i0 = i, j0 = j;
+      while (i0 < a.size() && a[i0] == '0') ++i0;
+      while (j0 < b.size() && b[j0] == '0') ++j0;
+      std::size_t i1 = i0, j1 = j0;
+      while (i1 < a.size() && digit(a[i1])) ++i1;
+      while (j1 < b.size() && digit(b[j1])) ++j1;
+      if (i1 - i0 != j1 - j0) return i1 - i0 < j1 - j0;  // fewer significant digits: smaller
+      if (int c = a.substr(i0, i1 - i0).compare(b.substr(j0, j1 - j0)); c != 0) return c < 0;
+      if (i0 - i != j0 - j) return i0 - i < j0 - j;  // the same number: fewer leading zeros first
+      i = i1;
+      j = j1;
+      continue;
+    }
+    if (a[i] != b[j]) return static_cast<unsigned char>(a[i]) < static_cast<unsigned char>(b[j]);
+    ++i;
+    ++j;
+  }
+  if (a.size() - i != b.size() - j) return a.size() - i < b.size() - j;
+  return a < b;
+}
+
+std::size_t display_width(std::string_view text) {
+  std::size_t n = 0;
+  for (unsigned char c : text) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+std::string truncated(std::string_view text, std::size_t width) {
+  if (display_width(text) <= width) return std::string(text);
+  if (width == 0) return {};
+  std::string out;
+  std::size_t columns = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if ((c & 0xC0) != 0x80) {
+      if (columns + 1 == width) break;  // room for the ellipsis only
+      ++columns;
+    }
+    out += text[i];
+  }
+  return out + "\u2026";
+}
+
 }  // namespace swarm

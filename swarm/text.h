@@ -15,6 +15,17 @@ bool is_valid_utf8(std::string_view text);
 // Whether `text` is well-formed UTF-8 without control characters (C0, DEL,
 // C1): a one-line text fit to show as it is.
 bool is_plain_text(std::string_view text);
+// Natural order, as people sort names: runs of digits compare as numbers
+// (agent-2 before agent-10), the rest byte by byte; equal numbers with more
+// leading zeros after fewer; ties broken by the bytes, so it is a strict order.
+bool natural_less(std::string_view a, std::string_view b);
+
+// How many columns `text` takes on a terminal: its UTF-8 code points (every
+// character one column; escaped text is ASCII).
+std::size_t display_width(std::string_view text);
+// `text` cut to at most `width` columns, ending in "…" when it was cut.
+std::string truncated(std::string_view text, std::size_t width);
+
 // Whether printable(text) is `text` itself: nothing in it to escape.
 bool shows_as_is(std::string_view text);
 // `text` with each byte of an ill-formed sequence replaced by U+FFFD.

@@ -78,9 +78,10 @@ class Worktree {
   // The commit at the tip of swarm/<slot> (40 hex digits), or nullopt.
   std::optional<std::string> branch_tip() const { return repo_->branch_tip(); }
 
-  // Whether swarm/<slot> has commits its last push (as this clone
-  // remembers it) did not carry to the hub: a push failed, or never happened.
-  bool unpushed() const { return repo_->unpushed(); }
+  // Whether the hub's swarm/<slot> lacks commits of this clone's: it is
+  // not there (and the branch has commits of its own), or behind, or apart
+  // (one listing of the hub, whatever this clone remembers pushing).
+  bool hub_lacks_branch() { return repo_->hub_lacks_branch(); }
 
  private:
   Worktree(std::unique_ptr<WorktreeBackend> repo, std::filesystem::path path, std::string slot)

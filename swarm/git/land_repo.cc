@@ -65,6 +65,38 @@ class FolderLock {
   int fd_ = -1;
 };
 
+// Removes every symbolic link below `folder` (its .git left out), never
+// following one.
+void remove_links(const fs::path& folder) {
+  std::error_code ec;
+  std::vector<fs::path> links;
+  for (auto it = fs::recursive_directory_iterator(folder, fs::directory_options::none, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (it.depth() == 0 && it->path().filename() == ".git") {
+      it.disable_recursion_pending();
+      continue;
+    }
+    if (it->is_symlink(ec)) links.push_back(it->path());
+  }
+  for (const auto& link : links) fs::remove(link, ec);
+}
+
+// Throws bad_input naming the first link found below `root`'s `parts`: a
+// cache whose refs or objects lead elsewhere is never fetched into.
+void refuse_links(const fs::path& root, std::initializer_list<const char*> parts) {
+  std::error_code ec;
+  for (const char* part : parts) {
+    const fs::path top = root / part;
+    if (fs::is_symlink(fs::symlink_status(top, ec)))
+      throw Error(Errc::bad_input, top.string() + " is a link: swarm never writes through it; remove " + root.string());
+    for (auto it = fs::recursive_directory_iterator(top, fs::directory_options::none, ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+      if (it->is_symlink(ec))
+        throw Error(Errc::bad_input, it->path().string() + " is a link: swarm never writes through it; remove " +
+                                         root.string());
+  }
+}
+
 RepositoryPtr open_or_init(const fs::path& path, bool bare) {
   git_repository* raw = nullptr;
   unsigned flags = GIT_REPOSITORY_OPEN_NO_SEARCH | (bare ? GIT_REPOSITORY_OPEN_BARE : 0);
@@ -103,6 +135,7 @@ class LandRepo : public LandBackend {
   void refresh() override {
     if (!remote()) return;
     FolderLock lock(cache_ / "swarm-fetch.lock");
+    refuse_links(cache_, {"objects", "refs"});
     RemoteAccess access(hub_);
     RemotePtr remote = access.hub_remote(repo_.get());
     head_branch_ = access.list(remote.get(), "list the hub's branches").head_branch;
@@ -207,19 +240,38 @@ class LandRepo : public LandBackend {
     // repository's HEAD and index.
     std::error_code ec;
     const auto git_dir = fs::symlink_status(folder / ".git", ec);
-    const bool fresh = !fs::exists(git_dir);
-    if (!fresh && !fs::is_directory(git_dir))
+    if (fs::exists(git_dir) && !fs::is_directory(git_dir))
       throw Error(Errc::bad_input, (folder / ".git").string() + " is not a folder of swarm's (a link or a file): "
                                    "swarm never checks out through it; remove " + folder.string());
     RepositoryPtr repo = open_or_init(folder, false);
-    if (fresh) {
-      // The checkout reads the objects where the merge wrote them.
-      std::ofstream alternates(folder / ".git/objects/info/alternates", std::ios::trunc);
-      alternates << objects_.string() << "\n";
-      if (!alternates) throw Error(Errc::filesystem, "cannot write " + (folder / ".git/objects/info").string());
-      alternates.close();
-      repo = open_or_init(folder, false);  // reopened: its object store now sees them
+    // Its config is anyone's to write (a check runs in there): a worktree
+    // set elsewhere (core.worktree) would have the files written, and others
+    // removed, outside the workspace.
+    const char* workdir = git_repository_workdir(repo.get());
+    auto same_folder = [&](const char* dir) {
+      std::string text = dir;
+      while (text.size() > 1 && text.back() == '/') text.pop_back();
+      return fs::weakly_canonical(text) == fs::weakly_canonical(folder);
+    };
+    if (workdir == nullptr || !same_folder(workdir))
+      throw Error(Errc::bad_input, "the checkout " + folder.string() + " has its worktree set elsewhere (" +
+                                       (workdir ? std::string(workdir) : std::string("none")) +
+                                       "): swarm never checks out there; remove " + folder.string());
+    // The objects where the merge wrote them: written every time, so that a
+    // land killed before it wrote them leaves nothing the next one trips on.
+    fs::create_directories(folder / ".git/objects/info", ec);
+    {
+      const fs::path alternates = folder / ".git/objects/info/alternates";
+      if (fs::is_symlink(fs::symlink_status(alternates, ec))) fs::remove(alternates, ec);
+      std::ofstream out(alternates, std::ios::trunc);
+      out << objects_.string() << "\n";
+      if (!out) throw Error(Errc::filesystem, "cannot write " + alternates.string());
     }
+    repo = open_or_init(folder, false);  // reopened: its object store reads them
+    // A link in the checkout (left by a check) would have tracked files
+    // written through it: every link goes first; the checkout writes the
+    // tracked ones again.
+    remove_links(folder);
     git_oid oid = oid_of(commit);
     auto target = commit_at(repo.get(), oid, "the merged commit " + commit);
     git_checkout_options options = GIT_CHECKOUT_OPTIONS_INIT;

@@ -85,7 +85,7 @@ class WorktreeRepo : public WorktreeBackend {
   std::vector<Change> changes() const override;
   bool has_commits_beyond_default() const override;
   std::optional<std::string> branch_tip() const override;
-  bool unpushed() const override;
+  bool hub_lacks_branch() override;
 
  private:
   std::string branch_name() const { return "swarm/" + slot_; }

@@ -400,13 +400,25 @@ std::optional<std::string> WorktreeRepo::branch_tip() const {
   return hex(tip);
 }
 
-bool WorktreeRepo::unpushed() const {
-  git_oid tip, pushed;
-  if (git_reference_name_to_id(&tip, repo_.get(), ("refs/heads/" + branch_name()).c_str()) != 0) return false;
-  if (git_reference_name_to_id(&pushed, repo_.get(), ("refs/remotes/origin/" + branch_name()).c_str()) == 0)
-    return !git_oid_equal(&tip, &pushed);
-  git_error_clear();
-  return has_commits_beyond_default();  // never pushed: only commits of its own are worth it
+bool WorktreeRepo::hub_lacks_branch() {
+  git_oid tip;
+  if (git_reference_name_to_id(&tip, repo_.get(), ("refs/heads/" + branch_name()).c_str()) != 0) {
+    git_error_clear();
+    return false;
+  }
+  // What the hub has now (one listing), not what this clone last pushed:
+  // the hub's branch may have been deleted or moved back since.
+  RemoteAccess access(hub_);
+  RemotePtr remote = access.hub_remote(repo_.get());
+  for (const auto& [name, oid] : access.list(remote.get(), "list the hub's branches").refs) {
+    if (name != "refs/heads/" + branch_name()) continue;
+    if (git_oid_equal(&oid, &tip)) return false;
+    // The hub ahead of this clone (its tip known here and descending from ours): nothing of ours is missing.
+    if (git_graph_descendant_of(repo_.get(), &oid, &tip) == 1) return false;
+    git_error_clear();
+    return true;
+  }
+  return has_commits_beyond_default();  // not on the hub: only commits of its own are worth it
 }
 
 bool WorktreeRepo::has_commits_beyond_default() const {

@@ -180,7 +180,7 @@ TEST_CASE("Land_BranchesShowsStateResultAheadAndLanded") {
   doc = json_of(ws.swarm({"branches", "--json"}));
   CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(row_of(doc, "done"), "landed")));
   CHECK(number_of(row_of(doc, "done"), "ahead") == 0);
-  CHECK(ws.swarm({"branches", "--onto", "nosuch", "--json"}).exit == 0);  // every branch ahead, none landed
+  CHECK(ws.swarm({"branches", "--onto", "nosuch", "--json"}).exit == 4);
   CHECK(ws.swarm({"branches", "--onto", "a..b"}).exit == 2);
 }
 
@@ -377,7 +377,8 @@ TEST_CASE("Land_BadInputIsRefusedBeforeAnyIo") {
   CHECK(ws.swarm({"land"}).exit == 2);
   CHECK(ws.swarm({"land", "--slot", "a", "--ready"}).exit == 2);
   CHECK(ws.swarm({"land", "--slot", "a.b"}).exit == 2);
-  for (const char* onto : {"a..b", "-x", "a b", "x.lock", "a:b", ""})
+  for (const char* onto : {"a..b", "-x", "a b", "x.lock", "a:b", "", "HEAD", "@", "refs/heads/main", "x.lock/y",
+                           "x/y.lock/z", "swarm/other"})
     CHECK_MESSAGE(ws.swarm({"land", "--slot", "a", "--onto", onto}).exit == 2, onto);
   CHECK(ws.swarm({"land", "--slot", "a", "--ttl", "0s"}).exit == 2);
   CHECK(ws.swarm({"land", "--slot", "a", "--wait", "soon"}).exit == 2);
@@ -527,4 +528,112 @@ TEST_CASE("Land_ALinkPlantedForTheCheckoutIsNeverFollowed") {
   CHECK(read_file(elsewhere / "keep.txt") == "mine\n");
   CHECK(ws.git({"rev-parse", "-q", "--verify", "HEAD"}, elsewhere).out.empty());  // no commit checked out there
   CHECK(hub_tip(ws, "main") == before);
+}
+
+TEST_CASE("Land_ReviewFindingsStayFixed") {
+  SwarmWorkspace ws;
+  const fs::path victim = ws.home() / "victim";
+  fs::create_directories(victim);
+  write_file(victim / "precious.txt", "precious\n");
+
+  SUBCASE("a worktree set elsewhere in the checkout's config is refused, nothing outside touched") {
+    finish(ws, "a1", "f1.txt", "1\n");
+    REQUIRE(ws.swarm({"land", "--slot", "a1", "--", "/bin/true"}).exit == 0);
+    REQUIRE(ws.git({"-C", (ws.root() / ".swarm/land/onto-main").string(), "config", "core.worktree", victim.string()}).exit == 0);
+    finish(ws, "a2", "f2.txt", "2\n");
+    auto land = ws.swarm({"land", "--slot", "a2", "--", "/bin/true"});
+    CHECK(land.exit == 2);
+    CHECK(read_file(victim / "precious.txt") == "precious\n");
+    CHECK(!fs::exists(victim / "f2.txt"));
+  }
+  SUBCASE("a link a check left in the checkout is never written through") {
+    finish(ws, "b1", "d/one.txt", "1\n");
+    REQUIRE(ws.swarm({"land", "--slot", "b1", "--", "/bin/true"}).exit == 0);
+    fs::remove_all(ws.root() / ".swarm/land/onto-main/d");
+    fs::create_directory_symlink(victim, ws.root() / ".swarm/land/onto-main/d");
+    finish(ws, "b2", "d/two.txt", "2\n");
+    auto land = ws.swarm({"land", "--slot", "b2", "--", "/bin/sh", "-c", "test -f d/two.txt && test ! -L d"});
+    CHECK_MESSAGE(land.exit == 0, land.err);
+    CHECK(!fs::exists(victim / "two.txt"));
+    CHECK(!fs::exists(victim / "one.txt"));
+    CHECK(read_file(victim / "precious.txt") == "precious\n");
+  }
+  SUBCASE("a checkout a killed land left without its alternates works again") {
+    finish(ws, "c1", "c1.txt", "1\n");
+    REQUIRE(ws.swarm({"land", "--slot", "c1", "--", "/bin/true"}).exit == 0);
+    fs::remove(ws.root() / ".swarm/land/onto-main/.git/objects/info/alternates");
+    finish(ws, "c2", "c2.txt", "2\n");
+    auto land = ws.swarm({"land", "--slot", "c2", "--", "/bin/true"});
+    CHECK_MESSAGE(land.exit == 0, land.err);
+  }
+  SUBCASE("close pushes a branch the hub lost or moved back") {
+    const std::string hub = (ws.root() / ".swarm/hub.git").string();
+    for (const char* how : {"rewound", "deleted"}) {
+      CAPTURE(how);
+      const std::string slot = std::string("r-") + how;
+      REQUIRE(ws.swarm({"join", "--slot", slot, "--task", "T-" + slot}).exit == 0);
+      write_file(ws.worktree(slot) / "one.txt", "1\n");
+      REQUIRE(ws.swarm({"commit", "--slot", slot, "-m", "1"}).exit == 0);
+      write_file(ws.worktree(slot) / "two.txt", "2\n");
+      REQUIRE(ws.swarm({"commit", "--slot", slot, "-m", "2"}).exit == 0);
+      const std::string head = hub_tip(ws, "swarm/" + slot);
+      if (std::string(how) == "rewound")
+        REQUIRE(ws.git({"--git-dir", hub, "update-ref", "refs/heads/swarm/" + slot, "swarm/" + slot + "~1"}).exit == 0);
+      else
+        REQUIRE(ws.git({"--git-dir", hub, "branch", "-q", "-D", "swarm/" + slot}).exit == 0);
+      auto close = ws.swarm({"close", "--slot", slot, "--result", "success"});
+      CHECK_MESSAGE(close.exit == 0, close.err);
+      CHECK(hub_tip(ws, "swarm/" + slot) == head);
+    }
+  }
+  SUBCASE("a session token that is not the slot's refuses the land") {
+    REQUIRE(ws.swarm({"join", "--slot", "live", "--task", "T-live"}).exit == 0);
+    write_file(ws.worktree("live") / "l.txt", "l\n");
+    REQUIRE(ws.swarm({"commit", "--slot", "live", "-m", "l"}).exit == 0);
+    const std::string before = hub_tip(ws, "main");
+    auto env = kHostA;
+    env["SWARM_SESSION"] = "999999";
+    CHECK(ws.swarm({"land", "--slot", "live"}, env).exit == 3);
+    CHECK(ws.swarm({"land", "--slot", "live", "--session", "999999"}).exit == 3);
+    CHECK(hub_tip(ws, "main") == before);
+  }
+  SUBCASE("land --ready reports a slot that failed and lands the others") {
+    finish(ws, "r1", "r1.txt", "1\n");
+    finish(ws, "r2", "r2.txt", "2\n");
+    finish(ws, "r3", "r3.txt", "3\n");
+    const std::string hub = (ws.root() / ".swarm/hub.git").string();
+    auto ready = ws.swarm({"land", "--ready", "--json", "--", "/bin/sh", "-c",
+                           "[ \"$SWARM_LAND_SLOT\" != r1 ] || git --git-dir=" + hub + " branch -q -D swarm/r2"});
+    CHECK(ready.exit == 3);
+    auto doc = json_of(ready);
+    REQUIRE_MESSAGE(doc, ready.err);
+    std::vector<std::string> outcomes;
+    const cJSON* land = nullptr;
+    cJSON_ArrayForEach(land, cJSON_GetObjectItemCaseSensitive(doc.get(), "lands")) {
+      outcomes.push_back(text_of(land, "slot") + ":" + text_of(land, "outcome"));
+    }
+    CHECK(outcomes == std::vector<std::string>{"r1:landed", "r2:failed", "r3:landed"});
+  }
+  SUBCASE("a conflict path that is no UTF-8 comes escaped, JSON stays valid") {
+    const std::string bad = std::string("bad\xff\x9b.txt");
+    finish(ws, "k1", bad, "k1\n");
+    finish(ws, "k2", bad, "k2\n");
+    REQUIRE(ws.swarm({"land", "--slot", "k1"}).exit == 0);
+    auto refused = ws.swarm({"land", "--ready", "--json"});
+    CHECK(refused.exit == 3);
+    CHECK(refused.out.find("\xff") == std::string::npos);
+    CHECK(refused.out.find("bad\\\\xff") != std::string::npos);  // the JSON text of "bad\\xff"
+    auto log = ws.swarm({"log", "--slot", "k2", "--json"});
+    CHECK(log.out.find("\xff") == std::string::npos);
+  }
+  SUBCASE("a relative check is the merged tree's own") {
+    finish(ws, "s1", "ci.sh", "#!/bin/sh\ntest -f s1.txt || exit 5\n");
+    finish(ws, "s2", "s2.txt", "2\n");
+    REQUIRE(ws.swarm({"land", "--slot", "s1"}).exit == 0);
+    // Not in the merged tree: refused as a failed check (127), after the merge, as a shell would.
+    auto missing = ws.swarm({"land", "--slot", "s2", "--", "./no-such-check.sh"});
+    CHECK(missing.exit == 3);
+    auto log = ws.swarm({"log", "--slot", "s2", "--kind", "land.refused", "--json"});
+    CHECK(log.out.find("\"status\":127") != std::string::npos);
+  }
 }
