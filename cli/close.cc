@@ -1,5 +1,6 @@
 // swarm close: release the slot, salvage, remove the worktree.
 #include "cli/context.h"
+#include "cli/progress.h"
 #include "swarm/git_backend.h"
 
 namespace cli {
@@ -34,7 +35,9 @@ Verb add_close(CLI::App& app) {
             flags->options.session = session_of(flags->session);
             flags->options.result = swarm::parse_outcome(flags->result);
             auto lifecycle = ctx.lifecycle();
+            Progress progress("closing slot " + flags->slot + " (pushing and salvaging)");
             auto r = lifecycle.close(flags->slot, flags->options);
+            progress.done();
             for (const auto& w : r.warnings) ctx.out().warn(w);
             std::string human = "closed slot " + flags->slot + " (" + flags->result + ")";
             if (r.salvage.files > 0 || r.salvage.deleted > 0)

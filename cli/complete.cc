@@ -255,7 +255,11 @@ Verb add_complete(CLI::App& app) {
   const CLI::App* root = &app;
   return {cmd, [what, words, root](Context& ctx) {
             if (*what == "verbs") {
-              for (const auto* v : verbs_of(*root)) std::cout << v->get_name() << "\n";
+              // Each verb, then each of its sub-verbs as "verb sub" (the man page's sections).
+              for (const auto* v : verbs_of(*root)) {
+                std::cout << v->get_name() << "\n";
+                for (const auto* sub : verbs_of(*v)) std::cout << v->get_name() << " " << sub->get_name() << "\n";
+              }
               return 0;
             }
             Globals quick = ctx.globals();

@@ -153,6 +153,7 @@ Verb add_serve(CLI::App& app);
 Verb add_repack_hub(CLI::App& app);
 Verb add_complete(CLI::App& app);
 Verb add_completion(CLI::App& app);
+Verb add_recovery(CLI::App& app);
 // The verbs (or sub-verbs) of `app` a user sees: hidden ones left out.
 std::vector<const CLI::App*> verbs_of(const CLI::App& app);
 

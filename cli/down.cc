@@ -1,14 +1,52 @@
 // swarm down: stop the embedded nats-server (its data stays).
 #include "cli/context.h"
 #include "swarm/bootstrap.h"
+#include "swarm/liveness.h"
 
 namespace cli {
 
+namespace {
+
+// Names the live sessions that the server going down leaves without NATS
+// (nothing when it cannot tell quickly: the server may be gone already).
+void warn_live_sessions(Context& ctx) {
+  try {
+    Globals quick = ctx.globals();
+    quick.timeout = "1s";
+    Context bounded(quick);
+    const auto config = bounded.workspace().load_config();
+    if (!config.embedded) return;
+    std::vector<std::string> live;
+    auto sessions = bounded.sessions();
+    const auto now = sessions.store.server_clock().now();
+    const auto ttl = sessions.store.ttl();
+    for (const auto& e : sessions.store.list())
+      if (!e.corrupt() && swarm::state_of(swarm::age_of(e.stored_at, now), ttl) != swarm::State::stale)
+        live.push_back(e.slot);
+    if (live.empty()) return;
+    std::string names;
+    for (std::size_t i = 0; i < live.size() && i < 5; ++i) names += (i ? ", " : "") + live[i];
+    if (live.size() > 5) names += ", ...";
+    ctx.out().warn(std::to_string(live.size()) + (live.size() == 1 ? " live session (" : " live sessions (") + names +
+                   ") lose their server: their agents cannot commit, renew or close until `swarm up`; "
+                   "`swarm down --force` says nothing of them");
+  } catch (const std::exception&) {
+    // Down goes on: this was only a warning.
+  }
+}
+
+}  // namespace
+
 Verb add_down(CLI::App& app) {
+  auto force = std::make_shared<bool>(false);
   CLI::App* cmd = app.add_subcommand("down", "Stop the embedded nats-server that `swarm up` started (keeps its data)");
-  cmd->footer("Example:\n  swarm down        # `swarm up` restarts it on the same data");
-  return {cmd, [](Context& ctx) {
+  cmd->add_flag("--force", *force, "Do not warn about live sessions that lose their server");
+  cmd->footer("Example:\n  swarm down        # `swarm up` restarts it on the same data\n"
+              "Live sessions of the workspace are named in a warning first: their agents cannot commit, renew\n"
+              "or close until `swarm up` starts the server again.");
+  return {cmd, [force](Context& ctx) {
             auto ws = ctx.workspace();
+            if (!*force) warn_live_sessions(ctx);
             auto r = swarm::down(ws, ctx.timeout());
             std::string human;
             if (!r.embedded)

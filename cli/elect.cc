@@ -117,13 +117,15 @@ Verb add_elect(CLI::App& app) {
             swarm::Election election(store, f->name, swarm::LeaseHolder::process(ctx.me(), getpid(), f->holder), ttl);
             signals.on_signal([&](int) { election.cancel(); });
             swarm::Lease lease;
+            const auto asked = std::chrono::steady_clock::now();
             try {
               lease = election.campaign();
             } catch (const swarm::Cancelled&) {
               return exit_for_signal(signals.received());
             }
-            return hold_while_running(ctx, store, std::move(lease), {.command = command, .hear_resign = true},
-                                      signals);
+            const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - asked);
+            return hold_while_running(ctx, store, std::move(lease),
+                                      {.command = command, .hear_resign = true, .waited = waited}, signals);
           }};
 }
 

@@ -16,16 +16,19 @@ Verb add_evict(CLI::App& app) {
   return {cmd, [slot](Context& ctx) {
             auto lifecycle = ctx.lifecycle();
             auto removed = lifecycle.evict(*slot);
-            std::string human = "evicted slot " + *slot + " (revision " + std::to_string(removed.revision) + "): ";
+            std::string human;
             if (removed.corrupt())
-              human += "a corrupt record (" + removed.corrupt_reason + ")";
+              human = "evicted slot " + *slot + ": its record was corrupt (" + swarm::printable(removed.corrupt_reason) +
+                      ") and is gone (revision " + std::to_string(removed.revision) + ")";
             else
-              human += "host " + swarm::printable(removed.session->host) + ", task " +
-                       swarm::printable(removed.session->task_id) + ", started " +
-                       (removed.session->started_at ? swarm::format_rfc3339(*removed.session->started_at) : "?");
+              human = "evicted slot " + *slot + ": the session of host " + swarm::printable(removed.session->host) +
+                      " (task " + swarm::printable(removed.session->task_id) + ", session " +
+                      std::to_string(removed.token()) + ", started " +
+                      (removed.session->started_at ? swarm::format_rfc3339(*removed.session->started_at) : "?") +
+                      ") is gone and its task lease released; its worktree on " +
+                      swarm::printable(removed.session->host) +
+                      " is left as it is (`swarm doctor --fix` there salvages it). `--json` shows the record removed.";
             const std::string stored = removed.corrupt() ? removed.raw : swarm::to_json(*removed.session);
-            // The record as stored, escaped: a corrupt one may hold anything.
-            human += "\n  removed: " + swarm::printable(stored);
             swarm::Json doc = swarm::Json::object();
             doc.set("slot", *slot).set("revision", removed.revision).set("corrupt", removed.corrupt());
             swarm::Json record = removed.corrupt() ? swarm::Json() : swarm::Json::parse(stored);

@@ -2,7 +2,12 @@
 
 #include <signal.h>
 
+#include <condition_variable>
+#include <cstdio>
 #include <iostream>
+#include <mutex>
+#include <thread>
+#include <unistd.h>
 
 #include "swarm/boot_clock.h"
 #include "swarm/duration.h"
@@ -10,6 +15,7 @@
 #include "swarm/lease/held_command.h"
 #include "swarm/lease/lease.h"
 #include "swarm/names.h"
+#include "swarm/text.h"
 
 namespace cli {
 
@@ -39,14 +45,58 @@ std::vector<std::string> command_after_dashes(const std::vector<std::string>& co
   return command;
 }
 
-std::optional<swarm::Lease> wait_in_line(const Context& ctx, swarm::Mutex& mutex, const std::string& name,
-                                         std::optional<std::chrono::milliseconds> wait, SignalRouter& signals) {
+std::optional<swarm::Lease> wait_in_line(const Context& ctx, const swarm::LeaseStore& store, swarm::Mutex& mutex,
+                                         const std::string& name, std::optional<std::chrono::milliseconds> wait,
+                                         SignalRouter& signals) {
   signals.on_signal([&](int) { mutex.cancel(); });
+  // Granted at once (the usual case) costs nothing more; a wait past this
+  // moment is said once, with who holds the lease and the place in line.
+  constexpr std::chrono::milliseconds kMoment{300};
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false, said = false;
+  std::thread teller([&] {
+    {
+      std::unique_lock lock(mu);
+      if (cv.wait_for(lock, kMoment, [&] { return done; })) return;
+    }
+    std::string line = "waiting for lease " + name;
+    try {
+      if (auto held = store.get(name); held && held->record)
+        line += " (held by " + swarm::printable(held->record->holder) + " on " + swarm::printable(held->record->host) +
+                ", token " + std::to_string(held->token()) + ")";
+      const auto waiting = store.waiting(name);
+      if (auto it = waiting.find(name); it != waiting.end()) line += "; place " + std::to_string(it->second) + " in line";
+    } catch (const std::exception&) {
+      // Said without the details.
+    }
+    std::lock_guard lock(mu);
+    if (done) return;
+    said = true;
+    std::fputs(tty ? ("swarm: " + line + "\r").c_str() : ("swarm: " + line + "\n").c_str(), stderr);
+    std::fflush(stderr);
+  });
+  auto finish = [&] {
+    {
+      std::lock_guard lock(mu);
+      done = true;
+      if (said && tty) std::fputs("\033[2K\r", stderr);  // the waiting line goes once granted
+    }
+    cv.notify_all();
+    teller.join();
+  };
   try {
-    return mutex.lock(wait);
+    auto lease = mutex.lock(wait);
+    finish();
+    return lease;
   } catch (const swarm::Cancelled&) {
+    finish();
     ctx.out().note("stopped waiting for lease " + name + " (a signal); left the line");
     return std::nullopt;
+  } catch (...) {
+    finish();
+    throw;
   }
 }
 
@@ -80,7 +130,24 @@ int hold_while_running(const Context& ctx, const swarm::LeaseStore& store, swarm
   held.note = [&ctx](const std::string& what) { ctx.out().note(what); };
   held.warn = [&ctx](const std::string& what) { ctx.out().warn(what); };
   held.running = [&signals](swarm::ChildProcess* child) { signals.forward_to(child); };
-  return swarm::run_holding(store, std::move(lease), held);
+  const std::string name = lease.name;
+  const std::uint64_t token = lease.token;
+  swarm::HeldEnd end = swarm::HeldEnd::by_itself;
+  const int status = swarm::run_holding(store, std::move(lease), held, &end);
+  std::string ended(swarm::to_string(end));
+  if (end == swarm::HeldEnd::by_itself && signals.received() != 0) ended = "signalled";
+  const int exit = end == swarm::HeldEnd::resigned ? 0 : status;
+  if (ctx.out().json()) {
+    swarm::Json doc = swarm::Json::object();
+    doc.set("name", name)
+        .set("token", static_cast<std::int64_t>(token))
+        .set("waited_ms", static_cast<std::int64_t>(options.waited.count()))
+        .set("status", status)
+        .set("ended", ended)
+        .set("exit", exit);
+    ctx.out().result("lock", "", std::move(doc));
+  }
+  return exit;
 }
 
 }  // namespace cli

@@ -21,11 +21,16 @@ namespace cli {
 struct HoldOptions {
   std::vector<std::string> command;
   bool hear_resign = false;  // elect: a request to step down stops the command
+  std::chrono::milliseconds waited{0};  // how long it waited for the lease (for --json)
 };
 
 // Runs the command holding `lease` (swarm::run_holding), with this process's
 // signals going to it, and what happens said as notes; a signal that came
-// before it started runs nothing. Returns the command's exit status.
+// before it started runs nothing. Returns the command's exit status, or 0
+// when a leader stepped down because it was asked to (a service manager
+// must not count that as a failure). With --json, prints swarm.lock.v1:
+// the lease, its token, how long it waited, CMD's status and why CMD
+// ended (exited, lease_lost, resigned, signalled).
 int hold_while_running(const Context& ctx, const swarm::LeaseStore& store, swarm::Lease lease,
                        const HoldOptions& options, SignalRouter& signals);
 
@@ -44,8 +49,11 @@ std::vector<std::string> command_after_dashes(const std::vector<std::string>& co
 // Waits in `mutex`'s line (`wait`: at most that long; nullopt: for ever) for
 // lease `name`; a signal from `signals` leaves the line: nullopt then, with a
 // note saying so (the caller exits 128 + signal).
-std::optional<swarm::Lease> wait_in_line(const Context& ctx, swarm::Mutex& mutex, const std::string& name,
-                                         std::optional<std::chrono::milliseconds> wait, SignalRouter& signals);
+// While it waits longer than a moment, says once on stderr who holds the
+// lease and its place in line (on a terminal, a line cleared when granted).
+std::optional<swarm::Lease> wait_in_line(const Context& ctx, const swarm::LeaseStore& store, swarm::Mutex& mutex,
+                                         const std::string& name, std::optional<std::chrono::milliseconds> wait,
+                                         SignalRouter& signals);
 
 // --holder: shown in tables and JSON, so one line of printable text (1 to 200
 // bytes); anything else is exit 2 naming it.

@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include "cli/context.h"
+#include "cli/progress.h"
 #include "swarm/liveness.h"
 #include "swarm/text.h"
 
@@ -59,7 +60,9 @@ Verb add_join(CLI::App& app) {
             flags->slot = ctx.slot_of(flags->slot);
             auto lifecycle = ctx.lifecycle();
             const auto takeover = flags->force ? swarm::Takeover::force : swarm::Takeover::only_stale;
+            Progress progress("joining slot " + flags->slot + " (cloning the hub)");
             auto r = lifecycle.join(flags->slot, flags->task, takeover, getpid(), flags->base);
+            progress.done();
             if (!r.started.kept_ref.empty())
               ctx.out().note("kept the unlanded branch swarm/" + flags->slot + " under " + r.started.kept_ref);
             if (r.replaced)

@@ -202,7 +202,7 @@ Verb add_land(CLI::App& app) {
             for (const auto& s : slots) {
               swarm::Mutex mutex(store, lease_name,
                                  swarm::LeaseHolder::process(ctx.me(), getpid(), "land " + s), ttl);
-              auto lease = wait_in_line(ctx, mutex, lease_name, wait, signals);
+              auto lease = wait_in_line(ctx, store, mutex, lease_name, wait, signals);
               if (!lease) return exit_for_signal(signals.received());
               swarm::LandCheck check;
               check.command = f->check;

@@ -161,7 +161,7 @@ int run_acquire(Context& ctx, const LeaseFlags& f) {
   // The lease belongs to whoever called swarm: its own pid ends now.
   auto who = swarm::LeaseHolder::process(ctx.me(), f.pid != 0 ? f.pid : getppid(), f.holder);
   swarm::Mutex mutex(store, f.name, who, ttl);
-  auto lease = wait_in_line(ctx, mutex, f.name, wait, signals);
+  auto lease = wait_in_line(ctx, store, mutex, f.name, wait, signals);
   if (!lease) return exit_for_signal(signals.received());
   ctx.out().result("lease", std::to_string(lease->token),
                    ctx.out().json() ? granted_doc(store, *lease) : swarm::Json::object());

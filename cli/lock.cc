@@ -50,9 +50,11 @@ Verb add_lock(CLI::App& app) {
             SignalRouter signals;  // before any thread is made
             auto store = ctx.leases(true);
             swarm::Mutex mutex(store, f->name, swarm::LeaseHolder::process(ctx.me(), getpid(), f->holder), ttl);
-            auto lease = wait_in_line(ctx, mutex, f->name, wait, signals);
+            const auto asked = std::chrono::steady_clock::now();
+            auto lease = wait_in_line(ctx, store, mutex, f->name, wait, signals);
             if (!lease) return exit_for_signal(signals.received());
-            return hold_while_running(ctx, store, std::move(*lease), {.command = command}, signals);
+            const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - asked);
+            return hold_while_running(ctx, store, std::move(*lease), {.command = command, .waited = waited}, signals);
           }};
 }
 

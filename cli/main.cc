@@ -98,7 +98,28 @@ int main(int argc, char** argv) {
                                   cli::add_commit(app), cli::add_renew(app), cli::add_close(app),
                                   cli::add_evict(app),  cli::add_status(app), cli::add_cwd(app),
                                   cli::add_doctor(app), cli::add_lease(app), cli::add_lock(app),
-                                  cli::add_elect(app),  cli::add_log(app), cli::add_branches(app), cli::add_land(app), cli::add_serve(app), cli::add_repack_hub(app), cli::add_completion(app), cli::add_complete(app)};
+                                  cli::add_elect(app),  cli::add_log(app), cli::add_branches(app), cli::add_land(app), cli::add_serve(app), cli::add_recovery(app), cli::add_repack_hub(app), cli::add_completion(app), cli::add_complete(app)};
+
+  // Each verb's --help ends with the global options it also takes.
+  std::string globals_help = "Global options (before or after the verb; `swarm --help` says what each does):\n ";
+  std::size_t line = 1;
+  for (const CLI::Option* option : app.get_options()) {
+    if (option->get_group().empty() || option->get_lnames().empty() || option->check_lname("help")) continue;
+    std::string name = " --" + option->get_lnames().front();
+    if (option->get_expected_max() > 0 && !option->get_option_text().empty()) name += " " + option->get_option_text();
+    if (line + name.size() > 96) {
+      globals_help += "\n ";
+      line = 1;
+    }
+    globals_help += name;
+    line += name.size();
+  }
+  for (auto& verb : verbs) {
+    std::vector<CLI::App*> commands = {verb.command};
+    for (auto* sub : verb.command->get_subcommands([](const CLI::App*) { return true; })) commands.push_back(sub);
+    for (auto* command : commands)
+      command->footer(command->get_footer() + (command->get_footer().empty() ? "" : "\n") + globals_help);
+  }
 
   try {
     app.parse(argc, argv);

@@ -153,6 +153,10 @@ Verb add_up(CLI::App& app) {
                                 "  bucket:  " + r.config.bucket + " (TTL " + swarm::format_duration(r.config.ttl) +
                                 ", replicas " + std::to_string(r.config.replicas) + ")\n" +
                                 "  hub:     " + hub + (r.created_hub ? " (created)" : "") + "\n" +
+                (r.created_hub && !r.config.hub_location().remote() && !std::filesystem::exists(r.workspace.root() / ".git")
+                     ? "  note:    " + r.workspace.root().string() + " is no git checkout, so the hub starts with one "
+                       "empty commit on main; run `swarm up` in a checkout to seed it from its history instead\n"
+                     : "") +
                 "  journal: " + journal_line(r.journal) + "\n" +
                 (r.added_remote ? "  remote:  swarm, added to this checkout (`git fetch swarm` brings the slots' "
                                   "branches)\n"

@@ -8,14 +8,18 @@ include=$(mktemp)
 trap 'rm -f "$include"' EXIT
 {
   echo "[VERBS]"
-  for verb in $("$bin" _complete verbs); do
+  # Each verb, and each sub-verb (lease acquire, recovery prune ...), with its own --help.
+  "$bin" _complete verbs | while IFS= read -r verb; do
     echo ".SS \"swarm $verb\""
     echo ".nf"
-    "$bin" "$verb" --help | sed 's/\\/\\\\/g; s/^\./\\\&./'
+    # shellcheck disable=SC2086  # a sub-verb is two words
+    "$bin" $verb --help | sed 's/\\/\\\\/g; s/^\./\\\&./'
     echo ".fi"
   done
+  # ENVIRONMENT, FILES and EXIT STATUS: kept beside this script.
+  cat "$(dirname "$0")/manpage-sections.txt"
   echo "[SEE ALSO]"
-  echo "The README and ../shared/CONTRACT.md of the swarm sources; nats-server(1), git(1)."
+  echo "The README of the swarm sources; nats-server(1), git(1), prometheus(1)."
 } > "$include"
 help2man --no-info --no-discard-stderr --section 1 \
   --name "session and lease manager on NATS JetStream key-value" \

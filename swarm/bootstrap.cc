@@ -68,7 +68,8 @@ kv::Connection connect_nats(const kv::ConnectionOptions& options) {
     return connection;
   } catch (const kv::Error& e) {
     if (e.kind() != kv::Errc::unavailable) throw from_kv(e);
-    throw Error(Errc::unavailable, std::string(e.what()) + "; is the server running? `swarm doctor` checks");
+    throw Error(Errc::unavailable, std::string(e.what()) +
+                                       "; is the server running? (a workspace's own server: `swarm up` starts it)");
   }
 }
 

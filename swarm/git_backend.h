@@ -141,6 +141,12 @@ class GitBackend {
   // `checkout`, unless it has a remote by that name already (left as it is)
   // or is no checkout (nor a bare repository): returns whether it added it.
   virtual bool add_remote(const std::filesystem::path& checkout, const std::string& name, const std::string& url) = 0;
+  // The hub's refs under `prefix` ("refs/recovery/"), full names with their ids.
+  virtual std::vector<std::pair<std::string, std::string>> list_refs(const std::string& hub, const std::string& prefix) = 0;
+  // Deletes each of `refs` from the hub, only while it still points at the
+  // id listed with it (a ref written again meanwhile stays). Returns those deleted.
+  virtual std::vector<std::string> delete_refs(const std::string& hub,
+                                               const std::vector<std::pair<std::string, std::string>>& refs) = 0;
   // Landing on the hub at `hub`: `cache` is where a network hub's objects
   // are kept (a bare repository, made on first use; its parent exists).
   virtual std::unique_ptr<LandBackend> open_land(const std::string& hub, const std::filesystem::path& cache) = 0;

@@ -45,6 +45,13 @@ class Libgit2Backend : public GitBackend {
     RemotePtr own(made);
     return true;
   }
+  std::vector<std::pair<std::string, std::string>> list_refs(const std::string& hub, const std::string& prefix) override {
+    return git::list_refs(hub, prefix);
+  }
+  std::vector<std::string> delete_refs(const std::string& hub,
+                                       const std::vector<std::pair<std::string, std::string>>& refs) override {
+    return git::delete_refs(hub, refs);
+  }
   std::unique_ptr<LandBackend> open_land(const std::string& hub, const std::filesystem::path& cache) override {
     return git::open_land(hub, cache);
   }

@@ -51,6 +51,9 @@ std::unique_ptr<HubBackend> open_any_hub(const std::string& hub);
 // file, when no attribute or setting could change a file (plain_checkout.cc).
 // false: it wrote nothing, and libgit2's checkout must do it.
 bool write_tree_plainly(git_repository* repo, git_tree* tree);
+// See GitBackend::list_refs and delete_refs (hub_refs.cc).
+std::vector<std::pair<std::string, std::string>> list_refs(const std::string& hub, const std::string& prefix);
+std::vector<std::string> delete_refs(const std::string& hub, const std::vector<std::pair<std::string, std::string>>& refs);
 // See GitBackend::open_land (land_repo.cc).
 std::unique_ptr<LandBackend> open_land(const std::string& hub, const std::filesystem::path& cache);
 // See GitBackend::repack_hub.

@@ -100,7 +100,16 @@ class Running {
 
 }  // namespace
 
-int run_holding(const LeaseStore& store, Lease lease, const HeldCommand& held) {
+std::string_view to_string(HeldEnd end) {
+  switch (end) {
+    case HeldEnd::by_itself: return "exited";
+    case HeldEnd::lease_lost: return "lease_lost";
+    case HeldEnd::resigned: return "resigned";
+  }
+  return "exited";
+}
+
+int run_holding(const LeaseStore& store, Lease lease, const HeldCommand& held, HeldEnd* ended) {
   std::unique_ptr<ChildProcess> child = start(store, lease, held);
   Running running(held, *child);
   const std::string& program = held.command.front();
@@ -134,6 +143,8 @@ int run_holding(const LeaseStore& store, Lease lease, const HeldCommand& held) {
       say(held.warn, "could not release lease " + lease.name + " (it expires by itself): " + e.what());
     }
   }
+  if (ended != nullptr)
+    *ended = keeper.lost() ? HeldEnd::lease_lost : resigned ? HeldEnd::resigned : HeldEnd::by_itself;
   return status;
 }
 

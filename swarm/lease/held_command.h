@@ -36,6 +36,14 @@ struct HeldCommand {
 // the signal that ended it). A grant that ran out before the command could
 // start runs nothing and throws conflict; a command that cannot start
 // throws. Either way the lease is released.
-int run_holding(const LeaseStore& store, Lease lease, const HeldCommand& held);
+// How the command ended, as run_holding saw it.
+enum class HeldEnd {
+  by_itself,   // it exited (or was stopped from outside swarm's lease handling)
+  lease_lost,  // swarm stopped it: the lease was lost
+  resigned,    // swarm stopped it: the leader was asked to step down
+};
+std::string_view to_string(HeldEnd end);
+
+int run_holding(const LeaseStore& store, Lease lease, const HeldCommand& held, HeldEnd* ended = nullptr);
 
 }  // namespace swarm

@@ -61,4 +61,7 @@ void log_long_history(Bench& b);      // 19
 void land_big_repository(Bench& b);   // 20
 void land_ready_queue(Bench& b);      // 21
 
+// bench_serve.cc
+void serve_ten_thousand(Bench& b);    // 22
+
 }  // namespace bench

@@ -19,13 +19,18 @@ libdir=$(sed -n 's/^CMAKE_INSTALL_LIBDIR:PATH=//p' "$build/CMakeCache.txt")
 for f in bin/swarm "$libdir/swarm/libswarm_git.so" include/swarm/swarm/lease/lease.h include/swarm/kv/connection.h \
          "$libdir/libswarm.a" "$libdir/libswarm_kv.a" "$libdir/cmake/swarm/swarmConfig.cmake" \
          "$libdir/cmake/swarm/swarmConfigVersion.cmake" "$libdir/pkgconfig/swarm.pc" share/man/man1/swarm.1.gz \
-         share/bash-completion/completions/swarm share/doc/swarm/copyright; do
+         share/bash-completion/completions/swarm share/zsh/vendor-completions/_swarm \
+         share/fish/vendor_completions.d/swarm.fish "$libdir/swarm/swarm-serve" share/doc/swarm/copyright; do
   [ -e "$prefix/$f" ] || fail "missing $f in the installed prefix"
 done
 [ "$("$prefix/bin/swarm" --version)" = "swarm $(sed -n 's/^project(swarm VERSION \([0-9.]*\).*/\1/p' "$src/CMakeLists.txt")" ] ||
   fail "swarm --version: $("$prefix/bin/swarm" --version)"
 zgrep -q 'swarm join' "$prefix/share/man/man1/swarm.1.gz" || fail "the man page has no section on join"
 zgrep -q '^\.SH VERBS' "$prefix/share/man/man1/swarm.1.gz" || fail "the man page has no VERBS section"
+for section in ENVIRONMENT FILES '"EXIT STATUS"'; do
+  zgrep -q "^\.SH $section" "$prefix/share/man/man1/swarm.1.gz" || fail "the man page has no $section section"
+done
+zgrep -q 'swarm lease acquire' "$prefix/share/man/man1/swarm.1.gz" || fail "the man page has no section on lease acquire"
 
 # A nats-server of our own on a port it picks itself (and writes down).
 mkdir "$tmp/ports"
@@ -46,13 +51,19 @@ use() {  # use PREFIX WORKSPACE SLOT
   grep -q "loaded the git module $1/" "$tmp/join.err" || fail "the git module did not come from $1: $(cat "$tmp/join.err")"
   echo hello > "$wt/hello.txt"
   (cd "$ws" && "$swarm" commit --slot "$slot" -m "hello" >/dev/null) || fail "commit from $1"
-  # Completion: verbs, and the slot from this host's folders.
-  words=$(cd "$ws" && bash -c "source '$1/share/bash-completion/completions/swarm'; COMP_WORDS=(swarm sta); COMP_CWORD=1; _swarm; echo \${COMPREPLY[*]}")
+  # Completion (swarm itself answers, from PATH): verbs, no value for --task, live slots.
+  words=$(cd "$ws" && PATH="$1/bin:$PATH" bash -c "source '$1/share/bash-completion/completions/swarm'; COMP_WORDS=(swarm sta); COMP_CWORD=1; _swarm; echo \${COMPREPLY[*]}")
   [ "$words" = "status" ] || fail "completion of 'swarm sta' gave '$words'"
-  words=$(bash -c "source '$1/share/bash-completion/completions/swarm'; COMP_WORDS=(swarm join --task ''); COMP_CWORD=3; _swarm; echo \${COMPREPLY[*]}")
+  words=$(cd "$ws" && PATH="$1/bin:$PATH" bash -c "source '$1/share/bash-completion/completions/swarm'; COMP_WORDS=(swarm join --task ''); COMP_CWORD=3; _swarm; echo \${COMPREPLY[*]}")
   [ -z "$words" ] || fail "completion of a --task value offered '$words'"
   words=$(cd "$ws" && PATH="$1/bin:$PATH" bash -c "source '$1/share/bash-completion/completions/swarm'; COMP_WORDS=(swarm close --slot ''); COMP_CWORD=3; _swarm; echo \${COMPREPLY[*]}")
   [[ " $words " == *" $slot "* ]] || fail "completion of --slot gave '$words', not $slot"
+  # The HTTP server from the private folder: swarm serve runs it.
+  (cd "$ws" && exec "$swarm" serve --listen 127.0.0.1:0 > "$tmp/serve.out" 2>&1) & local serving=$!
+  for _ in $(seq 100); do grep -q '^serving http' "$tmp/serve.out" 2>/dev/null && break; sleep 0.1; done
+  grep -q '^serving http://127.0.0.1:' "$tmp/serve.out" || fail "serve from $1: $(cat "$tmp/serve.out")"
+  kill -TERM "$serving"
+  wait "$serving" || fail "serve from $1 did not end cleanly"
   (cd "$ws" && "$swarm" close --slot "$slot" --result success >/dev/null) || fail "close from $1"
   (cd "$ws" && "$swarm" down >/dev/null) || fail "down from $1"
 }

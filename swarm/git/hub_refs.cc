@@ -1,0 +1,113 @@
+// Refs of the hub by prefix, listed and deleted (recovery prune): a local hub
+// in place, each deletion a compare-and-swap on the ref; a network hub by one
+// listing and one push of deletions, each fenced on the id listed.
+#include "swarm/error.h"
+#include "swarm/git/remote_access.h"
+#include "swarm/git/repos.h"
+
+namespace swarm::git {
+
+namespace {
+
+using RefIteratorPtr = std::unique_ptr<git_reference_iterator, Freer<git_reference_iterator_free>>;
+
+RepositoryPtr open_local(const HubLocation& where) {
+  git_repository* raw = nullptr;
+  if (git_repository_open_ext(&raw, where.path().c_str(), GIT_REPOSITORY_OPEN_NO_SEARCH | GIT_REPOSITORY_OPEN_BARE,
+                              nullptr) != 0)
+    throw Error(Errc::not_bootstrapped, "the hub " + where.text + " is missing or not a git repository");
+  return RepositoryPtr(raw);
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> list_refs(const std::string& hub, const std::string& prefix) {
+  ensure_initialized();
+  const HubLocation where = parse_hub_location(hub, "/");
+  std::vector<std::pair<std::string, std::string>> out;
+  if (!where.remote()) {
+    RepositoryPtr repo = open_local(where);
+    git_reference_iterator* raw = nullptr;
+    check(git_reference_iterator_glob_new(&raw, repo.get(), (prefix + "*").c_str()), "list the hub's refs");
+    RefIteratorPtr it(raw);
+    git_reference* ref_raw = nullptr;
+    while (git_reference_next(&ref_raw, it.get()) == 0) {
+      ReferencePtr ref(ref_raw);
+      if (git_reference_type(ref.get()) == GIT_REFERENCE_DIRECT)
+        out.emplace_back(git_reference_name(ref.get()), hex(*git_reference_target(ref.get())));
+    }
+    git_error_clear();
+    return out;
+  }
+  RemoteAccess access(hub);
+  git_remote* remote_raw = nullptr;
+  check(git_remote_create_detached(&remote_raw, access.git_url().c_str()), "name the hub " + access.hub().shown());
+  RemotePtr remote(remote_raw);
+  for (const auto& [name, oid] : access.list(remote.get(), "list the hub's refs").refs)
+    if (name.rfind(prefix, 0) == 0) out.emplace_back(name, hex(oid));
+  return out;
+}
+
+std::vector<std::string> delete_refs(const std::string& hub, const std::vector<std::pair<std::string, std::string>>& refs) {
+  ensure_initialized();
+  const HubLocation where = parse_hub_location(hub, "/");
+  std::vector<std::string> deleted;
+  if (refs.empty()) return deleted;
+  if (!where.remote()) {
+    RepositoryPtr repo = open_local(where);
+    for (const auto& [name, id] : refs) {
+      git_oid expected;
+      if (git_oid_fromstr(&expected, id.c_str()) != 0) continue;
+      git_reference* raw = nullptr;
+      if (git_reference_lookup(&raw, repo.get(), name.c_str()) != 0) {
+        git_error_clear();
+        continue;
+      }
+      ReferencePtr ref(raw);
+      const git_oid* now = git_reference_target(ref.get());
+      if (now == nullptr || !git_oid_equal(now, &expected)) continue;  // written again since it was listed
+      // Deleted under the ref's lock, and only while it still points there.
+      if (git_reference_delete(ref.get()) == 0) deleted.push_back(name);
+      git_error_clear();
+    }
+    return deleted;
+  }
+  // A network hub: a scratch repository pushes the deletions (":ref").
+  std::string scratch = (std::filesystem::temp_directory_path() / "swarm-prune-XXXXXX").string();
+  if (::mkdtemp(scratch.data()) == nullptr) throw Error(Errc::filesystem, "cannot make a scratch folder in /tmp");
+  RemovedOnExit remove{scratch};
+  git_repository* repo_raw = nullptr;
+  check(git_repository_init(&repo_raw, scratch.c_str(), 1), "make a scratch repository");
+  RepositoryPtr repo(repo_raw);
+  RemoteAccess access(hub);
+  // Only what still points where it was listed: listed again right before.
+  std::vector<std::string> specs;
+  std::vector<std::string> names;
+  {
+    RemotePtr lister = access.hub_remote(repo.get());
+    const auto now = access.list(lister.get(), "list the hub's refs").refs;
+    for (const auto& [name, id] : refs)
+      for (const auto& [current, oid] : now)
+        if (current == name && hex(oid) == id) {
+          specs.push_back(":" + name);
+          names.push_back(name);
+        }
+  }
+  if (specs.empty()) return deleted;
+  RemotePtr remote = access.hub_remote(repo.get());
+  std::vector<char*> pointers;
+  for (auto& spec : specs) pointers.push_back(spec.data());
+  git_strarray array{pointers.data(), pointers.size()};
+  git_push_options options = GIT_PUSH_OPTIONS_INIT;
+  options.callbacks = access.callbacks();
+  access.run("delete recovery refs from the hub", [&] { return git_remote_push(remote.get(), &array, &options); },
+             RemoteAccess::Direction::push);
+  for (const auto& name : names) {
+    bool rejected = false;
+    for (const auto& r : access.rejected()) rejected = rejected || r.rfind(name + ":", 0) == 0;
+    if (!rejected) deleted.push_back(name);
+  }
+  return deleted;
+}
+
+}  // namespace swarm::git
