@@ -102,25 +102,16 @@ bool ServeView::wait_for_change(std::uint64_t seen, std::chrono::milliseconds ti
   return !stopping_;
 }
 
-// Each feed runs until stop(); a broken watch (NATS gone) is made again.
-void ServeView::sessions_loop() {
+// Runs `body` (one feed: it watches until stop()) again and again: a broken
+// watch (NATS gone) is made anew a second later, and the view says NATS is
+// down meanwhile.
+void ServeView::feed(const char* what, const std::function<void()>& body) {
   while (!stopping_) {
     try {
-      swarm::StatusWatch watch(sessions_, me_, "", true);
-      set_up("sessions", true);
-      while (!stopping_) {
-        auto update = watch.next(kPoll);
-        if (!update) continue;
-        {
-          std::lock_guard lock(mu_);
-          table_ = std::move(update->view);
-          table_at_ = std::chrono::steady_clock::now();
-        }
-        changed();
-      }
+      body();
     } catch (const std::exception& e) {
-      spdlog::warn("the sessions' watch broke: {}; watching again in {}s", e.what(), kRetry.count());
-      set_up("sessions", false);
+      spdlog::warn("the {} feed broke: {}; watching again in {}s", what, e.what(), kRetry.count());
+      set_up(what, false);
       changed();
       std::unique_lock lock(mu_);
       cv_.wait_for(lock, kRetry, [&] { return stopping_.load(); });
@@ -128,85 +119,99 @@ void ServeView::sessions_loop() {
   }
 }
 
-void ServeView::leases_loop() {
-  while (!stopping_) {
-    try {
-      kv::Bucket bucket = kv::Bucket::open(connection_, lease_bucket_);
-      kv::Watch watch = bucket.watch(">");
-      set_up("leases", true);
+void ServeView::sessions_loop() {
+  feed("sessions", [this] {
+    swarm::StatusWatch watch(sessions_, me_, "", true);
+    set_up("sessions", true);
+    while (!stopping_) {
+      auto update = watch.next(kPoll);
+      if (!update) continue;
       {
         std::lock_guard lock(mu_);
-        leases_.clear();
-        places_.clear();
-        beats_.clear();
+        table_ = std::move(update->view);
+        table_at_ = std::chrono::steady_clock::now();
       }
-      while (!stopping_) {
-        auto event = watch.next(kPoll);
-        if (!event) continue;
-        if (event->kind == kv::WatchEvent::Kind::caught_up) {
-          changed();
-          continue;
-        }
-        {
-          std::lock_guard lock(mu_);
-          const std::string key = event->entry.key;
-          const bool put = event->kind == kv::WatchEvent::Kind::put;
-          if (swarm::is_lease_key(key)) {
-            if (put) leases_[key] = swarm::lease_entry_of(std::move(event->entry));
-            else leases_.erase(key);
-          } else if (swarm::place_of(key)) {
-            if (put) places_[key] = std::move(event->entry);
-            else places_.erase(key);
-          } else if (auto place = swarm::beat_of(key)) {
-            if (put) beats_[*place] = event->entry.created;
-            else beats_.erase(*place);
-          }
-        }
-        changed();
-      }
-    } catch (const std::exception& e) {
-      spdlog::warn("the leases' watch broke: {}; watching again in {}s", e.what(), kRetry.count());
-      set_up("leases", false);
       changed();
-      std::unique_lock lock(mu_);
-      cv_.wait_for(lock, kRetry, [&] { return stopping_.load(); });
     }
-  }
+  });
+}
+
+void ServeView::leases_loop() {
+  feed("leases", [this] {
+    kv::Bucket bucket = kv::Bucket::open(connection_, lease_bucket_);
+    kv::Watch watch = bucket.watch(">");
+    set_up("leases", true);
+    {
+      std::lock_guard lock(mu_);
+      leases_.clear();
+      places_.clear();
+      beats_.clear();
+    }
+    while (!stopping_) {
+      auto event = watch.next(kPoll);
+      if (!event) continue;
+      if (event->kind != kv::WatchEvent::Kind::caught_up) {
+        std::lock_guard lock(mu_);
+        const std::string key = event->entry.key;
+        const bool put = event->kind == kv::WatchEvent::Kind::put;
+        if (swarm::is_lease_key(key)) {
+          if (put) leases_[key] = swarm::lease_entry_of(std::move(event->entry));
+          else leases_.erase(key);
+        } else if (swarm::place_of(key)) {
+          if (put) places_[key] = std::move(event->entry);
+          else places_.erase(key);
+        } else if (auto place = swarm::beat_of(key)) {
+          if (put) beats_[*place] = event->entry.created;
+          else beats_.erase(*place);
+        }
+      }
+      changed();
+    }
+  });
 }
 
 void ServeView::journal_loop() {
   std::optional<std::uint64_t> after;
-  while (!stopping_) {
-    try {
-      swarm::JournalQuery query;
-      query.buckets = {sessions_.bucket_name(), lease_bucket_};
-      if (!after) query.since = std::chrono::system_clock::now() - kHistory;
-      if (!journal_.state())
-        throw swarm::Error(swarm::Errc::not_bootstrapped, "no journal yet (stream swarm-events); `swarm up` makes it");
-      auto follow = journal_.follow(query, after);
-      set_up("journal", true);
-      while (!stopping_) {
-        auto event = follow.next(kPoll);
-        if (!event) continue;
-        after = event->seq;
-        {
-          std::lock_guard lock(mu_);
-          ++event_counts_[event->kind];
-          events_.push_back(std::move(*event));
-          const auto horizon = std::chrono::system_clock::now() - kHistory;
-          while (events_.size() > kViewEvents || (!events_.empty() && events_.front().time && *events_.front().time < horizon))
-            events_.pop_front();
-        }
-        changed();
+  feed("journal", [this, &after] {
+    swarm::JournalQuery query;
+    query.buckets = {sessions_.bucket_name(), lease_bucket_};
+    if (!after) query.since = std::chrono::system_clock::now() - kHistory;
+    if (!journal_.state())
+      throw swarm::Error(swarm::Errc::not_bootstrapped, "no journal yet (stream swarm-events); `swarm up` makes it");
+    auto follow = journal_.follow(query, after);
+    set_up("journal", true);
+    while (!stopping_) {
+      auto event = follow.next(kPoll);
+      if (!event) continue;
+      after = event->seq;
+      {
+        std::lock_guard lock(mu_);
+        ++event_counts_[event->kind];
+        events_.push_back(std::move(*event));
+        const auto horizon = std::chrono::system_clock::now() - kHistory;
+        while (events_.size() > kViewEvents ||
+               (!events_.empty() && events_.front().time && *events_.front().time < horizon))
+          events_.pop_front();
       }
-    } catch (const std::exception& e) {
-      spdlog::warn("the journal's reader broke: {}; reading again in {}s", e.what(), kRetry.count());
-      set_up("journal", false);
       changed();
-      std::unique_lock lock(mu_);
-      cv_.wait_for(lock, kRetry, [&] { return stopping_.load(); });
     }
+  });
+}
+
+std::map<std::string, int> ServeView::waiting(swarm::TimePoint now) const {
+  std::map<std::string, int> out;
+  for (const auto& [key, place] : places_) {
+    auto beat = beats_.find(key);
+    if (swarm::place_is_live(place, beat == beats_.end() ? std::nullopt : std::optional(beat->second), now, {}, {}))
+      ++out[*swarm::place_of(key)];
   }
+  return out;
+}
+
+bool ServeView::nats_up() const {
+  bool up = !up_.empty();
+  for (const auto& [what, ok] : up_) up = up && ok;
+  return up;
 }
 
 std::vector<swarm::SessionRow> ServeView::sessions_now(swarm::TimePoint* now) const {
@@ -229,14 +234,8 @@ std::string ServeView::metrics() const {
   for (const auto& row : rows) ++sessions[{std::string(swarm::to_string(row.state)), std::string(row.host)}];
   std::map<std::string, int> lease_states;
   for (const auto& [name, entry] : leases_) ++lease_states[std::string(swarm::to_string(swarm::standing_of(entry, now).state))];
-  std::map<std::string, int> waiters;
-  for (const auto& [key, place] : places_) {
-    auto beat = beats_.find(key);
-    if (swarm::place_is_live(place, beat == beats_.end() ? std::nullopt : std::optional(beat->second), now, {}, {}))
-      ++waiters[*swarm::place_of(key)];
-  }
-  bool up = !up_.empty();
-  for (const auto& [what, ok] : up_) up = up && ok;
+  const std::map<std::string, int> waiters = waiting(now);
+  const bool up = nats_up();
 
   std::string out;
   out += "# HELP swarm_sessions Sessions of the workspace's bucket by state and host.\n# TYPE swarm_sessions gauge\n";
@@ -275,13 +274,7 @@ std::string ServeView::leases_document() const {
   const auto now = server_now();
   std::vector<swarm::LeaseEntry> entries;
   for (const auto& [name, entry] : leases_) entries.push_back(entry);
-  std::map<std::string, int> waiting;
-  for (const auto& [key, place] : places_) {
-    auto beat = beats_.find(key);
-    if (swarm::place_is_live(place, beat == beats_.end() ? std::nullopt : std::optional(beat->second), now, {}, {}))
-      ++waiting[*swarm::place_of(key)];
-  }
-  return cli::leases_document(entries, waiting, now).dump();
+  return cli::leases_document(entries, waiting(now), now).dump();
 }
 
 std::string ServeView::log_lines(std::size_t n) const {
@@ -301,9 +294,7 @@ std::pair<std::uint64_t, std::string> ServeView::page() const {
       .set("ttl_ms", static_cast<std::int64_t>(ttl_.count()))
       .set("bucket", sessions_.bucket_name())
       .set("host", me_.host);
-  bool up = !up_.empty();
-  for (const auto& [what, ok] : up_) up = up && ok;
-  doc.set("nats_up", up);
+  doc.set("nats_up", nats_up());
   swarm::Json counts = swarm::Json::object();
   std::map<std::string, int> by_state;
   std::set<std::string> hosts;
@@ -329,18 +320,13 @@ std::pair<std::uint64_t, std::string> ServeView::page() const {
   }
   doc.set("sessions", std::move(sessions));
   swarm::Json leases = swarm::Json::array();
-  std::map<std::string, int> waiting;
-  for (const auto& [key, place] : places_) {
-    auto beat = beats_.find(key);
-    if (swarm::place_is_live(place, beat == beats_.end() ? std::nullopt : std::optional(beat->second), now, {}, {}))
-      ++waiting[*swarm::place_of(key)];
-  }
+  const std::map<std::string, int> waiters = waiting(now);
   for (const auto& [name, e] : leases_) {
     const auto standing = swarm::standing_of(e, now);
     swarm::Json l = swarm::Json::object();
     l.set("name", name).set("state", swarm::to_string(standing.state)).set("stored_ms", unix_ms(e.stored_at))
         .set("left_ms", static_cast<std::int64_t>(standing.left.count()))
-        .set("waiters", waiting.count(name) ? waiting[name] : 0);
+        .set("waiters", waiters.count(name) ? waiters.at(name) : 0);
     if (e.record) {
       l.set("holder", e.record->holder).set("host", e.record->host).set("token", static_cast<std::int64_t>(e.token()))
           .set("ttl_ms", static_cast<std::int64_t>(e.record->ttl.count()));

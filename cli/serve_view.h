@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -55,11 +56,15 @@ class ServeView {
   bool stopping() const { return stopping_; }
 
  private:
+  void feed(const char* what, const std::function<void()>& body);
   void sessions_loop();
   void leases_loop();
   void journal_loop();
   void changed();
   void set_up(const char* what, bool up);
+  // Live places in each lease's line, and whether every feed works (mu_ held).
+  std::map<std::string, int> waiting(swarm::TimePoint now) const;
+  bool nats_up() const;
   // The sessions as of now: ages moved on since the last update, states again.
   std::vector<swarm::SessionRow> sessions_now(swarm::TimePoint* now) const;
   swarm::TimePoint server_now() const;
