@@ -202,18 +202,19 @@ Verb add_land(CLI::App& app) {
             for (const auto& s : slots) {
               swarm::Mutex mutex(store, lease_name,
                                  swarm::LeaseHolder::process(ctx.me(), getpid(), "land " + s), ttl);
-              auto lease = wait_in_line(ctx, store, mutex, lease_name, wait, signals);
-              if (!lease) return exit_for_signal(signals.received());
+              std::optional<swarm::Lease> lease;
               swarm::LandCheck check;
               check.command = f->check;
               check.running = [&signals](swarm::ChildProcess* child) { signals.forward_to(child); };
               check.interrupted = [&signals] { return signals.received() != 0; };
               std::optional<swarm::LandResult> r;
               try {
+                lease = wait_in_line(ctx, store, mutex, lease_name, wait, signals);
+                if (!lease) return exit_for_signal(signals.received());
                 r = landing.land(s, onto, *lease, check);
               } catch (const std::exception& thrown) {
                 try {
-                  store.release(*lease);
+                  if (lease) store.release(*lease);
                 } catch (const swarm::Error&) {
                   // It expires by itself.
                 }

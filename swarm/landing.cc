@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <mutex>
 #include <cctype>
 #include <map>
 
@@ -211,11 +212,16 @@ LandResult Landing::land(const std::string& slot, const std::string& onto, Lease
   result.onto = onto;
   result.token = lease.token;
   const std::string task = task_of(slot);
+  // The check's process while it runs: the keeper's thread stops it when
+  // the lease is lost, under `child_mu` so that it never signals one that
+  // is gone (declared before the keeper: it outlives the keeper's thread).
+  std::mutex child_mu;
+  std::unique_ptr<ChildProcess> running;
   // Renewed while it works; a loss stops the check and, above all, the push.
-  std::atomic<ChildProcess*> child{nullptr};
   LeaseKeeper keeper(leases_, lease, [&](const std::string& why, BootTime) {
     spdlog::warn("lease {} lost while landing slot {}: {}", lease.name, slot, why);
-    if (ChildProcess* c = child.load()) c->signal(SIGKILL);
+    std::lock_guard lock(child_mu);
+    if (running) running->signal(SIGKILL);
   });
   // However it ends: renewals stop, and the caller gets the lease as last
   // renewed (to release it).
@@ -264,16 +270,20 @@ LandResult Landing::land(const std::string& slot, const std::string& onto, Lease
       git().check_out(plan.to, dir);
       int status = 0;
       try {
-        std::unique_ptr<ChildProcess> running = ChildProcess::start(
-            check.command,
-            {{"SWARM_LAND_SLOT", slot}, {"SWARM_LAND_ONTO", onto}, {"SWARM_LEASE", lease.name},
-             {"SWARM_FENCING_TOKEN", std::to_string(lease.token)}},
-            {.cwd = dir.string(), .stdout_to_stderr = true});
-        child = running.get();
-        if (check.running) check.running(running.get());
-        status = running->wait();
-        child = nullptr;
+        ChildProcess* started = nullptr;
+        {
+          std::lock_guard lock(child_mu);
+          running = ChildProcess::start(check.command,
+                                        {{"SWARM_LAND_SLOT", slot}, {"SWARM_LAND_ONTO", onto}, {"SWARM_LEASE", lease.name},
+                                         {"SWARM_FENCING_TOKEN", std::to_string(lease.token)}},
+                                        {.cwd = dir.string(), .stdout_to_stderr = true});
+          started = running.get();
+        }
+        if (check.running) check.running(started);
+        status = started->wait();
         if (check.running) check.running(nullptr);
+        std::lock_guard lock(child_mu);
+        running.reset();
       } catch (const Error& e) {
         // A check that cannot run in the merged tree (a script it lacks) fails, as a shell's would.
         if (e.kind() != Errc::bad_input) throw;
