@@ -54,6 +54,23 @@ void check(int rc, std::string_view what);
 // Whether libgit2's message says the local filesystem refused a write.
 bool filesystem_refused(std::string_view message);
 
+// `visit(full name, target)` for each direct ref of `repo` under `prefix`
+// ("refs/heads/swarm/"); symbolic refs are left out. `what` names the
+// listing in an error.
+template <typename Visit>
+void for_each_direct_ref(git_repository* repo, const std::string& prefix, std::string_view what, Visit&& visit) {
+  git_reference_iterator* raw = nullptr;
+  check(git_reference_iterator_glob_new(&raw, repo, (prefix + "*").c_str()), what);
+  std::unique_ptr<git_reference_iterator, Freer<git_reference_iterator_free>> it(raw);
+  git_reference* ref_raw = nullptr;
+  while (git_reference_next(&ref_raw, it.get()) == 0) {
+    ReferencePtr ref(ref_raw);
+    if (git_reference_type(ref.get()) == GIT_REFERENCE_DIRECT)
+      visit(std::string(git_reference_name(ref.get())), *git_reference_target(ref.get()));
+  }
+  git_error_clear();
+}
+
 // An oid as 40 hex digits, and its first 12.
 std::string hex(const git_oid& oid);
 std::string short_hex(const git_oid& oid);

@@ -9,8 +9,6 @@ namespace swarm::git {
 
 namespace {
 
-using RefIteratorPtr = std::unique_ptr<git_reference_iterator, Freer<git_reference_iterator_free>>;
-
 RepositoryPtr open_local(const HubLocation& where) {
   git_repository* raw = nullptr;
   if (git_repository_open_ext(&raw, where.path().c_str(), GIT_REPOSITORY_OPEN_NO_SEARCH | GIT_REPOSITORY_OPEN_BARE,
@@ -27,16 +25,8 @@ std::vector<std::pair<std::string, std::string>> list_refs(const std::string& hu
   std::vector<std::pair<std::string, std::string>> out;
   if (!where.remote()) {
     RepositoryPtr repo = open_local(where);
-    git_reference_iterator* raw = nullptr;
-    check(git_reference_iterator_glob_new(&raw, repo.get(), (prefix + "*").c_str()), "list the hub's refs");
-    RefIteratorPtr it(raw);
-    git_reference* ref_raw = nullptr;
-    while (git_reference_next(&ref_raw, it.get()) == 0) {
-      ReferencePtr ref(ref_raw);
-      if (git_reference_type(ref.get()) == GIT_REFERENCE_DIRECT)
-        out.emplace_back(git_reference_name(ref.get()), hex(*git_reference_target(ref.get())));
-    }
-    git_error_clear();
+    for_each_direct_ref(repo.get(), prefix, "list the hub's refs",
+                        [&](const std::string& name, const git_oid& id) { out.emplace_back(name, hex(id)); });
     return out;
   }
   RemoteAccess access(hub);

@@ -28,7 +28,6 @@ namespace {
 
 using IndexConflictIteratorPtr =
     std::unique_ptr<git_index_conflict_iterator, Freer<git_index_conflict_iterator_free>>;
-using RefIteratorPtr = std::unique_ptr<git_reference_iterator, Freer<git_reference_iterator_free>>;
 
 constexpr std::string_view kSlotPrefix = "refs/heads/swarm/";
 // Where the cache names the commit it pushes (a push takes refs, not ids).
@@ -343,16 +342,8 @@ class LandRepo : public LandBackend {
   // `visit(name after prefix, tip)` for each direct ref under `prefix`.
   template <typename Visit>
   void for_each_branch(const std::string& prefix, Visit&& visit) {
-    git_reference_iterator* raw = nullptr;
-    check(git_reference_iterator_glob_new(&raw, repo_.get(), (prefix + "*").c_str()), "list the hub's branches");
-    RefIteratorPtr it(raw);
-    git_reference* ref_raw = nullptr;
-    while (git_reference_next(&ref_raw, it.get()) == 0) {
-      ReferencePtr ref(ref_raw);
-      if (git_reference_type(ref.get()) != GIT_REFERENCE_DIRECT) continue;
-      visit(std::string(git_reference_name(ref.get())).substr(prefix.size()), *git_reference_target(ref.get()));
-    }
-    git_error_clear();
+    for_each_direct_ref(repo_.get(), prefix, "list the hub's branches",
+                        [&](const std::string& name, const git_oid& tip) { visit(name.substr(prefix.size()), tip); });
   }
 
   std::string hub_;
