@@ -11,6 +11,7 @@
 #include "swarm/doctor_checks.h"
 #include "swarm/embedded_server.h"
 #include "swarm/error.h"
+#include "swarm/lease/rules.h"
 #include "swarm/process_info.h"
 
 namespace swarm {
@@ -120,7 +121,9 @@ d::SessionListing check_sessions(DoctorReport& report, const SessionStore& store
   }
   const Clock server_now = listing.server ? listing.server->now : Clock();
   auto has_folder = [&ws](const std::string& slot) { return d::has_folder(ws, slot); };
-  report_stage(report, d::run_checks(kRecordChecks, d::RecordsInput{ws, here, listing.notable, server_now, ttl, has_folder}),
+  const auto margin = listing.server ? expiry_margin(ttl, listing.server->uncertainty) : std::chrono::milliseconds(0);
+  report_stage(report,
+               d::run_checks(kRecordChecks, d::RecordsInput{ws, here, listing.notable, server_now, ttl, has_folder, margin}),
                fixes, fixed);
   // Read after the records' fixes: a stale session's folder is gone now.
   const auto entries = d::list_slot_entries(ws);

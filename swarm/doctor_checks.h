@@ -139,9 +139,12 @@ struct RecordsInput {
   const Workspace& ws;  // for the paths named
   const Here& here;
   const std::vector<SessionEntry>& notable;
-  Clock server_now;  // the server's clock
+  Clock server_now;  // the server's clock, read after the listing arrived
   std::chrono::milliseconds ttl{0};
   std::function<bool(const std::string& slot)> has_folder;
+  // The error of that clock's reading (lease/rules' expiry margin): an age is
+  // judged less it, since --fix removes what it judges stale (adr/0023).
+  std::chrono::milliseconds margin{0};
 };
 // Late, stale, corrupt, another workspace's, and this host's with no folder.
 Findings check_records(const RecordsInput& in);

@@ -102,7 +102,7 @@ std::optional<Finding> record_finding(const RecordsInput& in, const SessionEntry
   if (in.here.other_workspace(s)) return other_workspace_session(entry);
   const HostIdentity& me = in.here.me;
   auto age = age_of(entry.stored_at, server_now);
-  State state = state_of(age, in.ttl);
+  State state = state_of(std::max(std::chrono::milliseconds(0), age - in.margin), in.ttl);
   if (state == State::stale) return stale_session(me, entry, age, in.ttl);
   if (me.owns(s) && !in.has_folder(entry.slot)) return missing_folder(in.ws, entry);
   if (state == State::late) return late_session(me, entry, age, in.ttl);

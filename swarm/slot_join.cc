@@ -5,6 +5,7 @@
 #include "swarm/duration.h"
 #include "swarm/error.h"
 #include "swarm/journal_events.h"
+#include "swarm/lease/rules.h"
 #include "swarm/liveness.h"
 #include "swarm/log.h"
 #include "swarm/names.h"
@@ -32,13 +33,19 @@ Session SlotLifecycle::new_session(const std::string& slot, const std::string& t
   return s;
 }
 
-State SlotLifecycle::require_takeover(const SessionEntry& existing, Takeover takeover) const {
+State SlotLifecycle::require_takeover(const SessionEntry& existing, std::chrono::steady_clock::time_point arrived,
+                                      Takeover takeover) const {
   const std::string& slot = existing.slot;
   if (existing.corrupt()) throw Error::corrupt_session(slot, existing.corrupt_reason);
   const Session& owner = *existing.session;
   if (!me_.owns(owner)) throw Error(Errc::foreign_host, foreign_message(slot, owner));
   auto server = store_.server_clock(clock_);
-  auto age = age_of(existing.stored_at, server.now());
+  // The age it can be sure of, timed from when the read's answer arrived: a
+  // session renewed while a slow read was under way is young (adr/0023).
+  // Unmeasured (no server clock), the age by this host's clock says only
+  // what the message below says.
+  auto age = server.measured ? certain_age(server, arrived, existing.stored_at, store_.ttl(), Steady::now())
+                             : age_of(existing.stored_at, server.now());
   State state = state_of(age, store_.ttl());
   const bool forced = takeover == Takeover::force;
   if (state == State::stale && !server.measured && !forced)
@@ -54,7 +61,8 @@ State SlotLifecycle::require_takeover(const SessionEntry& existing, Takeover tak
 
 void SlotLifecycle::write_join_record(JoinResult& result, Takeover takeover) const {
   const std::string& slot = result.session.slot;
-  auto existing = store_.get(slot);
+  auto read = read_arriving([&] { return store_.get(slot); });
+  const auto& existing = read.value;
   if (!existing) {
     try {
       result.revision = store_.create(result.session);
@@ -65,7 +73,7 @@ void SlotLifecycle::write_join_record(JoinResult& result, Takeover takeover) con
     }
     return;
   }
-  const State state = require_takeover(*existing, takeover);
+  const State state = require_takeover(*existing, read.at, takeover);
   try {
     result.revision = store_.update(result.session, existing->revision);
   } catch (const Error& e) {

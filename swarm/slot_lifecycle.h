@@ -139,7 +139,9 @@ class SlotLifecycle {
   Session new_session(const std::string& slot, const std::string& task, std::int64_t leaf_pid) const;
   // Throws unless this host may take over `existing` (corrupt, foreign_host,
   // conflict naming why); returns how it stood.
-  State require_takeover(const SessionEntry& existing, Takeover takeover) const;
+  // `arrived`: when the read that returned `existing` got its answer.
+  State require_takeover(const SessionEntry& existing, std::chrono::steady_clock::time_point arrived,
+                         Takeover takeover) const;
   // Writes the record (create, or CAS over a session it may take over).
   void write_join_record(JoinResult& result, Takeover takeover) const;
   // The task lease, the worktree (made or resumed) and the slot's crumbs.

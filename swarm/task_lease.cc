@@ -25,7 +25,8 @@ Lease TaskLeases::claim(const std::string& slot, const std::string& task, std::i
   LeaseHolder who = LeaseHolder::process(me_, pid, slot);
   who.slot = slot;
   who.task = task;
-  LastWrite last = store_.last(name);
+  auto read = read_arriving([&] { return store_.last(name); });
+  const LastWrite& last = read.value;
   if (last.revision != 0 && !last.released) {
     if (!last.record)
       throw Error::corrupt_lease(name, "the lease of task " + task + ": " + last.corrupt_reason);
@@ -46,10 +47,10 @@ Lease TaskLeases::claim(const std::string& slot, const std::string& task, std::i
     if (r.task != task && !r.task.empty())
       throw Error(Errc::conflict, "task " + task + " and task " + r.task + " share the lease name " + name +
                                       " (a hash collision); give one of them another id");
-    LeaseEntry entry{name, last.revision, last.stored_at, last.record, {}, {}};
-    const ServerClock& clock = store_.server_clock();
-    auto standing = standing_of(entry, clock.now());
-    if (!certainly_expired(standing.age, r.ttl, clock)) throw Error(Errc::conflict, held_message(task, r));
+    // Another slot's claim: taken over only when it certainly expired, timed
+    // from when the read's answer arrived.
+    if (!certainly_expired(store_.server_clock(), read.at, last.stored_at, r.ttl, Steady::now()))
+      throw Error(Errc::conflict, held_message(task, r));
   }
   try {
     return store_.grant(name, who, ttl_, last);

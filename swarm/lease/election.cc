@@ -84,17 +84,14 @@ std::string_view to_string(Leadership::Change change) {
 LeaderWatch::LeaderWatch(const LeaseStore& store, const std::string& name) : store_(store), name_(name) {
   // Who leads now, from one read: a lease never taken replays nothing.
   bool released = false;
-  auto last = store_.keys().last(name_, &released);
-  if (last) {
+  auto read = read_arriving([&] { return store_.keys().last(name_, &released); });
+  if (const auto& last = read.value) {
     revision_ = last->revision;
     auto parsed = parse_lease(last->value);
     if (!released && parsed.lease) {
       leader_ = parsed.lease;
       token_ = token_of(parsed.lease->token, last->revision);
-      const ServerClock& clock = store_.server_clock();
-      const auto seen = Steady::now();
-      const auto age = age_when_seen(clock, seen, last->created);
-      expires_ = expiry_seen_at(seen, parsed.lease->ttl, age, clock.uncertainty);
+      expires_ = observed_expiry(store_.server_clock(), read.at, last->created, parsed.lease->ttl);
     }
   }
   pump_.add(store_.keys().watch(name_), 0);
@@ -138,8 +135,7 @@ std::optional<Leadership> LeaderWatch::next(milliseconds timeout) {
     auto parsed = parse_lease(entry.value);
     if (!parsed.lease) continue;
     const std::uint64_t token = token_of(parsed.lease->token, entry.revision);
-    const ServerClock& clock = store_.server_clock();
-    expires_ = expiry_seen_at(event->seen, parsed.lease->ttl, milliseconds(0), clock.uncertainty);
+    expires_ = observed_expiry_of_new(store_.server_clock(), event->arrived, parsed.lease->ttl);
     bool changed = !leader_ || token != token_;
     leader_ = parsed.lease;
     token_ = token;

@@ -250,18 +250,19 @@ LastWrite LeaseStore::last(const std::string& name) const {
 Lease LeaseStore::acquire(const std::string& name, const LeaseHolder& who, milliseconds ttl) const {
   require_lease_name(name);
   require_lease_ttl(ttl);
-  LastWrite before = last(name);
+  auto read = read_arriving([&] { return last(name); });
+  const LastWrite& before = read.value;
   if (before.revision != 0 && !before.released) {
     if (!before.record)
       throw Error::corrupt_lease(name, before.corrupt_reason);
-    LeaseEntry entry{name, before.revision, before.stored_at, before.record, {}, {}};
     const ServerClock& clock = server_clock();
-    auto standing = standing_of(entry, clock.now());
-    // Taken only when it is certainly expired; a clock that could not be
-    // read leaves it to the holder.
-    if (!certainly_expired(standing.age, before.record->ttl, clock)) {
-      const auto margin = expiry_margin(before.record->ttl, clock.uncertainty);
-      throw Error(Errc::conflict, held_message(name, *before.record, entry.token(), standing.left + margin));
+    // Taken only when it is certainly expired, timed from when the read's
+    // answer arrived; a clock that could not be read leaves it to the holder.
+    const auto now = Steady::now();
+    if (!certainly_expired(clock, read.at, before.stored_at, before.record->ttl, now)) {
+      const auto left = observed_expiry(clock, read.at, before.stored_at, before.record->ttl) - now;
+      throw Error(Errc::conflict, held_message(name, *before.record, token_of(before.record->token, before.revision),
+                                               std::max(milliseconds(0), duration_cast<milliseconds>(left))));
     }
   }
   // Free: granted only when nobody waits in line for it.
@@ -284,7 +285,7 @@ Lease LeaseStore::grant(const std::string& name, const LeaseHolder& who, millise
 
 Lease LeaseStore::write_grant(const std::string& name, LeaseRecord r, const LastWrite& over) const {
   const std::string value = to_json(r);
-  // The deadline counts from just before the write is sent (adr/0011).
+  // A holder's deadline counts from just before the write is sent (adr/0023).
   const BootTime sent = BootClock::now();
   std::uint64_t revision = cas("lease " + name + " was just granted to another", [&] {
     return over.revision == 0 ? bucket().create(name, value) : bucket().update(name, value, over.revision);
@@ -293,7 +294,7 @@ Lease LeaseStore::write_grant(const std::string& name, LeaseRecord r, const Last
   lease.name = name;
   lease.token = revision;
   lease.revision = revision;
-  lease.deadline = sent + r.ttl;
+  lease.deadline = holder_deadline(sent, r.ttl);
   lease.record = std::move(r);
   // Briefly: the grant's TTL runs meanwhile (a lock starts its command after).
   journal_.with_budget(event_budget(lease.record.ttl)).record(lease_grant_event(bucket().name(), lease, over));
@@ -309,7 +310,7 @@ Lease LeaseStore::renew(const Lease& lease) const {
   next.revision = cas("lease " + lease.name + " is no longer held by token " + std::to_string(lease.token) +
                           ": it was released, or granted to another",
                       [&] { return bucket().update(lease.name, value, lease.revision); });
-  next.deadline = sent + next.record.ttl;
+  next.deadline = holder_deadline(sent, next.record.ttl);
   return next;
 }
 

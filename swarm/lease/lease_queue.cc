@@ -33,9 +33,12 @@ void LeaseQueue::join(const LeaseHolder& who, milliseconds ttl) {
   const std::string id = fresh_id();
   const TimePoint sent = std::chrono::system_clock::now();
   const auto sent_steady = Steady::now();
+  const BootTime sent_boot = BootClock::now();
   order_ = store_.keys().create(place_key(id), to_json(record_));
   const auto answered = Steady::now();
   id_ = id;
+  place_deadline_ = holder_deadline(sent_boot, ttl);
+  lapsed_ = false;
   // The server's stamp on our own place: its clock, give or take the round trip.
   auto mine = store_.keys().get(place_key(id));
   clock_ = mine && mine->revision == order_ ? clock_from_stamp(sent, sent_steady, answered, mine->created)
@@ -43,15 +46,49 @@ void LeaseQueue::join(const LeaseHolder& who, milliseconds ttl) {
   spdlog::debug("lease {}: joined the line at {} (order {})", lease_, place_key(id_), order_);
 }
 
-void LeaseQueue::renew() {
-  if (id_.empty()) return;
+bool LeaseQueue::renew() {
+  if (id_.empty()) return false;
   // The place itself stays as it was written: whoever watches it wakes only
   // when it goes.
   record_.order = order_;
   record_.renewed_at = std::chrono::system_clock::now();
   const std::string value = to_json(record_);
-  beat_revision_ = beat_revision_ == 0 ? store_.keys().create(beat_key(id_), value)
-                                       : store_.keys().update(beat_key(id_), value, beat_revision_);
+  const BootTime sent = BootClock::now();
+  // A heartbeat sent after the place's last write lapsed cannot vouch for
+  // the place: it may have been removed meanwhile (the heartbeat is a key
+  // of its own), so the place must be read back before it counts again.
+  if (sent >= place_deadline_) lapsed_ = true;
+  try {
+    beat_revision_ = beat_revision_ == 0 ? store_.keys().create(beat_key(id_), value)
+                                         : store_.keys().update(beat_key(id_), value, beat_revision_);
+  } catch (const Error& e) {
+    if (e.kind() != Errc::conflict) throw;
+    // The heartbeat was removed (with the place: judged dead while this
+    // waiter was stuck) or written by another: this place is no longer ours.
+    spdlog::debug("lease {}: the heartbeat of {} was removed: out of line", lease_, place_key(id_));
+    return false;
+  }
+  place_deadline_ = holder_deadline(sent, record_.ttl);
+  return true;
+}
+
+bool LeaseQueue::still_in_line() {
+  if (id_.empty()) return false;
+  if (!lapsed_ && BootClock::now() < place_deadline_) return true;
+  // Its heartbeats lapsed (a stuck read, a stalled host): beat now, then
+  // look whether the place is still there.
+  if (!renew()) return false;
+  auto place = store_.keys().get(place_key(id_));
+  const bool there = place && place->revision == order_;
+  if (!there) spdlog::debug("lease {}: {} was removed while this waiter was stuck", lease_, place_key(id_));
+  lapsed_ = !there;
+  return there;
+}
+
+void LeaseQueue::rejoin(const LeaseHolder& who) {
+  const milliseconds ttl = record_.ttl;
+  leave();
+  join(who, ttl);
 }
 
 void LeaseQueue::leave(bool granted) noexcept {
@@ -73,30 +110,32 @@ void LeaseQueue::leave(bool granted) noexcept {
   ahead_.reset();
 }
 
-LeaseQueue::Steady::time_point LeaseQueue::expiry_of(const Place& place, TimePoint stored_at, Steady::time_point seen,
-                                                     const ServerClock& clock, bool aged) const {
+LeaseQueue::Steady::time_point LeaseQueue::expiry_of(const Place& place, TimePoint stored_at,
+                                                     Steady::time_point arrived, const ServerClock& clock,
+                                                     bool aged) const {
   const milliseconds ttl = place.waiter.ttl;
-  auto expires = expiry_seen_at(seen, ttl, aged ? age_when_seen(clock, seen, stored_at) : milliseconds(0), clock.uncertainty);
-  if (seen < expires) return expires;
+  auto expires = aged ? observed_expiry(clock, arrived, stored_at, ttl) : observed_expiry_of_new(clock, arrived, ttl);
+  if (Steady::now() < expires) return expires;
   // Its place is old: a waiter that has waited a while beats elsewhere.
-  if (auto beat = store_.keys().get(beat_key(place.id)))
-    expires = std::max(expires, expiry_seen_at(seen, ttl, age_when_seen(clock, seen, beat->created), clock.uncertainty));
+  auto beat = read_arriving([&] { return store_.keys().get(beat_key(place.id)); });
+  if (beat.value) expires = std::max(expires, observed_expiry(clock, beat.at, beat.value->created, ttl));
   return expires;
 }
 
 bool LeaseQueue::look_ahead(const ServerClock& clock) {
   ahead_.reset();
   ahead_count_ = 0;
-  std::vector<kv::Entry> entries = store_.keys().list(queue_prefix(lease_) + "*");
-  const auto seen = Steady::now();
+  auto listed = read_arriving([&] { return store_.keys().list(queue_prefix(lease_) + "*"); });
+  std::vector<kv::Entry>& entries = listed.value;
+  const auto arrived = listed.at;
   for (auto& entry : entries) {
     auto parsed = parse_lease(entry.value);
     if (!parsed.lease) continue;  // not a place any waiter wrote: no one waits there
     Place place{entry.key.substr(queue_prefix(lease_).size()), token_of(parsed.lease->order, entry.revision),
                 entry.revision, {}, std::move(*parsed.lease)};
     if (place.order >= order_) continue;
-    place.expires = expiry_of(place, entry.created, seen, clock, true);
-    if (seen >= place.expires || gone_from(place.waiter, record_.host, record_.host_id)) {
+    place.expires = expiry_of(place, entry.created, arrived, clock, true);
+    if (Steady::now() >= place.expires || gone_from(place.waiter, record_.host, record_.host_id)) {
       remove(place);
       continue;
     }
@@ -111,7 +150,7 @@ kv::Watch LeaseQueue::watch_ahead() const {
   return store_.keys().watch(place_key(ahead_->id));
 }
 
-LeaseQueue::Ahead LeaseQueue::apply_ahead(const kv::WatchEvent& event, Steady::time_point seen,
+LeaseQueue::Ahead LeaseQueue::apply_ahead(const kv::WatchEvent& event, Steady::time_point arrived,
                                           const ServerClock& clock) {
   if (!ahead_) return Ahead::gone;
   if (event.kind == kv::WatchEvent::Kind::caught_up) return Ahead::there;
@@ -124,7 +163,7 @@ LeaseQueue::Ahead LeaseQueue::apply_ahead(const kv::WatchEvent& event, Steady::t
   // itself; the write is new, so it counts from now.
   ahead_->revision = event.entry.revision;
   ahead_->waiter = std::move(*parsed.lease);
-  ahead_->expires = expiry_of(*ahead_, event.entry.created, seen, clock, false);
+  ahead_->expires = expiry_of(*ahead_, event.entry.created, arrived, clock, false);
   return Ahead::there;
 }
 
@@ -133,11 +172,10 @@ bool LeaseQueue::ahead_dead(Steady::time_point now, const ServerClock& clock) {
   if (!gone_from(ahead_->waiter, record_.host, record_.host_id)) {
     if (now < ahead_->expires) return false;
     // Its TTL ran out since the last write we know of: did it beat since?
-    auto beat = store_.keys().get(beat_key(ahead_->id));
-    const auto seen = Steady::now();
-    if (beat) {
-      auto expires = expiry_seen_at(seen, ahead_->waiter.ttl, age_when_seen(clock, seen, beat->created), clock.uncertainty);
-      if (expires > now) {
+    auto beat = read_arriving([&] { return store_.keys().get(beat_key(ahead_->id)); });
+    if (beat.value) {
+      auto expires = observed_expiry(clock, beat.at, beat.value->created, ahead_->waiter.ttl);
+      if (expires > Steady::now()) {
         ahead_->expires = expires;
         return false;
       }

@@ -31,7 +31,18 @@ class LeaseQueue {
   // server's clock (clock()), with no request of its own.
   void join(const LeaseHolder& who, std::chrono::milliseconds ttl);
   const ServerClock& clock() const { return clock_; }
-  void renew();
+  // A heartbeat; false when it finds its place removed (judged dead while
+  // this waiter was stuck): the waiter is out of line and must rejoin.
+  bool renew();
+  // Whether this waiter is still in line. Certain without a round trip while
+  // its last place write (join or heartbeat) is younger than its TTL, timed
+  // as a holder times its deadline; past that (its heartbeats were stuck), it
+  // beats and reads its place back. A waiter first in line asks this before
+  // it takes the lease over: one put out of line while it was stuck must not
+  // go before those who waited meanwhile.
+  bool still_in_line();
+  // Leaves (quietly) and joins again at the end of the line.
+  void rejoin(const LeaseHolder& who);
   // `granted`: this waiter leaves because it got the lease, so the one
   // behind it is first now; its place's delete marker says so, and that
   // waiter need not read the line again.
@@ -48,12 +59,12 @@ class LeaseQueue {
 
   // A watch of the place just ahead: it says when that waiter leaves.
   kv::Watch watch_ahead() const;
-  // Applies an event of that watch, seen at `seen`: whether the place ahead
+  // Applies an event of that watch, arrived at `arrived`: whether the place ahead
   // is still there, gone (left, or holding no place record: the line must be
   // looked at again), or gone because its waiter was granted the lease (this
   // waiter is first now).
   enum class Ahead { there, gone, granted };
-  Ahead apply_ahead(const kv::WatchEvent& event, Steady::time_point seen, const ServerClock& clock);
+  Ahead apply_ahead(const kv::WatchEvent& event, Steady::time_point arrived, const ServerClock& clock);
   // When the place ahead expires, unless its waiter beat since.
   Steady::time_point ahead_expires() const { return ahead_ ? ahead_->expires : Steady::time_point::max(); }
   // Whether the place ahead is dead at `now`: its expiry passed and its
@@ -72,9 +83,10 @@ class LeaseQueue {
   };
   std::string place_key(const std::string& id) const { return queue_prefix(lease_) + id; }
   std::string beat_key(const std::string& id) const { return beat_prefix(lease_) + id; }
-  // When `place` (stored at `stored_at`) expires for a watcher that saw it at
-  // `seen`, taking its waiter's last heartbeat into account.
-  Steady::time_point expiry_of(const Place& place, TimePoint stored_at, Steady::time_point seen,
+  // When `place` (stored at `stored_at`) expires for a watcher whose answer
+  // with it arrived at `arrived`, taking its waiter's last heartbeat into
+  // account. `aged`: it was there before the watch began (else it is new).
+  Steady::time_point expiry_of(const Place& place, TimePoint stored_at, Steady::time_point arrived,
                                const ServerClock& clock, bool aged) const;
   // Removes a dead place and its heartbeat (CAS, quietly).
   void remove(const Place& place) noexcept;
@@ -85,6 +97,8 @@ class LeaseQueue {
   LeaseRecord record_;
   std::uint64_t order_ = 0;
   std::uint64_t beat_revision_ = 0;  // 0: no heartbeat written yet
+  BootTime place_deadline_{};        // the place is surely live until then (its last write's TTL)
+  bool lapsed_ = false;              // a heartbeat came after that: the place must be read back
   std::optional<Place> ahead_;
   int ahead_count_ = 0;
   ServerClock clock_;

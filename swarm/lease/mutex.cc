@@ -57,18 +57,27 @@ class Mutex::InLine {
       const auto now = Steady::now();
       if (now >= deadline_) give_up(now);
       if (now >= next_renewal_) {
-        line_.renew();
         next_renewal_ = now + m_.ttl_ / 3;
+        if (!line_.renew()) {
+          rejoin();
+          continue;
+        }
       }
       if (!first_ && line_.ahead_dead(now, clock_)) {
         look_ahead();
         continue;
       }
-      if (first_)
-        if (auto granted = try_grant(now)) {
+      if (first_ && may_take(now)) {
+        // Put out of line while it was stuck: behind those who waited meanwhile.
+        if (!line_.still_in_line()) {
+          rejoin();
+          continue;
+        }
+        if (auto granted = try_grant()) {
           granted_ = true;
           return *granted;
         }
+      }
       if (auto event = pump_.next(next_wake(now))) {
         ++m_.wakeups_;
         on_event(*event);
@@ -95,20 +104,20 @@ class Mutex::InLine {
     first_ = true;
     spdlog::debug("lease {}: first in line", m_.name_);
     // How the lease stands, from one read now: a key never written replays
-    // nothing, and its watch would only say so after a pause.
-    const auto seen = Steady::now();
+    // nothing, and its watch would only say so after a pause. What the read
+    // returns is timed from when its answer arrived, however long it took.
     bool released = false;
-    auto last = m_.store_.keys().last(m_.name_, &released);
-    if (last) see_lease(last->revision, last->created, released, last->value, seen, false);
+    auto last = read_arriving([&] { return m_.store_.keys().last(m_.name_, &released); });
+    if (last.value) see_lease(last.value->revision, last.value->created, released, last.value->value, last.at, false);
     pump_.add(m_.store_.keys().watch(m_.name_), kLeaseSource);
   }
 
   // A record that was there before we looked is aged on the server's clock
-  // at the moment it was seen; one written while we watch is taken as new
-  // (age 0: it was stamped before we saw it, so this only waits longer).
-  // Neither reads the wall clock, which a step may have moved since.
+  // at the moment its answer arrived; one written while we watch is taken as
+  // new (age 0 when it arrived: it was stamped before, so this only waits
+  // longer). Neither reads the wall clock, which a step may have moved since.
   void see_lease(std::uint64_t revision, TimePoint stored_at, bool released, const std::string& value,
-                 Steady::time_point seen, bool live) {
+                 Steady::time_point arrived, bool live) {
     lease_.last = {revision, released, stored_at, std::nullopt, {}};
     auto parsed = parse_lease(value);
     lease_.last.record = parsed.lease;
@@ -116,22 +125,27 @@ class Mutex::InLine {
     lease_.corrupt = lease_.held && !parsed.lease;
     lease_.expires = Steady::time_point::max();
     if (!lease_.held || !parsed.lease) return;
-    const auto age = live ? milliseconds(0) : age_when_seen(clock_, seen, stored_at);
-    lease_.expires = expiry_seen_at(seen, parsed.lease->ttl, age, clock_.uncertainty);
-    spdlog::debug("lease {}: revision {} ({}), {} ms old: expires in {} ms", m_.name_, revision,
-                  parsed.lease->holder, age.count(),
+    lease_.expires = live ? observed_expiry_of_new(clock_, arrived, parsed.lease->ttl)
+                          : observed_expiry(clock_, arrived, stored_at, parsed.lease->ttl);
+    spdlog::debug("lease {}: revision {} ({}): expires in {} ms unless renewed", m_.name_, revision,
+                  parsed.lease->holder,
                   std::chrono::duration_cast<milliseconds>(lease_.expires - Steady::now()).count());
   }
 
-  // First in line: the lease, when it is free or its holder's TTL ran out.
-  std::optional<Lease> try_grant(Steady::time_point now) {
+  // Whether the lease is free, or its holder's TTL ran out, for the first
+  // in line (a corrupt record waits for doctor, said once).
+  bool may_take(Steady::time_point now) {
     if (lease_.corrupt) {
       if (!told_corrupt_)
         warn(fmt::format("the record of lease {} is corrupt: waiting until `swarm doctor --fix` removes it", m_.name_));
       told_corrupt_ = true;
-      return std::nullopt;
+      return false;
     }
-    if (lease_.held && now < lease_.expires) return std::nullopt;
+    return !lease_.held || now >= lease_.expires;
+  }
+
+  // First in line, the lease free or expired: granted over what was seen.
+  std::optional<Lease> try_grant() {
     try {
       spdlog::debug("lease {}: granting it over revision {} ({})", m_.name_, lease_.last.revision,
                     lease_.held ? "expired" : "free");
@@ -147,6 +161,18 @@ class Mutex::InLine {
     }
   }
 
+  // Out of line (its place removed while it was stuck): a new place at the
+  // end, and the line read again; what it knew of the lease is forgotten.
+  void rejoin() {
+    spdlog::debug("lease {}: out of line; joining it again", m_.name_);
+    if (first_) pump_.remove(kLeaseSource);
+    first_ = false;
+    lease_ = {};
+    lease_live_ = false;
+    line_.rejoin(m_.who_);
+    look_ahead();
+  }
+
   void on_event(const WatchPump::Event& event) {
     const kv::WatchEvent& e = event.event;
     if (event.source == kLeaseSource) {
@@ -154,14 +180,14 @@ class Mutex::InLine {
       // The replay repeats what the read saw; only newer revisions count.
       else if (e.entry.revision > lease_.last.revision)
         see_lease(e.entry.revision, e.entry.created, e.kind == kv::WatchEvent::Kind::erase, e.entry.value,
-                  event.seen, lease_live_);
+                  event.arrived, lease_live_);
       return;
     }
     if (event.source != ahead_source_) return;  // a place we no longer watch
     // A replay with nothing in it: the place went before the watch began.
     const bool empty_replay = e.kind == kv::WatchEvent::Kind::caught_up && !ahead_heard_;
     ahead_heard_ = true;
-    const auto ahead = empty_replay ? LeaseQueue::Ahead::gone : line_.apply_ahead(e, event.seen, clock_);
+    const auto ahead = empty_replay ? LeaseQueue::Ahead::gone : line_.apply_ahead(e, event.arrived, clock_);
     if (ahead == LeaseQueue::Ahead::gone) look_ahead();
     if (ahead == LeaseQueue::Ahead::granted) {
       // The waiter ahead was first and got the lease: now this one is.

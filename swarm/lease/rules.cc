@@ -19,19 +19,42 @@ milliseconds expiry_margin(milliseconds ttl, std::chrono::nanoseconds uncertaint
   return milliseconds(50) + ttl / 1000 + rounded_up;
 }
 
-milliseconds age_when_seen(const ServerClock& clock, Steady::time_point seen, TimePoint stored_at) {
+BootTime holder_deadline(BootTime sent, milliseconds ttl) { return sent + ttl; }
+
+milliseconds age_at_arrival(const ServerClock& clock, Steady::time_point arrived, TimePoint stored_at) {
   if (!clock.measured) return milliseconds(0);
-  return std::max(milliseconds(0), duration_cast<milliseconds>(clock.at(seen) - stored_at));
+  return std::max(milliseconds(0), duration_cast<milliseconds>(clock.at(arrived) - stored_at));
 }
 
-Steady::time_point expiry_seen_at(Steady::time_point seen, milliseconds ttl, milliseconds age,
-                                  std::chrono::nanoseconds uncertainty) {
-  const auto left = std::max(milliseconds(0), ttl - age);
-  return seen + left + expiry_margin(ttl, uncertainty);
+namespace {
+
+// `age` old at `arrived`: what is left of its TTL after then, plus the
+// margin (in the past for a record that was older than that already).
+Steady::time_point expiry_after(Steady::time_point arrived, milliseconds ttl, milliseconds age,
+                                std::chrono::nanoseconds uncertainty) {
+  return arrived + (ttl - age) + expiry_margin(ttl, uncertainty);
 }
 
-bool certainly_expired(milliseconds age, milliseconds ttl, const ServerClock& clock) {
-  return clock.measured && age >= ttl + expiry_margin(ttl, clock.uncertainty);
+}  // namespace
+
+Steady::time_point observed_expiry(const ServerClock& clock, Steady::time_point arrived, TimePoint stored_at,
+                                   milliseconds ttl) {
+  return expiry_after(arrived, ttl, age_at_arrival(clock, arrived, stored_at), clock.uncertainty);
+}
+
+Steady::time_point observed_expiry_of_new(const ServerClock& clock, Steady::time_point arrived, milliseconds ttl) {
+  return expiry_after(arrived, ttl, milliseconds(0), clock.uncertainty);
+}
+
+bool certainly_expired(const ServerClock& clock, Steady::time_point arrived, TimePoint stored_at, milliseconds ttl,
+                       Steady::time_point now) {
+  return clock.measured && now >= observed_expiry(clock, arrived, stored_at, ttl);
+}
+
+milliseconds certain_age(const ServerClock& clock, Steady::time_point arrived, TimePoint stored_at, milliseconds ttl,
+                         Steady::time_point now) {
+  const auto since = std::max(milliseconds(0), duration_cast<milliseconds>(now - arrived));
+  return std::max(milliseconds(0), age_at_arrival(clock, arrived, stored_at) + since - expiry_margin(ttl, clock.uncertainty));
 }
 
 void require_lease_ttl(milliseconds ttl, std::string_view given) {

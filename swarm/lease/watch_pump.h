@@ -1,5 +1,5 @@
 // Several KV watches read at once, their events handed out in arrival order
-// with the moment each was seen: a waiter in a lease's line watches the lease
+// with the moment each arrived: a waiter in a lease's line watches the lease
 // and the line together, and wakes on either (or on a timer, or when told).
 #pragma once
 
@@ -23,7 +23,8 @@ class WatchPump {
   struct Event {
     int source = 0;  // as given to add()
     kv::WatchEvent event;
-    std::chrono::steady_clock::time_point seen;
+    // Taken once the watch handed it over: never before it arrived (adr/0023).
+    std::chrono::steady_clock::time_point arrived;
   };
 
   WatchPump() = default;

@@ -39,7 +39,7 @@ TEST_CASE("WatchPump_EventsComeTaggedWithTheirWatchUntilItIsRemoved") {
   auto second = next_put(pump, 5s);
   REQUIRE(second);
   CHECK(second->source == 1);
-  CHECK(second->seen >= first->seen);
+  CHECK(second->arrived >= first->arrived);
   pump.remove(2);
   f.bucket.create("c", "unwatched");
   f.bucket.update("b", "z", f.bucket.get("b")->revision);  // its watch was removed: nothing comes
