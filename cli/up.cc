@@ -19,6 +19,7 @@ struct UpFlags {
   CLI::Option* replicas_option = nullptr;
   std::string events_max_age;
   std::string events_max_bytes;
+  bool accept_unsafe_server = false;
 };
 
 // How long the journal keeps events: at least its 2-minute window of
@@ -109,6 +110,9 @@ Verb add_up(CLI::App& app) {
                   "to an existing journal too")
       ->option_text("SIZE")
       ->check(validator_of([](const std::string& t) { parse_byte_size(t); }, "SIZE"));
+  cmd->add_flag("--accept-unsafe-server", flags->accept_unsafe_server,
+                "Run --replicas N>1 on nats-server older than 2.10 all the same (it loses acknowledged writes "
+                "and lets fencing tokens go backwards under partitions; doctor reports it)");
   cmd->footer(
       "Examples:\n"
       "  swarm up                                  # embedded nats-server on 127.0.0.1\n"
@@ -133,7 +137,11 @@ Verb add_up(CLI::App& app) {
             if (!flags->events_max_age.empty()) options.events_max_age = events_max_age_of(flags->events_max_age);
             if (!flags->events_max_bytes.empty()) options.events_max_bytes = parse_byte_size(flags->events_max_bytes);
             options.connection = ctx.auth_options();
+            options.accept_unsafe_server = flags->accept_unsafe_server;
             auto r = swarm::up(options);
+            for (const auto& s : r.unsafe_servers)
+              ctx.out().warn(s + " is older than 2.10: this replicated workspace may lose acknowledged writes and "
+                                 "see fencing tokens go backwards under partitions (--accept-unsafe-server)");
             for (const auto& d : r.journal_differs)
               ctx.out().warn(std::string("journal ") + swarm::kEventsStream + ": " + d +
                              (d.rfind("replicas", 0) == 0 ? " (kept as it is)" : ""));

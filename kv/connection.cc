@@ -335,6 +335,10 @@ bool Connection::jetstream_answers(std::chrono::milliseconds wait) const {
   return status == NATS_OK;
 }
 
+std::string server_version_at(const std::string& url, std::chrono::milliseconds timeout) {
+  return detail::greeting_version(url, timeout);
+}
+
 bool version_before(const std::string& version, int major, int minor) {
   int have_major = 0, have_minor = 0;
   if (std::sscanf(version.c_str(), "%d.%d", &have_major, &have_minor) != 2) return false;

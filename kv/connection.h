@@ -57,6 +57,11 @@ void require_valid_urls(const std::string& comma_separated);
 // when it cannot be read.
 bool version_before(const std::string& version, int major, int minor);
 
+// The version the server at `url` greets a new connection with ("2.9.10"),
+// read from its INFO line with no NATS session; "" when it does not answer
+// within `timeout`.
+std::string server_version_at(const std::string& url, std::chrono::milliseconds timeout);
+
 // The URLs (one, or several comma-separated) with the secret of each
 // (nats://user:PASSWORD@ or nats://TOKEN@, scheme or not) replaced by ***:
 // how a URL is printed, logged or reported, always.

@@ -13,6 +13,7 @@ std::string_view to_string(Errc kind) {
     case Errc::unavailable: return "unavailable";
     case Errc::timeout: return "timeout";
     case Errc::bad_request: return "bad_request";
+    case Errc::no_room: return "no_room";
     case Errc::internal: return "internal";
   }
   return "internal";
@@ -75,9 +76,9 @@ Errc kind_of_status(natsStatus status, std::string_view text) {
     case NATS_SSL_ERROR: return Errc::bad_request;
     default: break;
   }
-  // nats.c 3.4.1 reports a lost CAS race from kvStore_Create/Update as a bare
-  // NATS_ERR carrying this text; the JetStream code 10071 is lost on that path.
-  if (text.find("wrong last sequence") != std::string_view::npos) return Errc::conflict;
+  // A lost CAS race is known by its JetStream code (10071) alone, which
+  // every write here reads: never by text, which a read may carry from an
+  // earlier failure of its thread (a read is never a write conflict).
   if (text.find("Authorization Violation") != std::string_view::npos) return Errc::bad_request;
   // A cluster between leaders, when nats.c drops the JetStream code (consumer
   // creation does): the server's descriptions of those codes.
@@ -97,7 +98,12 @@ std::uint64_t revision_in(std::string_view text) {
 }  // namespace
 
 std::string last_error_text(natsStatus status) {
-  std::string text = nats_GetLastError(nullptr);
+  // nats.c keeps a thread's last error until the next one: only its text of
+  // this very failure says anything (a stale "wrong last sequence" of an
+  // earlier write once made a read look like a conflict).
+  natsStatus last = NATS_OK;
+  const char* said = nats_GetLastError(&last);
+  std::string text = said != nullptr && last == status ? said : "";
   if (text.empty()) text = natsStatus_GetText(status);
   // nats.c prefixes its messages with the source location: "(conn.c:2088): ".
   if (!text.empty() && text.front() == '(') {

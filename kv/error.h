@@ -16,6 +16,7 @@ enum class Errc {
   unavailable,  // no server answers: connection refused, no JetStream, no responders
   timeout,      // a server was reached but did not answer within the request timeout
   bad_request,  // the request itself is wrong: bad key, bad bucket name, bad config
+  no_room,      // the server's store has no room for what was asked (a stream's size)
   internal,     // anything else nats.c reports
 };
 

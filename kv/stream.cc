@@ -176,11 +176,10 @@ Stream Stream::ensure(const Connection& connection, const StreamConfig& want, bo
     compare(*info);
     return stream;
   }
-  constexpr std::int64_t kSmallest = std::int64_t(1) << 20;
   jsStreamInfo* created = nullptr;
   jsErrCode code = jsErrCode(0);
   natsStatus status = js_AddStream(&created, stream.state_->js(), &config, nullptr, &code);
-  while (status != NATS_OK && want.shrink_to_fit && config.MaxBytes / 2 >= kSmallest &&
+  while (status != NATS_OK && want.shrink_to_fit && config.MaxBytes / 2 >= kSmallestStream &&
          (code == JSInsufficientResourcesErr || code == JSStorageResourcesExceededErr)) {
     config.MaxBytes /= 2;
     code = jsErrCode(0);
@@ -193,6 +192,10 @@ Stream Stream::ensure(const Connection& connection, const StreamConfig& want, bo
       compare(*info);
       return stream;
     }
+    if (code == JSInsufficientResourcesErr || code == JSStorageResourcesExceededErr)
+      throw Error(Errc::no_room, "create " + stream_where(want.name) + ": the server's store has no room for its " +
+                                     std::to_string(config.MaxBytes) + " bytes (JetStream error " +
+                                     std::to_string(code) + ")");
     check(status, "create " + stream_where(want.name), code);
   }
   if (changed != nullptr) {

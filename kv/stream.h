@@ -16,6 +16,9 @@
 
 namespace kv {
 
+// The smallest a stream is made when it is made to fit (1 MiB).
+inline constexpr std::int64_t kSmallestStream = std::int64_t(1) << 20;
+
 // What a stream should look like. Messages older than max_age, or beyond
 // max_bytes, are dropped oldest first.
 struct StreamConfig {

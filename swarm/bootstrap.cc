@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <set>
 
 #include "kv/bucket.h"
 #include "swarm/duration.h"
@@ -91,6 +92,33 @@ void adopt_existing_buckets(const UpOptions& options, const kv::Connection& nats
   if (!options.replicas) config.replicas = have->replicas;
 }
 
+// Servers of a replicated workspace must be 2.10 or later: 2.9 lost
+// acknowledged writes and let fencing tokens go backwards under partitions
+// (adr/0023). Every URL given is asked (its greeting names its version), and
+// the server connected to; nothing is made on a refused server.
+void require_safe_servers(const UpOptions& options, const kv::ConnectionOptions& connection, const kv::Connection& nats,
+                          UpResult& result) {
+  if (result.config.replicas <= 1) return;
+  std::vector<std::pair<std::string, std::string>> versions;  // url, version
+  versions.emplace_back(nats.connected_url(), nats.server_version());
+  for (const auto& url : connection.urls)
+    versions.emplace_back(url, kv::server_version_at(url, std::chrono::milliseconds(2000)));
+  std::set<std::string> seen;
+  for (const auto& [url, version] : versions) {
+    const std::string shown = kv::redact_urls(url);
+    if (version.empty() || !kv::version_before(version, 2, 10) || !seen.insert(shown).second) continue;
+    result.unsafe_servers.push_back("nats-server " + version + " at " + shown);
+  }
+  if (result.unsafe_servers.empty() || options.accept_unsafe_server) return;
+  std::string named;
+  for (const auto& s : result.unsafe_servers) named += (named.empty() ? "" : ", ") + s;
+  throw Error(Errc::bad_input,
+              "--replicas " + std::to_string(result.config.replicas) + " needs nats-server 2.10 or later on every node, "
+              "but this cluster runs " + named + ": under partitions 2.9 loses acknowledged writes and lets fencing "
+              "tokens go backwards. Upgrade the servers (2.15.2 is tested), or pass --accept-unsafe-server to run on "
+              "them anyway; nothing was made");
+}
+
 // The part of `up` that needs the server: buckets, hub, config.json.
 void finish_up(const UpOptions& options, UpResult& result) {
   const Workspace& ws = result.workspace;
@@ -101,6 +129,17 @@ void finish_up(const UpOptions& options, UpResult& result) {
   kv::Connection nats = connect_nats(connection);
   // A new config, or a workspace moving to another NATS: the buckets there say how they run.
   if (result.created_config || result.moved_nats) adopt_existing_buckets(options, nats, result);
+  require_safe_servers(options, connection, nats, result);
+  // The journal first: the server reserves its whole size, so it is the one
+  // a small store refuses, and then nothing else is made (exit 9).
+  try {
+    result.journal_differs =
+        Journal::ensure(nats, config.replicas, options.events_max_age, options.events_max_bytes);
+  } catch (const Error& e) {
+    if (e.kind() != Errc::filesystem || !config.embedded) throw;
+    throw Error(Errc::filesystem, std::string(e.what()) + "; the embedded server keeps its store in " +
+                                      ws.nats_dir().string());
+  }
   try {
     SessionStore::ensure(nats, config.bucket, config.ttl, config.replicas);
     translating_kv([&] {
@@ -125,8 +164,6 @@ void finish_up(const UpOptions& options, UpResult& result) {
                                     "the bucket when no session is live");
   }
 
-  result.journal_differs =
-      Journal::ensure(nats, config.replicas, options.events_max_age, options.events_max_bytes);
   result.journal = Journal(nats).state();
 
   // Seeding an empty hub builds its first commits in .swarm/hub-seed.<pid>,

@@ -28,6 +28,9 @@ struct UpOptions {
   std::optional<std::chrono::milliseconds> events_max_age;
   std::optional<std::int64_t> events_max_bytes;
   kv::ConnectionOptions connection;                // auth, TLS, timeouts (urls are filled in here)
+  // Replicas on servers older than 2.10 are refused (they lose acknowledged
+  // writes under partitions) unless this says to run on them all the same.
+  bool accept_unsafe_server = false;
 };
 
 struct UpResult {
@@ -43,6 +46,9 @@ struct UpResult {
   std::optional<int> server_pid;
   std::optional<kv::StreamStatus> journal;     // the journal's stream as up left it
   std::vector<std::string> journal_differs;    // how it differs from what was asked (replicas are kept)
+  // "nats-server 2.9.10 at nats://…": servers too old for the replicas, taken
+  // only with accept_unsafe_server.
+  std::vector<std::string> unsafe_servers;
 };
 
 UpResult up(const UpOptions& options);

@@ -224,11 +224,10 @@ Findings check_leftovers(const HostInput& in) {
 Findings check_server_version(const BucketInput& in) {
   if (in.have.replicas <= 1 || !kv::version_before(in.server_version, 2, 10)) return {};
   return {make_finding(
-      Severity::notice, FindingKind::nats_server_version, in.server_url,
-      "NATS at " + in.server_url + " runs nats-server " + in.server_version + ": on this "
-      "replicated workspace every CAS write carries one more round trip (it checks a clustered stream's "
-      "per-key CAS before it proposes a write only), and a stream leader cut off by a partition was seen to "
-      "lose acknowledged writes when it rejoined",
+      Severity::problem, FindingKind::nats_server_version, in.server_url,
+      "NATS at " + in.server_url + " runs nats-server " + in.server_version + ", older than 2.10: on this "
+      "replicated workspace it loses acknowledged writes and lets fencing tokens go backwards under partitions "
+      "(a lease may then have two holders)",
       "upgrade every node to nats-server 2.10 or later (2.15.2 is tested); see the README's Which NATS server")};
 }
 

@@ -194,7 +194,20 @@ std::vector<std::string> Journal::ensure(const kv::Connection& connection, int r
   want.replicas = replicas;
   want.shrink_to_fit = !max_bytes.has_value();
   std::vector<std::string> changed;
-  translating_kv([&] { return kv::Stream::ensure(connection, want, true, &changed); });
+  try {
+    kv::Stream::ensure(connection, want, true, &changed);
+  } catch (const kv::Error& e) {
+    if (e.kind() != kv::Errc::no_room) throw from_kv(e);
+    // The server keeps a stream's whole size in reserve: a store smaller than
+    // that refuses it (exit 9), and --events-max-bytes is the way out.
+    const std::int64_t smallest = want.shrink_to_fit ? kv::kSmallestStream : want.max_bytes;
+    throw Error(Errc::filesystem,
+                std::string("the NATS server has no room for the journal (stream ") + kEventsStream + "): it needs " +
+                    std::to_string(smallest >> 20) + " MiB of free store at least" +
+                    (want.shrink_to_fit ? " (tried from " + std::to_string(want.max_bytes >> 20) + " MiB down)" : "") +
+                    "; free room where the server keeps its store, or give `swarm up --events-max-bytes SIZE` with "
+                    "the room it has (at least 1MiB); nothing was made (" + e.what() + ")");
+  }
   // What ensure applied (limits, subjects) is no difference left; replicas
   // (never changed) and a journal smaller than asked (no room) are.
   std::erase_if(changed, [](const std::string& d) {

@@ -13,6 +13,20 @@
 using namespace testing;
 using namespace std::chrono_literals;
 
+namespace {
+
+// The error kind of opening bucket `name` (internal when it opens).
+kv::Errc kv_kind_of_open(const kv::Connection& connection, const std::string& name) {
+  try {
+    kv::Bucket::open(connection, name);
+  } catch (const kv::Error& e) {
+    return e.kind();
+  }
+  return kv::Errc::internal;
+}
+
+}  // namespace
+
 TEST_CASE("Cluster_WorkspaceOnThreeNodesSurvivesANodeLoss") {
   // up --nats-url n1,n2,n3 --replicas 3 makes R3 buckets; the lifecycle works, and keeps working with a node gone.
   NatsCluster cluster;
@@ -22,26 +36,27 @@ TEST_CASE("Cluster_WorkspaceOnThreeNodesSurvivesANodeLoss") {
   REQUIRE_MESSAGE(up.exit == 0, up.err);
   CHECK(number(json_of(up), "replicas") == 3);
   CHECK(cJSON_IsFalse(cJSON_GetObjectItem(json_of(up).get(), "embedded")));
+  bool old_server = false;
   {
     auto connection = kv::Connection::connect({.urls = cluster.url_list()});
     CHECK(kv::Bucket::open(connection, "swarm-sessions").config().replicas == 3);
     CHECK(kv::Bucket::open(connection, "swarm-leases").config().replicas == 3);
-    // doctor names a replicated workspace on a server before 2.10 (a notice, exit 0), and only there.
-    const bool old_server = kv::version_before(connection.server_version(), 2, 10);
+    // doctor names a replicated workspace on a server before 2.10 (a problem, exit 8), and only there.
+    old_server = kv::version_before(connection.server_version(), 2, 10);
     RunResult doctor = ws.swarm({"doctor", "--json"});
-    CHECK_MESSAGE(doctor.exit == 0, doctor.out << doctor.err);
+    CHECK_MESSAGE(doctor.exit == (old_server ? 8 : 0), doctor.out << doctor.err);
     auto report = json_of(doctor);
     REQUIRE_MESSAGE(report, doctor.out << doctor.err);
-    int notices = 0;
+    int found = 0;
     cJSON* item = nullptr;
     cJSON_ArrayForEach(item, cJSON_GetObjectItem(report.get(), "findings")) {
       if (testing::text_of(item, "check") != "nats_server_version") continue;
-      ++notices;
-      CHECK(testing::text_of(item, "severity") == "notice");
+      ++found;
+      CHECK(testing::text_of(item, "severity") == "problem");
       CHECK(testing::text_of(item, "message").find(connection.server_version()) !=
             std::string::npos);
     }
-    CHECK_MESSAGE(notices == (old_server ? 1 : 0), "server " << connection.server_version());
+    CHECK_MESSAGE(found == (old_server ? 1 : 0), "server " << connection.server_version());
   }
 
   REQUIRE(ws.swarm({"join", "--slot", "a", "--task", "T-1"}).exit == 0);
@@ -71,7 +86,39 @@ TEST_CASE("Cluster_WorkspaceOnThreeNodesSurvivesANodeLoss") {
     CHECK(field(json_of(doctor), "schema") == "swarm.doctor.v1");
     std::this_thread::sleep_for(500ms);
   } while (std::chrono::steady_clock::now() < deadline2 + 30s);
-  CHECK(doctor.exit == 0);
+  CHECK(doctor.exit == (old_server ? 8 : 0));
+}
+
+TEST_CASE("Cluster_ReplicasNeedServers2_10UnlessAccepted") {
+  // up --replicas 3 on servers older than 2.10 is exit 2 naming each server's version and why, and makes nothing;
+  // with --accept-unsafe-server it goes on and warns; on 2.10 or later it needs no flag.
+  NatsCluster cluster;
+  SwarmWorkspace ws({.up = false});
+  auto connection = kv::Connection::connect({.urls = cluster.url_list()});
+  const std::string version = connection.server_version();
+  const bool old_server = kv::version_before(version, 2, 10);
+  // Straight to the binary (up_on_cluster would add the flag), retried while the fresh cluster elects its leader.
+  RunResult up;
+  auto deadline = std::chrono::steady_clock::now() + 40s;
+  do {
+    up = ws.swarm({"up", "--nats-url", cluster.urls(), "--replicas", "3"});
+    if (up.exit != 7) break;
+    std::this_thread::sleep_for(500ms);
+  } while (std::chrono::steady_clock::now() < deadline);
+  if (!old_server) {
+    CHECK_MESSAGE(up.exit == 0, up.err);
+    CHECK(up.err.find("accept-unsafe-server") == std::string::npos);
+    return;
+  }
+  CHECK(up.exit == 2);
+  CHECK(up.err.find("nats-server " + version) != std::string::npos);
+  CHECK(up.err.find("2.10") != std::string::npos);
+  CHECK(up.err.find("--accept-unsafe-server") != std::string::npos);
+  CHECK(kv_kind_of_open(connection, "swarm-sessions") == kv::Errc::not_found);  // nothing made
+  CHECK_FALSE(std::filesystem::exists(ws.root() / ".swarm/config.json"));
+  RunResult accepted = up_on_cluster(ws, cluster, {"--replicas", "3"});
+  CHECK_MESSAGE(accepted.exit == 0, accepted.err);
+  CHECK(accepted.err.find("older than 2.10") != std::string::npos);
 }
 
 TEST_CASE("Cluster_VerbsRideOutALeaderElection") {

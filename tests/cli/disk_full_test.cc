@@ -3,6 +3,7 @@
 // JetStream condition, and nothing lost.
 #include <doctest/doctest.h>
 
+#include <signal.h>
 #include <sys/mount.h>
 #include <unistd.h>
 
@@ -107,4 +108,30 @@ TEST_CASE("DiskFull_AFullStoreIsNamedAndUpBringsTheServerBack") {
   CHECK_MESSAGE(up.exit == 0, up.err);
   CHECK(up.err.find("did not answer") != std::string::npos);
   CHECK(ws.swarm({"renew", "--slot", "a"}).exit == 0);
+}
+
+TEST_CASE("DiskFull_UpOnAStoreTooSmallForTheJournalIsExit9AndMakesNothing") {
+  // up with its embedded server's store on a 1 MiB disk: the journal (at least 1 MiB, reserved whole) has no
+  // room: exit 9 naming the room it needs, --events-max-bytes and the store's path; no config.json, no bucket,
+  // no server left running (it used to be exit 1, "basic_string: construction from null is not valid").
+  if (::geteuid() != 0) {
+    MESSAGE("skipped: mounting a small tmpfs needs root");
+    return;
+  }
+  SwarmWorkspace ws({.embedded = true, .up = false});
+  SmallDisk disk(ws.root(), "1m");
+  REQUIRE(disk.mounted);
+  auto up = ws.swarm({"up"});
+  CHECK(up.exit == 9);
+  CHECK(up.err.find("no room for the journal") != std::string::npos);
+  CHECK(up.err.find("1 MiB") != std::string::npos);
+  CHECK(up.err.find("--events-max-bytes") != std::string::npos);
+  CHECK(up.err.find((ws.root() / ".swarm/nats").string()) != std::string::npos);
+  CHECK_FALSE(fs::exists(ws.root() / ".swarm/config.json"));
+  CHECK_FALSE(fs::exists(ws.root() / ".swarm/hub.git"));
+  std::ifstream pid_file(ws.root() / ".swarm/nats/nats.pid");
+  long pid = 0;
+  if (pid_file >> pid) CHECK(::kill(static_cast<pid_t>(pid), 0) != 0);  // the server this up started is stopped
+  auto status = ws.swarm({"status"});
+  CHECK(status.exit == 6);  // no workspace was made
 }

@@ -219,3 +219,23 @@ TEST_CASE("SlowRead_AJoinWhoseReadOfATaskLeaseOutlastsTheTtlNeverTakesIt") {
   CHECK(agent.stop() == std::vector<std::string>{});
   CHECK(token_of_task() == token);
 }
+
+TEST_CASE("SlowRead_AWaiterCutOffFromNatsIsExit7WithinItsTimeout") {
+  // a waiter whose requests stop being answered (all it sends from its read of the lease on is held 30 s) leaves
+  // with exit 7 within its --timeout and a little more, and never runs its command; the holder is untouched.
+  SwarmWorkspace ws;
+  NatsProxy proxy(ws.server()->port());
+  const fs::path log = ws.root() / "sections.log";
+  Process a(ws.command({"lock", "merge", "--ttl", "2s", "--json", "--", "sh", "-c", "sleep 5"}));
+  REQUIRE(wait_until([&] { return ws.swarm({"lease", "show", "merge"}).exit == 0; }, 10s));
+  proxy.hold_next(lease_read("merge"), 30s);
+  auto b = ws.swarm({"lock", "merge", "--ttl", "2s", "--nats-url", proxy.url(), "--timeout", "2s", "--", "sh", "-c",
+                     "echo ran >> " + log.string()});
+  CHECK(proxy.holds_begun() == 1);
+  CHECK(b.exit == 7);
+  CHECK(b.took < 6s);
+  CHECK_FALSE(fs::exists(log));
+  auto ra = a.wait(30s);
+  CHECK(ra.exit == 0);
+  CHECK(field(json_of(ra), "ended") == "exited");
+}

@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "kv/connection.h"
+
 namespace testing {
 
 SwarmWorkspace::SwarmWorkspace(Options options) : dir_("swarm-cli"), root_(dir_.path() / "ws"), embedded_(options.embedded) {
@@ -66,6 +68,10 @@ RunResult up_on_cluster(const SwarmWorkspace& ws, const NatsCluster& cluster, co
                         const std::map<std::string, std::string>& host, const std::function<bool(int)>& retry) {
   std::vector<std::string> full = {"up", "--nats-url", cluster.urls()};
   full.insert(full.end(), args.begin(), args.end());
+  // Replicas on a leg whose servers are older than 2.10 need saying so (the
+  // refusal itself is Cluster_ReplicasNeedServers2_10UnlessAccepted's).
+  if (kv::version_before(kv::server_version_at(cluster.url_list().front(), std::chrono::seconds(2)), 2, 10))
+    full.push_back("--accept-unsafe-server");
   RunResult r;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(40);
   do {

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "support/expect.h"
+#include "support/nats_proxy.h"
 #include "support/nats_server.h"
 
 using namespace std::chrono_literals;
@@ -369,4 +370,52 @@ TEST_CASE("Bucket_UpdateTogetherWritesEachByItsOwnCas") {
   REQUIRE(stale[0].error);
   CHECK(stale[0].error->kind() == kv::Errc::conflict);
   CHECK_FALSE(stale[1].error);
+}
+
+TEST_CASE("Bucket_AWriteWhoseAnswerWasLostIsRecognisedOnItsRetry") {
+  // a create, an update and a delete each land, but their acknowledgement is held past the attempt's wait (a
+  // leader change loses it the same way): the retry loses its own CAS to the write that landed, and the write
+  // reports the revision it made, never a conflict (on 2.15 the server does not deduplicate a CAS retry).
+  Fixture f;
+  f.bucket("lost");
+  testing::NatsProxy proxy(f.server.port());
+  kv::Connection through = kv::Connection::connect({.urls = {proxy.url()}, .request_timeout = 5s});
+  kv::Bucket bucket = kv::Bucket::open(through, "lost");
+  const std::string subject = "$KV.lost.k ";
+  auto retries = [&] {
+    int sent = 0;
+    for (const auto& m : proxy.seen()) sent += m == "PUB $KV.lost.k" || m == "HPUB $KV.lost.k";
+    return sent;
+  };
+
+  proxy.hold_next({subject}, 1500ms, testing::NatsProxy::Hold::answers);
+  const std::uint64_t created = bucket.create("k", "one");
+  CHECK(proxy.holds_ended() == 1);
+  CHECK(retries() >= 2);
+  CHECK(bucket.get("k")->revision == created);
+
+  proxy.hold_next({subject}, 1500ms, testing::NatsProxy::Hold::answers);
+  const std::uint64_t updated = bucket.update("k", "two", created);
+  CHECK(proxy.holds_ended() == 2);
+  CHECK(updated > created);
+  CHECK(bucket.get("k")->value == "two");
+  CHECK(bucket.get("k")->revision == updated);
+
+  proxy.hold_next({subject}, 1500ms, testing::NatsProxy::Hold::answers);
+  CHECK_NOTHROW(bucket.erase("k", updated));
+  CHECK(proxy.holds_ended() == 3);
+  CHECK_FALSE(bucket.get("k"));
+}
+
+TEST_CASE("Bucket_AReadAfterALostCasRaceIsNoConflict") {
+  // a thread that lost a CAS race, then fails a read (its server gone), is told the read failed (unavailable or
+  // timeout), never a conflict: nats.c's last error of that thread is the race's, and must not be the read's.
+  Fixture f;
+  auto bucket = f.bucket("stale");
+  bucket.create("k", "v");
+  CHECK(kv_kind_of([&] { bucket.create("k", "w"); }) == kv::Errc::conflict);
+  f.server.stop();
+  const auto kind = kv_kind_of([&] { bucket.with_budget(600ms).get("k"); });
+  CHECK(kind != kv::Errc::conflict);
+  CHECK((kind == kv::Errc::unavailable || kind == kv::Errc::timeout));
 }

@@ -114,10 +114,11 @@ NatsProxy::~NatsProxy() {
     if (w.joinable()) w.join();
 }
 
-void NatsProxy::hold_next(std::vector<std::string> needles, std::chrono::milliseconds hold) {
+void NatsProxy::hold_next(std::vector<std::string> needles, std::chrono::milliseconds hold, Hold what) {
   std::lock_guard lock(mu_);
   needles_ = std::move(needles);
   hold_ = hold;
+  what_ = what;
 }
 
 bool NatsProxy::wait_hold_begun(std::chrono::milliseconds limit) {
@@ -149,11 +150,13 @@ void NatsProxy::accept_loop() {
 }
 
 void NatsProxy::serve(std::shared_ptr<Link> link) {
-  std::string in;       // from the client, not yet split into messages
-  std::string held;     // whole messages waiting for the hold to end
-  bool holding = false;
+  std::string in;        // from the client, not yet split into messages
+  std::string held;      // what waits for the hold to end (whole messages from the client)
+  bool holding = false;  // a hold is on
+  Hold direction = Hold::requests;
   Steady::time_point held_until{};
   char buffer[65536];
+  const int to[2] = {link->server, link->client};  // by Hold: where held bytes go
   while (!stopping_) {
     int timeout = 100;
     if (holding) {
@@ -163,7 +166,7 @@ void NatsProxy::serve(std::shared_ptr<Link> link) {
     pollfd p[2] = {{link->client, POLLIN, 0}, {link->server, POLLIN, 0}};
     if (::poll(p, 2, timeout) < 0) return;
     if (holding && Steady::now() >= held_until) {
-      if (!write_all(link->server, held.data(), held.size())) return;
+      if (!write_all(to[static_cast<int>(direction)], held.data(), held.size())) return;
       held.clear();
       holding = false;
       ++ended_;
@@ -171,7 +174,9 @@ void NatsProxy::serve(std::shared_ptr<Link> link) {
     }
     if (p[1].revents & (POLLIN | POLLHUP | POLLERR)) {
       ssize_t n = ::recv(link->server, buffer, sizeof buffer, 0);
-      if (n <= 0 || !write_all(link->client, buffer, static_cast<std::size_t>(n))) return;
+      if (n <= 0) return;
+      if (holding && direction == Hold::answers) held.append(buffer, static_cast<std::size_t>(n));
+      else if (!write_all(link->client, buffer, static_cast<std::size_t>(n))) return;
     }
     if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
       ssize_t n = ::recv(link->client, buffer, sizeof buffer, 0);
@@ -181,6 +186,7 @@ void NatsProxy::serve(std::shared_ptr<Link> link) {
       while (auto size = next_message(in, verb_subject)) {
         const std::string message = in.substr(0, *size);
         in.erase(0, *size);
+        bool begins = false;
         {
           std::lock_guard lock(mu_);
           seen_.push_back(verb_subject);
@@ -189,14 +195,16 @@ void NatsProxy::serve(std::shared_ptr<Link> link) {
                                  return message.find(needle) != std::string::npos;
                                });
           if (!holding && matches) {
+            begins = true;
             holding = true;
+            direction = what_;
             held_until = Steady::now() + hold_;
             needles_.clear();
             ++begun_;
-            changed_.notify_all();
           }
         }
-        if (holding) held += message;
+        if (begins) changed_.notify_all();
+        if (holding && direction == Hold::requests) held += message;
         else if (!write_all(link->server, message.data(), message.size())) return;
       }
     }
