@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
-# The partition test: a 3-node nats-server cluster in network namespaces,
-# `swarm lock` loops on both sides, and the leader of the lease stream cut
-# off and healed again and again; then a check that fencing tokens only grew,
-# that no two commands held the lease at once unless a higher token fenced
-# the cut-off one, and that no acknowledged grant was lost. Runs against
-# Debian's nats-server, then against the current release when the build tree
-# has it (scripts/current-nats-server.sh). Needs root.
-#   scripts/partition.sh                  # 10 cuts of 8 s each (about 3 minutes per server)
+# The partition soak: a 3-node nats-server cluster in network namespaces,
+# `swarm lock` loops on both sides, a writer per side counting the writes
+# the server acknowledges, and a leader cut off (20 s, long enough for an
+# election) and healed (15 s) again and again; then a check that fencing
+# tokens only grew, that no two commands held the lease at once unless a
+# higher token fenced the cut-off one, and that no acknowledged grant or
+# write was lost. Runs against Debian's nats-server, then against the
+# current release when the build tree has it (scripts/current-nats-server.sh),
+# each --runs times. Needs root. Not part of the test command (it is long).
+#   scripts/partition.sh                  # 1 run of 5 cuts of the lease stream's leader per server (~4 min)
+#   scripts/partition.sh --runs 10 --target alternate   # the README's figures (~40 min per server)
 #   scripts/partition.sh --cuts 3 --cut-seconds 10 --heal-seconds 10 --ttl 3s --max-seconds 500
-# Prints one verdict line per server; exit 1 when any run's verdict is a failure.
+# --target stream|meta|alternate: cut the lease stream's leader, the
+# JetStream metadata leader, or each in turn.
+# Prints each run's verdict and a total per server; exit 1 when any run failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -60,11 +65,18 @@ stop_runner() {
 trap stop_runner INT TERM
 
 # Each run is bounded: its --max-seconds of cuts (the runner's default is
-# 420) and 3 minutes to set up, stop the loops and check.
+# 420) and 3 minutes to set up, stop the loops and check. --runs is ours.
 max_seconds=420
-args=("$@")
-for ((i = 0; i + 1 < ${#args[@]}; i++)); do
-  [ "${args[i]}" != --max-seconds ] || max_seconds=${args[i + 1]}
+runs=1
+args=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --runs)
+      [[ "${2:-}" =~ ^[1-9][0-9]{0,2}$ ]] || { echo "partition: --runs '${2:-}': a whole number 1 to 999" >&2; exit 2; }
+      runs=$2; shift 2 ;;
+    --max-seconds) max_seconds=${2:-}; args+=("$1" "${2:-}"); shift 2 ;;
+    *) args+=("$1"); shift ;;
+  esac
 done
 bound=$(( max_seconds + 180 ))
 
@@ -89,18 +101,46 @@ run_with() {
   [ "$stopped" -eq 0 ] || tail -n 40 "$output"
   remove_leftovers
   verdict=$(grep '^partition: nats-server .*: \(ok\|FAIL\)' "$output" | tail -n1 || true)
+  add_figures "$label" "$output"
   [ -n "$verdict" ] || verdict="partition: nats-server $label: FAIL (no verdict; exit $status, 124 is the timeout)"
   rm -f "$output"
   verdicts+=("$verdict")
   [ "$status" -eq 0 ] || failed=1
 }
 
-run_with debian "$PATH" "$@"
-[ "$stopped" -eq 0 ] || exit 130
+# Each run's figures ("partition: figures ok=1 cuts=5 ..."), added up per server.
+declare -A total
+add_figures() {
+  local label=$1 output=$2 line pair
+  line=$(grep '^partition: figures ' "$output" | tail -n1 || true)
+  total[$label.runs]=$(( ${total[$label.runs]:-0} + 1 ))
+  for pair in ${line#partition: figures }; do
+    total[$label.${pair%%=*}]=$(( ${total[$label.${pair%%=*}]:-0} + ${pair#*=} ))
+  done
+}
+total_line() {
+  local l=$1
+  echo "partition: nats-server $l total: ${total[$l.ok]:-0} of ${total[$l.runs]:-0} runs ok; ${total[$l.cuts]:-0} cuts" \
+    "(${total[$l.meta]:-0} of the metadata leader), ${total[$l.sections]:-0} sections under the lease," \
+    "${total[$l.unfenced]:-0} unfenced overlaps (${total[$l.fenced]:-0} fenced), ${total[$l.backwards]:-0} tokens" \
+    "backwards, ${total[$l.lost]:-0} lost grants, ${total[$l.acked]:-0} acknowledged writes of which" \
+    "${total[$l.acked_lost]:-0} lost"
+}
+
+debian=$(nats-server --version 2>/dev/null | sed -n "s/.*\(v[0-9][0-9.]*\).*/\1/p")
+labels=("${debian:-debian}")
+for ((r = 1; r <= runs; r++)); do
+  run_with "${labels[0]}" "$PATH" "${args[@]}"
+  [ "$stopped" -eq 0 ] || exit 130
+done
 version=$(tr -d '[:space:]' < scripts/nats-server.version)
 current="$build/nats-server-$version"
 if [ -x "$current/nats-server" ]; then
-  run_with "$version" "$(cd "$current" && pwd):$PATH" "$@"
+  labels+=("$version")
+  for ((r = 1; r <= runs; r++)); do
+    run_with "$version" "$(cd "$current" && pwd):$PATH" "${args[@]}"
+    [ "$stopped" -eq 0 ] || exit 130
+  done
 else
   echo "partition: no $current/nats-server: the nats-server $version run is skipped"
   verdicts+=("partition: nats-server $version: not run ($current/nats-server is not there; scripts/current-nats-server.sh builds it)")
@@ -109,4 +149,5 @@ fi
 [ "$stopped" -eq 0 ] || exit 130
 echo
 printf '%s\n' "${verdicts[@]}"
+for label in "${labels[@]}"; do total_line "$label"; done
 exit "$failed"

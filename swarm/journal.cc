@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <limits>
 
 #include "kv/error.h"
 #include "swarm/error.h"
@@ -261,19 +262,27 @@ std::vector<Event> Journal::read_range(const std::string& filter, const JournalQ
                                        std::uint64_t to) const {
   std::vector<Event> events;
   // Nothing of the filter in the range: no consumer at all. Else the read
-  // starts at its first message, and the last one says nothing is pending.
+  // starts at its first message and stops at a sequence known before it
+  // starts, never at the server's pending count (2.9.10 reports messages
+  // pending that no read delivers, and `log -n 3` waited for them): before
+  // the first match past `to`, or after the last match of all when none
+  // lies past `to` (two direct gets).
   auto head = reading([&] { return stream_.next(filter, from); });
   if (!head || head->seq > to) return events;
+  std::uint64_t last_in_range = std::numeric_limits<std::uint64_t>::max();  // stop after it
+  if (!reading([&] { return stream_.next(filter, to + 1); }))
+    if (auto last = reading([&] { return stream_.last(filter); })) last_in_range = last->seq;
   kv::ReadFrom start;
   start.seq = head->seq;
   auto reader = reading([&] { return stream_.read(filter, start); });
-  while (!reader.caught_up()) {
+  while (true) {
     auto message = reading([&] { return reader.next(wait_); });
     if (!message)
       throw Error(Errc::unavailable, "reading the journal stalled after " + std::to_string(events.size()) + " events");
     if (message->seq > to) break;
     if (auto event = Event::from_message(*message); event && query.matches(*event))
       events.push_back(std::move(*event));
+    if (message->seq >= last_in_range) break;
   }
   return events;
 }

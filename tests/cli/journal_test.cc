@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "cli/swarm_fixture.h"
+#include "kv/stream.h"
 #include "support/json_fields.h"
 
 using namespace testing;
@@ -334,4 +335,50 @@ TEST_CASE("Journal_HostileEventsPrintEscaped") {
   auto json = events(ws, {"--slot", "s1"});  // valid JSON lines, the token out of range read as 0
   REQUIRE(json.size() == 1);
   CHECK(testing::number_of(json[0].get(), "token") == 0);
+}
+
+TEST_CASE("Journal_LogLastNInAFreshProcessIsTheScansTail") {
+  // ~200 events of real acts (20 slots joined, committed, closed and landed, 20 locks), then `swarm log -n N` as a new process each time (a new connection, a new ordered
+  // reader), 40 times: each prints exactly the last N rows a full scan by direct gets finds, at once. On nats-server
+  // 2.9.10 the reader's pending count sometimes promised messages no read delivered, and `-n 3` waited 5 s for them
+  // and exited 7 (about one call in six).
+  SwarmWorkspace ws({.git_repo = true});
+  for (int i = 0; i < 20; ++i) {
+    const std::string slot = "s" + std::to_string(i);
+    REQUIRE(ws.swarm({"join", "--slot", slot, "--task", "T-" + slot}).exit == 0);
+    write_file(ws.worktree(slot) / ("f" + slot), "x\n");
+    REQUIRE(ws.swarm({"commit", "--slot", slot, "-m", "m"}).exit == 0);
+    REQUIRE(ws.swarm({"close", "--slot", slot, "--result", "success"}).exit == 0);
+    REQUIRE(ws.swarm({"lock", "l" + std::to_string(i % 3), "--", "true"}).exit == 0);
+  }
+  REQUIRE(ws.swarm({"land", "--ready"}).exit == 0);
+  // The oracle: every event, one direct get at a time (no consumer, no count).
+  std::vector<std::uint64_t> all;
+  {
+    auto connection = kv::Connection::connect({.urls = {ws.server()->url()}});
+    auto stream = kv::Stream::bind(connection, "swarm-events");
+    for (std::uint64_t seq = 1;;) {
+      auto m = stream.next("swarm.events.>", seq);
+      if (!m) break;
+      all.push_back(m->seq);
+      seq = m->seq + 1;
+    }
+  }
+  REQUIRE(all.size() > 120);
+  for (int round = 0; round < 40; ++round) {
+    const std::size_t n = 1 + static_cast<std::size_t>(round % 20);
+    auto r = ws.swarm({"log", "-n", std::to_string(n), "--json"});
+    REQUIRE_MESSAGE(r.exit == 0, "-n " << n << ": " << r.err);
+    CHECK(r.took < 3s);
+    std::vector<std::uint64_t> got;
+    std::size_t at = 0;
+    while (at < r.out.size()) {
+      auto nl = r.out.find('\n', at);
+      auto doc = swarm::Json::parse(r.out.substr(at, nl - at));
+      got.push_back(static_cast<std::uint64_t>(cJSON_GetNumberValue(cJSON_GetObjectItem(doc.get(), "seq"))));
+      at = nl + 1;
+    }
+    const std::vector<std::uint64_t> want(all.end() - static_cast<std::ptrdiff_t>(n), all.end());
+    CHECK_MESSAGE(got == want, "-n " << n);
+  }
 }

@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <stdexcept>
 #include <thread>
@@ -9,6 +10,11 @@
 #include "kv/connection.h"
 
 namespace testing {
+
+std::string swarm_binary() {
+  const char* other = std::getenv("SWARM_TEST_BINARY");
+  return other != nullptr && *other != '\0' ? other : SWARM_BINARY;
+}
 
 SwarmWorkspace::SwarmWorkspace(Options options) : dir_("swarm-cli"), root_(dir_.path() / "ws"), embedded_(options.embedded) {
   std::filesystem::create_directories(root_);
@@ -39,7 +45,7 @@ SwarmWorkspace::~SwarmWorkspace() {
 Command SwarmWorkspace::command(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
                                 const std::filesystem::path& cwd) const {
   Command c;
-  c.args = {SWARM_BINARY};
+  c.args = {swarm_binary()};
   c.args.insert(c.args.end(), args.begin(), args.end());
   c.env = env;
   c.env["SWARM_WORKSPACE"] = root_.string();

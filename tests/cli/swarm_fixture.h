@@ -19,6 +19,10 @@ namespace testing {
 inline const std::map<std::string, std::string> kHostA = {{"SWARM_HOST", "host-a"}, {"SWARM_HOST_ID", "id-a"}};
 inline const std::map<std::string, std::string> kHostB = {{"SWARM_HOST", "host-b"}, {"SWARM_HOST_ID", "id-b"}};
 
+// The swarm binary the tests run: the build's, or $SWARM_TEST_BINARY (an
+// older build, to see a new test fail on the code it was written against).
+std::string swarm_binary();
+
 class SwarmWorkspace {
  public:
   struct Options {

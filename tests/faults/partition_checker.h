@@ -28,6 +28,7 @@ struct CutWindow {
   int node = 0;
   long long cut_ns = 0;
   long long heal_ns = 0;
+  bool meta = false;  // it isolated the metadata leader (else the lease stream's)
 };
 
 struct Verdict {
@@ -39,6 +40,9 @@ struct Verdict {
   int fenced = 0;
   int lost = 0;
   unsigned long long highest_token = 0;
+  int acked_writes = 0;   // acknowledged by the server, all writers
+  int lost_writes = 0;    // acknowledged, and missing from the key at the end or on a reread
+  int cuts_of_meta = 0;   // cuts that isolated the metadata leader
   std::optional<unsigned long long> last_revision;
   std::vector<std::string> notes;
 };

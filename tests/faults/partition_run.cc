@@ -13,6 +13,7 @@
 #include "faults/partition_cluster.h"
 #include "faults/partition_process.h"
 #include "faults/partition_support.h"
+#include "faults/partition_writer.h"
 
 using namespace testing;
 using namespace std::chrono_literals;
@@ -41,7 +42,9 @@ void PartitionRun::up_workspace() {
   RunResult r;
   auto until = std::chrono::steady_clock::now() + 40s;
   do {
-    r = run(swarm_command({"up", "--nats-url", names_.all_urls(), "--replicas", "3"}, "up"), 60s);
+    // 2.9 is measured too: it needs saying so.
+    r = run(swarm_command({"up", "--nats-url", names_.all_urls(), "--replicas", "3", "--accept-unsafe-server"}, "up"),
+            60s);
     if (r.exit == 0) return;
     pause_for(500ms);
   } while (std::chrono::steady_clock::now() < until);
@@ -65,6 +68,26 @@ void PartitionRun::start_loopers() {
   }
 }
 
+void PartitionRun::start_writers() {
+  const fs::path self = fs::read_symlink("/proc/self/exe");
+  const std::string stop = (dir_ / "stop").string();
+  auto writer = [&](const std::string& side, const std::string& urls, const std::vector<std::string>& prefix) {
+    std::vector<std::string> args = prefix;
+    args.insert(args.end(), {self.string(), "writer", urls, "_acked." + side, (dir_ / ("acked-" + side)).string(), stop});
+    loopers_.push_back(spawn(args, dir_ / ("writer-" + side + ".log")));
+    writer_sides_.push_back(side);
+  };
+  writer("root", names_.all_urls(), {});
+  for (int node = 1; node <= kNodes; ++node)
+    writer("n" + std::to_string(node), names_.url(node), {"ip", "netns", "exec", names_.ns(node)});
+}
+
+int PartitionRun::target_of(int i, const char** what) const {
+  const bool meta = options_.target == "meta" || (options_.target == "alternate" && i % 2 == 1);
+  *what = meta ? "the metadata leader" : "the lease stream's leader";
+  return meta ? meta_leader(names_) : lease_leader(names_);
+}
+
 void PartitionRun::run_cuts() {
   started_ = std::chrono::steady_clock::now();
   const auto one_cut = std::chrono::seconds(options_.cut_seconds + options_.heal_seconds);
@@ -74,12 +97,13 @@ void PartitionRun::run_cuts() {
                        std::to_string(options_.max_seconds) + " reached");
       break;
     }
-    int node = lease_leader(names_);
+    const char* what = "";
+    int node = target_of(i, &what);
     if (node == 0) {
-      notes_.push_back("cut " + std::to_string(i + 1) + ": no leader of the lease stream within 30 s; skipped");
+      notes_.push_back("cut " + std::to_string(i + 1) + ": no leader (" + what + ") within 30 s; skipped");
       continue;
     }
-    cut_once(node);
+    cut_once(node, what);
   }
 }
 
@@ -111,8 +135,32 @@ Verdict PartitionRun::check(long long run_end_ns) const {
   check_tokens_grow(v, origin);
   check_overlaps(v, cuts_, origin);
   check_nothing_lost(v, names_);
+  check_acked_writes(v);
+  for (const auto& c : cuts_) v.cuts_of_meta += c.meta ? 1 : 0;
   v.notes.insert(v.notes.begin(), notes_.begin(), notes_.end());
   return v;
+}
+
+void PartitionRun::check_acked_writes(Verdict& v) const {
+  for (const auto& side : writer_sides_) {
+    const AckedWrites log = acked_writes(dir_ / ("acked-" + side));
+    v.acked_writes += log.acked;
+    if (log.regressions > 0) {
+      v.lost_writes += log.regressions;
+      v.notes.push_back("writer " + side + ": " + std::to_string(log.regressions) +
+                        " rereads found less than it had been acknowledged");
+    }
+    if (log.acked == 0) continue;
+    const auto value = lease_bucket_value(names_, "_acked." + side);
+    const unsigned long long now = value ? std::strtoull(value->c_str(), nullptr, 10) : 0;
+    if (!value || now < log.last) {
+      const unsigned long long missing = log.last - now;
+      v.lost_writes += static_cast<int>(missing);
+      v.notes.push_back("writer " + side + ": acknowledged up to " + std::to_string(log.last) + ", the key holds " +
+                        (value ? std::to_string(now) : "nothing readable") + " (" + std::to_string(missing) +
+                        " acknowledged writes lost)");
+    }
+  }
 }
 
 fs::path PartitionRun::make_temp_dir() {
@@ -127,6 +175,7 @@ std::vector<std::string> PartitionRun::server_args(int node) const {
     if (other != node) routes += (routes.empty() ? "" : ",") + ("nats://" + names_.ip(other) + ":6222");
   const std::string name = "n" + std::to_string(node);
   return {"ip", "netns", "exec", names_.ns(node), on_path("nats-server"), "-js", "-a", names_.ip(node), "-p", "4222",
+          "-m", std::to_string(kMonitorPort),
           "-sd", (dir_ / name).string(), "--server_name", name, "--cluster_name", "swp", "--cluster",
           "nats://" + names_.ip(node) + ":6222", "--routes", routes};
 }
@@ -175,10 +224,9 @@ std::string PartitionRun::loop_text(const std::string& side, const std::string& 
          quoted(mark_script().string()) + " " + side + " || sleep 0.2; done";
 }
 
-void PartitionRun::cut_once(int node) {
-  CutWindow window{node, wall_ns(), 0};
-  std::printf("  cut %zu: n%d (the lease stream's leader) cut off for %d s\n", cuts_.size() + 1, node,
-              options_.cut_seconds);
+void PartitionRun::cut_once(int node, const char* what) {
+  CutWindow window{node, wall_ns(), 0, std::string(what) == "the metadata leader"};
+  std::printf("  cut %zu: n%d (%s) cut off for %d s\n", cuts_.size() + 1, node, what, options_.cut_seconds);
   std::fflush(stdout);
   try {
     network_.cut(node);

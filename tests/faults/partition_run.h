@@ -17,11 +17,17 @@
 namespace partition {
 
 struct Options {
-  int cuts = 10;
-  int cut_seconds = 8;
-  int heal_seconds = 8;
+  // Cuts long enough for an election (a stream's leader is replaced within
+  // seconds, the metadata leader's may take longer), healed long enough for
+  // the cut-off node to catch up.
+  int cuts = 5;
+  int cut_seconds = 20;
+  int heal_seconds = 15;
   std::string ttl = "3s";
   int max_seconds = 420;  // of cuts: stopping and checking take up to 3 minutes more
+  // Which node each cut isolates: the lease stream's leader ("stream"), the
+  // JetStream metadata leader ("meta"), or each in turn ("alternate").
+  std::string target = "stream";
 };
 
 class PartitionRun {
@@ -36,8 +42,11 @@ class PartitionRun {
   void start_servers();
   void up_workspace();
   void start_loopers();
+  // The acknowledged-write counters, one per side (partition_writer.h).
+  void start_writers();
   void run_cuts();
-  // Loopers end their current lock and stop; then the servers stay up for the check.
+  // Loopers end their current lock and stop, writers stop; then the servers
+  // stay up for the check.
   long long stop_loopers();
   void stop_servers();
   Verdict check(long long run_end_ns) const;
@@ -62,14 +71,19 @@ class PartitionRun {
   // A lock loop until the stop file shows; a failed lock waits a little
   // before the next, so that a refused connection does not spin.
   std::string loop_text(const std::string& side, const std::string& connect_flags) const;
-  void cut_once(int node);
+  void cut_once(int node, const char* what);
+  // The node cut `i` isolates, or 0 when its leader is not found in time.
+  int target_of(int i, const char** what) const;
+  // Each writer's key holds at least the last count acknowledged.
+  void check_acked_writes(Verdict& v) const;
 
   Options options_;
   Names names_;
   Network network_;  // before dir_: a network that cannot be built leaves no folder behind
   std::filesystem::path dir_;
   std::vector<pid_t> servers_;
-  std::vector<pid_t> loopers_;
+  std::vector<pid_t> loopers_;  // and writers
+  std::vector<std::string> writer_sides_;
   std::vector<CutWindow> cuts_;
   std::vector<std::string> notes_;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();

@@ -8,6 +8,9 @@
 // no two holders at once unless the older one was cut off and fenced by a
 // higher token, and no acknowledged grant lost by the stream.
 //   partition_runner [--cuts N] [--cut-seconds S] [--heal-seconds S] [--ttl DUR] [--max-seconds T]
+//                    [--target stream|meta|alternate]
+// Beside the lock loops, a writer per side raises a counter by CAS and logs
+// each acknowledgement; none may be missing at the end (partition_writer.h).
 // $SWARM_PARTITION_RUN (default: the pid) names the run: namespaces swp<run%10000>n1..3,
 // subnet 10.231.<run%250>.0/24. Exit 0 when all checks hold, 1 when one fails,
 // 2 when the setup failed (the temporary folder with the logs is kept then, and
@@ -29,6 +32,7 @@
 #include "faults/partition_checker.h"
 #include "faults/partition_run.h"
 #include "faults/partition_support.h"
+#include "faults/partition_writer.h"
 #include "support/git_module.h"
 
 using namespace partition;
@@ -57,7 +61,11 @@ Options parse_options(int argc, char** argv) {
     else if (arg == "--heal-seconds") o.heal_seconds = count_of(arg, value);
     else if (arg == "--ttl") o.ttl = value;
     else if (arg == "--max-seconds") o.max_seconds = count_of(arg, value);
-    else throw SetupFailed("unknown option " + arg);
+    else if (arg == "--target") {
+      if (value != "stream" && value != "meta" && value != "alternate")
+        throw SetupFailed("--target " + value + ": use stream, meta or alternate");
+      o.target = value;
+    } else throw SetupFailed("unknown option " + arg);
   }
   return o;
 }
@@ -84,11 +92,19 @@ bool print_summary(const Verdict& v, const PartitionRun& partition, const Option
               "(highest token %llu, last revision %s)\n",
               v.backwards, v.unfenced, v.fenced, v.lost, v.highest_token,
               v.last_revision ? std::to_string(*v.last_revision).c_str() : "unread");
+  std::printf("partition: %d writes acknowledged by the server, %d of them lost\n", v.acked_writes, v.lost_writes);
   for (std::size_t i = 0; i < v.notes.size() && i < 30; ++i) std::printf("  %s\n", v.notes[i].c_str());
-  const bool ok = v.backwards == 0 && v.unfenced == 0 && v.lost == 0 && !v.runs.empty();
-  std::printf("partition: nats-server %s: %s (%zu cuts, %zu runs, %d backwards, %d unfenced, %d lost%s)\n",
-              version.c_str(), ok ? "ok" : "FAIL", partition.cuts().size(), v.runs.size(), v.backwards, v.unfenced, v.lost,
-              v.runs.empty() ? ", no runs at all" : "");
+  const bool ok = v.backwards == 0 && v.unfenced == 0 && v.lost == 0 && v.lost_writes == 0 && !v.runs.empty() &&
+                  v.acked_writes > 0;
+  // The verdict line: scripts/partition.sh adds these figures up over its runs.
+  std::printf("partition: nats-server %s: %s (%zu cuts, %d of the metadata leader, %zu runs, %d backwards, %d "
+              "unfenced, %d lost, %d acked, %d acked lost%s)\n",
+              version.c_str(), ok ? "ok" : "FAIL", partition.cuts().size(), v.cuts_of_meta, v.runs.size(), v.backwards,
+              v.unfenced, v.lost, v.acked_writes, v.lost_writes, v.runs.empty() ? ", no runs at all" : "");
+  std::printf("partition: figures ok=%d cuts=%zu meta=%d sections=%zu backwards=%d unfenced=%d fenced=%d lost=%d "
+              "acked=%d acked_lost=%d\n",
+              ok ? 1 : 0, partition.cuts().size(), v.cuts_of_meta, v.runs.size(), v.backwards, v.unfenced, v.fenced,
+              v.lost, v.acked_writes, v.lost_writes);
   std::fflush(stdout);
   return ok;
 }
@@ -96,6 +112,7 @@ bool print_summary(const Verdict& v, const PartitionRun& partition, const Option
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "writer") return run_writer(argc, argv);
   testing::use_built_git_module();
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
@@ -108,15 +125,16 @@ int main(int argc, char** argv) {
     version = server_version();
     const char* given = std::getenv("SWARM_PARTITION_RUN");
     const long run_number = given != nullptr && *given != '\0' ? std::atol(given) : static_cast<long>(getpid());
-    std::printf("partition: nats-server %s, %d cuts of %d s with %d s to heal, lease TTL %s, %d s at most\n",
-                version.c_str(), options.cuts, options.cut_seconds, options.heal_seconds, options.ttl.c_str(),
-                options.max_seconds);
+    std::printf("partition: nats-server %s, %d cuts (%s) of %d s with %d s to heal, lease TTL %s, %d s at most\n",
+                version.c_str(), options.cuts, options.target.c_str(), options.cut_seconds, options.heal_seconds,
+                options.ttl.c_str(), options.max_seconds);
     std::fflush(stdout);
     try {
       partition.emplace(options, run_number);
       partition->start_servers();
       partition->up_workspace();
       partition->start_loopers();
+      partition->start_writers();
     } catch (const SetupFailed& e) {
       std::printf("partition: nats-server %s: FAIL (setup: %s)%s\n", version.c_str(), e.what(),
                   partition ? ("; logs in " + partition->dir().string()).c_str() : "");

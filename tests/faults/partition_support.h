@@ -16,6 +16,8 @@ namespace partition {
 constexpr int kNodes = 3;
 inline const char* const kLease = "part";
 inline const char* const kLeaseBucket = "swarm-leases";
+// Each node's monitoring port (its /jsz names the metadata leader).
+constexpr int kMonitorPort = 8222;
 
 // The signal that asked the run to stop, or 0.
 extern volatile std::sig_atomic_t g_stop_signal;

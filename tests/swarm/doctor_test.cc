@@ -167,7 +167,7 @@ TEST_CASE("CheckLeases_ATaskLeaseLivesWithItsSessionUnlessThisRunRemovedIt") {
 }
 
 TEST_CASE("CheckBuckets_ConfigDriftOldServerAndMissingLeaseBucket") {
-  // TTL and replicas unlike config.json are problems; a replicated bucket on a server before 2.10 a notice.
+  // TTL and replicas unlike config.json are problems; a replicated bucket on a server before 2.10 is one too.
   WorkspaceConfig config;
   config.ttl = 60s;
   config.replicas = 1;
@@ -179,7 +179,7 @@ TEST_CASE("CheckBuckets_ConfigDriftOldServerAndMissingLeaseBucket") {
   auto version = check_server_version(in);
   REQUIRE(version.size() == 1);
   CHECK(version[0].kind == FindingKind::nats_server_version);
-  CHECK(version[0].severity == Severity::notice);
+  CHECK(version[0].severity == Severity::problem);
   auto drift = check_bucket_config(in);
   REQUIRE(drift.size() == 2);
   CHECK(drift[0].fix == "swarm up --ttl 30s   (or recreate the bucket with the config's TTL when no session is live)");

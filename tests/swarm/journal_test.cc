@@ -293,3 +293,103 @@ TEST_CASE("Journal_ALeaseLostIsRecorded") {
   }
   CHECK(kinds == std::vector<std::string>{"lease.grant", "lease.release", "lease.lost"});
 }
+
+namespace {
+
+// Every event of the stream, one direct get at a time from its first sequence: a full scan that asks the server
+// for no count at all, the oracle the windowed reads are held to.
+std::vector<Event> full_scan(const kv::Connection& connection) {
+  auto stream = kv::Stream::bind(connection, kEventsStream);
+  std::vector<Event> out;
+  for (std::uint64_t seq = 1;;) {
+    auto m = stream.next("swarm.events.>", seq);
+    if (!m) break;
+    if (auto e = Event::from_message(*m)) out.push_back(std::move(*e));
+    seq = m->seq + 1;
+  }
+  return out;
+}
+
+std::vector<std::uint64_t> seqs_of(const std::vector<Event>& events) {
+  std::vector<std::uint64_t> out;
+  for (const auto& e : events) out.push_back(e.seq);
+  return out;
+}
+
+// The last `n` of `all` that `q` matches (q.last ignored).
+std::vector<std::uint64_t> last_matching(const std::vector<Event>& all, JournalQuery q, std::size_t n) {
+  q.last = 0;
+  std::vector<std::uint64_t> out;
+  for (const auto& e : all)
+    if (q.matches(e)) out.push_back(e.seq);
+  if (out.size() > n) out.erase(out.begin(), out.end() - static_cast<std::ptrdiff_t>(n));
+  return out;
+}
+
+// A journal as a workspace's looks after a while: slot and lease events of this workspace's buckets, another
+// workspace's events on the same stream, a few raw messages that are no event, and gaps where messages were
+// deleted. `count` events in all.
+void fill_like_a_workspace(const kv::Connection& connection, const std::string& url, int count) {
+  auto stream = kv::Stream::bind(connection, kEventsStream);
+  const char* kinds[] = {"join", "commit", "commit", "close", "land"};
+  for (int i = 1; i <= count; ++i) {
+    const std::string slot = "s" + std::to_string(i % 13);
+    Event e = i % 7 == 0   ? lease_event("lease.grant", "swarm-leases", "merge", kActor, i, i)
+              : i % 11 == 0 ? slot_event("join", "other-bucket", slot, kActor, "T-9", i, i)
+                            : slot_event(kinds[i % 5], "swarm-sessions", slot, kActor, "T-1", i, i);
+    const std::string subject = e.thing == Thing::lease ? event_subject(Thing::lease, e.bucket, e.name)
+                                                        : event_subject(Thing::slot, e.bucket, e.name);
+    stream.publish(subject, i % 97 == 0 ? std::string("not an event") : e.to_json().dump(), e.message_id());
+  }
+  natsConnection* nc = nullptr;
+  jsCtx* js = nullptr;
+  REQUIRE(natsConnection_ConnectTo(&nc, url.c_str()) == NATS_OK);
+  REQUIRE(natsConnection_JetStream(&js, nc, nullptr) == NATS_OK);
+  // Gaps throughout, and the last two messages gone (the newest left is not the stream's last sequence).
+  for (std::uint64_t seq = 5; seq < static_cast<std::uint64_t>(count); seq += 37)
+    CHECK(js_DeleteMsg(js, kEventsStream, seq, nullptr, nullptr) == NATS_OK);
+  for (std::uint64_t seq = static_cast<std::uint64_t>(count) - 1; seq <= static_cast<std::uint64_t>(count); ++seq)
+    CHECK(js_DeleteMsg(js, kEventsStream, seq, nullptr, nullptr) == NATS_OK);
+  jsCtx_Destroy(js);
+  natsConnection_Destroy(nc);
+}
+
+}  // namespace
+
+TEST_CASE("Journal_TheLastNIsWhatAFullScanFindsWhateverTheServersCounters") {
+  // over a journal with gaps, foreign buckets' events and junk, `log -n N` (the workspace's, --kind, --slot,
+  // --since) gives exactly the rows a full scan by direct gets gives, for every N from 1 to 250 and some beyond
+  // the whole; nats-server 2.9.10 once made `-n 3` wait for messages its pending count promised and no read
+  // delivered (exit 7 after 5 s on a healthy server).
+  Fixture f;
+  fill_like_a_workspace(f.connection, f.server.url(), 1200);
+  const auto all = full_scan(f.connection);
+  REQUIRE(all.size() > 1000);
+  Journal j = f.journal();
+  JournalQuery workspace;
+  workspace.buckets = {"swarm-sessions", "swarm-leases"};
+  JournalQuery commits = workspace;
+  commits.kinds = {"commit"};
+  JournalQuery slot = of_slot("s7");
+  JournalQuery since = workspace;
+  since.since = all[all.size() / 2].time;
+  std::vector<std::size_t> ns;
+  for (std::size_t n = 1; n <= 250; ++n) ns.push_back(n);
+  for (std::size_t n : {400, 999, 1100, 5000}) ns.push_back(n);
+  for (auto* q : {&workspace, &commits, &slot, &since}) {
+    for (std::size_t n : ns) {
+      JournalQuery asked = *q;
+      asked.last = n;
+      const auto got = seqs_of(j.read(asked));
+      const auto want = last_matching(all, asked, n);
+      if (got != want) {
+        FAIL_CHECK("-n " << n << " of query " << (q == &workspace ? "workspace" : q == &commits ? "commits"
+                                                : q == &slot ? "slot" : "since")
+                         << ": " << got.size() << " rows, a full scan finds " << want.size());
+        break;
+      }
+    }
+  }
+  // The whole, unwindowed, is the scan too.
+  CHECK(seqs_of(j.read(workspace)) == last_matching(all, workspace, all.size()));
+}
