@@ -258,20 +258,36 @@ std::string Journal::filter_of(const JournalQuery& query) const {
   return std::string(kSubjectRoot) + ">";
 }
 
+std::uint64_t Journal::last_match(const std::string& filter, std::uint64_t head, std::uint64_t to) const {
+  // A binary search by direct gets: `next` gives the first match at or after
+  // a sequence. (A direct get of the last match of a pattern is no help:
+  // 2.9.10 finds none when the stream's last messages were deleted.)
+  std::uint64_t found = head, lo = head + 1, hi = to;
+  while (lo <= hi) {
+    const std::uint64_t mid = lo + (hi - lo) / 2;
+    auto m = reading([&] { return stream_.next(filter, mid); });
+    if (m && m->seq <= to) {
+      found = m->seq;
+      lo = m->seq + 1;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return found;
+}
+
 std::vector<Event> Journal::read_range(const std::string& filter, const JournalQuery& query, std::uint64_t from,
                                        std::uint64_t to) const {
   std::vector<Event> events;
   // Nothing of the filter in the range: no consumer at all. Else the read
-  // starts at its first message and stops at a sequence known before it
-  // starts, never at the server's pending count (2.9.10 reports messages
-  // pending that no read delivers, and `log -n 3` waited for them): before
-  // the first match past `to`, or after the last match of all when none
-  // lies past `to` (two direct gets).
+  // starts at its first match and stops at a sequence known before it
+  // starts, never at the server's pending count (2.9.10's promised messages
+  // no read delivered, and `log -n 3` waited for them): before the first
+  // match past `to`, or after the last match up to `to` when none lies past.
   auto head = reading([&] { return stream_.next(filter, from); });
   if (!head || head->seq > to) return events;
-  std::uint64_t last_in_range = std::numeric_limits<std::uint64_t>::max();  // stop after it
-  if (!reading([&] { return stream_.next(filter, to + 1); }))
-    if (auto last = reading([&] { return stream_.last(filter); })) last_in_range = last->seq;
+  std::uint64_t stop_after = std::numeric_limits<std::uint64_t>::max();
+  if (!reading([&] { return stream_.next(filter, to + 1); })) stop_after = last_match(filter, head->seq, to);
   kv::ReadFrom start;
   start.seq = head->seq;
   auto reader = reading([&] { return stream_.read(filter, start); });
@@ -282,7 +298,7 @@ std::vector<Event> Journal::read_range(const std::string& filter, const JournalQ
     if (message->seq > to) break;
     if (auto event = Event::from_message(*message); event && query.matches(*event))
       events.push_back(std::move(*event));
-    if (message->seq >= last_in_range) break;
+    if (message->seq >= stop_after) break;
   }
   return events;
 }

@@ -142,6 +142,8 @@ class Journal {
   std::string filter_of(const JournalQuery& query) const;
   // The first sequence in [first, end] stored at or after `time` (end + 1: none).
   std::uint64_t seq_at(TimePoint time, std::uint64_t first, std::uint64_t end) const;
+  // The last sequence in [head, to] matching `filter`, `head` being the first.
+  std::uint64_t last_match(const std::string& filter, std::uint64_t head, std::uint64_t to) const;
   // The matching events of [from, to] (sequences), oldest first.
   std::vector<Event> read_range(const std::string& filter, const JournalQuery& query, std::uint64_t from,
                                 std::uint64_t to) const;
