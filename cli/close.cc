@@ -2,6 +2,7 @@
 #include "cli/context.h"
 #include "cli/progress.h"
 #include "swarm/git_backend.h"
+#include "swarm/text.h"
 
 namespace cli {
 
@@ -12,6 +13,16 @@ struct CloseFlags {
   std::string result = "success";
   swarm::CloseOptions options;
 };
+// Whether `here` is `folder` or lies below it.
+bool in_folder(const std::optional<std::filesystem::path>& here, const std::filesystem::path& folder) {
+  if (!here) return false;
+  std::error_code ec;
+  const auto base = std::filesystem::weakly_canonical(folder, ec);
+  if (ec) return false;
+  const auto rel = here->lexically_relative(base);
+  return !rel.empty() && *rel.begin() != "..";
+}
+
 }  // namespace
 
 Verb add_close(CLI::App& app) {
@@ -35,10 +46,16 @@ Verb add_close(CLI::App& app) {
             flags->options.session = session_of(flags->session);
             flags->options.result = swarm::parse_outcome(flags->result);
             auto lifecycle = ctx.lifecycle();
+            const swarm::Workspace ws = ctx.workspace();
+            const bool inside = in_folder(swarm::current_folder(), ws.worktree(flags->slot));
             Progress progress("closing slot " + flags->slot + " (pushing and salvaging)");
             auto r = lifecycle.close(flags->slot, flags->options);
             progress.done();
             for (const auto& w : r.warnings) ctx.out().warn(w);
+            // A shell left in the removed worktree stands nowhere: say where to go.
+            if (inside && r.removed_worktree)
+              ctx.out().note("the current folder was in slot " + flags->slot + "'s worktree, which is gone now: cd " +
+                             swarm::shell_word(ws.root().string()));
             std::string human = "closed slot " + flags->slot + " (" + flags->result + ")";
             if (r.salvage.files > 0 || r.salvage.deleted > 0)
               human += "; salvaged " + std::to_string(r.salvage.files) + " uncommitted file(s) to " +

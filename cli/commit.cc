@@ -89,8 +89,13 @@ Verb add_commit(CLI::App& app) {
             // Paths are checked before any NATS round trip: bad ones change nothing.
             auto ws = ctx.workspace();
             std::vector<std::string> relative;
-            for (const auto& p : flags->paths)
-              relative.push_back(swarm::path_inside(ws.worktree(flags->slot), std::filesystem::current_path(), p));
+            const auto cwd = swarm::current_folder();
+            for (const auto& p : flags->paths) {
+              if (!cwd && std::filesystem::path(p).is_relative())
+                throw swarm::Error(swarm::Errc::bad_input, "path " + p + " is relative, and the current folder no "
+                                                           "longer exists: cd into the worktree, or give it whole");
+              relative.push_back(swarm::path_inside(ws.worktree(flags->slot), cwd.value_or(ws.root()), p));
+            }
             auto lifecycle = ctx.lifecycle();
             auto r = lifecycle.commit(flags->slot, flags->message, relative, session_of(flags->session));
             for (const auto& w : r.warnings) ctx.out().warn(w);

@@ -110,7 +110,10 @@ std::set<std::string> slots(Context& ctx) {
       for (const auto& name : dir->list())
         if (swarm::is_valid_slot_name(name) && dir->kind(name) == swarm::EntryKind::folder) folders.insert(name);
     try {
-      for (const auto& entry : ctx.sessions().store.list()) out.insert(entry.slot);
+      // Only names a slot can have: a key planted in the bucket by any client
+      // ("render;touch${IFS}x") is no slot, and must never reach a command line.
+      for (const auto& entry : ctx.sessions().store.list())
+        if (swarm::is_valid_slot_name(entry.slot)) out.insert(entry.slot);
     } catch (const std::exception&) {
       return folders;  // no NATS: this host's folders, as the best guess
     }

@@ -98,7 +98,7 @@ std::chrono::milliseconds Context::timeout() const {
 }
 
 swarm::Workspace Context::workspace() const {
-  return swarm::Workspace::find(globals_.workspace, std::filesystem::current_path());
+  return swarm::Workspace::find(globals_.workspace, swarm::current_folder());
 }
 
 std::string Context::slot_of(const std::string& given) const {
@@ -107,7 +107,8 @@ std::string Context::slot_of(const std::string& given) const {
   try {
     std::error_code ec;
     const auto slots = std::filesystem::weakly_canonical(workspace().slots_dir(), ec);
-    const auto here = std::filesystem::current_path().lexically_relative(slots);
+    const auto cwd = swarm::current_folder();
+    const auto here = cwd ? cwd->lexically_relative(slots) : std::filesystem::path();
     auto part = here.begin();
     if (!ec && part != here.end() && *part != ".." && *part != "." && std::next(part) != here.end() &&
         *std::next(part) == swarm::kWorktreeName && swarm::is_valid_slot_name(part->string()))

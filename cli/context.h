@@ -147,6 +147,7 @@ Verb add_elect(CLI::App& app);
 Verb add_log(CLI::App& app);
 Verb add_branches(CLI::App& app);
 Verb add_land(CLI::App& app);
+Verb add_sync(CLI::App& app);
 // swarm: hands over to swarm-serve; swarm-serve: the server (cli/serve.h).
 Verb add_serve(CLI::App& app);
 // Hidden: what `commit` starts in the background when the hub has too many packs.

@@ -50,32 +50,45 @@ std::optional<swarm::Lease> wait_in_line(const Context& ctx, const swarm::LeaseS
                                          SignalRouter& signals) {
   signals.on_signal([&](int) { mutex.cancel(); });
   // Granted at once (the usual case) costs nothing more; a wait past this
-  // moment is said once, with who holds the lease and the place in line.
+  // moment is said, with who holds the lease and this waiter's place in
+  // line: once in a log, and kept up to date on a terminal as the line moves.
   constexpr std::chrono::milliseconds kMoment{300};
+  constexpr std::chrono::milliseconds kRefresh{1000};
   const bool tty = isatty(STDERR_FILENO) != 0;
   std::mutex mu;
   std::condition_variable cv;
   bool done = false, said = false;
-  std::thread teller([&] {
-    {
-      std::unique_lock lock(mu);
-      if (cv.wait_for(lock, kMoment, [&] { return done; })) return;
-    }
+  auto describe = [&] {
     std::string line = "waiting for lease " + name;
     try {
       if (auto held = store.get(name); held && held->record)
         line += " (held by " + swarm::printable(held->record->holder) + " on " + swarm::printable(held->record->host) +
                 ", token " + std::to_string(held->token()) + ")";
-      const auto waiting = store.waiting(name);
-      if (auto it = waiting.find(name); it != waiting.end()) line += "; place " + std::to_string(it->second) + " in line";
+      if (const auto order = mutex.place_order(); order != 0)
+        line += "; place " + std::to_string(store.place_in_line(name, order)) + " in line";
     } catch (const std::exception&) {
       // Said without the details.
     }
-    std::lock_guard lock(mu);
-    if (done) return;
-    said = true;
-    std::fputs(tty ? ("swarm: " + line + "\r").c_str() : ("swarm: " + line + "\n").c_str(), stderr);
-    std::fflush(stderr);
+    return line;
+  };
+  std::thread teller([&] {
+    std::string shown;
+    for (auto pause = kMoment;; pause = kRefresh) {
+      {
+        std::unique_lock lock(mu);
+        if (cv.wait_for(lock, pause, [&] { return done; })) return;
+      }
+      const std::string line = describe();
+      std::lock_guard lock(mu);
+      if (done) return;
+      if (line != shown) {
+        std::fputs(tty ? ("\033[2K\rswarm: " + line + "\r").c_str() : ("swarm: " + line + "\n").c_str(), stderr);
+        std::fflush(stderr);
+        shown = line;
+        said = true;
+      }
+      if (!tty) return;  // a log gets it once
+    }
   });
   auto finish = [&] {
     {

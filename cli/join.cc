@@ -17,12 +17,6 @@ struct JoinFlags {
   std::string base;
 };
 
-// `value` in single quotes for a POSIX shell (a ' inside closed, escaped, reopened).
-std::string shell_quoted(const std::string& value) {
-  std::string out = "'";
-  for (char c : value) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
 }  // namespace
 
 Verb add_join(CLI::App& app) {
@@ -84,9 +78,9 @@ Verb add_join(CLI::App& app) {
             // With --env the agent's later verbs act only for this session
             // (a successor's join --force makes them exit 3).
             const std::string human =
-                flags->env ? "export SWARM_SLOT=" + shell_quoted(flags->slot) + "\nexport SWARM_SESSION=" +
+                flags->env ? "export SWARM_SLOT=" + swarm::shell_word(flags->slot) + "\nexport SWARM_SESSION=" +
                                  std::to_string(r.revision) + "\nexport SWARM_WORKTREE=" +
-                                 shell_quoted(r.worktree.string()) + "\n"
+                                 swarm::shell_word(r.worktree.string()) + "\n"
                            : r.worktree.string();
             ctx.out().result("join", human, std::move(doc));
             return 0;

@@ -57,9 +57,7 @@ swarm::Json land_json(const swarm::LandResult& r) {
   if (r.outcome == swarm::LandResult::Outcome::refused) {
     doc.set("reason", r.reason);
     if (r.reason == "conflict") {
-      swarm::Json paths = swarm::Json::array();
-      for (const auto& p : r.paths) cJSON_AddItemToArray(paths.get(), cJSON_CreateString(p.c_str()));
-      doc.set("paths", std::move(paths));
+      doc.set("paths", swarm::Json::strings(r.paths));
     } else {
       doc.set("status", r.check_status);
     }
@@ -96,8 +94,176 @@ struct LandFlags {
   std::string ttl = "30s";
   std::vector<std::string> check;
   std::string session;
+  bool force = false;
 };
 
+// Each line a check prints, on stderr with its slot before it, so that the
+// checks of `land --ready` can be told apart.
+void relay_check_line(const std::string& slot, std::string_view line) {
+  std::string out = "[" + slot + "] ";
+  out.append(line);
+  out += '\n';
+  std::fputs(out.c_str(), stderr);
+  std::fflush(stderr);
+}
+
+
+// One slot landed under the lease of its onto branch: the lease waited for,
+// the land made, the lease released. What `land` does per slot.
+class SlotLander {
+ public:
+  SlotLander(Context& ctx, const LandFlags& f, swarm::Landing& landing, const swarm::LeaseStore& store,
+             const std::string& onto, SignalRouter& signals)
+      : ctx_(ctx), f_(f), landing_(landing), store_(store), onto_(onto), signals_(signals) {}
+
+  // The land's result; nullopt when a signal ended the wait (nothing done).
+  // Throws what the land threw (the lease released first).
+  std::optional<swarm::LandResult> land(const std::string& slot, bool forced) {
+    const std::string lease_name = swarm::land_lease_name(onto_);
+    swarm::Mutex mutex(store_, lease_name, swarm::LeaseHolder::process(ctx_.me(), getpid(), "land " + slot),
+                       lease_ttl_option(f_.ttl));
+    swarm::LandCheck check;
+    check.command = f_.check;
+    check.running = [this](swarm::ChildProcess* child) { signals_.forward_to(child); };
+    check.interrupted = [this] { return signals_.received() != 0; };
+    check.output = [slot](std::string_view line) { relay_check_line(slot, line); };
+    std::optional<swarm::Lease> lease;
+    std::optional<swarm::LandResult> r;
+    try {
+      lease = wait_in_line(ctx_, store_, mutex, lease_name, wait(), signals_);
+      if (!lease) return std::nullopt;
+      r = landing_.land(slot, onto_, *lease, check, forced);
+    } catch (...) {
+      release(lease, true);
+      throw;
+    }
+    release(lease, false);
+    return r;
+  }
+
+ private:
+  std::optional<std::chrono::milliseconds> wait() const {
+    if (f_.wait.empty()) return std::nullopt;
+    return swarm::parse_duration(f_.wait);
+  }
+  void release(const std::optional<swarm::Lease>& lease, bool quietly) {
+    if (!lease) return;
+    try {
+      store_.release(*lease);
+    } catch (const swarm::Error& e) {
+      if (!quietly)
+        ctx_.out().warn("releasing lease " + lease->name + " failed (it expires by itself): " + e.what());
+    }
+  }
+
+  Context& ctx_;
+  const LandFlags& f_;
+  swarm::Landing& landing_;
+  const swarm::LeaseStore& store_;
+  const std::string& onto_;
+  SignalRouter& signals_;
+};
+
+// Before waiting or writing: a program found on PATH or by an absolute path.
+// A relative path (./ci/test.sh) is the merged tree's own: it runs in the
+// checkout, so it can only be looked for there.
+void require_check_runnable(const std::vector<std::string>& check) {
+  if (check.empty()) return;
+  const bool in_tree = check.front().find('/') != std::string::npos && check.front().front() != '/';
+  if (!in_tree) swarm::require_runnable(check.front());
+}
+
+// land --slot S: one land, its refusal an error (exit 3). A slot that is not
+// ready (its last close not success, its session live) is refused before
+// the lease is waited for, unless --force.
+int land_one(Context& ctx, const LandFlags& f, swarm::Landing& landing, SlotLander& lander, SignalRouter& signals) {
+  landing.require_session(f.slot, session_of(f.session));
+  const std::string why = landing.not_ready(f.slot);
+  if (!why.empty() && !f.force)
+    throw swarm::Error(swarm::Errc::conflict, "slot " + f.slot + " is not ready to land: " + why +
+                                                  "; nothing was landed (land it anyway with --force)");
+  std::optional<swarm::LandResult> r;
+  try {
+    r = lander.land(f.slot, !why.empty());
+  } catch (const swarm::Cancelled& stopped) {
+    ctx.out().note(stopped.what());
+    return exit_for_signal(signals.received());
+  }
+  if (!r) return exit_for_signal(signals.received());
+  if (r->outcome == swarm::LandResult::Outcome::refused)
+    throw swarm::Error(swarm::Errc::conflict, "slot " + f.slot + " was not landed: " + r->message);
+  ctx.out().result("land", land_text(*r), land_json(*r));
+  return 0;
+}
+
+// land --ready: every ready slot in close order, each reported as it lands
+// (a line on stdout; with --json, the document at the end and a refusal on
+// stderr as it happens). One slot's failure does not stop the others.
+int land_ready(Context& ctx, swarm::Landing& landing, SlotLander& lander, const std::string& onto,
+               SignalRouter& signals) {
+  swarm::Json results = swarm::Json::array();
+  bool refused = false, any = false;
+  auto said = [&](const std::string& line, bool bad) {
+    any = true;
+    if (!ctx.out().json()) {
+      std::fputs((line + "\n").c_str(), stdout);
+      std::fflush(stdout);
+    } else if (bad) {
+      ctx.out().warn(line);
+    }
+  };
+  for (const auto& row : landing.ready(onto)) {
+    const std::string& s = row.git.slot;
+    std::optional<swarm::LandResult> r;
+    try {
+      r = lander.land(s, false);
+    } catch (const swarm::Cancelled& stopped) {
+      ctx.out().note(stopped.what());
+      break;
+    } catch (const std::exception& thrown) {
+      const swarm::Error e = swarm::Error::from(thrown);
+      swarm::Json failed = swarm::Json::object();
+      failed.set("slot", s).set("onto", onto).set("outcome", "failed").set("error", swarm::to_string(e.kind()))
+          .set("message", swarm::printable(e.what()));
+      results.push(std::move(failed));
+      said("failed " + s + ": " + swarm::printable(e.what()), true);
+      refused = true;
+      if (signals.received() != 0) break;
+      continue;
+    }
+    if (!r) break;  // a signal ended the wait
+    const bool bad = r->outcome == swarm::LandResult::Outcome::refused;
+    refused = refused || bad;
+    results.push(land_json(*r));
+    said(land_text(*r), bad);
+    if (signals.received() != 0) break;
+  }
+  if (ctx.out().json()) {
+    swarm::Json doc = swarm::Json::object();
+    doc.set("onto", onto).set("lands", std::move(results));
+    ctx.out().result("land", "", std::move(doc));
+  } else if (!any) {
+    ctx.out().result("land", "nothing to land on " + swarm::printable(onto), swarm::Json::object());
+  }
+  if (signals.received() != 0) return exit_for_signal(signals.received());
+  return refused ? kConflict : 0;
+}
+
+int run_land(Context& ctx, const LandFlags& f) {
+  if (f.slot.empty() && !f.ready)
+    throw swarm::Error(swarm::Errc::bad_input, "name the slot to land with --slot SLOT, or land every finished one "
+                                               "with --ready");
+  require_check_runnable(f.check);
+  lease_ttl_option(f.ttl);
+  if (!f.wait.empty()) swarm::parse_duration(f.wait);
+  SignalRouter signals;  // before any thread is made
+  auto landing = ctx.landing(true);
+  const std::string onto = landing.onto(f.onto);
+  auto store = ctx.leases(true);
+  SlotLander lander(ctx, f, landing, store, onto, signals);
+  if (!f.ready) return land_one(ctx, f, landing, lander, signals);
+  return land_ready(ctx, landing, lander, onto, signals);
+}
 }  // namespace
 
 swarm::Json branches_document(const swarm::Branches& report) { return with_schema("branches", branches_of(report)); }
@@ -159,6 +325,10 @@ Verb add_land(CLI::App& app) {
       ->option_text("DUR")
       ->check(duration_validator());
   add_session_option(*cmd, f->session);
+  cmd->add_flag("--force", f->force,
+                "Land --slot S even though its last close was not success or its session is live (journaled as "
+                "forced)")
+      ->excludes("--ready");
   cmd->add_option("check", f->check, "A check to run on the merged tree, after --")->option_text("-- CHECK...");
   cmd->footer(
       "Examples:\n"
@@ -166,104 +336,13 @@ Verb add_land(CLI::App& app) {
       "  swarm land --ready -- make test\n"
       "A fast-forward when possible, else a merge commit (trailers Swarm-Slot, Swarm-Task,\n"
       "Swarm-Fencing-Token). CHECK runs (no shell) in a checkout of the merged tree kept in .swarm/land/,\n"
-      "with SWARM_LAND_SLOT, SWARM_LAND_ONTO and SWARM_FENCING_TOKEN set; its output goes to stderr.\n"
+      "with SWARM_LAND_SLOT, SWARM_LAND_ONTO and SWARM_FENCING_TOKEN set; its output goes to stderr, each\n"
+      "line after [SLOT]. --slot S refuses (exit 3) a slot whose last close was not success or whose\n"
+      "session is live, unless --force. --ready reports each slot as it lands.\n"
       "The onto branch moves only by a compare-and-swap from the tip the merge was made on, while the\n"
       "lease is held; if it moved meanwhile, the merge is made again. A conflict or a failed check\n"
       "refuses the land (exit 3) and moves nothing; the slot's branch is never changed.");
-  return {cmd, [f](Context& ctx) {
-            if (f->slot.empty() && !f->ready)
-              throw swarm::Error(swarm::Errc::bad_input, "name the slot to land with --slot SLOT, or land every "
-                                                         "finished one with --ready");
-            // Before waiting or writing: a program found on PATH or by an absolute
-            // path. A relative path (./ci/test.sh) is the merged tree's own: it
-            // runs in the checkout, so it can only be looked for there.
-            const bool in_tree = !f->check.empty() && f->check.front().find('/') != std::string::npos &&
-                                 f->check.front().front() != '/';
-            if (!f->check.empty() && !in_tree) swarm::require_runnable(f->check.front());
-            auto ttl = lease_ttl_option(f->ttl);
-            std::optional<std::chrono::milliseconds> wait;
-            if (!f->wait.empty()) wait = swarm::parse_duration(f->wait);
-            SignalRouter signals;  // before any thread is made
-            auto landing = ctx.landing(true);
-            const std::string onto = landing.onto(f->onto);
-            std::vector<std::string> slots;
-            if (f->ready) {
-              for (const auto& row : landing.ready(onto)) slots.push_back(row.git.slot);
-            } else {
-              slots.push_back(f->slot);
-            }
-            const std::string lease_name = swarm::land_lease_name(onto);
-            auto store = ctx.leases(true);
-            swarm::Json results = swarm::Json::array();
-            std::string text;
-            bool refused = false;
-            const swarm::ExpectedSession session = session_of(f->session);
-            if (!f->ready) landing.require_session(f->slot, session);
-            for (const auto& s : slots) {
-              swarm::Mutex mutex(store, lease_name,
-                                 swarm::LeaseHolder::process(ctx.me(), getpid(), "land " + s), ttl);
-              std::optional<swarm::Lease> lease;
-              swarm::LandCheck check;
-              check.command = f->check;
-              check.running = [&signals](swarm::ChildProcess* child) { signals.forward_to(child); };
-              check.interrupted = [&signals] { return signals.received() != 0; };
-              std::optional<swarm::LandResult> r;
-              try {
-                lease = wait_in_line(ctx, store, mutex, lease_name, wait, signals);
-                if (!lease) return exit_for_signal(signals.received());
-                r = landing.land(s, onto, *lease, check);
-              } catch (const std::exception& thrown) {
-                try {
-                  if (lease) store.release(*lease);
-                } catch (const swarm::Error&) {
-                  // It expires by itself.
-                }
-                if (dynamic_cast<const swarm::Cancelled*>(&thrown) != nullptr) {
-                  ctx.out().note(thrown.what());
-                  return exit_for_signal(signals.received());
-                }
-                if (!f->ready) throw;
-                // One slot's failure is reported with the rest; the others still land.
-                const swarm::Error e = swarm::Error::from(thrown);
-                ctx.out().warn("slot " + s + " was not landed: " + e.what());
-                swarm::Json failed = swarm::Json::object();
-                failed.set("slot", s).set("onto", onto).set("outcome", "failed")
-                    .set("error", swarm::to_string(e.kind())).set("message", swarm::printable(e.what()));
-                results.push(std::move(failed));
-                text += "failed " + s + ": " + e.what() + "\n";
-                refused = true;
-                if (signals.received() != 0) break;
-                continue;
-              }
-              try {
-                store.release(*lease);
-              } catch (const swarm::Error& e) {
-                ctx.out().warn(std::string("releasing lease ") + lease_name + " failed (it expires by itself): " +
-                               e.what());
-              }
-              if (!f->ready) {
-                // Refused: an error (exit 3), its message naming the paths or the check's status.
-                if (r->outcome == swarm::LandResult::Outcome::refused)
-                  throw swarm::Error(swarm::Errc::conflict, "slot " + s + " was not landed: " + r->message);
-                ctx.out().result("land", land_text(*r), land_json(*r));
-                return 0;
-              }
-              if (r->outcome == swarm::LandResult::Outcome::refused) {
-                refused = true;
-                ctx.out().warn(land_text(*r));
-              }
-              results.push(land_json(*r));
-              text += land_text(*r) + "\n";
-              if (signals.received() != 0) break;
-            }
-            if (text.empty()) text = "nothing to land on " + swarm::printable(onto) + "\n";
-            text.pop_back();
-            swarm::Json doc = swarm::Json::object();
-            doc.set("onto", onto).set("lands", std::move(results));
-            ctx.out().result("land", text, std::move(doc));
-            if (signals.received() != 0) return exit_for_signal(signals.received());
-            return refused ? kConflict : 0;
-          }};
+  return {cmd, [f](Context& ctx) { return run_land(ctx, *f); }};
 }
 
 }  // namespace cli

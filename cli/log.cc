@@ -15,9 +15,13 @@ namespace cli {
 namespace {
 
 // The kinds the contract names; --kind takes only these.
-const std::set<std::string> kKinds = {"join",        "commit",        "close",      "evict",
-                                      "fix",         "lease.grant",   "lease.release", "lease.lost",
-                                      "elect.resign", "land",         "land.refused"};
+const std::set<std::string> kKinds = {"join",         "commit",      "close",         "evict",
+                                      "fix",          "lease.grant", "lease.release", "lease.lost",
+                                      "elect.resign", "land",        "land.refused",  "sync",
+                                      "overlap"};
+constexpr const char* kKindList =
+    "join, commit, close, evict, fix, lease.grant, lease.release, lease.lost, elect.resign, land, land.refused, "
+    "sync, overlap";
 // With --follow and neither -n nor --since, the last this many first (as tail -f).
 constexpr std::size_t kFollowBacklog = 10;
 constexpr std::chrono::milliseconds kFollowPoll{250};
@@ -27,8 +31,9 @@ struct LogFlags {
   std::string lease;
   std::vector<std::string> kinds;
   std::string since;
-  std::size_t last = 0;
+  std::optional<std::size_t> last;
   bool follow = false;
+  std::string onto;
 };
 
 // "2h", "30d", or an RFC 3339 time; bad_input naming it otherwise.
@@ -103,17 +108,13 @@ Verb add_log(CLI::App& app) {
       ->option_text("NAME")
       ->check(validator_of(swarm::require_lease_name, "NAME"))
       ->excludes(slot);
-  cmd->add_option("--kind", flags->kinds,
-                  "Only events of this kind (repeatable): join, commit, close, evict, fix, lease.grant, "
-                  "lease.release, lease.lost, elect.resign, land, land.refused")
+  cmd->add_option("--kind", flags->kinds, std::string("Only events of this kind (repeatable): ") + kKindList)
       ->option_text("KIND")
       ->check(validator_of(
           [](const std::string& k) {
             if (kKinds.count(k) == 0)
-              throw swarm::Error(swarm::Errc::bad_input, "bad --kind '" + swarm::printable(k.substr(0, 40)) +
-                                                             "': one of join, commit, close, evict, fix, "
-                                                             "lease.grant, lease.release, lease.lost, "
-                                                             "elect.resign, land, land.refused");
+              throw swarm::Error(swarm::Errc::bad_input,
+                                 "bad --kind '" + swarm::printable(k.substr(0, 40)) + "': one of " + kKindList);
           },
           "KIND"))
       ->check(CLI::IsMember(kKinds));  // never fails after the check above; completion reads its members
@@ -122,9 +123,13 @@ Verb add_log(CLI::App& app) {
       ->option_text("DUR|TIME")
       ->check(validator_of([](const std::string& t) { since_of(t); }, "DUR|TIME"));
   cmd->add_option("-n,--last", flags->last, "Only the last N events that match (the end of a long history is "
-                                            "read, not all of it)")
+                                            "read, not all of it); with --follow, 0 prints only what happens next")
       ->option_text("N")
-      ->check(CLI::Range(std::size_t(1), std::size_t(1000000)));
+      ->check(CLI::Range(std::size_t(0), std::size_t(1000000)));
+  cmd->add_option("--onto", flags->onto, "What landed on BRANCH: its lands and refused lands (every slot's)")
+      ->option_text("BRANCH")
+      ->check(validator_of([](const std::string& b) { swarm::require_branch_name(b, "--onto"); }, "BRANCH"))
+      ->excludes("--lease");
   cmd->add_flag("-f,--follow", flags->follow,
                 "Then print each act as it happens, until Ctrl-C (with neither -n nor --since: the last 10 first)");
   cmd->footer(
@@ -133,8 +138,12 @@ Verb add_log(CLI::App& app) {
       "Examples:\n"
       "  swarm log --slot render -n 20\n"
       "  swarm log --lease nightly --kind lease.grant --since 24h\n"
+      "  swarm log --onto main -n 10    # the last ten lands and refusals on main\n"
       "  swarm log --follow --json");
   return {cmd, [flags](Context& ctx) {
+            if (flags->last == std::size_t(0) && !flags->follow)
+              throw swarm::Error(swarm::Errc::bad_input, "-n 0 prints nothing without --follow: give N of 1 or more, "
+                                                         "or add --follow to see only what happens next");
             std::optional<SignalRouter> signals;
             if (flags->follow) signals.emplace();  // before any thread is made
             swarm::JournalQuery query;
@@ -157,9 +166,13 @@ Verb add_log(CLI::App& app) {
               }
             }
             query.kinds.insert(flags->kinds.begin(), flags->kinds.end());
+            if (!flags->onto.empty()) {
+              query.onto = flags->onto;
+              if (query.kinds.empty()) query.kinds = {"land", "land.refused"};
+            }
             if (!flags->since.empty()) query.since = since_of(flags->since);
-            query.last = flags->last;
-            if (flags->follow && flags->last == 0 && !query.since) query.last = kFollowBacklog;
+            query.last = flags->last.value_or(0);
+            if (flags->follow && !flags->last && !query.since) query.last = kFollowBacklog;
 
             // Where a follow starts: after what the stream held before the read.
             std::uint64_t end_before = 0;
@@ -172,7 +185,9 @@ Verb add_log(CLI::App& app) {
               end_before = state->last_seq;
             }
             std::uint64_t printed = 0;
-            const auto events = journal->read(query);
+            // -f -n 0: nothing of the past, only what comes after end_before.
+            const auto events =
+                flags->last == std::size_t(0) ? std::vector<swarm::Event>{} : journal->read(query);
             for (const auto& e : events) {
               print(ctx, e);
               printed = std::max(printed, e.seq);

@@ -92,13 +92,15 @@ int main(int argc, char** argv) {
   app.footer(
       "Run `swarm VERB --help` for a verb's options and an example.\n"
       "Exit codes: 0 done, 1 internal, 2 bad input, 3 conflict, 4 not found, 5 foreign host,\n"
-      "6 workspace not bootstrapped, 7 NATS or a remote hub unreachable, 8 doctor found problems.");
+      "6 workspace not bootstrapped, 7 NATS or a remote hub unreachable, 8 doctor found problems,\n"
+      "9 the local filesystem refused (disk full, read-only, permission); a command run by lock, elect\n"
+      "or land exits as it did, and a signal that stopped swarm is 128 + its number.");
 
   std::vector<cli::Verb> verbs = {cli::add_up(app),     cli::add_down(app),  cli::add_join(app),
                                   cli::add_commit(app), cli::add_renew(app), cli::add_close(app),
                                   cli::add_evict(app),  cli::add_status(app), cli::add_cwd(app),
                                   cli::add_doctor(app), cli::add_lease(app), cli::add_lock(app),
-                                  cli::add_elect(app),  cli::add_log(app), cli::add_branches(app), cli::add_land(app), cli::add_serve(app), cli::add_recovery(app), cli::add_repack_hub(app), cli::add_completion(app), cli::add_complete(app)};
+                                  cli::add_elect(app),  cli::add_log(app), cli::add_branches(app), cli::add_land(app), cli::add_sync(app), cli::add_serve(app), cli::add_recovery(app), cli::add_repack_hub(app), cli::add_completion(app), cli::add_complete(app)};
 
   // Each verb's --help ends with the global options it also takes.
   std::string globals_help = "Global options (before or after the verb; `swarm --help` says what each does):\n ";

@@ -54,14 +54,17 @@ Verb add_recovery(CLI::App& app) {
             if (list->parsed()) {
               const auto items = swarm::list_recovery(ws, hub);
               swarm::Json rows = swarm::Json::array();
-              std::string text;
+              // Columns two spaces apart; the time is RFC 3339, 20 wide.
+              std::string text = "SALVAGED" + std::string(14, ' ') + "SLOT  FILES  HUB REFS\n";
               for (const auto& i : items) {
                 rows.push(item_json(i));
                 text += swarm::format_rfc3339(i.time) + "  " + swarm::printable(i.slot) + "  " +
                         (i.folder ? ".swarm/recovery/" + i.name : std::string("-")) + "  " +
-                        (i.refs.empty() ? std::string("-") : std::to_string(i.refs.size()) + " refs under refs/recovery/" + i.name) + "\n";
+                        (i.refs.empty() ? std::string("-")
+                                        : swarm::counted(i.refs.size(), "ref") + " under refs/recovery/" + i.name) +
+                        "\n";
               }
-              if (text.empty()) text = "nothing salvaged\n";
+              if (items.empty()) text = "nothing salvaged\n";
               text.pop_back();
               swarm::Json doc = swarm::Json::object();
               doc.set("recovery", std::move(rows));
@@ -71,16 +74,16 @@ Verb add_recovery(CLI::App& app) {
             const auto before = std::chrono::system_clock::now() - swarm::parse_long_duration(f->older_than);
             const auto r = swarm::prune_recovery(ws, hub, before, f->dry_run);
             const std::string verb = f->dry_run ? "would remove " : "removed ";
-            std::string text = verb + std::to_string(r.folders.size()) + " folders and " + std::to_string(r.refs.size()) +
-                               " hub refs salvaged before " + swarm::format_rfc3339(before);
+            std::string text = verb + swarm::counted(r.folders.size(), "folder") + " and " +
+                               swarm::counted(r.refs.size(), "hub ref") + " salvaged before " +
+                               swarm::format_rfc3339(before);
             for (const auto& name : r.folders) text += "\n  .swarm/recovery/" + name;
             for (const auto& ref : r.refs) text += "\n  " + swarm::printable(ref);
             swarm::Json doc = swarm::Json::object();
-            swarm::Json folders = swarm::Json::array(), refs = swarm::Json::array();
-            for (const auto& name : r.folders) cJSON_AddItemToArray(folders.get(), cJSON_CreateString(name.c_str()));
-            for (const auto& ref : r.refs) cJSON_AddItemToArray(refs.get(), cJSON_CreateString(swarm::printable(ref).c_str()));
+            std::vector<std::string> refs;
+            for (const auto& ref : r.refs) refs.push_back(swarm::printable(ref));
             doc.set("dry_run", f->dry_run).set("before", swarm::format_rfc3339(before));
-            doc.set("folders", std::move(folders)).set("refs", std::move(refs));
+            doc.set("folders", swarm::Json::strings(r.folders)).set("refs", swarm::Json::strings(refs));
             ctx.out().result("recovery", text, std::move(doc));
             (void)prune;
             return 0;

@@ -30,7 +30,7 @@ namespace cli {
 namespace {
 
 struct StatusFlags {
-  std::string slot;
+  std::vector<std::string> slots;  // --slot: only these
   bool watch = false;
   std::vector<std::string> states;  // --state: only these
   std::vector<std::string> hosts;   // --host: only these
@@ -38,9 +38,10 @@ struct StatusFlags {
 
 // The sessions the filters keep (all of them when there are none).
 std::vector<swarm::SessionRow> filtered(const std::vector<swarm::SessionRow>& rows, const StatusFlags& f) {
-  if (f.states.empty() && f.hosts.empty()) return rows;
+  if (f.states.empty() && f.hosts.empty() && f.slots.size() < 2) return rows;
   std::vector<swarm::SessionRow> out;
   for (const auto& row : rows) {
+    if (f.slots.size() > 1 && std::find(f.slots.begin(), f.slots.end(), row.slot) == f.slots.end()) continue;
     const std::string_view state = swarm::to_string(row.state);
     if (!f.states.empty() && std::find(f.states.begin(), f.states.end(), state) == f.states.end()) continue;
     if (!f.hosts.empty() && std::find(f.hosts.begin(), f.hosts.end(), row.host) == f.hosts.end()) continue;
@@ -210,10 +211,13 @@ void with_cells(const swarm::SessionRow& row, Use use) {
 }
 
 // How the table is drawn: at most `width` columns (0: as wide as it takes;
-// task and host are cut with "…" to fit, never the slot), states coloured.
+// task and host are cut with "…" to fit, never the slot), states coloured,
+// and a summary line at its end (a live view that shows only part of the
+// rows says its own).
 struct TableStyle {
   std::size_t width = 0;
   bool color = false;
+  bool summary = true;
 };
 
 const char* color_of(std::string_view state) {
@@ -258,16 +262,17 @@ void write_table(std::ostream& out, const std::vector<swarm::SessionRow>& rows, 
     with_cells(row, widen);
     any_local = any_local || row.local;
   }
-  // Too wide for the terminal: the task gives first (down to 8), then the
-  // host (down to 6), then the task again (down to 4). The slot never does.
+  // Too wide for the terminal: task and host share the cut, the wider one
+  // giving first, so the task never keeps less than the host (each down
+  // to 4). The slot never gives.
   if (style.width != 0) {
     std::size_t total = 2 * (width.size() - 1);
     for (auto w : width) total += w;
-    for (auto [column, floor] : {std::pair{kTask, std::size_t(8)}, {kHost, std::size_t(6)}, {kTask, std::size_t(4)}}) {
-      if (total <= style.width || width[column] <= floor) continue;
-      const std::size_t cut = std::min(width[column] - floor, total - style.width);
-      width[column] -= cut;
-      total -= cut;
+    constexpr std::size_t kFloor = 4;
+    while (total > style.width && (width[kTask] > kFloor || width[kHost] > kFloor)) {
+      const bool host_gives = width[kHost] > kFloor && (width[kHost] >= width[kTask] || width[kTask] <= kFloor);
+      --width[host_gives ? kHost : kTask];
+      --total;
     }
   }
   std::string text;
@@ -281,7 +286,10 @@ void write_table(std::ostream& out, const std::vector<swarm::SessionRow>& rows, 
   auto print = [&](const Cells& line) {
     for (std::size_t i = 0; i < line.size(); ++i) {
       const bool cut = (i == kTask || i == kHost) && swarm::display_width(line[i]) > width[i];
-      const std::string cell = cut ? swarm::truncated(line[i], width[i]) : std::string(line[i]);
+      // A host is told apart by its end as much as its start (build-07).
+      const std::string cell = !cut           ? std::string(line[i])
+                               : i == kHost ? swarm::truncated_middle(line[i], width[i])
+                                            : swarm::truncated(line[i], width[i]);
       const bool colored = style.color && i == kState && !heading;
       if (colored) text += color_of(line[i].substr(0, line[i].find(':')));
       text += cell;
@@ -302,7 +310,7 @@ void write_table(std::ostream& out, const std::vector<swarm::SessionRow>& rows, 
       text += (style.width != 0 ? swarm::truncated(note, style.width) : note) + "\n";
       flush(false);
     }
-  text += summary(rows) + "\n";
+  if (style.summary) text += summary(rows) + "\n";
   flush(true);
   out.flush();
 }
@@ -358,7 +366,8 @@ int watch(Context& ctx, const SignalRouter& signals, const swarm::SessionStore& 
   using namespace std::chrono_literals;
   const bool json = ctx.out().json();
   const bool tty = isatty(STDOUT_FILENO) != 0 && !json;
-  swarm::StatusWatch feed(store, ctx.me(), flags.slot, json);
+  // One slot is watched alone; several are filtered from the whole bucket's watch.
+  swarm::StatusWatch feed(store, ctx.me(), flags.slots.size() == 1 ? flags.slots.front() : std::string(), json);
   const AlternateScreen alternate(tty);
   auto last_draw = std::chrono::steady_clock::now() - 1h;
 
@@ -388,8 +397,9 @@ int watch(Context& ctx, const SignalRouter& signals, const swarm::SessionStore& 
       const std::size_t more = shown.size() > room ? shown.size() - room : 0;
       shown.resize(shown.size() - more);
       std::string text = "swarm status --watch   (" + feed.bucket_name() + ", TTL " + swarm::format_duration(feed.ttl()) +
-                         "; Ctrl-C to stop)\n\n" + table(shown, {s.columns, s.color});
-      if (more != 0) text += "... and " + std::to_string(more) + " more; " + summary(rows) + "\n";
+                         "; Ctrl-C to stop)\n\n" + table(shown, {s.columns, s.color, false});
+      // One summary, of every row the filters keep, shown or not.
+      text += (more != 0 ? "... and " + std::to_string(more) + " more; " : std::string()) + summary(rows) + "\n";
       std::string framed = "\033[H";
       for (std::size_t at = 0; at < text.size();) {
         const auto end = text.find('\n', at);
@@ -425,7 +435,8 @@ Verb add_status(CLI::App& app) {
   auto flags = std::make_shared<StatusFlags>();
   CLI::App* cmd = app.add_subcommand("status", "Every session: slot, task, host, age, state (fresh/late/stale/corrupt)");
   cmd->add_flag("--watch", flags->watch, "Keep the view live from a KV watch (--json: one line per change)");
-  cmd->add_option("--slot", flags->slot, "Only this slot (exit 4 when it has no record)")
+  cmd->add_option("--slot", flags->slots, "Only this slot (repeatable; exit 4 when one has no record)")
+      ->option_text("SLOT")
       ->check(slot_name_validator());
   cmd->add_option("--state", flags->states, "Only sessions in this state (repeatable): fresh, late, stale, corrupt")
       ->option_text("STATE")
@@ -442,7 +453,7 @@ Verb add_status(CLI::App& app) {
       "coloured (not with NO_COLOR set), and --watch draws in place on the alternate screen.\n"
       "Slots sort naturally (agent-2 before agent-10); a summary line ends the table.");
   return {cmd, [flags](Context& ctx) {
-            if (!flags->slot.empty()) swarm::require_slot_name(flags->slot);
+            for (const auto& slot : flags->slots) swarm::require_slot_name(slot);
             if (flags->watch) {
               const SignalRouter signals;  // before any thread is made
               const auto sessions = ctx.sessions();
@@ -456,21 +467,29 @@ Verb add_status(CLI::App& app) {
             // The task leases too, to say where one disagrees with its session.
             swarm::SessionTable table(ctx.me(), ctx.out().json());
             std::vector<swarm::LeaseEntry> task_leases;
-            if (flags->slot.empty()) {
+            if (flags->slots.empty()) {
               auto listed = std::async(std::launch::async, [&] { return leases.list("task.>"); });
               table.reserve(static_cast<std::size_t>(store.size_hint()));
               store.for_each([&](swarm::SessionEntry&& entry) { table.add(entry); });
               task_leases = listed.get();
-            } else if (auto one = store.get(flags->slot)) {
-              table.add(*one);
-              if (!one->corrupt() && !one->session->task_id.empty())
-                if (auto lease = leases.get(swarm::task_lease_name(one->session->task_id))) task_leases.push_back(*lease);
             } else {
-              throw swarm::Error(swarm::Errc::not_found, "no session for slot " + flags->slot);
+              std::string missing;
+              for (const auto& slot : std::set<std::string>(flags->slots.begin(), flags->slots.end())) {
+                auto one = store.get(slot);
+                if (!one) {
+                  missing += (missing.empty() ? "" : ", ") + slot;
+                  continue;
+                }
+                table.add(*one);
+                if (!one->corrupt() && !one->session->task_id.empty())
+                  if (auto lease = leases.get(swarm::task_lease_name(one->session->task_id)))
+                    task_leases.push_back(*lease);
+              }
+              if (!missing.empty()) throw swarm::Error(swarm::Errc::not_found, "no session for slot " + missing);
             }
             auto now = server_clock.get()();
             // A session renewed while the listing ran may have come twice.
-            table.finish(flags->slot.empty() ? store.revision_at_open() : 0, ttl, now);
+            table.finish(flags->slots.empty() ? store.revision_at_open() : 0, ttl, now);
             table.note_task_leases(task_leases, now);
             const auto rows = filtered(table.rows(), *flags);
             if (ctx.out().json()) {

@@ -37,7 +37,7 @@ volatile sig_atomic_t g_group = 0;  // the command's process group (the guard's 
 void kill_group(int) { kill(-static_cast<pid_t>(g_group), SIGKILL); }
 
 [[noreturn]] void run_guard(pid_t parent, pid_t parent_group, char* const* argv, char* const* envp, int report,
-                            const char* cwd, bool stdout_to_stderr) {
+                            const char* cwd, int output_fd) {
   setpgid(0, 0);
   g_group = getpid();
   prctl(PR_SET_NAME, "swarm-guard");
@@ -67,7 +67,10 @@ void kill_group(int) { kill(-static_cast<pid_t>(g_group), SIGKILL); }
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != g_group) _exit(127);
     close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);  // the report pipe closes at exec, as the rest
-    if (stdout_to_stderr) dup2(2, 1);
+    if (output_fd >= 0) {
+      if (output_fd != 1) dup2(output_fd, 1);
+      if (output_fd != 2) dup2(output_fd, 2);
+    }
     if (cwd != nullptr && chdir(cwd) != 0) {
       int err = errno;
       (void)!write(report, &err, sizeof err);
@@ -174,7 +177,7 @@ std::unique_ptr<ChildProcess> ChildProcess::start(const std::vector<std::string>
   if (pid == 0) {
     close(report[0]);
     run_guard(parent, parent_group, args.data(), envp.data(), report[1],
-              options.cwd.empty() ? nullptr : options.cwd.c_str(), options.stdout_to_stderr);
+              options.cwd.empty() ? nullptr : options.cwd.c_str(), options.output_fd);
   }
   // The guard makes the group itself, first thing; start() returns only
   // after the command's exec, so no signal goes to the group before it
@@ -188,8 +191,9 @@ std::unique_ptr<ChildProcess> ChildProcess::start(const std::vector<std::string>
   auto child = std::unique_ptr<ChildProcess>(new ChildProcess(pid));
   if (n == static_cast<ssize_t>(sizeof err)) {
     child->wait();
-    throw Error(Errc::bad_input, "cannot run " + argv[0] + (options.cwd.empty() ? "" : " in " + options.cwd) + ": " +
-                                     std::strerror(err));
+    throw CannotRun("cannot run " + argv[0] + (options.cwd.empty() ? "" : " in " + options.cwd) + ": " +
+                        std::strerror(err),
+                    err);
   }
   return child;
 }

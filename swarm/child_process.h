@@ -9,6 +9,7 @@
 
 #include <sys/types.h>
 
+#include <cerrno>
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -16,6 +17,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "swarm/error.h"
 
 namespace swarm {
 
@@ -27,8 +30,20 @@ void require_runnable(const std::string& program);
 
 // Where and how a command runs, beyond its argv and environment.
 struct ChildOptions {
-  std::string cwd;                // its working folder (empty: this process's)
-  bool stdout_to_stderr = false;  // its output goes to stderr (swarm's stdout carries only the result)
+  std::string cwd;     // its working folder (empty: this process's)
+  // Where its stdout and stderr both go (2: stderr, as swarm's stdout carries
+  // only the result; a pipe's write end, for a caller that labels the
+  // lines); -1: where this process's go.
+  int output_fd = -1;
+};
+
+// A command that could not be started (start() throws it): its errno, and
+// the status a shell would give for it: 127 when it is not there, 126 when
+// it is there and cannot be run (not executable, not a program).
+struct CannotRun : Error {
+  CannotRun(const std::string& message, int errno_value) : Error(Errc::bad_input, message), err(errno_value) {}
+  int err;
+  int shell_status() const { return err == ENOENT || err == ENOTDIR ? 127 : 126; }
 };
 
 class ChildProcess {
@@ -37,7 +52,7 @@ class ChildProcess {
   // process's environment. Signals this thread blocks are unblocked in the
   // child. Call it from a thread that lives as long as the child (the
   // parent-death signal fires when the forking thread ends). Throws
-  // bad_input naming argv[0] when it cannot be run.
+  // CannotRun (bad_input) naming argv[0] when it cannot be run.
   static std::unique_ptr<ChildProcess> start(const std::vector<std::string>& argv,
                                              const std::vector<std::pair<std::string, std::string>>& env,
                                              const ChildOptions& options = {});

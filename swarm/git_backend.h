@@ -51,6 +51,14 @@ class HubBackend {
   virtual bool has_commits_beyond_default(const std::string& branch) const = 0;
 };
 
+// What `swarm sync` did to a worktree.
+struct SyncResult {
+  std::string how;                     // up-to-date, fast-forward, merge, conflict
+  std::string from;                    // the branch's tip before
+  std::string to;                      // and after (== from unless it moved)
+  std::vector<std::string> conflicts;  // conflict: the paths left for the agent
+};
+
 class WorktreeBackend {
  public:
   virtual ~WorktreeBackend() = default;
@@ -62,6 +70,8 @@ class WorktreeBackend {
   virtual bool has_commits_beyond_default() const = 0;
   virtual std::optional<std::string> branch_tip() const = 0;
   virtual bool hub_lacks_branch() = 0;
+  virtual SyncResult sync(const std::string& onto, const std::string& message, const CommitAuthor& author) = 0;
+  virtual bool merging() const = 0;
 };
 
 // A slot branch of the hub, against the onto branch.
@@ -165,6 +175,6 @@ GitBackend& git_backend();
 std::future<void> prefetch_git_backend();
 
 // The symbol the module exports, and its version.
-inline constexpr const char* kGitBackendSymbol = "swarm_git_backend_v5";
+inline constexpr const char* kGitBackendSymbol = "swarm_git_backend_v6";
 
 }  // namespace swarm

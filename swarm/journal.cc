@@ -161,6 +161,10 @@ bool JournalQuery::matches(const Event& event) const {
   if (!buckets.empty() && buckets.count(event.bucket) == 0) return false;
   if (!kinds.empty() && kinds.count(event.kind) == 0) return false;
   if (since && event.time && *event.time < *since) return false;
+  if (!onto.empty()) {
+    const cJSON* branch = event.detail ? cJSON_GetObjectItemCaseSensitive(event.detail.get(), "onto") : nullptr;
+    if (!cJSON_IsString(branch) || onto != branch->valuestring) return false;
+  }
   return true;
 }
 

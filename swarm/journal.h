@@ -82,6 +82,7 @@ struct JournalQuery {
   std::set<std::string> kinds;       // empty: every kind
   std::optional<TimePoint> since;
   std::size_t last = 0;              // the last N that match (0: all)
+  std::string onto;                  // only events whose detail names this onto branch (lands, refusals)
   bool matches(const Event& event) const;
 };
 

@@ -42,6 +42,14 @@ Event commit_event(std::string_view bucket, const SessionEntry& entry, const Com
   return e;
 }
 
+Event sync_event(std::string_view bucket, const SessionEntry& entry, const SyncOutcome& sync, const Actor& actor) {
+  Event e = slot_event("sync", bucket, entry.slot, actor, entry.session ? entry.session->task_id : "", entry.token(),
+                       sync.revision != 0 ? sync.revision : entry.revision);
+  e.detail.set("onto", sync.onto).set("how", sync.git.how).set("head", sync.git.to).set("pushed", sync.pushed);
+  if (!sync.git.conflicts.empty()) e.detail.set("paths", Json::strings(sync.git.conflicts));
+  return e;
+}
+
 Event close_event(std::string_view bucket, const std::string& slot, const CloseResult& result, Outcome outcome,
                   const std::optional<std::string>& head, const Actor& actor) {
   const SessionEntry* released = result.released ? &*result.released : nullptr;
@@ -67,15 +75,14 @@ Event land_event(std::string_view bucket, const LandResult& result, std::string_
   if (refused) {
     e.detail.set("reason", result.reason);
     if (result.reason == "conflict") {
-      Json paths = Json::array();
-      for (const auto& p : result.paths) cJSON_AddItemToArray(paths.get(), cJSON_CreateString(p.c_str()));
-      e.detail.set("paths", std::move(paths));
+      e.detail.set("paths", Json::strings(result.paths));
     } else {
       e.detail.set("status", static_cast<std::int64_t>(result.check_status));
     }
   } else {
     e.detail.set("to", result.to).set("how", result.kind);
   }
+  if (result.forced) e.detail.set("forced", true);
   return e;
 }
 

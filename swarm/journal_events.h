@@ -23,6 +23,8 @@ Event commit_event(std::string_view bucket, const SessionEntry& entry, const Com
 Event close_event(std::string_view bucket, const std::string& slot, const CloseResult& result, Outcome outcome,
                   const std::optional<std::string>& head, const Actor& actor);
 Event evict_event(std::string_view bucket, const SessionEntry& removed, const Actor& actor);
+// A sync: the onto branch, how it came (fast-forward, merge, conflict), the head after.
+Event sync_event(std::string_view bucket, const SessionEntry& entry, const SyncOutcome& sync, const Actor& actor);
 
 // Lease events: the actor is the holder, as its record says.
 Event lease_grant_event(std::string_view bucket, const Lease& lease, const LastWrite& over);

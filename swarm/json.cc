@@ -81,6 +81,12 @@ Json Json::parse(const std::string& text) {
   return Json(cJSON_ParseWithOpts(text.c_str(), nullptr, true));
 }
 
+Json Json::strings(const std::vector<std::string>& items) {
+  Json out = array();
+  for (const auto& item : items) cJSON_AddItemToArray(out.get(), cJSON_CreateString(valid_utf8(item).c_str()));
+  return out;
+}
+
 Json& Json::add(const char* key, std::string_view value) {
   std::string copy = valid_utf8(value);
   cJSON_AddItemToObject(root_.get(), key, cJSON_CreateString(copy.c_str()));

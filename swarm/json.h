@@ -19,6 +19,8 @@ class Json {
   Json() = default;  // no tree
   static Json object();
   static Json array();
+  // An array of strings, each made valid UTF-8 as set() makes a value.
+  static Json strings(const std::vector<std::string>& items);
   // Parses text; an empty Json (no tree) when it is not valid JSON.
   static Json parse(std::string_view text);
   // The same without copying: a std::string is already NUL-terminated.

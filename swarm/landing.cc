@@ -15,6 +15,7 @@
 #include "swarm/error.h"
 #include "swarm/hub.h"
 #include "swarm/journal_events.h"
+#include "swarm/land_check.h"
 #include "swarm/lease/lease_keeper.h"
 #include "swarm/lease/mutex.h"
 #include "swarm/log.h"
@@ -142,6 +143,31 @@ void Landing::require_session(const std::string& slot, std::optional<std::uint64
                                   "; nothing was landed");
 }
 
+std::string Landing::not_ready(const std::string& slot) {
+  require_slot_name(slot);
+  if (!Hub::open(hub_).branch_tip("swarm/" + slot))
+    throw Error(Errc::not_found, "the hub has no branch swarm/" + slot + ": slot " + slot + " never pushed anything "
+                                 "to land (see swarm branches)");
+  if (auto entry = store_.get(slot)) {
+    if (entry->corrupt()) return "its session record is corrupt (swarm doctor)";
+    const State state = state_of(age_of(entry->stored_at, store_.server_clock().now()), store_.ttl());
+    if (state != State::stale)
+      return "its session is " + std::string(to_string(state)) + " (host " + printable(entry->session->host) +
+             ", task " + printable(entry->session->task_id) + "): its agent is still at work";
+  }
+  JournalQuery query;
+  query.thing = Thing::slot;
+  query.name = slot;
+  query.buckets = {store_.bucket_name()};
+  query.kinds = {"close"};
+  query.last = 1;
+  auto closes = journal_.read(query);
+  if (closes.empty()) return "it was never closed";
+  const cJSON* result = cJSON_GetObjectItemCaseSensitive(closes.back().detail.get(), "result");
+  const std::string said = cJSON_IsString(result) ? result->valuestring : "";
+  return said == "success" ? "" : "its last close was " + (said.empty() ? std::string("without a result") : printable(said));
+}
+
 std::string Landing::task_of(const std::string& slot) const {
   JournalQuery query;
   query.thing = Thing::slot;
@@ -205,23 +231,58 @@ std::vector<BranchRow> Landing::ready(const std::string& onto) {
   return out;
 }
 
-LandResult Landing::land(const std::string& slot, const std::string& onto, Lease& lease, const LandCheck& check) {
+std::optional<LandResult> Landing::check_merged(const MergePlan& plan, LandResult& result, const Lease& lease,
+                                                const LandCheck& check, CheckRun& run, const std::string& task) {
+  const std::string& slot = result.slot;
+  const std::string& onto = result.onto;
+  const auto dir = workspace_.make_folder(kLandFolder, 0700).make_folder(checkout_name(onto), 0700).path();
+  try {
+    git().check_out(plan.to, dir);
+  } catch (const Error& e) {
+    if (e.kind() != Errc::conflict) throw;
+    // A tree that cannot be written even into a checkout made from nothing.
+    return refuse(result, "checkout", "swarm/" + slot + " merged into " + onto + " cannot be checked out (" +
+                                          e.what() + "); " + onto + " was not moved", task);
+  }
+  const int status = run.run(check, dir,
+                             {{"SWARM_LAND_SLOT", slot}, {"SWARM_LAND_ONTO", onto}, {"SWARM_LEASE", lease.name},
+                              {"SWARM_FENCING_TOKEN", std::to_string(lease.token)}});
+  if (check.interrupted && check.interrupted())
+    throw Cancelled("the land of slot " + slot + " was stopped by a signal during its check; " + onto +
+                    " was not moved");
+  if (status == 0) return std::nullopt;
+  result.check_status = status;
+  return refuse(result, "check", "the check " + printable(check.command.front()) + " failed on swarm/" + slot +
+                                     " merged into " + onto + " (exit " + std::to_string(status) + "); " + onto +
+                                     " was not moved",
+                task);
+}
+
+LandResult Landing::refuse(LandResult& result, const std::string& reason, const std::string& message,
+                           const std::string& task) {
+  result.outcome = LandResult::Outcome::refused;
+  result.reason = reason;
+  result.message = message;
+  journal_.record(land_event(store_.bucket_name(), result, task, Actor::here(me_)));
+  return result;
+}
+
+LandResult Landing::land(const std::string& slot, const std::string& onto, Lease& lease, const LandCheck& check,
+                         bool forced) {
   require_slot_name(slot);
   LandResult result;
   result.slot = slot;
   result.onto = onto;
   result.token = lease.token;
+  result.forced = forced;
   const std::string task = task_of(slot);
-  // The check's process while it runs: the keeper's thread stops it when
-  // the lease is lost, under `child_mu` so that it never signals one that
-  // is gone (declared before the keeper: it outlives the keeper's thread).
-  std::mutex child_mu;
-  std::unique_ptr<ChildProcess> running;
+  // The check's process, stopped by the keeper's thread when the lease is
+  // lost (declared before the keeper: it outlives the keeper's thread).
+  CheckRun run;
   // Renewed while it works; a loss stops the check and, above all, the push.
   LeaseKeeper keeper(leases_, lease, [&](const std::string& why, BootTime) {
     spdlog::warn("lease {} lost while landing slot {}: {}", lease.name, slot, why);
-    std::lock_guard lock(child_mu);
-    if (running) running->signal(SIGKILL);
+    run.kill();
   });
   // However it ends: renewals stop, and the caller gets the lease as last
   // renewed (to release it).
@@ -239,7 +300,7 @@ LandResult Landing::land(const std::string& slot, const std::string& onto, Lease
                                   "so " + onto + " was not moved; land slot " + slot + " again");
   };
   const std::string message = "Land swarm/" + slot + " on " + onto + "\n\nSwarm-Slot: " + slot +
-                              "\nSwarm-Task: " + (task.empty() ? "unknown" : task) +
+                              "\nSwarm-Task: " + (task.empty() ? "unknown" : trailer_value(task)) +
                               "\nSwarm-Fencing-Token: " + std::to_string(lease.token) + "\n";
   const CommitAuthor author{"swarm", "swarm@" + me_.host};
   for (int attempt = 1; attempt <= kMaxLandAttempts; ++attempt) {
@@ -255,53 +316,17 @@ LandResult Landing::land(const std::string& slot, const std::string& onto, Lease
       return result;
     }
     if (plan.kind == MergePlan::Kind::conflict) {
-      result.reason = "conflict";
       // As text people and JSON can take: a path that is no UTF-8 (or has
       // control bytes) comes escaped.
       for (const auto& path : plan.conflicts) result.paths.push_back(printable(path));
-      result.message = "swarm/" + slot + " does not merge into " + onto + ": conflicts in " +
-                       joined(result.paths) + "; " + onto + " was not moved";
-      journal_.record(land_event(store_.bucket_name(), result, task, Actor::here(me_)));
-      return result;
+      return refuse(result, "conflict", "swarm/" + slot + " does not merge into " + onto + ": conflicts in " +
+                                            joined(result.paths) + "; " + onto + " was not moved",
+                    task);
     }
     result.kind = plan.kind == MergePlan::Kind::fast_forward ? "fast-forward" : "merge";
     if (!check.command.empty()) {
-      const auto dir = workspace_.make_folder(kLandFolder, 0700).make_folder(checkout_name(onto), 0700).path();
-      git().check_out(plan.to, dir);
-      int status = 0;
-      try {
-        ChildProcess* started = nullptr;
-        {
-          std::lock_guard lock(child_mu);
-          running = ChildProcess::start(check.command,
-                                        {{"SWARM_LAND_SLOT", slot}, {"SWARM_LAND_ONTO", onto}, {"SWARM_LEASE", lease.name},
-                                         {"SWARM_FENCING_TOKEN", std::to_string(lease.token)}},
-                                        {.cwd = dir.string(), .stdout_to_stderr = true});
-          started = running.get();
-        }
-        if (check.running) check.running(started);
-        status = started->wait();
-        if (check.running) check.running(nullptr);
-        std::lock_guard lock(child_mu);
-        running.reset();
-      } catch (const Error& e) {
-        // A check that cannot run in the merged tree (a script it lacks) fails, as a shell's would.
-        if (e.kind() != Errc::bad_input) throw;
-        spdlog::warn("{}", e.what());
-        status = 127;
-      }
-      if (check.interrupted && check.interrupted())
-        throw Cancelled("the land of slot " + slot + " was stopped by a signal during its check; " + onto +
-                        " was not moved");
+      if (auto refused = check_merged(plan, result, lease, check, run, task)) return *refused;
       require_held("during the check");
-      if (status != 0) {
-        result.reason = "check";
-        result.check_status = status;
-        result.message = "the check " + printable(check.command.front()) + " failed on swarm/" + slot + " merged into " +
-                         onto + " (exit " + std::to_string(status) + "); " + onto + " was not moved";
-          journal_.record(land_event(store_.bucket_name(), result, task, Actor::here(me_)));
-        return result;
-      }
     }
     // The fence: the push starts only while the lease is surely ours, and
     // moves the branch only from the tip this merge was made on.

@@ -17,6 +17,7 @@
 #include "swarm/child_process.h"
 #include "swarm/git_backend.h"
 #include "swarm/journal.h"
+#include "swarm/land_check.h"
 #include "swarm/lease/lease.h"
 #include "swarm/liveness.h"
 #include "swarm/session_store.h"
@@ -64,15 +65,10 @@ struct LandResult {
   std::vector<std::string> paths;  // conflict
   int check_status = 0;            // check
   std::string message;             // refused: what happened, for people
+  bool forced = false;             // landed with --force past a guard (see Landing::not_ready)
 };
 std::string_view to_string(LandResult::Outcome outcome);
 
-// A check to run on the merged tree before the onto branch moves.
-struct LandCheck {
-  std::vector<std::string> command;                // empty: none
-  std::function<void(ChildProcess*)> running;      // started (its process), then ended (nullptr)
-  std::function<bool()> interrupted;               // a signal stopped it: the land stops (Cancelled), nothing journaled
-};
 
 class Landing {
  public:
@@ -88,10 +84,17 @@ class Landing {
 
   // Lands `slot` on `onto` holding `lease` (land.<onto>, granted to this
   // process): renews it meanwhile (`lease` is left as last renewed, for
-  // its release), releases nothing. Conflicts and failed
-  // checks are results (refused); a lease lost before the push, a hub that
-  // fails, or an onto branch that kept moving throw (nothing moved).
-  LandResult land(const std::string& slot, const std::string& onto, Lease& lease, const LandCheck& check);
+  // its release), releases nothing. Conflicts, failed checks and trees
+  // that cannot be checked out are results (refused); a lease lost before
+  // the push, a hub that fails, or an onto branch that kept moving throw
+  // (nothing moved). `forced`: landed past not_ready (journaled so).
+  LandResult land(const std::string& slot, const std::string& onto, Lease& lease, const LandCheck& check,
+                  bool forced = false);
+
+  // Why `slot` is not ready to land on its own, as `land --ready` would
+  // judge it ("" when it is): its last close was not success (or none is
+  // journaled), or its session is live (fresh or late) or corrupt.
+  std::string not_ready(const std::string& slot);
 
   // With a session token (land --session, $SWARM_SESSION): conflict unless
   // the slot has no live session or its session has that token.
@@ -102,6 +105,12 @@ class Landing {
  private:
   LandBackend& git();
   std::string task_of(const std::string& slot) const;
+  // The merged tree checked out and checked: the refusal, or nullopt when it passed.
+  std::optional<LandResult> check_merged(const MergePlan& plan, LandResult& result, const Lease& lease,
+                                         const LandCheck& check, CheckRun& run, const std::string& task);
+  // `result` refused for `reason`, journaled.
+  LandResult refuse(LandResult& result, const std::string& reason, const std::string& message,
+                    const std::string& task);
 
   Workspace workspace_;
   HubLocation hub_;

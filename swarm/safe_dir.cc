@@ -170,6 +170,12 @@ EntryKind SafeDir::kind(const std::string& name) const {
   return EntryKind::other;
 }
 
+unsigned long SafeDir::links_of(const std::string& name) const {
+  struct stat st {};
+  if (::fstatat(fd_.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return 0;
+  return static_cast<unsigned long>(st.st_nlink);
+}
+
 std::optional<SafeDir> SafeDir::open_child(const std::string& name, bool require_owner) const {
   const fs::path path = path_ / name;
   if (!is_plain_name(name)) throw Error(Errc::internal, "not a plain name inside " + path_.string() + ": " + name);

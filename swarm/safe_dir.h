@@ -61,6 +61,10 @@ class SafeDir {
 
   // Children, by name (one component, never a path).
   EntryKind kind(const std::string& name) const;
+  // How many names the entry has (its hard links), seen without following
+  // it; 0 when it is missing. A plain file with more than one may be a name
+  // for a file elsewhere: writing to it writes there.
+  unsigned long links_of(const std::string& name) const;
   SafeDir folder(const std::string& name) const;
   std::optional<SafeDir> folder_if_exists(const std::string& name) const;
   SafeDir make_folder(const std::string& name, mode_t mode = 0755) const;

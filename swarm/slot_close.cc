@@ -47,7 +47,7 @@ std::optional<SessionEntry> SlotLifecycle::read_for_close(const std::string& slo
   return entry;
 }
 
-void SlotLifecycle::require_artifact(const std::string& slot) const {
+void SlotLifecycle::require_success(const std::string& slot, bool need_commit) const {
   std::optional<Worktree> worktree;
   if (has_worktree(slot)) {
     try {
@@ -56,7 +56,13 @@ void SlotLifecycle::require_artifact(const std::string& slot) const {
       // A broken repository: it cannot show a commit; salvage keeps its files.
     }
   }
-  if (!committed_in_this_run(slot, worktree))
+  // A success names the branch as it is: a merge left half way (sync's
+  // conflicts, a git pull's) would land the old branch, and fail again.
+  if (worktree && worktree->merging())
+    throw Error(Errc::conflict, "slot " + slot + " has a merge in progress in its worktree, so its branch is not what "
+                                "it will be; resolve it and swarm commit, or abort it (git -C " +
+                                    workspace_.worktree(slot).string() + " merge --abort), then close; nothing changed");
+  if (need_commit && !committed_in_this_run(slot, worktree))
     throw Error(Errc::conflict, "slot " + slot + " has not committed since it was taken up, so there is nothing to "
                                 "show for success; commit first, close with --result fail, or pass --no-artifact");
 }
@@ -157,7 +163,7 @@ CloseResult SlotLifecycle::close(const std::string& slot, const CloseOptions& op
                               "interrupted close or doctor --fix had salvaged already");
     return result;
   }
-  if (options.result == Outcome::success && !options.no_artifact) require_artifact(slot);
+  if (options.result == Outcome::success) require_success(slot, !options.no_artifact);
   // The history goes to the hub before anything is released or removed: a
   // hub that cannot take it stops the close here, everything kept.
   const bool remove_folder = have_folder && !options.keep_worktree;

@@ -86,14 +86,35 @@ void SlotLifecycle::write_join_record(JoinResult& result, Takeover takeover) con
                 existing->revision);
 }
 
+void SlotLifecycle::require_joinable(const std::string& slot, const std::string& task) const {
+  if (auto slots = workspace_.folder_if_exists(kSlotsFolder)) {
+    const EntryKind kind = slots->kind(slot);
+    if (kind == EntryKind::file || kind == EntryKind::other)
+      throw Error(Errc::conflict, workspace_.slot_dir(slot).string() + " is a file where the folder of slot " + slot +
+                                      " should be; move it away (swarm never removes it)");
+  }
+  if (has_worktree(slot)) {
+    SafeDir folder = *workspace_.slot_folder(slot);
+    if (folder.kind(kSalvageMarkName) != EntryKind::missing)
+      throw Error(Errc::conflict, "the worktree of slot " + slot + " is half salvaged (a close or doctor --fix was "
+                                  "interrupted while moving its files to .swarm/recovery/); finish it with `swarm "
+                                  "doctor --fix`, then join again; nothing was changed");
+    if (folder.folder(kWorktreeName).kind(".git") != EntryKind::folder)
+      throw Error(Errc::conflict, "the folder " + workspace_.worktree(slot).string() + " exists but is not a git "
+                                  "worktree; move it away, or salvage and remove it with `swarm doctor --fix`; "
+                                  "nothing was changed");
+  }
+  tasks_.require_claimable(slot, task);
+}
+
 void SlotLifecycle::set_up_joined_slot(JoinResult& result, JoinSteps& done) const {
   const Session& s = result.session;
   tasks_.claim(s.slot, s.task_id, s.leaf_pid);
   done.task_claimed = true;
-  // A rejoin for another task lets the old one go.
-  if (result.replaced && result.replaced->session->task_id != s.task_id)
-    if (auto w = tasks_.release(s.slot, result.replaced->session->task_id); !w.empty()) warn(w);  // said now: it stands if a later step fails
   Worktree worktree = ensure_worktree(s.slot, &result.resumed_worktree, result.base, &result.started);
+  // A rejoin for another task lets the old one go, once nothing can fail the join.
+  if (result.replaced && result.replaced->session->task_id != s.task_id)
+    if (auto w = tasks_.release(s.slot, result.replaced->session->task_id); !w.empty()) warn(w);
   SafeDir folder = *workspace_.slot_folder(s.slot);
   folder.write_file(kLeafPidName, std::to_string(s.leaf_pid) + "\n");
   // A slot's run of work starts with a new worktree (or one kept by close);
@@ -151,6 +172,10 @@ JoinResult SlotLifecycle::join(const std::string& slot, const std::string& task,
   if (!base.empty() && has_worktree(slot))
     throw Error(Errc::conflict, "slot " + slot + " has a worktree already (" + workspace_.worktree(slot).string() +
                                     "), so --base has nothing to start; close the slot first, then join with --base");
+  // What would refuse the join half way is asked first, by reads alone: a
+  // refused join (forced or not) leaves the live session, its task lease
+  // and its worktree as they were.
+  require_joinable(slot, task);
   JoinResult result;
   result.base = base;
   result.session = new_session(slot, task, leaf_pid);

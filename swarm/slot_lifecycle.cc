@@ -216,7 +216,7 @@ std::string with_provenance(const std::string& message, const Session& session, 
     at = end == std::string::npos ? out.size() : end + 1;
   }
   out += in_trailers ? "\n" : "\n\n";
-  out += "Swarm-Slot: " + session.slot + "\nSwarm-Task: " + session.task_id + "\nSwarm-Session: " +
+  out += "Swarm-Slot: " + session.slot + "\nSwarm-Task: " + trailer_value(session.task_id) + "\nSwarm-Session: " +
          std::to_string(token) + "\n";
   return out;
 }
@@ -228,16 +228,10 @@ CommitResult SlotLifecycle::commit(const std::string& slot, const std::string& m
   // No close or doctor --fix of this host removes the folder while we commit.
   FileLock folder_lock = lock_slot(workspace_, slot, "commit of slot " + slot);
   SessionEntry entry = read_own(slot, session);
-  fs::path wt = workspace_.worktree(slot);
-  if (!has_worktree(slot))
-    throw Error(Errc::not_found, "slot " + slot + " has no worktree at " + wt.string() +
-                                     "; close the slot and join it again");
-  Worktree worktree = Worktree::open(wt, slot, hub_);
+  Worktree worktree = open_worktree(slot);
   CommitResult result;
   result.branch = worktree.branch();
-  result.commit = worktree.commit(with_provenance(message, *entry.session, entry.token()), paths, {entry.session->agent_id.empty() ? "swarm" : entry.session->agent_id,
-                                                   (entry.session->agent_id.empty() ? "swarm" : entry.session->agent_id) +
-                                                       "@" + me_.host});
+  result.commit = worktree.commit(with_provenance(message, *entry.session, entry.token()), paths, author_of(*entry.session));
   // Also with nothing new to commit, when the hub lacks what the branch has
   // (an earlier push did not get through, plain git commits, a hub branch
   // deleted or moved back).
@@ -258,6 +252,18 @@ CommitResult SlotLifecycle::commit(const std::string& slot, const std::string& m
   if (result.commit || result.pushed)
     journal_.record(commit_event(store_.bucket_name(), entry, result, Actor::here(me_)));
   return result;
+}
+
+Worktree SlotLifecycle::open_worktree(const std::string& slot) const {
+  if (!has_worktree(slot))
+    throw Error(Errc::not_found, "slot " + slot + " has no worktree at " + workspace_.worktree(slot).string() +
+                                     "; close the slot and join it again");
+  return Worktree::open(workspace_.worktree(slot), slot, hub_);
+}
+
+CommitAuthor SlotLifecycle::author_of(const Session& session) const {
+  const std::string name = session.agent_id.empty() ? "swarm" : session.agent_id;
+  return {name, name + "@" + me_.host};
 }
 
 std::uint64_t SlotLifecycle::renew(const std::string& slot, std::vector<std::string>* warnings,

@@ -55,6 +55,14 @@ struct CommitResult {
   std::vector<std::string> warnings;  // push or renewal failures: the commit stands
 };
 
+struct SyncOutcome {
+  std::string onto;                   // the branch brought home
+  SyncResult git;                     // how (up-to-date, fast-forward, merge, conflict), from, to, conflicts
+  bool pushed = false;                // the branch as synced went to the hub
+  std::uint64_t revision = 0;         // the renewed record's revision, 0 when renewal failed
+  std::vector<std::string> warnings;  // push or renewal failures: the sync stands
+};
+
 // How a slot's work ended, as close is told (--result).
 enum class Outcome { success, fail, fork };
 std::string_view to_string(Outcome outcome);
@@ -99,6 +107,12 @@ class SlotLifecycle {
   CommitResult commit(const std::string& slot, const std::string& message, const std::vector<std::string>& paths,
                       ExpectedSession session = {});
 
+  // Brings the hub's `onto` branch (empty: the hub's default branch) into
+  // the slot's worktree (slot_sync.cc): see Worktree::sync. A fast-forward
+  // or merge is pushed and renews the record (failures are warnings); a
+  // conflict is left in the worktree, its paths in the result.
+  SyncOutcome sync(const std::string& slot, const std::string& onto, ExpectedSession session = {});
+
   // Bumps last_renewed by CAS, and renews the slot's task lease in the same
   // round trip. Returns the new revision; a task lease that could not be
   // kept is a warning (the session stands).
@@ -122,6 +136,9 @@ class SlotLifecycle {
   // session); not_found, corrupt, foreign_host and conflict errors name the
   // next step.
   SessionEntry read_own(const std::string& slot, ExpectedSession session = {}) const;
+  // The slot's worktree (not_found when it has none), and who commits in it.
+  Worktree open_worktree(const std::string& slot) const;
+  CommitAuthor author_of(const Session& session) const;
 
   const Workspace& workspace() const { return workspace_; }
   const HubLocation& hub() const { return hub_; }
@@ -152,8 +169,9 @@ class SlotLifecycle {
 
   // close's steps (slot_close.cc).
   std::optional<SessionEntry> read_for_close(const std::string& slot, ExpectedSession session) const;
-  // conflict unless the slot committed in this run (--result success).
-  void require_artifact(const std::string& slot) const;
+  // --result success: conflict while a merge is in progress in the
+  // worktree, or (`need_commit`) unless the slot committed in this run.
+  void require_success(const std::string& slot, bool need_commit) const;
   // The history to the hub, before anything is released.
   // Pushes swarm/<slot> as the worktree has it (plain `git commit`s too),
   // fast-forward only. Diverged: a success is refused, else a warning (the
@@ -186,6 +204,10 @@ class SlotLifecycle {
   // real folders of this user: a link there is refused (exit 2, naming it)
   // before a record is written or released.
   void require_kept_folders(const std::string& slot) const;
+  // join's checks before it writes: a worktree it could not resume (half
+  // salvaged, no git repository), a file in place of the slot's folder, a
+  // task held by another slot (conflict, naming each).
+  void require_joinable(const std::string& slot, const std::string& task) const;
   // Throws filesystem (exit 9) when .swarm/recovery/ takes no new file.
   void require_room_for_salvage(const std::string& slot) const;
 

@@ -20,6 +20,38 @@ bool TaskLeases::held_by(const LeaseEntry& entry, const std::string& slot, const
   return !entry.corrupt() && entry.record->slot == slot && entry.record->task == task;
 }
 
+namespace {
+
+// Throws why `slot` may not claim `task` over `last` (read at `arrived`);
+// returns when it may: free, expired, or this slot's own claim (`own`).
+void check_claim(const ServerClock& clock, const std::string& slot, const std::string& task, const std::string& name,
+                 const LastWrite& last, Steady::time_point arrived, bool* own) {
+  *own = false;
+  if (last.revision == 0 || last.released) return;
+  if (!last.record) throw Error::corrupt_lease(name, "the lease of task " + task + ": " + last.corrupt_reason);
+  const LeaseRecord& r = *last.record;
+  if (r.slot == slot && r.task == task) {
+    *own = true;
+    return;
+  }
+  if (r.task != task && !r.task.empty())
+    throw Error(Errc::conflict, "task " + task + " and task " + r.task + " share the lease name " + name +
+                                    " (a hash collision); give one of them another id");
+  // Another slot's claim: taken over only when it certainly expired, timed
+  // from when the read's answer arrived.
+  if (!certainly_expired(clock, arrived, last.stored_at, r.ttl, Steady::now()))
+    throw Error(Errc::conflict, held_message(task, r));
+}
+
+}  // namespace
+
+void TaskLeases::require_claimable(const std::string& slot, const std::string& task) const {
+  const std::string name = task_lease_name(task);
+  auto read = read_arriving([&] { return store_.last(name); });
+  bool own = false;
+  check_claim(store_.server_clock(), slot, task, name, read.value, read.at, &own);
+}
+
 Lease TaskLeases::claim(const std::string& slot, const std::string& task, std::int64_t pid) const {
   const std::string name = task_lease_name(task);
   LeaseHolder who = LeaseHolder::process(me_, pid, slot);
@@ -27,30 +59,21 @@ Lease TaskLeases::claim(const std::string& slot, const std::string& task, std::i
   who.task = task;
   auto read = read_arriving([&] { return store_.last(name); });
   const LastWrite& last = read.value;
-  if (last.revision != 0 && !last.released) {
-    if (!last.record)
-      throw Error::corrupt_lease(name, "the lease of task " + task + ": " + last.corrupt_reason);
+  bool own = false;
+  check_claim(store_.server_clock(), slot, task, name, last, read.at, &own);
+  if (own) {
+    // This slot's own claim (a stale takeover, a --force rejoin): kept,
+    // with its token, for the new session.
     const LeaseRecord& r = *last.record;
-    if (r.slot == slot && r.task == task) {
-      // This slot's own claim (a stale takeover, a --force rejoin): kept,
-      // with its token, for the new session.
-      Lease kept;
-      kept.name = name;
-      kept.token = token_of(r.token, last.revision);
-      kept.revision = last.revision;
-      kept.record = r;
-      kept.record.pid = who.pid;
-      kept.record.pid_start = who.pid_start;
-      kept.record.ttl = ttl_;
-      return store_.renew(kept);
-    }
-    if (r.task != task && !r.task.empty())
-      throw Error(Errc::conflict, "task " + task + " and task " + r.task + " share the lease name " + name +
-                                      " (a hash collision); give one of them another id");
-    // Another slot's claim: taken over only when it certainly expired, timed
-    // from when the read's answer arrived.
-    if (!certainly_expired(store_.server_clock(), read.at, last.stored_at, r.ttl, Steady::now()))
-      throw Error(Errc::conflict, held_message(task, r));
+    Lease kept;
+    kept.name = name;
+    kept.token = token_of(r.token, last.revision);
+    kept.revision = last.revision;
+    kept.record = r;
+    kept.record.pid = who.pid;
+    kept.record.pid_start = who.pid_start;
+    kept.record.ttl = ttl_;
+    return store_.renew(kept);
   }
   try {
     return store_.grant(name, who, ttl_, last);

@@ -23,6 +23,9 @@ class TaskLeases {
   // Takes the lease of `task` for `slot`, or keeps it when `slot` holds it
   // already. Conflict naming the slot that holds it otherwise.
   Lease claim(const std::string& slot, const std::string& task, std::int64_t pid) const;
+  // What claim would refuse, found by a read alone (a join asks this before
+  // it writes anything, so that a refused join changes nothing).
+  void require_claimable(const std::string& slot, const std::string& task) const;
   // The lease of `task` as it is now (nullopt: none).
   std::optional<LeaseEntry> read(const std::string& task) const;
   // Whether `entry` is the claim of `slot` on `task`.

@@ -1,6 +1,7 @@
 #include "swarm/text.h"
 
 #include <cstdint>
+#include <vector>
 
 namespace swarm {
 
@@ -209,6 +210,42 @@ std::string truncated(std::string_view text, std::size_t width) {
     out += text[i];
   }
   return out + "\u2026";
+}
+
+std::string truncated_middle(std::string_view text, std::size_t width) {
+  const std::size_t have = display_width(text);
+  if (have <= width) return std::string(text);
+  if (width < 3) return truncated(text, width);
+  // Characters' starts, to cut between them.
+  std::vector<std::size_t> starts;
+  for (std::size_t i = 0; i < text.size(); ++i)
+    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) starts.push_back(i);
+  const std::size_t head = (width - 1 + 1) / 2, tail = width - 1 - head;
+  return std::string(text.substr(0, starts[head])) + "\u2026" + std::string(text.substr(starts[have - tail]));
+}
+
+std::string trailer_value(std::string_view text) { return printable(text); }
+
+std::string counted(std::size_t n, std::string_view noun) {
+  return std::to_string(n) + " " + std::string(noun) + (n == 1 ? "" : "s");
+}
+
+std::string shell_word(std::string_view text) {
+  std::string out;
+  bool open = false;  // inside a single-quoted run
+  for (char c : text) {
+    if (c == '\'' || c == '\\') {
+      if (open) out += '\'';
+      open = false;
+      out += c == '\'' ? "\"'\"" : "\"\\\\\"";
+      continue;
+    }
+    if (!open) out += '\'';
+    open = true;
+    out += c;
+  }
+  if (open) out += '\'';
+  return out.empty() ? "''" : out;
 }
 
 }  // namespace swarm

@@ -25,6 +25,12 @@ bool natural_less(std::string_view a, std::string_view b);
 std::size_t display_width(std::string_view text);
 // `text` cut to at most `width` columns, ending in "…" when it was cut.
 std::string truncated(std::string_view text, std::size_t width);
+// The same, cut in the middle ("build-…-07"): for names whose end tells
+// them apart as much as their start (hosts).
+std::string truncated_middle(std::string_view text, std::size_t width);
+
+// "1 folder", "2 folders": `n` and the noun, with an s unless n is 1.
+std::string counted(std::size_t n, std::string_view noun);
 
 // Whether printable(text) is `text` itself: nothing in it to escape.
 bool shows_as_is(std::string_view text);
@@ -35,6 +41,15 @@ std::string valid_utf8(std::string_view text);
 // make text read other than it is) shown as \xNN or \uNNNN escapes; with
 // `keep_newlines`, '\n' stays (for multi-line messages swarm itself writes).
 std::string printable(std::string_view text, bool keep_newlines = false);
+// `text` as the value of a git trailer: one line, its control characters
+// (a newline above all, which would start a trailer of its own, such as a
+// forged Swarm-Fencing-Token or Signed-off-by) and ill-formed UTF-8 escaped.
+std::string trailer_value(std::string_view text);
+// `text` as one word for bash, zsh and fish alike: runs of characters in
+// single quotes, and each ' or \ between them in double quotes ("'" and
+// "\\"), the only characters fish reads specially inside single quotes.
+// What eval or source makes of it is `text`, whatever it holds.
+std::string shell_word(std::string_view text);
 // Why `text` is no JSON text a strict reader takes ("" when it may be
 // one): ill-formed UTF-8, or a raw control character inside a string. A
 // record with either is corrupt.

@@ -25,16 +25,36 @@ constexpr std::size_t kMaxConfigBytes = 64 * 1024;
 
 }  // namespace
 
-Workspace Workspace::find(const std::string& explicit_dir, const fs::path& cwd) {
+std::optional<fs::path> current_folder() {
+  std::error_code ec;
+  fs::path here = fs::current_path(ec);
+  if (ec || here.empty()) return std::nullopt;
+  return here;
+}
+
+namespace {
+
+// Where a verb run in a removed folder stands, and what it can do.
+constexpr const char* kNoFolder =
+    "the current folder no longer exists (a worktree `swarm close` removed?): cd to the workspace, or pass "
+    "--workspace DIR or set SWARM_WORKSPACE";
+
+}  // namespace
+
+Workspace Workspace::find(const std::string& explicit_dir, const std::optional<fs::path>& cwd) {
   // A .swarm/ that is a link or another user's is refused (exit 2), never used.
   if (!explicit_dir.empty()) {
-    fs::path root = absolute_clean(explicit_dir);
+    const fs::path given(explicit_dir);
+    if (given.is_relative() && !cwd)
+      throw Error(Errc::not_bootstrapped, std::string("--workspace ") + explicit_dir + " is relative, and " + kNoFolder);
+    fs::path root = fs::weakly_canonical(given.is_relative() ? *cwd / given : given);
     if (!SafeDir::open_if_exists(root / ".swarm"))
       throw Error(Errc::not_bootstrapped,
                   "no swarm workspace at " + root.string() + ": it has no .swarm/ folder");
     return Workspace(root);
   }
-  fs::path start = absolute_clean(cwd);
+  if (!cwd) throw Error(Errc::not_bootstrapped, std::string("no swarm workspace here: ") + kNoFolder);
+  fs::path start = absolute_clean(*cwd);
   for (fs::path dir = start;; dir = dir.parent_path()) {
     if (SafeDir::open_if_exists(dir / ".swarm")) return Workspace(dir);
     if (dir == dir.root_path() || dir.parent_path() == dir) break;

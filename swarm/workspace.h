@@ -45,12 +45,17 @@ inline constexpr const char* kLeafPidName = "leaf.pid";
 inline constexpr const char* kSessionBaseName = "session-base";
 inline constexpr const char* kSalvageMarkName = "salvaging";
 
+// The current folder, or none when it was removed (a shell left in a
+// worktree that `swarm close` took away), never an exception.
+std::optional<std::filesystem::path> current_folder();
+
 class Workspace {
  public:
   // `explicit_dir` (from --workspace or $SWARM_WORKSPACE) when given, else the
   // nearest folder from `cwd` upwards that has a .swarm/. Throws
-  // not_bootstrapped when there is none.
-  static Workspace find(const std::string& explicit_dir, const std::filesystem::path& cwd);
+  // not_bootstrapped when there is none, or when `cwd` is none (the current
+  // folder was removed: by `swarm close` of the worktree it was in, say).
+  static Workspace find(const std::string& explicit_dir, const std::optional<std::filesystem::path>& cwd);
   // The workspace rooted at `root`, whether or not it exists yet (for `up`).
   static Workspace at(const std::filesystem::path& root);
 

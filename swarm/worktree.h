@@ -83,6 +83,17 @@ class Worktree {
   // (one listing of the hub, whatever this clone remembers pushing).
   bool hub_lacks_branch() { return repo_->hub_lacks_branch(); }
 
+  // Brings the hub's `onto` branch into swarm/<slot>: a fast-forward, a
+  // clean merge committed with both parents (`message`), or the merge left
+  // in the worktree with its conflicts (SyncResult::conflicts) for the
+  // agent to resolve and commit. Conflict (exit 3) when a merge is in
+  // progress already or tracked files have uncommitted changes.
+  SyncResult sync(const std::string& onto, const std::string& message, const CommitAuthor& author) {
+    return repo_->sync(onto, message, author);
+  }
+  // Whether a merge is in progress (MERGE_HEAD): commit() finishes it.
+  bool merging() const { return repo_->merging(); }
+
  private:
   Worktree(std::unique_ptr<WorktreeBackend> repo, std::filesystem::path path, std::string slot)
       : repo_(std::move(repo)), path_(std::move(path)), slot_(std::move(slot)) {}

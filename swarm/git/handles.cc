@@ -27,6 +27,12 @@ void check(int rc, std::string_view what) {
   throw Error(filesystem_refused(message) ? Errc::filesystem : Errc::internal, message);
 }
 
+CommitPtr lookup_commit(git_repository* repo, const git_oid& oid, std::string_view what) {
+  git_commit* raw = nullptr;
+  check(git_commit_lookup(&raw, repo, &oid), what);
+  return CommitPtr(raw);
+}
+
 std::string hex(const git_oid& oid) {
   char buffer[GIT_OID_HEXSZ + 1] = {0};
   git_oid_tostr(buffer, sizeof buffer, &oid);

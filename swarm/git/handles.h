@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace swarm::git {
 
@@ -70,6 +71,28 @@ void for_each_direct_ref(git_repository* repo, const std::string& prefix, std::s
   }
   git_error_clear();
 }
+
+// A commit of `repo` by its id; `what` names it in an error.
+CommitPtr lookup_commit(git_repository* repo, const git_oid& oid, std::string_view what);
+
+// Strings (refspecs, pathspecs) as the git_strarray libgit2 takes; it owns
+// its copies, so the array lives as long as it does.
+class StringArray {
+ public:
+  explicit StringArray(std::vector<std::string> strings) : strings_(std::move(strings)) {
+    for (auto& s : strings_) pointers_.push_back(s.data());
+    array_.strings = pointers_.data();
+    array_.count = pointers_.size();
+  }
+  StringArray(const StringArray&) = delete;
+  StringArray& operator=(const StringArray&) = delete;
+  git_strarray* get() { return &array_; }
+
+ private:
+  std::vector<std::string> strings_;
+  std::vector<char*> pointers_;
+  git_strarray array_{};
+};
 
 // An oid as 40 hex digits, and its first 12.
 std::string hex(const git_oid& oid);

@@ -85,12 +85,10 @@ std::vector<std::string> delete_refs(const std::string& hub, const std::vector<s
   }
   if (specs.empty()) return deleted;
   RemotePtr remote = access.hub_remote(repo.get());
-  std::vector<char*> pointers;
-  for (auto& spec : specs) pointers.push_back(spec.data());
-  git_strarray array{pointers.data(), pointers.size()};
+  StringArray array(specs);
   git_push_options options = GIT_PUSH_OPTIONS_INIT;
   options.callbacks = access.callbacks();
-  access.run("delete recovery refs from the hub", [&] { return git_remote_push(remote.get(), &array, &options); },
+  access.run("delete recovery refs from the hub", [&] { return git_remote_push(remote.get(), array.get(), &options); },
              RemoteAccess::Direction::push);
   for (const auto& name : names) {
     bool rejected = false;

@@ -217,14 +217,11 @@ bool RemoteHubRepo::has_commits_beyond_default(const std::string& branch) const 
   RepositoryPtr repo(repo_raw);
   RemoteAccess access(url_);
   RemotePtr remote = access.hub_remote(repo.get());
-  std::vector<std::string> specs = {"+refs/heads/" + branch + ":refs/compare/tip",
-                                    "+refs/heads/" + base_branch + ":refs/compare/base"};
-  std::vector<char*> pointers;
-  for (auto& spec : specs) pointers.push_back(spec.data());
-  git_strarray array{pointers.data(), pointers.size()};
+  StringArray specs({"+refs/heads/" + branch + ":refs/compare/tip", "+refs/heads/" + base_branch + ":refs/compare/base"});
   git_fetch_options options = GIT_FETCH_OPTIONS_INIT;
   options.callbacks = access.callbacks();
-  access.run("fetch " + branch + " from the hub", [&] { return git_remote_fetch(remote.get(), &array, &options, nullptr); });
+  access.run("fetch " + branch + " from the hub",
+             [&] { return git_remote_fetch(remote.get(), specs.get(), &options, nullptr); });
   size_t ahead = 0, behind = 0;
   check(git_graph_ahead_behind(&ahead, &behind, repo.get(), &*tip_oid, &*base_oid), "compare " + branch);
   return ahead > 0;
@@ -266,12 +263,10 @@ std::unique_ptr<HubBackend> prepare_hub(const std::string& hub, const std::files
   check(git_repository_open_bare(&repo_raw, scratch.c_str()), "open the seed of the hub");
   RepositoryPtr repo(repo_raw);
   RemotePtr remote = access.hub_remote(repo.get());
-  std::string spec = "refs/heads/" + branch + ":refs/heads/" + branch;
-  char* pointer = spec.data();
-  git_strarray array{&pointer, 1};
+  StringArray specs({"refs/heads/" + branch + ":refs/heads/" + branch});
   git_push_options options = GIT_PUSH_OPTIONS_INIT;
   options.callbacks = access.callbacks();
-  access.run("seed the hub with " + branch, [&] { return git_remote_push(remote.get(), &array, &options); },
+  access.run("seed the hub with " + branch, [&] { return git_remote_push(remote.get(), specs.get(), &options); },
              RemoteAccess::Direction::push);
   *seeded = access.rejected().empty();
   if (!*seeded) {

@@ -39,12 +39,6 @@ git_oid oid_of(const std::string& text) {
   return oid;
 }
 
-CommitPtr commit_at(git_repository* repo, const git_oid& oid, const std::string& what) {
-  git_commit* raw = nullptr;
-  check(git_commit_lookup(&raw, repo, &oid), "read " + what);
-  return CommitPtr(raw);
-}
-
 // An exclusive flock on `path` while it lives (a fetch into the cache: two
 // at once would fight over its refs).
 class FolderLock {
@@ -63,22 +57,6 @@ class FolderLock {
  private:
   int fd_ = -1;
 };
-
-// Removes every symbolic link below `folder` (its .git left out), never
-// following one.
-void remove_links(const fs::path& folder) {
-  std::error_code ec;
-  std::vector<fs::path> links;
-  for (auto it = fs::recursive_directory_iterator(folder, fs::directory_options::none, ec);
-       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (it.depth() == 0 && it->path().filename() == ".git") {
-      it.disable_recursion_pending();
-      continue;
-    }
-    if (it->is_symlink(ec)) links.push_back(it->path());
-  }
-  for (const auto& link : links) fs::remove(link, ec);
-}
 
 // Throws bad_input naming the first link found below `root`'s `parts`: a
 // cache whose refs or objects lead elsewhere is never fetched into.
@@ -138,15 +116,13 @@ class LandRepo : public LandBackend {
     RemoteAccess access(hub_);
     RemotePtr remote = access.hub_remote(repo_.get());
     head_branch_ = access.list(remote.get(), "list the hub's branches").head_branch;
-    std::string spec = "+refs/heads/*:refs/heads/*";
-    char* pointer = spec.data();
-    git_strarray specs{&pointer, 1};
+    StringArray specs({"+refs/heads/*:refs/heads/*"});
     git_fetch_options options = GIT_FETCH_OPTIONS_INIT;
     options.callbacks = access.callbacks();
     options.prune = GIT_FETCH_PRUNE;
     options.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;
     options.update_fetchhead = 0;
-    access.run("fetch the hub's branches", [&] { return git_remote_fetch(remote.get(), &specs, &options, "swarm land"); });
+    access.run("fetch the hub's branches", [&] { return git_remote_fetch(remote.get(), specs.get(), &options, "swarm land"); });
   }
 
   std::optional<std::string> tip(const std::string& branch) override {
@@ -194,8 +170,8 @@ class LandRepo : public LandBackend {
       return plan;
     }
     git_error_clear();
-    auto ours = commit_at(repo_.get(), *onto_oid, onto);
-    auto theirs = commit_at(repo_.get(), *branch_oid, branch);
+    auto ours = lookup_commit(repo_.get(), *onto_oid, "read " + onto);
+    auto theirs = lookup_commit(repo_.get(), *branch_oid, "read " + branch);
     git_merge_options options = GIT_MERGE_OPTIONS_INIT;
     git_index* index_raw = nullptr;
     check(git_merge_commits(&index_raw, repo_.get(), ours.get(), theirs.get(), &options),
@@ -234,52 +210,7 @@ class LandRepo : public LandBackend {
   }
 
   void check_out(const std::string& commit, const fs::path& folder) override {
-    // Only a repository of its own: a .git that is a link or a file (a
-    // gitdir pointing elsewhere) would have the checkout move another
-    // repository's HEAD and index.
-    std::error_code ec;
-    const auto git_dir = fs::symlink_status(folder / ".git", ec);
-    if (fs::exists(git_dir) && !fs::is_directory(git_dir))
-      throw Error(Errc::bad_input, (folder / ".git").string() + " is not a folder of swarm's (a link or a file): "
-                                   "swarm never checks out through it; remove " + folder.string());
-    RepositoryPtr repo = open_or_init(folder, false);
-    // Its config is anyone's to write (a check runs in there): a worktree
-    // set elsewhere (core.worktree) would have the files written, and others
-    // removed, outside the workspace.
-    const char* workdir = git_repository_workdir(repo.get());
-    auto same_folder = [&](const char* dir) {
-      std::string text = dir;
-      while (text.size() > 1 && text.back() == '/') text.pop_back();
-      return fs::weakly_canonical(text) == fs::weakly_canonical(folder);
-    };
-    if (workdir == nullptr || !same_folder(workdir))
-      throw Error(Errc::bad_input, "the checkout " + folder.string() + " has its worktree set elsewhere (" +
-                                       (workdir ? std::string(workdir) : std::string("none")) +
-                                       "): swarm never checks out there; remove " + folder.string());
-    // The objects where the merge wrote them: written every time, so that a
-    // land killed before it wrote them leaves nothing the next one trips on.
-    fs::create_directories(folder / ".git/objects/info", ec);
-    {
-      const fs::path alternates = folder / ".git/objects/info/alternates";
-      if (fs::is_symlink(fs::symlink_status(alternates, ec))) fs::remove(alternates, ec);
-      std::ofstream out(alternates, std::ios::trunc);
-      out << objects_.string() << "\n";
-      if (!out) throw Error(Errc::filesystem, "cannot write " + alternates.string());
-    }
-    repo = open_or_init(folder, false);  // reopened: its object store reads them
-    // A link in the checkout (left by a check) would have tracked files
-    // written through it: every link goes first; the checkout writes the
-    // tracked ones again.
-    remove_links(folder);
-    git_oid oid = oid_of(commit);
-    auto target = commit_at(repo.get(), oid, "the merged commit " + commit);
-    git_checkout_options options = GIT_CHECKOUT_OPTIONS_INIT;
-    // What an earlier land left is replaced; ignored files (a build's
-    // output) stay, so a check can build incrementally.
-    options.checkout_strategy = GIT_CHECKOUT_FORCE | GIT_CHECKOUT_REMOVE_UNTRACKED;
-    check(git_checkout_tree(repo.get(), reinterpret_cast<git_object*>(target.get()), &options),
-          "check out " + commit + " in " + folder.string());
-    check(git_repository_set_head_detached(repo.get(), &oid), "point " + folder.string() + " at " + commit);
+    check_out_land(folder, objects_, oid_of(commit));
   }
 
   bool advance(const std::string& onto, const std::string& from, const std::string& to) override {
@@ -302,13 +233,11 @@ class LandRepo : public LandBackend {
     RemoteAccess access(hub_);
     access.expect_remote(ref, from_oid);
     RemotePtr remote = access.hub_remote(repo_.get());
-    std::string spec = std::string(kPushRef) + ":" + ref;
-    char* pointer = spec.data();
-    git_strarray specs{&pointer, 1};
+    StringArray specs({std::string(kPushRef) + ":" + ref});
     git_push_options options = GIT_PUSH_OPTIONS_INIT;
     options.callbacks = access.callbacks();
     try {
-      access.run("push " + onto + " to the hub", [&] { return git_remote_push(remote.get(), &specs, &options); },
+      access.run("push " + onto + " to the hub", [&] { return git_remote_push(remote.get(), specs.get(), &options); },
                  RemoteAccess::Direction::push);
     } catch (const Error& e) {
       if (access.moved() || e.kind() == Errc::conflict) return false;

@@ -70,6 +70,12 @@ std::string pick_default_branch(const std::string& head, const std::vector<std::
 // branch (pick_default_branch over origin/*). nullopt: none.
 std::optional<git_oid> default_start(git_repository* clone);
 
+// `commit` checked out in a land's checkout `folder` (in .swarm/land/),
+// reading objects from `objects`; whatever a check left there is never
+// written through (land_checkout.cc). Conflict when the tree cannot be
+// checked out even into a checkout made from nothing.
+void check_out_land(const std::filesystem::path& folder, const std::filesystem::path& objects, const git_oid& commit);
+
 class WorktreeRepo : public WorktreeBackend {
  public:
   // `hub`: the workspace's hub (config.json's), where every push and fetch
@@ -89,6 +95,9 @@ class WorktreeRepo : public WorktreeBackend {
   bool has_commits_beyond_default() const override;
   std::optional<std::string> branch_tip() const override;
   bool hub_lacks_branch() override;
+  // worktree_merge.cc: the onto branch brought home, and the merge it may leave.
+  SyncResult sync(const std::string& onto, const std::string& message, const CommitAuthor& author) override;
+  bool merging() const override;
 
  private:
   std::string branch_name() const { return "swarm/" + slot_; }
@@ -106,6 +115,18 @@ class WorktreeRepo : public WorktreeBackend {
                                           const CommitAuthor& author);
   // Stages `paths` (every change when empty) into `index`.
   void stage(git_index* index, const std::vector<std::string>& paths) const;
+  // A commit of `tree` on the branch with `parents` (the branch's tip first:
+  // libgit2 refuses if the branch moved meanwhile, so no commit is lost).
+  std::string write_commit(git_tree* tree, const std::vector<const git_commit*>& parents, const std::string& message,
+                           const CommitAuthor& author);
+  // The merge in progress committed with every MERGE_HEAD as a parent;
+  // conflict naming the paths that still hold conflict markers.
+  std::optional<std::string> commit_merge(const std::string& message, const std::vector<std::string>& paths,
+                                          const CommitAuthor& author);
+  // The conflicted paths of `index` whose files still hold conflict markers.
+  std::vector<std::string> unresolved(git_index* index) const;
+  // The hub's `onto` fetched into refs/remotes/origin/<onto>; its tip.
+  git_oid fetch_onto(const std::string& onto);
 
   RepositoryPtr repo_;
   std::filesystem::path path_;

@@ -186,13 +186,11 @@ std::optional<PreservedHistory> WorktreeRepo::preserve_unpushed(const std::strin
       out.refs.push_back(out.prefix + "/" + tip.name);
       specs.push_back(std::string(kTempNamespace) + tip.name + ":" + out.refs.back());
     }
-    std::vector<char*> pointers;
-    for (auto& s : specs) pointers.push_back(s.data());
-    git_strarray array{pointers.data(), pointers.size()};
+    StringArray array(specs);
     git_push_options options = GIT_PUSH_OPTIONS_INIT;
     options.callbacks = access.callbacks();
     access.run("push the unpushed history of " + path_.string() + " to the hub",
-               [&] { return git_remote_push(remote.get(), &array, &options); }, RemoteAccess::Direction::push);
+               [&] { return git_remote_push(remote.get(), array.get(), &options); }, RemoteAccess::Direction::push);
     if (access.rejected().empty()) return out;
     // Someone made refs under that prefix meanwhile: look for a free one again.
     hub = access.list(remote.get(), "list the hub's refs from " + path_.string()).refs;

@@ -12,23 +12,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-CommitPtr lookup_commit(git_repository* repo, const git_oid& oid, const std::string& what) {
-  git_commit* raw = nullptr;
-  check(git_commit_lookup(&raw, repo, &oid), what);
-  return CommitPtr(raw);
-}
-
-// A git_strarray view over strings that outlive it.
-struct PathSpec {
-  std::vector<char*> pointers;
-  git_strarray array{};
-  explicit PathSpec(std::vector<std::string>& paths) {
-    for (auto& p : paths) pointers.push_back(p.data());
-    array.strings = pointers.data();
-    array.count = pointers.size();
-  }
-};
-
 // Keeps, of every changed path, the named ones and what lies under a named
 // folder (payload: the names). Names match literally: "a*" is the file a*,
 // never ab, and "dir[1]" is that folder.
@@ -66,11 +49,10 @@ git_oid resolve_base(git_repository* repo, const std::string& base, const std::s
 // Pushes `spec` (one refspec) from `repo` to the hub; a rejection is a conflict naming `what`.
 void push_spec(git_repository* repo, RemoteAccess& access, std::string spec, const std::string& what) {
   RemotePtr remote = access.hub_remote(repo);
-  char* pointer = spec.data();
-  git_strarray specs{&pointer, 1};
+  StringArray specs({std::move(spec)});
   git_push_options options = GIT_PUSH_OPTIONS_INIT;
   options.callbacks = access.callbacks();
-  access.run(what, [&] { return git_remote_push(remote.get(), &specs, &options); }, RemoteAccess::Direction::push);
+  access.run(what, [&] { return git_remote_push(remote.get(), specs.get(), &options); }, RemoteAccess::Direction::push);
   if (!access.rejected().empty())
     throw Error(Errc::conflict, what + ": the hub rejected " + access.rejected().front());
 }
@@ -229,11 +211,10 @@ void WorktreeRepo::require_paths_exist(git_index* index, git_tree* tip, const st
 void WorktreeRepo::stage(git_index* index, const std::vector<std::string>& paths) const {
   // add_all takes new and modified files (not ignored ones); update_all takes deletions.
   if (paths.empty()) {
-    std::vector<std::string> all = {"*"};
-    PathSpec spec(all);
-    check(git_index_add_all(index, &spec.array, GIT_INDEX_ADD_DEFAULT, nullptr, nullptr),
+    StringArray all({"*"});
+    check(git_index_add_all(index, all.get(), GIT_INDEX_ADD_DEFAULT, nullptr, nullptr),
           "stage changes in " + path_.string());
-    check(git_index_update_all(index, &spec.array, nullptr, nullptr), "stage deletions in " + path_.string());
+    check(git_index_update_all(index, all.get(), nullptr, nullptr), "stage deletions in " + path_.string());
     return;
   }
   // No pathspec (libgit2's are patterns, and trim trailing spaces): every
@@ -247,6 +228,8 @@ void WorktreeRepo::stage(git_index* index, const std::vector<std::string>& paths
 std::optional<std::string> WorktreeRepo::commit(const std::string& message, const std::vector<std::string>& paths,
                                                 const CommitAuthor& author) {
   require_on_branch();
+  // A merge in progress (swarm sync's, or git pull's) is finished with both parents.
+  if (merging()) return commit_merge(message, paths, author);
   git_index* index_raw = nullptr;
   check(git_repository_index(&index_raw, repo_.get()), "open the index of " + path_.string());
   IndexPtr index(index_raw);
@@ -290,20 +273,7 @@ std::optional<std::string> WorktreeRepo::commit_index(git_index* index, git_comm
     git_tree* tree_raw = nullptr;
     check(git_tree_lookup(&tree_raw, repo_.get(), &tree_id), "read the tree of the commit");
     TreePtr tree(tree_raw);
-    git_signature* sig_raw = nullptr;
-    if (git_signature_default(&sig_raw, repo_.get()) != 0)
-      check(git_signature_now(&sig_raw, author.name.c_str(), author.email.c_str()), "make a signature");
-    SignaturePtr sig(sig_raw);
-
-    git_oid commit_id;
-    const git_commit* parents[] = {parent};
-    const std::string text = message.back() == '\n' ? message : message + "\n";
-    // Updating the branch ref (not HEAD) with its tip as the parent: libgit2
-    // refuses if the branch moved meanwhile, so no commit is ever lost.
-    check(git_commit_create(&commit_id, repo_.get(), ("refs/heads/" + branch_name()).c_str(), sig.get(), sig.get(),
-                            nullptr, text.c_str(), tree.get(), 1, parents),
-          "commit on " + branch_name());
-    made = hex(commit_id);
+    made = write_commit(tree.get(), {parent}, message, author);
   }
   if (!everything) {
     // Back to what the user staged, with the named paths as committed.
@@ -327,11 +297,10 @@ void WorktreeRepo::remember_pushed(const std::string& branch) const {
 void WorktreeRepo::push_branch_to(const std::string& target_ref) {
   RemoteAccess access(hub_);
   RemotePtr remote = access.hub_remote(repo_.get());
-  std::vector<std::string> specs = {"refs/heads/" + branch_name() + ":" + target_ref};
-  PathSpec array(specs);
+  StringArray specs({"refs/heads/" + branch_name() + ":" + target_ref});
   git_push_options options = GIT_PUSH_OPTIONS_INIT;
   options.callbacks = access.callbacks();
-  access.run("push " + branch_name() + " to the hub", [&] { return git_remote_push(remote.get(), &array.array, &options); },
+  access.run("push " + branch_name() + " to the hub", [&] { return git_remote_push(remote.get(), specs.get(), &options); },
              RemoteAccess::Direction::push);
   if (!access.rejected().empty())
     throw Error(Errc::conflict, "the hub rejected the push of " + access.rejected().front());

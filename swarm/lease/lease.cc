@@ -212,11 +212,11 @@ bool place_is_live(const kv::Entry& place, const std::optional<TimePoint>& last_
   return standing_of(as_entry, now).state == LeaseState::held;
 }
 
-std::map<std::string, int> LeaseStore::waiting(const std::string& name, const std::string& host,
-                                               const std::string& host_id) const {
+std::vector<LiveWaiter> LeaseStore::live_waiters(const std::string& name, const std::string& host,
+                                                 const std::string& host_id) const {
   const std::string pattern = name.empty() ? std::string(kQueueRoot) + ">" : queue_prefix(name) + "*";
   std::vector<kv::Entry> places = keys_.list(pattern);
-  std::map<std::string, int> out;
+  std::vector<LiveWaiter> out;
   const TimePoint now = server_clock().now();
   for (auto& place : places) {
     auto lease = place_of(place.key);
@@ -227,9 +227,24 @@ std::map<std::string, int> LeaseStore::waiting(const std::string& name, const st
       if (!stored) continue;
       beat = stored->created;
     }
-    if (place_is_live(place, beat, now, host, host_id)) ++out[*lease];
+    if (!place_is_live(place, beat, now, host, host_id)) continue;
+    auto parsed = parse_lease(place.value);
+    out.push_back({*lease, token_of(parsed.lease ? parsed.lease->order : 0, place.revision)});
   }
   return out;
+}
+
+std::map<std::string, int> LeaseStore::waiting(const std::string& name, const std::string& host,
+                                               const std::string& host_id) const {
+  std::map<std::string, int> out;
+  for (const auto& w : live_waiters(name, host, host_id)) ++out[w.lease];
+  return out;
+}
+
+int LeaseStore::place_in_line(const std::string& name, std::uint64_t order) const {
+  int place = 1;
+  for (const auto& w : live_waiters(name)) place += w.order < order ? 1 : 0;
+  return place;
 }
 
 LastWrite LeaseStore::last(const std::string& name) const {

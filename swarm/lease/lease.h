@@ -110,6 +110,12 @@ struct LastWrite {
   std::string corrupt_reason;  // of a record that is there and cannot be read
 };
 
+// A live place in a lease's line: the lease, and the place's order there.
+struct LiveWaiter {
+  std::string lease;
+  std::uint64_t order = 0;
+};
+
 class LeaseStore {
  public:
   // Binds the existing bucket (never creates it): a missing one is
@@ -143,6 +149,9 @@ class LeaseStore {
   // not counted.)
   std::map<std::string, int> waiting(const std::string& name = {}, const std::string& host = {},
                                      const std::string& host_id = {}) const;
+  // A waiter's place in `name`'s line (1: next), from its place's `order`
+  // (Mutex::place_order): one more than the live places before it.
+  int place_in_line(const std::string& name, std::uint64_t order) const;
   // The last write to `name`, a release included.
   LastWrite last(const std::string& name) const;
 
@@ -174,6 +183,9 @@ class LeaseStore {
   explicit LeaseStore(kv::Bucket bucket) : keys_(std::move(bucket)), journal_(keys_.bucket_.connection()) {}
   const kv::Bucket& bucket() const { return keys_.bucket_; }
   Lease write_grant(const std::string& name, LeaseRecord record, const LastWrite& over) const;
+  // The live places in each lease's line, or in `name`'s (see waiting).
+  std::vector<LiveWaiter> live_waiters(const std::string& name, const std::string& host = {},
+                                       const std::string& host_id = {}) const;
   LeaseKeys keys_;
   Journal journal_;
   mutable std::optional<ServerClock> server_clock_;

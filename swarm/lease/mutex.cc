@@ -49,6 +49,7 @@ class Mutex::InLine {
     const auto start = Steady::now();
     deadline_ = wait_ ? start + *wait_ : Steady::time_point::max();
     line_.join(m_.who_, m_.ttl_);
+    m_.order_ = line_.order();
     clock_ = line_.clock();
     next_renewal_ = start + m_.ttl_ / 3;
     look_ahead();
@@ -170,6 +171,7 @@ class Mutex::InLine {
     lease_ = {};
     lease_live_ = false;
     line_.rejoin(m_.who_);
+    m_.order_ = line_.order();
     look_ahead();
   }
 

@@ -47,6 +47,9 @@ class Mutex {
   // Watch events the last lock() woke for while it waited in line (for
   // tests: a waiter hears of the place ahead and, once first, of the lease).
   int wakeups() const { return wakeups_; }
+  // The order of this waiter's place in the line while lock() waits (0
+  // before it joined): LeaseStore::place_in_line tells its place from it.
+  std::uint64_t place_order() const { return order_; }
 
  private:
   class InLine;
@@ -60,6 +63,7 @@ class Mutex {
   std::mutex pump_mu_;
   WatchPump* pump_ = nullptr;  // while lock() waits
   std::atomic<int> wakeups_{0};
+  std::atomic<std::uint64_t> order_{0};
   // A granted lock() leaving the line; destroyed first, as it uses the above.
   std::future<void> leaving_;
 };

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "cli/swarm_fixture.h"
+#include "support/raw_nats.h"
 #include "kv/stream.h"
 #include "support/json_fields.h"
 
@@ -233,18 +234,6 @@ TEST_CASE("Journal_MissingIsNamedActsGoOnAndUpMakesItAgain") {
 namespace {
 
 // A raw nats.c connection to a workspace's own test server.
-struct RawNats {
-  natsConnection* nc = nullptr;
-  jsCtx* js = nullptr;
-  explicit RawNats(const std::string& url) {
-    REQUIRE(natsConnection_ConnectTo(&nc, url.c_str()) == NATS_OK);
-    REQUIRE(natsConnection_JetStream(&js, nc, nullptr) == NATS_OK);
-  }
-  ~RawNats() {
-    jsCtx_Destroy(js);
-    natsConnection_Destroy(nc);
-  }
-};
 
 }  // namespace
 

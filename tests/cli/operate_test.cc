@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "cli/swarm_fixture.h"
+#include "support/eventually.h"
 #include "support/json_fields.h"
 
 using namespace testing;
@@ -17,14 +18,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool eventually(const std::function<bool()>& ok, std::chrono::milliseconds limit = 10s) {
-  const auto end = std::chrono::steady_clock::now() + limit;
-  do {
-    if (ok()) return true;
-    std::this_thread::sleep_for(50ms);
-  } while (std::chrono::steady_clock::now() < end);
-  return false;
-}
 
 }  // namespace
 
@@ -93,7 +86,7 @@ TEST_CASE("Operate_RecoveryIsListedAndPrunedByAge") {
   // Dry run, then for real: the folder and the refs go, the stranger's folder stays.
   std::this_thread::sleep_for(1100ms);
   auto dry = ws.swarm({"recovery", "prune", "--older-than", "1s", "--dry-run"});
-  CHECK(dry.out.find("would remove 1 folders") == 0);
+  CHECK(dry.out.find("would remove 1 folder and") == 0);
   CHECK(fs::exists(ws.root() / ".swarm/recovery" / text_of(item, "name")));
   auto pruned = ws.swarm({"recovery", "prune", "--older-than", "1s", "--json"});
   REQUIRE_MESSAGE(pruned.exit == 0, pruned.err);

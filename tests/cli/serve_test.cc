@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "cli/swarm_fixture.h"
+#include "support/eventually.h"
 #include "support/browser.h"
 #include "support/json_fields.h"
 #include "support/nats_server.h"
@@ -70,23 +71,13 @@ double sample(const std::string& page, const std::string& series) {
 
 // Waits until `ok(body of path)` holds, within `limit`.
 bool eventually(const Served& served, const std::string& path, const std::function<bool(const std::string&)>& ok,
-                std::chrono::milliseconds limit = std::chrono::seconds(5)) {
-  const auto end = std::chrono::steady_clock::now() + limit;
-  do {
-    if (auto r = served.get(path); r && r->status == 200 && ok(r->body)) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  } while (std::chrono::steady_clock::now() < end);
-  return false;
+                std::chrono::milliseconds limit = std::chrono::seconds(15)) {
+  return testing::eventually([&] {
+    auto r = served.get(path);
+    return r && r->status == 200 && ok(r->body);
+  }, limit);
 }
 
-bool eventually_true(const std::function<bool()>& ok, std::chrono::milliseconds limit = std::chrono::seconds(5)) {
-  const auto end = std::chrono::steady_clock::now() + limit;
-  do {
-    if (ok()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  } while (std::chrono::steady_clock::now() < end);
-  return false;
-}
 
 // Where the tests keep what people look at (screenshots), for the README and CI artifacts.
 fs::path artifacts() {
@@ -102,12 +93,17 @@ TEST_CASE("Serve_MetricsAndApiFollowTheWorkspaceLive") {
   REQUIRE(ws.swarm({"join", "--slot", "render", "--task", "T-1"}).exit == 0);
   REQUIRE(ws.swarm({"join", "--slot", "api", "--task", "T-2"}, kHostB).exit == 0);
   Process holder(ws.command({"lock", "merge", "--ttl", "5s", "--", "sleep", "30"}));
-  REQUIRE(eventually_true([&] { return ws.swarm({"lease", "show", "merge"}).out.find("held") != std::string::npos; }));
+  REQUIRE(eventually([&] { return ws.swarm({"lease", "show", "merge"}).out.find("held") != std::string::npos; }));
   Process waiter(ws.command({"lock", "merge", "--", "true"}, kHostB));
 
   Served served(ws);
+  // Everything sampled below arrives by the feeds, each in its own time:
+  // waited for together, bounded, before any is checked.
   CHECK(eventually(served, "/metrics", [](const std::string& m) {
-    return sample(m, "swarm_lease_waiters{lease=\"merge\"}") == 1 && sample(m, "swarm_nats_up") == 1;
+    return sample(m, "swarm_lease_waiters{lease=\"merge\"}") == 1 && sample(m, "swarm_nats_up") == 1 &&
+           sample(m, "swarm_sessions{state=\"fresh\",host=\"host-a\"}") == 1 &&
+           sample(m, "swarm_sessions{state=\"fresh\",host=\"host-b\"}") == 1 &&
+           sample(m, "swarm_leases{state=\"held\"}") >= 3 && sample(m, "swarm_events_total{kind=\"join\"}") == 2;
   }));
   const std::string m = served.body("/metrics");
   CHECK(sample(m, "swarm_sessions{state=\"fresh\",host=\"host-a\"}") == 1);
@@ -140,7 +136,7 @@ TEST_CASE("Serve_MetricsAndApiFollowTheWorkspaceLive") {
   CHECK(eventually(served, "/metrics", [](const std::string& page) {
     return sample(page, "swarm_sessions{state=\"fresh\",host=\"host-a\"}") == 2 &&
            sample(page, "swarm_events_total{kind=\"join\"}") == 3;
-  }, std::chrono::seconds(2)));
+  }));
   REQUIRE(ws.swarm({"close", "--slot", "render", "--result", "fail"}).exit == 0);
   CHECK(eventually(served, "/api/status", [](const std::string& body) { return body.find("\"render\"") == std::string::npos; }));
 

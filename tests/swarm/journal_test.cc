@@ -7,6 +7,7 @@
 #include <nats/nats.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 
 #include "support/nats_server.h"
@@ -296,6 +297,12 @@ TEST_CASE("Journal_ALeaseLostIsRecorded") {
 
 namespace {
 
+// A whole number from the environment (a soak script's scale), or `fallback`.
+int env_number(const char* name, int fallback) {
+  const char* text = std::getenv(name);
+  return text != nullptr && *text != '\0' ? std::atoi(text) : fallback;
+}
+
 // Every event of the stream, one direct get at a time from its first sequence: a full scan that asks the server
 // for no count at all, the oracle the windowed reads are held to.
 std::vector<Event> full_scan(const kv::Connection& connection) {
@@ -337,6 +344,7 @@ void fill_like_a_workspace(const kv::Connection& connection, const std::string& 
     Event e = i % 7 == 0   ? lease_event("lease.grant", "swarm-leases", "merge", kActor, i, i)
               : i % 11 == 0 ? slot_event("join", "other-bucket", slot, kActor, "T-9", i, i)
                             : slot_event(kinds[i % 5], "swarm-sessions", slot, kActor, "T-1", i, i);
+    if (e.kind == "land") e.detail.set("onto", i % 3 == 0 ? "release" : "main");
     const std::string subject = e.thing == Thing::lease ? event_subject(Thing::lease, e.bucket, e.name)
                                                         : event_subject(Thing::slot, e.bucket, e.name);
     stream.publish(subject, i % 97 == 0 ? std::string("not an event") : e.to_json().dump(), e.message_id());
@@ -361,10 +369,13 @@ TEST_CASE("Journal_TheLastNIsWhatAFullScanFindsWhateverTheServersCounters") {
   // --since) gives exactly the rows a full scan by direct gets gives, for every N from 1 to 250 and some beyond
   // the whole; nats-server 2.9.10 once made `-n 3` wait for messages its pending count promised and no read
   // delivered (exit 7 after 5 s on a healthy server).
+  // scripts/journal-soak.sh runs it at scale: 1,000,000 events, every N up to 10,000.
+  const int count = env_number("SWARM_JOURNAL_EVENTS", 1200);
+  const std::size_t every_n_to = static_cast<std::size_t>(env_number("SWARM_JOURNAL_EVERY_N", 250));
   Fixture f;
-  fill_like_a_workspace(f.connection, f.server.url(), 1200);
+  fill_like_a_workspace(f.connection, f.server.url(), count);
   const auto all = full_scan(f.connection);
-  REQUIRE(all.size() > 1000);
+  REQUIRE(all.size() > static_cast<std::size_t>(count) * 8 / 10);
   Journal j = f.journal();
   JournalQuery workspace;
   workspace.buckets = {"swarm-sessions", "swarm-leases"};
@@ -373,10 +384,14 @@ TEST_CASE("Journal_TheLastNIsWhatAFullScanFindsWhateverTheServersCounters") {
   JournalQuery slot = of_slot("s7");
   JournalQuery since = workspace;
   since.since = all[all.size() / 2].time;
+  JournalQuery onto = workspace;  // log --onto main: the lands that name it
+  onto.kinds = {"land", "land.refused"};
+  onto.onto = "main";
   std::vector<std::size_t> ns;
-  for (std::size_t n = 1; n <= 250; ++n) ns.push_back(n);
+  for (std::size_t n = 1; n <= every_n_to; ++n) ns.push_back(n);
   for (std::size_t n : {400, 999, 1100, 5000}) ns.push_back(n);
-  for (auto* q : {&workspace, &commits, &slot, &since}) {
+  ns.push_back(static_cast<std::size_t>(count) * 2);
+  for (auto* q : {&workspace, &commits, &slot, &since, &onto}) {
     for (std::size_t n : ns) {
       JournalQuery asked = *q;
       asked.last = n;
@@ -384,7 +399,7 @@ TEST_CASE("Journal_TheLastNIsWhatAFullScanFindsWhateverTheServersCounters") {
       const auto want = last_matching(all, asked, n);
       if (got != want) {
         FAIL_CHECK("-n " << n << " of query " << (q == &workspace ? "workspace" : q == &commits ? "commits"
-                                                : q == &slot ? "slot" : "since")
+                                                : q == &slot ? "slot" : q == &since ? "since" : "onto")
                          << ": " << got.size() << " rows, a full scan finds " << want.size());
         break;
       }

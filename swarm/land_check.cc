@@ -1,0 +1,91 @@
+#include "swarm/land_check.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include "swarm/error.h"
+#include "swarm/log.h"
+
+namespace swarm {
+
+namespace {
+
+// Reads `fd` to its end, handing each line to `output` (a last line without
+// a newline too); closes `fd`. Once `ended` (the check was reaped), it stops
+// at the first pause of 100 ms: a process the check left behind, out of its
+// group, may hold the pipe open for ever.
+void relay_lines(int fd, const std::function<void(std::string_view)>& output, const std::atomic<bool>& ended) {
+  std::string pending;
+  char buffer[4096];
+  while (true) {
+    pollfd p{fd, POLLIN, 0};
+    const int ready = ::poll(&p, 1, 100);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0) {
+      if (ended) break;
+      continue;
+    }
+    ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    pending.append(buffer, static_cast<std::size_t>(n));
+    for (auto nl = pending.find('\n'); nl != std::string::npos; nl = pending.find('\n')) {
+      output(std::string_view(pending).substr(0, nl));
+      pending.erase(0, nl + 1);
+    }
+  }
+  if (!pending.empty()) output(pending);
+  ::close(fd);
+}
+
+}  // namespace
+
+int CheckRun::run(const LandCheck& check, const std::filesystem::path& dir,
+                  const std::vector<std::pair<std::string, std::string>>& env) {
+  int pipe_fds[2] = {-1, -1};
+  if (check.output && ::pipe2(pipe_fds, O_CLOEXEC) != 0)
+    throw Error(Errc::internal, std::string("pipe: ") + std::strerror(errno));
+  std::thread relay;
+  std::atomic<bool> ended{false};
+  ChildProcess* started = nullptr;
+  try {
+    std::lock_guard lock(mu_);
+    running_ = ChildProcess::start(check.command, env,
+                                   {.cwd = dir.string(), .output_fd = check.output ? pipe_fds[1] : 2});
+    started = running_.get();
+  } catch (const CannotRun& e) {
+    if (check.output) {
+      ::close(pipe_fds[0]);
+      ::close(pipe_fds[1]);
+    }
+    // As a shell says it: 127 for a check the merged tree lacks, 126 for one it cannot execute.
+    spdlog::warn("{}", e.what());
+    return e.shell_status();
+  }
+  if (check.output) {
+    ::close(pipe_fds[1]);  // the check (and its guard) hold the write end now
+    relay = std::thread([fd = pipe_fds[0], &check, &ended] { relay_lines(fd, check.output, ended); });
+  }
+  if (check.running) check.running(started);
+  const int status = started->wait();
+  if (check.running) check.running(nullptr);
+  ended = true;
+  if (relay.joinable()) relay.join();
+  std::lock_guard lock(mu_);
+  running_.reset();
+  return status;
+}
+
+void CheckRun::kill() {
+  std::lock_guard lock(mu_);
+  if (running_) running_->signal(SIGKILL);
+}
+
+}  // namespace swarm

@@ -1,0 +1,129 @@
+// The README's recipes, run literally: each ```sh block that follows a
+// `<!-- recipe: NAME -->` line of README.md is taken from the file as it is
+// now and run by bash -e, with the built swarm first on PATH, as a new user
+// would paste it. A recipe that no longer works fails here, not for them.
+#include <doctest/doctest.h>
+
+#include <signal.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "cli/swarm_fixture.h"
+#include "support/eventually.h"
+
+using namespace testing;
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+namespace {
+
+// The body of the sh block after `<!-- recipe: name -->` in README.md.
+std::string recipe(const std::string& name) {
+  std::ifstream in(fs::path(SWARM_SOURCE_DIR) / "README.md");
+  std::string line, body;
+  bool marked = false, inside = false;
+  while (std::getline(in, line)) {
+    if (line == "<!-- recipe: " + name + " -->") {
+      marked = true;
+      continue;
+    }
+    if (marked && !inside && line == "```sh") {
+      inside = true;
+      continue;
+    }
+    if (inside && line == "```") return body;
+    if (inside) body += line + "\n";
+  }
+  FAIL("README.md has no recipe " << name);
+  return {};
+}
+
+// Runs `script` with bash -e in `cwd`: swarm on PATH, a home of its own.
+RunResult run_recipe(const std::string& script, const fs::path& cwd, const fs::path& home,
+                     std::map<std::string, std::string> env = {}) {
+  Command c{{"/bin/bash", "-e", "-c", script}, std::move(env), cwd};
+  // What the caller did not set: unset, or the test's own.
+  const char* path = std::getenv("PATH");
+  c.env["PATH"] = fs::path(swarm_binary()).parent_path().string() + ":" + (path ? path : "/usr/sbin:/usr/bin:/bin");
+  c.env["HOME"] = home.string();
+  c.env["SWARM_HOST"] = "host-a";
+  c.env["SWARM_HOST_ID"] = "id-a";
+  c.env.emplace("SWARM_WORKSPACE", "");
+  c.env["NATS_URL"] = "";
+  auto r = run(c, 120s);
+  INFO("recipe:\n" << script << "\nstdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.exit == 0);
+  return r;
+}
+
+std::string hub_files(const SwarmWorkspace& ws, const std::string& branch) {
+  return ws.git({"--git-dir", (ws.root() / ".swarm/hub.git").string(), "ls-tree", "--name-only", branch}).out;
+}
+
+}  // namespace
+
+TEST_CASE("Readme_QuickStartRunsAsWritten") {
+  // on the embedded default, in a fresh folder: up, join, commit, status, close, branches, land, down.
+  TempDir dir("swarm-readme");
+  const fs::path folder = dir.path() / "project";
+  fs::create_directories(folder);
+  auto r = run_recipe(recipe("quick-start"), folder, dir.path());
+  // Whatever happened, no server is left behind.
+  std::ifstream pid_file(folder / ".swarm/nats/nats.pid");
+  long pid = 0;
+  if (pid_file >> pid && pid > 0) {
+    // Gone (or a zombie no one reaped yet), within a bound.
+    auto gone = [pid] {
+      std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+      std::string line;
+      if (!std::getline(stat, line)) return true;
+      const auto close = line.rfind(')');
+      return close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z';
+    };
+    CHECK(eventually(gone, 10s));
+    if (!gone()) ::kill(static_cast<pid_t>(pid), SIGKILL);
+  }
+  CHECK(r.out.find("landed render on main") != std::string::npos);
+}
+
+TEST_CASE("Readme_TheLandingLoopLandsEveryFinishedSlot") {
+  // the orchestrator's loop: four slots joined, worked, committed and closed from inside their worktrees, then
+  // branches and land --ready with the check `make test`: all four land.
+  SwarmWorkspace ws({.up = false, .git_repo = true});
+  write_file(ws.root() / "Makefile", "test:\n\ttest -f render.txt\n");
+  ws.git({"add", "Makefile"});
+  REQUIRE(ws.git({"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "make test"}).exit == 0);
+  REQUIRE(ws.swarm({"up", "--nats-url", ws.server()->url()}).exit == 0);
+  auto r = run_recipe(recipe("landing-loop"), ws.root(), ws.home());
+  for (const char* slot : {"render", "parse", "index", "docs"}) {
+    CHECK_MESSAGE(r.out.find(std::string("landed ") + slot + " on trunk") != std::string::npos, slot);
+    CHECK(hub_files(ws, "trunk").find(std::string(slot) + ".txt") != std::string::npos);
+  }
+}
+
+TEST_CASE("Readme_ARefusedLandIsFixedByTheRecipe") {
+  // docs conflicts with what landed first on README.md; the recipe (join, sync, resolve with $EDITOR, commit,
+  // close, land) lands it, with both sides kept.
+  SwarmWorkspace ws({.git_repo = true});
+  for (const std::string slot : {"readme", "docs"}) {
+    REQUIRE(ws.swarm({"join", "--slot", slot, "--task", "T-" + slot}).exit == 0);
+    write_file(ws.worktree(slot) / "README.md", slot + " wrote this\n");
+    REQUIRE(ws.swarm({"commit", "--slot", slot, "-m", slot}).exit == 0);
+    REQUIRE(ws.swarm({"close", "--slot", slot, "--result", "success"}).exit == 0);
+  }
+  REQUIRE(ws.swarm({"land", "--slot", "readme"}).exit == 0);
+  REQUIRE(ws.swarm({"land", "--slot", "docs"}).exit == 3);
+  // The editor a person would use: here, one that keeps both sides and drops the markers.
+  const fs::path editor = ws.home() / "resolve.sh";
+  write_file(editor, "#!/bin/sh\nsed -i '/^<<<<<<< /d; /^=======$/d; /^>>>>>>> /d' \"$1\"\n");
+  fs::permissions(editor, fs::perms::owner_all);
+  auto r = run_recipe(recipe("refused-land"), ws.root(), ws.home(),
+                      {{"EDITOR", editor.string()}});
+  const std::string landed =
+      ws.git({"--git-dir", (ws.root() / ".swarm/hub.git").string(), "show", "trunk:README.md"}).out;
+  CHECK(landed.find("readme wrote this") != std::string::npos);
+  CHECK(landed.find("docs wrote this") != std::string::npos);
+  CHECK(landed.find("<<<<<<<") == std::string::npos);
+}
