@@ -51,53 +51,58 @@ std::optional<swarm::Lease> wait_in_line(const Context& ctx, const swarm::LeaseS
   signals.on_signal([&](int) { mutex.cancel(); });
   // Granted at once (the usual case) costs nothing more; a wait past this
   // moment is said, with who holds the lease and this waiter's place in
-  // line: once in a log, and kept up to date on a terminal as the line moves.
-  constexpr std::chrono::milliseconds kMoment{300};
-  constexpr std::chrono::milliseconds kRefresh{1000};
-  const bool tty = isatty(STDERR_FILENO) != 0;
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false, said = false;
-  auto describe = [&] {
-    std::string line = "waiting for lease " + name;
-    try {
-      if (auto held = store.get(name); held && held->record)
-        line += " (held by " + swarm::printable(held->record->holder) + " on " + swarm::printable(held->record->host) +
-                ", token " + std::to_string(held->token()) + ")";
-      if (const auto order = mutex.place_order(); order != 0)
-        line += "; place " + std::to_string(store.place_in_line(name, order)) + " in line";
-    } catch (const std::exception&) {
-      // Said without the details.
-    }
-    return line;
+  // line: once in a log, and kept up to date on a terminal as the line
+  // moves (a listing of the line every 2 s, for the display only: the wait
+  // itself watches). The teller has copies of what it reads and is left to
+  // end by itself once the wait is over: a slow read of its never delays
+  // the holder's first renewal.
+  static constexpr std::chrono::milliseconds kMoment{300};
+  static constexpr std::chrono::milliseconds kRefresh{2000};
+  struct Shared {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false, said = false;
+    std::uint64_t order = 0;  // this waiter's place's order, copied from the mutex while it waits
   };
-  std::thread teller([&] {
+  auto shared = std::make_shared<Shared>();
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  std::thread teller([shared, tty, store, name, &mutex] {
     std::string shown;
     for (auto pause = kMoment;; pause = kRefresh) {
+      std::uint64_t order = 0;
       {
-        std::unique_lock lock(mu);
-        if (cv.wait_for(lock, pause, [&] { return done; })) return;
+        std::unique_lock lock(shared->mu);
+        if (shared->cv.wait_for(lock, pause, [&] { return shared->done; })) return;
+        order = shared->order = mutex.place_order();  // the mutex lives while done is false
       }
-      const std::string line = describe();
-      std::lock_guard lock(mu);
-      if (done) return;
+      std::string line = "waiting for lease " + name;
+      try {
+        if (auto held = store.get(name); held && held->record)
+          line += " (held by " + swarm::printable(held->record->holder) + " on " +
+                  swarm::printable(held->record->host) + ", token " + std::to_string(held->token()) + ")";
+        if (order != 0) line += "; place " + std::to_string(store.place_in_line(name, order)) + " in line";
+      } catch (const std::exception&) {
+        // Said without the details.
+      }
+      std::lock_guard lock(shared->mu);
+      if (shared->done) return;
       if (line != shown) {
         std::fputs(tty ? ("\033[2K\rswarm: " + line + "\r").c_str() : ("swarm: " + line + "\n").c_str(), stderr);
         std::fflush(stderr);
         shown = line;
-        said = true;
+        shared->said = true;
       }
       if (!tty) return;  // a log gets it once
     }
   });
   auto finish = [&] {
     {
-      std::lock_guard lock(mu);
-      done = true;
-      if (said && tty) std::fputs("\033[2K\r", stderr);  // the waiting line goes once granted
+      std::lock_guard lock(shared->mu);
+      shared->done = true;
+      if (shared->said && tty) std::fputs("\033[2K\r", stderr);  // the waiting line goes once granted
     }
-    cv.notify_all();
-    teller.join();
+    shared->cv.notify_all();
+    teller.detach();
   };
   try {
     auto lease = mutex.lock(wait);

@@ -103,7 +103,7 @@ void relay_check_line(const std::string& slot, std::string_view line) {
   std::string out = "[" + slot + "] ";
   out.append(line);
   out += '\n';
-  std::fputs(out.c_str(), stderr);
+  std::fwrite(out.data(), 1, out.size(), stderr);  // every byte, a NUL too
   std::fflush(stderr);
 }
 
@@ -132,6 +132,11 @@ class SlotLander {
     try {
       lease = wait_in_line(ctx_, store_, mutex, lease_name, wait(), signals_);
       if (!lease) return std::nullopt;
+      // Judged again under the lease: the wait may have been long.
+      if (!forced)
+        if (const std::string why = landing_.not_ready(slot); !why.empty())
+          throw swarm::Error(swarm::Errc::conflict, "slot " + slot + " is no longer ready to land: " + why +
+                                                        "; nothing was landed");
       r = landing_.land(slot, onto_, *lease, check, forced);
     } catch (...) {
       release(lease, true);

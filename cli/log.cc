@@ -48,29 +48,6 @@ swarm::TimePoint since_of(const std::string& text) {
   }
 }
 
-// A commit id as people read it (git's short form); anything else as it is.
-std::string shortened(std::string_view key, std::string_view value) {
-  constexpr std::size_t kShortId = 12;
-  const bool commit_id = value.size() == 40 && value.find_first_not_of("0123456789abcdef") == std::string_view::npos;
-  const bool commit_key = key == "head" || key == "from" || key == "to";
-  return commit_id && commit_key ? std::string(value.substr(0, kShortId)) : std::string(value);
-}
-
-// One member of an event's detail as text: strings as they are (escaped,
-// a head commit shortened), the rest as JSON.
-std::string detail_text(const swarm::Json& detail) {
-  std::string out;
-  for (const cJSON* item = detail.get() ? detail.get()->child : nullptr; item != nullptr; item = item->next) {
-    if (cJSON_IsNull(item)) continue;
-    if (!out.empty()) out += ' ';
-    out += swarm::printable(item->string);
-    out += '=';
-    if (cJSON_IsString(item)) out += swarm::printable(shortened(item->string, item->valuestring));
-    else out += swarm::printable(swarm::Json::copy(item).dump());
-  }
-  return out;
-}
-
 std::string padded(std::string text, std::size_t width) {
   if (text.size() < width) text.resize(width, ' ');
   return text;
@@ -81,7 +58,7 @@ std::string row_of(const swarm::Event& e) {
   const std::string subject = std::string(swarm::to_string(e.thing)) + "/" + swarm::printable(e.name);
   return padded(e.time ? swarm::format_rfc3339(*e.time) : "-", 24) + " " + padded(swarm::printable(e.kind), 13) + " " +
          padded(subject, 20) + " " + padded(swarm::printable(e.actor.host), 12) + " " +
-         padded(std::to_string(e.token), 6) + " " + detail_text(e.detail);
+         padded(std::to_string(e.token), 6) + " " + swarm::detail_text(e.detail);
 }
 
 void print(const Context& ctx, const swarm::Event& e) {
@@ -144,6 +121,14 @@ Verb add_log(CLI::App& app) {
             if (flags->last == std::size_t(0) && !flags->follow)
               throw swarm::Error(swarm::Errc::bad_input, "-n 0 prints nothing without --follow: give N of 1 or more, "
                                                          "or add --follow to see only what happens next");
+            if (flags->last == std::size_t(0) && !flags->since.empty())
+              throw swarm::Error(swarm::Errc::bad_input, "-n 0 prints nothing of the past, so --since has nothing to "
+                                                         "choose: give one of them");
+            if (!flags->onto.empty())
+              for (const auto& k : flags->kinds)
+                if (k != "land" && k != "land.refused")
+                  throw swarm::Error(swarm::Errc::bad_input, "--onto finds lands and refused lands: --kind " + k +
+                                                                 " has no onto branch (use land or land.refused)");
             std::optional<SignalRouter> signals;
             if (flags->follow) signals.emplace();  // before any thread is made
             swarm::JournalQuery query;

@@ -156,6 +156,31 @@ Event lease_event(std::string kind, std::string_view bucket, std::string_view le
   return e;
 }
 
+namespace {
+
+// A commit id as people read it (git's short form); anything else as it is.
+std::string shortened(std::string_view key, std::string_view value) {
+  constexpr std::size_t kShortId = 12;
+  const bool commit_id = value.size() == 40 && value.find_first_not_of("0123456789abcdef") == std::string_view::npos;
+  const bool commit_key = key == "head" || key == "from" || key == "to";
+  return commit_id && commit_key ? std::string(value.substr(0, kShortId)) : std::string(value);
+}
+
+}  // namespace
+
+std::string detail_text(const Json& detail) {
+  std::string out;
+  for (const cJSON* item = detail.get() ? detail.get()->child : nullptr; item != nullptr; item = item->next) {
+    if (cJSON_IsNull(item)) continue;
+    if (!out.empty()) out += ' ';
+    out += printable(item->string);
+    out += '=';
+    if (cJSON_IsString(item)) out += printable(shortened(item->string, item->valuestring));
+    else out += printable(Json::copy(item).dump());
+  }
+  return out;
+}
+
 bool JournalQuery::matches(const Event& event) const {
   if (thing && (event.thing != *thing || (!name.empty() && event.name != name))) return false;
   if (!buckets.empty() && buckets.count(event.bucket) == 0) return false;

@@ -75,6 +75,11 @@ Event lease_event(std::string kind, std::string_view bucket, std::string_view le
                   std::uint64_t token, std::uint64_t revision);
 
 // What `log` asks for.
+// An event's detail as one line of text: key=value pairs, strings as they
+// are (escaped; a commit id shortened), the rest as JSON. What `log` and
+// the dashboard show.
+std::string detail_text(const Json& detail);
+
 struct JournalQuery {
   std::optional<Thing> thing;        // with `name`: that one thing's subject only
   std::string name;

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <optional>
 #include <cerrno>
 #include <cstring>
 #include <thread>
@@ -18,18 +20,24 @@ namespace swarm {
 namespace {
 
 // Reads `fd` to its end, handing each line to `output` (a last line without
-// a newline too); closes `fd`. Once `ended` (the check was reaped), it stops
-// at the first pause of 100 ms: a process the check left behind, out of its
-// group, may hold the pipe open for ever.
+// a newline too, and a line longer than 64 KiB in pieces); closes `fd`.
+// Once `ended` (the check was reaped), what is still coming (from a process
+// the check left behind, out of its group, holding the pipe open) is read
+// for at most a second more, then left: the land never waits on it.
 void relay_lines(int fd, const std::function<void(std::string_view)>& output, const std::atomic<bool>& ended) {
+  constexpr std::size_t kLongestLine = 64 * 1024;
+  constexpr auto kAfterEnd = std::chrono::seconds(1);
   std::string pending;
   char buffer[4096];
+  std::optional<std::chrono::steady_clock::time_point> stop_by;
   while (true) {
+    if (ended && !stop_by) stop_by = std::chrono::steady_clock::now() + kAfterEnd;
+    if (stop_by && std::chrono::steady_clock::now() >= *stop_by) break;
     pollfd p{fd, POLLIN, 0};
     const int ready = ::poll(&p, 1, 100);
     if (ready < 0 && errno == EINTR) continue;
     if (ready == 0) {
-      if (ended) break;
+      if (ended) break;  // quiet once the check ended: done
       continue;
     }
     ssize_t n = ::read(fd, buffer, sizeof buffer);
@@ -39,6 +47,10 @@ void relay_lines(int fd, const std::function<void(std::string_view)>& output, co
     for (auto nl = pending.find('\n'); nl != std::string::npos; nl = pending.find('\n')) {
       output(std::string_view(pending).substr(0, nl));
       pending.erase(0, nl + 1);
+    }
+    if (pending.size() >= kLongestLine) {
+      output(pending);
+      pending.clear();
     }
   }
   if (!pending.empty()) output(pending);
@@ -68,6 +80,12 @@ int CheckRun::run(const LandCheck& check, const std::filesystem::path& dir,
     // As a shell says it: 127 for a check the merged tree lacks, 126 for one it cannot execute.
     spdlog::warn("{}", e.what());
     return e.shell_status();
+  } catch (...) {
+    if (check.output) {
+      ::close(pipe_fds[0]);
+      ::close(pipe_fds[1]);
+    }
+    throw;
   }
   if (check.output) {
     ::close(pipe_fds[1]);  // the check (and its guard) hold the write end now

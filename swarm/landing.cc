@@ -13,6 +13,7 @@
 
 #include "swarm/boot_clock.h"
 #include "swarm/error.h"
+#include "swarm/file_lock.h"
 #include "swarm/hub.h"
 #include "swarm/journal_events.h"
 #include "swarm/land_check.h"
@@ -116,6 +117,10 @@ LandBackend& Landing::git() {
   if (git_) return *git_;
   if (!hub_.remote() && !Hub::exists_at(hub_.path()))
     throw Error(Errc::not_bootstrapped, "the hub " + hub_.text + " is missing or not a git repository");
+  if (read_only_cache_) {
+    git_ = git_backend().open_land(hub_.text, hub_.remote() ? *read_only_cache_ : std::filesystem::path());
+    return *git_;
+  }
   // .swarm/land/ is swarm's own (a link in its place is refused): the
   // cache of a network hub and the checkouts checks run in.
   SafeDir land = workspace_.make_folder(kLandFolder, 0700);
@@ -145,7 +150,8 @@ void Landing::require_session(const std::string& slot, std::optional<std::uint64
 
 std::string Landing::not_ready(const std::string& slot) {
   require_slot_name(slot);
-  if (!Hub::open(hub_).branch_tip("swarm/" + slot))
+  const auto tip = Hub::open(hub_).branch_tip("swarm/" + slot);
+  if (!tip)
     throw Error(Errc::not_found, "the hub has no branch swarm/" + slot + ": slot " + slot + " never pushed anything "
                                  "to land (see swarm branches)");
   if (auto entry = store_.get(slot)) {
@@ -165,7 +171,15 @@ std::string Landing::not_ready(const std::string& slot) {
   if (closes.empty()) return "it was never closed";
   const cJSON* result = cJSON_GetObjectItemCaseSensitive(closes.back().detail.get(), "result");
   const std::string said = cJSON_IsString(result) ? result->valuestring : "";
-  return said == "success" ? "" : "its last close was " + (said.empty() ? std::string("without a result") : printable(said));
+  if (said != "success")
+    return "its last close was " + (said.empty() ? std::string("without a result") : printable(said));
+  // What was closed as done is what lands: commits pushed after it (a
+  // session since gone stale or evicted) were never said to be done.
+  const cJSON* head = cJSON_GetObjectItemCaseSensitive(closes.back().detail.get(), "head");
+  if (cJSON_IsString(head) && *head->valuestring != '\0' && *tip != head->valuestring)
+    return "its branch moved since its last close (closed at " + printable(std::string(head->valuestring).substr(0, 12)) +
+           ", now " + tip->substr(0, 12) + ")";
+  return "";
 }
 
 std::string Landing::task_of(const std::string& slot) const {
@@ -232,14 +246,25 @@ std::vector<BranchRow> Landing::ready(const std::string& onto) {
 }
 
 std::optional<LandResult> Landing::check_merged(const MergePlan& plan, LandResult& result, const Lease& lease,
-                                                const LandCheck& check, CheckRun& run, const std::string& task) {
+                                                const LandCheck& check, CheckRun& run, const std::string& task,
+                                                const std::function<void(const char*)>& require_held) {
   const std::string& slot = result.slot;
   const std::string& onto = result.onto;
-  const auto dir = workspace_.make_folder(kLandFolder, 0700).make_folder(checkout_name(onto), 0700).path();
+  const std::string name = checkout_name(onto);
+  const auto dir = workspace_.make_folder(kLandFolder, 0700).make_folder(name, 0700).path();
+  // The checkout is one lander's at a time, also when a lease was lost and
+  // taken while the loser's check still ran (its keeper stops it).
+  auto lock = FileLock::acquire(workspace_.make_folder(kLocksFolder), "land-" + name, "swarm land of slot " + slot,
+                                std::chrono::duration_cast<std::chrono::milliseconds>(lease.record.ttl));
+  if (!lock)
+    throw Error(Errc::conflict, "another land's check still works in " + dir.string() + " (" +
+                                    FileLock::holder_of(workspace_.make_folder(kLocksFolder), "land-" + name) +
+                                    "); " + onto + " was not moved; land slot " + slot + " again");
   try {
     git().check_out(plan.to, dir);
   } catch (const Error& e) {
     if (e.kind() != Errc::conflict) throw;
+    require_held("during the checkout");
     // A tree that cannot be written even into a checkout made from nothing.
     return refuse(result, "checkout", "swarm/" + slot + " merged into " + onto + " cannot be checked out (" +
                                           e.what() + "); " + onto + " was not moved", task);
@@ -250,6 +275,8 @@ std::optional<LandResult> Landing::check_merged(const MergePlan& plan, LandResul
   if (check.interrupted && check.interrupted())
     throw Cancelled("the land of slot " + slot + " was stopped by a signal during its check; " + onto +
                     " was not moved");
+  // A check the keeper stopped (the lease lost) says nothing of the slot.
+  require_held("during the check");
   if (status == 0) return std::nullopt;
   result.check_status = status;
   return refuse(result, "check", "the check " + printable(check.command.front()) + " failed on swarm/" + slot +
@@ -325,8 +352,7 @@ LandResult Landing::land(const std::string& slot, const std::string& onto, Lease
     }
     result.kind = plan.kind == MergePlan::Kind::fast_forward ? "fast-forward" : "merge";
     if (!check.command.empty()) {
-      if (auto refused = check_merged(plan, result, lease, check, run, task)) return *refused;
-      require_held("during the check");
+      if (auto refused = check_merged(plan, result, lease, check, run, task, require_held)) return *refused;
     }
     // The fence: the push starts only while the lease is surely ours, and
     // moves the branch only from the tip this merge was made on.

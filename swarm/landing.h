@@ -101,18 +101,29 @@ class Landing {
   void require_session(const std::string& slot, std::optional<std::uint64_t> token) const;
 
   const Journal& journal() const { return journal_; }
+  const SessionStore& sessions() const { return store_; }
+  const LeaseStore& leases() const { return leases_; }
+
+  // For a reader that must write nothing of the workspace (swarm serve): a
+  // local hub is read where it is, a network hub's branches are fetched
+  // into `cache` (a folder of the reader's own, outside the workspace),
+  // and .swarm/land/ is never made. Only onto() and branches() then.
+  void read_only(std::filesystem::path cache) { read_only_cache_ = std::move(cache); }
 
  private:
   LandBackend& git();
   std::string task_of(const std::string& slot) const;
   // The merged tree checked out and checked: the refusal, or nullopt when it passed.
+  // `require_held` throws when the lease was lost (before anything is decided from the check).
   std::optional<LandResult> check_merged(const MergePlan& plan, LandResult& result, const Lease& lease,
-                                         const LandCheck& check, CheckRun& run, const std::string& task);
+                                         const LandCheck& check, CheckRun& run, const std::string& task,
+                                         const std::function<void(const char*)>& require_held);
   // `result` refused for `reason`, journaled.
   LandResult refuse(LandResult& result, const std::string& reason, const std::string& message,
                     const std::string& task);
 
   Workspace workspace_;
+  std::optional<std::filesystem::path> read_only_cache_;
   HubLocation hub_;
   SessionStore store_;
   LeaseStore leases_;

@@ -109,7 +109,7 @@ void SlotLifecycle::require_joinable(const std::string& slot, const std::string&
 
 void SlotLifecycle::set_up_joined_slot(JoinResult& result, JoinSteps& done) const {
   const Session& s = result.session;
-  tasks_.claim(s.slot, s.task_id, s.leaf_pid);
+  tasks_.claim(s.slot, s.task_id, s.leaf_pid, &done.task_kept);
   done.task_claimed = true;
   Worktree worktree = ensure_worktree(s.slot, &result.resumed_worktree, result.base, &result.started);
   // A rejoin for another task lets the old one go, once nothing can fail the join.
@@ -140,8 +140,19 @@ void SlotLifecycle::undo_join(const JoinResult& result, const JoinSteps& done) c
     }
   }
   std::string left;  // what could not be undone, for the message
+  // A live session this join replaced (--force) is put back as it was, its
+  // token kept: a join that failed must not have taken the slot from it.
+  // A stale one was dead already: the slot is left free.
+  const bool restore = result.replaced && result.replaced->session &&
+                       (result.replaced_state == State::fresh || result.replaced_state == State::late);
   try {
-    store_.erase(slot, result.revision);
+    if (restore) {
+      Session previous = *result.replaced->session;
+      previous.session_token = result.replaced->token();
+      store_.update(previous, result.revision);
+    } else {
+      store_.erase(slot, result.revision);
+    }
   } catch (const Error& e) {
     // Expired or taken meanwhile: either way it is not ours to remove now.
     // NATS gone: the record stays, and the user must know it is there.
@@ -149,7 +160,8 @@ void SlotLifecycle::undo_join(const JoinResult& result, const JoinSteps& done) c
       left = "; its record could not be removed (" + std::string(e.what()) + "): `swarm doctor --fix` removes it "
              "once NATS answers, or it expires within the TTL (" + format_duration(config_.ttl) + ")";
   }
-  if (done.task_claimed) tasks_.release(slot, result.session.task_id);
+  // A lease the claim only kept is the restored session's: it stays.
+  if (done.task_claimed && !(done.task_kept && restore)) tasks_.release(slot, result.session.task_id);
   if (left.empty()) throw;
   try {
     throw;

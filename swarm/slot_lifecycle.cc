@@ -262,8 +262,16 @@ Worktree SlotLifecycle::open_worktree(const std::string& slot) const {
 }
 
 CommitAuthor SlotLifecycle::author_of(const Session& session) const {
-  const std::string name = session.agent_id.empty() ? "swarm" : session.agent_id;
-  return {name, name + "@" + me_.host};
+  // From the record, so data: one line, escaped, with nothing that ends a
+  // signature's name or mail (a newline would add a header to the commit).
+  auto clean = [](const std::string& text) {
+    std::string out = printable(text);
+    for (char& c : out)
+      if (c == '<' || c == '>') c = '_';
+    return out;
+  };
+  const std::string name = session.agent_id.empty() ? "swarm" : clean(session.agent_id);
+  return {name, name + "@" + clean(me_.host)};
 }
 
 std::uint64_t SlotLifecycle::renew(const std::string& slot, std::vector<std::string>* warnings,

@@ -152,6 +152,7 @@ class SlotLifecycle {
   // join's steps (slot_join.cc), each undone by undo_join when a later one fails.
   struct JoinSteps {
     bool task_claimed = false;
+    bool task_kept = false;  // the claim kept this slot's own lease: it is the replaced session's too
   };
   Session new_session(const std::string& slot, const std::string& task, std::int64_t leaf_pid) const;
   // Throws unless this host may take over `existing` (corrupt, foreign_host,

@@ -52,7 +52,7 @@ void TaskLeases::require_claimable(const std::string& slot, const std::string& t
   check_claim(store_.server_clock(), slot, task, name, read.value, read.at, &own);
 }
 
-Lease TaskLeases::claim(const std::string& slot, const std::string& task, std::int64_t pid) const {
+Lease TaskLeases::claim(const std::string& slot, const std::string& task, std::int64_t pid, bool* kept_out) const {
   const std::string name = task_lease_name(task);
   LeaseHolder who = LeaseHolder::process(me_, pid, slot);
   who.slot = slot;
@@ -61,6 +61,7 @@ Lease TaskLeases::claim(const std::string& slot, const std::string& task, std::i
   const LastWrite& last = read.value;
   bool own = false;
   check_claim(store_.server_clock(), slot, task, name, last, read.at, &own);
+  if (kept_out != nullptr) *kept_out = own;
   if (own) {
     // This slot's own claim (a stale takeover, a --force rejoin): kept,
     // with its token, for the new session.

@@ -21,8 +21,8 @@ class TaskLeases {
       : store_(std::move(store)), me_(std::move(me)), ttl_(ttl) {}
 
   // Takes the lease of `task` for `slot`, or keeps it when `slot` holds it
-  // already. Conflict naming the slot that holds it otherwise.
-  Lease claim(const std::string& slot, const std::string& task, std::int64_t pid) const;
+  // already (`kept` says which). Conflict naming the slot that holds it otherwise.
+  Lease claim(const std::string& slot, const std::string& task, std::int64_t pid, bool* kept = nullptr) const;
   // What claim would refuse, found by a read alone (a join asks this before
   // it writes anything, so that a refused join changes nothing).
   void require_claimable(const std::string& slot, const std::string& task) const;

@@ -47,7 +47,7 @@ Workspace Workspace::find(const std::string& explicit_dir, const std::optional<f
     const fs::path given(explicit_dir);
     if (given.is_relative() && !cwd)
       throw Error(Errc::not_bootstrapped, std::string("--workspace ") + explicit_dir + " is relative, and " + kNoFolder);
-    fs::path root = fs::weakly_canonical(given.is_relative() ? *cwd / given : given);
+    fs::path root = absolute_clean(given.is_relative() ? *cwd / given : given);
     if (!SafeDir::open_if_exists(root / ".swarm"))
       throw Error(Errc::not_bootstrapped,
                   "no swarm workspace at " + root.string() + ": it has no .swarm/ folder");

@@ -121,8 +121,10 @@ class WorktreeRepo : public WorktreeBackend {
                            const CommitAuthor& author);
   // The merge in progress committed with every MERGE_HEAD as a parent;
   // conflict naming the paths that still hold conflict markers.
+  // `restage`: the worktree's changes staged first (the agent's resolution);
+  // false: the index as the merge left it (sync's clean merge).
   std::optional<std::string> commit_merge(const std::string& message, const std::vector<std::string>& paths,
-                                          const CommitAuthor& author);
+                                          const CommitAuthor& author, bool restage = true);
   // The conflicted paths of `index` whose files still hold conflict markers.
   std::vector<std::string> unresolved(git_index* index) const;
   // The hub's `onto` fetched into refs/remotes/origin/<onto>; its tip.

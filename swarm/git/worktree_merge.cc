@@ -9,6 +9,7 @@
 #include "swarm/error.h"
 #include "swarm/git/remote_access.h"
 #include "swarm/git/repos.h"
+#include "swarm/text.h"
 #include "swarm/worktree.h"
 
 namespace swarm::git {
@@ -48,6 +49,18 @@ std::vector<std::string> conflicted(git_index* index) {
   return out;
 }
 
+// A checkout of sync's: refused (conflict) when it would overwrite what the
+// worktree has that is not committed.
+void checked_out(int rc, const std::string& onto) {
+  if (rc == GIT_ECONFLICT) {
+    const std::string why = git_error_last() != nullptr ? git_error_last()->message : "";
+    git_error_clear();
+    throw Error(Errc::conflict, "bringing " + onto + " in would overwrite files of the worktree that are not "
+                                "committed (" + why + "): move them away or commit them, then sync again");
+  }
+  check(rc, "bring " + onto + " into the worktree");
+}
+
 std::string joined(const std::vector<std::string>& items) {
   std::string out;
   for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
@@ -60,17 +73,45 @@ bool WorktreeRepo::merging() const { return git_repository_state(repo_.get()) ==
 
 std::vector<std::string> WorktreeRepo::unresolved(git_index* index) const {
   std::vector<std::string> out;
-  for (const auto& path : conflicted(index)) {
+  if (!git_index_has_conflicts(index)) return out;
+  git_index_conflict_iterator* raw = nullptr;
+  check(git_index_conflict_iterator_new(&raw, index), "read the conflicts of the index");
+  std::unique_ptr<git_index_conflict_iterator, Freer<git_index_conflict_iterator_free>> it(raw);
+  const git_index_entry *ancestor = nullptr, *ours = nullptr, *theirs = nullptr;
+  while (git_index_conflict_next(&ancestor, &ours, &theirs, it.get()) == 0) {
+    const git_index_entry* any = ours != nullptr ? ours : theirs != nullptr ? theirs : ancestor;
+    if (any == nullptr) continue;
+    const std::string path = any->path;
     std::error_code ec;
     const auto at = path_ / path;
-    // Deleted on one side and left so, or edited with its markers gone: resolved.
-    if (fs::is_regular_file(fs::symlink_status(at, ec)) && has_conflict_markers(at)) out.push_back(path);
+    const auto status = fs::symlink_status(at, ec);
+    if (!fs::exists(status)) continue;  // deleted in the worktree: the agent chose so
+    if (!fs::is_regular_file(status)) {
+      out.push_back(path);  // a link or a folder in conflict: only `git add`/`git rm` says which
+      continue;
+    }
+    if (has_conflict_markers(at)) {
+      out.push_back(path);
+      continue;
+    }
+    // No markers: a binary file, a mode or a modify/delete conflict is left
+    // as one side had it. Still that side's, it is not resolved until the
+    // agent says so (git add), or the other side's change would be dropped.
+    git_oid here;
+    if (git_odb_hashfile(&here, at.c_str(), GIT_OBJECT_BLOB) != 0) {
+      git_error_clear();
+      out.push_back(path);
+      continue;
+    }
+    if ((ours != nullptr && git_oid_equal(&here, &ours->id)) || (theirs != nullptr && git_oid_equal(&here, &theirs->id)))
+      out.push_back(path);
   }
+  git_error_clear();
   return out;
 }
 
 std::optional<std::string> WorktreeRepo::commit_merge(const std::string& message, const std::vector<std::string>& paths,
-                                                      const CommitAuthor& author) {
+                                                      const CommitAuthor& author, bool restage) {
   if (!paths.empty())
     throw Error(Errc::bad_input, "a merge is in progress in the worktree of slot " + slot_ +
                                      ": it is committed whole; run swarm commit without paths");
@@ -79,8 +120,9 @@ std::optional<std::string> WorktreeRepo::commit_merge(const std::string& message
   IndexPtr index(index_raw);
   if (auto left = unresolved(index.get()); !left.empty())
     throw Error(Errc::conflict, "the merge in slot " + slot_ + "'s worktree is not resolved: " + joined(left) +
-                                    " still hold conflict markers; edit them, then swarm commit again (or abort "
-                                    "it: git -C " + path_.string() + " merge --abort)");
+                                    " still hold conflict markers or one side's content as the merge left it; edit "
+                                    "them (or take a side with git add PATH, or git rm PATH), then swarm commit "
+                                    "again (or abort it: git -C " + shell_word(path_.string()) + " merge --abort)");
   std::vector<git_oid> heads;
   check(git_repository_mergehead_foreach(
             repo_.get(),
@@ -90,7 +132,9 @@ std::optional<std::string> WorktreeRepo::commit_merge(const std::string& message
             },
             &heads),
         "read MERGE_HEAD of " + path_.string());
-  stage(index.get(), {});
+  // Finishing the agent's merge takes its edits; a clean merge of sync's
+  // takes the merge alone (an untracked scratch file stays out of it).
+  if (restage) stage(index.get(), {});
   git_oid tree_id;
   check(git_index_write_tree(&tree_id, index.get()), "write the tree of the merge");
   git_tree* tree_raw = nullptr;
@@ -149,7 +193,8 @@ SyncResult WorktreeRepo::sync(const std::string& onto, const std::string& messag
   require_on_branch();
   if (merging())
     throw Error(Errc::conflict, "a merge is in progress in slot " + slot_ + "'s worktree: resolve it and swarm "
-                                "commit, or abort it (git -C " + path_.string() + " merge --abort), then sync again");
+                                "commit, or abort it (git -C " + shell_word(path_.string()) +
+                                    " merge --abort), then sync again");
   for (const auto& change : changes())
     if (change.code != '?' && change.code != '!')
       throw Error(Errc::conflict, "slot " + slot_ + "'s worktree has uncommitted changes (" + change.path +
@@ -170,18 +215,24 @@ SyncResult WorktreeRepo::sync(const std::string& onto, const std::string& messag
     result.how = "up-to-date";
   } else if (analysis & GIT_MERGE_ANALYSIS_FASTFORWARD) {
     auto target = lookup_commit(repo_.get(), their_id, "read the tip of " + onto);
-    check(git_checkout_tree(repo_.get(), reinterpret_cast<const git_object*>(target.get()), &checkout),
-          "check out " + onto + " in slot " + slot_ + "'s worktree");
+    checked_out(git_checkout_tree(repo_.get(), reinterpret_cast<const git_object*>(target.get()), &checkout), onto);
+    // Only from the tip it was judged from: a commit made meanwhile is never lost.
+    git_oid from_id;
+    check(git_oid_fromstr(&from_id, result.from.c_str()), "read the tip of " + branch_name());
     git_reference* raw = nullptr;
-    check(git_reference_create(&raw, repo_.get(), ("refs/heads/" + branch_name()).c_str(), &their_id, 1,
-                               "swarm sync: fast-forward"),
-          "move " + branch_name());
+    const int moved = git_reference_create_matching(&raw, repo_.get(), ("refs/heads/" + branch_name()).c_str(),
+                                                     &their_id, 1, &from_id, "swarm sync: fast-forward");
     git_reference_free(raw);
+    if (moved == GIT_EMODIFIED || moved == GIT_ELOCKED) {
+      git_error_clear();
+      throw Error(Errc::conflict, branch_name() + " moved while it was synced (a commit made meanwhile); sync again");
+    }
+    check(moved, "move " + branch_name());
     result.how = "fast-forward";
   } else {
     git_merge_options merge = GIT_MERGE_OPTIONS_INIT;
     checkout.checkout_strategy = GIT_CHECKOUT_SAFE | GIT_CHECKOUT_ALLOW_CONFLICTS;
-    check(git_merge(repo_.get(), heads, 1, &merge, &checkout), "merge " + onto + " into " + branch_name());
+    checked_out(git_merge(repo_.get(), heads, 1, &merge, &checkout), onto);
     git_index* index_raw = nullptr;
     check(git_repository_index(&index_raw, repo_.get()), "open the index of " + path_.string());
     IndexPtr index(index_raw);
@@ -192,7 +243,7 @@ SyncResult WorktreeRepo::sync(const std::string& onto, const std::string& messag
       result.to = result.from;
       return result;
     }
-    commit_merge(message, {}, author);
+    commit_merge(message, {}, author, false);
     result.how = "merge";
   }
   result.to = branch_tip().value_or("");

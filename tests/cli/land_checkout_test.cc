@@ -158,3 +158,29 @@ TEST_CASE("LandCheckout_ATreeThatCannotBeCheckedOutIsARefusedLandNeverAStuckChec
   auto next = ws.swarm({"land", "--slot", "next", "--", "/bin/sh", "-c", "test -f next.txt"});
   CHECK_MESSAGE(next.exit == 0, next.err);
 }
+
+TEST_CASE("LandCheckout_AFifoACheckLeavesNeverHangsTheNextLand") {
+  // a check that puts a FIFO where a tracked file goes: the next land removes it and goes on (a write to it
+  // would wait for a reader for ever, the lease renewed all the while).
+  SwarmWorkspace ws;
+  add_file(ws, "one", "one.txt");
+  REQUIRE(ws.swarm({"land", "--slot", "one", "--", "/bin/sh", "-c", "rm one.txt && mkfifo one.txt"}).exit == 0);
+  finish(ws, "two", [](const fs::path& wt) { write_file(wt / "one.txt", "changed\n"); });
+  Process next(ws.command({"land", "--slot", "two", "--", "/bin/sh", "-c", "cat one.txt"}));
+  auto r = next.wait(std::chrono::seconds(30));
+  CHECK_MESSAGE(r.exit == 0, r.err);
+  CHECK(r.err.find("changed") != std::string::npos);
+}
+
+TEST_CASE("LandCheckout_BuildOutputItsLinksIncludedStays") {
+  // what a check builds (ignored files, links among them) is there for the next land's check: only the paths
+  // the checkout writes are made safe.
+  SwarmWorkspace ws;
+  finish(ws, "ignore", [](const fs::path& wt) { write_file(wt / ".gitignore", "out/\n"); });
+  REQUIRE(ws.swarm({"land", "--slot", "ignore", "--", "/bin/sh", "-c",
+                    "mkdir -p out && echo built > out/artifact && ln -sf artifact out/latest"}).exit == 0);
+  add_file(ws, "next", "next.txt");
+  auto r = ws.swarm({"land", "--slot", "next", "--", "/bin/sh", "-c", "test -L out/latest && cat out/latest"});
+  CHECK_MESSAGE(r.exit == 0, r.err);
+  CHECK(r.err.find("built") != std::string::npos);
+}

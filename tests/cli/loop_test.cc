@@ -468,3 +468,60 @@ TEST_CASE("Loop_HelpListsEveryExitCodeAndRecoveryListHasAHeader") {
   auto prune = ws.swarm({"recovery", "prune", "--older-than", "0s", "--dry-run"});
   CHECK(prune.out.find("1 folder ") != std::string::npos);
 }
+
+TEST_CASE("Loop_ABinaryConflictIsNotResolvedUntilTheAgentSaysSo") {
+  // a binary file changed on both sides: sync leaves one side's bytes with no markers; commit refuses (exit 3,
+  // naming it) until the agent chooses (git add), so the other side's change is never dropped silently.
+  SwarmWorkspace ws;
+  auto binary = [](const fs::path& wt, char fill) { write_file(wt / "blob.bin", std::string(1, '\0') + std::string(64, fill)); };
+  for (const auto& [slot, fill] : {std::pair<std::string, char>{"left", 'l'}, {"right", 'r'}}) {
+    REQUIRE(ws.swarm({"join", "--slot", slot, "--task", "T-" + slot}).exit == 0);
+    binary(ws.worktree(slot), fill);
+    REQUIRE(ws.swarm({"commit", "--slot", slot, "-m", slot}).exit == 0);
+    REQUIRE(ws.swarm({"close", "--slot", slot, "--result", "success"}).exit == 0);
+  }
+  REQUIRE(ws.swarm({"land", "--slot", "left"}).exit == 0);
+  REQUIRE(ws.swarm({"join", "--slot", "right", "--task", "T-right"}).exit == 0);
+  CHECK(ws.swarm({"sync", "--slot", "right"}).exit == 3);
+  auto early = ws.swarm({"commit", "--slot", "right", "-m", "merge"});
+  CHECK(early.exit == 3);
+  CHECK(early.err.find("blob.bin") != std::string::npos);
+  REQUIRE(ws.git({"add", "blob.bin"}, ws.worktree("right")).exit == 0);  // the agent keeps its side
+  auto chosen = ws.swarm({"commit", "--slot", "right", "-m", "merge: keep ours"});
+  CHECK_MESSAGE(chosen.exit == 0, chosen.err);
+}
+
+TEST_CASE("Loop_AForcedJoinThatFailsAfterWritingPutsTheLiveSessionBack") {
+  // a --force join whose worktree step fails after its record was written (a folder where leaf.pid goes): the
+  // live session is back with its token, its task lease kept, its worktree untouched.
+  SwarmWorkspace ws;
+  auto join = ws.swarm({"join", "--slot", "s", "--task", "T-1", "--json"});
+  REQUIRE(join.exit == 0);
+  const double token = number(json_of(join), "session_token");
+  write_file(ws.worktree("s") / "work.txt", "in progress\n");
+  fs::remove(ws.root() / ".swarm/slots/s/leaf.pid");
+  fs::create_directories(ws.root() / ".swarm/slots/s/leaf.pid/in-the-way");
+  auto forced = ws.swarm({"join", "--slot", "s", "--task", "T-1", "--force"});
+  CHECK(forced.exit != 0);
+  auto status = json_of(ws.swarm({"status", "--slot", "s", "--json"}));
+  const cJSON* row = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(status.get(), "sessions"), 0);
+  REQUIRE(row != nullptr);
+  CHECK(number_of(row, "session_token") == token);
+  CHECK(ws.swarm({"lease", "show", "task.T-1"}).out.find("held") != std::string::npos);
+  CHECK(read_file(ws.worktree("s") / "work.txt") == "in progress\n");
+}
+
+TEST_CASE("Loop_ABranchThatMovedSinceItsCloseIsNotReady") {
+  // commits pushed after a success close (a session since evicted) were never said to be done: land --slot
+  // refuses without --force.
+  SwarmWorkspace ws;
+  finish(ws, "moved", "a.txt", "a\n");
+  REQUIRE(ws.swarm({"join", "--slot", "moved", "--task", "T-m"}).exit == 0);
+  write_file(ws.worktree("moved") / "b.txt", "b\n");
+  REQUIRE(ws.swarm({"commit", "--slot", "moved", "-m", "after the close"}).exit == 0);
+  REQUIRE(ws.swarm({"evict", "--slot", "moved"}).exit == 0);
+  auto r = ws.swarm({"land", "--slot", "moved"});
+  CHECK(r.exit == 3);
+  CHECK(r.err.find("moved since its last close") != std::string::npos);
+  CHECK(ws.swarm({"land", "--slot", "moved", "--force"}).exit == 0);
+}
