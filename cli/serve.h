@@ -17,6 +17,7 @@ inline constexpr int kDefaultServePort = 9477;
 
 struct ServeFlags {
   std::string listen = "127.0.0.1:" + std::to_string(kDefaultServePort);
+  bool no_auth = false;  // only with a loopback address
 };
 
 // Where to listen: a host (an IPv4 address, "localhost", or [IPv6]) and a

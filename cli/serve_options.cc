@@ -55,11 +55,18 @@ CLI::App* add_serve_command(CLI::App& app, ServeFlags& flags) {
                       "; port 0: any free one). Only loopback unless an address beyond it is given")
       ->option_text("ADDR:PORT")
       ->check(validator_of([](const std::string& t) { parse_listen(t); }, "ADDR:PORT"));
+  cmd->add_flag("--no-auth", flags.no_auth,
+                "Serve without the secret: every local user reads the workspace's state (only with a loopback "
+                "address)");
   cmd->footer(
       "Paths: /metrics (Prometheus text), / (the dashboard, pushed live), /api/status, /api/leases,\n"
       "/api/branches, /api/log (the verbs' --json documents; /api/log?n=N, JSON Lines).\n"
-      "It never writes to NATS, the hub or the workspace, and follows the buckets and the journal\n"
-      "by watching them. It prints the URL it serves on, then serves until Ctrl-C.\n"
+      "Every request needs the workspace's serve secret (.swarm/serve/token, made by `swarm up`): the\n"
+      "page through the link printed first (it sets a cookie), /metrics and /api/* also through\n"
+      "Authorization: Bearer SECRET (Prometheus: authorization.credentials_file). A request whose Host\n"
+      "is not the listen address, localhost or a loopback address is refused (421); methods other than\n"
+      "GET and HEAD are 405. It never writes to NATS, the hub or the workspace, follows the buckets and\n"
+      "the journal by watching them, and follows a NATS restart by itself. It serves until Ctrl-C.\n"
       "Example:\n"
       "  swarm serve --listen 127.0.0.1:9477");
   return cmd;

@@ -1,7 +1,10 @@
-// The dashboard `swarm serve` sends at /: one page, its style and script
-// inside it (no asset from anywhere else). It listens to /events (server-sent
-// events: the whole view at each change) and ticks ages by itself. Record
-// text reaches the page only through textContent, never as markup.
+// The dashboard `swarm serve` sends: a page (/), its style (/app.css) and
+// its script (/app.js), all inside the binary, so that its Content Security
+// Policy allows only its own scripts and styles ('self', never inline). It
+// listens to /events (server-sent events: the whole view at each change)
+// and ticks ages by itself. Record text reaches the page only through
+// textContent, never as markup; long cells are cut with an ellipsis and
+// whole in their title.
 #pragma once
 
 namespace cli {
@@ -12,44 +15,96 @@ inline constexpr const char* kDashboardPage = R"PAGE(<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>swarm</title>
-<style>
-  :root { --fresh:#2e7d32; --late:#b26a00; --stale:#c62828; --corrupt:#6a1b9a; --muted:#667; }
-  body { font: 14px/1.4 system-ui, sans-serif; margin: 0; color: #1d1d24; background: #f6f7f9; }
-  header { background: #1d1d24; color: #fff; padding: 10px 18px; display: flex; gap: 18px; align-items: baseline; }
-  header h1 { font-size: 18px; margin: 0; }
-  #nats { font-weight: 600; }
-  #nats.down { color: #ff8a80; } #nats.up { color: #b9f6ca; }
-  main { padding: 12px 18px; display: grid; grid-template-columns: 1fr 1fr; gap: 16px; }
-  section { background: #fff; border-radius: 6px; padding: 10px 12px; box-shadow: 0 1px 2px #0002; overflow: auto; }
-  section.wide { grid-column: 1 / span 2; }
-  h2 { font-size: 15px; margin: 0 0 8px; }
-  table { border-collapse: collapse; width: 100%; }
-  th, td { text-align: left; padding: 3px 8px; border-bottom: 1px solid #eee; white-space: nowrap; }
-  th { color: var(--muted); font-weight: 600; }
-  td.num { text-align: right; font-variant-numeric: tabular-nums; }
-  .state { font-weight: 600; }
-  .fresh { color: var(--fresh); } .late { color: var(--late); } .stale { color: var(--stale); }
-  .corrupt { color: var(--corrupt); } .held { color: var(--fresh); } .expired { color: var(--muted); }
-  #summary { color: #ddd; }
-  .empty { color: var(--muted); font-style: italic; }
-  svg text { font: 11px system-ui, sans-serif; fill: #333; }
-</style>
+<link rel="stylesheet" href="app.css">
+<script src="app.js" defer></script>
 </head>
 <body>
 <header><h1>swarm</h1><span id="bucket"></span><span id="summary">connecting…</span><span id="nats"></span></header>
 <main>
-  <section><h2>Sessions</h2><table id="sessions"><thead><tr><th>slot</th><th>task</th><th>host</th><th>state</th>
-    <th>age</th><th>token</th></tr></thead><tbody></tbody></table><div id="sessions-more" class="empty"></div></section>
-  <section><h2>Leases</h2><table id="leases"><thead><tr><th>name</th><th>state</th><th>holder</th><th>host</th>
-    <th>token</th><th>left</th><th>waiters</th></tr></thead><tbody></tbody></table></section>
-  <section class="wide"><h2>Who held what, the last hour</h2><svg id="timeline" width="100%" height="40"></svg></section>
-  <section class="wide"><h2>Recent acts</h2><table id="events"><thead><tr><th>time</th><th>kind</th><th>subject</th>
-    <th>host</th><th>token</th></tr></thead><tbody></tbody></table></section>
+  <section><h2>Sessions</h2>
+    <table id="sessions"><colgroup><col class="w-name"><col class="w-task"><col class="w-host"><col class="w-state">
+      <col class="w-age"><col class="w-token"></colgroup>
+      <thead><tr><th>slot</th><th>task</th><th>host</th><th>state</th><th class="num">age</th><th class="num">token</th></tr></thead>
+      <tbody></tbody></table><div id="sessions-more" class="empty"></div></section>
+  <section><h2>Leases</h2>
+    <table id="leases"><colgroup><col class="w-name"><col class="w-state"><col class="w-holder"><col class="w-host">
+      <col class="w-token"><col class="w-age"><col class="w-token"></colgroup>
+      <thead><tr><th>lease</th><th>state</th><th>holder</th><th>host</th><th class="num">token</th><th class="num">left</th>
+      <th class="num">waiting</th></tr></thead><tbody></tbody></table><div id="leases-more" class="empty"></div></section>
+  <section><h2>Branches <span id="onto" class="muted"></span></h2>
+    <table id="branches"><colgroup><col class="w-name"><col class="w-state"><col class="w-token"><col class="w-head">
+      <col class="w-time"><col class="w-detail"></colgroup>
+      <thead><tr><th>slot</th><th>stands</th><th class="num">ahead</th><th>head</th><th>committed</th><th>why</th></tr></thead>
+      <tbody></tbody></table><div id="branches-more" class="empty"></div></section>
+  <section><h2>Recent acts</h2>
+    <table id="events"><colgroup><col class="w-time"><col class="w-kind"><col class="w-name"><col class="w-host">
+      <col class="w-detail"></colgroup>
+      <thead><tr><th>time</th><th>kind</th><th>subject</th><th>host</th><th>detail</th></tr></thead>
+      <tbody></tbody></table></section>
+  <section class="wide"><h2>Who held what
+      <span class="ranges" id="ranges"><button data-range="900000">15 m</button><button data-range="3600000"
+      class="on">1 h</button><button data-range="21600000">6 h</button><button data-range="86400000">24 h</button></span>
+      <span class="legend"><i class="sw slot"></i>slot held <i class="sw lease"></i>lease held
+      <i class="sw open"></i>held now <b class="end-success">✓</b> success <b class="end-fail">✗</b> fail, lost
+      <b class="end-other">■</b> other end</span></h2>
+    <svg id="timeline" width="100%" height="40"></svg></section>
 </main>
-<script>
-"use strict";
-let view = null, offset = 0;
-const el = (tag, text, cls) => { const e = document.createElement(tag); if (text !== undefined) e.textContent = String(text); if (cls) e.className = cls; return e; };
+</body>
+</html>
+)PAGE";
+
+inline constexpr const char* kDashboardStyle = R"CSS(:root { --fresh:#2e7d32; --late:#b26a00; --stale:#c62828; --corrupt:#6a1b9a; --muted:#667;
+  --slot:#3f7fbf; --lease:#8a5cc2; }
+* { box-sizing: border-box; }
+html, body { overflow-x: hidden; }
+body { font: 14px/1.4 system-ui, sans-serif; margin: 0; color: #1d1d24; background: #f6f7f9; }
+header { background: #1d1d24; color: #fff; padding: 10px 18px; display: flex; flex-wrap: wrap; gap: 18px; align-items: baseline; }
+header h1 { font-size: 18px; margin: 0; }
+#nats { font-weight: 600; } #nats.down { color: #ff8a80; } #nats.up { color: #b9f6ca; }
+#summary { color: #ddd; }
+main { padding: 12px 18px; display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 16px; }
+@media (max-width: 900px) { main { grid-template-columns: minmax(0, 1fr); } section.wide { grid-column: auto; } }
+section { background: #fff; border-radius: 6px; padding: 10px 12px; box-shadow: 0 1px 2px #0002; min-width: 0; overflow: hidden; }
+section.wide { grid-column: 1 / -1; }
+h2 { font-size: 15px; margin: 0 0 8px; display: flex; flex-wrap: wrap; gap: 12px; align-items: baseline; }
+table { border-collapse: collapse; width: 100%; table-layout: fixed; }
+th, td { text-align: left; padding: 3px 6px; border-bottom: 1px solid #eee; white-space: nowrap; overflow: hidden;
+  text-overflow: ellipsis; }
+th { color: var(--muted); font-weight: 600; }
+.num { text-align: right; font-variant-numeric: tabular-nums; }
+#sessions col:nth-child(1) { width: 18%; } #sessions col:nth-child(2) { width: 27%; } #sessions col:nth-child(3) { width: 22%; }
+#sessions col:nth-child(4) { width: 11%; } #sessions col:nth-child(5) { width: 10%; } #sessions col:nth-child(6) { width: 12%; }
+#leases col:nth-child(1) { width: 25%; } #leases col:nth-child(2) { width: 10%; } #leases col:nth-child(3) { width: 18%; }
+#leases col:nth-child(4) { width: 15%; } #leases col:nth-child(5) { width: 10%; } #leases col:nth-child(6) { width: 10%; }
+#leases col:nth-child(7) { width: 12%; }
+#branches col:nth-child(1) { width: 20%; } #branches col:nth-child(2) { width: 14%; } #branches col:nth-child(3) { width: 10%; }
+#branches col:nth-child(4) { width: 16%; } #branches col:nth-child(5) { width: 20%; } #branches col:nth-child(6) { width: 20%; }
+#events col:nth-child(1) { width: 13%; } #events col:nth-child(2) { width: 15%; } #events col:nth-child(3) { width: 24%; }
+#events col:nth-child(4) { width: 16%; } #events col:nth-child(5) { width: 32%; }
+.state { font-weight: 600; }
+.fresh, .held, .landed, .done { color: var(--fresh); } .late, .working { color: var(--late); }
+.stale, .refused, .fail { color: var(--stale); } .corrupt { color: var(--corrupt); } .expired, .unfinished { color: var(--muted); }
+.empty, .muted { color: var(--muted); font-style: italic; font-weight: normal; font-size: 13px; }
+body.down main { opacity: 0.55; }
+body.down .age { text-decoration: line-through; }
+.ranges button { font: inherit; font-size: 12px; border: 1px solid #ccd; background: #fff; border-radius: 4px; padding: 1px 8px; cursor: pointer; }
+.ranges button.on { background: #1d1d24; color: #fff; border-color: #1d1d24; }
+.legend { font-size: 12px; color: var(--muted); font-weight: normal; display: inline-flex; gap: 6px; align-items: center; flex-wrap: wrap; }
+.sw { display: inline-block; width: 14px; height: 10px; border-radius: 2px; }
+.sw.slot { background: var(--slot); } .sw.lease { background: var(--lease); } .sw.open { background: #aaa; border: 2px solid #1d1d24; }
+.end-success { color: var(--fresh); } .end-fail { color: var(--stale); } .end-other { color: #555; }
+svg { display: block; width: 100%; }
+svg text { font: 11px system-ui, sans-serif; fill: #333; }
+)CSS";
+
+inline constexpr const char* kDashboardScript = R"JS("use strict";
+let view = null, offset = 0, range = 3600e3;
+const el = (tag, text, cls) => {
+  const e = document.createElement(tag);
+  if (text !== undefined && text !== null) { e.textContent = String(text); if (tag === "td") e.title = String(text); }
+  if (cls) e.className = cls;
+  return e;
+};
 const now = () => Date.now() + offset;
 function age(ms) {
   const s = Math.max(0, Math.floor(ms / 1000));
@@ -57,96 +112,128 @@ function age(ms) {
   if (s < 3600) return Math.floor(s / 60) + "m" + String(s % 60).padStart(2, "0") + "s";
   return Math.floor(s / 3600) + "h" + String(Math.floor(s % 3600 / 60)).padStart(2, "0") + "m";
 }
+const clock = ms => new Date(ms).toISOString().slice(11, 19);
 function stateOf(s) {
   if (s.state === "corrupt") return "corrupt";
   const a = now() - s.stored_ms, t = view.ttl_ms;
   return a < t / 3 ? "fresh" : a < 2 * t / 3 ? "late" : "stale";
 }
-function fill(id, rows) {
-  const body = document.querySelector("#" + id + " tbody");
-  body.replaceChildren(...rows);
-}
-function render() {
-  if (!view) return;
+function fill(id, rows) { document.querySelector("#" + id + " tbody").replaceChildren(...rows); }
+// A task lease is named by its task (and the slot working it), not by its hashed key.
+const leaseName = l => l.task ? "task " + l.task + (l.slot ? " (" + l.slot + ")" : "") : l.name;
+function header() {
   const c = view.counts;
   document.getElementById("bucket").textContent = view.bucket;
   document.getElementById("summary").textContent = view.sessions_total + " sessions: " + c.fresh + " fresh, " + c.late +
     " late, " + c.stale + " stale" + (c.corrupt ? ", " + c.corrupt + " corrupt" : "") + "; " + view.hosts + " hosts; " +
     view.leases.length + " leases";
   const nats = document.getElementById("nats");
-  nats.textContent = view.nats_up ? "NATS up" : "NATS down";
-  nats.className = view.nats_up ? "up" : "down";
+  const down = !view.nats_up;
+  nats.textContent = !down ? "NATS up" : view.nats_down_since_ms ? "NATS down since " + clock(view.nats_down_since_ms) +
+    " UTC: what you see is as it was then" : "NATS not reached yet";
+  nats.className = down ? "down" : "up";
+  document.body.classList.toggle("down", down);
+}
+function sessions() {
   fill("sessions", view.sessions.map(s => {
     const tr = el("tr"); tr.dataset.slot = s.slot;
     const st = stateOf(s);
-    tr.append(el("td", s.slot), el("td", s.task), el("td", s.host + (s.local ? " *" : "")), el("td", st, "state " + st),
-              el("td", s.state === "corrupt" ? "-" : age(now() - s.stored_ms), "num"), el("td", s.token, "num"));
+    tr.append(el("td", s.slot), el("td", s.task || "-"), el("td", s.host + (s.local ? " *" : "")), el("td", st, "state " + st),
+              el("td", s.state === "corrupt" ? "-" : age(now() - s.stored_ms), "num age"), el("td", s.token, "num"));
     return tr;
   }));
   document.getElementById("sessions-more").textContent = view.sessions_total > view.sessions.length ?
     "and " + (view.sessions_total - view.sessions.length) + " more (the most troubled are shown)" :
     view.sessions_total === 0 ? "no sessions" : "";
+}
+function leases() {
   fill("leases", view.leases.map(l => {
     const tr = el("tr"); tr.dataset.lease = l.name;
     const left = l.state === "held" ? Math.max(0, l.ttl_ms - (now() - l.stored_ms)) : 0;
-    tr.append(el("td", l.name), el("td", l.state, "state " + l.state), el("td", l.holder || "-"), el("td", l.host || "-"),
-              el("td", l.token === undefined ? "-" : l.token, "num"), el("td", l.state === "held" ? age(left) : "-", "num"),
+    tr.append(el("td", leaseName(l)), el("td", l.state, "state " + l.state), el("td", l.holder || "-"), el("td", l.host || "-"),
+              el("td", l.token === undefined ? "-" : l.token, "num"), el("td", l.state === "held" ? age(left) : "-", "num age"),
               el("td", l.waiters, "num"));
     return tr;
   }));
-  fill("events", view.events.slice(-30).reverse().map(e => {
-    const tr = el("tr");
-    tr.append(el("td", new Date(e.time_ms).toISOString().slice(11, 19)), el("td", e.kind),
-              el("td", e.thing + "/" + e.name), el("td", e.host), el("td", e.token, "num"));
+  document.getElementById("leases-more").textContent = view.leases.length === 0 ? "no leases" : "";
+}
+function branches() {
+  const b = view.branches;
+  document.getElementById("onto").textContent = b.onto ? "onto " + b.onto : "";
+  fill("branches", b.rows.map(r => {
+    const tr = el("tr"); tr.dataset.branch = r.slot;
+    const why = r.stands === "refused" ? "refused: " + (r.reason || "?") : r.result ? "closed " + r.result : "";
+    tr.append(el("td", r.slot), el("td", r.stands, "state " + r.stands), el("td", r.ahead, "num"), el("td", r.head),
+              el("td", r.committed_ms ? new Date(r.committed_ms).toISOString().slice(0, 16).replace("T", " ") : "-"),
+              el("td", why));
     return tr;
   }));
-  timeline();
+  document.getElementById("branches-more").textContent = b.rows.length === 0 ? "no slot branches" : "";
 }
-function hue(text) { let h = 0; for (const ch of text) h = (h * 31 + ch.codePointAt(0)) % 360; return h; }
+function acts() {
+  fill("events", view.events.slice(-40).reverse().map(e => {
+    const tr = el("tr");
+    tr.append(el("td", clock(e.time_ms)), el("td", e.kind), el("td", e.thing + "/" + e.name), el("td", e.host),
+              el("td", e.detail || ""));
+    return tr;
+  }));
+}
+function render() {
+  if (!view) return;
+  header(); sessions(); leases(); branches(); acts(); timeline();
+}
+const ends = { success: "✓", fail: "✗", lost: "✗" };
 function timeline() {
   const svg = document.getElementById("timeline");
-  const width = svg.clientWidth || 900, label = 170, end = now(), start = end - 3600e3;
+  const width = svg.clientWidth || 900, label = 190, end = now(), start = end - range, h = 18;
   const rows = new Map();
-  const row = key => { if (!rows.has(key)) rows.set(key, { bars: [], open: null }); return rows.get(key); };
-  const opens = { "join": true, "lease.grant": true }, closes = { "close": 1, "evict": 1, "lease.release": 1, "lease.lost": 1, "elect.resign": 1 };
-  for (const e of view.events) {
-    const r = row(e.thing + "/" + e.name);
-    if (opens[e.kind]) { if (r.open) r.bars.push({ ...r.open, to: e.time_ms }); r.open = { from: e.time_ms, host: e.host, token: e.token }; }
-    else if (closes[e.kind] && r.open) { r.bars.push({ ...r.open, to: e.time_ms, how: e.kind }); r.open = null; }
+  for (const s of view.spans) {
+    const to = s.to_ms === null ? end : s.to_ms;
+    if (to < start) continue;
+    const key = s.thing + "/" + s.name;
+    if (!rows.has(key)) rows.set(key, []);
+    rows.get(key).push({ ...s, to });
   }
-  for (const s of view.sessions) { const r = row("slot/" + s.slot); if (!r.open) r.open = { from: start, host: s.host, token: s.token }; }
-  for (const l of view.leases) if (l.state === "held") { const r = row("lease/" + l.name); if (!r.open) r.open = { from: start, host: l.host, token: l.token }; }
-  for (const [key, r] of rows) {
-    const held = key.startsWith("slot/") ? view.sessions.some(s => "slot/" + s.slot === key)
-                                         : view.leases.some(l => "lease/" + l.name === key && l.state === "held");
-    if (r.open) r.bars.push({ ...r.open, to: held ? end : r.open.from, open: held });
-  }
-  const keys = [...rows.keys()].sort().slice(0, 200);
-  const h = 18, ns = "http://www.w3.org/2000/svg";
-  svg.setAttribute("height", Math.max(40, keys.length * h + 24));
-  const parts = [];
-  const x = t => label + (Math.max(start, Math.min(end, t)) - start) / 3600e3 * (width - label - 10);
+  const keys = [...rows.keys()].sort().slice(0, 60);
+  const ns = "http://www.w3.org/2000/svg", parts = [];
+  const add = (tag, attrs, text) => {
+    const e = document.createElementNS(ns, tag);
+    for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+    if (text !== undefined) e.textContent = text;
+    parts.push(e); return e;
+  };
+  const x = t => label + (Math.max(start, Math.min(end, t)) - start) / range * (width - label - 40);
   keys.forEach((key, i) => {
     const y = i * h + 4;
-    const t = document.createElementNS(ns, "text"); t.setAttribute("x", 0); t.setAttribute("y", y + 12); t.textContent = key; parts.push(t);
-    for (const b of rows.get(key).bars) {
-      if (b.to < start) continue;
-      const rect = document.createElementNS(ns, "rect");
-      rect.setAttribute("x", x(b.from)); rect.setAttribute("y", y); rect.setAttribute("height", h - 6);
-      rect.setAttribute("width", Math.max(2, x(b.to) - x(b.from)));
-      rect.setAttribute("fill", "hsl(" + hue(b.host) + ",55%,55%)");
-      const tip = document.createElementNS(ns, "title");
-      tip.textContent = key + ": " + b.host + ", token " + b.token + (b.open ? ", holding" : ", " + (b.how || "replaced"));
-      rect.appendChild(tip); parts.push(rect);
+    const name = add("text", { x: 0, y: y + 12 }, key.length > 30 ? key.slice(0, 29) + "…" : key);
+    name.appendChild(document.createElementNS(ns, "title")).textContent = key;
+    for (const b of rows.get(key)) {
+      const open = b.to_ms === null;
+      const rect = add("rect", { x: x(b.from_ms), y, height: h - 6, width: Math.max(2, x(b.to) - x(b.from_ms)),
+        fill: b.thing === "slot" ? "var(--slot)" : "var(--lease)", stroke: open ? "#1d1d24" : "none", "stroke-width": 2 });
+      rect.appendChild(document.createElementNS(ns, "title")).textContent = key + ": " + b.host + ", " +
+        clock(b.from_ms) + " to " + (open ? "now (held)" : clock(b.to_ms) + " (" + b.end + ")");
+      if (!open) add("text", { x: x(b.to) + 2, y: y + 11, class: ends[b.end] === "✓" ? "end-success" :
+        ends[b.end] ? "end-fail" : "end-other" }, ends[b.end] || "■");
     }
   });
-  for (let m = 0; m <= 60; m += 10) {
-    const t = document.createElementNS(ns, "text");
-    t.setAttribute("x", x(start + m * 60e3) - 10); t.setAttribute("y", keys.length * h + 18);
-    t.textContent = m === 60 ? "now" : "-" + (60 - m) + "m"; parts.push(t);
+  if (keys.length === 0) add("text", { x: 0, y: 14, class: "empty" }, "nothing held in this range");
+  const y = Math.max(1, keys.length) * h + 18;
+  for (let i = 0; i <= 4; ++i) {
+    const t = start + range * i / 4;
+    add("text", { x: x(t), y, "text-anchor": i === 0 ? "start" : i === 4 ? "end" : "middle" },
+        i === 4 ? "now" : "-" + age(end - t));
   }
+  svg.setAttribute("height", y + 6);
   svg.replaceChildren(...parts);
 }
+document.getElementById("ranges").addEventListener("click", ev => {
+  const b = ev.target.closest("button");
+  if (!b) return;
+  range = Number(b.dataset.range);
+  for (const other of document.querySelectorAll("#ranges button")) other.classList.toggle("on", other === b);
+  if (view) timeline();
+});
 const source = new EventSource("events");
 source.addEventListener("view", msg => {
   view = JSON.parse(msg.data);
@@ -156,9 +243,6 @@ source.addEventListener("view", msg => {
 });
 source.onerror = () => { const n = document.getElementById("nats"); n.textContent = "swarm serve unreachable"; n.className = "down"; };
 setInterval(render, 1000);
-</script>
-</body>
-</html>
-)PAGE";
+)JS";
 
 }  // namespace cli

@@ -1,8 +1,11 @@
 // What `swarm serve` shows, kept up to date by watching: the sessions (a KV
 // watch of the session bucket), the leases and their lines (a KV watch of
-// the lease bucket) and the journal (an ordered consumer), each on a thread
-// of its own that starts again after NATS comes back. Read by the HTTP
-// threads as snapshots; never written back anywhere.
+// the lease bucket), the journal (an ordered consumer) and the branches (the
+// hub, read again when the journal says a branch may have moved). A
+// supervisor owns the NATS connection: when it goes (the server stopped,
+// restarted, moved to another port the workspace now records), the view says
+// NATS is down at once and connects anew, rebuilding every feed from what
+// the watches replay. Read by the HTTP loop as snapshots; never written back.
 #pragma once
 
 #include <atomic>
@@ -12,6 +15,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -20,21 +24,31 @@
 
 #include "kv/connection.h"
 #include "swarm/journal.h"
+#include "swarm/landing.h"
 #include "swarm/lease/lease.h"
 #include "swarm/session_store.h"
 #include "swarm/status.h"
 
 namespace cli {
 
-// How much of the journal the page is given: the last hour, at most this many acts.
-inline constexpr std::size_t kViewEvents = 2000;
+// How much of the journal the view keeps: the last day, at most this many acts.
+inline constexpr std::size_t kViewEvents = 20000;
 // The page lists at most this many sessions (the most troubled first); counts cover all.
 inline constexpr std::size_t kViewSessions = 1000;
+// The page's list of recent acts, and its timeline's spans, at most.
+inline constexpr std::size_t kViewActs = 200;
+inline constexpr std::size_t kViewSpans = 3000;
+
+// One connection's worth of what serve reads, made anew when NATS comes back.
+struct ServeLink {
+  kv::Connection connection;
+  swarm::Landing landing;  // read-only: its sessions, leases, journal and hub
+};
+using ServeConnect = std::function<ServeLink()>;
 
 class ServeView {
  public:
-  ServeView(kv::Connection connection, swarm::SessionStore sessions, std::string lease_bucket,
-            swarm::HostIdentity me);
+  ServeView(ServeConnect connect, swarm::HostIdentity me);
   ~ServeView();
   ServeView(const ServeView&) = delete;
   ServeView& operator=(const ServeView&) = delete;
@@ -47,41 +61,52 @@ class ServeView {
   // The verbs' documents.
   std::string status_document() const;
   std::string leases_document() const;
+  std::string branches_document() const;
   // The journal's last `n` acts seen (JSON Lines, swarm.event.v1).
   std::string log_lines(std::size_t n) const;
   // What the page draws (one JSON object), and its version.
   std::pair<std::uint64_t, std::string> page() const;
+  std::uint64_t version() const;
   // Waits until the version passes `seen`, or `timeout`; false when stopping.
   bool wait_for_change(std::uint64_t seen, std::chrono::milliseconds timeout) const;
   bool stopping() const { return stopping_; }
 
  private:
+  void supervise();
+  // Runs the feeds on `link` until it breaks or stop(); they are joined when it returns.
+  void serve_link(ServeLink& link);
   void feed(const char* what, const std::function<void()>& body);
-  void sessions_loop();
-  void leases_loop();
-  void journal_loop();
+  void sessions_feed(ServeLink& link);
+  void leases_feed(ServeLink& link);
+  void journal_feed(ServeLink& link);
+  void branches_feed(ServeLink& link);
   void changed();
   void set_up(const char* what, bool up);
+  bool running() const { return !stopping_ && !broken_; }
   // Live places in each lease's line, and whether every feed works (mu_ held).
   std::map<std::string, int> waiting(swarm::TimePoint now) const;
   bool nats_up() const;
   // The sessions as of now: ages moved on since the last update, states again.
   std::vector<swarm::SessionRow> sessions_now(swarm::TimePoint* now) const;
   swarm::TimePoint server_now() const;
+  void set_clock(swarm::TimePoint server_time);
+  // The page without the server's time, built from what the feeds hold (mu_ held).
+  std::string page_body() const;
 
-  kv::Connection connection_;
-  swarm::SessionStore sessions_;
-  std::string lease_bucket_;
+  ServeConnect connect_;
   swarm::HostIdentity me_;
-  swarm::Journal journal_;
-  std::chrono::milliseconds ttl_{0};
 
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
   std::uint64_t version_ = 1;
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> broken_{false};  // a feed broke: the supervisor connects anew
+  bool connected_ = false;
+  std::optional<swarm::TimePoint> down_since_;
   std::map<std::string, bool> up_;  // each feed's last word on NATS
-  // The server's clock, run on the monotonic one (read at start).
+  std::string bucket_, lease_bucket_;
+  std::chrono::milliseconds ttl_{0};
+  // The server's clock, run on the monotonic one (read at each connect).
   std::chrono::steady_clock::time_point clock_read_at_{};
   swarm::TimePoint server_at_read_{};
 
@@ -92,12 +117,21 @@ class ServeView {
   std::map<std::string, swarm::LeaseEntry> leases_;
   std::map<std::string, kv::Entry> places_;
   std::map<std::string, swarm::TimePoint> beats_;  // place key -> its last beat
-  // The journal: the last hour's acts (at most kViewEvents), and counts by kind since start.
+  // The journal: the last day's acts (at most kViewEvents), and counts by kind since start.
   std::deque<swarm::Event> events_;
+  std::optional<std::uint64_t> journal_after_;
   std::map<std::string, std::uint64_t> event_counts_;
+  // The branches, as `branches --json` has them; the journal says when to read them again.
+  std::string branches_json_;
+  std::optional<swarm::Branches> branches_;
+  bool branches_stale_ = true;
 
-  std::mutex stop_mu_;
-  std::vector<std::thread> threads_;
+  // The last page built, and the version it is of.
+  mutable std::string page_cache_;
+  mutable std::uint64_t page_version_ = 0;
+
+  std::thread supervisor_;
+  std::vector<std::thread> feeds_;
 };
 
 }  // namespace cli

@@ -345,6 +345,10 @@ bool version_before(const std::string& version, int major, int minor) {
   return have_major < major || (have_major == major && have_minor < minor);
 }
 
+bool Connection::connected() const {
+  return natsConnection_Status(state_->connection.get()) == NATS_CONN_STATUS_CONNECTED;
+}
+
 std::chrono::microseconds Connection::rtt() const {
   int64_t nanos = 0;
   check(natsConnection_GetRTT(state_->connection.get(), &nanos), "ping " + state_->urls);

@@ -80,6 +80,9 @@ class Connection {
   // request may take request_timeout (right for a process that lives on).
   // Once it is spent, a request still gets one short attempt.
   void limit_total_wait(std::chrono::milliseconds limit);
+  // Whether the connection is up now (not reconnecting, not closed): known
+  // at once when the server goes, as its socket closes. No round trip.
+  bool connected() const;
   // Microseconds of one round trip to the server (a PING), for diagnostics.
   std::chrono::microseconds rtt() const;
   // Whether the server's JetStream answers a request (account info) within

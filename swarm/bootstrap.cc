@@ -9,6 +9,7 @@
 #include "swarm/duration.h"
 #include "swarm/embedded_server.h"
 #include "swarm/error.h"
+#include "swarm/secret.h"
 #include "swarm/file_lock.h"
 #include "swarm/hub.h"
 #include "swarm/journal.h"
@@ -334,6 +335,8 @@ UpResult up(const UpOptions& options) {
   // Keeps .swarm/ out of the workspace's own git status.
   dot_swarm.create_file(".gitignore", "*\n");
   FileLock lock = lock_up(ws, "up");
+  // The secret `swarm serve` asks of every request, made once.
+  ensure_secret(ws.make_folder(kServeFolder, 0700), kServeTokenName);
 
   WorkspaceConfig& config = result.config;
   auto file = ws.read_config();

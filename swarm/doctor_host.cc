@@ -119,7 +119,7 @@ void find_unsafe_slot_folders(const Workspace& ws, std::vector<UnsafePath>& out)
 // followed, listed, moved or emptied (the checks after this skip it).
 std::vector<UnsafePath> find_unsafe_paths(const Workspace& ws) {
   std::vector<UnsafePath> out;
-  for (const char* name : {kSlotsFolder, kTrashFolder, kRecoveryFolder, kLocksFolder, kNatsFolder}) {
+  for (const char* name : {kSlotsFolder, kTrashFolder, kRecoveryFolder, kLocksFolder, kNatsFolder, kServeFolder}) {
     try {
       ws.folder_if_exists(name);
     } catch (const Error& e) {
@@ -134,6 +134,11 @@ std::vector<UnsafePath> find_unsafe_paths(const Workspace& ws) {
         out.push_back({ws.nats_dir() / name, (ws.nats_dir() / name).string() +
                                                  " is a symbolic link where the embedded server keeps a file of its "
                                                  "own"});
+  // serve's secret is read by path nowhere, but a link there would have it read another's.
+  if (auto serve = kept_folder(ws, kServeFolder); serve && serve->kind(kServeTokenName) == EntryKind::link)
+    out.push_back({ws.swarm_dir() / kServeFolder / kServeTokenName,
+                   (ws.swarm_dir() / kServeFolder / kServeTokenName).string() +
+                       " is a symbolic link where swarm serve keeps its secret"});
   find_unsafe_slot_folders(ws, out);
   return out;
 }

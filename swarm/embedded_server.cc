@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -20,6 +19,7 @@
 #include <vector>
 
 #include "swarm/error.h"
+#include "swarm/secret.h"
 #include "swarm/json.h"
 #include "swarm/log.h"
 #include "swarm/process_info.h"
@@ -152,33 +152,10 @@ SafeDir EmbeddedServer::folder() const { return SafeDir::make(dir_, 0700); }
 
 std::optional<std::string> EmbeddedServer::token() const {
   auto dir = SafeDir::open_if_exists(dir_);
-  std::string why;
-  auto text = dir ? dir->read_file("token", 256, &why) : std::nullopt;
-  if (!text) return std::nullopt;
-  while (!text->empty() && (text->back() == '\n' || text->back() == ' ')) text->pop_back();
-  if (text->empty()) return std::nullopt;
-  return text;
+  return dir ? read_secret(*dir, "token") : std::nullopt;
 }
 
-std::string EmbeddedServer::ensure_token() const {
-  if (auto kept = token()) return *kept;
-  unsigned char bytes[24];
-  std::size_t got = 0;
-  while (got < sizeof bytes) {
-    ssize_t n = getrandom(bytes + got, sizeof bytes - got, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw Error(Errc::internal, std::string("cannot read random bytes for the server's token: ") + std::strerror(errno));
-    got += static_cast<std::size_t>(n);
-  }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string token;
-  for (unsigned char b : bytes) {
-    token += kHex[b >> 4];
-    token += kHex[b & 15];
-  }
-  folder().write_file("token", token + "\n", 0600);
-  return token;
-}
+std::string EmbeddedServer::ensure_token() const { return ensure_secret(folder(), "token"); }
 
 std::optional<pid_t> EmbeddedServer::recorded_pid() const {
   std::string why;

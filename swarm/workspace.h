@@ -35,6 +35,9 @@ inline constexpr const char* kTrashFolder = "trash";
 inline constexpr const char* kRecoveryFolder = "recovery";
 inline constexpr const char* kLocksFolder = "locks";
 inline constexpr const char* kNatsFolder = "nats";
+// swarm serve's secret (0600): every request must carry it (adr/0025).
+inline constexpr const char* kServeFolder = "serve";
+inline constexpr const char* kServeTokenName = "token";
 inline constexpr const char* kConfigName = "config.json";
 // A slot folder's worktree.
 inline constexpr const char* kWorktreeName = "wt";

@@ -42,7 +42,7 @@ std::string chromium_path() {
   return {};
 }
 
-HeadlessBrowser::HeadlessBrowser() : profile_("swarm-chromium") {
+HeadlessBrowser::HeadlessBrowser(const std::vector<std::string>& extra) : profile_("swarm-chromium") {
   const std::string program = chromium_path();
   if (program.empty()) throw std::runtime_error("no chromium on this machine (apt-get install chromium)");
   int to[2], from[2];
@@ -56,8 +56,12 @@ HeadlessBrowser::HeadlessBrowser() : profile_("swarm-chromium") {
                                    "--no-default-browser-check",
                                    "--disable-extensions",
                                    "--remote-debugging-pipe",
-                                   "--user-data-dir=" + profile_.path().string(),
-                                   "about:blank"};
+                                   "--disable-background-networking",
+                                   "--disable-component-update",
+                                   "--disable-sync",
+                                   "--user-data-dir=" + profile_.path().string()};
+  args.insert(args.end(), extra.begin(), extra.end());
+  args.push_back("about:blank");
   pid_ = ::fork();
   if (pid_ == 0) {
     ::dup2(to[0], 3);

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include "support/temp_dir.h"
 #include "swarm/json.h"
@@ -19,7 +20,8 @@ std::string chromium_path();
 
 class HeadlessBrowser {
  public:
-  HeadlessBrowser();
+  // `extra`: more of chromium's switches (--host-resolver-rules=..., say).
+  explicit HeadlessBrowser(const std::vector<std::string>& extra = {});
   ~HeadlessBrowser();
   HeadlessBrowser(const HeadlessBrowser&) = delete;
   HeadlessBrowser& operator=(const HeadlessBrowser&) = delete;

@@ -1,0 +1,146 @@
+// The dashboard, in a real headless Chromium: it follows the workspace live,
+// fits the window (no horizontal scroll) with long names, tells what each
+// act did, names task leases by their task, draws a timeline over a chosen
+// range with a legend, shows the branches, runs no inline script, and reads
+// nothing for a page of another origin or another Host.
+#include <doctest/doctest.h>
+#include <httplib.h>
+
+#include <thread>
+
+#include "cli/serve_fixture.h"
+#include "cli/swarm_fixture.h"
+#include "support/browser.h"
+#include "support/eventually.h"
+#include "support/nats_server.h"
+
+using namespace testing;
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+TEST_CASE("ServePage_FollowsTheWorkspaceLive") {
+  if (chromium_path().empty()) FAIL("chromium is not installed: scripts/setup.sh installs it");
+  SwarmWorkspace ws;
+  REQUIRE(ws.swarm({"join", "--slot", "render", "--task", "T-42"}).exit == 0);
+  REQUIRE(ws.swarm({"lease", "acquire", "nightly", "--ttl", "60s"}).exit == 0);
+  Served served(ws);
+  HeadlessBrowser browser;
+  browser.open(served.link());
+  REQUIRE(browser.wait_for("document.querySelector('tr[data-slot=\"render\"]')", 10s));
+  CHECK(browser.evaluate("location.search") == "\"\"");  // the token left the address bar
+  CHECK(browser.evaluate("document.querySelector('tr[data-slot=\"render\"] .state').textContent") == "\"fresh\"");
+  CHECK(browser.wait_for("document.querySelector('tr[data-lease=\"nightly\"]')", 5s));
+  // The task lease is named by its task and slot, not by its key.
+  CHECK(browser.wait_for("[...document.querySelectorAll('#leases td')].some(td => td.textContent === 'task T-42 (render)')", 5s));
+  // Joined after load: on the page within 2 s, pushed (no reload).
+  const std::string loads = browser.evaluate("performance.getEntriesByType('navigation').length");
+  REQUIRE(ws.swarm({"join", "--slot", "after-load", "--task", "T-43"}, kHostB).exit == 0);
+  const auto joined = std::chrono::steady_clock::now();
+  CHECK(browser.wait_for("document.querySelector('tr[data-slot=\"after-load\"]')", 2s));
+  CHECK(std::chrono::steady_clock::now() - joined < 2s);
+  CHECK(browser.evaluate("performance.getEntriesByType('navigation').length") == loads);
+  // Ages tick on the page by themselves.
+  const std::string age = browser.evaluate("document.querySelector('tr[data-slot=\"render\"] td:nth-child(5)').textContent");
+  std::this_thread::sleep_for(2200ms);
+  CHECK(browser.evaluate("document.querySelector('tr[data-slot=\"render\"] td:nth-child(5)').textContent") != age);
+  // Record text is text, never markup: a task id with a tag in it.
+  REQUIRE(ws.swarm({"join", "--slot", "odd", "--task", "<img src=x onerror=alert(1)>"}).exit == 0);
+  CHECK(browser.wait_for("document.querySelector('tr[data-slot=\"odd\"]')", 2s));
+  CHECK(browser.evaluate("document.querySelectorAll('img').length") == "0");
+  // A close says how it ended, in the acts and on the timeline.
+  write_file(ws.worktree("render") / "r.txt", "r\n");
+  REQUIRE(ws.swarm({"commit", "--slot", "render", "-m", "r"}).exit == 0);
+  REQUIRE(ws.swarm({"close", "--slot", "render", "--result", "success"}).exit == 0);
+  CHECK(browser.wait_for("[...document.querySelectorAll('#events td')].some(td => td.textContent.includes('result=success'))", 3s));
+  CHECK(browser.wait_for("document.querySelector('tr[data-branch=\"render\"] .state').textContent === 'done'", 5s));
+  REQUIRE(ws.swarm({"land", "--slot", "render"}).exit == 0);
+  CHECK(browser.wait_for("document.querySelector('tr[data-branch=\"render\"] .state').textContent === 'landed'", 5s));
+  CHECK(browser.wait_for("document.querySelectorAll('#timeline rect').length >= 3", 2s));
+  CHECK(browser.evaluate("document.querySelectorAll('#timeline text.end-success').length >= 1") == "true");
+}
+
+TEST_CASE("ServePage_FitsTheWindowWithLongNamesAndKeepsItsPictures") {
+  // 40 sessions of long task and host names, leases, acts: no horizontal scroll at 1280x800 or 1920x1080, every
+  // long cell cut with an ellipsis and whole in its title; the range buttons move the timeline; screenshots kept.
+  if (chromium_path().empty()) FAIL("chromium is not installed: scripts/setup.sh installs it");
+  SwarmWorkspace ws;
+  for (int i = 1; i <= 40; ++i) {
+    auto host = kHostA;
+    host["SWARM_HOST"] = "build-host-with-a-really-long-name-in-rack-" + std::to_string(i % 4);
+    host["SWARM_HOST_ID"] = "id-" + std::to_string(i % 4);
+    const std::string slot = "agent-" + std::to_string(i);
+    REQUIRE(ws.swarm({"join", "--slot", slot, "--task",
+                      "PROJ-" + std::to_string(1000 + i) + " make the renderer handle every long edge case we found"},
+                     host).exit == 0);
+  }
+  for (int i = 1; i <= 3; ++i)
+    REQUIRE(ws.swarm({"lease", "acquire", "deploy.production.region-" + std::to_string(i) + ".a-very-long-lease-name",
+                      "--ttl", "60s", "--holder", "release-manager-on-a-far-away-host-" + std::to_string(i)}).exit == 0);
+  REQUIRE(ws.swarm({"join", "--slot", "finished", "--task", "T-done"}).exit == 0);
+  write_file(ws.worktree("finished") / "done.txt", "done\n");
+  REQUIRE(ws.swarm({"commit", "--slot", "finished", "-m", "done"}).exit == 0);
+  REQUIRE(ws.swarm({"close", "--slot", "finished", "--result", "fail"}).exit == 0);
+  Served served(ws);
+  HeadlessBrowser browser;
+  for (auto [w, h] : {std::pair{1280, 800}, std::pair{1920, 1080}}) {
+    CAPTURE(w);
+    browser.open(served.link(), w, h);
+    REQUIRE(browser.wait_for("document.querySelectorAll('#sessions tbody tr').length === 40", 10s));
+    CHECK(browser.wait_for("document.querySelectorAll('#branches tbody tr').length >= 1", 10s));
+    CHECK(browser.evaluate("document.documentElement.scrollWidth <= document.documentElement.clientWidth") == "true");
+    CHECK(browser.evaluate("[...document.querySelectorAll('section')].every(s => s.scrollWidth <= s.clientWidth)") ==
+          "true");
+    CHECK(browser.evaluate("[...document.querySelectorAll('td')].every(td => td.title === td.textContent)") == "true");
+    CHECK(browser.evaluate("[...document.querySelectorAll('#sessions td')].some(td => td.scrollWidth > td.clientWidth)") ==
+          "true");  // cut with an ellipsis, the whole in the title
+    CHECK(browser.evaluate("getComputedStyle(document.querySelector('#sessions td')).textOverflow") == "\"ellipsis\"");
+    for (const char* range : {"900000", "21600000", "86400000", "3600000"}) {
+      browser.evaluate(std::string("document.querySelector('#ranges button[data-range=\"") + range + "\"]').click()");
+      CHECK(browser.evaluate(std::string("document.querySelector('#ranges button.on').dataset.range")) ==
+            "\"" + std::string(range) + "\"");
+    }
+    CHECK(browser.evaluate("document.querySelector('.legend').textContent.includes('slot held')") == "true");
+    CHECK(browser.evaluate("[...document.querySelectorAll('#timeline text')].some(t => t.textContent === 'now')") == "true");
+    browser.screenshot((artifacts() / (w == 1280 ? "dashboard.png" : "dashboard-1920.png")).string());
+  }
+  CHECK(fs::file_size(artifacts() / "dashboard.png") > 10000);
+}
+
+TEST_CASE("ServePage_AnotherOriginAndAnotherHostReadNothing") {
+  // the browser holds the dashboard's cookie; a page of another origin (another port) cannot read /api/status
+  // with it, and a page that reaches the server under another name (DNS rebinding, mapped by the resolver
+  // rules) is refused (421). The dashboard's own scripts run under a CSP with no 'unsafe-inline'.
+  if (chromium_path().empty()) FAIL("chromium is not installed: scripts/setup.sh installs it");
+  SwarmWorkspace ws;
+  REQUIRE(ws.swarm({"join", "--slot", "secret-slot", "--task", "T-1"}).exit == 0);
+  Served served(ws);
+  auto page = served.get("/", true);
+  REQUIRE(page);
+  const std::string csp = page->get_header_value("Content-Security-Policy");
+  CHECK(csp.find("unsafe-inline") == std::string::npos);
+  CHECK(csp.find("script-src 'self'") != std::string::npos);
+  CHECK(page->body.find("<script>") == std::string::npos);
+
+  httplib::Server other;
+  const std::string target = "http://127.0.0.1:" + std::to_string(served.port());
+  other.Get("/evil.html", [&](const httplib::Request&, httplib::Response& res) {
+    res.set_content("<html><body><script>"
+                    "fetch('" + target + "/api/status', {credentials: 'include'})"
+                    ".then(r => r.text()).then(t => { document.title = 'read ' + t.length; })"
+                    ".catch(e => { document.title = 'blocked'; });"
+                    "</script></body></html>",
+                    "text/html");
+  });
+  const int other_port = other.bind_to_any_port("127.0.0.1");
+  std::thread serving([&] { other.listen_after_bind(); });
+  HeadlessBrowser browser({"--host-resolver-rules=MAP rebound.example 127.0.0.1"});
+  browser.open(served.link());
+  REQUIRE(browser.wait_for("document.querySelector('tr[data-slot=\"secret-slot\"]')", 10s));
+  browser.open("http://127.0.0.1:" + std::to_string(other_port) + "/evil.html");
+  CHECK(browser.wait_for("document.title === 'blocked'", 10s));
+  browser.open("http://rebound.example:" + std::to_string(served.port()) + "/api/status");
+  CHECK(browser.wait_for("document.body && document.body.textContent.includes('is not this server')", 10s));
+  CHECK(browser.evaluate("document.body.textContent.includes('secret-slot')") == "false");
+  other.stop();
+  serving.join();
+}
