@@ -32,9 +32,16 @@ std::string where(std::string_view bucket, std::string_view key) {
 namespace detail {
 namespace {
 
+// nats-server 2.11+ refuses a write whose key another write with an expected
+// sequence has in flight (a cluster racing two CAS writes of one key):
+// "wrong last sequence" with no sequence, JetStream code 10164. Who wins is
+// not known yet: it is tried again, and the key says then.
+constexpr int kWrongLastSequenceInFlight = 10164;
+
 Errc kind_of_js_code(jsErrCode code) {
   switch (static_cast<int>(code)) {
     case JSStreamWrongLastSequenceErr: return Errc::conflict;
+    case kWrongLastSequenceInFlight: return Errc::unavailable;
     case JSStreamNotFoundErr:
     case JSNoMessageFoundErr: return Errc::not_found;
     case JSNotEnabledErr:

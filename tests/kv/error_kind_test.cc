@@ -33,3 +33,10 @@ TEST_CASE("ErrorKind_OnlyTheJetStreamCodeMakesAConflictNeverTheText") {
   CHECK(kind_of_failure(NATS_ERR, jsErrCode(0), "wrong last sequence: 42") != Errc::conflict);
   CHECK(kind_of_failure(NATS_TIMEOUT, jsErrCode(0), "wrong last sequence: 42") == Errc::timeout);
 }
+
+TEST_CASE("ErrorKind_AKeyWithAnotherCasWriteInFlightIsTriedAgain") {
+  // nats-server 2.11+ refuses a CAS write whose key another such write has in flight with code 10164 ("wrong last
+  // sequence", no number): who wins is not known yet, so it is no conflict (exit 3) but worth another try; a join
+  // racing another on a 3-node 2.15.2 cluster while it elected a leader once ended with exit 1 on it.
+  CHECK(kind_of_failure(NATS_ERR, jsErrCode(10164), "wrong last sequence") == Errc::unavailable);
+}
