@@ -1,8 +1,8 @@
 // swarm close: release the slot, salvage, remove the worktree.
 #include "cli/context.h"
 #include "cli/progress.h"
-#include "swarm/git_backend.h"
-#include "swarm/text.h"
+#include "swarm/base/text.h"
+#include "swarm/git/backend.h"
 
 namespace cli {
 

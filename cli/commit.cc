@@ -5,11 +5,11 @@
 #include <spawn.h>
 
 #include "cli/context.h"
-#include "swarm/hub.h"
-#include "swarm/log.h"
-#include "swarm/git_backend.h"
-#include "swarm/names.h"
-#include "swarm/worktree.h"
+#include "swarm/base/log.h"
+#include "swarm/base/names.h"
+#include "swarm/git/backend.h"
+#include "swarm/git/hub.h"
+#include "swarm/git/worktree.h"
 
 namespace cli {
 

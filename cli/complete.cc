@@ -12,8 +12,8 @@
 #include <set>
 
 #include "cli/context.h"
-#include "swarm/names.h"
-#include "swarm/session_store.h"
+#include "swarm/base/names.h"
+#include "swarm/slots/session_store.h"
 
 namespace cli {
 

@@ -4,13 +4,13 @@
 
 #include "kv/bucket.h"
 #include "kv/nats_context.h"
-#include "swarm/embedded_server.h"
-#include "swarm/bootstrap.h"
-#include "swarm/duration.h"
-#include "swarm/error.h"
-#include "swarm/host.h"
-#include "swarm/names.h"
-#include "swarm/text.h"
+#include "swarm/base/duration.h"
+#include "swarm/base/error.h"
+#include "swarm/base/host.h"
+#include "swarm/base/names.h"
+#include "swarm/base/text.h"
+#include "swarm/workspace/bootstrap.h"
+#include "swarm/workspace/embedded_server.h"
 
 namespace cli {
 

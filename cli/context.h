@@ -13,10 +13,10 @@
 #include "cli/output.h"
 #include "kv/connection.h"
 #include "kv/nats_context.h"
-#include "swarm/landing.h"
+#include "swarm/landing/landing.h"
 #include "swarm/lease/lease.h"
-#include "swarm/slot_lifecycle.h"
-#include "swarm/workspace.h"
+#include "swarm/slots/lifecycle.h"
+#include "swarm/workspace/workspace.h"
 
 namespace cli {
 

@@ -2,8 +2,8 @@
 #include <filesystem>
 
 #include "cli/context.h"
-#include "swarm/error.h"
-#include "swarm/names.h"
+#include "swarm/base/error.h"
+#include "swarm/base/names.h"
 
 namespace cli {
 

@@ -3,8 +3,8 @@
 
 #include "cli/context.h"
 #include "cli/exit_code.h"
-#include "swarm/doctor.h"
-#include "swarm/text.h"
+#include "swarm/base/text.h"
+#include "swarm/doctor/doctor.h"
 
 namespace cli {
 

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "swarm/json.h"
-#include "swarm/landing.h"
+#include "swarm/base/json.h"
+#include "swarm/landing/landing.h"
 #include "swarm/lease/lease.h"
-#include "swarm/status.h"
+#include "swarm/slots/status.h"
 
 namespace cli {
 

@@ -1,7 +1,7 @@
 // swarm down: stop the embedded nats-server (its data stays).
 #include "cli/context.h"
-#include "swarm/bootstrap.h"
-#include "swarm/liveness.h"
+#include "swarm/slots/liveness.h"
+#include "swarm/workspace/bootstrap.h"
 
 namespace cli {
 

@@ -5,11 +5,11 @@
 
 
 #include "cli/hold.h"
-#include "swarm/child_process.h"
-#include "swarm/duration.h"
-#include "swarm/error.h"
+#include "swarm/base/child_process.h"
+#include "swarm/base/duration.h"
+#include "swarm/base/error.h"
+#include "swarm/base/names.h"
 #include "swarm/lease/election.h"
-#include "swarm/names.h"
 
 namespace cli {
 

@@ -1,7 +1,7 @@
 // swarm evict: operator override, any host.
 #include "cli/context.h"
-#include "swarm/json.h"
-#include "swarm/text.h"
+#include "swarm/base/json.h"
+#include "swarm/base/text.h"
 
 namespace cli {
 

@@ -1,7 +1,7 @@
 // The contract's exit codes, and the one place error kinds become them.
 #pragma once
 
-#include "swarm/error.h"
+#include "swarm/base/error.h"
 
 namespace cli {
 

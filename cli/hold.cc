@@ -9,13 +9,13 @@
 #include <thread>
 #include <unistd.h>
 
-#include "swarm/boot_clock.h"
-#include "swarm/duration.h"
-#include "swarm/error.h"
+#include "swarm/base/boot_clock.h"
+#include "swarm/base/duration.h"
+#include "swarm/base/error.h"
+#include "swarm/base/names.h"
+#include "swarm/base/text.h"
 #include "swarm/lease/held_command.h"
 #include "swarm/lease/lease.h"
-#include "swarm/names.h"
-#include "swarm/text.h"
 
 namespace cli {
 

@@ -12,7 +12,7 @@
 
 #include "cli/context.h"
 #include "cli/signal_router.h"
-#include "swarm/child_process.h"
+#include "swarm/base/child_process.h"
 #include "swarm/lease/lease.h"
 #include "swarm/lease/mutex.h"
 

@@ -3,8 +3,8 @@
 
 #include "cli/context.h"
 #include "cli/progress.h"
-#include "swarm/liveness.h"
-#include "swarm/text.h"
+#include "swarm/base/text.h"
+#include "swarm/slots/liveness.h"
 
 namespace cli {
 

@@ -8,12 +8,12 @@
 
 #include "cli/documents.h"
 #include "cli/hold.h"
-#include "swarm/duration.h"
-#include "swarm/error.h"
+#include "swarm/base/duration.h"
+#include "swarm/base/error.h"
+#include "swarm/base/names.h"
+#include "swarm/base/text.h"
 #include "swarm/lease/lease.h"
 #include "swarm/lease/mutex.h"
-#include "swarm/names.h"
-#include "swarm/text.h"
 
 namespace cli {
 

@@ -3,11 +3,11 @@
 #include <unistd.h>
 
 #include "cli/hold.h"
-#include "swarm/child_process.h"
-#include "swarm/duration.h"
-#include "swarm/error.h"
+#include "swarm/base/child_process.h"
+#include "swarm/base/duration.h"
+#include "swarm/base/error.h"
+#include "swarm/base/names.h"
 #include "swarm/lease/mutex.h"
-#include "swarm/names.h"
 
 namespace cli {
 

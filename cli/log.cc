@@ -4,11 +4,11 @@
 
 #include "cli/context.h"
 #include "cli/signal_router.h"
-#include "swarm/duration.h"
-#include "swarm/error.h"
-#include "swarm/journal.h"
-#include "swarm/names.h"
-#include "swarm/text.h"
+#include "swarm/base/duration.h"
+#include "swarm/base/error.h"
+#include "swarm/base/names.h"
+#include "swarm/base/text.h"
+#include "swarm/journal/journal.h"
 
 namespace cli {
 
@@ -72,6 +72,86 @@ void print(const Context& ctx, const swarm::Event& e) {
   }
 }
 
+// Bad combinations, before any I/O.
+void require_sense(const LogFlags& f) {
+  if (f.last == std::size_t(0) && !f.follow)
+    throw swarm::Error(swarm::Errc::bad_input, "-n 0 prints nothing without --follow: give N of 1 or more, "
+                                               "or add --follow to see only what happens next");
+  if (f.last == std::size_t(0) && !f.since.empty())
+    throw swarm::Error(swarm::Errc::bad_input, "-n 0 prints nothing of the past, so --since has nothing to "
+                                               "choose: give one of them");
+  if (!f.onto.empty())
+    for (const auto& k : f.kinds)
+      if (k != "land" && k != "land.refused")
+        throw swarm::Error(swarm::Errc::bad_input, "--onto finds lands and refused lands: --kind " + k +
+                                                       " has no onto branch (use land or land.refused)");
+}
+
+// The journal to read, and what of it the flags ask for.
+std::pair<swarm::Journal, swarm::JournalQuery> query_of(Context& ctx, const LogFlags& f) {
+  swarm::JournalQuery query;
+  std::optional<swarm::Journal> journal;
+  if (!f.lease.empty()) {
+    auto leases = ctx.leases(f.follow);
+    journal.emplace(leases.journal());
+    query.thing = swarm::Thing::lease;
+    query.name = f.lease;
+    query.buckets = {leases.bucket_name()};
+  } else {
+    auto s = ctx.sessions();
+    journal.emplace(s.store.connection());
+    query.buckets = {s.store.bucket_name()};
+    if (!f.slot.empty()) {
+      query.thing = swarm::Thing::slot;
+      query.name = f.slot;
+    } else {
+      query.buckets.insert(s.leases.bucket_name());
+    }
+  }
+  query.kinds.insert(f.kinds.begin(), f.kinds.end());
+  if (!f.onto.empty()) {
+    query.onto = f.onto;
+    if (query.kinds.empty()) query.kinds = {"land", "land.refused"};
+  }
+  if (!f.since.empty()) query.since = since_of(f.since);
+  query.last = f.last.value_or(0);
+  if (f.follow && !f.last && !query.since) query.last = kFollowBacklog;
+  return {std::move(*journal), std::move(query)};
+}
+
+int run_log(Context& ctx, const LogFlags& f) {
+  require_sense(f);
+  std::optional<SignalRouter> signals;
+  if (f.follow) signals.emplace();  // before any thread is made
+  auto [journal, query] = query_of(ctx, f);
+  // Where a follow starts: after what the stream held before the read.
+  std::uint64_t end_before = 0;
+  if (f.follow) {
+    auto state = journal.state();
+    if (!state)
+      throw swarm::Error(swarm::Errc::not_bootstrapped, std::string("no journal: stream ") + swarm::kEventsStream +
+                                                            " does not exist; `swarm up` makes it");
+    end_before = state->last_seq;
+  }
+  std::uint64_t printed = 0;
+  // -f -n 0: nothing of the past, only what comes after end_before.
+  const auto events = f.last == std::size_t(0) ? std::vector<swarm::Event>{} : journal.read(query);
+  for (const auto& e : events) {
+    print(ctx, e);
+    printed = std::max(printed, e.seq);
+  }
+  if (!f.follow) {
+    if (events.empty() && !ctx.out().json()) ctx.out().note("no events match");
+    return 0;
+  }
+  auto follow = journal.follow(query, end_before);
+  while (signals->received() == 0) {
+    auto e = follow.next(kFollowPoll);
+    if (e && e->seq > printed) print(ctx, *e);
+  }
+  return 0;
+}
+
 }  // namespace
 
 Verb add_log(CLI::App& app) {
@@ -117,77 +197,7 @@ Verb add_log(CLI::App& app) {
       "  swarm log --lease nightly --kind lease.grant --since 24h\n"
       "  swarm log --onto main -n 10    # the last ten lands and refusals on main\n"
       "  swarm log --follow --json");
-  return {cmd, [flags](Context& ctx) {
-            if (flags->last == std::size_t(0) && !flags->follow)
-              throw swarm::Error(swarm::Errc::bad_input, "-n 0 prints nothing without --follow: give N of 1 or more, "
-                                                         "or add --follow to see only what happens next");
-            if (flags->last == std::size_t(0) && !flags->since.empty())
-              throw swarm::Error(swarm::Errc::bad_input, "-n 0 prints nothing of the past, so --since has nothing to "
-                                                         "choose: give one of them");
-            if (!flags->onto.empty())
-              for (const auto& k : flags->kinds)
-                if (k != "land" && k != "land.refused")
-                  throw swarm::Error(swarm::Errc::bad_input, "--onto finds lands and refused lands: --kind " + k +
-                                                                 " has no onto branch (use land or land.refused)");
-            std::optional<SignalRouter> signals;
-            if (flags->follow) signals.emplace();  // before any thread is made
-            swarm::JournalQuery query;
-            std::optional<swarm::Journal> journal;
-            if (!flags->lease.empty()) {
-              auto leases = ctx.leases(flags->follow);
-              journal.emplace(leases.journal());
-              query.thing = swarm::Thing::lease;
-              query.name = flags->lease;
-              query.buckets = {leases.bucket_name()};
-            } else {
-              auto s = ctx.sessions();
-              journal.emplace(s.store.connection());
-              query.buckets = {s.store.bucket_name()};
-              if (!flags->slot.empty()) {
-                query.thing = swarm::Thing::slot;
-                query.name = flags->slot;
-              } else {
-                query.buckets.insert(s.leases.bucket_name());
-              }
-            }
-            query.kinds.insert(flags->kinds.begin(), flags->kinds.end());
-            if (!flags->onto.empty()) {
-              query.onto = flags->onto;
-              if (query.kinds.empty()) query.kinds = {"land", "land.refused"};
-            }
-            if (!flags->since.empty()) query.since = since_of(flags->since);
-            query.last = flags->last.value_or(0);
-            if (flags->follow && !flags->last && !query.since) query.last = kFollowBacklog;
-
-            // Where a follow starts: after what the stream held before the read.
-            std::uint64_t end_before = 0;
-            if (flags->follow) {
-              auto state = journal->state();
-              if (!state)
-                throw swarm::Error(swarm::Errc::not_bootstrapped, std::string("no journal: stream ") +
-                                                                      swarm::kEventsStream +
-                                                                      " does not exist; `swarm up` makes it");
-              end_before = state->last_seq;
-            }
-            std::uint64_t printed = 0;
-            // -f -n 0: nothing of the past, only what comes after end_before.
-            const auto events =
-                flags->last == std::size_t(0) ? std::vector<swarm::Event>{} : journal->read(query);
-            for (const auto& e : events) {
-              print(ctx, e);
-              printed = std::max(printed, e.seq);
-            }
-            if (!flags->follow) {
-              if (events.empty() && !ctx.out().json()) ctx.out().note("no events match");
-              return 0;
-            }
-            auto follow = journal->follow(query, end_before);
-            while (signals->received() == 0) {
-              auto e = follow.next(kFollowPoll);
-              if (e && e->seq > printed) print(ctx, *e);
-            }
-            return 0;
-          }};
+  return {cmd, [flags](Context& ctx) { return run_log(ctx, *flags); }};
 }
 
 }  // namespace cli

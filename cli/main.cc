@@ -13,8 +13,8 @@
 #include "cli/context.h"
 #include "cli/exit_code.h"
 #include "cli/serve.h"
-#include "swarm/text.h"
-#include "swarm/warnings.h"
+#include "swarm/base/text.h"
+#include "swarm/base/warnings.h"
 
 namespace {
 
@@ -78,6 +78,75 @@ std::string verb_names(const CLI::App& app) {
   return names;
 }
 
+// Each verb's (and sub-verb's) --help ends with the global options it also takes.
+void add_globals_to_help(const CLI::App& app, const std::vector<cli::Verb>& verbs) {
+  std::string globals_help = "Global options (before or after the verb; `swarm --help` says what each does):\n ";
+  std::size_t line = 1;
+  for (const CLI::Option* option : app.get_options()) {
+    if (option->get_group().empty() || option->get_lnames().empty() || option->check_lname("help")) continue;
+    std::string name = " --" + option->get_lnames().front();
+    if (option->get_expected_max() > 0 && !option->get_option_text().empty()) name += " " + option->get_option_text();
+    if (line + name.size() > 96) {
+      globals_help += "\n ";
+      line = 1;
+    }
+    globals_help += name;
+    line += name.size();
+  }
+  for (const auto& verb : verbs) {
+    std::vector<CLI::App*> commands = {verb.command};
+    for (auto* sub : verb.command->get_subcommands([](const CLI::App*) { return true; })) commands.push_back(sub);
+    for (auto* command : commands)
+      command->footer(command->get_footer() + (command->get_footer().empty() ? "" : "\n") + globals_help);
+  }
+}
+
+// A parse error as the user should read it: the verb's help, or the verbs there are.
+int parse_error(const CLI::App& app, const CLI::ParseError& e, bool json, int argc, char** argv) {
+  cli::Output out(json);
+  std::string message = e.what();
+  if (auto* sub = app.get_subcommands().empty() ? nullptr : app.get_subcommands().front()) {
+    message += " (see `swarm " + sub->get_name() + " --help`)";
+  } else if (auto word = first_word(app, argc, argv); !word.empty()) {
+    message = "unknown verb '" + word + "': the verbs are " + verb_names(app) + " (see `swarm --help`)";
+  } else {
+    message += " (see `swarm --help`)";
+  }
+  return out.error(swarm::Errc::bad_input, message);
+}
+
+// lock and elect take CMD only after "--": without it CLI11 would take
+// CMD's own options for swarm's (`swarm lock x echo --wait 5s`). An error
+// message when it is missing.
+std::string missing_dashes(const std::vector<cli::Verb>& verbs, int argc, char** argv) {
+  for (const auto& verb : verbs) {
+    const CLI::Option* command = verb.command->parsed() ? verb.command->get_option_no_throw("command") : nullptr;
+    if (command == nullptr || command->count() == 0) continue;
+    bool dashes = false;
+    for (int i = 1; i < argc && !dashes; ++i) dashes = std::string_view(argv[i]) == "--";
+    if (!dashes)
+      return "put -- before the command to run: swarm " + verb.command->get_name() + " NAME [options] -- CMD [ARGS...]";
+  }
+  return {};
+}
+
+// Runs the verb parsed; its exit code, an error mapped to one.
+int run_verb(const std::vector<cli::Verb>& verbs, cli::Context& ctx) {
+  int code = cli::kInternal;
+  for (const auto& verb : verbs) {
+    if (!verb.command->parsed()) continue;
+    try {
+      code = verb.run(ctx);
+    } catch (const std::exception& thrown) {
+      // The library says what kind it is (the filesystem's refusals are exit
+      // 9 naming the path; anything unforeseen is internal).
+      const swarm::Error e = swarm::Error::from(thrown);
+      code = ctx.out().error(e.kind(), ctx.explained(e.kind(), e.what()));
+    }
+  }
+  return code;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -95,79 +164,27 @@ int main(int argc, char** argv) {
       "6 workspace not bootstrapped, 7 NATS or a remote hub unreachable, 8 doctor found problems,\n"
       "9 the local filesystem refused (disk full, read-only, permission); a command run by lock, elect\n"
       "or land exits as it did, and a signal that stopped swarm is 128 + its number.");
-
-  std::vector<cli::Verb> verbs = {cli::add_up(app),     cli::add_down(app),  cli::add_join(app),
-                                  cli::add_commit(app), cli::add_renew(app), cli::add_close(app),
-                                  cli::add_evict(app),  cli::add_status(app), cli::add_cwd(app),
-                                  cli::add_doctor(app), cli::add_lease(app), cli::add_lock(app),
-                                  cli::add_elect(app),  cli::add_log(app), cli::add_branches(app), cli::add_land(app), cli::add_sync(app), cli::add_serve(app), cli::add_recovery(app), cli::add_repack_hub(app), cli::add_completion(app), cli::add_complete(app)};
-
-  // Each verb's --help ends with the global options it also takes.
-  std::string globals_help = "Global options (before or after the verb; `swarm --help` says what each does):\n ";
-  std::size_t line = 1;
-  for (const CLI::Option* option : app.get_options()) {
-    if (option->get_group().empty() || option->get_lnames().empty() || option->check_lname("help")) continue;
-    std::string name = " --" + option->get_lnames().front();
-    if (option->get_expected_max() > 0 && !option->get_option_text().empty()) name += " " + option->get_option_text();
-    if (line + name.size() > 96) {
-      globals_help += "\n ";
-      line = 1;
-    }
-    globals_help += name;
-    line += name.size();
-  }
-  for (auto& verb : verbs) {
-    std::vector<CLI::App*> commands = {verb.command};
-    for (auto* sub : verb.command->get_subcommands([](const CLI::App*) { return true; })) commands.push_back(sub);
-    for (auto* command : commands)
-      command->footer(command->get_footer() + (command->get_footer().empty() ? "" : "\n") + globals_help);
-  }
-
+  const std::vector<cli::Verb> verbs = {
+      cli::add_up(app),       cli::add_down(app),       cli::add_join(app),       cli::add_commit(app),
+      cli::add_renew(app),    cli::add_close(app),      cli::add_evict(app),      cli::add_status(app),
+      cli::add_cwd(app),      cli::add_doctor(app),     cli::add_lease(app),      cli::add_lock(app),
+      cli::add_elect(app),    cli::add_log(app),        cli::add_branches(app),   cli::add_land(app),
+      cli::add_sync(app),     cli::add_serve(app),      cli::add_recovery(app),   cli::add_repack_hub(app),
+      cli::add_completion(app), cli::add_complete(app)};
+  add_globals_to_help(app, verbs);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
     return app.exit(e);  // --help, --version
   } catch (const CLI::ParseError& e) {
     // The --json flag itself may not have been stored when parsing stopped.
-    cli::Output out(globals.json || asks_for_json(argc, argv));
-    std::string message = e.what();
-    if (auto* sub = app.get_subcommands().empty() ? nullptr : app.get_subcommands().front()) {
-      message += " (see `swarm " + sub->get_name() + " --help`)";
-    } else if (auto word = first_word(app, argc, argv); !word.empty()) {
-      message = "unknown verb '" + word + "': the verbs are " + verb_names(app) + " (see `swarm --help`)";
-    } else {
-      message += " (see `swarm --help`)";
-    }
-    return out.error(swarm::Errc::bad_input, message);
+    return parse_error(app, e, globals.json || asks_for_json(argc, argv), argc, argv);
   }
-
-  // lock and elect take CMD only after "--": without it CLI11 would take
-  // CMD's own options for swarm's (`swarm lock x echo --wait 5s`).
-  for (auto& verb : verbs) {
-    const CLI::Option* command = verb.command->parsed() ? verb.command->get_option_no_throw("command") : nullptr;
-    if (command == nullptr || command->count() == 0) continue;
-    bool dashes = false;
-    for (int i = 1; i < argc && !dashes; ++i) dashes = std::string_view(argv[i]) == "--";
-    if (!dashes)
-      return cli::Output(globals.json || asks_for_json(argc, argv))
-          .error(swarm::Errc::bad_input, "put -- before the command to run: swarm " + verb.command->get_name() +
-                                                   " NAME [options] -- CMD [ARGS...]");
-  }
-
+  if (const std::string why = missing_dashes(verbs, argc, argv); !why.empty())
+    return cli::Output(globals.json || asks_for_json(argc, argv)).error(swarm::Errc::bad_input, why);
   setup_logging(globals.log_level);
   static cli::Context ctx(globals);  // never destroyed: see below
-  int code = cli::kInternal;
-  for (auto& verb : verbs) {
-    if (!verb.command->parsed()) continue;
-    try {
-      code = verb.run(ctx);
-    } catch (const std::exception& thrown) {
-      // The library says what kind it is (the filesystem's refusals are exit
-      // 9 naming the path; anything unforeseen is internal).
-      const swarm::Error e = swarm::Error::from(thrown);
-      code = ctx.out().error(e.kind(), ctx.explained(e.kind(), e.what()));
-    }
-  }
+  const int code = run_verb(verbs, ctx);
   // The verb is done: every KV write it made was acknowledged and every file
   // it wrote is closed. Leave without the NATS client's orderly close (a PING
   // round trip and joining its threads); the kernel closes the socket.

@@ -6,7 +6,7 @@
 #include <iostream>
 
 #include "cli/exit_code.h"
-#include "swarm/text.h"
+#include "swarm/base/text.h"
 
 namespace cli {
 

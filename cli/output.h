@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "swarm/error.h"
-#include "swarm/json.h"
+#include "swarm/base/error.h"
+#include "swarm/base/json.h"
 
 namespace cli {
 

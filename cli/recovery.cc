@@ -3,9 +3,9 @@
 #include <iostream>
 
 #include "cli/context.h"
-#include "swarm/duration.h"
-#include "swarm/recovery_index.h"
-#include "swarm/text.h"
+#include "swarm/base/duration.h"
+#include "swarm/base/text.h"
+#include "swarm/slots/recovery_index.h"
 
 namespace cli {
 

@@ -14,10 +14,10 @@
 #include "cli/serve_page.h"
 #include "cli/serve_view.h"
 #include "cli/signal_router.h"
-#include "swarm/error.h"
-#include "swarm/log.h"
-#include "swarm/secret.h"
-#include "swarm/text.h"
+#include "swarm/base/error.h"
+#include "swarm/base/log.h"
+#include "swarm/base/secret.h"
+#include "swarm/base/text.h"
 
 namespace cli {
 

@@ -6,8 +6,8 @@
 #include <cstring>
 
 #include "cli/serve.h"
-#include "swarm/error.h"
-#include "swarm/private_files.h"
+#include "swarm/base/error.h"
+#include "swarm/base/private_files.h"
 
 namespace cli {
 

@@ -20,25 +20,9 @@
 #include <utility>
 #include <vector>
 
+#include "cli/http_message.h"
+
 namespace cli {
-
-struct HttpRequest {
-  std::string method;  // GET, HEAD, ...
-  std::string path;    // without the query, not decoded
-  std::string query;   // after '?', not decoded
-  std::map<std::string, std::string> headers;  // names in lower case
-  // A header's value ("" when absent), and a query parameter's (decoded).
-  std::string header(const std::string& lower_name) const;
-  std::optional<std::string> param(const std::string& name) const;
-};
-
-struct HttpResponse {
-  int status = 200;
-  std::string content_type = "text/plain; charset=utf-8";
-  std::string body;
-  std::vector<std::pair<std::string, std::string>> headers;  // besides Content-Type and Content-Length
-  static HttpResponse text(int status, std::string body);
-};
 
 class HttpServer {
  public:
@@ -90,7 +74,5 @@ class HttpServer {
   std::unique_ptr<Impl> impl_;
 };
 
-// A value compared with a secret without telling by its timing where they differ.
-bool same_secret(const std::string& given, const std::string& secret);
 
 }  // namespace cli

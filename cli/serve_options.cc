@@ -1,8 +1,8 @@
 #include <arpa/inet.h>
 
 #include "cli/serve.h"
-#include "swarm/error.h"
-#include "swarm/text.h"
+#include "swarm/base/error.h"
+#include "swarm/base/text.h"
 
 namespace cli {
 

@@ -122,11 +122,8 @@ function fill(id, rows) { document.querySelector("#" + id + " tbody").replaceChi
 // A task lease is named by its task (and the slot working it), not by its hashed key.
 const leaseName = l => l.task ? "task " + l.task + (l.slot ? " (" + l.slot + ")" : "") : l.name;
 function header() {
-  const c = view.counts;
   document.getElementById("bucket").textContent = view.bucket;
-  document.getElementById("summary").textContent = view.sessions_total + " sessions: " + c.fresh + " fresh, " + c.late +
-    " late, " + c.stale + " stale" + (c.corrupt ? ", " + c.corrupt + " corrupt" : "") + "; " + view.hosts + " hosts; " +
-    view.leases.length + " leases";
+  document.getElementById("summary").textContent = view.summary + "; " + view.leases.length + " leases";
   const nats = document.getElementById("nats");
   const down = !view.nats_up;
   nats.textContent = !down ? "NATS up" : view.nats_down_since_ms ? "NATS down since " + clock(view.nats_down_since_ms) +

@@ -23,11 +23,11 @@
 #include <vector>
 
 #include "kv/connection.h"
-#include "swarm/journal.h"
-#include "swarm/landing.h"
+#include "swarm/journal/journal.h"
+#include "swarm/landing/landing.h"
 #include "swarm/lease/lease.h"
-#include "swarm/session_store.h"
-#include "swarm/status.h"
+#include "swarm/slots/session_store.h"
+#include "swarm/slots/status.h"
 
 namespace cli {
 

@@ -9,7 +9,7 @@
 #include <mutex>
 #include <thread>
 
-#include "swarm/child_process.h"
+#include "swarm/base/child_process.h"
 
 namespace cli {
 

@@ -2,8 +2,8 @@
 // refused land is fixed where the work is: sync, resolve, commit, close, land.
 #include "cli/context.h"
 #include "cli/progress.h"
-#include "swarm/landing.h"
-#include "swarm/text.h"
+#include "swarm/base/text.h"
+#include "swarm/landing/landing.h"
 
 namespace cli {
 

@@ -2,10 +2,10 @@
 #include <filesystem>
 
 #include "cli/context.h"
-#include "swarm/bootstrap.h"
-#include "swarm/duration.h"
-#include "swarm/journal.h"
-#include "swarm/text.h"
+#include "swarm/base/duration.h"
+#include "swarm/base/text.h"
+#include "swarm/journal/journal.h"
+#include "swarm/workspace/bootstrap.h"
 
 namespace cli {
 
@@ -80,6 +80,91 @@ swarm::Json journal_json(const std::optional<kv::StreamStatus>& journal) {
       .set("events", journal->messages);
   return j;
 }
+// What `up` was asked, from the globals and its own options. Given at all,
+// even empty or 0, is given: checked, never ignored.
+swarm::UpOptions options_of(const Context& ctx, const UpFlags& f) {
+  const Globals& g = ctx.globals();
+  swarm::UpOptions options;
+  if (!g.workspace.empty()) {
+    options.root = g.workspace;
+  } else if (auto here = swarm::current_folder()) {
+    options.root = *here;
+  } else {
+    throw swarm::Error(swarm::Errc::bad_input, "the current folder no longer exists: cd to the workspace, or pass "
+                                               "--workspace DIR");
+  }
+  if (!g.nats_url.empty()) options.nats_url = g.nats_url;
+  if (f.ttl_option->count() > 0) options.ttl = swarm::parse_duration(f.ttl);
+  if (f.replicas_option->count() > 0) options.replicas = f.replicas;
+  if (!g.bucket.empty()) options.bucket = g.bucket;
+  if (f.hub_option->count() > 0) options.hub = f.hub;
+  if (!f.events_max_age.empty()) options.events_max_age = events_max_age_of(f.events_max_age);
+  if (!f.events_max_bytes.empty()) options.events_max_bytes = parse_byte_size(f.events_max_bytes);
+  options.connection = ctx.auth_options();
+  options.accept_unsafe_server = f.accept_unsafe_server;
+  return options;
+}
+
+// What `up` made or found, for people.
+std::string up_text(const swarm::UpResult& r) {
+  const std::string hub = r.config.hub_location().shown();
+  const std::string nats_url = kv::redact_urls(r.config.nats_url);
+  const std::string server =
+      r.config.embedded ? "embedded nats-server " + nats_url +
+                              (r.server_pid ? " (pid " + std::to_string(*r.server_pid) + ", " +
+                                                  (r.started_server ? "started" : "already running") + ")"
+                                            : "")
+                        : "NATS " + nats_url;
+  const bool empty_hub =
+      r.created_hub && !r.config.hub_location().remote() && !std::filesystem::exists(r.workspace.root() / ".git");
+  std::string human = "workspace " + r.workspace.root().string() + " is ready\n" + "  nats:    " + server + "\n" +
+                      "  bucket:  " + r.config.bucket + " (TTL " + swarm::format_duration(r.config.ttl) +
+                      ", replicas " + std::to_string(r.config.replicas) + ")\n" + "  hub:     " + hub +
+                      (r.created_hub ? " (created)" : "") + "\n";
+  if (empty_hub)
+    human += "  note:    " + r.workspace.root().string() + " is no git checkout, so the hub starts with one empty "
+             "commit on main; run `swarm up` in a checkout to seed it from its history instead\n";
+  human += "  journal: " + journal_line(r.journal) + "\n";
+  if (r.added_remote) human += "  remote:  swarm, added to this checkout (`git fetch swarm` brings the slots' branches)\n";
+  if (r.found_buckets && (r.created_config || r.moved_nats))
+    human += "  joined:  buckets made by another host; took their TTL and replicas\n";
+  return human;
+}
+
+swarm::Json up_json(const swarm::UpResult& r) {
+  swarm::Json doc = swarm::Json::object();
+  doc.set("workspace", r.workspace.root().string())
+      .set("nats_url", kv::redact_urls(r.config.nats_url))
+      .set("embedded", r.config.embedded)
+      .set("started_server", r.started_server)
+      .set("bucket", r.config.bucket)
+      .set("lease_bucket", r.config.lease_bucket)
+      .set("ttl_seconds", static_cast<double>(r.config.ttl.count()) / 1000.0)
+      .set("replicas", r.config.replicas)
+      .set("hub", r.config.hub_location().shown())
+      .set("created_hub", r.created_hub)
+      .set("found_buckets", r.found_buckets)
+      .set("added_remote", r.added_remote);
+  doc.set("journal", journal_json(r.journal));
+  if (r.server_pid) doc.set("server_pid", static_cast<std::int64_t>(*r.server_pid));
+  else doc.set_null("server_pid");
+  return doc;
+}
+
+int run_up(Context& ctx, const UpFlags& f) {
+  auto r = swarm::up(options_of(ctx, f));
+  for (const auto& s : r.unsafe_servers)
+    ctx.out().warn(s + " is older than 2.10: this replicated workspace may lose acknowledged writes and see fencing "
+                       "tokens go backwards under partitions (--accept-unsafe-server)");
+  for (const auto& d : r.journal_differs)
+    ctx.out().warn(std::string("journal ") + swarm::kEventsStream + ": " + d +
+                   (d.rfind("replicas", 0) == 0 ? " (kept as it is)" : ""));
+  if (!r.replaced_config.empty())
+    ctx.out().warn("config.json was corrupt: rebuilt it, and kept the corrupt one as " + r.replaced_config);
+  ctx.out().result("up", up_text(r), up_json(r));
+  return 0;
+}
+
 }  // namespace
 
 Verb add_up(CLI::App& app) {
@@ -124,73 +209,7 @@ Verb add_up(CLI::App& app) {
       "SSH hubs: keys from ssh-agent, ~/.ssh/id_ed25519, id_ecdsa, id_rsa, or $SWARM_SSH_KEY; the host key must be\n"
       "in ~/.ssh/known_hosts. HTTPS hubs: user and password in the URL, or $SWARM_HUB_USERNAME and\n"
       "$SWARM_HUB_PASSWORD. A hub that cannot be reached is exit 7; refused credentials are exit 2.");
-  return {cmd, [flags](Context& ctx) {
-            const Globals& g = ctx.globals();
-            swarm::UpOptions options;
-            options.root = g.workspace.empty() ? std::filesystem::current_path() : std::filesystem::path(g.workspace);
-            if (!g.nats_url.empty()) options.nats_url = g.nats_url;
-            // Given at all, even empty or 0, is given: checked, never ignored.
-            if (flags->ttl_option->count() > 0) options.ttl = swarm::parse_duration(flags->ttl);
-            if (flags->replicas_option->count() > 0) options.replicas = flags->replicas;
-            if (!g.bucket.empty()) options.bucket = g.bucket;
-            if (flags->hub_option->count() > 0) options.hub = flags->hub;
-            if (!flags->events_max_age.empty()) options.events_max_age = events_max_age_of(flags->events_max_age);
-            if (!flags->events_max_bytes.empty()) options.events_max_bytes = parse_byte_size(flags->events_max_bytes);
-            options.connection = ctx.auth_options();
-            options.accept_unsafe_server = flags->accept_unsafe_server;
-            auto r = swarm::up(options);
-            for (const auto& s : r.unsafe_servers)
-              ctx.out().warn(s + " is older than 2.10: this replicated workspace may lose acknowledged writes and "
-                                 "see fencing tokens go backwards under partitions (--accept-unsafe-server)");
-            for (const auto& d : r.journal_differs)
-              ctx.out().warn(std::string("journal ") + swarm::kEventsStream + ": " + d +
-                             (d.rfind("replicas", 0) == 0 ? " (kept as it is)" : ""));
-            if (!r.replaced_config.empty())
-              ctx.out().warn("config.json was corrupt: rebuilt it, and kept the corrupt one as " + r.replaced_config);
-
-            const std::string hub = r.config.hub_location().shown();
-            const std::string nats_url = kv::redact_urls(r.config.nats_url);
-            std::string server = r.config.embedded
-                                     ? "embedded nats-server " + nats_url +
-                                           (r.server_pid ? " (pid " + std::to_string(*r.server_pid) + ", " +
-                                                               (r.started_server ? "started" : "already running") + ")"
-                                                         : "")
-                                     : "NATS " + nats_url;
-            std::string human = "workspace " + r.workspace.root().string() + " is ready\n" +
-                                "  nats:    " + server + "\n" +
-                                "  bucket:  " + r.config.bucket + " (TTL " + swarm::format_duration(r.config.ttl) +
-                                ", replicas " + std::to_string(r.config.replicas) + ")\n" +
-                                "  hub:     " + hub + (r.created_hub ? " (created)" : "") + "\n" +
-                (r.created_hub && !r.config.hub_location().remote() && !std::filesystem::exists(r.workspace.root() / ".git")
-                     ? "  note:    " + r.workspace.root().string() + " is no git checkout, so the hub starts with one "
-                       "empty commit on main; run `swarm up` in a checkout to seed it from its history instead\n"
-                     : "") +
-                "  journal: " + journal_line(r.journal) + "\n" +
-                (r.added_remote ? "  remote:  swarm, added to this checkout (`git fetch swarm` brings the slots' "
-                                  "branches)\n"
-                                : "") +
-                                (r.found_buckets && (r.created_config || r.moved_nats)
-                                     ? "  joined:  buckets made by another host; took their TTL and replicas\n"
-                                     : "");
-            swarm::Json doc = swarm::Json::object();
-            doc.set("workspace", r.workspace.root().string())
-                .set("nats_url", nats_url)
-                .set("embedded", r.config.embedded)
-                .set("started_server", r.started_server)
-                .set("bucket", r.config.bucket)
-                .set("lease_bucket", r.config.lease_bucket)
-                .set("ttl_seconds", static_cast<double>(r.config.ttl.count()) / 1000.0)
-                .set("replicas", r.config.replicas)
-                .set("hub", hub)
-                .set("created_hub", r.created_hub)
-                .set("found_buckets", r.found_buckets)
-                .set("added_remote", r.added_remote);
-            doc.set("journal", journal_json(r.journal));
-            if (r.server_pid) doc.set("server_pid", static_cast<std::int64_t>(*r.server_pid));
-            else doc.set_null("server_pid");
-            ctx.out().result("up", human, std::move(doc));
-            return 0;
-          }};
+  return {cmd, [flags](Context& ctx) { return run_up(ctx, *flags); }};
 }
 
 }  // namespace cli

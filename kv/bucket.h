@@ -18,6 +18,10 @@
 
 namespace kv {
 
+namespace detail {
+class Attempts;
+}
+
 enum class Storage { file, memory };
 
 // What a bucket should look like. Zero values are the defaults of `ensure`.
@@ -160,6 +164,19 @@ class Bucket {
   enum class Sent { first, maybe_stored };
   std::uint64_t publish(std::string_view key, std::string_view value, Expect expect, std::uint64_t revision, Op op,
                         std::string_view what, Sent sent = Sent::first) const;
+  // One write as publish sends it, for what follows a send that failed.
+  struct PendingWrite {
+    std::string_view key, value, what;
+    bool expect_absent = false;
+    std::uint64_t expect_revision = 0;
+    bool is_delete = false;
+    bool maybe_stored = false;  // a send got no answer: it may have landed
+    std::uint64_t guard = 0;    // the stream's last sequence the CAS guard sent (0: none)
+  };
+  // After a failed send of `w` (`e` says how): the revision when the write
+  // turns out to have landed, nullopt to send it again; throws when it may
+  // not be sent again.
+  std::optional<std::uint64_t> after_failure(const Error& e, PendingWrite& w, detail::Attempts& attempts) const;
   std::optional<Entry> latest(std::string_view key, bool* deleted) const;
   // The stream's last sequence, for a CAS write on a clustered stream to
   // carry (see publish); nullopt when the stream is not clustered.

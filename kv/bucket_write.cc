@@ -16,9 +16,8 @@ namespace kv {
 
 std::uint64_t Bucket::publish(std::string_view key, std::string_view value, Expect expect, std::uint64_t expect_revision,
                               Op op, std::string_view what, Sent sent) const {
-  const bool expect_absent = expect == Expect::absent;
-  const bool is_delete = op == Op::erase;
-  bool maybe_stored = sent == Sent::maybe_stored;
+  PendingWrite w{key, value, what, expect == Expect::absent, expect_revision, op == Op::erase,
+                 sent == Sent::maybe_stored, 0};
   require_valid_key(name_, key);
   // Every renewal comes through here: the error text is built only on failure.
   auto fail = [&](natsStatus status, jsErrCode code) {
@@ -30,17 +29,16 @@ std::uint64_t Bucket::publish(std::string_view key, std::string_view value, Expe
       s != NATS_OK)
     fail(s, jsErrCode(0));
   detail::MsgPtr msg(raw);
-  if (is_delete)
+  if (w.is_delete)
     if (natsStatus s = natsMsgHeader_Set(raw, detail::kOperationHeader, "DEL"); s != NATS_OK) fail(s, jsErrCode(0));
 
   jsPubOptions options;
   jsPubOptions_Init(&options);
-  if (expect_absent) options.ExpectNoMessage = true;
+  if (w.expect_absent) options.ExpectNoMessage = true;
   else options.ExpectLastSubjectSeq = expect_revision;
 
   detail::Attempts attempts(*state_->connection, budget_);
-  const bool guarded = expect_revision > 0 && !expect_absent;  // a CAS on a revision
-  // maybe_stored: an attempt got no answer, so it may have landed all the same.
+  const bool guarded = expect_revision > 0 && !w.expect_absent;  // a CAS on a revision
   while (true) {
     try {
       options.ExpectLastSeq = 0;
@@ -50,6 +48,7 @@ std::uint64_t Bucket::publish(std::string_view key, std::string_view value, Expe
       if (!attempts.again_after(e)) throw;
       continue;
     }
+    w.guard = options.ExpectLastSeq;
     options.MaxWait = attempts.wait().count();
     jsPubAck* ack = nullptr;
     jsErrCode code = jsErrCode(0);
@@ -59,54 +58,58 @@ std::uint64_t Bucket::publish(std::string_view key, std::string_view value, Expe
     try {
       fail(status, code);
     } catch (const Error& e) {
-      // Follow-up reads fit in what is left of this write's budget; the
-      // key is read at most once for both questions below.
-      const Bucket rest = with_budget(attempts.left());
-      bool deleted = false;
-      std::optional<std::optional<Entry>> read;
-      auto key_now = [&]() -> const std::optional<Entry>& {
-        if (!read) read = rest.latest(key, &deleted);
-        return *read;
-      };
-      // The key tells what a refused CAS means. After a send that got no
-      // answer, the retry of a write that did land loses its own CAS: it is
-      // ours when the key holds exactly what we wrote. A CAS on a revision
-      // refused while the key still has a value at or before that revision
-      // (a new stream leader not yet caught up with what it acknowledged;
-      // 2.15 refuses without saying the key's revision) is tried again.
-      const bool behind = !expect_absent && e.current_revision() < expect_revision;
-      if (e.kind() == Errc::conflict && (maybe_stored || behind)) {
-        const auto& now = key_now();
-        if (maybe_stored)
-          if (auto revision = landed(now, deleted, value, is_delete)) return *revision;
-        // A key with no value now (expired, deleted) is a real conflict.
-        if (!expect_absent && now && !deleted && now->revision <= expect_revision) {
-          Error again(Errc::unavailable, std::string(what) + " " + where(name_, key) +
-                                             ": refused while the key is not past revision " +
-                                             std::to_string(expect_revision) + " (a leader change); try again");
-          if (!attempts.again_after(again)) throw again;
-          continue;
-        }
-      }
-      if (e.kind() == Errc::conflict && options.ExpectLastSeq != 0) {
-        // The guard failed, or the key's own CAS: the key tells which.
-        const auto& now = key_now();
-        const std::uint64_t at = now ? now->revision : 0;
-        if (at != expect_revision)
-          throw Error(Errc::conflict,
-                      std::string(what) + " " + where(name_, key) + ": wrong last sequence: " + std::to_string(at) +
-                          " (the key is no longer at revision " + std::to_string(expect_revision) + ")",
-                      at);
-        // Only other keys moved: again, with the stream's new last sequence.
-        Error moved(Errc::unavailable, std::string(what) + " " + where(name_, key) +
-                                           ": the bucket kept changing under this CAS write; try again");
-        if (!attempts.again_after(moved)) throw moved;
-        continue;
-      }
-      maybe_stored = maybe_stored || detail::is_transient(e);
-      if (!attempts.again_after(e)) throw;
+      if (auto revision = after_failure(e, w, attempts)) return *revision;
     }
   }
+}
+
+std::optional<std::uint64_t> Bucket::after_failure(const Error& e, PendingWrite& w, detail::Attempts& attempts) const {
+  // Follow-up reads fit in what is left of this write's budget; the key is
+  // read at most once for both questions below.
+  const Bucket rest = with_budget(attempts.left());
+  bool deleted = false;
+  std::optional<std::optional<Entry>> read;
+  auto key_now = [&]() -> const std::optional<Entry>& {
+    if (!read) read = rest.latest(w.key, &deleted);
+    return *read;
+  };
+  const std::string where_ = std::string(w.what) + " " + where(name_, w.key);
+  // The key tells what a refused CAS means. After a send that got no answer,
+  // the retry of a write that did land loses its own CAS: it is ours when the
+  // key holds exactly what we wrote. A CAS on a revision refused while the key
+  // still has a value at or before that revision (a new stream leader not yet
+  // caught up with what it acknowledged; 2.15 refuses without saying the
+  // key's revision) is tried again.
+  const bool behind = !w.expect_absent && e.current_revision() < w.expect_revision;
+  if (e.kind() == Errc::conflict && (w.maybe_stored || behind)) {
+    const auto& now = key_now();
+    if (w.maybe_stored)
+      if (auto revision = landed(now, deleted, w.value, w.is_delete)) return revision;
+    // A key with no value now (expired, deleted) is a real conflict.
+    if (!w.expect_absent && now && !deleted && now->revision <= w.expect_revision) {
+      Error again(Errc::unavailable, where_ + ": refused while the key is not past revision " +
+                                         std::to_string(w.expect_revision) + " (a leader change); try again");
+      if (!attempts.again_after(again)) throw again;
+      return std::nullopt;
+    }
+  }
+  if (e.kind() == Errc::conflict && w.guard != 0) {
+    // The guard failed, or the key's own CAS: the key tells which.
+    const auto& now = key_now();
+    const std::uint64_t at = now ? now->revision : 0;
+    if (at != w.expect_revision)
+      throw Error(Errc::conflict,
+                  where_ + ": wrong last sequence: " + std::to_string(at) + " (the key is no longer at revision " +
+                      std::to_string(w.expect_revision) + ")",
+                  at);
+    // Only other keys moved: again, with the stream's new last sequence.
+    Error moved(Errc::unavailable, where_ + ": the bucket kept changing under this CAS write; try again");
+    if (!attempts.again_after(moved)) throw moved;
+    return std::nullopt;
+  }
+  w.maybe_stored = w.maybe_stored || detail::is_transient(e);
+  if (!attempts.again_after(e)) throw e;
+  return std::nullopt;
 }
 
 std::optional<std::uint64_t> Bucket::cas_guard(std::chrono::milliseconds wait) const {

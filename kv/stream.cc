@@ -118,12 +118,10 @@ Stream Stream::bind(const Connection& connection, const std::string& name) {
   return Stream(std::move(state), name);
 }
 
-Stream Stream::ensure(const Connection& connection, const StreamConfig& want, bool update,
-                      std::vector<std::string>* changed) {
-  Stream stream = bind(connection, want.name);
-  if (want.replicas < 1 || want.replicas > 5)
-    throw Error(Errc::bad_request, "replicas of " + stream_where(want.name) + " must be 1 to 5");
-  std::vector<const char*> subjects;
+namespace {
+
+// The config nats.c takes for `want` (`subjects` holds the pointers it names).
+jsStreamConfig config_for(const StreamConfig& want, std::vector<const char*>& subjects) {
   for (const auto& s : want.subjects) subjects.push_back(s.c_str());
   jsStreamConfig config;
   check(jsStreamConfig_Init(&config), "config of " + stream_where(want.name));
@@ -137,50 +135,66 @@ Stream Stream::ensure(const Connection& connection, const StreamConfig& want, bo
   config.Discard = js_DiscardOld;
   config.Storage = js_FileStorage;
   config.AllowDirect = true;
+  return config;
+}
 
-  auto compare = [&](const jsStreamInfo& info) {
-    const StreamConfig have = config_of(*info.Config);
-    auto diffs = differences(want, have);
-    if (changed != nullptr) *changed = diffs;
-    // Its subjects are always put back (a stream that takes none of its
-    // subjects is no use to anyone); its limits when asked.
-    const bool fix_subjects = have.subjects != want.subjects;
-    const bool fix_limits = update && (info.Config->MaxAge != config.MaxAge || info.Config->MaxBytes != config.MaxBytes);
-    if (!fix_subjects && !fix_limits) return;
-    // The server's config with ours put in; its own subject list (nats.c's
-    // to free) is put back after.
-    const char** server_subjects = info.Config->Subjects;
-    const int server_subjects_len = info.Config->SubjectsLen;
-    if (fix_subjects) {
-      info.Config->Subjects = config.Subjects;
-      info.Config->SubjectsLen = config.SubjectsLen;
-    }
-    if (fix_limits) {
-      info.Config->MaxAge = config.MaxAge;
-      info.Config->MaxBytes = config.MaxBytes;
-    }
-    jsStreamInfo* updated = nullptr;
-    jsErrCode code = jsErrCode(0);
-    natsStatus status = js_UpdateStream(&updated, stream.state_->js(), info.Config, nullptr, &code);
-    detail::StreamInfoPtr owned(updated);
-    info.Config->Subjects = server_subjects;
-    info.Config->SubjectsLen = server_subjects_len;
-    check(status, "update " + stream_where(want.name), code);
-  };
+// An existing stream brought in line with `config`: its subjects always
+// (a stream that takes none of its subjects is no use to anyone), its
+// limits when `update`. `changed` gets what differs from `want`.
+void bring_in_line(jsCtx* js, const jsStreamInfo& info, const jsStreamConfig& config, const StreamConfig& want,
+                   bool update, std::vector<std::string>* changed) {
+  const StreamConfig have = config_of(*info.Config);
+  auto diffs = differences(want, have);
+  if (changed != nullptr) *changed = diffs;
+  const bool fix_subjects = have.subjects != want.subjects;
+  const bool fix_limits = update && (info.Config->MaxAge != config.MaxAge || info.Config->MaxBytes != config.MaxBytes);
+  if (!fix_subjects && !fix_limits) return;
+  // The server's config with ours put in; its own subject list (nats.c's
+  // to free) is put back after.
+  const char** server_subjects = info.Config->Subjects;
+  const int server_subjects_len = info.Config->SubjectsLen;
+  if (fix_subjects) {
+    info.Config->Subjects = config.Subjects;
+    info.Config->SubjectsLen = config.SubjectsLen;
+  }
+  if (fix_limits) {
+    info.Config->MaxAge = config.MaxAge;
+    info.Config->MaxBytes = config.MaxBytes;
+  }
+  jsStreamInfo* updated = nullptr;
+  jsErrCode code = jsErrCode(0);
+  natsStatus status = js_UpdateStream(&updated, js, info.Config, nullptr, &code);
+  detail::StreamInfoPtr owned(updated);
+  info.Config->Subjects = server_subjects;
+  info.Config->SubjectsLen = server_subjects_len;
+  check(status, "update " + stream_where(want.name), code);
+}
+
+bool no_room(jsErrCode code) { return code == JSInsufficientResourcesErr || code == JSStorageResourcesExceededErr; }
+
+}  // namespace
+
+Stream Stream::ensure(const Connection& connection, const StreamConfig& want, bool update,
+                      std::vector<std::string>* changed) {
+  Stream stream = bind(connection, want.name);
+  if (want.replicas < 1 || want.replicas > 5)
+    throw Error(Errc::bad_request, "replicas of " + stream_where(want.name) + " must be 1 to 5");
+  std::vector<const char*> subjects;
+  jsStreamConfig config = config_for(want, subjects);
   auto read = [&] {
     return with_retries(*stream.state_->connection, {}, [&](std::chrono::milliseconds wait) {
       return info_once(stream.state_->js(), want.name, wait);
     });
   };
   if (auto info = read()) {
-    compare(*info);
+    bring_in_line(stream.state_->js(), *info, config, want, update, changed);
     return stream;
   }
   jsStreamInfo* created = nullptr;
   jsErrCode code = jsErrCode(0);
   natsStatus status = js_AddStream(&created, stream.state_->js(), &config, nullptr, &code);
-  while (status != NATS_OK && want.shrink_to_fit && config.MaxBytes / 2 >= kSmallestStream &&
-         (code == JSInsufficientResourcesErr || code == JSStorageResourcesExceededErr)) {
+  // A new stream with no room at its max bytes is halved down to kSmallestStream when allowed.
+  while (status != NATS_OK && want.shrink_to_fit && config.MaxBytes / 2 >= kSmallestStream && no_room(code)) {
     config.MaxBytes /= 2;
     code = jsErrCode(0);
     status = js_AddStream(&created, stream.state_->js(), &config, nullptr, &code);
@@ -189,10 +203,10 @@ Stream Stream::ensure(const Connection& connection, const StreamConfig& want, bo
   if (status != NATS_OK) {
     // Someone else may have created it meanwhile.
     if (auto info = read()) {
-      compare(*info);
+      bring_in_line(stream.state_->js(), *info, config, want, update, changed);
       return stream;
     }
-    if (code == JSInsufficientResourcesErr || code == JSStorageResourcesExceededErr)
+    if (no_room(code))
       throw Error(Errc::no_room, "create " + stream_where(want.name) + ": the server's store has no room for its " +
                                      std::to_string(config.MaxBytes) + " bytes (JetStream error " +
                                      std::to_string(code) + ")");

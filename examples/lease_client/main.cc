@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "swarm/bootstrap.h"
-#include "swarm/error.h"
-#include "swarm/host.h"
+#include "swarm/workspace/bootstrap.h"
+#include "swarm/base/error.h"
+#include "swarm/base/host.h"
 #include "swarm/lease/held_command.h"
 #include "swarm/lease/lease.h"
 

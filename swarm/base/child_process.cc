@@ -1,4 +1,4 @@
-#include "swarm/child_process.h"
+#include "swarm/base/child_process.h"
 
 #include <fcntl.h>
 #include <linux/close_range.h>
@@ -13,7 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "swarm/error.h"
+#include "swarm/base/error.h"
 
 extern char** environ;
 

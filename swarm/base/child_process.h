@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "swarm/error.h"
+#include "swarm/base/error.h"
 
 namespace swarm {
 

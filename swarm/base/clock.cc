@@ -1,4 +1,4 @@
-#include "swarm/clock.h"
+#include "swarm/base/clock.h"
 
 #include <cctype>
 #include <cstdio>

@@ -1,8 +1,8 @@
-#include "swarm/duration.h"
+#include "swarm/base/duration.h"
 
 #include <cctype>
 
-#include "swarm/error.h"
+#include "swarm/base/error.h"
 
 namespace swarm {
 

@@ -1,4 +1,4 @@
-#include "swarm/error.h"
+#include "swarm/base/error.h"
 
 namespace swarm {
 

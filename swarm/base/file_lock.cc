@@ -1,4 +1,4 @@
-#include "swarm/file_lock.h"
+#include "swarm/base/file_lock.h"
 
 #include <sys/file.h>
 #include <unistd.h>
@@ -7,7 +7,7 @@
 #include <cstring>
 #include <thread>
 
-#include "swarm/error.h"
+#include "swarm/base/error.h"
 
 namespace swarm {
 

@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 
-#include "swarm/safe_dir.h"
+#include "swarm/base/safe_dir.h"
 
 namespace swarm {
 

@@ -1,4 +1,4 @@
-#include "swarm/host.h"
+#include "swarm/base/host.h"
 
 #include <pwd.h>
 #include <unistd.h>
@@ -8,8 +8,8 @@
 #include <fstream>
 #include <random>
 
-#include "swarm/error.h"
-#include "swarm/safe_dir.h"
+#include "swarm/base/error.h"
+#include "swarm/base/safe_dir.h"
 
 namespace swarm {
 

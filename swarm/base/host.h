@@ -6,7 +6,6 @@
 #include <string>
 #include <string_view>
 
-#include "swarm/session.h"
 
 namespace swarm {
 
@@ -24,7 +23,11 @@ struct HostIdentity {
   // without host_id (an older client, or bones) when its host matches. The
   // one rule for sessions, leases and waiters alike.
   bool owns(std::string_view record_host, std::string_view record_host_id) const;
-  bool owns(const Session& session) const { return owns(session.host, session.host_id); }
+  // The same of any record with `host` and `host_id` (a Session, a LeaseRecord).
+  template <typename Record>
+  bool owns(const Record& record) const {
+    return owns(record.host, record.host_id);
+  }
 };
 
 // The host id kept in `config_home`/swarm/host-id, made (random, 0600) when

@@ -1,11 +1,11 @@
-#include "swarm/json.h"
+#include "swarm/base/json.h"
 
 #include <cmath>
 #include <cstddef>
 #include <cstdlib>
 #include <string>
 
-#include "swarm/text.h"
+#include "swarm/base/text.h"
 
 namespace swarm {
 

@@ -1,9 +1,9 @@
-#include "swarm/names.h"
+#include "swarm/base/names.h"
 
 #include <string>
 
-#include "swarm/error.h"
-#include "swarm/text.h"
+#include "swarm/base/error.h"
+#include "swarm/base/text.h"
 
 namespace swarm {
 

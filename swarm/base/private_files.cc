@@ -1,4 +1,4 @@
-#include "swarm/private_files.h"
+#include "swarm/base/private_files.h"
 
 #include <cstdlib>
 

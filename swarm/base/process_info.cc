@@ -1,4 +1,4 @@
-#include "swarm/process_info.h"
+#include "swarm/base/process_info.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>

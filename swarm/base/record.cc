@@ -1,12 +1,12 @@
-#include "swarm/record.h"
+#include "swarm/base/record.h"
 
 #include <cmath>
 
-#include "swarm/text.h"
+#include "swarm/base/text.h"
 
 namespace swarm::record {
 
-std::string read_object(const std::string& text, bool (*is_known)(const char* name),
+std::string read_object(const std::string& text, const std::function<bool(const char* name)>& is_known,
                         const std::function<bool(const cJSON*, std::string_view, std::string*)>& member) {
   JsonArena arena;  // the tree below dies before it
   // What cJSON lets through but a strict reader refuses (ill-formed UTF-8,

@@ -1,13 +1,18 @@
-// The rules every record swarm keeps in KV follows (sessions, leases, queue
-// entries): a value that cannot be read is corrupt with a plain reason, never
-// an exception; a field this version does not know is kept as it was written;
-// a time is written back as it was read while it is unchanged. Additive
-// evolution (the contract) rests on these.
+// The one record layer every record swarm keeps in KV is read and written
+// through (sessions, leases, places in a lease's line): a record type is a
+// table of its fields (Schema<T>), and one reader and one writer serve every
+// table. A value that cannot be read is corrupt with a plain reason, never an
+// exception; a required field missing is named the same way for every type;
+// a field this version does not know is kept and written back as it was
+// written; a time is written back as it was read while it is unchanged.
+// Additive evolution (the contract) rests on these.
 #pragma once
 
 #include <cJSON.h>
 
+#include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <optional>
 #include <string>
@@ -15,8 +20,8 @@
 #include <utility>
 #include <vector>
 
-#include "swarm/clock.h"
-#include "swarm/json.h"
+#include "swarm/base/clock.h"
+#include "swarm/base/json.h"
 
 namespace swarm::record {
 
@@ -27,7 +32,7 @@ using UnknownFields = std::vector<std::pair<std::string, std::string>>;
 // value as written, for the members `is_known` does not know; "" for the
 // others) to `member`, which returns false with a reason when the member is
 // wrong. Returns the reason the value is corrupt, or "".
-std::string read_object(const std::string& text, bool (*is_known)(const char* name),
+std::string read_object(const std::string& text, const std::function<bool(const char* name)>& is_known,
                         const std::function<bool(const cJSON* item, std::string_view as_written, std::string* reason)>&
                             member);
 
@@ -51,5 +56,147 @@ void append_unknown(std::string& object, const UnknownFields& unknown, const std
 
 // "field 'NAME' is missing".
 std::string missing(const char* name);
+
+// One known field of a record type T: its name in the JSON, where it lives
+// in a T, how it is read (its kind, its range) and whether a record without
+// it is corrupt. Written in the table's order.
+template <typename T>
+struct Field {
+  enum class Kind { text, time, count, signed_count, millis };
+  const char* name;
+  Kind kind;
+  std::string T::*text = nullptr;                  // text; time: the text as read
+  std::optional<TimePoint> T::*time = nullptr;     // time
+  std::uint64_t T::*count = nullptr;               // count
+  std::int64_t T::*signed_count = nullptr;         // signed_count (0 to max)
+  std::chrono::milliseconds T::*millis = nullptr;  // millis
+  std::uint64_t min = 0, max = 0;                  // counts and millis: the range
+  const char* what = "";                           // "a process id": named when out of range
+  bool required = false;
+  bool always = false;  // written even when empty or 0
+};
+
+template <typename T>
+Field<T> text(const char* name, std::string T::*m, bool required = false) {
+  return {.name = name, .kind = Field<T>::Kind::text, .text = m, .required = required, .always = required};
+}
+template <typename T>
+Field<T> time(const char* name, std::optional<TimePoint> T::*m, std::string T::*as_read) {
+  return {.name = name, .kind = Field<T>::Kind::time, .text = as_read, .time = m};
+}
+template <typename T>
+Field<T> count(const char* name, std::uint64_t T::*m, std::uint64_t max, const char* what, bool always = false) {
+  return {.name = name, .kind = Field<T>::Kind::count, .count = m, .max = max, .what = what, .always = always};
+}
+template <typename T>
+Field<T> signed_count(const char* name, std::int64_t T::*m, std::uint64_t max, const char* what) {
+  return {.name = name, .kind = Field<T>::Kind::signed_count, .signed_count = m, .max = max, .what = what};
+}
+template <typename T>
+Field<T> millis(const char* name, std::chrono::milliseconds T::*m, std::uint64_t min, std::uint64_t max,
+                const char* what) {
+  return {.name = name, .kind = Field<T>::Kind::millis, .millis = m, .min = min, .max = max, .what = what,
+          .required = true, .always = true};
+}
+
+// A record type's fields, and where its unknown ones are kept.
+template <typename T>
+struct Schema {
+  std::vector<Field<T>> fields;
+  UnknownFields T::*unknown;
+
+  const Field<T>* find(const char* name) const {
+    for (const auto& f : fields)
+      if (std::strcmp(f.name, name) == 0) return &f;
+    return nullptr;
+  }
+  bool known(const char* name) const { return find(name) != nullptr; }
+};
+
+template <typename T>
+bool read_field(const Field<T>& f, const cJSON* item, T* out, std::string* reason) {
+  using Kind = typename Field<T>::Kind;
+  std::uint64_t n = 0;
+  switch (f.kind) {
+    case Kind::text: return read_string(item, &(out->*f.text), reason);
+    case Kind::time: return read_time(item, &(out->*f.time), &(out->*f.text), reason);
+    case Kind::count: return read_count(item, f.max, &(out->*f.count), reason, f.what);
+    case Kind::signed_count:
+      if (!read_count(item, f.max, &n, reason, f.what)) return false;
+      out->*f.signed_count = static_cast<std::int64_t>(n);
+      return true;
+    case Kind::millis:
+      if (!read_count(item, f.max, &n, reason, f.what)) return false;
+      if (!cJSON_IsNull(item) && n < f.min) {
+        *reason = std::string("field '") + f.name + "' is not " + f.what;
+        return false;
+      }
+      out->*f.millis = std::chrono::milliseconds(n);
+      return true;
+  }
+  return true;
+}
+
+template <typename T>
+bool present(const Field<T>& f, const T& r) {
+  using Kind = typename Field<T>::Kind;
+  switch (f.kind) {
+    case Kind::text: return !(r.*f.text).empty();
+    case Kind::time: return (r.*f.time).has_value();
+    case Kind::count: return r.*f.count != 0;
+    case Kind::signed_count: return r.*f.signed_count != 0;
+    case Kind::millis: return (r.*f.millis).count() != 0;
+  }
+  return false;
+}
+
+template <typename T>
+void write_field(const Field<T>& f, const T& r, std::string& out) {
+  using Kind = typename Field<T>::Kind;
+  if (!f.always && !present(f, r)) return;
+  out += out.empty() ? "{\"" : ",\"";
+  out += f.name;
+  out += "\":";
+  switch (f.kind) {
+    case Kind::text: append_quoted(out, r.*f.text); break;
+    case Kind::time: append_quoted(out, time_text(*(r.*f.time), r.*f.text)); break;
+    case Kind::count: out += std::to_string(r.*f.count); break;
+    case Kind::signed_count: out += std::to_string(r.*f.signed_count); break;
+    case Kind::millis: out += std::to_string((r.*f.millis).count()); break;
+  }
+}
+
+// Reads `text` into `out` by `schema`: the reason it is corrupt, or "".
+template <typename T>
+std::string read(const std::string& text, const Schema<T>& schema, T* out) {
+  std::string why = read_object(text, [&](const char* name) { return schema.known(name); },
+                                [&](const cJSON* item, std::string_view as_written, std::string* reason) {
+                                  const Field<T>* f = schema.find(item->string);
+                                  if (f == nullptr) {
+                                    (out->*schema.unknown).emplace_back(item->string, std::string(as_written));
+                                    return true;
+                                  }
+                                  return read_field(*f, item, out, reason);
+                                });
+  if (!why.empty()) return why;
+  for (const auto& f : schema.fields)
+    if (f.required && !present(f, *out)) return missing(f.name);
+  return {};
+}
+
+// The JSON text of `record` by `schema`, written by hand member by member
+// (the bytes cJSON would print: status writes 10,000 of these, and every
+// renewal one), its unknown fields after its own.
+template <typename T>
+std::string write(const T& record, const Schema<T>& schema) {
+  std::string out;
+  out.reserve(256);
+  for (const auto& f : schema.fields) write_field(f, record, out);
+  if (out.empty()) out.push_back('{');
+  const auto& unknown = record.*schema.unknown;
+  if (!unknown.empty()) append_unknown(out, unknown, [&](const char* name) { return schema.known(name); });
+  out += '}';
+  return out;
+}
 
 }  // namespace swarm::record

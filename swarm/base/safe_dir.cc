@@ -1,4 +1,4 @@
-#include "swarm/safe_dir.h"
+#include "swarm/base/safe_dir.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -10,7 +10,7 @@
 #include <cstring>
 #include <random>
 
-#include "swarm/error.h"
+#include "swarm/base/error.h"
 
 namespace swarm {
 

@@ -1,4 +1,4 @@
-#include "swarm/secret.h"
+#include "swarm/base/secret.h"
 
 #include <sys/random.h>
 
@@ -6,7 +6,7 @@
 #include <cstring>
 #include <thread>
 
-#include "swarm/error.h"
+#include "swarm/base/error.h"
 
 namespace swarm {
 

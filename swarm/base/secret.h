@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "swarm/safe_dir.h"
+#include "swarm/base/safe_dir.h"
 
 namespace swarm {
 

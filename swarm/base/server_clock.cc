@@ -1,7 +1,7 @@
-#include "swarm/server_clock.h"
+#include "swarm/base/server_clock.h"
 
-#include "swarm/log.h"
-#include "swarm/warnings.h"
+#include "swarm/base/log.h"
+#include "swarm/base/warnings.h"
 
 namespace swarm {
 

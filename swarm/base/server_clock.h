@@ -6,7 +6,7 @@
 #include <chrono>
 
 #include "kv/bucket.h"
-#include "swarm/clock.h"
+#include "swarm/base/clock.h"
 
 namespace swarm {
 

@@ -1,4 +1,4 @@
-#include "swarm/text.h"
+#include "swarm/base/text.h"
 
 #include <cstdint>
 #include <vector>

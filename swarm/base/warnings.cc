@@ -1,8 +1,8 @@
-#include "swarm/warnings.h"
+#include "swarm/base/warnings.h"
 
 #include <mutex>
 
-#include "swarm/log.h"
+#include "swarm/base/log.h"
 
 namespace swarm {
 

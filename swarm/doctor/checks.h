@@ -15,15 +15,15 @@
 #include <vector>
 
 #include "kv/bucket.h"
-#include "swarm/doctor.h"
-#include "swarm/error.h"
-#include "swarm/hub.h"
-#include "swarm/hub_location.h"
-#include "swarm/journal.h"
+#include "swarm/base/error.h"
+#include "swarm/base/safe_dir.h"
+#include "swarm/base/server_clock.h"
+#include "swarm/doctor/doctor.h"
+#include "swarm/git/hub.h"
+#include "swarm/git/hub_location.h"
+#include "swarm/journal/journal.h"
 #include "swarm/lease/lease.h"
-#include "swarm/safe_dir.h"
-#include "swarm/server_clock.h"
-#include "swarm/session_store.h"
+#include "swarm/slots/session_store.h"
 
 namespace swarm::doctor {
 

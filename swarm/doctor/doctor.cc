@@ -1,18 +1,18 @@
 // Doctor::run: reads what there is, stage by stage, runs each stage's table
 // of checks on it, and fixes the stage's findings before the next stage
 // reads (a session removed is no session for the lease checks).
-#include "swarm/doctor.h"
+#include "swarm/doctor/doctor.h"
 
 #include <algorithm>
 #include <span>
 
 #include "kv/bucket.h"
-#include "swarm/bootstrap.h"
-#include "swarm/doctor_checks.h"
-#include "swarm/embedded_server.h"
-#include "swarm/error.h"
+#include "swarm/base/error.h"
+#include "swarm/base/process_info.h"
+#include "swarm/doctor/checks.h"
 #include "swarm/lease/rules.h"
-#include "swarm/process_info.h"
+#include "swarm/workspace/bootstrap.h"
+#include "swarm/workspace/embedded_server.h"
 
 namespace swarm {
 

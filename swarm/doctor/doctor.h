@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "kv/connection.h"
-#include "swarm/clock.h"
-#include "swarm/host.h"
-#include "swarm/workspace.h"
+#include "swarm/base/clock.h"
+#include "swarm/base/host.h"
+#include "swarm/workspace/workspace.h"
 
 namespace swarm {
 

@@ -1,16 +1,25 @@
 // Doctor's fix pass: for each finding a fix is known for, what is safe on
 // this host, by CAS on what was read and under the slot's lock, looking
 // again once the lock is held.
-#include "swarm/doctor_checks.h"
-#include "swarm/journal_events.h"
-#include "swarm/log.h"
-#include "swarm/slot_folder.h"
+#include "swarm/doctor/checks.h"
+#include "swarm/journal/journal.h"
+#include "swarm/base/log.h"
+#include "swarm/slots/folder.h"
 
 namespace swarm::doctor {
 
 namespace fs = std::filesystem;
 
 namespace {
+
+// What `doctor --fix` did to a slot or a lease (`check`: the finding's kind).
+Event fix_event(Thing thing, std::string_view bucket, std::string_view name, std::string_view check,
+                const std::string& note, std::uint64_t revision, const Actor& actor) {
+  Event e = thing == Thing::slot ? slot_event("fix", bucket, name, actor, {}, 0, revision)
+                                 : lease_event("fix", bucket, name, actor, 0, revision);
+  e.detail.set("check", check).set("did", note);
+  return e;
+}
 
 using Fixer = void (*)(Finding&, const FixInput&, FixResult&);
 

@@ -2,13 +2,13 @@
 // server, interrupted removals; and of what the servers said of the buckets.
 #include <algorithm>
 
-#include "swarm/doctor_checks.h"
+#include "swarm/doctor/checks.h"
 
 #include "kv/connection.h"
-#include "swarm/duration.h"
-#include "swarm/embedded_server.h"
-#include "swarm/names.h"
-#include "swarm/slot_folder.h"
+#include "swarm/base/duration.h"
+#include "swarm/base/names.h"
+#include "swarm/slots/folder.h"
+#include "swarm/workspace/embedded_server.h"
 
 namespace swarm::doctor {
 

@@ -2,8 +2,8 @@
 // held by a process of this host that is gone, task leases whose session is
 // gone (problems: --fix removes or releases them, this host's only), and
 // expired leases (a notice).
-#include "swarm/doctor_checks.h"
-#include "swarm/duration.h"
+#include "swarm/doctor/checks.h"
+#include "swarm/base/duration.h"
 
 namespace swarm::doctor {
 

@@ -2,11 +2,11 @@
 // branches: what the bucket and .swarm/slots/ hold, compared.
 #include <algorithm>
 
-#include "swarm/doctor_checks.h"
-#include "swarm/duration.h"
-#include "swarm/liveness.h"
-#include "swarm/names.h"
-#include "swarm/worktree.h"
+#include "swarm/base/duration.h"
+#include "swarm/base/names.h"
+#include "swarm/doctor/checks.h"
+#include "swarm/git/worktree.h"
+#include "swarm/slots/liveness.h"
 
 namespace swarm::doctor {
 

@@ -1,13 +1,13 @@
-#include "swarm/git_backend.h"
+#include "swarm/git/backend.h"
 
 #include <dlfcn.h>
 
 #include <cstdlib>
 #include <mutex>
 
-#include "swarm/error.h"
-#include "swarm/log.h"
-#include "swarm/private_files.h"
+#include "swarm/base/error.h"
+#include "swarm/base/log.h"
+#include "swarm/base/private_files.h"
 
 namespace swarm {
 

@@ -2,7 +2,7 @@
 
 #include <mutex>
 
-#include "swarm/error.h"
+#include "swarm/base/error.h"
 
 namespace swarm::git {
 

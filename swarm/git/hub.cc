@@ -1,7 +1,7 @@
-#include "swarm/hub.h"
+#include "swarm/git/hub.h"
 
-#include "swarm/error.h"
-#include "swarm/hub_packs.h"
+#include "swarm/base/error.h"
+#include "swarm/git/hub_packs.h"
 
 namespace swarm {
 

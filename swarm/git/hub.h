@@ -9,8 +9,8 @@
 #include <optional>
 #include <string>
 
-#include "swarm/git_backend.h"
-#include "swarm/hub_location.h"
+#include "swarm/git/backend.h"
+#include "swarm/git/hub_location.h"
 
 namespace swarm {
 

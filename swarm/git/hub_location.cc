@@ -1,4 +1,4 @@
-#include "swarm/hub_location.h"
+#include "swarm/git/hub_location.h"
 
 #include <fcntl.h>
 #include <netdb.h>
@@ -11,7 +11,7 @@
 #include <cstring>
 #include <string_view>
 
-#include "swarm/error.h"
+#include "swarm/base/error.h"
 
 namespace swarm {
 

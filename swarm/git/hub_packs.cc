@@ -1,4 +1,4 @@
-#include "swarm/hub_packs.h"
+#include "swarm/git/hub_packs.h"
 
 namespace swarm {
 

@@ -1,7 +1,7 @@
 // Refs of the hub by prefix, listed and deleted (recovery prune): a local hub
 // in place, each deletion a compare-and-swap on the ref; a network hub by one
 // listing and one push of deletions, each fenced on the id listed.
-#include "swarm/error.h"
+#include "swarm/base/error.h"
 #include "swarm/git/remote_access.h"
 #include "swarm/git/repos.h"
 

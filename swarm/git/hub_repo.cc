@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "swarm/error.h"
+#include "swarm/base/error.h"
 #include "swarm/git/remote_access.h"
 
 namespace swarm::git {

@@ -23,9 +23,9 @@
 #include <chrono>
 #include <set>
 
-#include "swarm/error.h"
+#include "swarm/base/error.h"
+#include "swarm/base/safe_dir.h"
 #include "swarm/git/repos.h"
-#include "swarm/safe_dir.h"
 
 namespace swarm::git {
 

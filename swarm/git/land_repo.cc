@@ -15,10 +15,10 @@
 #include <fstream>
 #include <string_view>
 
-#include "swarm/error.h"
+#include "swarm/base/error.h"
 #include "swarm/git/remote_access.h"
 #include "swarm/git/repos.h"
-#include "swarm/worktree.h"
+#include "swarm/git/worktree.h"
 
 namespace swarm::git {
 

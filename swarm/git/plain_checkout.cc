@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "swarm/error.h"
+#include "swarm/base/error.h"
 #include "swarm/git/repos.h"
 
 namespace swarm::git {

@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "swarm/error.h"
+#include "swarm/base/error.h"
 
 namespace swarm::git {
 

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "swarm/git/handles.h"
-#include "swarm/hub_location.h"
+#include "swarm/git/hub_location.h"
 
 namespace swarm::git {
 

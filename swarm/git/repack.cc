@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "swarm/error.h"
+#include "swarm/base/error.h"
+#include "swarm/base/safe_dir.h"
+#include "swarm/git/hub_packs.h"
 #include "swarm/git/repos.h"
-#include "swarm/hub_packs.h"
-#include "swarm/safe_dir.h"
 
 namespace swarm::git {
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "swarm/git/backend.h"
 #include "swarm/git/handles.h"
-#include "swarm/git_backend.h"
 
 namespace swarm::git {
 

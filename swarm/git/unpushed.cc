@@ -5,7 +5,7 @@
 #include <set>
 #include <string_view>
 
-#include "swarm/error.h"
+#include "swarm/base/error.h"
 #include "swarm/git/remote_access.h"
 #include "swarm/git/repos.h"
 

@@ -1,7 +1,7 @@
-#include "swarm/worktree.h"
+#include "swarm/git/worktree.h"
 
-#include "swarm/error.h"
-#include "swarm/hub.h"
+#include "swarm/base/error.h"
+#include "swarm/git/hub.h"
 
 namespace swarm {
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "swarm/git_backend.h"
-#include "swarm/hub_location.h"
+#include "swarm/git/backend.h"
+#include "swarm/git/hub_location.h"
 
 namespace swarm {
 

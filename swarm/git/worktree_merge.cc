@@ -6,11 +6,11 @@
 
 #include <fstream>
 
-#include "swarm/error.h"
+#include "swarm/base/error.h"
+#include "swarm/base/text.h"
 #include "swarm/git/remote_access.h"
 #include "swarm/git/repos.h"
-#include "swarm/text.h"
-#include "swarm/worktree.h"
+#include "swarm/git/worktree.h"
 
 namespace swarm::git {
 

@@ -2,9 +2,9 @@
 
 #include <string_view>
 
-#include "swarm/error.h"
+#include "swarm/base/error.h"
 #include "swarm/git/remote_access.h"
-#include "swarm/worktree.h"
+#include "swarm/git/worktree.h"
 
 namespace swarm::git {
 

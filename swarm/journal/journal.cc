@@ -1,4 +1,4 @@
-#include "swarm/journal.h"
+#include "swarm/journal/journal.h"
 
 #include <unistd.h>
 
@@ -8,9 +8,9 @@
 #include <limits>
 
 #include "kv/error.h"
-#include "swarm/error.h"
-#include "swarm/text.h"
-#include "swarm/warnings.h"
+#include "swarm/base/error.h"
+#include "swarm/base/text.h"
+#include "swarm/base/warnings.h"
 
 namespace swarm {
 

@@ -14,9 +14,9 @@
 
 #include "kv/connection.h"
 #include "kv/stream.h"
-#include "swarm/clock.h"
-#include "swarm/host.h"
-#include "swarm/json.h"
+#include "swarm/base/clock.h"
+#include "swarm/base/host.h"
+#include "swarm/base/json.h"
 
 namespace swarm {
 

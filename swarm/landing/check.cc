@@ -1,4 +1,4 @@
-#include "swarm/land_check.h"
+#include "swarm/landing/check.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -12,8 +12,8 @@
 #include <cstring>
 #include <thread>
 
-#include "swarm/error.h"
-#include "swarm/log.h"
+#include "swarm/base/error.h"
+#include "swarm/base/log.h"
 
 namespace swarm {
 

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "swarm/child_process.h"
+#include "swarm/base/child_process.h"
 
 namespace swarm {
 

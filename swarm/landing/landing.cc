@@ -1,4 +1,4 @@
-#include "swarm/landing.h"
+#include "swarm/landing/landing.h"
 
 #include <signal.h>
 
@@ -11,19 +11,19 @@
 #include <cctype>
 #include <map>
 
-#include "swarm/boot_clock.h"
-#include "swarm/error.h"
-#include "swarm/file_lock.h"
-#include "swarm/hub.h"
-#include "swarm/journal_events.h"
-#include "swarm/land_check.h"
+#include "swarm/base/boot_clock.h"
+#include "swarm/base/error.h"
+#include "swarm/base/file_lock.h"
+#include "swarm/base/log.h"
+#include "swarm/base/names.h"
+#include "swarm/base/safe_dir.h"
+#include "swarm/base/text.h"
+#include "swarm/git/hub.h"
+#include "swarm/git/worktree.h"
+#include "swarm/landing/check.h"
+#include "swarm/landing/events.h"
 #include "swarm/lease/lease_keeper.h"
 #include "swarm/lease/mutex.h"
-#include "swarm/log.h"
-#include "swarm/names.h"
-#include "swarm/safe_dir.h"
-#include "swarm/text.h"
-#include "swarm/worktree.h"
 
 namespace swarm {
 

@@ -14,14 +14,14 @@
 #include <string_view>
 #include <vector>
 
-#include "swarm/child_process.h"
-#include "swarm/git_backend.h"
-#include "swarm/journal.h"
-#include "swarm/land_check.h"
+#include "swarm/base/child_process.h"
+#include "swarm/git/backend.h"
+#include "swarm/journal/journal.h"
+#include "swarm/landing/check.h"
 #include "swarm/lease/lease.h"
-#include "swarm/liveness.h"
-#include "swarm/session_store.h"
-#include "swarm/workspace.h"
+#include "swarm/slots/liveness.h"
+#include "swarm/slots/session_store.h"
+#include "swarm/workspace/workspace.h"
 
 namespace swarm {
 

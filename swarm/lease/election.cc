@@ -1,9 +1,9 @@
 #include "swarm/lease/election.h"
 
-#include "swarm/error.h"
+#include "swarm/base/error.h"
+#include "swarm/base/log.h"
+#include "swarm/base/warnings.h"
 #include "swarm/lease/lease_queue.h"
-#include "swarm/log.h"
-#include "swarm/warnings.h"
 
 namespace swarm {
 

@@ -9,10 +9,10 @@
 #include <optional>
 #include <thread>
 
-#include "swarm/boot_clock.h"
-#include "swarm/error.h"
-#include "swarm/journal_events.h"
+#include "swarm/base/boot_clock.h"
+#include "swarm/base/error.h"
 #include "swarm/lease/election.h"
+#include "swarm/lease/events.h"
 #include "swarm/lease/lease_keeper.h"
 
 namespace swarm {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "swarm/child_process.h"
+#include "swarm/base/child_process.h"
 #include "swarm/lease/lease.h"
 
 namespace swarm {

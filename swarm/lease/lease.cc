@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "swarm/duration.h"
-#include "swarm/error.h"
-#include "swarm/journal_events.h"
-#include "swarm/log.h"
-#include "swarm/names.h"
-#include "swarm/process_info.h"
-#include "swarm/text.h"
+#include "swarm/base/duration.h"
+#include "swarm/base/error.h"
+#include "swarm/base/log.h"
+#include "swarm/base/names.h"
+#include "swarm/base/process_info.h"
+#include "swarm/base/text.h"
+#include "swarm/lease/events.h"
 
 namespace swarm {
 

@@ -15,13 +15,13 @@
 #include <vector>
 
 #include "kv/bucket.h"
-#include "swarm/boot_clock.h"
-#include "swarm/host.h"
-#include "swarm/journal.h"
+#include "swarm/base/boot_clock.h"
+#include "swarm/base/host.h"
+#include "swarm/base/server_clock.h"
+#include "swarm/journal/journal.h"
 #include "swarm/lease/lease_keys.h"
 #include "swarm/lease/lease_record.h"
 #include "swarm/lease/rules.h"
-#include "swarm/server_clock.h"
 
 namespace swarm {
 

@@ -1,9 +1,9 @@
 #include "swarm/lease/lease_keeper.h"
 
-#include "swarm/error.h"
-#include "swarm/journal_events.h"
-#include "swarm/log.h"
-#include "swarm/warnings.h"
+#include "swarm/base/error.h"
+#include "swarm/base/log.h"
+#include "swarm/base/warnings.h"
+#include "swarm/lease/events.h"
 
 namespace swarm {
 

@@ -1,6 +1,6 @@
 #include "swarm/lease/lease_keys.h"
 
-#include "swarm/error.h"
+#include "swarm/base/error.h"
 
 namespace swarm {
 

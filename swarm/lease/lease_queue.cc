@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <random>
 
-#include "swarm/error.h"
-#include "swarm/log.h"
-#include "swarm/server_clock.h"
+#include "swarm/base/error.h"
+#include "swarm/base/log.h"
+#include "swarm/base/server_clock.h"
 
 namespace swarm {
 

@@ -7,8 +7,8 @@
 #include <optional>
 #include <string>
 
-#include "swarm/clock.h"
-#include "swarm/record.h"
+#include "swarm/base/clock.h"
+#include "swarm/base/record.h"
 
 namespace swarm {
 

@@ -1,11 +1,11 @@
 #include "swarm/lease/mutex.h"
 
-#include "swarm/duration.h"
-#include "swarm/error.h"
+#include "swarm/base/duration.h"
+#include "swarm/base/error.h"
+#include "swarm/base/log.h"
+#include "swarm/base/names.h"
+#include "swarm/base/warnings.h"
 #include "swarm/lease/lease_queue.h"
-#include "swarm/log.h"
-#include "swarm/names.h"
-#include "swarm/warnings.h"
 
 namespace swarm {
 

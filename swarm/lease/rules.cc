@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <string>
 
-#include "swarm/duration.h"
-#include "swarm/error.h"
+#include "swarm/base/duration.h"
+#include "swarm/base/error.h"
 #include "swarm/lease/lease_record.h"
 
 namespace swarm {

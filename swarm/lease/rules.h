@@ -9,9 +9,9 @@
 #include <cstdint>
 #include <string_view>
 
-#include "swarm/boot_clock.h"
-#include "swarm/clock.h"
-#include "swarm/server_clock.h"
+#include "swarm/base/boot_clock.h"
+#include "swarm/base/clock.h"
+#include "swarm/base/server_clock.h"
 
 namespace swarm {
 

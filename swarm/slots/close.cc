@@ -5,13 +5,13 @@
 // message says where everything is.
 #include <unistd.h>
 
-#include "swarm/error.h"
-#include "swarm/journal_events.h"
-#include "swarm/log.h"
-#include "swarm/names.h"
-#include "swarm/slot_folder.h"
-#include "swarm/slot_lifecycle.h"
-#include "swarm/worktree.h"
+#include "swarm/base/error.h"
+#include "swarm/base/log.h"
+#include "swarm/base/names.h"
+#include "swarm/git/worktree.h"
+#include "swarm/slots/events.h"
+#include "swarm/slots/folder.h"
+#include "swarm/slots/lifecycle.h"
 
 namespace swarm {
 

@@ -1,19 +1,6 @@
-#include "swarm/journal_events.h"
+#include "swarm/slots/events.h"
 
 namespace swarm {
-
-namespace {
-
-Actor actor_of(const LeaseRecord& r) { return {r.host, r.host_id, r.pid}; }
-
-Event with_lease_fields(Event e, const Lease& lease) {
-  e.detail.set("holder", lease.record.holder)
-      .set("ttl_ms", static_cast<std::int64_t>(lease.record.ttl.count()))
-      .set("transitions", lease.record.transitions);
-  return e;
-}
-
-}  // namespace
 
 Event join_event(std::string_view bucket, const JoinResult& join, std::optional<State> replaced_state) {
   const Session& s = join.session;
@@ -67,69 +54,12 @@ Event close_event(std::string_view bucket, const std::string& slot, const CloseR
   return e;
 }
 
-Event land_event(std::string_view bucket, const LandResult& result, std::string_view task_id, const Actor& actor) {
-  const bool refused = result.outcome == LandResult::Outcome::refused;
-  Event e = slot_event(refused ? "land.refused" : "land", bucket, result.slot, actor, task_id, result.token,
-                       result.token);
-  e.detail.set("onto", result.onto).set("from", result.from);
-  if (refused) {
-    e.detail.set("reason", result.reason);
-    if (result.reason == "conflict") {
-      e.detail.set("paths", Json::strings(result.paths));
-    } else {
-      e.detail.set("status", static_cast<std::int64_t>(result.check_status));
-    }
-  } else {
-    e.detail.set("to", result.to).set("how", result.kind);
-  }
-  if (result.forced) e.detail.set("forced", true);
-  return e;
-}
-
 Event evict_event(std::string_view bucket, const SessionEntry& removed, const Actor& actor) {
   const Session* s = removed.session ? &*removed.session : nullptr;
   Event e = slot_event("evict", bucket, removed.slot, actor, s ? s->task_id : "", removed.token(), removed.revision);
   Json what = Json::object();
   what.set("host", s ? s->host : "").set("host_id", s ? s->host_id : "").set("corrupt", removed.corrupt());
   e.detail.set("removed", std::move(what));
-  return e;
-}
-
-Event lease_grant_event(std::string_view bucket, const Lease& lease, const LastWrite& over) {
-  Event e = with_lease_fields(
-      lease_event("lease.grant", bucket, lease.name, actor_of(lease.record), lease.token, lease.revision), lease);
-  const bool took_over = over.revision != 0 && !over.released;
-  if (took_over) {
-    e.detail.set("took_over", "expired");
-    if (over.record) e.detail.set("previous_holder", over.record->holder).set("previous_token", over.record->token != 0 ? over.record->token : over.revision);
-  } else {
-    e.detail.set_null("took_over");
-  }
-  return e;
-}
-
-Event lease_release_event(std::string_view bucket, const Lease& lease) {
-  return with_lease_fields(
-      lease_event("lease.release", bucket, lease.name, actor_of(lease.record), lease.token, lease.revision), lease);
-}
-
-Event lease_lost_event(std::string_view bucket, const Lease& lease, const std::string& why) {
-  Event e = with_lease_fields(
-      lease_event("lease.lost", bucket, lease.name, actor_of(lease.record), lease.token, lease.revision), lease);
-  e.detail.set("reason", why);
-  return e;
-}
-
-Event elect_resign_event(std::string_view bucket, const Lease& lease) {
-  return with_lease_fields(
-      lease_event("elect.resign", bucket, lease.name, actor_of(lease.record), lease.token, lease.revision), lease);
-}
-
-Event fix_event(Thing thing, std::string_view bucket, std::string_view name, std::string_view check,
-                const std::string& note, std::uint64_t revision, const Actor& actor) {
-  Event e = thing == Thing::slot ? slot_event("fix", bucket, name, actor, {}, 0, revision)
-                                 : lease_event("fix", bucket, name, actor, 0, revision);
-  e.detail.set("check", check).set("did", note);
   return e;
 }
 

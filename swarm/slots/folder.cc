@@ -1,11 +1,11 @@
-#include "swarm/slot_folder.h"
+#include "swarm/slots/folder.h"
 
 #include <unistd.h>
 
-#include "swarm/error.h"
-#include "swarm/log.h"
-#include "swarm/names.h"
-#include "swarm/warnings.h"
+#include "swarm/base/error.h"
+#include "swarm/base/log.h"
+#include "swarm/base/names.h"
+#include "swarm/base/warnings.h"
 
 namespace swarm {
 

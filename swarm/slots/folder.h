@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "swarm/clock.h"
-#include "swarm/file_lock.h"
-#include "swarm/recovery.h"
-#include "swarm/workspace.h"
+#include "swarm/base/clock.h"
+#include "swarm/base/file_lock.h"
+#include "swarm/slots/recovery.h"
+#include "swarm/workspace/workspace.h"
 
 namespace swarm {
 

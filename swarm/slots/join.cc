@@ -2,18 +2,18 @@
 // first (racing joins lose before touching the disk), then the task lease,
 // then the worktree and the slot's crumbs. A step that fails undoes the
 // steps before it, in reverse, and says what it could not undo.
-#include "swarm/duration.h"
-#include "swarm/error.h"
-#include "swarm/journal_events.h"
+#include "swarm/base/duration.h"
+#include "swarm/base/error.h"
+#include "swarm/base/log.h"
+#include "swarm/base/names.h"
+#include "swarm/base/text.h"
+#include "swarm/base/warnings.h"
+#include "swarm/git/worktree.h"
 #include "swarm/lease/rules.h"
-#include "swarm/liveness.h"
-#include "swarm/log.h"
-#include "swarm/names.h"
-#include "swarm/slot_folder.h"
-#include "swarm/slot_lifecycle.h"
-#include "swarm/text.h"
-#include "swarm/warnings.h"
-#include "swarm/worktree.h"
+#include "swarm/slots/events.h"
+#include "swarm/slots/folder.h"
+#include "swarm/slots/lifecycle.h"
+#include "swarm/slots/liveness.h"
 
 namespace swarm {
 

@@ -1,4 +1,4 @@
-#include "swarm/slot_lifecycle.h"
+#include "swarm/slots/lifecycle.h"
 
 #include <unistd.h>
 
@@ -7,17 +7,17 @@
 #include <fstream>
 #include <sstream>
 
-#include "swarm/duration.h"
-#include "swarm/error.h"
-#include "swarm/hub.h"
-#include "swarm/journal_events.h"
-#include "swarm/liveness.h"
-#include "swarm/log.h"
-#include "swarm/names.h"
-#include "swarm/slot_folder.h"
-#include "swarm/text.h"
-#include "swarm/warnings.h"
-#include "swarm/worktree.h"
+#include "swarm/base/duration.h"
+#include "swarm/base/error.h"
+#include "swarm/base/log.h"
+#include "swarm/base/names.h"
+#include "swarm/base/text.h"
+#include "swarm/base/warnings.h"
+#include "swarm/git/hub.h"
+#include "swarm/git/worktree.h"
+#include "swarm/slots/events.h"
+#include "swarm/slots/folder.h"
+#include "swarm/slots/liveness.h"
 
 namespace swarm {
 

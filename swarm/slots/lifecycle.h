@@ -10,15 +10,15 @@
 #include <string>
 #include <vector>
 
-#include "swarm/clock.h"
-#include "swarm/host.h"
-#include "swarm/journal.h"
-#include "swarm/liveness.h"
-#include "swarm/recovery.h"
-#include "swarm/session_store.h"
-#include "swarm/task_lease.h"
-#include "swarm/workspace.h"
-#include "swarm/worktree.h"
+#include "swarm/base/clock.h"
+#include "swarm/base/host.h"
+#include "swarm/git/worktree.h"
+#include "swarm/journal/journal.h"
+#include "swarm/slots/liveness.h"
+#include "swarm/slots/recovery.h"
+#include "swarm/slots/session_store.h"
+#include "swarm/slots/task_lease.h"
+#include "swarm/workspace/workspace.h"
 
 namespace swarm {
 

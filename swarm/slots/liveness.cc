@@ -1,4 +1,4 @@
-#include "swarm/liveness.h"
+#include "swarm/slots/liveness.h"
 
 namespace swarm {
 

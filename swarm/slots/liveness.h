@@ -5,7 +5,7 @@
 #include <chrono>
 #include <string_view>
 
-#include "swarm/clock.h"
+#include "swarm/base/clock.h"
 
 namespace swarm {
 

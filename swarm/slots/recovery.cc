@@ -1,12 +1,12 @@
-#include "swarm/recovery.h"
+#include "swarm/slots/recovery.h"
 
 #include <optional>
 
-#include "swarm/error.h"
-#include "swarm/log.h"
-#include "swarm/warnings.h"
-#include "swarm/workspace.h"
-#include "swarm/worktree.h"
+#include "swarm/base/error.h"
+#include "swarm/base/log.h"
+#include "swarm/base/warnings.h"
+#include "swarm/git/worktree.h"
+#include "swarm/workspace/workspace.h"
 
 namespace swarm {
 

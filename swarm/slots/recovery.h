@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "swarm/clock.h"
-#include "swarm/hub_location.h"
-#include "swarm/safe_dir.h"
+#include "swarm/base/clock.h"
+#include "swarm/base/safe_dir.h"
+#include "swarm/git/hub_location.h"
 
 namespace swarm {
 

@@ -1,11 +1,11 @@
-#include "swarm/recovery_index.h"
+#include "swarm/slots/recovery_index.h"
 
 #include <algorithm>
 #include <ctime>
 #include <map>
 
-#include "swarm/git_backend.h"
-#include "swarm/names.h"
+#include "swarm/base/names.h"
+#include "swarm/git/backend.h"
 
 namespace swarm {
 

@@ -10,9 +10,9 @@
 #include <utility>
 #include <vector>
 
-#include "swarm/clock.h"
-#include "swarm/hub_location.h"
-#include "swarm/workspace.h"
+#include "swarm/base/clock.h"
+#include "swarm/git/hub_location.h"
+#include "swarm/workspace/workspace.h"
 
 namespace swarm {
 

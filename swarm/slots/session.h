@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "swarm/clock.h"
-#include "swarm/record.h"
+#include "swarm/base/clock.h"
+#include "swarm/base/record.h"
 
 namespace swarm {
 

@@ -1,4 +1,4 @@
-#include "swarm/session_store.h"
+#include "swarm/slots/session_store.h"
 
 #include <condition_variable>
 #include <deque>
@@ -6,9 +6,9 @@
 #include <mutex>
 #include <thread>
 
-#include "swarm/error.h"
-#include "swarm/log.h"
-#include "swarm/names.h"
+#include "swarm/base/error.h"
+#include "swarm/base/log.h"
+#include "swarm/base/names.h"
 
 namespace swarm {
 

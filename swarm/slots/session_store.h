@@ -10,19 +10,13 @@
 #include <vector>
 
 #include "kv/bucket.h"
+#include "swarm/base/server_clock.h"
 #include "swarm/lease/rules.h"
-#include "swarm/server_clock.h"
-#include "swarm/session.h"
+#include "swarm/slots/session.h"
+#include "swarm/workspace/workspace.h"
 
 namespace swarm {
 
-inline constexpr const char* kDefaultSessionBucket = "swarm-sessions";
-inline constexpr std::chrono::minutes kDefaultSessionTtl{5};
-// A session TTL outside these is a typo: a dead agent would hold its slot
-// (and its task lease, which has the session's TTL) for more than an hour,
-// or a live one lose it between two renewals.
-inline constexpr std::chrono::seconds kMinSessionTtl{1};
-inline constexpr std::chrono::hours kMaxSessionTtl{1};
 
 // One key of the bucket as read: a session, or a corrupt value and why.
 struct SessionEntry {

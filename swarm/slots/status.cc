@@ -1,6 +1,6 @@
-#include "swarm/status.h"
+#include "swarm/slots/status.h"
 
-#include "swarm/text.h"
+#include "swarm/base/text.h"
 
 #include <algorithm>
 #include <cstring>

@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "swarm/host.h"
+#include "swarm/base/host.h"
 #include "swarm/lease/lease.h"
-#include "swarm/liveness.h"
-#include "swarm/session_store.h"
+#include "swarm/slots/liveness.h"
+#include "swarm/slots/session_store.h"
 
 namespace swarm {
 

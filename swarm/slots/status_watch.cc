@@ -1,4 +1,4 @@
-#include "swarm/status_watch.h"
+#include "swarm/slots/status_watch.h"
 
 #include <algorithm>
 

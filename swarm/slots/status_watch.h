@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "swarm/host.h"
-#include "swarm/session_store.h"
-#include "swarm/status.h"
+#include "swarm/base/host.h"
+#include "swarm/slots/session_store.h"
+#include "swarm/slots/status.h"
 
 namespace swarm {
 

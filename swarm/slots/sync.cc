@@ -2,13 +2,13 @@
 // under the slot folder's lock and only for the session that owns it, as a
 // commit is. A clean result is pushed and renews the record; a conflict is
 // left in the worktree for the agent (resolve, then `swarm commit`).
-#include "swarm/error.h"
-#include "swarm/git_backend.h"
-#include "swarm/journal_events.h"
-#include "swarm/names.h"
-#include "swarm/slot_folder.h"
-#include "swarm/slot_lifecycle.h"
-#include "swarm/worktree.h"
+#include "swarm/base/error.h"
+#include "swarm/base/names.h"
+#include "swarm/git/backend.h"
+#include "swarm/git/worktree.h"
+#include "swarm/slots/events.h"
+#include "swarm/slots/folder.h"
+#include "swarm/slots/lifecycle.h"
 
 namespace swarm {
 

@@ -1,7 +1,7 @@
-#include "swarm/task_lease.h"
+#include "swarm/slots/task_lease.h"
 
-#include "swarm/error.h"
-#include "swarm/log.h"
+#include "swarm/base/error.h"
+#include "swarm/base/log.h"
 
 namespace swarm {
 

@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 
-#include "swarm/host.h"
+#include "swarm/base/host.h"
 #include "swarm/lease/lease.h"
 
 namespace swarm {

@@ -1,4 +1,4 @@
-#include "swarm/bootstrap.h"
+#include "swarm/workspace/bootstrap.h"
 
 #include <unistd.h>
 
@@ -6,15 +6,15 @@
 #include <set>
 
 #include "kv/bucket.h"
-#include "swarm/duration.h"
-#include "swarm/embedded_server.h"
-#include "swarm/error.h"
-#include "swarm/secret.h"
-#include "swarm/file_lock.h"
-#include "swarm/hub.h"
-#include "swarm/journal.h"
-#include "swarm/log.h"
-#include "swarm/warnings.h"
+#include "swarm/base/duration.h"
+#include "swarm/base/error.h"
+#include "swarm/base/file_lock.h"
+#include "swarm/base/log.h"
+#include "swarm/base/secret.h"
+#include "swarm/base/warnings.h"
+#include "swarm/git/hub.h"
+#include "swarm/journal/journal.h"
+#include "swarm/workspace/embedded_server.h"
 
 namespace swarm {
 
@@ -142,7 +142,10 @@ void finish_up(const UpOptions& options, UpResult& result) {
                                       ws.nats_dir().string());
   }
   try {
-    SessionStore::ensure(nats, config.bucket, config.ttl, config.replicas);
+    // The session bucket is made here as a plain bucket: the sessions in it are slots/' (a layer above).
+    translating_kv([&] {
+      kv::Bucket::ensure(nats, {.name = config.bucket, .ttl = config.ttl, .replicas = config.replicas});
+    });
     translating_kv([&] {
       const kv::BucketConfig want{.name = config.lease_bucket, .ttl = kLeaseBucketTtl, .replicas = config.replicas};
       try {

@@ -12,7 +12,7 @@
 #include "kv/connection.h"
 #include "kv/nats_context.h"
 #include "kv/stream.h"
-#include "swarm/workspace.h"
+#include "swarm/workspace/workspace.h"
 
 namespace swarm {
 

@@ -1,4 +1,4 @@
-#include "swarm/embedded_server.h"
+#include "swarm/workspace/embedded_server.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -18,12 +18,12 @@
 #include <thread>
 #include <vector>
 
-#include "swarm/error.h"
-#include "swarm/secret.h"
-#include "swarm/json.h"
-#include "swarm/log.h"
-#include "swarm/process_info.h"
-#include "swarm/workspace.h"
+#include "swarm/base/error.h"
+#include "swarm/base/json.h"
+#include "swarm/base/log.h"
+#include "swarm/base/process_info.h"
+#include "swarm/base/secret.h"
+#include "swarm/workspace/workspace.h"
 
 namespace swarm {
 

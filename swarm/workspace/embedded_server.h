@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "kv/connection.h"
-#include "swarm/safe_dir.h"
+#include "swarm/base/safe_dir.h"
 
 namespace swarm {
 

@@ -1,4 +1,4 @@
-#include "swarm/workspace.h"
+#include "swarm/workspace/workspace.h"
 
 #include <unistd.h>
 
@@ -8,9 +8,9 @@
 
 #include "kv/bucket.h"
 #include "kv/connection.h"
-#include "swarm/error.h"
-#include "swarm/json.h"
-#include "swarm/text.h"
+#include "swarm/base/error.h"
+#include "swarm/base/json.h"
+#include "swarm/base/text.h"
 
 namespace swarm {
 

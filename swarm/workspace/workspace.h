@@ -7,13 +7,20 @@
 #include <optional>
 #include <string>
 
-#include "swarm/hub_location.h"
+#include "swarm/base/safe_dir.h"
+#include "swarm/git/hub_location.h"
 #include "swarm/lease/lease.h"
-#include "swarm/safe_dir.h"
-#include "swarm/session_store.h"
 
 namespace swarm {
 
+// The session bucket and its TTL when `up` is not told otherwise.
+inline constexpr const char* kDefaultSessionBucket = "swarm-sessions";
+inline constexpr std::chrono::minutes kDefaultSessionTtl{5};
+// A session TTL outside these is a typo: a dead agent would hold its slot
+// (and its task lease, which has the session's TTL) for more than an hour,
+// or a live one lose it between two renewals.
+inline constexpr std::chrono::seconds kMinSessionTtl{1};
+inline constexpr std::chrono::hours kMaxSessionTtl{1};
 
 // .swarm/config.json, written by `swarm up`. Zero values are the defaults.
 struct WorkspaceConfig {

@@ -10,7 +10,7 @@
 #include "bench/bench_support.h"
 #include "support/nats_server.h"
 #include "support/temp_dir.h"
-#include "swarm/bootstrap.h"
+#include "swarm/workspace/bootstrap.h"
 
 namespace bench {
 

@@ -6,8 +6,8 @@
 
 #include "bench/bench_cases.h"
 #include "support/temp_dir.h"
-#include "swarm/session_store.h"
-#include "swarm/slot_lifecycle.h"
+#include "swarm/slots/lifecycle.h"
+#include "swarm/slots/session_store.h"
 
 using namespace std::chrono_literals;
 

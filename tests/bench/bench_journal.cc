@@ -4,8 +4,8 @@
 #include <cstdio>
 
 #include "bench/bench_cases.h"
-#include "swarm/journal.h"
-#include "swarm/journal_events.h"
+#include "swarm/journal/journal.h"
+#include "swarm/slots/events.h"
 
 namespace bench {
 

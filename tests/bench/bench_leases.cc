@@ -11,10 +11,10 @@
 
 #include "bench/bench_cases.h"
 #include "support/process.h"
-#include "swarm/child_process.h"
+#include "swarm/base/child_process.h"
 #include "swarm/lease/mutex.h"
-#include "swarm/session_store.h"
-#include "swarm/slot_lifecycle.h"
+#include "swarm/slots/lifecycle.h"
+#include "swarm/slots/session_store.h"
 
 using namespace std::chrono_literals;
 

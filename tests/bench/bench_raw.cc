@@ -6,7 +6,7 @@
 #include <cstdlib>
 
 #include "bench/bench_support.h"
-#include "swarm/session.h"
+#include "swarm/slots/session.h"
 
 namespace bench {
 

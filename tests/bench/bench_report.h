@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "bench/bench_support.h"
-#include "swarm/json.h"
+#include "swarm/base/json.h"
 
 namespace bench {
 

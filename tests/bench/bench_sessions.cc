@@ -11,8 +11,8 @@
 #include "bench/bench_cases.h"
 #include "kv/bucket.h"
 #include "support/process.h"
-#include "swarm/session_store.h"
-#include "swarm/slot_lifecycle.h"
+#include "swarm/slots/lifecycle.h"
+#include "swarm/slots/session_store.h"
 
 using namespace std::chrono_literals;
 

@@ -6,8 +6,8 @@
 #include <cstdio>
 
 #include "bench/bench_cases.h"
-#include "swarm/session_store.h"
-#include "swarm/slot_lifecycle.h"
+#include "swarm/slots/lifecycle.h"
+#include "swarm/slots/session_store.h"
 
 namespace bench {
 

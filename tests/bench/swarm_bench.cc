@@ -15,7 +15,7 @@
 #include "bench/bench_cases.h"
 #include "bench/bench_report.h"
 #include "support/git_module.h"
-#include "swarm/session_store.h"
+#include "swarm/slots/session_store.h"
 
 using namespace bench;
 

@@ -8,7 +8,7 @@
 #include "cli/swarm_fixture.h"
 #include "kv/bucket.h"
 #include "support/json_fields.h"
-#include "swarm/session.h"
+#include "swarm/slots/session.h"
 
 using namespace testing;
 using namespace std::chrono_literals;

@@ -7,9 +7,9 @@
 #include <thread>
 
 #include "cli/swarm_fixture.h"
-#include "support/raw_nats.h"
 #include "kv/stream.h"
 #include "support/json_fields.h"
+#include "support/raw_nats.h"
 
 using namespace testing;
 using namespace std::chrono_literals;

@@ -15,7 +15,7 @@
 #include "support/eventually.h"
 #include "support/json_fields.h"
 #include "support/raw_nats.h"
-#include "swarm/text.h"
+#include "swarm/base/text.h"
 
 using namespace testing;
 namespace fs = std::filesystem;

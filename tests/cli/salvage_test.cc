@@ -5,7 +5,7 @@
 #include <thread>
 
 #include "cli/swarm_fixture.h"
-#include "swarm/file_lock.h"
+#include "swarm/base/file_lock.h"
 
 using namespace testing;
 using namespace std::chrono_literals;

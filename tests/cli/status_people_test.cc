@@ -9,7 +9,7 @@
 #include "cli/swarm_fixture.h"
 #include "kv/bucket.h"
 #include "kv/connection.h"
-#include "swarm/text.h"
+#include "swarm/base/text.h"
 
 using namespace testing;
 

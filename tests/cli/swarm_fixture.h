@@ -12,7 +12,7 @@
 #include "support/nats_server.h"
 #include "support/process.h"
 #include "support/temp_dir.h"
-#include "swarm/json.h"
+#include "swarm/base/json.h"
 
 namespace testing {
 

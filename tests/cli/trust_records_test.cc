@@ -13,7 +13,7 @@
 #include "cli/swarm_fixture.h"
 #include "kv/bucket.h"
 #include "support/json_fields.h"
-#include "swarm/text.h"
+#include "swarm/base/text.h"
 
 using namespace testing;
 namespace fs = std::filesystem;

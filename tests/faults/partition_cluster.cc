@@ -13,7 +13,7 @@
 
 #include "faults/partition_support.h"
 #include "kv/bucket.h"
-#include "swarm/bootstrap.h"
+#include "swarm/workspace/bootstrap.h"
 
 using namespace std::chrono_literals;
 

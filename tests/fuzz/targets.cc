@@ -2,13 +2,13 @@
 
 #include "kv/connection.h"
 #include "kv/error.h"
-#include "swarm/clock.h"
-#include "swarm/duration.h"
-#include "swarm/error.h"
-#include "swarm/json.h"
-#include "swarm/names.h"
-#include "swarm/session.h"
-#include "swarm/workspace.h"
+#include "swarm/base/clock.h"
+#include "swarm/base/duration.h"
+#include "swarm/base/error.h"
+#include "swarm/base/json.h"
+#include "swarm/base/names.h"
+#include "swarm/slots/session.h"
+#include "swarm/workspace/workspace.h"
 
 namespace fuzz {
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "support/temp_dir.h"
-#include "swarm/json.h"
+#include "swarm/base/json.h"
 
 namespace testing {
 

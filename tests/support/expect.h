@@ -4,7 +4,7 @@
 #include <doctest/doctest.h>
 
 #include "kv/error.h"
-#include "swarm/error.h"
+#include "swarm/base/error.h"
 
 namespace testing {
 

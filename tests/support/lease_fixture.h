@@ -7,9 +7,9 @@
 #include <string>
 
 #include "support/nats_server.h"
-#include "swarm/bootstrap.h"
-#include "swarm/journal.h"
+#include "swarm/journal/journal.h"
 #include "swarm/lease/lease.h"
+#include "swarm/workspace/bootstrap.h"
 
 namespace testing {
 

@@ -1,7 +1,7 @@
 #include "support/nats_server.h"
 
-#include "swarm/embedded_server.h"
-#include "swarm/process_info.h"
+#include "swarm/base/process_info.h"
+#include "swarm/workspace/embedded_server.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

@@ -1,7 +1,7 @@
 // The command run under a lease: its environment, its exit status as a shell
 // reports it, signals to its whole process group, and a command that cannot
 // run refused before anything is waited for.
-#include "swarm/child_process.h"
+#include "swarm/base/child_process.h"
 
 #include <doctest/doctest.h>
 
@@ -14,7 +14,7 @@
 
 #include "support/expect.h"
 #include "support/temp_dir.h"
-#include "swarm/error.h"
+#include "swarm/base/error.h"
 
 using namespace swarm;
 using namespace std::chrono_literals;

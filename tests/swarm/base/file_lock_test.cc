@@ -1,7 +1,7 @@
 // The lock files that make a slot's folder one process's at a time: taken,
 // refused while held, waited for (saying who holds it), and never opened
 // through a link planted in its place.
-#include "swarm/file_lock.h"
+#include "swarm/base/file_lock.h"
 
 #include <doctest/doctest.h>
 
@@ -13,8 +13,8 @@
 
 #include "support/expect.h"
 #include "support/temp_dir.h"
-#include "swarm/error.h"
-#include "swarm/safe_dir.h"
+#include "swarm/base/error.h"
+#include "swarm/base/safe_dir.h"
 
 using namespace swarm;
 using namespace std::chrono_literals;

@@ -1,9 +1,9 @@
 // Json and JsonArena: trees made in an arena stay intact while it lives.
-#include "swarm/json.h"
+#include "swarm/base/json.h"
 
 #include <doctest/doctest.h>
 
-#include "swarm/session.h"
+#include "swarm/slots/session.h"
 
 using namespace swarm;
 

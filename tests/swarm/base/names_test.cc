@@ -1,11 +1,11 @@
 // Names, durations and times as users type them.
 #include <doctest/doctest.h>
 
-#include "swarm/clock.h"
-#include "swarm/duration.h"
-#include "swarm/error.h"
-#include "swarm/names.h"
 #include "support/expect.h"
+#include "swarm/base/clock.h"
+#include "swarm/base/duration.h"
+#include "swarm/base/error.h"
+#include "swarm/base/names.h"
 
 using namespace swarm;
 using namespace std::chrono_literals;

@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "support/nats_server.h"
-#include "swarm/process_info.h"
+#include "swarm/base/process_info.h"
 
 using namespace swarm;
 

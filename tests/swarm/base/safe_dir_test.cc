@@ -1,6 +1,6 @@
 // SafeDir: folders of .swarm/ reached through descriptors, never through a
 // link, against a real filesystem with the links planted.
-#include "swarm/safe_dir.h"
+#include "swarm/base/safe_dir.h"
 
 #include <doctest/doctest.h>
 
@@ -12,10 +12,10 @@
 #include <thread>
 
 #include "support/temp_dir.h"
-#include "swarm/error.h"
-#include "swarm/host.h"
-#include "swarm/slot_folder.h"
-#include "swarm/workspace.h"
+#include "swarm/base/error.h"
+#include "swarm/base/host.h"
+#include "swarm/slots/folder.h"
+#include "swarm/workspace/workspace.h"
 
 using namespace swarm;
 using testing::read_file;

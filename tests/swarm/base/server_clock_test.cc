@@ -1,5 +1,5 @@
 // The server's clock as read and run on this host: a wall-clock step does not move it.
-#include "swarm/server_clock.h"
+#include "swarm/base/server_clock.h"
 
 #include <doctest/doctest.h>
 

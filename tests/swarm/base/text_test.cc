@@ -1,5 +1,5 @@
 // Text from outside on its way to a terminal or a JSON reader.
-#include "swarm/text.h"
+#include "swarm/base/text.h"
 
 #include <doctest/doctest.h>
 

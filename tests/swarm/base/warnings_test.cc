@@ -1,6 +1,6 @@
 // The library's warnings go to the sink the program gives: here, a wait
 // for another process's hold on a slot's folder, said while it waits.
-#include "swarm/warnings.h"
+#include "swarm/base/warnings.h"
 
 #include <doctest/doctest.h>
 
@@ -10,8 +10,8 @@
 #include <thread>
 
 #include "support/temp_dir.h"
-#include "swarm/slot_folder.h"
-#include "swarm/workspace.h"
+#include "swarm/slots/folder.h"
+#include "swarm/workspace/workspace.h"
 
 using namespace swarm;
 using namespace std::chrono_literals;

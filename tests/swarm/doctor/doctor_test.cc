@@ -1,6 +1,6 @@
 // Doctor's checks as pure functions: what was read goes in, findings come
 // out, with no server and no workspace on disk.
-#include "swarm/doctor_checks.h"
+#include "swarm/doctor/checks.h"
 
 #include <doctest/doctest.h>
 

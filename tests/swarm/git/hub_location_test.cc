@@ -3,8 +3,8 @@
 
 #include "support/expect.h"
 #include "support/nats_server.h"
-#include "swarm/error.h"
-#include "swarm/hub_location.h"
+#include "swarm/base/error.h"
+#include "swarm/git/hub_location.h"
 
 using namespace swarm;
 using namespace std::chrono_literals;

@@ -6,8 +6,8 @@
 
 #include "support/process.h"
 #include "support/temp_dir.h"
-#include "swarm/hub.h"
-#include "swarm/worktree.h"
+#include "swarm/git/hub.h"
+#include "swarm/git/worktree.h"
 
 using namespace swarm;
 namespace fs = std::filesystem;

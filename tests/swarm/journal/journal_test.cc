@@ -1,7 +1,7 @@
 // The journal against a real server: what is stored once, what a long history
 // costs to read, how fast a follower hears an act, and that a journal that
 // cannot be written never fails the act it records.
-#include "swarm/journal.h"
+#include "swarm/journal/journal.h"
 
 #include <doctest/doctest.h>
 #include <nats/nats.h>
@@ -12,12 +12,11 @@
 
 #include "support/nats_server.h"
 #include "support/temp_dir.h"
-#include "swarm/bootstrap.h"
-#include "swarm/error.h"
-#include "swarm/journal_events.h"
+#include "swarm/base/error.h"
+#include "swarm/base/warnings.h"
 #include "swarm/lease/lease_keeper.h"
-#include "swarm/slot_lifecycle.h"
-#include "swarm/warnings.h"
+#include "swarm/slots/lifecycle.h"
+#include "swarm/workspace/bootstrap.h"
 
 using namespace swarm;
 using namespace std::chrono_literals;

@@ -8,7 +8,7 @@
 
 #include "support/expect.h"
 #include "support/lease_fixture.h"
-#include "swarm/error.h"
+#include "swarm/base/error.h"
 
 using namespace swarm;
 using namespace std::chrono_literals;

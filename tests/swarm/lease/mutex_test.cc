@@ -12,7 +12,7 @@
 
 #include "support/expect.h"
 #include "support/lease_fixture.h"
-#include "swarm/error.h"
+#include "swarm/base/error.h"
 #include "swarm/lease/lease.h"
 
 using namespace swarm;

@@ -3,8 +3,8 @@
 #include <doctest/doctest.h>
 
 #include "support/expect.h"
-#include "swarm/error.h"
-#include "swarm/host.h"
+#include "swarm/base/error.h"
+#include "swarm/base/host.h"
 #include "swarm/lease/rules.h"
 
 using namespace swarm;

@@ -1,11 +1,11 @@
 // Salvage of a worktree's history into the hub, against a real hub and clone.
-#include "swarm/recovery.h"
+#include "swarm/slots/recovery.h"
 
 #include <doctest/doctest.h>
 
 #include "support/temp_dir.h"
-#include "swarm/hub.h"
-#include "swarm/worktree.h"
+#include "swarm/git/hub.h"
+#include "swarm/git/worktree.h"
 
 using namespace swarm;
 

@@ -1,14 +1,14 @@
 // SessionStore against a real nats-server: typed CAS, corrupt records, list, watch.
-#include "swarm/session_store.h"
+#include "swarm/slots/session_store.h"
 
 #include <doctest/doctest.h>
 
 #include <set>
 #include <thread>
 
-#include "swarm/error.h"
 #include "support/expect.h"
 #include "support/nats_server.h"
+#include "swarm/base/error.h"
 
 using namespace swarm;
 using namespace std::chrono_literals;

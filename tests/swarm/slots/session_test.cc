@@ -1,10 +1,10 @@
 // The session record: round trips, every corrupt shape, unknown fields kept.
 #include "support/json_fields.h"
-#include "swarm/session.h"
+#include "swarm/slots/session.h"
 
 #include <doctest/doctest.h>
 
-#include "swarm/json.h"
+#include "swarm/base/json.h"
 
 using namespace swarm;
 

@@ -1,5 +1,5 @@
 // SlotLifecycle against a real server and a real hub: the CAS rules and the undo paths.
-#include "swarm/slot_lifecycle.h"
+#include "swarm/slots/lifecycle.h"
 
 #include <doctest/doctest.h>
 
@@ -9,9 +9,9 @@
 
 #include "support/expect.h"
 #include "support/nats_server.h"
-#include "swarm/bootstrap.h"
-#include "swarm/error.h"
-#include "swarm/hub.h"
+#include "swarm/base/error.h"
+#include "swarm/git/hub.h"
+#include "swarm/workspace/bootstrap.h"
 
 using namespace swarm;
 using namespace std::chrono_literals;

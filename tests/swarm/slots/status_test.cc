@@ -1,5 +1,5 @@
 // LiveSessions: the model behind status --watch.
-#include "swarm/status.h"
+#include "swarm/slots/status.h"
 
 #include <doctest/doctest.h>
 

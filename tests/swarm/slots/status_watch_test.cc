@@ -1,7 +1,7 @@
 // The live status feed (swarm/status_watch.h) against a real nats-server:
 // the first view, then each put and erase, and a session that outlives its
 // TTL dropped as expired without any event from the server.
-#include "swarm/status_watch.h"
+#include "swarm/slots/status_watch.h"
 
 #include <doctest/doctest.h>
 

@@ -1,0 +1,308 @@
+// What ServeView shows, built from what its feeds hold: /metrics, the
+// verbs' documents, the journal's last acts, and the page (the feeds and the
+// supervisor: serve_view.cc).
+#include <algorithm>
+#include <cstdio>
+#include <set>
+
+#include "cli/documents.h"
+#include "cli/serve_view.h"
+#include "cli/status_table.h"
+#include "swarm/base/text.h"
+#include "swarm/slots/liveness.h"
+
+namespace cli {
+
+namespace {
+
+std::int64_t unix_ms(swarm::TimePoint t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+
+// A Prometheus label value from any text: valid UTF-8, control characters
+// escaped as swarm prints them, then backslash, quote and line feed escaped
+// as the exposition format wants.
+std::string label(std::string_view value) {
+  std::string out;
+  for (char c : swarm::printable(swarm::valid_utf8(value))) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '"') out += "\\\"";
+    else if (c == '\n') out += "\\n";
+    else out += c;
+  }
+  return out;
+}
+
+int severity(swarm::State s) {
+  switch (s) {
+    case swarm::State::corrupt: return 0;
+    case swarm::State::stale: return 1;
+    case swarm::State::late: return 2;
+    case swarm::State::fresh: return 3;
+  }
+  return 3;
+}
+
+std::string text_field(const swarm::Json& detail, const char* name) {
+  const cJSON* item = detail ? cJSON_GetObjectItemCaseSensitive(detail.get(), name) : nullptr;
+  return cJSON_IsString(item) ? std::string(item->valuestring) : std::string();
+}
+
+// Who held what, as spans: a slot from its join to its close (or evict, or
+// the next join), a lease from its grant to its release (or loss, or the
+// next grant). Open spans have no end.
+swarm::Json spans_of(const std::deque<swarm::Event>& events) {
+  struct Span {
+    std::string thing, name, host, end;
+    std::int64_t from = 0, to = -1;
+  };
+  std::vector<Span> done;
+  std::map<std::string, Span> open;
+  auto finish = [&](const std::string& key, std::int64_t at, const std::string& how) {
+    auto it = open.find(key);
+    if (it == open.end()) return;
+    it->second.to = at;
+    it->second.end = how;
+    done.push_back(std::move(it->second));
+    open.erase(it);
+  };
+  for (const auto& e : events) {
+    if (!e.time) continue;
+    const std::int64_t at = unix_ms(*e.time);
+    const std::string thing(swarm::to_string(e.thing));
+    const std::string key = thing + "/" + e.name;
+    if (e.kind == "join" || e.kind == "lease.grant") {
+      finish(key, at, "taken over");
+      open[key] = {thing, e.name, e.actor.host, "", at, -1};
+    } else if (e.kind == "close") {
+      const std::string result = text_field(e.detail, "result");
+      finish(key, at, result.empty() ? "closed" : result);
+    } else if (e.kind == "evict") {
+      finish(key, at, "evicted");
+    } else if (e.kind == "lease.release" || e.kind == "elect.resign") {
+      finish(key, at, "released");
+    } else if (e.kind == "lease.lost") {
+      finish(key, at, "lost");
+    }
+  }
+  for (auto& [key, span] : open) done.push_back(std::move(span));
+  std::sort(done.begin(), done.end(), [](const Span& a, const Span& b) { return a.from < b.from; });
+  if (done.size() > kViewSpans) done.erase(done.begin(), done.end() - static_cast<std::ptrdiff_t>(kViewSpans));
+  swarm::Json out = swarm::Json::array();
+  for (const auto& s : done) {
+    swarm::Json j = swarm::Json::object();
+    j.set("thing", s.thing).set("name", s.name).set("host", s.host).set("from_ms", s.from);
+    if (s.to < 0) j.set_null("to_ms");
+    else j.set("to_ms", s.to);
+    j.set("end", s.end);
+    out.push(std::move(j));
+  }
+  return out;
+}
+
+// The branches panel: each branch and where it stands, from `branches` and
+// the journal's lands and refusals since its last close.
+swarm::Json branch_rows(const swarm::Branches& report, const std::deque<swarm::Event>& events) {
+  std::map<std::string, std::string> refused;  // slot -> the last refusal's reason since its last close
+  for (const auto& e : events) {
+    if (e.thing != swarm::Thing::slot) continue;
+    if (e.kind == "close" || e.kind == "land") refused.erase(e.name);
+    if (e.kind == "land.refused" && text_field(e.detail, "onto") == report.onto)
+      refused[e.name] = text_field(e.detail, "reason");
+  }
+  swarm::Json rows = swarm::Json::array();
+  for (const auto& row : report.rows) {
+    std::string stands = row.git.landed             ? "landed"
+                         : refused.count(row.git.slot) ? "refused"
+                         : row.state                  ? "working"
+                         : row.result == "success"    ? "done"
+                         : row.result.empty()         ? "unfinished"
+                                                      : row.result;
+    swarm::Json b = swarm::Json::object();
+    b.set("slot", row.git.slot).set("stands", stands).set("ahead", static_cast<std::int64_t>(row.git.ahead))
+        .set("head", row.git.head.substr(0, 12)).set("committed_ms", row.git.committed_at * 1000)
+        .set("result", row.result);
+    if (auto it = refused.find(row.git.slot); it != refused.end()) b.set("reason", it->second);
+    rows.push(std::move(b));
+  }
+  return rows;
+}
+
+}  // namespace
+
+std::map<std::string, int> ServeView::waiting(swarm::TimePoint now) const {
+  std::map<std::string, int> out;
+  for (const auto& [key, place] : places_) {
+    auto beat = beats_.find(key);
+    if (swarm::place_is_live(place, beat == beats_.end() ? std::nullopt : std::optional(beat->second), now, {}, {}))
+      ++out[*swarm::place_of(key)];
+  }
+  return out;
+}
+
+bool ServeView::nats_up() const {
+  if (!connected_) return false;
+  for (const char* feed : {"sessions", "leases", "journal"}) {
+    auto it = up_.find(feed);
+    if (it == up_.end() || !it->second) return false;
+  }
+  return true;
+}
+
+std::vector<swarm::SessionRow> ServeView::sessions_now(swarm::TimePoint* now) const {
+  *now = server_now();
+  std::vector<swarm::SessionRow> rows = table_.rows();
+  const auto since = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - table_at_);
+  for (auto& row : rows) {
+    if (row.corrupt) continue;
+    row.age += since;
+    row.state = swarm::state_of(row.age, ttl_);
+  }
+  return rows;
+}
+
+std::string ServeView::metrics() const {
+  std::lock_guard lock(mu_);
+  swarm::TimePoint now;
+  const auto rows = sessions_now(&now);
+  std::map<std::pair<std::string, std::string>, int> sessions;
+  for (const auto& row : rows)
+    ++sessions[{std::string(swarm::to_string(row.state)), row.corrupt ? std::string("unknown") : std::string(row.host)}];
+  std::map<std::string, int> lease_states;
+  for (const auto& [name, entry] : leases_) ++lease_states[std::string(swarm::to_string(swarm::standing_of(entry, now).state))];
+  const std::map<std::string, int> waiters = waiting(now);
+
+  std::string out;
+  out += "# HELP swarm_sessions Sessions of the workspace's bucket by state and host.\n# TYPE swarm_sessions gauge\n";
+  for (const auto& [key, n] : sessions) {
+    const std::string host = key.second.empty() ? "unknown" : key.second;
+    out += "swarm_sessions{state=\"" + label(key.first) + "\",host=\"" + label(host) + "\"} " + std::to_string(n) + "\n";
+  }
+  out += "# HELP swarm_leases Leases by state.\n# TYPE swarm_leases gauge\n";
+  for (const auto& state : {"held", "expired", "corrupt"})
+    out += "swarm_leases{state=\"" + std::string(state) + "\"} " +
+           std::to_string(lease_states.count(state) ? lease_states[state] : 0) + "\n";
+  out += "# HELP swarm_lease_waiters Live places in each lease's line.\n# TYPE swarm_lease_waiters gauge\n";
+  for (const auto& [name, n] : waiters) out += "swarm_lease_waiters{lease=\"" + label(name) + "\"} " + std::to_string(n) + "\n";
+  out += "# HELP swarm_events_total Journal events seen since this server started (the last day's first).\n"
+         "# TYPE swarm_events_total counter\n";
+  for (const auto& [kind, n] : event_counts_) out += "swarm_events_total{kind=\"" + label(kind) + "\"} " + std::to_string(n) + "\n";
+  out += "# HELP swarm_nats_up Whether NATS answers and every watch of it works (1) or not (0).\n# TYPE swarm_nats_up gauge\n";
+  out += std::string("swarm_nats_up ") + (nats_up() ? "1" : "0") + "\n";
+  out += "# HELP swarm_session_ttl_seconds The session bucket's TTL.\n# TYPE swarm_session_ttl_seconds gauge\n";
+  char ttl[32];
+  std::snprintf(ttl, sizeof ttl, "%.3f", static_cast<double>(ttl_.count()) / 1000.0);
+  out += std::string("swarm_session_ttl_seconds ") + ttl + "\n";
+  return out;
+}
+
+std::string ServeView::status_document() const {
+  std::lock_guard lock(mu_);
+  swarm::TimePoint now;
+  return cli::status_document(bucket_, ttl_, sessions_now(&now));
+}
+
+std::string ServeView::leases_document() const {
+  std::lock_guard lock(mu_);
+  const auto now = server_now();
+  std::vector<swarm::LeaseEntry> entries;
+  for (const auto& [name, entry] : leases_) entries.push_back(entry);
+  return cli::leases_document(entries, waiting(now), now).dump();
+}
+
+std::string ServeView::branches_document() const {
+  std::lock_guard lock(mu_);
+  return branches_json_;
+}
+
+std::string ServeView::log_lines(std::size_t n) const {
+  std::lock_guard lock(mu_);
+  std::string out;
+  const std::size_t from = events_.size() > n ? events_.size() - n : 0;
+  for (std::size_t i = from; i < events_.size(); ++i) out += events_[i].to_json().dump() + "\n";
+  return out;
+}
+
+std::pair<std::uint64_t, std::string> ServeView::page() const {
+  std::lock_guard lock(mu_);
+  // One view per version, whoever asks (every stream opened, the pusher):
+  // the server's time alone is put in fresh.
+  if (page_version_ != version_) {
+    page_cache_ = page_body();
+    page_version_ = version_;
+  }
+  return {version_, "{\"server_time_ms\":" + std::to_string(unix_ms(server_now())) + "," + page_cache_.substr(1)};
+}
+
+std::string ServeView::page_body() const {
+  swarm::TimePoint now;
+  auto rows = sessions_now(&now);
+  swarm::Json doc = swarm::Json::object();
+  doc.set("ttl_ms", static_cast<std::int64_t>(ttl_.count()))
+      .set("bucket", bucket_).set("host", me_.host).set("nats_up", nats_up());
+  if (down_since_ && !nats_up()) doc.set("nats_down_since_ms", unix_ms(*down_since_));
+  else doc.set_null("nats_down_since_ms");
+  swarm::Json counts = swarm::Json::object();
+  std::map<std::string, int> by_state;
+  std::set<std::string> hosts;
+  for (const auto& r : rows) {
+    ++by_state[std::string(swarm::to_string(r.state))];
+    hosts.insert(std::string(r.host));
+  }
+  for (const char* s : {"fresh", "late", "stale", "corrupt"}) counts.set(s, by_state.count(s) ? by_state[s] : 0);
+  doc.set("summary", summary(rows));  // the words `status` ends its table with
+  doc.set("counts", std::move(counts)).set("sessions_total", static_cast<std::int64_t>(rows.size()))
+      .set("hosts", static_cast<std::int64_t>(hosts.size()));
+  // The most troubled first, then by slot; at most kViewSessions.
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const swarm::SessionRow& a, const swarm::SessionRow& b) { return severity(a.state) < severity(b.state); });
+  swarm::Json sessions = swarm::Json::array();
+  for (std::size_t i = 0; i < rows.size() && i < kViewSessions; ++i) {
+    const auto& r = rows[i];
+    swarm::Json s = swarm::Json::object();
+    s.set("slot", r.slot).set("task", r.task_id).set("host", r.host).set("state", swarm::to_string(r.state))
+        .set("stored_ms", unix_ms(r.stored_at)).set("token", static_cast<std::int64_t>(r.session_token))
+        .set("revision", static_cast<std::int64_t>(r.revision)).set("local", r.local);
+    if (r.corrupt) s.set("error", r.corrupt_reason);
+    sessions.push(std::move(s));
+  }
+  doc.set("sessions", std::move(sessions));
+  swarm::Json leases = swarm::Json::array();
+  const std::map<std::string, int> waiters = waiting(now);
+  for (const auto& [name, e] : leases_) {
+    const auto standing = swarm::standing_of(e, now);
+    swarm::Json l = swarm::Json::object();
+    l.set("name", name).set("state", swarm::to_string(standing.state)).set("stored_ms", unix_ms(e.stored_at))
+        .set("left_ms", static_cast<std::int64_t>(standing.left.count()))
+        .set("waiters", waiters.count(name) ? waiters.at(name) : 0);
+    if (e.record) {
+      l.set("holder", e.record->holder).set("host", e.record->host).set("token", static_cast<std::int64_t>(e.token()))
+          .set("ttl_ms", static_cast<std::int64_t>(e.record->ttl.count()))
+          .set("task", e.record->task).set("slot", e.record->slot);
+    }
+    leases.push(std::move(l));
+  }
+  doc.set("leases", std::move(leases));
+  swarm::Json acts = swarm::Json::array();
+  const std::size_t first = events_.size() > kViewActs ? events_.size() - kViewActs : 0;
+  for (std::size_t i = first; i < events_.size(); ++i) {
+    const auto& e = events_[i];
+    swarm::Json j = swarm::Json::object();
+    j.set("time_ms", e.time ? unix_ms(*e.time) : 0).set("kind", e.kind).set("thing", swarm::to_string(e.thing))
+        .set("name", e.name).set("host", e.actor.host).set("token", static_cast<std::int64_t>(e.token))
+        .set("seq", static_cast<std::int64_t>(e.seq)).set("detail", swarm::detail_text(e.detail));
+    acts.push(std::move(j));
+  }
+  doc.set("events", std::move(acts));
+  doc.set("spans", spans_of(events_));
+  swarm::Json branches = swarm::Json::object();
+  if (branches_) {
+    branches.set("onto", branches_->onto).set("rows", branch_rows(*branches_, events_));
+  } else {
+    branches.set_null("onto").set("rows", swarm::Json::array());
+  }
+  doc.set("branches", std::move(branches));
+  return doc.dump();
+}
+
+}  // namespace cli

@@ -1,0 +1,19 @@
+// The journal's events of leases (lease.grant, lease.release, lease.lost,
+// elect.resign), built from the lease as it stands: the actor is the holder,
+// as its record says (see the contract's Journal section for their fields).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "swarm/journal/journal.h"
+#include "swarm/lease/lease.h"
+
+namespace swarm {
+
+Event lease_grant_event(std::string_view bucket, const Lease& lease, const LastWrite& over);
+Event lease_release_event(std::string_view bucket, const Lease& lease);
+Event lease_lost_event(std::string_view bucket, const Lease& lease, const std::string& why);
+Event elect_resign_event(std::string_view bucket, const Lease& lease);
+
+}  // namespace swarm
