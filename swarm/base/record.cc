@@ -99,4 +99,13 @@ void append_unknown(std::string& object, const UnknownFields& unknown, const std
 
 std::string missing(const char* name) { return std::string("field '") + name + "' is missing"; }
 
+std::string keyed_reason(const std::string& key, bool valid_key, std::string_view kind, const std::string& unreadable,
+                         std::string_view field, const std::string* named) {
+  if (!valid_key) return "the key is not a valid " + std::string(kind) + " name";
+  if (!unreadable.empty()) return unreadable;
+  if (named != nullptr && *named != key)
+    return "field '" + std::string(field) + "' is '" + *named + "' but the key is '" + key + "'";
+  return {};
+}
+
 }  // namespace swarm::record

@@ -184,6 +184,23 @@ std::string read(const std::string& text, const Schema<T>& schema, T* out) {
   return {};
 }
 
+// The same into an optional: set when `text` reads, else the reason.
+template <typename T>
+std::string read(const std::string& text, const Schema<T>& schema, std::optional<T>* out) {
+  T record;
+  std::string why = read(text, schema, &record);
+  if (why.empty()) *out = std::move(record);
+  return why;
+}
+
+// Why a record stored under `key` is corrupt, "" when it is not, the same
+// way for every kind: a key that is no valid `kind` name (`valid_key` false:
+// written by something else, a raw NATS client; no verb can name it), a
+// value that did not read (`unreadable`, read's reason), or a record whose
+// field `field` names another key (`named`, null when it did not read).
+std::string keyed_reason(const std::string& key, bool valid_key, std::string_view kind, const std::string& unreadable,
+                         std::string_view field, const std::string* named);
+
 // The JSON text of `record` by `schema`, written by hand member by member
 // (the bytes cJSON would print: status writes 10,000 of these, and every
 // renewal one), its unknown fields after its own.

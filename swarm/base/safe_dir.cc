@@ -235,7 +235,9 @@ std::optional<SafeDir> SafeDir::folder_below(const std::string& relative, bool r
   return at;
 }
 
-std::vector<std::string> SafeDir::list() const {
+// `keep(name, d_type)` for each entry but "." and "..", in the folder's order.
+template <typename Keep>
+std::vector<std::string> SafeDir::names_where(Keep&& keep) const {
   int fd = ::openat(fd_.get(), ".", kFolderFlags);
   if (fd < 0) throw_filesystem_error("list", path_, errno);
   DIR* dir = ::fdopendir(fd);
@@ -247,30 +249,20 @@ std::vector<std::string> SafeDir::list() const {
   std::vector<std::string> names;
   while (const dirent* entry = ::readdir(dir)) {
     std::string name = entry->d_name;
-    if (name != "." && name != "..") names.push_back(std::move(name));
+    if (name != "." && name != ".." && keep(name, entry->d_type)) names.push_back(std::move(name));
   }
   ::closedir(dir);
   return names;
 }
 
+std::vector<std::string> SafeDir::list() const {
+  return names_where([](const std::string&, unsigned char) { return true; });
+}
+
 std::vector<std::string> SafeDir::subfolders() const {
-  int fd = ::openat(fd_.get(), ".", kFolderFlags);
-  if (fd < 0) throw_filesystem_error("list", path_, errno);
-  DIR* dir = ::fdopendir(fd);
-  if (dir == nullptr) {
-    int e = errno;
-    ::close(fd);
-    throw_filesystem_error("list", path_, e);
-  }
-  std::vector<std::string> names;
-  while (const dirent* entry = ::readdir(dir)) {
-    std::string name = entry->d_name;
-    if (name == "." || name == "..") continue;
-    const bool folder = entry->d_type == DT_DIR || (entry->d_type == DT_UNKNOWN && kind(name) == EntryKind::folder);
-    if (folder) names.push_back(std::move(name));
-  }
-  ::closedir(dir);
-  return names;
+  return names_where([&](const std::string& name, unsigned char type) {
+    return type == DT_DIR || (type == DT_UNKNOWN && kind(name) == EntryKind::folder);
+  });
 }
 
 bool SafeDir::still_is(const std::string& name, const SafeDir& other) const {

@@ -119,6 +119,9 @@ class SafeDir {
   SafeDir(UniqueFd fd, std::filesystem::path path) : fd_(std::move(fd)), path_(std::move(path)) {}
   // Opens child `name` as a folder; nullopt when missing.
   std::optional<SafeDir> open_child(const std::string& name, bool require_owner) const;
+  // The entries' names for which `keep(name, d_type)` (list, subfolders).
+  template <typename Keep>
+  std::vector<std::string> names_where(Keep&& keep) const;
 
   UniqueFd fd_;
   std::filesystem::path path_;

@@ -71,26 +71,27 @@ bool is_valid_utf8(std::string_view text) {
   return true;
 }
 
-bool is_plain_text(std::string_view text) {
+namespace {
+
+// Whether `text` is valid UTF-8 and no code point in it is `refused`.
+template <typename Refused>
+bool every_code_point(std::string_view text, Refused&& refused) {
   if (plain_ascii(text)) return true;
   std::uint32_t code = 0;
   for (std::size_t i = 0; i < text.size();) {
     std::size_t n = sequence_at(text, i, &code);
-    if (n == 0 || is_control(code)) return false;
+    if (n == 0 || refused(code)) return false;
     i += n;
   }
   return true;
 }
 
+}  // namespace
+
+bool is_plain_text(std::string_view text) { return every_code_point(text, is_control); }
+
 bool shows_as_is(std::string_view text) {
-  if (plain_ascii(text)) return true;
-  std::uint32_t code = 0;
-  for (std::size_t i = 0; i < text.size();) {
-    std::size_t n = sequence_at(text, i, &code);
-    if (n == 0 || is_control(code) || is_bidi(code)) return false;
-    i += n;
-  }
-  return true;
+  return every_code_point(text, [](std::uint32_t code) { return is_control(code) || is_bidi(code); });
 }
 
 std::string valid_utf8(std::string_view text) {

@@ -1,5 +1,7 @@
 #include "swarm/git/handles.h"
 
+#include <stdlib.h>
+
 #include <mutex>
 
 #include "swarm/base/error.h"
@@ -25,6 +27,36 @@ void check(int rc, std::string_view what) {
   message += ": ";
   message += (e != nullptr && e->message != nullptr) ? e->message : "libgit2 error " + std::to_string(rc);
   throw Error(filesystem_refused(message) ? Errc::filesystem : Errc::internal, message);
+}
+
+namespace {
+
+std::filesystem::path make_scratch_folder(std::string_view purpose) {
+  std::string path = (std::filesystem::temp_directory_path() / ("swarm-" + std::string(purpose) + "-XXXXXX")).string();
+  if (::mkdtemp(path.data()) == nullptr)
+    throw Error(Errc::filesystem, "cannot make a scratch folder in " + std::filesystem::temp_directory_path().string());
+  return path;
+}
+
+RepositoryPtr init_bare(const std::filesystem::path& path) {
+  git_repository* raw = nullptr;
+  check(git_repository_init(&raw, path.c_str(), 1), "make a scratch repository");
+  return RepositoryPtr(raw);
+}
+
+}  // namespace
+
+ScratchRepo::ScratchRepo(std::string_view purpose) : folder(make_scratch_folder(purpose)), repo(init_bare(folder.path)) {}
+
+RepositoryPtr open_local_hub(const std::filesystem::path& path, const std::string& shown) {
+  ensure_initialized();
+  git_repository* raw = nullptr;
+  if (git_repository_open_ext(&raw, path.c_str(), GIT_REPOSITORY_OPEN_NO_SEARCH | GIT_REPOSITORY_OPEN_BARE, nullptr) !=
+      0) {
+    git_error_clear();
+    throw Error(Errc::not_bootstrapped, "the hub " + shown + " is missing or not a git repository");
+  }
+  return RepositoryPtr(raw);
 }
 
 CommitPtr lookup_commit(git_repository* repo, const git_oid& oid, std::string_view what) {

@@ -48,6 +48,19 @@ struct RemovedOnExit {
   }
 };
 
+// A bare repository of this process's own in $TMPDIR (a network hub's refs
+// fetched or pushed through it), removed with all it holds when this goes.
+// `purpose` names its folder ("swarm-<purpose>-XXXXXX").
+struct ScratchRepo {
+  explicit ScratchRepo(std::string_view purpose);
+  RemovedOnExit folder;
+  RepositoryPtr repo;
+};
+
+// The local bare hub at `path`, never searched upward; a missing one or one
+// that is not a repository is not_bootstrapped (exit 6) naming `shown`.
+RepositoryPtr open_local_hub(const std::filesystem::path& path, const std::string& shown);
+
 // Throws swarm::Error with `what` and libgit2's last message unless rc >= 0:
 // filesystem (exit 9) when the local filesystem refused (full, read-only,
 // denied), internal otherwise.

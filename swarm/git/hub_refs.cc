@@ -7,24 +7,12 @@
 
 namespace swarm::git {
 
-namespace {
-
-RepositoryPtr open_local(const HubLocation& where) {
-  git_repository* raw = nullptr;
-  if (git_repository_open_ext(&raw, where.path().c_str(), GIT_REPOSITORY_OPEN_NO_SEARCH | GIT_REPOSITORY_OPEN_BARE,
-                              nullptr) != 0)
-    throw Error(Errc::not_bootstrapped, "the hub " + where.text + " is missing or not a git repository");
-  return RepositoryPtr(raw);
-}
-
-}  // namespace
-
 std::vector<std::pair<std::string, std::string>> list_refs(const std::string& hub, const std::string& prefix) {
   ensure_initialized();
   const HubLocation where = parse_hub_location(hub, "/");
   std::vector<std::pair<std::string, std::string>> out;
   if (!where.remote()) {
-    RepositoryPtr repo = open_local(where);
+    RepositoryPtr repo = open_local_hub(where.path(), where.text);
     for_each_direct_ref(repo.get(), prefix, "list the hub's refs",
                         [&](const std::string& name, const git_oid& id) { out.emplace_back(name, hex(id)); });
     return out;
@@ -44,7 +32,7 @@ std::vector<std::string> delete_refs(const std::string& hub, const std::vector<s
   std::vector<std::string> deleted;
   if (refs.empty()) return deleted;
   if (!where.remote()) {
-    RepositoryPtr repo = open_local(where);
+    RepositoryPtr repo = open_local_hub(where.path(), where.text);
     for (const auto& [name, id] : refs) {
       git_oid expected;
       if (git_oid_fromstr(&expected, id.c_str()) != 0) continue;
@@ -63,18 +51,14 @@ std::vector<std::string> delete_refs(const std::string& hub, const std::vector<s
     return deleted;
   }
   // A network hub: a scratch repository pushes the deletions (":ref").
-  std::string scratch = (std::filesystem::temp_directory_path() / "swarm-prune-XXXXXX").string();
-  if (::mkdtemp(scratch.data()) == nullptr) throw Error(Errc::filesystem, "cannot make a scratch folder in /tmp");
-  RemovedOnExit remove{scratch};
-  git_repository* repo_raw = nullptr;
-  check(git_repository_init(&repo_raw, scratch.c_str(), 1), "make a scratch repository");
-  RepositoryPtr repo(repo_raw);
+  ScratchRepo scratch("prune");
+  git_repository* repo = scratch.repo.get();
   RemoteAccess access(hub);
   // Only what still points where it was listed: listed again right before.
   std::vector<std::string> specs;
   std::vector<std::string> names;
   {
-    RemotePtr lister = access.hub_remote(repo.get());
+    RemotePtr lister = access.hub_remote(repo);
     const auto now = access.list(lister.get(), "list the hub's refs").refs;
     for (const auto& [name, id] : refs)
       for (const auto& [current, oid] : now)
@@ -84,7 +68,7 @@ std::vector<std::string> delete_refs(const std::string& hub, const std::vector<s
         }
   }
   if (specs.empty()) return deleted;
-  RemotePtr remote = access.hub_remote(repo.get());
+  RemotePtr remote = access.hub_remote(repo);
   StringArray array(specs);
   git_push_options options = GIT_PUSH_OPTIONS_INIT;
   options.callbacks = access.callbacks();

@@ -98,11 +98,7 @@ std::unique_ptr<HubRepo> HubRepo::create(const fs::path& path, const fs::path& s
 
 std::unique_ptr<HubRepo> HubRepo::open(const fs::path& path) {
   ensure_initialized();
-  git_repository* raw = nullptr;
-  if (git_repository_open_ext(&raw, path.c_str(), GIT_REPOSITORY_OPEN_NO_SEARCH | GIT_REPOSITORY_OPEN_BARE,
-                              nullptr) != 0)
-    throw Error(Errc::not_bootstrapped, "the hub " + path.string() + " is missing or not a git repository");
-  RepositoryPtr repo(raw);
+  RepositoryPtr repo = open_local_hub(path, path.string());
   if (git_repository_head_unborn(repo.get()) != 0)
     throw Error(Errc::not_bootstrapped, "the hub " + path.string() + " has no commit on its default branch");
   return std::make_unique<HubRepo>(std::move(repo));
@@ -209,21 +205,17 @@ bool RemoteHubRepo::has_commits_beyond_default(const std::string& branch) const 
   if (git_oid_equal(&*tip_oid, &*base_oid)) return false;
   // Both histories are needed to compare them: fetched into a scratch
   // repository that goes right after.
-  std::string scratch = (std::filesystem::temp_directory_path() / "swarm-hub-XXXXXX").string();
-  if (::mkdtemp(scratch.data()) == nullptr) throw Error(Errc::internal, "cannot make a scratch folder in /tmp");
-  RemovedOnExit remove{scratch};
-  git_repository* repo_raw = nullptr;
-  check(git_repository_init(&repo_raw, scratch.c_str(), 1), "make a scratch repository");
-  RepositoryPtr repo(repo_raw);
+  ScratchRepo scratch("hub");
+  git_repository* repo = scratch.repo.get();
   RemoteAccess access(url_);
-  RemotePtr remote = access.hub_remote(repo.get());
+  RemotePtr remote = access.hub_remote(repo);
   StringArray specs({"+refs/heads/" + branch + ":refs/compare/tip", "+refs/heads/" + base_branch + ":refs/compare/base"});
   git_fetch_options options = GIT_FETCH_OPTIONS_INIT;
   options.callbacks = access.callbacks();
   access.run("fetch " + branch + " from the hub",
              [&] { return git_remote_fetch(remote.get(), specs.get(), &options, nullptr); });
   size_t ahead = 0, behind = 0;
-  check(git_graph_ahead_behind(&ahead, &behind, repo.get(), &*tip_oid, &*base_oid), "compare " + branch);
+  check(git_graph_ahead_behind(&ahead, &behind, repo, &*tip_oid, &*base_oid), "compare " + branch);
   return ahead > 0;
 }
 
@@ -279,9 +271,7 @@ std::unique_ptr<HubBackend> prepare_hub(const std::string& hub, const std::files
   if (access.hub().remote())  // its HEAD is the server's to set
     return hub_as_listed(access, hub, access.list(detached.get(), "list the hub's branches"));
   // A local bare repository made with another initial branch: HEAD names the seed.
-  git_repository* hub_raw = nullptr;
-  check(git_repository_open_bare(&hub_raw, access.hub().path().c_str()), "open the hub " + hub);
-  RepositoryPtr target(hub_raw);
+  RepositoryPtr target = open_local_hub(access.hub().path(), hub);
   if (git_repository_head_unborn(target.get()) == 1)
     check(git_repository_set_head(target.get(), ("refs/heads/" + branch).c_str()), "point the hub's HEAD at " + branch);
   return HubRepo::open(access.hub().path());

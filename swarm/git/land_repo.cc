@@ -288,11 +288,7 @@ std::unique_ptr<LandBackend> open_land(const std::string& hub, const fs::path& c
   ensure_initialized();
   HubLocation where = parse_hub_location(hub, "/");
   if (!where.remote()) {
-    git_repository* raw = nullptr;
-    if (git_repository_open_ext(&raw, where.path().c_str(), GIT_REPOSITORY_OPEN_NO_SEARCH | GIT_REPOSITORY_OPEN_BARE,
-                                nullptr) != 0)
-      throw Error(Errc::not_bootstrapped, "the hub " + hub + " is missing or not a git repository");
-    RepositoryPtr repo(raw);
+    RepositoryPtr repo = open_local_hub(where.path(), hub);
     fs::path objects = fs::path(git_repository_path(repo.get())) / "objects";
     return std::make_unique<LandRepo>(hub, std::move(repo), objects, fs::path());
   }

@@ -8,6 +8,7 @@
 #include "swarm/base/log.h"
 #include "swarm/base/names.h"
 #include "swarm/base/process_info.h"
+#include "swarm/base/record.h"
 #include "swarm/base/text.h"
 #include "swarm/lease/events.h"
 
@@ -107,17 +108,10 @@ LeaseEntry lease_entry_of(kv::Entry&& entry) {
   out.revision = entry.revision;
   out.stored_at = entry.created;
   ParsedLease parsed = parse_lease(entry.value);
-  if (!is_valid_lease_name(out.name)) {
-    out.corrupt_reason = "the key is not a valid lease name";
-  } else if (!parsed.lease) {
-    out.corrupt_reason = parsed.corrupt_reason;
-  } else if (parsed.lease->name != out.name) {
-    out.corrupt_reason = "field 'name' is '" + parsed.lease->name + "' but the key is '" + out.name + "'";
-  } else {
-    out.record = std::move(parsed.lease);
-    return out;
-  }
-  out.raw = std::move(entry.value);
+  out.corrupt_reason = record::keyed_reason(out.name, is_valid_lease_name(out.name), "lease", parsed.corrupt_reason,
+                                            "name", parsed.lease ? &parsed.lease->name : nullptr);
+  if (out.corrupt_reason.empty()) out.record = std::move(parsed.lease);
+  else out.raw = std::move(entry.value);
   return out;
 }
 

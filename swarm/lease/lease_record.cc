@@ -32,9 +32,7 @@ const record::Schema<LeaseRecord>& schema() {
 
 ParsedLease parse_lease(const std::string& text) {
   ParsedLease out;
-  LeaseRecord l;
-  out.corrupt_reason = record::read(text, schema(), &l);
-  if (out.corrupt_reason.empty()) out.lease = std::move(l);
+  out.corrupt_reason = record::read(text, schema(), &out.lease);
   return out;
 }
 

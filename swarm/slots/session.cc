@@ -29,9 +29,7 @@ const record::Schema<Session>& schema() {
 
 ParsedSession parse_session(const std::string& text) {
   ParsedSession out;
-  Session s;
-  out.corrupt_reason = record::read(text, schema(), &s);
-  if (out.corrupt_reason.empty()) out.session = std::move(s);
+  out.corrupt_reason = record::read(text, schema(), &out.session);
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include "swarm/base/error.h"
 #include "swarm/base/log.h"
 #include "swarm/base/names.h"
+#include "swarm/base/record.h"
 
 namespace swarm {
 
@@ -18,18 +19,10 @@ SessionEntry session_entry_of(kv::Entry&& entry) {
   out.revision = entry.revision;
   out.stored_at = entry.created;
   ParsedSession parsed = parse_session(entry.value);
-  if (!is_valid_slot_name(out.slot)) {
-    // Written by something else (a raw NATS client): no verb can name it.
-    out.corrupt_reason = "the key is not a valid slot name";
-  } else if (!parsed.session) {
-    out.corrupt_reason = parsed.corrupt_reason;
-  } else if (parsed.session->slot != out.slot) {
-    out.corrupt_reason = "field 'slot' is '" + parsed.session->slot + "' but the key is '" + out.slot + "'";
-  } else {
-    out.session = std::move(parsed.session);
-    return out;
-  }
-  out.raw = std::move(entry.value);
+  out.corrupt_reason = record::keyed_reason(out.slot, is_valid_slot_name(out.slot), "slot", parsed.corrupt_reason,
+                                            "slot", parsed.session ? &parsed.session->slot : nullptr);
+  if (out.corrupt_reason.empty()) out.session = std::move(parsed.session);
+  else out.raw = std::move(entry.value);
   return out;
 }
 
