@@ -33,7 +33,7 @@ void repack_in_background(const swarm::Workspace& ws, const swarm::HubLocation& 
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);  // out of the caller's terminal and process group
   pid_t pid = 0;
   if (posix_spawn(&pid, self.c_str(), &actions, &attr, argv.data(), environ) != 0)
-    spdlog::debug("could not start a repack of the hub");
+    swarm::log::debug("could not start a repack of the hub");
   posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
 }

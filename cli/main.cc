@@ -1,7 +1,4 @@
 // swarm: session and lease manager on NATS JetStream key-value.
-#include <spdlog/sinks/base_sink.h>
-#include <spdlog/spdlog.h>
-
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
@@ -13,39 +10,13 @@
 #include "cli/context.h"
 #include "cli/exit_code.h"
 #include "cli/serve.h"
+#include "swarm/base/log.h"
 #include "swarm/base/text.h"
 #include "swarm/base/warnings.h"
 
 namespace {
 
 constexpr const char* kVersion = "swarm 0.1.0";
-
-// spdlog's lines on stderr with what they quote escaped: a debug line may
-// name a lease's holder or a task id, which any client of the bucket wrote.
-class EscapingStderrSink : public spdlog::sinks::base_sink<std::mutex> {
- protected:
-  void sink_it_(const spdlog::details::log_msg& msg) override {
-    const std::string safe = swarm::printable(std::string_view(msg.payload.data(), msg.payload.size()));
-    spdlog::details::log_msg escaped = msg;
-    escaped.payload = safe;
-    spdlog::memory_buf_t formatted;
-    formatter_->format(escaped, formatted);
-    std::fwrite(formatted.data(), 1, formatted.size(), stderr);
-  }
-  void flush_() override { std::fflush(stderr); }
-};
-
-void setup_logging(const std::string& level) {
-  auto logger = std::make_shared<spdlog::logger>("swarm", std::make_shared<EscapingStderrSink>());
-  const auto at = spdlog::level::from_str(level);
-  // Debugging a race needs to know when: debug and trace lines carry the time.
-  logger->set_pattern(at <= spdlog::level::debug ? "swarm: %H:%M:%S.%f %l: %v" : "swarm: %l: %v");
-  logger->set_level(at);
-  spdlog::set_default_logger(logger);
-  // The library's warnings: through the same logger (escaped, filtered by
-  // --log-level), from any thread.
-  swarm::set_warning_sink([](const std::string& message) { spdlog::warn("{}", message); });
-}
 
 // Whether --json is among the arguments (before a "--"), for errors that
 // stop the parse before CLI11 has stored the flag.
@@ -182,7 +153,7 @@ int main(int argc, char** argv) {
   }
   if (const std::string why = missing_dashes(verbs, argc, argv); !why.empty())
     return cli::Output(globals.json || asks_for_json(argc, argv)).error(swarm::Errc::bad_input, why);
-  setup_logging(globals.log_level);
+  swarm::log::to_stderr(globals.log_level);
   static cli::Context ctx(globals);  // never destroyed: see below
   const int code = run_verb(verbs, ctx);
   // The verb is done: every KV write it made was acknowledged and every file
@@ -190,6 +161,6 @@ int main(int argc, char** argv) {
   // round trip and joining its threads); the kernel closes the socket.
   std::cout.flush();
   std::cerr.flush();
-  spdlog::shutdown();
+  swarm::log::shutdown();
   std::_Exit(code);
 }

@@ -100,7 +100,7 @@ void ServeView::supervise() {
     try {
       link.emplace(connect_());
     } catch (const std::exception& e) {
-      if (!said_down) spdlog::warn("NATS is not answering ({}); trying again every {} ms", e.what(), kReconnect.count());
+      if (!said_down) swarm::log::warn("NATS is not answering ({}); trying again every {} ms", e.what(), kReconnect.count());
       said_down = true;
       std::unique_lock lock(mu_);
       if (!down_since_)
@@ -108,7 +108,7 @@ void ServeView::supervise() {
       cv_.wait_for(lock, kReconnect, [&] { return stopping_.load(); });
       continue;
     }
-    if (said_down) spdlog::info("NATS answers again at {}", kv::redact_urls(link->connection.connected_url()));
+    if (said_down) swarm::log::info("NATS answers again at {}", kv::redact_urls(link->connection.connected_url()));
     said_down = false;
     serve_link(*link);
     if (stopping_) break;
@@ -118,7 +118,7 @@ void ServeView::supervise() {
       if (!down_since_) down_since_ = server_now();
     }
     changed();
-    spdlog::warn("lost NATS; connecting again");
+    swarm::log::warn("lost NATS; connecting again");
   }
 }
 
@@ -174,7 +174,7 @@ void ServeView::feed(const char* what, const std::function<void()>& body) {
   try {
     body();
   } catch (const std::exception& e) {
-    if (!stopping_) spdlog::warn("the {} feed broke: {}", what, e.what());
+    if (!stopping_) swarm::log::warn("the {} feed broke: {}", what, e.what());
     set_up(what, false);
     broken_ = true;
     changed();

@@ -26,7 +26,6 @@ function(swarm_layer name folder)
   add_library(${name} OBJECT ${L_SOURCES})
   swarm_layer_includes(${name} ${folder} USES ${L_USES})
   target_compile_options(${name} PRIVATE ${SWARM_WARNINGS})
-  target_compile_definitions(${name} PRIVATE SPDLOG_FMT_EXTERNAL FMT_HEADER_ONLY)
   # Only what brings no include of swarm's: kv/ comes by the tree.
   target_link_libraries(${name} PRIVATE PkgConfig::NATS PkgConfig::CJSON Threads::Threads)
 endfunction()

@@ -9,13 +9,13 @@ ServerClock read_server_clock(const kv::Bucket& bucket, const Clock& local) {
   try {
     std::chrono::nanoseconds uncertainty{0};
     auto offset = bucket.server_clock_offset(local, &uncertainty);
-    spdlog::debug("the server's clock is {} us ahead of this host's (+- {} us)", offset.count() / 1000,
+    swarm::log::debug("the server's clock is {} us ahead of this host's (+- {} us)", offset.count() / 1000,
                   uncertainty.count() / 1000);
     auto skew = std::chrono::duration_cast<TimePoint::duration>(offset);
     return {[local, skew] { return local() + skew; }, true, uncertainty, std::chrono::steady_clock::now(),
             local() + skew};
   } catch (const kv::Error& e) {
-    warn(fmt::format("ages are read on this host's clock, which may not be the server's: {}", e.what()));
+    warn(log::format("ages are read on this host's clock, which may not be the server's: {}", e.what()));
     return {local, false, {}, std::chrono::steady_clock::now(), local()};
   }
 }

@@ -32,7 +32,7 @@ void warn(const std::string& message) {
     sink = current_sink();
   }
   if (sink) sink(message);
-  else spdlog::warn("{}", message);
+  else log::write(log::Level::warn, message);
 }
 
 }  // namespace swarm

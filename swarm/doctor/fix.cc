@@ -48,7 +48,7 @@ bool erase_record(const FixInput& in, const SessionEntry& entry, Finding& f, con
     result.erased_slots.insert(entry.slot);
     f.fixed = true;
     f.fix_note = done;
-    spdlog::debug("doctor: {} of slot {} (revision {})", done, entry.slot, entry.revision);
+    swarm::log::debug("doctor: {} of slot {} (revision {})", done, entry.slot, entry.revision);
     return true;
   } catch (const Error& e) {
     if (e.kind() != Errc::conflict) throw;

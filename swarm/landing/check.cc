@@ -78,7 +78,7 @@ int CheckRun::run(const LandCheck& check, const std::filesystem::path& dir,
       ::close(pipe_fds[1]);
     }
     // As a shell says it: 127 for a check the merged tree lacks, 126 for one it cannot execute.
-    spdlog::warn("{}", e.what());
+    swarm::log::warn("{}", e.what());
     return e.shell_status();
   } catch (...) {
     if (check.output) {

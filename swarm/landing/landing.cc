@@ -308,7 +308,7 @@ LandResult Landing::land(const std::string& slot, const std::string& onto, Lease
   CheckRun run;
   // Renewed while it works; a loss stops the check and, above all, the push.
   LeaseKeeper keeper(leases_, lease, [&](const std::string& why, BootTime) {
-    spdlog::warn("lease {} lost while landing slot {}: {}", lease.name, slot, why);
+    swarm::log::warn("lease {} lost while landing slot {}: {}", lease.name, slot, why);
     run.kill();
   });
   // However it ends: renewals stop, and the caller gets the lease as last
@@ -365,7 +365,7 @@ LandResult Landing::land(const std::string& slot, const std::string& onto, Lease
       journal_.record(land_event(store_.bucket_name(), result, task, Actor::here(me_)));
       return result;
     }
-    spdlog::info("{} moved while slot {} was landing; merging again", onto, slot);
+    swarm::log::info("{} moved while slot {} was landing; merging again", onto, slot);
   }
   throw Error(Errc::conflict, onto + " moved " + std::to_string(kMaxLandAttempts) + " times while slot " + slot +
                                   " was landing (pushes from outside the queue?); nothing was moved, land it again");

@@ -42,14 +42,14 @@ ResignWatch::ResignWatch(const LeaseStore& store, const std::string& name, std::
       try {
         event = watch_->next(std::chrono::milliseconds(250));
       } catch (const std::exception& e) {
-        if (!stopping_) warn(fmt::format("lease {}: no longer hearing requests to step down: {}", name_, e.what()));
+        if (!stopping_) warn(log::format("lease {}: no longer hearing requests to step down: {}", name_, e.what()));
         return;
       }
       if (!event || event->kind != kv::WatchEvent::Kind::put) continue;
       auto parsed = parse_lease(event->entry.value);
       if (!parsed.lease || parsed.lease->token != token_) continue;  // another leader's request
       request_revision_ = event->entry.revision;
-      spdlog::debug("lease {}: {} asked the leader (token {}) to step down", name_, parsed.lease->holder, token_);
+      swarm::log::debug("lease {}: {} asked the leader (token {}) to step down", name_, parsed.lease->holder, token_);
       if (on_request_) on_request_();
       return;
     }

@@ -57,7 +57,7 @@ void LeaseKeeper::run() {
   };
   auto lose = [&](const std::string& why, BootTime deadline) {
     lost_ = true;
-    spdlog::debug("lease {}: lost: {}", lease_.name, why);
+    swarm::log::debug("lease {}: lost: {}", lease_.name, why);
     if (on_lost_) on_lost_(why, deadline);
     // After the work is stopped, and briefly: the journal may be as far
     // out of reach as the lease was.
@@ -89,7 +89,7 @@ void LeaseKeeper::run() {
         lose(e.what(), current.deadline);
         return;
       }
-      warn(fmt::format("lease {}: renewal failed, trying again: {}", current.name, e.what()));
+      warn(log::format("lease {}: renewal failed, trying again: {}", current.name, e.what()));
       next = BootClock::now() + kRetryPause;
     }
   }

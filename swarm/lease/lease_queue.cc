@@ -43,7 +43,7 @@ void LeaseQueue::join(const LeaseHolder& who, milliseconds ttl) {
   auto mine = store_.keys().get(place_key(id));
   clock_ = mine && mine->revision == order_ ? clock_from_stamp(sent, sent_steady, answered, mine->created)
                                             : store_.server_clock();
-  spdlog::debug("lease {}: joined the line at {} (order {})", lease_, place_key(id_), order_);
+  swarm::log::debug("lease {}: joined the line at {} (order {})", lease_, place_key(id_), order_);
 }
 
 bool LeaseQueue::renew() {
@@ -65,7 +65,7 @@ bool LeaseQueue::renew() {
     if (e.kind() != Errc::conflict) throw;
     // The heartbeat was removed (with the place: judged dead while this
     // waiter was stuck) or written by another: this place is no longer ours.
-    spdlog::debug("lease {}: the heartbeat of {} was removed: out of line", lease_, place_key(id_));
+    swarm::log::debug("lease {}: the heartbeat of {} was removed: out of line", lease_, place_key(id_));
     return false;
   }
   place_deadline_ = holder_deadline(sent, record_.ttl);
@@ -80,7 +80,7 @@ bool LeaseQueue::still_in_line() {
   if (!renew()) return false;
   auto place = store_.keys().get(place_key(id_));
   const bool there = place && place->revision == order_;
-  if (!there) spdlog::debug("lease {}: {} was removed while this waiter was stuck", lease_, place_key(id_));
+  if (!there) swarm::log::debug("lease {}: {} was removed while this waiter was stuck", lease_, place_key(id_));
   lapsed_ = !there;
   return there;
 }
@@ -104,7 +104,7 @@ void LeaseQueue::leave(bool granted) noexcept {
   } catch (const std::exception& e) {
     // Removed by another (it judged the place dead), or NATS is away: the
     // place expires by itself within its TTL either way.
-    spdlog::debug("lease {}: leaving the line: {}", lease_, e.what());
+    swarm::log::debug("lease {}: leaving the line: {}", lease_, e.what());
   }
   id_.clear();
   ahead_.reset();
@@ -142,7 +142,7 @@ bool LeaseQueue::look_ahead(const ServerClock& clock) {
     ++ahead_count_;
     if (!ahead_ || place.order > ahead_->order) ahead_ = std::move(place);
   }
-  if (ahead_) spdlog::debug("lease {}: {} waiter(s) ahead; watching {}", lease_, ahead_count_, place_key(ahead_->id));
+  if (ahead_) swarm::log::debug("lease {}: {} waiter(s) ahead; watching {}", lease_, ahead_count_, place_key(ahead_->id));
   return ahead_.has_value();
 }
 
@@ -181,7 +181,7 @@ bool LeaseQueue::ahead_dead(Steady::time_point now, const ServerClock& clock) {
       }
     }
   }
-  spdlog::debug("lease {}: the waiter ahead ({}) is gone; removing its place", lease_, ahead_->waiter.holder);
+  swarm::log::debug("lease {}: the waiter ahead ({}) is gone; removing its place", lease_, ahead_->waiter.holder);
   remove(*ahead_);
   ahead_.reset();
   return true;
@@ -193,7 +193,7 @@ void LeaseQueue::remove(const Place& place) noexcept {
     bool deleted = false;
     if (auto beat = store_.keys().last(beat_key(place.id), &deleted); beat && !deleted)
       store_.keys().erase(beat_key(place.id), beat->revision);
-    spdlog::debug("lease {}: removed the dead waiter's place {}", lease_, place_key(place.id));
+    swarm::log::debug("lease {}: removed the dead waiter's place {}", lease_, place_key(place.id));
   } catch (const std::exception&) {
     // Written again after all (an older waiter renewing), or removed by another.
   }

@@ -103,7 +103,7 @@ class Mutex::InLine {
 
   void become_first() {
     first_ = true;
-    spdlog::debug("lease {}: first in line", m_.name_);
+    swarm::log::debug("lease {}: first in line", m_.name_);
     // How the lease stands, from one read now: a key never written replays
     // nothing, and its watch would only say so after a pause. What the read
     // returns is timed from when its answer arrived, however long it took.
@@ -128,7 +128,7 @@ class Mutex::InLine {
     if (!lease_.held || !parsed.lease) return;
     lease_.expires = live ? observed_expiry_of_new(clock_, arrived, parsed.lease->ttl)
                           : observed_expiry(clock_, arrived, stored_at, parsed.lease->ttl);
-    spdlog::debug("lease {}: revision {} ({}): expires in {} ms unless renewed", m_.name_, revision,
+    swarm::log::debug("lease {}: revision {} ({}): expires in {} ms unless renewed", m_.name_, revision,
                   parsed.lease->holder,
                   std::chrono::duration_cast<milliseconds>(lease_.expires - Steady::now()).count());
   }
@@ -138,7 +138,7 @@ class Mutex::InLine {
   bool may_take(Steady::time_point now) {
     if (lease_.corrupt) {
       if (!told_corrupt_)
-        warn(fmt::format("the record of lease {} is corrupt: waiting until `swarm doctor --fix` removes it", m_.name_));
+        warn(log::format("the record of lease {} is corrupt: waiting until `swarm doctor --fix` removes it", m_.name_));
       told_corrupt_ = true;
       return false;
     }
@@ -148,14 +148,14 @@ class Mutex::InLine {
   // First in line, the lease free or expired: granted over what was seen.
   std::optional<Lease> try_grant() {
     try {
-      spdlog::debug("lease {}: granting it over revision {} ({})", m_.name_, lease_.last.revision,
+      swarm::log::debug("lease {}: granting it over revision {} ({})", m_.name_, lease_.last.revision,
                     lease_.held ? "expired" : "free");
       return m_.store_.grant(m_.name_, m_.who_, m_.ttl_, lease_.last);
     } catch (const Error& e) {
       if (e.kind() != Errc::conflict) throw;
       // Moved meanwhile (renewed, or taken by a waiter that thought it was
       // first): the lease's watch tells what it is now.
-      spdlog::debug("lease {}: {}", m_.name_, e.what());
+      swarm::log::debug("lease {}: {}", m_.name_, e.what());
       lease_.held = true;
       lease_.expires = Steady::time_point::max();
       return std::nullopt;
@@ -165,7 +165,7 @@ class Mutex::InLine {
   // Out of line (its place removed while it was stuck): a new place at the
   // end, and the line read again; what it knew of the lease is forgotten.
   void rejoin() {
-    spdlog::debug("lease {}: out of line; joining it again", m_.name_);
+    swarm::log::debug("lease {}: out of line; joining it again", m_.name_);
     if (first_) pump_.remove(kLeaseSource);
     first_ = false;
     lease_ = {};

@@ -190,7 +190,7 @@ std::optional<std::string> SlotLifecycle::branch_head(const std::string& slot) c
   try {
     if (has_worktree(slot)) return Worktree::open(workspace_.worktree(slot), slot, hub_).branch_tip();
   } catch (const Error& e) {
-    spdlog::debug("slot {}: no head for the journal: {}", slot, e.what());
+    swarm::log::debug("slot {}: no head for the journal: {}", slot, e.what());
   }
   return std::nullopt;
 }

@@ -40,7 +40,7 @@ std::optional<SafeDir> slots_folder(const Workspace& ws) { return ws.folder_if_e
 FileLock lock_slot(const Workspace& ws, const std::string& slot, const std::string& doing) {
   SafeDir locks = ws.make_folder(kLocksFolder);
   auto lock = FileLock::acquire(locks, "slot." + slot, doing, kSlotLockWait, [&](const std::string& holder) {
-    warn(fmt::format("slot {}: waiting for another swarm process to finish with its folder: {}", slot,
+    warn(log::format("slot {}: waiting for another swarm process to finish with its folder: {}", slot,
                  holder.empty() ? "(unknown)" : holder));
   });
   if (!lock)

@@ -82,7 +82,7 @@ void SlotLifecycle::write_join_record(JoinResult& result, Takeover takeover) con
   }
   result.replaced = existing;
   result.replaced_state = state;
-  spdlog::debug("slot {}: replaced a {} session of this host (revision {})", slot, to_string(state),
+  swarm::log::debug("slot {}: replaced a {} session of this host (revision {})", slot, to_string(state),
                 existing->revision);
 }
 

@@ -69,7 +69,7 @@ std::uint64_t SlotLifecycle::same_session_cas(SessionEntry entry, const char* do
       if (e.kind() != Errc::conflict || attempt >= kMaxCasAttempts) throw;
     }
     // Lost a race: go on only if the record is still the same session.
-    spdlog::debug("slot {}: lost a CAS race while {} (attempt {}), rereading", slot, doing, attempt);
+    swarm::log::debug("slot {}: lost a CAS race while {} (attempt {}), rereading", slot, doing, attempt);
     auto reread = store_.get(slot);
     if (!reread)
       throw Error(Errc::not_found, "the record of slot " + slot + " vanished while " + doing +

@@ -265,7 +265,7 @@ Salvage salvage(const SafeDir& slot_folder, const std::string& slot, const HubLo
         throw;
       // Its history or status cannot be read (objects gone, a broken ref),
       // or the hub took nothing: keep every file as it is, .git with them.
-      warn(fmt::format("slot {}: keeping every file of the worktree, its .git whole: {}", slot, e.what()));
+      warn(log::format("slot {}: keeping every file of the worktree, its .git whole: {}", slot, e.what()));
       worktree.reset();
     }
     if (!worktree) {

@@ -66,7 +66,7 @@ kv::NatsContext read_nats_context(const std::string& name) {
 kv::Connection connect_nats(const kv::ConnectionOptions& options) {
   try {
     auto connection = kv::Connection::connect(options);
-    spdlog::debug("connected to NATS at {}", connection.connected_url());
+    swarm::log::debug("connected to NATS at {}", connection.connected_url());
     return connection;
   } catch (const kv::Error& e) {
     if (e.kind() != kv::Errc::unavailable) throw from_kv(e);
@@ -203,7 +203,7 @@ namespace {
 FileLock lock_up(const Workspace& ws, const char* verb) {
   const SafeDir locks = ws.make_folder(kLocksFolder);
   auto lock = FileLock::acquire(locks, "up", std::string("swarm ") + verb, kUpLockWait, [&](const std::string& holder) {
-    warn(fmt::format("waiting for another `swarm up` or `swarm down` of this workspace: {}", holder));
+    warn(log::format("waiting for another `swarm up` or `swarm down` of this workspace: {}", holder));
   });
   if (!lock)
     throw Error(Errc::conflict, "another `swarm up` or `swarm down` of this workspace is still running after " +
@@ -248,14 +248,14 @@ void ensure_embedded_server(const Workspace& ws, UpResult& result) {
   // started again, with the token.
   auto running = server.running();
   if (running && !running->token_auth) {
-    warn(fmt::format("restarting the embedded nats-server (pid {}) so that it requires the workspace's token",
+    warn(log::format("restarting the embedded nats-server (pid {}) so that it requires the workspace's token",
                  running->pid));
     running.reset();
   }
   // A server whose JetStream stopped (its store filled up) answers PINGs and
   // nothing else, and does not recover by itself once space is back.
   if (running && !running->url.empty() && !jetstream_answers(ws, running->url, config.lease_bucket)) {
-    warn(fmt::format("restarting the embedded nats-server (pid {}): its JetStream did not answer (was its store full?)",
+    warn(log::format("restarting the embedded nats-server (pid {}): its JetStream did not answer (was its store full?)",
                  running->pid));
     running.reset();
   }
@@ -267,7 +267,7 @@ void ensure_embedded_server(const Workspace& ws, UpResult& result) {
     server.stop(kServerStopGrace);
     int port = config.nats_url.empty() ? 0 : port_of_url(config.nats_url);
     config.nats_url = server.start(port, kServerStartTimeout);
-    spdlog::debug("started the embedded nats-server at {}", config.nats_url);
+    swarm::log::debug("started the embedded nats-server at {}", config.nats_url);
     result.started_server = true;
     result.server_pid = server.recorded_pid();
   }
@@ -372,7 +372,7 @@ UpResult up(const UpOptions& options) {
     // longer what anyone talks to, and would be one that no `down` names.
     auto stopped = EmbeddedServer(ws.nats_dir()).stop(kServerStopGrace);
     if (!stopped.empty())
-      warn(fmt::format("stopped this workspace's embedded nats-server (pid {}): the workspace now uses {}; its data "
+      warn(log::format("stopped this workspace's embedded nats-server (pid {}): the workspace now uses {}; its data "
                    "stays in {}", stopped.front(), kv::redact_urls(*options.nats_url), ws.nats_dir().string()));
     result.moved_nats = config.nats_url != *options.nats_url;
     config.nats_url = *options.nats_url;

@@ -270,7 +270,7 @@ std::string EmbeddedServer::start(int port, std::chrono::milliseconds timeout) {
       std::this_thread::sleep_for(20ms);
     }
     if (taken) {
-      spdlog::debug("port {} was taken before nats-server could listen on it; trying another", port);
+      swarm::log::debug("port {} was taken before nats-server could listen on it; trying another", port);
       port = free_loopback_port();
       continue;
     }
