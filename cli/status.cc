@@ -316,16 +316,21 @@ Verb add_status(CLI::App& app) {
               const auto sessions = ctx.sessions();
               return watch(ctx, signals, sessions.store, *flags);
             }
-            const auto [store, leases] = ctx.sessions();
+            // The task leases, to say where one disagrees with its session:
+            // all of them read from the moment the connection is up, while
+            // the session bucket is opened and listed.
+            std::future<std::vector<swarm::LeaseEntry>> listed;
+            const auto [store, leases] = ctx.sessions([&](const swarm::LeaseStore& bound) {
+              if (flags->slots.empty())
+                listed = std::async(std::launch::async, [bound]() mutable { return bound.list("task.>"); });
+            });
             auto ttl = store.ttl();
             // The server's clock is read while the records are: its round trip
             // overlaps theirs instead of following it.
             auto server_clock = std::async(std::launch::async, [&] { return store.server_clock().now; });
-            // The task leases too, to say where one disagrees with its session.
             swarm::SessionTable table(ctx.me(), ctx.out().json());
             std::vector<swarm::LeaseEntry> task_leases;
             if (flags->slots.empty()) {
-              auto listed = std::async(std::launch::async, [&] { return leases.list("task.>"); });
               table.reserve(static_cast<std::size_t>(store.size_hint()));
               store.for_each([&](swarm::SessionEntry&& entry) { table.add(entry); });
               task_leases = listed.get();

@@ -23,6 +23,11 @@ namespace {
 // With replay expected but nothing arriving this long, ask the consumer
 // whether anything is pending: the stream may have emptied meanwhile.
 constexpr std::chrono::milliseconds kReplayCheck{200};
+// The same for a watch of some keys only, whose replay may hold nothing at
+// all (no waiter in a line, no task lease): asked almost at once, since no
+// message may ever come to say so. A question too early costs one round
+// trip; waiting cost every `swarm lease list` 200 ms.
+constexpr std::chrono::milliseconds kFilteredReplayCheck{2};
 // How long a replay past its end waits for the keys it skipped (see Impl).
 constexpr std::chrono::milliseconds kSettle{250};
 
@@ -152,7 +157,9 @@ std::optional<WatchEvent> Watch::next(std::chrono::milliseconds timeout) {
     }
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left <= 0ms) return std::nullopt;
-    auto wait = w.caught_up || w.pending_checked ? left : std::min(left, kReplayCheck);
+    auto wait = w.caught_up || w.pending_checked
+                    ? left
+                    : std::min(left, w.replay_end == 0 ? kFilteredReplayCheck : kReplayCheck);
     if (w.settling && !w.caught_up) {
       // Settling waits for owed keys no longer than kSettle in all.
       const auto settle_left = std::chrono::duration_cast<std::chrono::milliseconds>(
