@@ -37,6 +37,13 @@ Error Error::from(const std::exception& error) {
   return Error(Errc::internal, error.what());
 }
 
+Error bucket_open_error(const kv::Error& error, std::string_view what, const std::string& bucket,
+                        const std::string& server) {
+  if (error.kind() != kv::Errc::not_found) return from_kv(error);
+  return Error(Errc::not_bootstrapped, "the " + std::string(what) + " bucket " + bucket + " does not exist on " + server +
+                                           "; the workspace is not set up on this NATS server");
+}
+
 Error from_kv(const kv::Error& error) {
   switch (error.kind()) {
     case kv::Errc::not_found: return Error(Errc::not_found, error.what());

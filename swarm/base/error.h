@@ -52,6 +52,12 @@ class Error : public std::runtime_error {
 // (timeout and unavailable both become unavailable).
 Error from_kv(const kv::Error& error);
 
+// What opening one of the workspace's buckets threw, in swarm's terms: a
+// bucket that is not there is not_bootstrapped, naming it (`what`: "session",
+// "lease") and `server`; anything else as from_kv.
+Error bucket_open_error(const kv::Error& error, std::string_view what, const std::string& bucket,
+                        const std::string& server);
+
 // Runs `call`, turning any kv::Error it throws into a swarm::Error.
 template <typename Call>
 auto translating_kv(Call&& call) -> decltype(call()) {

@@ -119,11 +119,7 @@ LeaseStore LeaseStore::open(const kv::Connection& connection, const std::string&
   try {
     return LeaseStore(kv::Bucket::open(connection, bucket));
   } catch (const kv::Error& e) {
-    if (e.kind() == kv::Errc::not_found)
-      throw Error(Errc::not_bootstrapped, "the lease bucket " + bucket + " does not exist on " +
-                                              connection.connected_url() +
-                                              "; the workspace is not set up on this NATS server");
-    throw from_kv(e);
+    throw bucket_open_error(e, "lease", bucket, connection.connected_url());
   }
 }
 

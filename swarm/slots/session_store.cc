@@ -50,11 +50,7 @@ SessionStore SessionStore::open(const kv::Connection& connection, const std::str
   try {
     return SessionStore(kv::Bucket::open(connection, bucket));
   } catch (const kv::Error& e) {
-    if (e.kind() == kv::Errc::not_found)
-      throw Error(Errc::not_bootstrapped, "the session bucket " + bucket + " does not exist on " +
-                                              connection.connected_url() +
-                                              "; the workspace is not set up on this NATS server");
-    throw from_kv(e);
+    throw bucket_open_error(e, "session", bucket, connection.connected_url());
   }
 }
 
