@@ -119,6 +119,29 @@ void append_digits(std::string& out, std::uint64_t value) {
   out.append(number, static_cast<std::size_t>(std::to_chars(number, number + sizeof number, value).ptr - number));
 }
 
+// Milliseconds as seconds, the text cJSON prints for `millis / 1000.0`
+// ("22", "22.7", "22.704", "-0.5"): below 10^12 ms, %1.15g of that double
+// is the exact decimal, so it is written from the integer (cJSON's printf
+// and the sscanf it checks with cost ~3 us a row at 10,000 rows).
+void append_seconds(std::string& out, std::int64_t millis) {
+  constexpr std::int64_t kExactBelow = 1'000'000'000'000;
+  if (millis <= -kExactBelow || millis >= kExactBelow) {
+    append_number(out, static_cast<double>(millis) / 1000.0);
+    return;
+  }
+  if (millis < 0) out += '-';
+  const std::uint64_t magnitude = static_cast<std::uint64_t>(millis < 0 ? -millis : millis);
+  append_digits(out, magnitude / 1000);
+  std::uint64_t fraction = magnitude % 1000;
+  if (fraction == 0) return;
+  char digits[4] = {static_cast<char>('0' + fraction / 100), static_cast<char>('0' + fraction / 10 % 10),
+                    static_cast<char>('0' + fraction % 10), 0};
+  std::size_t n = 3;
+  while (digits[n - 1] == '0') --n;
+  out += '.';
+  out.append(digits, n);
+}
+
 // The names status always adds to a record's row; a newer writer's field of
 // one of these names gives way to status's own (session_token and
 // task_lease only when status writes them: see status_fields_of).
@@ -161,7 +184,7 @@ void append_row_json(std::string& out, const swarm::SessionRow& row) {
   out += ",\"state\":\"";
   out += swarm::to_string(row.state);
   out += "\",\"age_seconds\":";
-  append_number(out, static_cast<double>(row.age.count()) / 1000.0);
+  append_seconds(out, static_cast<std::int64_t>(row.age.count()));
   out += row.local ? ",\"local\":true" : ",\"local\":false";
   if (row.corrupt) {
     out += ",\"error\":";
