@@ -53,7 +53,12 @@ RepositoryPtr open_local_hub(const std::filesystem::path& path, const std::strin
   git_repository* raw = nullptr;
   if (git_repository_open_ext(&raw, path.c_str(), GIT_REPOSITORY_OPEN_NO_SEARCH | GIT_REPOSITORY_OPEN_BARE, nullptr) !=
       0) {
+    // The filesystem refusing (permission, too many open files) is exit 9
+    // with libgit2's words; anything else means there is no hub there.
+    const git_error* e = git_error_last();
+    const std::string said = e != nullptr && e->message != nullptr ? e->message : "";
     git_error_clear();
+    if (filesystem_refused(said)) throw Error(Errc::filesystem, "open the hub " + shown + ": " + said);
     throw Error(Errc::not_bootstrapped, "the hub " + shown + " is missing or not a git repository");
   }
   return RepositoryPtr(raw);
