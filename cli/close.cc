@@ -11,6 +11,7 @@ struct CloseFlags {
   std::string slot;
   std::string session;
   std::string result = "success";
+  std::string priority = "normal";
   swarm::CloseOptions options;
 };
 // Whether `here` is `folder` or lies below it.
@@ -32,6 +33,10 @@ Verb add_close(CLI::App& app) {
   cmd->add_option("--result", flags->result, "How the work ended: success, fail or fork")
       ->capture_default_str()
       ->check(CLI::IsMember({"success", "fail", "fork"}));
+  cmd->add_option("--priority", flags->priority,
+                  "The lane of a success in land --ready: high lands ahead of every normal one")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"normal", "high"}));
   cmd->add_flag("--keep-worktree", flags->options.keep_worktree, "Keep the worktree folder");
   cmd->add_flag("--no-artifact", flags->options.no_artifact, "Allow --result success without any commit");
   add_session_option(*cmd, flags->session);
@@ -39,12 +44,17 @@ Verb add_close(CLI::App& app) {
       "Examples:\n"
       "  swarm close --slot render                    # success: needs at least one commit\n"
       "  swarm close --slot render --result fail\n"
+      "  swarm close --slot hotfix --priority high     # lands before every normal slot\n"
       "Uncommitted files are copied to .swarm/recovery/<slot>-<time>/ before the worktree goes.");
   return {cmd, [flags](Context& ctx) {
             flags->slot = ctx.slot_of(flags->slot);
             auto git = swarm::prefetch_git_backend();  // overlaps the NATS round trips below
             flags->options.session = session_of(flags->session);
             flags->options.result = swarm::parse_outcome(flags->result);
+            flags->options.priority_high = flags->priority == "high";
+            if (flags->options.priority_high && flags->options.result != swarm::Outcome::success)
+              throw swarm::Error(swarm::Errc::bad_input, "--priority high is for work that lands: it needs --result "
+                                                         "success, not " + flags->result);
             auto lifecycle = ctx.lifecycle();
             const swarm::Workspace ws = ctx.workspace();
             const bool inside = in_folder(swarm::current_folder(), ws.worktree(flags->slot));

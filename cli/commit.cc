@@ -5,6 +5,7 @@
 #include <spawn.h>
 
 #include "cli/context.h"
+#include "cli/documents.h"
 #include "swarm/base/log.h"
 #include "swarm/base/names.h"
 #include "swarm/git/backend.h"
@@ -36,6 +37,28 @@ void repack_in_background(const swarm::Workspace& ws, const swarm::HubLocation& 
     swarm::log::debug("could not start a repack of the hub");
   posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
+}
+
+// After a push: the conflicts the slot's branch now has with another slot's
+// unlanded branch or the hub's default branch, said on stderr at once and
+// journaled. Never fails the commit: what cannot be foreseen is a warning.
+std::vector<swarm::Overlap> overlaps_after(Context& ctx, const swarm::SlotLifecycle& life, const std::string& slot,
+                                           const swarm::CommitResult& r) {
+  if (!r.pushed) return {};
+  try {
+    swarm::Landing landing(life.workspace(), life.hub(), life.sessions(), life.leases(), ctx.me());
+    auto overlaps = landing.commit_overlaps(slot, landing.onto({}), r.token, r.task_id, r.revision);
+    for (const auto& o : overlaps) {
+      std::string line = overlaps_text({o}, "swarm/" + slot + " ");
+      line.pop_back();
+      ctx.out().warn(line + (o.with.rfind("swarm/", 0) == 0 ? " (whichever lands second must sync and resolve)"
+                                                            : " (swarm sync brings it here to resolve now)"));
+    }
+    return overlaps;
+  } catch (const swarm::Error& e) {
+    ctx.out().warn(std::string("conflicts with other slots could not be foreseen: ") + e.what());
+    return {};
+  }
 }
 
 }  // namespace
@@ -114,6 +137,7 @@ Verb add_commit(CLI::App& app) {
               warnings.push(std::move(item));
             }
             doc.set("warnings", std::move(warnings));
+            doc.set("overlaps", overlaps_json(overlaps_after(ctx, lifecycle, flags->slot, r)));
             ctx.out().result("commit", human, std::move(doc));
             if (r.pushed) repack_in_background(ws, lifecycle.hub());
             return 0;

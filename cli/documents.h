@@ -24,5 +24,10 @@ swarm::Json leases_document(const std::vector<swarm::LeaseEntry>& entries, const
                             swarm::TimePoint server_now);
 // swarm.branches.v1.
 swarm::Json branches_document(const swarm::Branches& report);
+// Foreseen conflicts as branches' `conflicts` and commit's `overlaps`:
+// [{"with","slot","paths"}], `slot` null for the onto branch.
+swarm::Json overlaps_json(const std::vector<swarm::Overlap>& overlaps);
+// One line of text per overlap: "conflicts with slot S on a, b" (escaped).
+std::string overlaps_text(const std::vector<swarm::Overlap>& overlaps, const std::string& indent);
 
 }  // namespace cli

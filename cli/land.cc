@@ -30,6 +30,11 @@ std::string padded(std::string text, std::size_t width) {
   return text;
 }
 
+// The slot a foreseen conflict is with: "" for the onto branch.
+std::string slot_of_branch(const std::string& branch) {
+  return branch.rfind("swarm/", 0) == 0 ? branch.substr(6) : "";
+}
+
 swarm::Json branch_json(const swarm::BranchRow& row) {
   swarm::Json b = swarm::Json::object();
   b.set("slot", row.git.slot);
@@ -40,7 +45,9 @@ swarm::Json branch_json(const swarm::BranchRow& row) {
   b.set("ahead", static_cast<std::int64_t>(row.git.ahead))
       .set("landed", row.git.landed)
       .set("head", row.git.head)
-      .set("committed_at", swarm::format_rfc3339(swarm::TimePoint(std::chrono::seconds(row.git.committed_at))));
+      .set("committed_at", swarm::format_rfc3339(swarm::TimePoint(std::chrono::seconds(row.git.committed_at))))
+      .set("priority", row.priority_high ? "high" : "normal")
+      .set("conflicts", overlaps_json(row.conflicts));
   return b;
 }
 
@@ -54,6 +61,9 @@ swarm::Json land_json(const swarm::LandResult& r) {
       .set("to", r.to)
       .set("fencing_token", static_cast<std::int64_t>(r.token))
       .set("attempts", r.attempts);
+  if (r.batch.empty()) doc.set_null("batch");
+  else doc.set("batch", r.batch);
+  if (!r.check.empty()) doc.set("check", r.check).set("check_attempts", r.check_attempts);
   if (r.outcome == swarm::LandResult::Outcome::refused) {
     doc.set("reason", r.reason);
     if (r.reason == "conflict") {
@@ -68,8 +78,10 @@ swarm::Json land_json(const swarm::LandResult& r) {
 std::string land_text(const swarm::LandResult& r) {
   switch (r.outcome) {
     case swarm::LandResult::Outcome::landed:
-      return "landed " + r.slot + " on " + swarm::printable(r.onto) + " (" + r.kind + "): " + short_id(r.from) +
-             " -> " + short_id(r.to);
+      return "landed " + r.slot + " on " + swarm::printable(r.onto) + " (" + r.kind +
+             (r.batch.empty() ? "" : ", batch " + r.batch) +
+             (r.check == "flaky" ? ", check flaky: passed on run " + std::to_string(r.check_attempts) : "") +
+             "): " + short_id(r.from) + " -> " + short_id(r.to);
     case swarm::LandResult::Outcome::already_landed:
       return "slot " + r.slot + " is landed on " + swarm::printable(r.onto) + " already (" + short_id(r.from) + ")";
     case swarm::LandResult::Outcome::refused: return "refused " + r.slot + ": " + r.message;
@@ -95,12 +107,14 @@ struct LandFlags {
   std::vector<std::string> check;
   std::string session;
   bool force = false;
+  int retries = 0;
+  int batch = 0;  // 0: one at a time
 };
 
 // Each line a check prints, on stderr with its slot before it, so that the
 // checks of `land --ready` can be told apart.
-void relay_check_line(const std::string& slot, std::string_view line) {
-  std::string out = "[" + slot + "] ";
+void relay_check_line(std::string_view who, std::string_view line) {
+  std::string out = "[" + std::string(who) + "] ";
   out.append(line);
   out += '\n';
   std::fwrite(out.data(), 1, out.size(), stderr);  // every byte, a NUL too
@@ -126,7 +140,8 @@ class SlotLander {
     check.command = f_.check;
     check.running = [this](swarm::ChildProcess* child) { signals_.forward_to(child); };
     check.interrupted = [this] { return signals_.received() != 0; };
-    check.output = [slot](std::string_view line) { relay_check_line(slot, line); };
+    check.retries = f_.retries;
+    check.output = [](std::string_view who, std::string_view line) { relay_check_line(who, line); };
     std::optional<swarm::Lease> lease;
     std::optional<swarm::LandResult> r;
     try {
@@ -146,7 +161,45 @@ class SlotLander {
     return r;
   }
 
+  // A batch of ready slots landed under the lease (see Landing::land_batch).
+  // Each slot judged again once the lease is held: one no longer ready is
+  // in `stale` (with why) and left out. nullopt: a signal ended the wait.
+  std::optional<std::vector<swarm::LandResult>> land_batch(const std::vector<std::string>& slots,
+                                                           std::vector<std::pair<std::string, std::string>>& stale) {
+    const std::string lease_name = swarm::land_lease_name(onto_);
+    std::string what;
+    for (const auto& s : slots) what += (what.empty() ? "" : " ") + s;
+    swarm::Mutex mutex(store_, lease_name, swarm::LeaseHolder::process(ctx_.me(), getpid(), "land batch " + what),
+                       lease_ttl_option(f_.ttl));
+    std::optional<swarm::Lease> lease;
+    std::vector<swarm::LandResult> r;
+    try {
+      lease = wait_in_line(ctx_, store_, mutex, lease_name, wait(), signals_);
+      if (!lease) return std::nullopt;
+      std::vector<std::string> ready;
+      for (const auto& slot : slots) {
+        if (const std::string why = landing_.not_ready(slot); !why.empty()) stale.emplace_back(slot, why);
+        else ready.push_back(slot);
+      }
+      r = landing_.land_batch(ready, onto_, *lease, check());
+    } catch (...) {
+      release(lease, true);
+      throw;
+    }
+    release(lease, false);
+    return r;
+  }
+
  private:
+  swarm::LandCheck check() const {
+    swarm::LandCheck check;
+    check.command = f_.check;
+    check.retries = f_.retries;
+    check.running = [this](swarm::ChildProcess* child) { signals_.forward_to(child); };
+    check.interrupted = [this] { return signals_.received() != 0; };
+    check.output = [](std::string_view who, std::string_view line) { relay_check_line(who, line); };
+    return check;
+  }
   std::optional<std::chrono::milliseconds> wait() const {
     if (f_.wait.empty()) return std::nullopt;
     return swarm::parse_duration(f_.wait);
@@ -201,63 +254,105 @@ int land_one(Context& ctx, const LandFlags& f, swarm::Landing& landing, SlotLand
   return 0;
 }
 
-// land --ready: every ready slot in close order, each reported as it lands
-// (a line on stdout; with --json, the document at the end and a refusal on
-// stderr as it happens). One slot's failure does not stop the others.
-int land_ready(Context& ctx, swarm::Landing& landing, SlotLander& lander, const std::string& onto,
-               SignalRouter& signals) {
-  swarm::Json results = swarm::Json::array();
-  bool refused = false, any = false;
-  auto said = [&](const std::string& line, bool bad) {
-    any = true;
-    if (!ctx.out().json()) {
+// What land --ready says as it goes: a line on stdout per slot (with
+// --json, the document at the end and each refusal on stderr as it happens).
+class ReadyReport {
+ public:
+  ReadyReport(Context& ctx, std::string onto) : ctx_(ctx), onto_(std::move(onto)) {}
+  void landed(const swarm::LandResult& r) {
+    const bool bad = r.outcome == swarm::LandResult::Outcome::refused;
+    refused_ = refused_ || bad;
+    results_.push(land_json(r));
+    said(land_text(r), bad);
+  }
+  void failed(const std::string& slot, const std::string& kind, const std::string& message) {
+    swarm::Json failed = swarm::Json::object();
+    failed.set("slot", slot).set("onto", onto_).set("outcome", "failed").set("error", kind)
+        .set("message", swarm::printable(message));
+    results_.push(std::move(failed));
+    said("failed " + slot + ": " + swarm::printable(message), true);
+    refused_ = true;
+  }
+  int finish(SignalRouter& signals) {
+    if (ctx_.out().json()) {
+      swarm::Json doc = swarm::Json::object();
+      doc.set("onto", onto_).set("lands", std::move(results_));
+      ctx_.out().result("land", "", std::move(doc));
+    } else if (!any_) {
+      ctx_.out().result("land", "nothing to land on " + swarm::printable(onto_), swarm::Json::object());
+    }
+    if (signals.received() != 0) return exit_for_signal(signals.received());
+    return refused_ ? kConflict : 0;
+  }
+
+ private:
+  void said(const std::string& line, bool bad) {
+    any_ = true;
+    if (!ctx_.out().json()) {
       std::fputs((line + "\n").c_str(), stdout);
       std::fflush(stdout);
     } else if (bad) {
-      ctx.out().warn(line);
+      ctx_.out().warn(line);
     }
-  };
-  for (const auto& row : landing.ready(onto)) {
-    const std::string& s = row.git.slot;
-    std::optional<swarm::LandResult> r;
+  }
+  Context& ctx_;
+  std::string onto_;
+  swarm::Json results_ = swarm::Json::array();
+  bool refused_ = false, any_ = false;
+};
+
+// Lands `slots` (one, or a batch with --batch): false when a signal ended it.
+bool land_group(const LandFlags& f, SlotLander& lander, const std::vector<std::string>& slots, ReadyReport& report) {
+  if (f.batch == 0) {
+    auto r = lander.land(slots.front(), false);
+    if (!r) return false;
+    report.landed(*r);
+    return true;
+  }
+  std::vector<std::pair<std::string, std::string>> stale;
+  auto results = lander.land_batch(slots, stale);
+  for (const auto& [slot, why] : stale)
+    report.failed(slot, "conflict", "slot " + slot + " is no longer ready to land: " + why + "; it was left out");
+  if (!results) return false;
+  for (const auto& r : *results) report.landed(r);
+  return true;
+}
+
+// land --ready: every ready slot (fast lane first, then in close order),
+// one at a time or in batches of --batch, each reported as it lands. One
+// slot's failure does not stop the others.
+int land_ready(Context& ctx, const LandFlags& f, swarm::Landing& landing, SlotLander& lander,
+               const std::string& onto, SignalRouter& signals) {
+  ReadyReport report(ctx, onto);
+  const auto rows = landing.ready(onto);
+  const std::size_t size = f.batch > 0 ? static_cast<std::size_t>(f.batch) : 1;
+  for (std::size_t at = 0; at < rows.size(); at += size) {
+    std::vector<std::string> slots;
+    for (std::size_t i = at; i < std::min(rows.size(), at + size); ++i) slots.push_back(rows[i].git.slot);
     try {
-      r = lander.land(s, false);
+      if (!land_group(f, lander, slots, report)) break;
     } catch (const swarm::Cancelled& stopped) {
       ctx.out().note(stopped.what());
       break;
     } catch (const std::exception& thrown) {
       const swarm::Error e = swarm::Error::from(thrown);
-      swarm::Json failed = swarm::Json::object();
-      failed.set("slot", s).set("onto", onto).set("outcome", "failed").set("error", swarm::to_string(e.kind()))
-          .set("message", swarm::printable(e.what()));
-      results.push(std::move(failed));
-      said("failed " + s + ": " + swarm::printable(e.what()), true);
-      refused = true;
-      if (signals.received() != 0) break;
-      continue;
+      for (const auto& slot : slots) report.failed(slot, std::string(swarm::to_string(e.kind())), e.what());
     }
-    if (!r) break;  // a signal ended the wait
-    const bool bad = r->outcome == swarm::LandResult::Outcome::refused;
-    refused = refused || bad;
-    results.push(land_json(*r));
-    said(land_text(*r), bad);
     if (signals.received() != 0) break;
   }
-  if (ctx.out().json()) {
-    swarm::Json doc = swarm::Json::object();
-    doc.set("onto", onto).set("lands", std::move(results));
-    ctx.out().result("land", "", std::move(doc));
-  } else if (!any) {
-    ctx.out().result("land", "nothing to land on " + swarm::printable(onto), swarm::Json::object());
-  }
-  if (signals.received() != 0) return exit_for_signal(signals.received());
-  return refused ? kConflict : 0;
+  return report.finish(signals);
 }
 
 int run_land(Context& ctx, const LandFlags& f) {
   if (f.slot.empty() && !f.ready)
     throw swarm::Error(swarm::Errc::bad_input, "name the slot to land with --slot SLOT, or land every finished one "
                                                "with --ready");
+  if (f.batch > 0 && !f.ready)
+    throw swarm::Error(swarm::Errc::bad_input, "--batch " + std::to_string(f.batch) + " lands ready slots together: "
+                                               "use it with --ready");
+  if (f.retries > 0 && f.check.empty())
+    throw swarm::Error(swarm::Errc::bad_input, "--retries " + std::to_string(f.retries) + " runs a failed check "
+                                               "again, and no check was given (after --)");
   require_check_runnable(f.check);
   lease_ttl_option(f.ttl);
   if (!f.wait.empty()) swarm::parse_duration(f.wait);
@@ -267,11 +362,37 @@ int run_land(Context& ctx, const LandFlags& f) {
   auto store = ctx.leases(true);
   SlotLander lander(ctx, f, landing, store, onto, signals);
   if (!f.ready) return land_one(ctx, f, landing, lander, signals);
-  return land_ready(ctx, landing, lander, onto, signals);
+  return land_ready(ctx, f, landing, lander, onto, signals);
 }
 }  // namespace
 
 swarm::Json branches_document(const swarm::Branches& report) { return with_schema("branches", branches_of(report)); }
+
+swarm::Json overlaps_json(const std::vector<swarm::Overlap>& overlaps) {
+  swarm::Json out = swarm::Json::array();
+  for (const auto& o : overlaps) {
+    swarm::Json item = swarm::Json::object();
+    item.set("with", o.with);
+    if (const std::string slot = slot_of_branch(o.with); slot.empty()) item.set_null("slot");
+    else item.set("slot", slot);
+    item.set("paths", swarm::Json::strings(o.paths));
+    out.push(std::move(item));
+  }
+  return out;
+}
+
+std::string overlaps_text(const std::vector<swarm::Overlap>& overlaps, const std::string& indent) {
+  std::string out;
+  for (const auto& o : overlaps) {
+    const std::string slot = slot_of_branch(o.with);
+    std::string paths;
+    for (const auto& p : o.paths) paths += (paths.empty() ? "" : ", ") + swarm::printable(p);
+    out += indent + "conflicts with " + (slot.empty() ? "the onto branch " + swarm::printable(o.with)
+                                                      : "slot " + swarm::printable(slot)) +
+           " on " + paths + "\n";
+  }
+  return out;
+}
 
 Verb add_branches(CLI::App& app) {
   auto onto = std::make_shared<std::string>();
@@ -281,24 +402,32 @@ Verb add_branches(CLI::App& app) {
       ->option_text("BRANCH")
       ->check(onto_validator());
   cmd->footer(
-      "Columns: SLOT STATE RESULT AHEAD LANDED HEAD COMMITTED. STATE is the live session's (- when none);\n"
-      "RESULT the last close's (from the journal); AHEAD the commits the onto branch lacks; LANDED whether\n"
-      "the branch's tip is in the onto branch. With --json: swarm.branches.v1.");
+      "Columns: SLOT STATE RESULT LANE AHEAD LANDED HEAD COMMITTED. STATE is the live session's (- when\n"
+      "none); RESULT the last close's (from the journal); LANE high when it closed with --priority high;\n"
+      "AHEAD the commits the onto branch lacks; LANDED whether the branch's tip is in the onto branch.\n"
+      "Below the table, each unlanded branch's foreseen conflicts: the other unlanded slot branches and\n"
+      "the onto branch a merge with it leaves in conflict, and on which paths. With --json:\n"
+      "swarm.branches.v1 (conflicts: [{with, slot, paths}]).");
   return {cmd, [onto](Context& ctx) {
             auto landing = ctx.landing();
             const std::string branch = landing.onto(*onto);
             auto report = landing.branches(branch);
             std::string text = padded("SLOT", 20) + " " + padded("STATE", 7) + " " + padded("RESULT", 8) + " " +
-                               padded("AHEAD", 6) + " " + padded("LANDED", 7) + " " + padded("HEAD", 12) +
-                               " COMMITTED\n";
+                               padded("LANE", 6) + " " + padded("AHEAD", 6) + " " + padded("LANDED", 7) + " " +
+                               padded("HEAD", 12) + " COMMITTED\n";
+            std::string foreseen;
             for (const auto& row : report.rows) {
               text += padded(swarm::printable(row.git.slot), 20) + " " +
                       padded(row.state ? std::string(swarm::to_string(*row.state)) : "-", 7) + " " +
                       padded(row.result.empty() ? "-" : swarm::printable(row.result), 8) + " " +
+                      padded(row.priority_high ? "high" : "normal", 6) + " " +
                       padded(std::to_string(row.git.ahead), 6) + " " + padded(row.git.landed ? "yes" : "no", 7) + " " +
                       padded(short_id(row.git.head), 12) + " " +
                       swarm::format_rfc3339(swarm::TimePoint(std::chrono::seconds(row.git.committed_at))) + "\n";
+              if (!row.conflicts.empty())
+                foreseen += swarm::printable(row.git.slot) + ":\n" + overlaps_text(row.conflicts, "  ");
             }
+            if (!foreseen.empty()) text += "\nconflicts foreseen (were each pair landed):\n" + foreseen;
             swarm::Json doc = branches_of(report);
             if (report.rows.empty()) text = "no slot branches on the hub\n";
             text.pop_back();
@@ -334,16 +463,33 @@ Verb add_land(CLI::App& app) {
                 "Land --slot S even though its last close was not success or its session is live (journaled as "
                 "forced)")
       ->excludes("--ready");
+  cmd->add_option("--batch", f->batch,
+                  "With --ready: merge up to N ready slots into one candidate and check it once; a failed check is "
+                  "bisected, so only the culprits are refused")
+      ->option_text("N")
+      ->check(CLI::Range(1, 256));
+  cmd->add_option("--retries", f->retries,
+                  "Run a failed check again on the same tree up to K times; a pass on a retry lands and is "
+                  "journaled as flaky")
+      ->option_text("K")
+      ->check(CLI::Range(0, 20));
   cmd->add_option("check", f->check, "A check to run on the merged tree, after --")->option_text("-- CHECK...");
   cmd->footer(
       "Examples:\n"
       "  swarm land --slot render\n"
       "  swarm land --ready -- make test\n"
+      "  swarm land --ready --batch 8 --retries 1 -- make test\n"
       "A fast-forward when possible, else a merge commit (trailers Swarm-Slot, Swarm-Task,\n"
       "Swarm-Fencing-Token). CHECK runs (no shell) in a checkout of the merged tree kept in .swarm/land/,\n"
       "with SWARM_LAND_SLOT, SWARM_LAND_ONTO and SWARM_FENCING_TOKEN set; its output goes to stderr, each\n"
       "line after [SLOT]. --slot S refuses (exit 3) a slot whose last close was not success or whose\n"
-      "session is live, unless --force. --ready reports each slot as it lands.\n"
+      "session is live, unless --force. --ready reports each slot as it lands: slots closed with\n"
+      "--priority high first, then in the order they were closed.\n"
+      "--batch N merges up to N ready slots in turn into one candidate and runs CHECK once on it (with\n"
+      "SWARM_LAND_SLOT the slots, space-separated, and SWARM_LAND_BATCH the batch's id). When it fails the\n"
+      "batch is bisected: the good slots land, each with its own merge commit, and only the culprits are\n"
+      "refused; the onto branch moves once per batch. With one culprit among N: at most 1 + 2*log2(N)\n"
+      "checks.\n"
       "The onto branch moves only by a compare-and-swap from the tip the merge was made on, while the\n"
       "lease is held; if it moved meanwhile, the merge is made again. A conflict or a failed check\n"
       "refuses the land (exit 3) and moves nothing; the slot's branch is never changed.");

@@ -13,6 +13,11 @@
 
 namespace cli {
 
+std::string text_field(const swarm::Json& detail, const char* name) {
+  const cJSON* item = detail ? cJSON_GetObjectItemCaseSensitive(detail.get(), name) : nullptr;
+  return cJSON_IsString(item) ? std::string(item->valuestring) : std::string();
+}
+
 namespace {
 
 std::int64_t unix_ms(swarm::TimePoint t) {
@@ -41,11 +46,6 @@ int severity(swarm::State s) {
     case swarm::State::fresh: return 3;
   }
   return 3;
-}
-
-std::string text_field(const swarm::Json& detail, const char* name) {
-  const cJSON* item = detail ? cJSON_GetObjectItemCaseSensitive(detail.get(), name) : nullptr;
-  return cJSON_IsString(item) ? std::string(item->valuestring) : std::string();
 }
 
 // Who held what, as spans: a slot from its join to its close (or evict, or
@@ -187,6 +187,20 @@ std::string ServeView::metrics() const {
   out += "# HELP swarm_events_total Journal events seen since this server started (the last day's first).\n"
          "# TYPE swarm_events_total counter\n";
   for (const auto& [kind, n] : event_counts_) out += "swarm_events_total{kind=\"" + label(kind) + "\"} " + std::to_string(n) + "\n";
+  out += "# HELP swarm_land_checks_total Land checks journaled since this server started (the last day's first), "
+         "by outcome: passed, flaky (passed on a retry), failed.\n# TYPE swarm_land_checks_total counter\n";
+  for (const char* outcome : {"passed", "flaky", "failed"}) {
+    auto it = land_checks_.find(outcome);
+    out += std::string("swarm_land_checks_total{outcome=\"") + outcome + "\"} " +
+           std::to_string(it == land_checks_.end() ? 0 : it->second) + "\n";
+  }
+  out += "# HELP swarm_branch_conflicts Other unlanded slot branches and the onto branch each unlanded slot "
+         "branch would conflict with.\n# TYPE swarm_branch_conflicts gauge\n";
+  if (branches_)
+    for (const auto& row : branches_->rows)
+      if (!row.git.landed)
+        out += "swarm_branch_conflicts{slot=\"" + label(row.git.slot) + "\"} " + std::to_string(row.conflicts.size()) +
+               "\n";
   out += "# HELP swarm_nats_up Whether NATS answers and every watch of it works (1) or not (0).\n# TYPE swarm_nats_up gauge\n";
   out += std::string("swarm_nats_up ") + (nats_up() ? "1" : "0") + "\n";
   out += "# HELP swarm_session_ttl_seconds The session bucket's TTL.\n# TYPE swarm_session_ttl_seconds gauge\n";

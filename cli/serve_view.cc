@@ -255,6 +255,8 @@ void ServeView::journal_feed(ServeLink& link) {
         std::lock_guard lock(mu_);
         journal_after_ = event->seq;
         if (!event->kind.empty()) ++event_counts_[event->kind];
+        if (event->kind == "land" || event->kind == "land.refused")
+          if (const std::string check = text_field(event->detail, "check"); !check.empty()) ++land_checks_[check];
         branches = moves_branches(event->kind);
         events_.push_back(std::move(*event));
         const auto horizon = std::chrono::system_clock::now() - kHistory;

@@ -31,6 +31,9 @@
 
 namespace cli {
 
+// The string member `name` of an event's detail ("" when it is none).
+std::string text_field(const swarm::Json& detail, const char* name);
+
 // How much of the journal the view keeps: the last day, at most this many acts.
 inline constexpr std::size_t kViewEvents = 20000;
 // The page lists at most this many sessions (the most troubled first); counts cover all.
@@ -121,6 +124,7 @@ class ServeView {
   std::deque<swarm::Event> events_;
   std::optional<std::uint64_t> journal_after_;
   std::map<std::string, std::uint64_t> event_counts_;
+  std::map<std::string, std::uint64_t> land_checks_;  // by the check's outcome: passed, flaky, failed
   // The branches, as `branches --json` has them; the journal says when to read them again.
   std::string branches_json_;
   std::optional<swarm::Branches> branches_;

@@ -92,6 +92,20 @@ struct MergePlan {
   std::vector<std::string> conflicts;  // the paths in conflict (Kind::conflict)
 };
 
+// A slot branch's foreseen conflict with another branch (another slot's
+// unlanded branch, swarm/<name>, or the onto branch): the paths both changed
+// that an in-memory merge of the two leaves in conflict.
+struct Overlap {
+  std::string with;                // a branch name: swarm/<slot>, or the onto branch
+  std::vector<std::string> paths;  // sorted
+};
+
+// The conflicts foreseen for one branch.
+struct Foreseen {
+  std::string branch;              // swarm/<slot>
+  std::vector<Overlap> overlaps;   // by `with`
+};
+
 // The hub as landing uses it: a local hub is worked on in place (merges
 // written into it, its branch moved by a compare-and-swap of the ref); a
 // network hub through a cache repository in the workspace (fetched, merged
@@ -111,6 +125,15 @@ class LandBackend {
   // `author`) is written but moves no branch.
   virtual MergePlan plan(const std::string& onto, const std::string& branch, const std::string& message,
                          const CommitAuthor& author) = 0;
+  // As plan, on the commit `from` (a batch's candidate) instead of a branch's tip.
+  virtual MergePlan plan_on(const std::string& from, const std::string& branch, const std::string& message,
+                            const CommitAuthor& author) = 0;
+  // For each of `branches` (full names: swarm/<slot>, unlanded), the
+  // other branches among them and `onto` it would conflict with (adr/0028).
+  // Only pairs whose changes since their base on `onto` share a path are
+  // merged. `focus` (a name among `branches`): only its pairs, its row only.
+  virtual std::vector<Foreseen> foresee(const std::string& onto, const std::vector<std::string>& branches,
+                                        const std::string& focus) = 0;
   // `commit` checked out in `folder` (a repository made there on first use,
   // reading the objects where merges are written; files of earlier lands
   // that it lacks removed, ignored ones kept).
@@ -175,6 +198,6 @@ GitBackend& git_backend();
 std::future<void> prefetch_git_backend();
 
 // The symbol the module exports, and its version.
-inline constexpr const char* kGitBackendSymbol = "swarm_git_backend_v6";
+inline constexpr const char* kGitBackendSymbol = "swarm_git_backend_v7";
 
 }  // namespace swarm

@@ -26,9 +26,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-using IndexConflictIteratorPtr =
-    std::unique_ptr<git_index_conflict_iterator, Freer<git_index_conflict_iterator_free>>;
-
 constexpr std::string_view kSlotPrefix = "refs/heads/swarm/";
 // Where the cache names the commit it pushes (a push takes refs, not ids).
 constexpr const char* kPushRef = "refs/swarm-land/push";
@@ -154,59 +151,22 @@ class LandRepo : public LandBackend {
                  const CommitAuthor& author) override {
     auto onto_oid = tip_oid(onto);
     if (!onto_oid) throw Error(Errc::not_found, "the hub has no branch " + onto + " to land on");
-    auto branch_oid = tip_oid(branch);
-    if (!branch_oid) throw Error(Errc::not_found, "the hub has no branch " + branch);
-    MergePlan plan;
-    plan.from = hex(*onto_oid);
-    if (git_oid_equal(&*onto_oid, &*branch_oid) ||
-        git_graph_descendant_of(repo_.get(), &*onto_oid, &*branch_oid) == 1) {
-      plan.kind = MergePlan::Kind::landed;
-      plan.to = plan.from;
-      return plan;
-    }
-    if (git_graph_descendant_of(repo_.get(), &*branch_oid, &*onto_oid) == 1) {
-      plan.kind = MergePlan::Kind::fast_forward;
-      plan.to = hex(*branch_oid);
-      return plan;
-    }
-    git_error_clear();
-    auto ours = lookup_commit(repo_.get(), *onto_oid, "read " + onto);
-    auto theirs = lookup_commit(repo_.get(), *branch_oid, "read " + branch);
-    git_merge_options options = GIT_MERGE_OPTIONS_INIT;
-    git_index* index_raw = nullptr;
-    check(git_merge_commits(&index_raw, repo_.get(), ours.get(), theirs.get(), &options),
-          "merge " + branch + " into " + onto);
-    IndexPtr index(index_raw);
-    if (git_index_has_conflicts(index.get())) {
-      plan.kind = MergePlan::Kind::conflict;
-      git_index_conflict_iterator* it_raw = nullptr;
-      check(git_index_conflict_iterator_new(&it_raw, index.get()), "list the conflicts");
-      IndexConflictIteratorPtr it(it_raw);
-      const git_index_entry *ancestor = nullptr, *our = nullptr, *their = nullptr;
-      while (git_index_conflict_next(&ancestor, &our, &their, it.get()) == 0) {
-        const git_index_entry* any = our ? our : their ? their : ancestor;
-        if (any != nullptr && (plan.conflicts.empty() || plan.conflicts.back() != any->path))
-          plan.conflicts.emplace_back(any->path);
-      }
-      git_error_clear();
-      return plan;
-    }
-    git_oid tree_id;
-    check(git_index_write_tree_to(&tree_id, index.get(), repo_.get()), "write the merged tree");
-    git_tree* tree_raw = nullptr;
-    check(git_tree_lookup(&tree_raw, repo_.get(), &tree_id), "read the merged tree");
-    TreePtr tree(tree_raw);
-    git_signature* sig_raw = nullptr;
-    check(git_signature_now(&sig_raw, author.name.c_str(), author.email.c_str()), "make a signature");
-    SignaturePtr sig(sig_raw);
-    const git_commit* parents[] = {ours.get(), theirs.get()};
-    git_oid made;
-    check(git_commit_create(&made, repo_.get(), nullptr, sig.get(), sig.get(), nullptr, message.c_str(), tree.get(), 2,
-                            parents),
-          "write the merge commit");
-    plan.kind = MergePlan::Kind::merge;
-    plan.to = hex(made);
-    return plan;
+    return plan_from(*onto_oid, onto, branch, message, author);
+  }
+
+  MergePlan plan_on(const std::string& from, const std::string& branch, const std::string& message,
+                    const CommitAuthor& author) override {
+    return plan_from(oid_of(from), "the batch's candidate", branch, message, author);
+  }
+
+  std::vector<Foreseen> foresee(const std::string& onto, const std::vector<std::string>& branches,
+                                const std::string& focus) override {
+    auto onto_oid = tip_oid(onto);
+    if (!onto_oid) throw Error(Errc::not_found, "the hub has no branch " + onto + " to compare the slots with");
+    std::vector<std::pair<std::string, git_oid>> tips;
+    for (const auto& branch : branches)
+      if (auto tip = tip_oid(branch)) tips.emplace_back(branch, *tip);
+    return foresee_conflicts(repo_.get(), onto, *onto_oid, tips, focus);
   }
 
   void check_out(const std::string& commit, const fs::path& folder) override {
@@ -252,6 +212,55 @@ class LandRepo : public LandBackend {
   }
 
  private:
+  // How `branch` lands on the commit `onto_oid` (named `onto` in errors).
+  MergePlan plan_from(const git_oid& onto_oid, const std::string& onto, const std::string& branch,
+                      const std::string& message, const CommitAuthor& author) {
+    auto branch_oid = tip_oid(branch);
+    if (!branch_oid) throw Error(Errc::not_found, "the hub has no branch " + branch);
+    MergePlan plan;
+    plan.from = hex(onto_oid);
+    if (git_oid_equal(&onto_oid, &*branch_oid) ||
+        git_graph_descendant_of(repo_.get(), &onto_oid, &*branch_oid) == 1) {
+      plan.kind = MergePlan::Kind::landed;
+      plan.to = plan.from;
+      return plan;
+    }
+    if (git_graph_descendant_of(repo_.get(), &*branch_oid, &onto_oid) == 1) {
+      plan.kind = MergePlan::Kind::fast_forward;
+      plan.to = hex(*branch_oid);
+      return plan;
+    }
+    git_error_clear();
+    auto ours = lookup_commit(repo_.get(), onto_oid, "read " + onto);
+    auto theirs = lookup_commit(repo_.get(), *branch_oid, "read " + branch);
+    git_merge_options options = GIT_MERGE_OPTIONS_INIT;
+    git_index* index_raw = nullptr;
+    check(git_merge_commits(&index_raw, repo_.get(), ours.get(), theirs.get(), &options),
+          "merge " + branch + " into " + onto);
+    IndexPtr index(index_raw);
+    if (git_index_has_conflicts(index.get())) {
+      plan.kind = MergePlan::Kind::conflict;
+      plan.conflicts = conflict_paths(index.get());
+      return plan;
+    }
+    git_oid tree_id;
+    check(git_index_write_tree_to(&tree_id, index.get(), repo_.get()), "write the merged tree");
+    git_tree* tree_raw = nullptr;
+    check(git_tree_lookup(&tree_raw, repo_.get(), &tree_id), "read the merged tree");
+    TreePtr tree(tree_raw);
+    git_signature* sig_raw = nullptr;
+    check(git_signature_now(&sig_raw, author.name.c_str(), author.email.c_str()), "make a signature");
+    SignaturePtr sig(sig_raw);
+    const git_commit* parents[] = {ours.get(), theirs.get()};
+    git_oid made;
+    check(git_commit_create(&made, repo_.get(), nullptr, sig.get(), sig.get(), nullptr, message.c_str(), tree.get(), 2,
+                            parents),
+          "write the merge commit");
+    plan.kind = MergePlan::Kind::merge;
+    plan.to = hex(made);
+    return plan;
+  }
+
   std::optional<git_oid> tip_oid(const std::string& branch) {
     git_oid oid;
     if (git_reference_name_to_id(&oid, repo_.get(), ("refs/heads/" + branch).c_str()) != 0) {

@@ -56,6 +56,12 @@ std::vector<std::pair<std::string, std::string>> list_refs(const std::string& hu
 std::vector<std::string> delete_refs(const std::string& hub, const std::vector<std::pair<std::string, std::string>>& refs);
 // See GitBackend::open_land (land_repo.cc).
 std::unique_ptr<LandBackend> open_land(const std::string& hub, const std::filesystem::path& cache);
+// The paths `index` (a merge's) holds in conflict, in index order.
+std::vector<std::string> conflict_paths(git_index* index);
+// See LandBackend::foresee (land_foresee.cc): `branches` by name and tip.
+std::vector<Foreseen> foresee_conflicts(git_repository* repo, const std::string& onto, const git_oid& onto_tip,
+                                        const std::vector<std::pair<std::string, git_oid>>& branches,
+                                        const std::string& focus);
 // See GitBackend::repack_hub.
 RepackResult repack_hub(const std::filesystem::path& hub, int pack_limit);
 // See GitBackend::prepare_hub.

@@ -89,7 +89,9 @@ int CheckRun::run(const LandCheck& check, const std::filesystem::path& dir,
   }
   if (check.output) {
     ::close(pipe_fds[1]);  // the check (and its guard) hold the write end now
-    relay = std::thread([fd = pipe_fds[0], &check, &ended] { relay_lines(fd, check.output, ended); });
+    relay = std::thread([fd = pipe_fds[0], &check, &ended] {
+      relay_lines(fd, [&check](std::string_view line) { check.output(check.who, line); }, ended);
+    });
   }
   if (check.running) check.running(started);
   const int status = started->wait();

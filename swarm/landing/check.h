@@ -20,11 +20,13 @@ namespace swarm {
 // A check to run on the merged tree before the onto branch moves.
 struct LandCheck {
   std::vector<std::string> command;            // empty: none
+  int retries = 0;                             // a failed check is run again on the same tree up to this often
+  std::string who;                             // what it checks (a slot, a batch's slots): for `output`
   std::function<void(ChildProcess*)> running;  // started (its process), then ended (nullptr)
   std::function<bool()> interrupted;           // a signal stopped it: the land stops (Cancelled), nothing journaled
   // Each line the check prints (stdout and stderr), as it comes; unset: its
   // output goes to stderr as it is.
-  std::function<void(std::string_view line)> output;
+  std::function<void(std::string_view who, std::string_view line)> output;
 };
 
 class CheckRun {

@@ -10,5 +10,8 @@
 namespace swarm {
 
 Event land_event(std::string_view bucket, const LandResult& result, std::string_view task_id, const Actor& actor);
+// A commit of `slot` whose branch conflicts with `overlap.with` (adr/0028).
+Event overlap_event(std::string_view bucket, std::string_view slot, const Overlap& overlap, std::string_view task_id,
+                    std::uint64_t token, std::uint64_t revision, const Actor& actor);
 
 }  // namespace swarm

@@ -22,6 +22,7 @@
 #include "swarm/git/worktree.h"
 #include "swarm/landing/check.h"
 #include "swarm/landing/events.h"
+#include "swarm/landing/land_hold.h"
 #include "swarm/lease/lease_keeper.h"
 #include "swarm/lease/mutex.h"
 
@@ -36,6 +37,8 @@ bool lease_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || 
 
 // A folder name for the onto branch's checkout: its lease name's tail.
 std::string checkout_name(std::string_view onto) { return "onto-" + land_lease_name(onto).substr(5); }
+
+}  // namespace
 
 // A seam for the fault tests: with $SWARM_TEST_LAND_STOP naming `stage`,
 // the process says so on stderr and stops itself (SIGSTOP) right there, so
@@ -53,8 +56,6 @@ std::string joined(const std::vector<std::string>& items) {
   for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
   return out;
 }
-
-}  // namespace
 
 std::string land_lease_name(std::string_view onto) {
   std::string out = "land";
@@ -182,6 +183,15 @@ std::string Landing::not_ready(const std::string& slot) {
   return "";
 }
 
+std::string land_message(const std::string& slot, const std::string& onto, const std::string& task,
+                         std::uint64_t token) {
+  return "Land swarm/" + slot + " on " + onto + "\n\nSwarm-Slot: " + slot +
+         "\nSwarm-Task: " + (task.empty() ? "unknown" : trailer_value(task)) +
+         "\nSwarm-Fencing-Token: " + std::to_string(token) + "\n";
+}
+
+CommitAuthor Landing::land_author() const { return CommitAuthor{"swarm", "swarm@" + me_.host}; }
+
 std::string Landing::task_of(const std::string& slot) const {
   JournalQuery query;
   query.thing = Thing::slot;
@@ -193,7 +203,7 @@ std::string Landing::task_of(const std::string& slot) const {
   return events.empty() ? "" : events.back().task_id;
 }
 
-Branches Landing::branches(const std::string& onto) {
+Branches Landing::branches(const std::string& onto, bool foresee) {
   Branches out;
   out.onto = onto;
   git().refresh();
@@ -229,20 +239,100 @@ Branches Landing::branches(const std::string& onto) {
         row.result = r->valuestring;
       row.task_id = close->second.task_id;
       row.closed_seq = close->second.seq;
+      const cJSON* lane = cJSON_GetObjectItemCaseSensitive(close->second.detail.get(), "priority");
+      row.priority_high = cJSON_IsString(lane) && std::string_view(lane->valuestring) == "high";
     }
     row.git = std::move(info);
     out.rows.push_back(std::move(row));
   }
   std::sort(out.rows.begin(), out.rows.end(), [](const BranchRow& a, const BranchRow& b) { return a.git.slot < b.git.slot; });
+  if (foresee) {
+    std::vector<std::string> unlanded;
+    for (const auto& row : out.rows)
+      if (!row.git.landed) unlanded.push_back("swarm/" + row.git.slot);
+    auto seen = git().foresee(onto, unlanded, "");
+    std::map<std::string, std::vector<Overlap>> by_branch;
+    for (auto& f : seen) by_branch[f.branch] = std::move(f.overlaps);
+    for (auto& row : out.rows)
+      if (auto it = by_branch.find("swarm/" + row.git.slot); it != by_branch.end()) row.conflicts = std::move(it->second);
+  }
   return out;
+}
+
+std::vector<Overlap> Landing::commit_overlaps(const std::string& slot, const std::string& onto, std::uint64_t token,
+                                              const std::string& task, std::uint64_t revision) {
+  const auto started = std::chrono::steady_clock::now();
+  git().refresh();
+  const std::string mine = "swarm/" + slot;
+  std::vector<std::string> unlanded;
+  for (const auto& info : git().slot_branches(onto))
+    if (!info.landed) unlanded.push_back("swarm/" + info.slot);
+  if (std::find(unlanded.begin(), unlanded.end(), mine) == unlanded.end()) return {};
+  auto seen = git().foresee(onto, unlanded, mine);
+  swarm::log::info("foreseen: {} against {} other unlanded branches and {} in {} ms", mine, unlanded.size() - 1, onto,
+                   std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started)
+                       .count());
+  if (seen.empty()) return {};
+  for (const auto& overlap : seen.front().overlaps)
+    journal_.record(overlap_event(store_.bucket_name(), slot, overlap, task, token, revision, Actor::here(me_)));
+  return std::move(seen.front().overlaps);
 }
 
 std::vector<BranchRow> Landing::ready(const std::string& onto) {
   std::vector<BranchRow> out;
-  for (auto& row : branches(onto).rows)
+  for (auto& row : branches(onto, false).rows)
     if (row.result == "success" && !row.git.landed && !row.state) out.push_back(std::move(row));
-  std::sort(out.begin(), out.end(), [](const BranchRow& a, const BranchRow& b) { return a.closed_seq < b.closed_seq; });
+  std::sort(out.begin(), out.end(), [](const BranchRow& a, const BranchRow& b) {
+    if (a.priority_high != b.priority_high) return a.priority_high;
+    return a.closed_seq < b.closed_seq;
+  });
   return out;
+}
+
+CheckVerdict Landing::check_tree(const std::string& commit, const std::string& who, const std::string& onto,
+                                 const Lease& lease, const LandCheck& check_in, CheckRun& run,
+                                 const std::function<void(const char*)>& require_held,
+                                 const std::vector<std::pair<std::string, std::string>>& more_env) {
+  const std::string name = checkout_name(onto);
+  const auto dir = workspace_.make_folder(kLandFolder, 0700).make_folder(name, 0700).path();
+  // The checkout is one lander's at a time, also when a lease was lost and
+  // taken while the loser's check still ran (its keeper stops it).
+  auto lock = FileLock::acquire(workspace_.make_folder(kLocksFolder), "land-" + name, "swarm land of " + who,
+                                std::chrono::duration_cast<std::chrono::milliseconds>(lease.record.ttl));
+  if (!lock)
+    throw Error(Errc::conflict, "another land's check still works in " + dir.string() + " (" +
+                                    FileLock::holder_of(workspace_.make_folder(kLocksFolder), "land-" + name) +
+                                    "); " + onto + " was not moved; land " + who + " again");
+  LandCheck check = check_in;
+  check.who = who;
+  std::vector<std::pair<std::string, std::string>> env = {{"SWARM_LAND_SLOT", who}, {"SWARM_LAND_ONTO", onto},
+                                                          {"SWARM_LEASE", lease.name},
+                                                          {"SWARM_FENCING_TOKEN", std::to_string(lease.token)}};
+  env.insert(env.end(), more_env.begin(), more_env.end());
+  CheckVerdict verdict;
+  for (int attempt = 1; attempt <= 1 + std::max(0, check.retries); ++attempt) {
+    // Each run on the tree as it was merged: what an earlier run left is put back.
+    try {
+      git().check_out(commit, dir);
+    } catch (const Error& e) {
+      if (e.kind() != Errc::conflict) throw;
+      require_held("during the checkout");
+      // A tree that cannot be written even into a checkout made from nothing.
+      verdict.unusable = e.what();
+      return verdict;
+    }
+    verdict.attempts = attempt;
+    verdict.status = run.run(check, dir, env);
+    if (check.interrupted && check.interrupted())
+      throw Cancelled("the land of " + who + " was stopped by a signal during its check; " + onto + " was not moved");
+    // A check the keeper stopped (the lease lost) says nothing of the tree.
+    require_held("during the check");
+    if (verdict.status == 0) break;
+    if (attempt <= check.retries)
+      swarm::log::warn("the check of {} failed (exit {}); running it again on the same tree ({} of {})",
+                       printable(who), verdict.status, attempt + 1, 1 + check.retries);
+  }
+  return verdict;
 }
 
 std::optional<LandResult> Landing::check_merged(const MergePlan& plan, LandResult& result, const Lease& lease,
@@ -250,38 +340,18 @@ std::optional<LandResult> Landing::check_merged(const MergePlan& plan, LandResul
                                                 const std::function<void(const char*)>& require_held) {
   const std::string& slot = result.slot;
   const std::string& onto = result.onto;
-  const std::string name = checkout_name(onto);
-  const auto dir = workspace_.make_folder(kLandFolder, 0700).make_folder(name, 0700).path();
-  // The checkout is one lander's at a time, also when a lease was lost and
-  // taken while the loser's check still ran (its keeper stops it).
-  auto lock = FileLock::acquire(workspace_.make_folder(kLocksFolder), "land-" + name, "swarm land of slot " + slot,
-                                std::chrono::duration_cast<std::chrono::milliseconds>(lease.record.ttl));
-  if (!lock)
-    throw Error(Errc::conflict, "another land's check still works in " + dir.string() + " (" +
-                                    FileLock::holder_of(workspace_.make_folder(kLocksFolder), "land-" + name) +
-                                    "); " + onto + " was not moved; land slot " + slot + " again");
-  try {
-    git().check_out(plan.to, dir);
-  } catch (const Error& e) {
-    if (e.kind() != Errc::conflict) throw;
-    require_held("during the checkout");
-    // A tree that cannot be written even into a checkout made from nothing.
+  const CheckVerdict verdict = check_tree(plan.to, slot, onto, lease, check, run, require_held);
+  if (verdict.unusable)
     return refuse(result, "checkout", "swarm/" + slot + " merged into " + onto + " cannot be checked out (" +
-                                          e.what() + "); " + onto + " was not moved", task);
-  }
-  const int status = run.run(check, dir,
-                             {{"SWARM_LAND_SLOT", slot}, {"SWARM_LAND_ONTO", onto}, {"SWARM_LEASE", lease.name},
-                              {"SWARM_FENCING_TOKEN", std::to_string(lease.token)}});
-  if (check.interrupted && check.interrupted())
-    throw Cancelled("the land of slot " + slot + " was stopped by a signal during its check; " + onto +
-                    " was not moved");
-  // A check the keeper stopped (the lease lost) says nothing of the slot.
-  require_held("during the check");
-  if (status == 0) return std::nullopt;
-  result.check_status = status;
+                                          *verdict.unusable + "); " + onto + " was not moved", task);
+  result.check_attempts = verdict.attempts;
+  result.check = verdict.status != 0 ? "failed" : verdict.attempts > 1 ? "flaky" : "passed";
+  if (verdict.status == 0) return std::nullopt;
+  result.check_status = verdict.status;
   return refuse(result, "check", "the check " + printable(check.command.front()) + " failed on swarm/" + slot +
-                                     " merged into " + onto + " (exit " + std::to_string(status) + "); " + onto +
-                                     " was not moved",
+                                     " merged into " + onto + " (exit " + std::to_string(verdict.status) +
+                                     (verdict.attempts > 1 ? ", " + std::to_string(verdict.attempts) + " runs" : "") +
+                                     "); " + onto + " was not moved",
                 task);
 }
 
@@ -304,32 +374,12 @@ LandResult Landing::land(const std::string& slot, const std::string& onto, Lease
   result.forced = forced;
   const std::string task = task_of(slot);
   // The check's process, stopped by the keeper's thread when the lease is
-  // lost (declared before the keeper: it outlives the keeper's thread).
+  // lost (declared before the hold: it outlives the keeper's thread).
   CheckRun run;
-  // Renewed while it works; a loss stops the check and, above all, the push.
-  LeaseKeeper keeper(leases_, lease, [&](const std::string& why, BootTime) {
-    swarm::log::warn("lease {} lost while landing slot {}: {}", lease.name, slot, why);
-    run.kill();
-  });
-  // However it ends: renewals stop, and the caller gets the lease as last
-  // renewed (to release it).
-  struct Finish {
-    LeaseKeeper& keeper;
-    Lease& lease;
-    ~Finish() {
-      keeper.stop();
-      lease = keeper.lease();
-    }
-  } finish{keeper, lease};
-  auto require_held = [&](const char* before) {
-    if (keeper.lost() || BootClock::now() + kLandPushMargin >= keeper.lease().deadline)
-      throw Error(Errc::conflict, "lease " + lease.name + " was lost " + before + " (it could not be renewed in time), "
-                                  "so " + onto + " was not moved; land slot " + slot + " again");
-  };
-  const std::string message = "Land swarm/" + slot + " on " + onto + "\n\nSwarm-Slot: " + slot +
-                              "\nSwarm-Task: " + (task.empty() ? "unknown" : trailer_value(task)) +
-                              "\nSwarm-Fencing-Token: " + std::to_string(lease.token) + "\n";
-  const CommitAuthor author{"swarm", "swarm@" + me_.host};
+  LandHold hold(leases_, lease, run, "slot " + slot, onto);
+  auto require_held = [&](const char* before) { hold.require_held(before); };
+  const std::string message = land_message(slot, onto, task, lease.token);
+  const CommitAuthor author = land_author();
   for (int attempt = 1; attempt <= kMaxLandAttempts; ++attempt) {
     result.attempts = attempt;
     git().refresh();

@@ -44,6 +44,8 @@ struct BranchRow {
   std::string result;          // the last close's result ("" when none is journaled)
   std::string task_id;         // of that close
   std::uint64_t closed_seq = 0;
+  bool priority_high = false;  // that close said --priority high: the fast lane of land --ready
+  std::vector<Overlap> conflicts;  // foreseen (unlanded branches only; see Landing::branches)
 };
 
 struct Branches {
@@ -66,6 +68,22 @@ struct LandResult {
   int check_status = 0;            // check
   std::string message;             // refused: what happened, for people
   bool forced = false;             // landed with --force past a guard (see Landing::not_ready)
+  std::string check;               // "" (none ran), passed, flaky (passed on a retry), failed
+  int check_attempts = 0;          // runs of the check on the tree that decided
+  std::string batch;               // the batch it was landed or refused in ("" when alone)
+  // refused in a batch for its check: each failed check of a candidate it was in.
+  struct FailedCheck {
+    std::vector<std::string> slots;
+    int status = 0;
+  };
+  std::vector<FailedCheck> convicted_by;
+};
+
+// What a check said of a tree.
+struct CheckVerdict {
+  int status = 0;                         // of the last run: 0 passed
+  int attempts = 0;                       // runs (1 + retries used)
+  std::optional<std::string> unusable;    // the tree cannot be checked out: why (nothing ran)
 };
 std::string_view to_string(LandResult::Outcome outcome);
 
@@ -76,11 +94,19 @@ class Landing {
 
   // `given`, or the hub's default branch when empty.
   std::string onto(const std::string& given);
-  // Every swarm/* branch of the hub against `onto`.
-  Branches branches(const std::string& onto);
-  // The slots `land --ready` takes, in the order they were closed: last
-  // close success, branch not landed.
+  // Every swarm/* branch of the hub against `onto`; with `foresee`, each
+  // unlanded one's conflicts with the other unlanded ones and with `onto`.
+  Branches branches(const std::string& onto, bool foresee = true);
+  // The slots `land --ready` takes: last close success, branch not landed,
+  // no live session; those closed with --priority high first, each lane in
+  // the order they were closed.
   std::vector<BranchRow> ready(const std::string& onto);
+  // After a commit of `slot` pushed its branch: the conflicts its branch
+  // now has with the other unlanded slot branches and with `onto`, each
+  // journaled as an `overlap` event (with the session's `token`, `task`
+  // and record `revision`). A journal that fails is a warning in the log.
+  std::vector<Overlap> commit_overlaps(const std::string& slot, const std::string& onto, std::uint64_t token,
+                                       const std::string& task, std::uint64_t revision);
 
   // Lands `slot` on `onto` holding `lease` (land.<onto>, granted to this
   // process): renews it meanwhile (`lease` is left as last renewed, for
@@ -90,6 +116,18 @@ class Landing {
   // (nothing moved). `forced`: landed past not_ready (journaled so).
   LandResult land(const std::string& slot, const std::string& onto, Lease& lease, const LandCheck& check,
                   bool forced = false);
+
+  // Lands `slots` (in this order) as one batch holding `lease` (adr/0028):
+  // each merged in turn into one candidate, the check run once on it; when
+  // it fails the batch is bisected, the culprits refused (reason check,
+  // with the batch and the failed checks they were in) and the rest landed.
+  // The onto branch moves once, by the same fenced compare-and-swap, to the
+  // last candidate that passed; each slot landed has its own merge commit
+  // (or fast-forward) and `land` event carrying the batch. Results in the
+  // order of `slots`, journaled only once the push went (a kill before it
+  // leaves the onto branch and the journal as they were). Throws as land.
+  std::vector<LandResult> land_batch(const std::vector<std::string>& slots, const std::string& onto, Lease& lease,
+                                     const LandCheck& check);
 
   // Why `slot` is not ready to land on its own, as `land --ready` would
   // judge it ("" when it is): its last close was not success (or none is
@@ -111,10 +149,18 @@ class Landing {
   void read_only(std::filesystem::path cache) { read_only_cache_ = std::move(cache); }
 
  private:
+  class Batch;
   LandBackend& git();
+  CommitAuthor land_author() const;
   std::string task_of(const std::string& slot) const;
   // The merged tree checked out and checked: the refusal, or nullopt when it passed.
   // `require_held` throws when the lease was lost (before anything is decided from the check).
+  // `commit` checked out in the onto branch's checkout and checked, again
+  // after a failure up to check.retries times; `who` names it (SWARM_LAND_SLOT, output).
+  CheckVerdict check_tree(const std::string& commit, const std::string& who, const std::string& onto,
+                          const Lease& lease, const LandCheck& check, CheckRun& run,
+                          const std::function<void(const char*)>& require_held,
+                          const std::vector<std::pair<std::string, std::string>>& more_env = {});
   std::optional<LandResult> check_merged(const MergePlan& plan, LandResult& result, const Lease& lease,
                                          const LandCheck& check, CheckRun& run, const std::string& task,
                                          const std::function<void(const char*)>& require_held);
@@ -130,6 +176,7 @@ class Landing {
   HostIdentity me_;
   Journal journal_;
   std::unique_ptr<LandBackend> git_;
+  int batches_ = 0;  // made by this Landing: a batch's id is <lease token>.<this count>
 };
 
 }  // namespace swarm

@@ -182,7 +182,8 @@ CloseResult SlotLifecycle::close(const std::string& slot, const CloseOptions& op
     remove_if_empty(workspace_, slot);
   }
   finish_leftovers(leftovers, result);
-  journal_.record(close_event(store_.bucket_name(), slot, result, options.result, head, Actor::here(me_)));
+  journal_.record(close_event(store_.bucket_name(), slot, result, options.result, head, Actor::here(me_),
+                              options.priority_high));
   return result;
 }
 

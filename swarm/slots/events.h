@@ -18,9 +18,10 @@ namespace swarm {
 Event join_event(std::string_view bucket, const JoinResult& join, std::optional<State> replaced_state);
 Event commit_event(std::string_view bucket, const SessionEntry& entry, const CommitResult& commit,
                    const Actor& actor);
-// A close that released `result.released` (or found no record: revision 0).
+// A close that released `result.released` (or found no record: revision 0);
+// `priority_high`: "priority": "high" (close --priority high).
 Event close_event(std::string_view bucket, const std::string& slot, const CloseResult& result, Outcome outcome,
-                  const std::optional<std::string>& head, const Actor& actor);
+                  const std::optional<std::string>& head, const Actor& actor, bool priority_high = false);
 Event evict_event(std::string_view bucket, const SessionEntry& removed, const Actor& actor);
 // A sync: the onto branch, how it came (fast-forward, merge, conflict), the head after.
 Event sync_event(std::string_view bucket, const SessionEntry& entry, const SyncOutcome& sync, const Actor& actor);

@@ -231,6 +231,8 @@ CommitResult SlotLifecycle::commit(const std::string& slot, const std::string& m
   Worktree worktree = open_worktree(slot);
   CommitResult result;
   result.branch = worktree.branch();
+  result.token = entry.token();
+  result.task_id = entry.session->task_id;
   result.commit = worktree.commit(with_provenance(message, *entry.session, entry.token()), paths, author_of(*entry.session));
   // Also with nothing new to commit, when the hub lacks what the branch has
   // (an earlier push did not get through, plain git commits, a hub branch

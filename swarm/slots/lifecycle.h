@@ -53,6 +53,8 @@ struct CommitResult {
   bool pushed = false;
   std::uint64_t revision = 0;         // the renewed record's revision, 0 when renewal failed
   std::vector<std::string> warnings;  // push or renewal failures: the commit stands
+  std::uint64_t token = 0;            // the session's
+  std::string task_id;                // the session's
 };
 
 struct SyncOutcome {
@@ -71,6 +73,7 @@ Outcome parse_outcome(std::string_view text);
 
 struct CloseOptions {
   Outcome result = Outcome::success;
+  bool priority_high = false;  // --priority high: landed ahead of normal ones by land --ready
   bool keep_worktree = false;
   bool no_artifact = false;
   ExpectedSession session;
@@ -142,6 +145,8 @@ class SlotLifecycle {
 
   const Workspace& workspace() const { return workspace_; }
   const HubLocation& hub() const { return hub_; }
+  const SessionStore& sessions() const { return store_; }
+  const LeaseStore& leases() const { return tasks_.store(); }
 
  private:
   // Calls write(entry) (on its own copy, which write may change); after a lost

@@ -60,6 +60,8 @@ void log_long_history(Bench& b);      // 19
 // bench_land.cc
 void land_big_repository(Bench& b);   // 20
 void land_ready_queue(Bench& b);      // 21
+void land_batches(Bench& b);          // 23
+void foresee_conflicts(Bench& b);     // 24
 
 // bench_serve.cc
 void serve_ten_thousand(Bench& b);    // 22

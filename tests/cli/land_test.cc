@@ -9,75 +9,15 @@
 #include <fstream>
 #include <thread>
 
+#include "cli/land_support.h"
 #include "cli/swarm_fixture.h"
 #include "support/git_servers.h"
 #include "support/json_fields.h"
 
 using namespace testing;
+using namespace testing::land;
 namespace fs = std::filesystem;
 
-namespace {
-
-// The hub's tip of `ref` (empty when it has none), by the real git.
-std::string hub_tip(const SwarmWorkspace& ws, const std::string& ref, const fs::path& hub = {}) {
-  auto r = ws.git({"--git-dir", (hub.empty() ? ws.root() / ".swarm/hub.git" : hub).string(), "rev-parse", "--verify",
-                   "-q", ref + "^{commit}"});
-  std::string out = r.out;
-  while (!out.empty() && out.back() == '\n') out.pop_back();
-  return out;
-}
-
-std::string hub_git(const SwarmWorkspace& ws, const std::vector<std::string>& args, const fs::path& hub = {}) {
-  std::vector<std::string> full = {"--git-dir", (hub.empty() ? ws.root() / ".swarm/hub.git" : hub).string()};
-  full.insert(full.end(), args.begin(), args.end());
-  return ws.git(full).out;
-}
-
-// A plain `git commit -am` in a folder, as an agent would run it.
-RunResult plain_commit(const SwarmWorkspace& ws, const fs::path& dir, const std::string& message) {
-  ws.git({"add", "-A"}, dir);
-  return ws.git({"-c", "user.name=agent", "-c", "user.email=agent@example.com", "commit", "-q", "-m", message}, dir);
-}
-
-// join, write `file`, commit, close --result success: a finished slot.
-void finish(const SwarmWorkspace& ws, const std::string& slot, const std::string& file, const std::string& text,
-            const std::map<std::string, std::string>& host = kHostA) {
-  auto join = ws.swarm({"join", "--slot", slot, "--task", "T-" + slot}, host);
-  REQUIRE_MESSAGE(join.exit == 0, join.err);
-  write_file(ws.worktree(slot) / file, text);
-  auto commit = ws.swarm({"commit", "--slot", slot, "-m", slot + ": " + file}, host);
-  REQUIRE_MESSAGE(commit.exit == 0, commit.err);
-  auto close = ws.swarm({"close", "--slot", slot, "--result", "success"}, host);
-  REQUIRE_MESSAGE(close.exit == 0, close.err);
-}
-
-bool json_true(const swarm::Json& doc, const char* name) {
-  return doc && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc.get(), name));
-}
-
-const cJSON* row_of(const swarm::Json& doc, const std::string& slot) {
-  const cJSON* row = nullptr;
-  cJSON_ArrayForEach(row, cJSON_GetObjectItemCaseSensitive(doc.get(), "branches")) {
-    if (text_of(row, "slot") == slot) return row;
-  }
-  return nullptr;
-}
-
-// Whether process `pid` is stopped (SIGSTOP), within `limit`.
-bool stopped_within(pid_t pid, std::chrono::milliseconds limit) {
-  const auto end = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < end) {
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string line;
-    std::getline(stat, line);
-    auto close = line.rfind(')');
-    if (close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'T') return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return false;
-}
-
-}  // namespace
 
 TEST_CASE("Land_PlainGitCommitsAreOnTheSlotBranch") {
   SwarmWorkspace ws;
@@ -174,7 +114,7 @@ TEST_CASE("Land_BranchesShowsStateResultAheadAndLanded") {
   auto text = ws.swarm({"branches"});
   CHECK(text.exit == 0);
   CHECK(text.out.find("SLOT") == 0);
-  CHECK(text.out.find("done                 -       success  1      no") != std::string::npos);
+  CHECK(text.out.find("done                 -       success  normal 1      no") != std::string::npos);
 
   REQUIRE(ws.swarm({"land", "--slot", "done"}).exit == 0);
   doc = json_of(ws.swarm({"branches", "--json"}));
