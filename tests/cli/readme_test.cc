@@ -103,6 +103,28 @@ TEST_CASE("Readme_TheLandingLoopLandsEveryFinishedSlot") {
   }
 }
 
+TEST_CASE("Readme_TheFleetLoopForeseesTheConflictAndLandsABatch") {
+  // api and ui both change config.txt: ui's commit is warned and branches shows it; fix closes in the fast
+  // lane and lands first; the batch of fix and api passes one check, ui is refused for its conflict.
+  SwarmWorkspace ws({.up = false, .git_repo = true});
+  write_file(ws.root() / "Makefile", "test:\n\ttest -f api.txt\n");
+  write_file(ws.root() / "config.txt", "base\n");
+  ws.git({"add", "Makefile", "config.txt"});
+  REQUIRE(ws.git({"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "make test"}).exit == 0);
+  REQUIRE(ws.swarm({"up", "--nats-url", ws.server()->url()}).exit == 0);
+  auto r = run_recipe(recipe("fleet-loop"), ws.root(), ws.home());
+  CHECK(r.err.find("swarm/ui conflicts with slot api on config.txt") != std::string::npos);
+  CHECK(r.out.find("conflicts with slot ui on config.txt") != std::string::npos);
+  const auto fix = r.out.find("landed fix on trunk"), api = r.out.find("landed api on trunk");
+  REQUIRE(fix != std::string::npos);
+  REQUIRE(api != std::string::npos);
+  CHECK(fix < api);
+  CHECK(r.out.find("refused ui") != std::string::npos);
+  CHECK(r.err.find("[fix api] ") != std::string::npos);
+  CHECK(hub_files(ws, "trunk").find("api.txt") != std::string::npos);
+  CHECK(hub_files(ws, "trunk").find("ui.txt") == std::string::npos);
+}
+
 TEST_CASE("Readme_ARefusedLandIsFixedByTheRecipe") {
   // docs conflicts with what landed first on README.md; the recipe (join, sync, resolve with $EDITOR, commit,
   // close, land) lands it, with both sides kept.
