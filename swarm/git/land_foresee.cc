@@ -144,8 +144,10 @@ bool conflicts_on(git_repository* repo, const git_tree* base, const git_tree* ou
   auto plain = [](const AtPath& s) { return s.mode == GIT_FILEMODE_BLOB || s.mode == GIT_FILEMODE_BLOB_EXECUTABLE; };
   if (!plain(a) || !plain(b)) return true;  // a link or a submodule both changed
   if (a.mode != b.mode && a.mode != o.mode && b.mode != o.mode) return true;
+  // A base that was a folder, a link or a submodule there: two new files.
+  const AtPath base_file = o.exists && plain(o) ? o : AtPath{};
   BlobPtr ob, ab, bb;
-  git_merge_file_input in_o = input_of(repo, o, path.c_str(), ob), in_a = input_of(repo, a, path.c_str(), ab),
+  git_merge_file_input in_o = input_of(repo, base_file, path.c_str(), ob), in_a = input_of(repo, a, path.c_str(), ab),
                        in_b = input_of(repo, b, path.c_str(), bb);
   git_merge_file_result result{};
   check(git_merge_file(&result, &in_o, &in_a, &in_b, nullptr), "merge a file in memory");

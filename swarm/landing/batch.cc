@@ -2,6 +2,7 @@
 // checked once, bisected when the check fails (adr/0028). The onto branch
 // moves once, at the end, from the tip the batch was built on.
 #include <algorithm>
+#include <set>
 
 #include "swarm/base/names.h"
 #include "swarm/base/text.h"
@@ -26,6 +27,9 @@ class Landing::Batch {
   // onto branch is to move to.
   std::string settle(const std::string& from) {
     results_.clear();
+    landed_at_start_.clear();
+    for (const auto& info : landing_.git().slot_branches(onto_))
+      if (info.landed) landed_at_start_.insert(info.slot);
     for (const auto& slot : slots_) {
       LandResult r;
       r.slot = slot;
@@ -67,8 +71,14 @@ class Landing::Batch {
       LandResult& r = results_[slot];
       r.from = r.to = base;
       if (plan.kind == MergePlan::Kind::landed) {
-        r.outcome = LandResult::Outcome::already_landed;
         r.kind = "none";
+        if (landed_at_start_.count(slot) != 0) {
+          r.outcome = LandResult::Outcome::already_landed;
+          continue;
+        }
+        // In the candidate only through a batch-mate (a branch made from
+        // it): it stands or falls with that one, so it stays in the batch.
+        out.emplace_back(slot, std::move(plan));
         continue;
       }
       if (plan.kind == MergePlan::Kind::conflict) {
@@ -166,6 +176,7 @@ class Landing::Batch {
   std::string id_;
   std::map<std::string, std::string> tasks_;
   std::map<std::string, LandResult> results_;
+  std::set<std::string> landed_at_start_;  // slots the onto branch had when the batch was settled
   int checks_ = 0;
 };
 

@@ -275,3 +275,31 @@ TEST_CASE("Fleet_ALanderKilledMidBisectionLeavesOntoUnchanged") {
   CHECK(tree.find("s07.txt") != std::string::npos);
   CHECK(tree.find("CULPRIT") == std::string::npos);
 }
+
+TEST_CASE("Fleet_ABranchMadeFromABatchMateStandsOnItsOwn") {
+  // y starts from x's branch and carries the culprit; y is in the fast lane,
+  // so the batch holds y first: x is in the candidate only through y, and
+  // must still land on its own when y is convicted.
+  SwarmWorkspace ws;
+  finish(ws, "x", "x.txt", "x\n");
+  auto join = ws.swarm({"join", "--slot", "y", "--task", "T-y", "--base", "swarm/x"});
+  REQUIRE_MESSAGE(join.exit == 0, join.err);
+  write_file(ws.worktree("y") / "CULPRIT-y", "bad\n");
+  REQUIRE(ws.swarm({"commit", "--slot", "y", "-m", "y"}).exit == 0);
+  REQUIRE(ws.swarm({"close", "--slot", "y", "--priority", "high"}).exit == 0);
+  std::vector<std::string> args = {"land", "--ready", "--batch", "4", "--json", "--"};
+  for (const auto& a : culprit_check(ws.home() / "checks")) args.push_back(a);
+  auto land = ws.swarm(args);
+  CHECK(land.exit == 3);
+  auto doc = json_of(land);
+  const cJSON* row = nullptr;
+  std::map<std::string, std::string> outcome;
+  cJSON_ArrayForEach(row, cJSON_GetObjectItemCaseSensitive(doc.get(), "lands")) {
+    outcome[text_of(row, "slot")] = text_of(row, "outcome");
+  }
+  CHECK(outcome["y"] == "refused");
+  CHECK(outcome["x"] == "landed");
+  const std::string tree = hub_git(ws, {"ls-tree", "--name-only", "main"});
+  CHECK(tree.find("x.txt") != std::string::npos);
+  CHECK(tree.find("CULPRIT") == std::string::npos);
+}
