@@ -15,6 +15,8 @@
 #include "swarm/base/names.h"
 #include "swarm/base/text.h"
 #include "swarm/lease/held_command.h"
+#include "swarm/lease/lease_keeper.h"
+#include "swarm/lease/semaphore.h"
 #include "swarm/lease/lease.h"
 
 namespace cli {
@@ -145,6 +147,8 @@ int hold_while_running(const Context& ctx, const swarm::LeaseStore& store, swarm
   swarm::HeldCommand held;
   held.command = options.command;
   held.hear_resign = options.hear_resign;
+  const std::optional<int> permit = options.permit;
+  if (permit) held.env.emplace_back("SWARM_PERMIT", std::to_string(*permit));
   held.note = [&ctx](const std::string& what) { ctx.out().note(what); };
   held.warn = [&ctx](const std::string& what) { ctx.out().warn(what); };
   held.running = [&signals](swarm::ChildProcess* child) { signals.forward_to(child); };
@@ -158,7 +162,9 @@ int hold_while_running(const Context& ctx, const swarm::LeaseStore& store, swarm
   if (ctx.out().json()) {
     swarm::Json doc = swarm::Json::object();
     doc.set("name", name)
-        .set("token", static_cast<std::int64_t>(token))
+        .set("token", static_cast<std::int64_t>(token));
+    if (permit) doc.set("permit", *permit);
+    doc
         .set("waited_ms", static_cast<std::int64_t>(options.waited.count()))
         .set("status", status)
         .set("ended", ended)
@@ -166,6 +172,40 @@ int hold_while_running(const Context& ctx, const swarm::LeaseStore& store, swarm
     ctx.out().result("lock", "", std::move(doc));
   }
   return exit;
+}
+
+std::optional<swarm::Lease> wait_for_permit(const Context& ctx, const swarm::LeaseStore& store, const std::string& name,
+                                            int limit, const swarm::LeaseHolder& who, std::chrono::milliseconds ttl,
+                                            std::optional<std::chrono::milliseconds> wait, SignalRouter& signals) {
+  swarm::Semaphore semaphore(store, name);
+  semaphore.require(limit);
+  if (wait && wait->count() == 0) return semaphore.try_permit(who, ttl);
+  const auto until = wait ? std::chrono::steady_clock::now() + *wait : std::chrono::steady_clock::time_point::max();
+  const std::string gate_name = swarm::gate_lease(name);
+  swarm::Mutex gate(store, gate_name, who, ttl);
+  auto at_gate = wait_in_line(ctx, store, gate, gate_name, wait, signals);
+  if (!at_gate) return std::nullopt;
+  // The gate is kept while this waiter waits for a permit, and left however
+  // that ends: the next in line comes to the gate.
+  swarm::LeaseKeeper keeper(store, *at_gate, [](const std::string&, swarm::BootTime) {});
+  struct Leave {
+    const swarm::LeaseStore& store;
+    swarm::LeaseKeeper& keeper;
+    ~Leave() {
+      keeper.stop();
+      try {
+        store.release(keeper.lease());
+      } catch (const swarm::Error&) {
+        // It expires by itself.
+      }
+    }
+  } leave{store, keeper};
+  try {
+    return semaphore.take_permit(who, ttl, until, [&signals] { return signals.received() != 0; });
+  } catch (const swarm::Cancelled&) {
+    ctx.out().note("stopped waiting for a permit of " + name + " (left the line)");
+    return std::nullopt;
+  }
 }
 
 }  // namespace cli

@@ -22,7 +22,18 @@ struct HoldOptions {
   std::vector<std::string> command;
   bool hear_resign = false;  // elect: a request to step down stops the command
   std::chrono::milliseconds waited{0};  // how long it waited for the lease (for --json)
+  std::optional<int> permit;            // a semaphore's permit: SWARM_PERMIT, and "permit" in --json
 };
+
+// Waits for a permit of semaphore `name` for `who` (lock/lease acquire
+// --limit): its limit stored as `limit`, or checked against the stored one
+// (exit 2 naming it); `wait` 0: one try (exit 3 when none is free);
+// otherwise in line at the semaphore's gate (as wait_in_line), then for a
+// permit under the limit, the gate kept meanwhile and left once a permit is
+// taken. nullopt: a signal ended the wait (said as a note).
+std::optional<swarm::Lease> wait_for_permit(const Context& ctx, const swarm::LeaseStore& store, const std::string& name,
+                                            int limit, const swarm::LeaseHolder& who, std::chrono::milliseconds ttl,
+                                            std::optional<std::chrono::milliseconds> wait, SignalRouter& signals);
 
 // Runs the command holding `lease` (swarm::run_holding), with this process's
 // signals going to it, and what happens said as notes; a signal that came

@@ -8,6 +8,7 @@
 
 #include "cli/documents.h"
 #include "cli/hold.h"
+#include "swarm/lease/semaphore.h"
 #include "swarm/base/duration.h"
 #include "swarm/base/error.h"
 #include "swarm/base/names.h"
@@ -23,6 +24,7 @@ struct LeaseFlags {
   std::string name;
   std::string ttl = "15s";
   std::string wait = "0";
+  int limit = 0;
   std::string holder;
   std::int64_t pid = 0;
   std::uint64_t token = 0;
@@ -128,7 +130,12 @@ CLI::App* add_acquire(CLI::App& cmd, LeaseFlags& f) {
   acquire->add_option("--holder", f.holder, "Who holds it, shown to others (default: HOST:PID)")->check(holder_validator());
   acquire->add_option("--pid", f.pid, "The process it belongs to (default: the caller of swarm)")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{4194304}));
-  acquire->footer("Example:\n  tok=$(swarm lease acquire merge-main --ttl 60s --wait 5m)");
+  acquire->add_option("--limit", f.limit,
+                      "A semaphore: one of at most N permits of NAME (lease NAME.permit.K; its token is printed)")
+      ->option_text("N")
+      ->check(CLI::Range(1, swarm::kMaxPermits));
+  acquire->footer("Example:\n  tok=$(swarm lease acquire merge-main --ttl 60s --wait 5m)\n"
+                  "  swarm lease acquire sim-licence --limit 2 --json   # names the permit's lease");
   return acquire;
 }
 
@@ -160,8 +167,13 @@ int run_acquire(Context& ctx, const LeaseFlags& f) {
   auto store = ctx.leases(wait.count() > 0);
   // The lease belongs to whoever called swarm: its own pid ends now.
   auto who = swarm::LeaseHolder::process(ctx.me(), f.pid != 0 ? f.pid : getppid(), f.holder);
-  swarm::Mutex mutex(store, f.name, who, ttl);
-  auto lease = wait_in_line(ctx, store, mutex, f.name, wait, signals);
+  std::optional<swarm::Lease> lease;
+  if (f.limit > 0) {
+    lease = wait_for_permit(ctx, store, f.name, f.limit, who, ttl, wait, signals);
+  } else {
+    swarm::Mutex mutex(store, f.name, who, ttl);
+    lease = wait_in_line(ctx, store, mutex, f.name, wait, signals);
+  }
   if (!lease) return exit_for_signal(signals.received());
   ctx.out().result("lease", std::to_string(lease->token),
                    ctx.out().json() ? granted_doc(store, *lease) : swarm::Json::object());
@@ -187,6 +199,15 @@ int run_release(Context& ctx, const swarm::LeaseStore& store, const LeaseFlags& 
   return 0;
 }
 
+int run_limit(Context& ctx, const swarm::LeaseStore& store, const LeaseFlags& f) {
+  const int was = swarm::Semaphore(store, f.name).change(f.limit);
+  swarm::Json doc = swarm::Json::object();
+  doc.set("name", f.name).set("limit", f.limit).set("was", was);
+  ctx.out().result("lease", "semaphore " + f.name + ": limit " + std::to_string(was) + " -> " + std::to_string(f.limit),
+                   std::move(doc));
+  return 0;
+}
+
 }  // namespace
 
 swarm::Json leases_document(const std::vector<swarm::LeaseEntry>& entries, const std::map<std::string, int>& waiting,
@@ -204,6 +225,7 @@ Verb add_lease(CLI::App& app) {
       "  swarm lease renew task.T-42 --token \"$tok\"          # every 20s\n"
       "  swarm lease release task.T-42 --token \"$tok\"\n"
       "  swarm lease list\n"
+      "  swarm lease limit integration 6                  # a semaphore's limit\n"
       "A token that is no longer the lease's is exit 3, and changes nothing.");
   CLI::App* acquire = add_acquire(*cmd, *f);
   CLI::App* renew = add_by_token(*cmd, *f, "renew", "Renew the lease, for the grant its token names");
@@ -211,12 +233,20 @@ Verb add_lease(CLI::App& app) {
   CLI::App* show = cmd->add_subcommand("show", "One lease: state, holder, token, age, time left, waiters");
   show->add_option("name", f->name, "Lease name")->required()->check(lease_name_validator());
   show->footer("Example:\n  swarm lease show merge-main --json");
+  CLI::App* limit = cmd->add_subcommand("limit", "Change a semaphore's limit (a raise admits waiters at once)");
+  limit->add_option("name", f->name, "Semaphore name")->required()->check(lease_name_validator());
+  limit->add_option("limit", f->limit, "The new limit, 1 to 1000")
+      ->required()
+      ->check(CLI::Range(1, swarm::kMaxPermits));
+  limit->footer("Example:\n  swarm lease limit integration 6\n"
+                "A cut lets the holders finish and grants nothing until they are under the new limit.");
   CLI::App* list = cmd->add_subcommand("list", "Every lease: state, holder, token, age, time left, waiters");
   list->footer("Example:\n  swarm lease list");
 
-  return {cmd, [f, acquire, renew, release, show](Context& ctx) {
+  return {cmd, [f, acquire, renew, release, show, limit](Context& ctx) {
             if (acquire->parsed()) return run_acquire(ctx, *f);
             auto store = ctx.leases();
+            if (limit->parsed()) return run_limit(ctx, store, *f);
             if (renew->parsed()) return run_renew(ctx, store, *f);
             if (release->parsed()) return run_release(ctx, store, *f);
             if (show->parsed()) {

@@ -43,7 +43,9 @@ std::unique_ptr<ChildProcess> start(const LeaseStore& store, const Lease& lease,
     if (BootClock::now() >= lease.deadline - give_up_lead(lease.record.ttl))
       throw Error(Errc::conflict,
                   "lease " + lease.name + " (token " + token + ") ran out before its command could start; nothing was run");
-    return ChildProcess::start(held.command, {{"SWARM_LEASE", lease.name}, {"SWARM_FENCING_TOKEN", token}});
+    std::vector<std::pair<std::string, std::string>> env = {{"SWARM_LEASE", lease.name}, {"SWARM_FENCING_TOKEN", token}};
+    env.insert(env.end(), held.env.begin(), held.env.end());
+    return ChildProcess::start(held.command, env);
   } catch (...) {
     release_quietly(store, lease);  // nothing ran under it
     throw;

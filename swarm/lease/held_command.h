@@ -23,6 +23,8 @@ inline constexpr std::chrono::seconds kResignGrace{10};
 struct HeldCommand {
   std::vector<std::string> command;  // argv: the program and its arguments
   bool hear_resign = false;          // elect: a request to step down stops the command
+  // Set in the command's environment besides SWARM_LEASE and SWARM_FENCING_TOKEN (SWARM_PERMIT).
+  std::vector<std::pair<std::string, std::string>> env;
   // What happens, for people: a lost lease, a request to step down (`note`);
   // a release that failed (`warn`). Called from other threads.
   std::function<void(const std::string&)> note;
