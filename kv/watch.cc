@@ -157,9 +157,13 @@ std::optional<WatchEvent> Watch::next(std::chrono::milliseconds timeout) {
     }
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left <= 0ms) return std::nullopt;
-    auto wait = w.caught_up || w.pending_checked
-                    ? left
-                    : std::min(left, w.replay_end == 0 ? kFilteredReplayCheck : kReplayCheck);
+    // Until it has caught up, a replay asks the server what is pending
+    // whenever nothing came for a while: a message's own pending count can
+    // be one the server miscounted under writes (adr/0010), and a replay
+    // that waited for it would stall.
+    auto wait = w.caught_up ? left
+                            : std::min(left, w.replay_end == 0 && !w.pending_checked ? kFilteredReplayCheck
+                                                                                     : kReplayCheck);
     if (w.settling && !w.caught_up) {
       // Settling waits for owed keys no longer than kSettle in all.
       const auto settle_left = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -174,7 +178,7 @@ std::optional<WatchEvent> Watch::next(std::chrono::milliseconds timeout) {
     natsStatus status = natsSubscription_NextMsg(&raw, w.sub.get(), std::max<long>(1, wait.count()));  // nats.c refuses 0
     if (w.stopped) break;
     if (status == NATS_TIMEOUT) {
-      if (!w.caught_up && !w.pending_checked) {
+      if (!w.caught_up) {
         w.pending_checked = true;
         if (w.nothing_pending()) w.caught_up = w.marker_due = true;
       }

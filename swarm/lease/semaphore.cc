@@ -10,7 +10,9 @@
 #include "swarm/base/log.h"
 #include "swarm/base/names.h"
 #include "swarm/base/text.h"
+#include "swarm/lease/lease_record.h"
 #include "swarm/lease/mutex.h"
+#include "swarm/lease/rules.h"
 #include "swarm/lease/watch_pump.h"
 
 namespace swarm {
@@ -121,9 +123,9 @@ int Semaphore::change(int limit) const {
   throw Error(Errc::conflict, "the limit of semaphore " + name_ + " kept changing; try again");
 }
 
-Semaphore::Look Semaphore::look() const {
+Semaphore::Look Semaphore::look(int known_limit) const {
   Look seen;
-  seen.limit = limit().value_or(0);
+  seen.limit = known_limit > 0 ? known_limit : limit().value_or(0);
   const ServerClock& clock = store_.server_clock();
   auto listed = read_arriving([&] { return store_.list(name_ + kPermitPart + "*"); });
   seen.arrived = listed.at;
@@ -185,25 +187,121 @@ Lease Semaphore::try_permit(const LeaseHolder& who, milliseconds ttl) const {
   throw Error(Errc::conflict, busy_text(seen) + "; no permit is free");
 }
 
+namespace {
+
+// A permit as the waiter at the gate knows it from its watch.
+struct PermitView {
+  LastWrite last;  // what to grant over
+  bool held = false;
+  Steady::time_point expires = Steady::time_point::max();  // while held
+};
+
+// The permits and the limit as the gate's watches tell them: no listing
+// per wake, and a grant over the revision the watch delivered.
+class GateView {
+ public:
+  GateView(const ServerClock& clock, int limit) : clock_(clock), limit_(limit) {}
+
+  bool ready() const { return permits_live_; }
+  int limit() const { return limit_; }
+
+  void apply(const WatchPump::Event& event, int permits_source) {
+    const kv::WatchEvent& e = event.event;
+    if (event.source != permits_source) {  // the limit
+      if (e.kind == kv::WatchEvent::Kind::put) limit_ = limit_in(e.entry.value).value_or(limit_);
+      if (e.kind == kv::WatchEvent::Kind::erase) limit_ = 0;
+      return;
+    }
+    if (e.kind == kv::WatchEvent::Kind::caught_up) {
+      permits_live_ = true;
+      return;
+    }
+    auto k = permit_of(e.entry.key);
+    if (!k) return;
+    PermitView& p = permits_[*k];
+    if (e.entry.revision <= p.last.revision) return;  // the replay repeats what is known
+    auto parsed = parse_lease(e.entry.value);
+    const bool erased = e.kind == kv::WatchEvent::Kind::erase;
+    p.last = {e.entry.revision, erased, e.entry.created, parsed.lease, parsed.corrupt_reason};
+    p.held = !erased;
+    p.expires = Steady::time_point::max();  // a corrupt record waits for doctor
+    if (p.held && parsed.lease)
+      p.expires = permits_live_ ? observed_expiry_of_new(clock_, event.arrived, parsed.lease->ttl)
+                                : observed_expiry(clock_, event.arrived, e.entry.created, parsed.lease->ttl);
+  }
+
+  // Permits held now (at any number: a cut limit counts them all), and the first expiry to come.
+  int busy(Steady::time_point now, Steady::time_point* next) const {
+    int n = 0;
+    for (const auto& [k, p] : permits_)
+      if (p.held && now < p.expires) {
+        ++n;
+        *next = std::min(*next, p.expires);
+      }
+    return n;
+  }
+  // A permit under the limit free at `now` (its number), and what to grant over.
+  std::optional<int> free(Steady::time_point now, LastWrite* over) const {
+    for (int k = 0; k < limit_; ++k) {
+      auto it = permits_.find(k);
+      if (it == permits_.end()) {
+        *over = {};
+        return k;
+      }
+      if (it->second.held && now < it->second.expires) continue;
+      *over = it->second.last;
+      return k;
+    }
+    return std::nullopt;
+  }
+  // A grant of `k` lost its race: held until the watch says otherwise.
+  void lost(int k) {
+    permits_[k].held = true;
+    permits_[k].expires = Steady::time_point::max();
+  }
+
+ private:
+  const ServerClock& clock_;
+  int limit_;
+  bool permits_live_ = false;
+  std::map<int, PermitView> permits_;
+};
+
+}  // namespace
+
 Lease Semaphore::take_permit(const LeaseHolder& who, milliseconds ttl, Steady::time_point until,
                              const std::function<bool()>& stop) const {
   require_lease_ttl(ttl);
-  // Woken by any write to a permit or to the limit; a held permit's expiry
-  // is a timer. Each wake reads the permits again (one listing).
+  // First without watching: a permit free now costs no watch at all.
+  Look seen = look();
+  if (seen.limit == 0) throw Error(Errc::not_found, "no semaphore " + name_);
+  if (auto granted = grant_free(seen, who, ttl)) return *granted;
+  // Then the permits and the limit as their watches tell them: each write
+  // wakes the waiter, a held permit's expiry is a timer.
+  constexpr int kPermits = 1, kLimit = 2;
   WatchPump pump;
-  pump.add(store_.keys().watch(name_ + kPermitPart + "*"), 1);
-  pump.add(store_.keys().watch(limit_key(name_)), 2);
+  pump.add(store_.keys().watch(name_ + kPermitPart + "*"), kPermits);
+  pump.add(store_.keys().watch(limit_key(name_)), kLimit);
+  GateView view(store_.server_clock(), seen.limit);
   while (true) {
     if (stop && stop()) throw Cancelled("stopped waiting for a permit of semaphore " + name_);
-    const Look seen = look();
-    if (seen.limit == 0) throw Error(Errc::not_found, "no semaphore " + name_ + " (its limit was removed)");
-    if (auto granted = grant_free(seen, who, ttl)) return *granted;
+    if (view.limit() == 0) throw Error(Errc::not_found, "no semaphore " + name_ + " (its limit was removed)");
     const auto now = Steady::now();
-    if (now >= until) throw Error(Errc::conflict, "waited for a permit: " + busy_text(seen) + "; left the line");
-    auto wake = std::min({until, seen.next_expiry, now + kStopCheck});
-    // Drain what came meanwhile: one look covers every write before it.
-    for (auto event = pump.next(wake); event; event = pump.next(Steady::now())) {
+    auto wake = std::min(until, now + kStopCheck);
+    if (view.ready() && view.busy(now, &wake) < view.limit()) {
+      LastWrite over;
+      if (auto k = view.free(now, &over)) {
+        try {
+          return store_.grant(permit_lease(name_, *k), who, ttl, over);
+        } catch (const Error& e) {
+          if (e.kind() != Errc::conflict) throw;
+          view.lost(*k);  // taken meanwhile: its watch tells what it is now
+          continue;
+        }
+      }
     }
+    if (now >= until) throw Error(Errc::conflict, "waited for a permit: " + busy_text(look()) + "; left the line");
+    if (auto event = pump.next(wake)) view.apply(*event, kPermits);
   }
 }
 

@@ -49,7 +49,8 @@ class Semaphore {
 
  private:
   struct Look;  // the permits and the limit as one read saw them
-  Look look() const;
+  // `known_limit` (0: read it) saves the limit's read when it is known unchanged.
+  Look look(int known_limit = 0) const;
   std::optional<Lease> grant_free(const Look& seen, const LeaseHolder& who, std::chrono::milliseconds ttl) const;
   std::string busy_text(const Look& seen) const;
 

@@ -53,6 +53,8 @@ void lock_handoff(Bench& b);          // 9 (and the raw hand-off 10 and 17 use)
 void lock_queue(Bench& b);            // 10
 void elect_failover(Bench& b);        // 11
 void cli_contenders(Bench& b);        // 17
+void permit_handoff(Bench& b);        // 25
+void semaphore_contenders(Bench& b);  // 26
 
 // bench_journal.cc
 void log_long_history(Bench& b);      // 19

@@ -69,48 +69,65 @@ std::string lines_about(const fs::path& log, const std::string& a, const std::st
   return out;
 }
 
-// Reads the log and checks it; see the file comment. Of two sections that
-// overlap, the one with the lower token must belong to a swarm that was frozen
-// (its lease ran out under it): a resource that keeps the highest token seen
-// refuses it. Any other overlap, or a lower token from a swarm never frozen,
-// is a violation.
-History check(const fs::path& log) {
+// Reads the log and checks it; see the file comment. Of two sections of one
+// permit (a lock has one) that overlap, the one with the lower token must
+// belong to a swarm that was frozen (its lease ran out under it): a resource
+// that keeps the highest token seen refuses it. Any other overlap, or a lower
+// token from a swarm never frozen, is a violation; so is more than `limit`
+// sections running at once whose swarms were never frozen.
+History check(const fs::path& log, int limit = 1) {
   History h;
   std::ifstream in(log);
   std::string line;
-  std::map<std::string, unsigned long long> open;  // token of each running section, by the id of its swarm run
+  struct Open {
+    unsigned long long token = 0;
+    int permit = 0;
+  };
+  std::map<std::string, Open> open;                 // each running section, by the id of its swarm run
   std::map<std::string, bool> ever_frozen;          // runs frozen at any time so far
-  unsigned long long highest = 0;
+  std::map<int, unsigned long long> highest;        // by permit
   while (std::getline(in, line)) {
     std::istringstream words(line);
     std::string what, id;
     unsigned long long token = 0;
+    int permit = 0;
     words >> what;
-    if (what == "start" || what == "end") words >> token >> id;
+    if (what == "start") words >> token >> id >> permit;
+    else if (what == "end") words >> token >> id;
     else words >> id;
     if (what == "start") {
       ++h.sections;
-      if (token <= highest) {
+      if (token <= highest[permit]) {
         if (ever_frozen[id]) {
           ++h.fenced_overlaps;  // a stale holder that woke up: refused by its token
         } else {
-          h.violations.push_back("token " + std::to_string(token) + " (" + id + ") started after " +
-                                 std::to_string(highest) + ", and its swarm was never frozen");
+          h.violations.push_back("token " + std::to_string(token) + " (" + id + ") of permit " +
+                                 std::to_string(permit) + " started after " + std::to_string(highest[permit]) +
+                                 ", and its swarm was never frozen");
           h.violators.emplace_back(id, id);
         }
       }
-      for (const auto& [other, other_token] : open) {
-        const std::string& stale = other_token < token ? other : id;
+      int live = 1;
+      for (const auto& [other, o] : open) {
+        if (!ever_frozen[other]) ++live;
+        if (o.permit != permit) continue;
+        const std::string& stale = o.token < token ? other : id;
         if (ever_frozen[stale]) {
           ++h.fenced_overlaps;
         } else {
-          h.violations.push_back("sections " + other + " (token " + std::to_string(other_token) + ") and " + id +
-                                 " (token " + std::to_string(token) + ") overlap, and the stale one was not frozen");
+          h.violations.push_back("sections " + other + " (token " + std::to_string(o.token) + ") and " + id +
+                                 " (token " + std::to_string(token) + ") of permit " + std::to_string(permit) +
+                                 " overlap, and the stale one was not frozen");
           h.violators.emplace_back(other, id);
         }
       }
-      highest = std::max(highest, token);
-      open[id] = token;
+      if (live > limit && !ever_frozen[id]) {
+        h.violations.push_back(std::to_string(live) + " sections ran at once (limit " + std::to_string(limit) +
+                               ") when " + id + " started");
+        h.violators.emplace_back(id, id);
+      }
+      highest[permit] = std::max(highest[permit], token);
+      open[id] = {token, permit};
     } else if (what == "end" || what == "exit") {
       open.erase(id);
     } else if (what == "freeze") {
@@ -150,7 +167,7 @@ struct Running {
 // swarm processes running now, and the faults struck so far.
 class HistoryRun {
  public:
-  explicit HistoryRun(SwarmWorkspace& ws) : ws_(ws), log_(ws.root() / "history.log"), running_(kWorkers) {}
+  HistoryRun(SwarmWorkspace& ws, int limit) : ws_(ws), log_(ws.root() / "history.log"), running_(kWorkers), limit_(limit) {}
 
   const fs::path& log() const { return log_; }
   int kills() const { return kills_; }
@@ -191,10 +208,14 @@ class HistoryRun {
     // Mostly short; a quarter longer than the TTL (renewed meanwhile, or,
     // its swarm frozen, running on past it).
     const char* hold = (rng() % 4 == 0) ? "4" : (rng() % 2 ? "0.05" : "0.2");
-    auto command = ws_.command({"lock", "history", "--ttl", "2s", "--timeout", "10s", "--log-level", "debug", "--", "sh", "-c",
-                                "echo \"start $SWARM_FENCING_TOKEN $RUN_ID $(date +%s.%N)\" >> " + log_.string() +
+    std::vector<std::string> args = {"lock", "history", "--ttl", "2s", "--timeout", "10s", "--log-level", "debug"};
+    if (limit_ > 1) args.insert(args.end(), {"--limit", std::to_string(limit_)});
+    args.insert(args.end(), {"--", "sh", "-c",
+                             "echo \"start $SWARM_FENCING_TOKEN $RUN_ID ${SWARM_PERMIT:-0} $(date +%s.%N)\" >> " +
+                                 log_.string() +
                                     "; sleep " + hold + "; echo \"end $SWARM_FENCING_TOKEN $RUN_ID $(date +%s.%N)\" >> " +
-                                    log_.string()});
+                                 log_.string()});
+    auto command = ws_.command(args);
     command.env["RUN_ID"] = id;
     Process p(command);
     {
@@ -245,6 +266,7 @@ class HistoryRun {
   std::mutex log_mu_;
   std::mutex running_mu_;
   std::vector<Running> running_;
+  int limit_;
   std::atomic<bool> stop_{false};
   int kills_ = 0;
   int freezes_ = 0;
@@ -260,16 +282,18 @@ void check_no_command_left(const fs::path& log) {
 }
 
 // One run of the loop: a workspace on `urls` (or its own server), kWorkers
-// processes locking for `length`, faults, then the checker.
-History run_history(SwarmWorkspace& ws, std::chrono::seconds length, const std::function<void()>& midway = {}) {
-  HistoryRun history(ws);
+// processes locking for `length` (a semaphore of `limit` when above 1),
+// faults, then the checker.
+History run_history(SwarmWorkspace& ws, std::chrono::seconds length, const std::function<void()>& midway = {},
+                    int limit = 1) {
+  HistoryRun history(ws, limit);
   std::vector<std::thread> workers;
   for (int w = 0; w < kWorkers; ++w) workers.emplace_back([&history, w] { history.work(w); });
   std::thread faults([&] { history.strike_faults(length, midway); });
   faults.join();
   for (auto& t : workers) t.join();
   const fs::path& log = history.log();
-  History h = check(log);
+  History h = check(log, limit);
   for (const auto& [a, b] : h.violators) MESSAGE("what runs " << a << " and " << b << " did:\n" << lines_about(log, a, b));
   h.kills = history.kills();
   h.freezes = history.freezes();
@@ -289,6 +313,17 @@ TEST_CASE("LockHistory_TokensRiseAndOnlyFrozenHoldersOverlapFenced") {
   CHECK_MESSAGE(h.violations.empty(), (h.violations.empty() ? std::string() : h.violations.front()));
   MESSAGE(h.sections << " sections, " << h.kills << " SIGKILLs, " << h.freezes << " freezes, " << h.fenced_overlaps
                      << " overlaps of a frozen holder, each fenced by a higher token");
+}
+
+TEST_CASE("LockHistory_ASemaphoreOfThreeUnderKillsAndFreezes") {
+  // the same with `--limit 3`: never more than 3 commands at once (frozen holders aside, fenced per permit).
+  SwarmWorkspace ws;
+  auto h = run_history(ws, 45s, {}, 3);
+  CHECK(h.sections > 30);
+  CHECK(h.kills + h.freezes > 6);
+  CHECK_MESSAGE(h.violations.empty(), (h.violations.empty() ? std::string() : h.violations.front()));
+  MESSAGE("limit 3: " << h.sections << " sections, " << h.kills << " SIGKILLs, " << h.freezes << " freezes, "
+                      << h.fenced_overlaps << " overlaps of a frozen holder, each fenced by a higher token");
 }
 
 TEST_CASE("LockHistory_OnAClusterLosingItsStreamLeader") {
