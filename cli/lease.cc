@@ -199,6 +199,42 @@ int run_release(Context& ctx, const swarm::LeaseStore& store, const LeaseFlags& 
   return 0;
 }
 
+// `lease show NAME` of a semaphore: its limit, its permits as leases (holders,
+// tokens) and its line (the waiters at its gate). nullopt: no semaphore NAME.
+std::optional<int> show_semaphore(const Context& ctx, const swarm::LeaseStore& store, const std::string& name) {
+  std::optional<int> limit;
+  try {
+    limit = swarm::Semaphore(store, name).limit();
+  } catch (const swarm::Error& e) {
+    if (e.kind() != swarm::Errc::bad_input) throw;  // a name too long for a semaphore's permits: none
+  }
+  if (!limit) return std::nullopt;
+  std::vector<swarm::LeaseEntry> permits;
+  for (auto& e : store.list(name + ".permit.*"))
+    if (swarm::permit_of(e.name)) permits.push_back(std::move(e));
+  std::sort(permits.begin(), permits.end(), [](const auto& a, const auto& b) {
+    return *swarm::permit_of(a.name) < *swarm::permit_of(b.name);
+  });
+  const auto now = store.server_clock().now();
+  int held = 0;
+  for (const auto& e : permits)
+    if (swarm::standing_of(e, now).state == swarm::LeaseState::held) ++held;
+  const std::string gate = swarm::gate_lease(name);
+  auto gate_waiting = store.waiting(gate, ctx.me().host, ctx.me().host_id);
+  // The one at the gate waits too (for a permit), behind it the line.
+  auto at_gate = store.get(gate);
+  const int waiters = gate_waiting[gate] +
+                      (at_gate && swarm::standing_of(*at_gate, now).state == swarm::LeaseState::held ? 1 : 0);
+  swarm::Json doc = leases_of(permits, {}, now);
+  swarm::Json about = swarm::Json::object();
+  about.set("name", name).set("limit", *limit).set("held", held).set("waiters", waiters);
+  doc.set("semaphore", std::move(about));
+  const std::string text = "semaphore " + name + ": limit " + std::to_string(*limit) + ", " + std::to_string(held) +
+                           " held, " + std::to_string(waiters) + " waiting\n" + table(permits, {}, now);
+  ctx.out().result("lease", text, std::move(doc));
+  return 0;
+}
+
 int run_limit(Context& ctx, const swarm::LeaseStore& store, const LeaseFlags& f) {
   const int was = swarm::Semaphore(store, f.name).change(f.limit);
   swarm::Json doc = swarm::Json::object();
@@ -232,7 +268,8 @@ Verb add_lease(CLI::App& app) {
   CLI::App* release = add_by_token(*cmd, *f, "release", "Release the lease, for the grant its token names");
   CLI::App* show = cmd->add_subcommand("show", "One lease: state, holder, token, age, time left, waiters");
   show->add_option("name", f->name, "Lease name")->required()->check(lease_name_validator());
-  show->footer("Example:\n  swarm lease show merge-main --json");
+  show->footer("Example:\n  swarm lease show merge-main --json\n"
+               "A semaphore's name shows its limit, its permits (NAME.permit.K) and how many wait.");
   CLI::App* limit = cmd->add_subcommand("limit", "Change a semaphore's limit (a raise admits waiters at once)");
   limit->add_option("name", f->name, "Semaphore name")->required()->check(lease_name_validator());
   limit->add_option("limit", f->limit, "The new limit, 1 to 1000")
@@ -251,7 +288,10 @@ Verb add_lease(CLI::App& app) {
             if (release->parsed()) return run_release(ctx, store, *f);
             if (show->parsed()) {
               auto entry = store.get(f->name);
-              if (!entry) throw swarm::Error(swarm::Errc::not_found, "no lease " + f->name);
+              if (!entry) {
+                if (auto shown = show_semaphore(ctx, store, f->name)) return *shown;
+                throw swarm::Error(swarm::Errc::not_found, "no lease " + f->name);
+              }
               print(ctx, store, {*entry}, store.waiting(f->name, ctx.me().host, ctx.me().host_id));
               return 0;
             }

@@ -90,7 +90,15 @@ TEST_CASE("Semaphore_TheLimitIsStoredCheckedAndChangedOnline") {
     return list.out.find("sim.permit.0") != std::string::npos && list.out.find("sim.permit.1") != std::string::npos;
   }, 20s));
   Process third(ws.command({"lock", "sim", "--limit", "2", "--json", "--", "true"}));
-  std::this_thread::sleep_for(1s);
+  // lease show of the semaphore: its limit, its permits with their holders, one waiting.
+  CHECK(eventually([&] {
+    auto show = ws.swarm({"lease", "show", "sim", "--json"});
+    auto doc = json_of(show);
+    const cJSON* about = cJSON_GetObjectItem(doc.get(), "semaphore");
+    return show.exit == 0 && number_of(about, "limit") == 2 && number_of(about, "held") == 2 &&
+           number_of(about, "waiters") == 1 && cJSON_GetArraySize(cJSON_GetObjectItem(doc.get(), "leases")) == 2;
+  }, 10s));
+  CHECK(ws.swarm({"lease", "show", "sim"}).out.find("semaphore sim: limit 2, 2 held, 1 waiting") == 0);
   auto raised = ws.swarm({"lease", "limit", "sim", "3", "--json"});
   REQUIRE_MESSAGE(raised.exit == 0, raised.err);
   CHECK(number(json_of(raised), "was") == 2);
