@@ -345,3 +345,24 @@ TEST_CASE("LockHistory_OnAClusterLosingItsStreamLeader") {
   MESSAGE("cluster, leader " << leader << " killed: " << h.sections << " sections, " << h.kills << " SIGKILLs, "
                              << h.freezes << " freezes, " << h.fenced_overlaps << " fenced overlaps");
 }
+
+TEST_CASE("LockHistory_ASemaphoreOnAClusterLosingItsStreamLeader") {
+  // --limit 3 on a 3-node cluster (R3 buckets), the leases stream's leader killed half way: never more than 3.
+  NatsCluster cluster;
+  SwarmWorkspace ws({.up = false});
+  RunResult up = up_on_cluster(ws, cluster, {"--replicas", "3"});
+  REQUIRE_MESSAGE(up.exit == 0, up.err);
+  std::string leader;
+  auto h = run_history(ws, 40s, [&] {
+    auto connection = kv::Connection::connect({.urls = cluster.url_list()});
+    leader = kv::Bucket::open(connection, "swarm-leases").leader();
+    cluster.node(leader == "n1" ? 0 : leader == "n2" ? 1 : 2).kill();
+    std::ofstream(ws.root() / "history.log", std::ios::app) << "killed leader " << leader << " " << now_text() << "\n";
+  }, 3);
+  CHECK(!leader.empty());
+  CHECK(h.sections > 20);
+  CHECK_MESSAGE(h.violations.empty(), (h.violations.empty() ? std::string() : h.violations.front()));
+  MESSAGE("cluster, limit 3, leader " << leader << " killed: " << h.sections << " sections, " << h.kills
+                                      << " SIGKILLs, " << h.freezes << " freezes, " << h.fenced_overlaps
+                                      << " fenced overlaps");
+}
