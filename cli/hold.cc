@@ -51,6 +51,13 @@ std::optional<swarm::Lease> wait_in_line(const Context& ctx, const swarm::LeaseS
                                          const std::string& name, std::optional<std::chrono::milliseconds> wait,
                                          SignalRouter& signals) {
   signals.on_signal([&](int) { mutex.cancel(); });
+  // However the wait ends, a later signal no longer reaches `mutex`, which
+  // may be gone by then (the router calls its handler under its lock, so
+  // none is running once this returns).
+  struct Forget {
+    SignalRouter& signals;
+    ~Forget() { signals.on_signal({}); }
+  } forget{signals};
   // Granted at once (the usual case) costs nothing more; a wait past this
   // moment is said, with who holds the lease and this waiter's place in
   // line: once in a log, and kept up to date on a terminal as the line

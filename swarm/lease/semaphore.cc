@@ -39,6 +39,18 @@ std::optional<int> limit_in(const std::string& value) {
   return static_cast<int>(n->valuedouble);
 }
 
+// The permit numbers a grant may use under `limit`: those below it less the
+// live permits numbered at or above it (holders from before a cut, which
+// only ever go). A view that is stale holds more of those than there are
+// now, so it only errs the safe way: grantors with different views still
+// take distinct keys below the bound, and never more than the limit in all.
+int usable_below(int limit, const std::set<int>& busy) {
+  int high = 0;
+  for (int k : busy)
+    if (k >= limit) ++high;
+  return limit - high;
+}
+
 }  // namespace
 
 std::string permit_lease(const std::string& name, int k) { return name + kPermitPart + std::to_string(k); }
@@ -147,7 +159,7 @@ Semaphore::Look Semaphore::look(int known_limit) const {
 std::optional<Lease> Semaphore::grant_free(const Look& seen, const LeaseHolder& who, milliseconds ttl) const {
   // A cut limit grants nothing until the holders are under it.
   if (static_cast<int>(seen.busy.size()) >= seen.limit) return std::nullopt;
-  for (int k = 0; k < seen.limit; ++k) {
+  for (int k = 0; k < usable_below(seen.limit, seen.busy); ++k) {
     if (seen.busy.count(k) != 0) continue;
     LastWrite over;
     if (auto it = seen.permits.find(k); it != seen.permits.end()) {
@@ -231,18 +243,18 @@ class GateView {
   }
 
   // Permits held now (at any number: a cut limit counts them all), and the first expiry to come.
-  int busy(Steady::time_point now, Steady::time_point* next) const {
-    int n = 0;
+  std::set<int> busy(Steady::time_point now, Steady::time_point* next) const {
+    std::set<int> out;
     for (const auto& [k, p] : permits_)
       if (p.held && now < p.expires) {
-        ++n;
+        out.insert(k);
         *next = std::min(*next, p.expires);
       }
-    return n;
+    return out;
   }
-  // A permit under the limit free at `now` (its number), and what to grant over.
-  std::optional<int> free(Steady::time_point now, LastWrite* over) const {
-    for (int k = 0; k < limit_; ++k) {
+  // A permit numbered below `top` free at `now` (its number), and what to grant over.
+  std::optional<int> free(Steady::time_point now, int top, LastWrite* over) const {
+    for (int k = 0; k < top; ++k) {
       auto it = permits_.find(k);
       if (it == permits_.end()) {
         *over = {};
@@ -288,9 +300,15 @@ Lease Semaphore::take_permit(const LeaseHolder& who, milliseconds ttl, Steady::t
     if (view.limit() == 0) throw Error(Errc::not_found, "no semaphore " + name_ + " (its limit was removed)");
     const auto now = Steady::now();
     auto wake = std::min(until, now + kStopCheck);
-    if (view.ready() && view.busy(now, &wake) < view.limit()) {
+    const std::set<int> busy = view.busy(now, &wake);
+    if (view.ready() && static_cast<int>(busy.size()) < view.limit()) {
+      // The limit read again right before the grant: the watch of a cut
+      // may come after a release it made possible (two watches, no order).
+      const int limit = this->limit().value_or(0);
+      if (limit == 0) throw Error(Errc::not_found, "no semaphore " + name_ + " (its limit was removed)");
       LastWrite over;
-      if (auto k = view.free(now, &over)) {
+      auto k = static_cast<int>(busy.size()) < limit ? view.free(now, usable_below(limit, busy), &over) : std::nullopt;
+      if (k) {
         try {
           return store_.grant(permit_lease(name_, *k), who, ttl, over);
         } catch (const Error& e) {

@@ -167,3 +167,35 @@ TEST_CASE("Semaphore_LeaseAcquireTakesAPermitByHand") {
   auto again = ws.swarm({"lease", "acquire", "lic", "--limit", "2"});
   CHECK(again.exit == 0);
 }
+
+TEST_CASE("Semaphore_AfterACutTheHoldersAboveItCountUntilTheyGo") {
+  // limit 3, permits 0, 1 and 2 held; cut to 2; 0 and 1 released: permit 2 still counts, so one grant (permit 0,
+  // below 2 less the one holder above the limit) and no second until permit 2 goes.
+  SwarmWorkspace ws;
+  std::vector<std::string> tokens;
+  for (int i = 0; i < 3; ++i) {
+    auto r = ws.swarm({"lease", "acquire", "cut", "--limit", "3", "--ttl", "60s"});
+    REQUIRE_MESSAGE(r.exit == 0, r.err);
+    std::string token = r.out;
+    while (!token.empty() && token.back() == '\n') token.pop_back();
+    tokens.push_back(token);
+  }
+  REQUIRE(ws.swarm({"lease", "limit", "cut", "2"}).exit == 0);
+  CHECK(ws.swarm({"lease", "acquire", "cut", "--limit", "2"}).exit == 3);  // 3 held, limit 2
+  // Which permit each token holds, from lease show.
+  auto show = ws.swarm({"lease", "show", "cut", "--json"});
+  auto doc = json_of(show);
+  std::map<std::string, std::string> by_token;
+  const cJSON* lease = nullptr;
+  cJSON_ArrayForEach(lease, cJSON_GetObjectItem(doc.get(), "leases")) {
+    by_token[std::to_string(static_cast<long long>(number_of(lease, "token")))] = text_of(lease, "name");
+  }
+  for (const auto& token : tokens)
+    if (by_token[token] != "cut.permit.2")
+      REQUIRE(ws.swarm({"lease", "release", by_token[token], "--token", token}).exit == 0);
+  auto one = ws.swarm({"lease", "acquire", "cut", "--limit", "2", "--json"});
+  REQUIRE_MESSAGE(one.exit == 0, one.err);
+  CHECK(one.out.find("cut.permit.0") != std::string::npos);
+  auto two = ws.swarm({"lease", "acquire", "cut", "--limit", "2"});
+  CHECK(two.exit == 3);  // permit 2 and permit 0 held: the limit of 2
+}
