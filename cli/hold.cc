@@ -186,9 +186,20 @@ std::optional<swarm::Lease> wait_for_permit(const Context& ctx, const swarm::Lea
                                             std::optional<std::chrono::milliseconds> wait, SignalRouter& signals) {
   swarm::Semaphore semaphore(store, name);
   semaphore.require(limit);
-  if (wait && wait->count() == 0) return semaphore.try_permit(who, ttl);
-  const auto until = wait ? std::chrono::steady_clock::now() + *wait : std::chrono::steady_clock::time_point::max();
   const std::string gate_name = swarm::gate_lease(name);
+  if (wait && wait->count() == 0) {
+    // Once, and never ahead of those already waiting: first come, first granted.
+    const auto at_gate = store.get(gate_name);
+    const int behind = store.waiting(gate_name, ctx.me().host, ctx.me().host_id)[gate_name];
+    const bool gate_held = at_gate && swarm::standing_of(*at_gate, store.server_clock().now()).state ==
+                                          swarm::LeaseState::held;
+    if (gate_held || behind > 0)
+      throw swarm::Error(swarm::Errc::conflict, std::to_string(behind + (gate_held ? 1 : 0)) +
+                                                    " waiter(s) are in line for a permit of " + name +
+                                                    "; nothing was taken (wait in line with --wait DUR)");
+    return semaphore.try_permit(who, ttl);
+  }
+  const auto until = wait ? std::chrono::steady_clock::now() + *wait : std::chrono::steady_clock::time_point::max();
   swarm::Mutex gate(store, gate_name, who, ttl);
   auto at_gate = wait_in_line(ctx, store, gate, gate_name, wait, signals);
   if (!at_gate) return std::nullopt;

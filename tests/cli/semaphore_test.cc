@@ -99,6 +99,10 @@ TEST_CASE("Semaphore_TheLimitIsStoredCheckedAndChangedOnline") {
            number_of(about, "waiters") == 1 && cJSON_GetArraySize(cJSON_GetObjectItem(doc.get(), "leases")) == 2;
   }, 10s));
   CHECK(ws.swarm({"lease", "show", "sim"}).out.find("semaphore sim: limit 2, 2 held, 1 waiting") == 0);
+  // A try (--wait 0) never goes ahead of the waiter in line.
+  auto jumped = ws.swarm({"lease", "acquire", "sim", "--limit", "2"});
+  CHECK(jumped.exit == 3);
+  CHECK(jumped.err.find("in line for a permit") != std::string::npos);
   auto raised = ws.swarm({"lease", "limit", "sim", "3", "--json"});
   REQUIRE_MESSAGE(raised.exit == 0, raised.err);
   CHECK(number(json_of(raised), "was") == 2);
