@@ -444,8 +444,8 @@ Verb add_land(CLI::App& app) {
                    ->option_text("SLOT")
                    ->check(slot_name_validator());
   cmd->add_flag("--ready", f->ready,
-                "Land every slot whose last close was success and whose branch is not landed, in the order "
-                "they were closed")
+                "Land every slot whose last close was success and whose branch is not landed: those closed with "
+                "--priority high first, each lane in the order they were closed")
       ->excludes(slot);
   cmd->add_option("--onto", f->onto, "The branch to land on (default: the hub's default branch)")
       ->option_text("BRANCH")
