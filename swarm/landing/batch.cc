@@ -39,7 +39,6 @@ class Landing::Batch {
       r.from = r.to = from;
       results_[slot] = std::move(r);
     }
-    checks_ = 0;
     return resolve(slots_, from, false, {}).base;
   }
 
@@ -50,7 +49,6 @@ class Landing::Batch {
     return out;
   }
   const std::string& task(const std::string& slot) const { return tasks_.at(slot); }
-  int checks() const { return checks_; }
 
  private:
   struct Settled {
@@ -132,7 +130,6 @@ class Landing::Batch {
 
   CheckVerdict check(const std::vector<std::string>& slots, const std::string& candidate) {
     if (check_.command.empty()) return {};  // no check: every candidate passes
-    ++checks_;
     std::string who;
     for (const auto& slot : slots) who += (who.empty() ? "" : " ") + slot;
     return landing_.check_tree(candidate, who, onto_, lease_, check_, run_,
@@ -177,7 +174,6 @@ class Landing::Batch {
   std::map<std::string, std::string> tasks_;
   std::map<std::string, LandResult> results_;
   std::set<std::string> landed_at_start_;  // slots the onto branch had when the batch was settled
-  int checks_ = 0;
 };
 
 std::vector<LandResult> Landing::land_batch(const std::vector<std::string>& slots, const std::string& onto,

@@ -75,10 +75,8 @@ void require_limit(int limit) {
 
 struct Semaphore::Look {
   int limit = 0;
-  Steady::time_point arrived;
   std::map<int, LeaseEntry> permits;  // by number, as listed
   std::set<int> busy;                 // held and not expired (or corrupt), at any number
-  Steady::time_point next_expiry = Steady::time_point::max();
 };
 
 Semaphore::Semaphore(LeaseStore store, std::string name) : store_(std::move(store)), name_(std::move(name)) {
@@ -135,12 +133,11 @@ int Semaphore::change(int limit) const {
   throw Error(Errc::conflict, "the limit of semaphore " + name_ + " kept changing; try again");
 }
 
-Semaphore::Look Semaphore::look(int known_limit) const {
+Semaphore::Look Semaphore::look() const {
   Look seen;
-  seen.limit = known_limit > 0 ? known_limit : limit().value_or(0);
+  seen.limit = limit().value_or(0);
   const ServerClock& clock = store_.server_clock();
   auto listed = read_arriving([&] { return store_.list(name_ + kPermitPart + "*"); });
-  seen.arrived = listed.at;
   const auto now = Steady::now();
   for (auto& e : listed.value) {
     auto k = permit_of(e.name);
@@ -149,7 +146,6 @@ Semaphore::Look Semaphore::look(int known_limit) const {
       seen.busy.insert(*k);  // until doctor --fix removes it
     } else if (!certainly_expired(clock, listed.at, e.stored_at, e.record->ttl, now)) {
       seen.busy.insert(*k);
-      seen.next_expiry = std::min(seen.next_expiry, observed_expiry(clock, listed.at, e.stored_at, e.record->ttl));
     }
     seen.permits.emplace(*k, std::move(e));
   }
@@ -285,7 +281,7 @@ Lease Semaphore::take_permit(const LeaseHolder& who, milliseconds ttl, Steady::t
                              const std::function<bool()>& stop) const {
   require_lease_ttl(ttl);
   // First without watching: a permit free now costs no watch at all.
-  Look seen = look();
+  const Look seen = look();
   if (seen.limit == 0) throw Error(Errc::not_found, "no semaphore " + name_);
   if (auto granted = grant_free(seen, who, ttl)) return *granted;
   // Then the permits and the limit as their watches tell them: each write

@@ -49,8 +49,7 @@ class Semaphore {
 
  private:
   struct Look;  // the permits and the limit as one read saw them
-  // `known_limit` (0: read it) saves the limit's read when it is known unchanged.
-  Look look(int known_limit = 0) const;
+  Look look() const;
   std::optional<Lease> grant_free(const Look& seen, const LeaseHolder& who, std::chrono::milliseconds ttl) const;
   std::string busy_text(const Look& seen) const;
 

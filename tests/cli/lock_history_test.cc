@@ -326,19 +326,29 @@ TEST_CASE("LockHistory_ASemaphoreOfThreeUnderKillsAndFreezes") {
                       << h.fenced_overlaps << " overlaps of a frozen holder, each fenced by a higher token");
 }
 
-TEST_CASE("LockHistory_OnAClusterLosingItsStreamLeader") {
-  // the same on a 3-node cluster (R3 buckets), with the leases stream's leader killed half way.
+namespace {
+
+// The history of `limit` (1: a lock) for `length` on a 3-node cluster (R3
+// buckets), the leases stream's leader killed half way; `leader` says which.
+History run_on_a_cluster(std::chrono::seconds length, int limit, std::string& leader) {
   NatsCluster cluster;
   SwarmWorkspace ws({.up = false});
   RunResult up = up_on_cluster(ws, cluster, {"--replicas", "3"});
   REQUIRE_MESSAGE(up.exit == 0, up.err);
-  std::string leader;
-  auto h = run_history(ws, 60s, [&] {
+  return run_history(ws, length, [&] {
     auto connection = kv::Connection::connect({.urls = cluster.url_list()});
     leader = kv::Bucket::open(connection, "swarm-leases").leader();
     cluster.node(leader == "n1" ? 0 : leader == "n2" ? 1 : 2).kill();
     std::ofstream(ws.root() / "history.log", std::ios::app) << "killed leader " << leader << " " << now_text() << "\n";
-  });
+  }, limit);
+}
+
+}  // namespace
+
+TEST_CASE("LockHistory_OnAClusterLosingItsStreamLeader") {
+  // the same on a 3-node cluster (R3 buckets), with the leases stream's leader killed half way.
+  std::string leader;
+  auto h = run_on_a_cluster(60s, 1, leader);
   CHECK(!leader.empty());
   CHECK(h.sections > 20);
   CHECK_MESSAGE(h.violations.empty(), (h.violations.empty() ? std::string() : h.violations.front()));
@@ -348,17 +358,8 @@ TEST_CASE("LockHistory_OnAClusterLosingItsStreamLeader") {
 
 TEST_CASE("LockHistory_ASemaphoreOnAClusterLosingItsStreamLeader") {
   // --limit 3 on a 3-node cluster (R3 buckets), the leases stream's leader killed half way: never more than 3.
-  NatsCluster cluster;
-  SwarmWorkspace ws({.up = false});
-  RunResult up = up_on_cluster(ws, cluster, {"--replicas", "3"});
-  REQUIRE_MESSAGE(up.exit == 0, up.err);
   std::string leader;
-  auto h = run_history(ws, 25s, [&] {
-    auto connection = kv::Connection::connect({.urls = cluster.url_list()});
-    leader = kv::Bucket::open(connection, "swarm-leases").leader();
-    cluster.node(leader == "n1" ? 0 : leader == "n2" ? 1 : 2).kill();
-    std::ofstream(ws.root() / "history.log", std::ios::app) << "killed leader " << leader << " " << now_text() << "\n";
-  }, 3);
+  auto h = run_on_a_cluster(25s, 3, leader);
   CHECK(!leader.empty());
   CHECK(h.sections > 15);
   CHECK_MESSAGE(h.violations.empty(), (h.violations.empty() ? std::string() : h.violations.front()));
