@@ -10,14 +10,6 @@
 namespace bench {
 namespace {
 
-std::pair<swarm::UpResult, std::vector<std::string>> land_workspace(Bench& b, const std::filesystem::path& root,
-                                                                    const std::string& bucket) {
-  auto made = swarm::up({.root = root, .nats_url = b.server.url(), .bucket = bucket, .connection = {}});
-  std::vector<std::string> env = {"SWARM_WORKSPACE=" + root.string(), "SWARM_HOST=bench-host",
-                                  "SWARM_HOST_ID=bench-id"};
-  return std::make_pair(std::move(made), std::move(env));
-}
-
 // Runs `script` in `cwd`; a failure ends the benchmark with what it said on stderr.
 void sh(const std::string& script, const std::filesystem::path& cwd, const char* what) {
   testing::TempDir tmp("swarm-bench-sh");
@@ -28,16 +20,40 @@ void sh(const std::string& script, const std::filesystem::path& cwd, const char*
 
 const std::string kGit = "git -c user.name=bench -c user.email=bench@bench ";
 
+// A git repository of `files` files of about `bytes` each in `shm`'s "ws",
+// one commit on main, made a workspace (its buckets named after `bucket`):
+// the workspace, and the environment its verbs run with.
+std::pair<swarm::UpResult, std::vector<std::string>> land_workspace(Bench& b, const ShmDir& shm, int files, int bytes,
+                                                                    const std::string& bucket) {
+  const auto root = shm.path / "ws";
+  write_tree(root, files, bytes);
+  sh("git init -q -b main && git add -A && " + kGit + "commit -q -m tree", root,
+     ("making the repository of " + std::to_string(files) + " files failed").c_str());
+  auto made = swarm::up({.root = root, .nats_url = b.server.url(), .bucket = bucket, .connection = {}});
+  std::vector<std::string> env = {"SWARM_WORKSPACE=" + root.string(), "SWARM_HOST=bench-host",
+                                  "SWARM_HOST_ID=bench-id"};
+  return std::make_pair(std::move(made), std::move(env));
+}
+
+// The fleet's slots r0..r<n-1>, each adding its own file, joined, committed
+// and closed as agents do.
+void finish_slots(Bench& b, const swarm::UpResult& ws, const std::vector<std::string>& env, int n) {
+  for (int i = 0; i < n; ++i) {
+    const std::string slot = "r" + std::to_string(i);
+    if (run_process({b.swarm_bin, "join", "--slot", slot, "--task", "T-" + slot}, env).exit != 0) fail("join failed");
+    testing::write_file(ws.workspace.worktree(slot) / (slot + ".txt"), slot + "\n");
+    if (run_process({b.swarm_bin, "commit", "--slot", slot, "-m", slot}, env).exit != 0) fail("commit failed");
+    if (run_process({b.swarm_bin, "close", "--slot", slot, "--result", "success"}, env).exit != 0) fail("close failed");
+  }
+}
+
 }  // namespace
 
 // 20. land of a one-file change into 20,200 files (tmpfs): swarm against
 // git fetch + merge + push in a clone of a copy of the hub.
 void land_big_repository(Bench& b) {
   ShmDir shm;
-  const auto root = shm.path / "ws";
-  write_tree(root, 20200, 4400);
-  sh("git init -q -b main && git add -A && " + kGit + "commit -q -m tree", root, "making the big repository failed");
-  const auto [ws, env] = land_workspace(b, root, "bench-land");
+  const auto [ws, env] = land_workspace(b, shm, 20200, 4400, "bench-land");
   const auto hub = ws.workspace.hub_dir();
   const auto copy = shm.path / "copy.git";   // the baseline's hub: the same history
   const auto work = shm.path / "work";       // where the changes are made
@@ -59,7 +75,8 @@ void land_big_repository(Bench& b) {
                            " && git push -q origin " + slot + ":refs/heads/swarm/" + slot + " && git push -q copy " +
                            slot + ":refs/heads/swarm/" + slot;
       sh(script, work, "making the slot's change failed");
-      auto s = run_process({b.swarm_bin, "land", "--slot", slot}, env);
+      // --force: the branch was pushed by git, never closed by a session, so the land guards refuse it.
+      auto s = run_process({b.swarm_bin, "land", "--slot", slot, "--force"}, env);
       if (s.exit != 0) fail("swarm land failed");
       swarm_ms.push_back(s.ms);
       sh("git pull -q --ff-only origin main", clone, "syncing the baseline clone failed");
@@ -83,20 +100,11 @@ void land_big_repository(Bench& b) {
 // but the first), against 32 sequential git fetch + merge + push.
 void land_ready_queue(Bench& b) {
   ShmDir shm;
-  const auto root = shm.path / "ws";
-  write_tree(root, 2000, 2000);
-  sh("git init -q -b main && git add -A && " + kGit + "commit -q -m tree", root, "making the repository failed");
-  const auto [ws, env] = land_workspace(b, root, "bench-ready");
+  const auto [ws, env] = land_workspace(b, shm, 2000, 2000, "bench-ready");
   const auto copy = shm.path / "copy.git";
   const auto clone = shm.path / "clone";
   const int slots = 32;
-  for (int i = 0; i < slots; ++i) {
-    const std::string slot = "r" + std::to_string(i);
-    if (run_process({b.swarm_bin, "join", "--slot", slot, "--task", "T-" + slot}, env).exit != 0) fail("join failed");
-    testing::write_file(ws.workspace.worktree(slot) / (slot + ".txt"), slot + "\n");
-    if (run_process({b.swarm_bin, "commit", "--slot", slot, "-m", slot}, env).exit != 0) fail("commit failed");
-    if (run_process({b.swarm_bin, "close", "--slot", slot, "--result", "success"}, env).exit != 0) fail("close failed");
-  }
+  finish_slots(b, ws, env, slots);
   sh("git clone -q --bare " + ws.workspace.hub_dir().string() + " " + copy.string() + " && git clone -q " +
          copy.string() + " " + clone.string(),
      shm.path, "cloning the hub failed");
@@ -120,27 +128,12 @@ void land_ready_queue(Bench& b) {
   b.rows.push_back(per);
 }
 
-// The fleet's slots r0..r<n-1>, each adding its own file, joined, committed
-// and closed as agents do.
-void finish_slots(Bench& b, const swarm::UpResult& ws, const std::vector<std::string>& env, int n) {
-  for (int i = 0; i < n; ++i) {
-    const std::string slot = "r" + std::to_string(i);
-    if (run_process({b.swarm_bin, "join", "--slot", slot, "--task", "T-" + slot}, env).exit != 0) fail("join failed");
-    testing::write_file(ws.workspace.worktree(slot) / (slot + ".txt"), slot + "\n");
-    if (run_process({b.swarm_bin, "commit", "--slot", slot, "-m", slot}, env).exit != 0) fail("commit failed");
-    if (run_process({b.swarm_bin, "close", "--slot", slot, "--result", "success"}, env).exit != 0) fail("close failed");
-  }
-}
-
 // 23. 32 ready slots with a 1 s check: `land --ready --batch 8` against one
 // at a time (the floor: 32 checks), and again with 2 culprits among them.
 // Each run lands on its own branch made at main's tip.
 void land_batches(Bench& b) {
   ShmDir shm;
-  const auto root = shm.path / "ws";
-  write_tree(root, 2000, 2000);
-  sh("git init -q -b main && git add -A && " + kGit + "commit -q -m tree", root, "making the repository failed");
-  const auto [ws, env] = land_workspace(b, root, "bench-batch");
+  const auto [ws, env] = land_workspace(b, shm, 2000, 2000, "bench-batch");
   const int slots = b.quick ? 8 : 32;
   finish_slots(b, ws, env, slots);
   const std::string hub = ws.workspace.hub_dir().string();
@@ -181,10 +174,7 @@ void land_batches(Bench& b) {
 // its log) against git merge-tree of its two overlaps.
 void foresee_conflicts(Bench& b) {
   ShmDir shm;
-  const auto root = shm.path / "ws";
-  write_tree(root, 20000, 400);
-  sh("git init -q -b main && git add -A && " + kGit + "commit -q -m tree", root, "making the big repository failed");
-  const auto [ws, env] = land_workspace(b, root, "bench-foresee");
+  const auto [ws, env] = land_workspace(b, shm, 20000, 400, "bench-foresee");
   const std::string hub = ws.workspace.hub_dir().string();
   const auto work = shm.path / "work";
   const int branches = 50;
