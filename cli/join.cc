@@ -15,6 +15,7 @@ struct JoinFlags {
   bool force = false;
   bool env = false;
   std::string base;
+  unsigned ports = 0;
 };
 
 }  // namespace
@@ -38,24 +39,30 @@ Verb add_join(CLI::App& app) {
                                                              "': name a branch, tag or commit of the hub");
           },
           "REF"));
+  cmd->add_option("--ports", flags->ports,
+                  "Also take a block of K consecutive ports of the workspace's range (up --ports A-B) that no live "
+                  "slot on any host holds: renewed with the session, released by close, free when it expires")
+      ->option_text("K")
+      ->check(CLI::Range(1u, swarm::kMaxPortBlock));
   cmd->add_flag("--env", flags->env,
                 "Print shell assignments for eval instead of the path: SWARM_SLOT, SWARM_SESSION (the session "
-                "token), SWARM_WORKTREE");
+                "token), SWARM_WORKTREE, and with --ports SWARM_PORT_BASE (the first port) and SWARM_PORTS (K)");
   cmd->footer(
       "Example:\n"
       "  cd \"$(swarm join --slot render --task T-42)\"\n"
       "  eval \"$(swarm join --slot render --task T-42 --env)\" && cd \"$SWARM_WORKTREE\"\n"
       "  swarm join --slot render --task T-43 --base main\n"
+      "  eval \"$(swarm join --slot web --task T-44 --ports 10 --env)\"   # ports $SWARM_PORT_BASE.. are the slot's\n"
       "A new worktree continues the slot's branch, unless that branch is landed: then it starts from the\n"
       "onto branch's tip.\n"
       "Refuses a live session of another host (exit 5) or of this host without --force (exit 3);\n"
-      "replaces a stale session of this host.");
+      "replaces a stale session of this host. --ports when no block of K is free in the range is exit 3.");
   return {cmd, [flags](Context& ctx) {
             flags->slot = ctx.slot_of(flags->slot);
             auto lifecycle = ctx.lifecycle();
             const auto takeover = flags->force ? swarm::Takeover::force : swarm::Takeover::only_stale;
             Progress progress("joining slot " + flags->slot + " (cloning the hub)");
-            auto r = lifecycle.join(flags->slot, flags->task, takeover, getpid(), flags->base);
+            auto r = lifecycle.join(flags->slot, flags->task, takeover, getpid(), flags->base, flags->ports);
             progress.done();
             if (!r.started.kept_ref.empty())
               ctx.out().note("kept the unlanded branch swarm/" + flags->slot + " under " + r.started.kept_ref);
@@ -75,13 +82,20 @@ Verb add_join(CLI::App& app) {
             if (!r.started.from.empty()) doc.set("started_from", r.started.from);
             if (!r.base.empty()) doc.set("base", r.base);
             if (!r.started.kept_ref.empty()) doc.set("kept_ref", r.started.kept_ref);
+            const auto block = r.session.port_block();
+            if (block) doc.set("port_base", static_cast<std::uint64_t>(block->base)).set("ports", static_cast<std::uint64_t>(block->count));
             // With --env the agent's later verbs act only for this session
             // (a successor's join --force makes them exit 3).
-            const std::string human =
+            std::string human =
                 flags->env ? "export SWARM_SLOT=" + swarm::shell_word(flags->slot) + "\nexport SWARM_SESSION=" +
                                  std::to_string(r.revision) + "\nexport SWARM_WORKTREE=" +
                                  swarm::shell_word(r.worktree.string()) + "\n"
                            : r.worktree.string();
+            if (flags->env && block)
+              human += "export SWARM_PORT_BASE=" + std::to_string(block->base) +
+                       "\nexport SWARM_PORTS=" + std::to_string(block->count) + "\n";
+            else if (block)
+              ctx.out().note("ports " + block->text() + " are the slot's (SWARM_PORT_BASE, SWARM_PORTS with --env)");
             ctx.out().result("join", human, std::move(doc));
             return 0;
           }};

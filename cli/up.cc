@@ -20,6 +20,7 @@ struct UpFlags {
   std::string events_max_age;
   std::string events_max_bytes;
   bool accept_unsafe_server = false;
+  std::string ports;
 };
 
 // How long the journal keeps events: at least its 2-minute window of
@@ -102,6 +103,7 @@ swarm::UpOptions options_of(const Context& ctx, const UpFlags& f) {
   if (!f.events_max_bytes.empty()) options.events_max_bytes = parse_byte_size(f.events_max_bytes);
   options.connection = ctx.auth_options();
   options.accept_unsafe_server = f.accept_unsafe_server;
+  if (!f.ports.empty()) options.ports = swarm::parse_port_range(f.ports);
   return options;
 }
 
@@ -125,6 +127,8 @@ std::string up_text(const swarm::UpResult& r) {
     human += "  note:    " + r.workspace.root().string() + " is no git checkout, so the hub starts with one empty "
              "commit on main; run `swarm up` in a checkout to seed it from its history instead\n";
   human += "  journal: " + journal_line(r.journal) + "\n";
+  if (r.config.ports)
+    human += "  ports:   " + r.config.ports->text() + " (`swarm join --ports K` takes a block of K of them)\n";
   if (r.added_remote) human += "  remote:  swarm, added to this checkout (`git fetch swarm` brings the slots' branches)\n";
   if (r.found_buckets && (r.created_config || r.moved_nats))
     human += "  joined:  buckets made by another host; took their TTL and replicas\n";
@@ -146,6 +150,8 @@ swarm::Json up_json(const swarm::UpResult& r) {
       .set("found_buckets", r.found_buckets)
       .set("added_remote", r.added_remote);
   doc.set("journal", journal_json(r.journal));
+  if (r.config.ports) doc.set("ports", r.config.ports->text());
+  else doc.set_null("ports");
   if (r.server_pid) doc.set("server_pid", static_cast<std::int64_t>(*r.server_pid));
   else doc.set_null("server_pid");
   return doc;
@@ -195,6 +201,11 @@ Verb add_up(CLI::App& app) {
                   "to an existing journal too")
       ->option_text("SIZE")
       ->check(validator_of([](const std::string& t) { parse_byte_size(t); }, "SIZE"));
+  cmd->add_option("--ports", flags->ports,
+                  "A range of ports FIRST-LAST that `join --ports K` hands out in blocks of K consecutive ports, "
+                  "no two live slots' blocks sharing a port on any host (kept in config.json)")
+      ->option_text("A-B")
+      ->check(validator_of([](const std::string& t) { swarm::parse_port_range(t); }, "A-B"));
   cmd->add_flag("--accept-unsafe-server", flags->accept_unsafe_server,
                 "Run --replicas N>1 on nats-server older than 2.10 all the same (it loses acknowledged writes "
                 "and lets fencing tokens go backwards under partitions; doctor reports it)");
@@ -204,6 +215,7 @@ Verb add_up(CLI::App& app) {
       "  swarm up --ttl 2m\n"
       "  swarm up --nats-url nats://n1:4222,nats://n2:4222,nats://n3:4222 --replicas 3\n"
       "  swarm up --nats-url nats://n1:4222 --hub ssh://git@build-1/srv/app.git   # another host joins\n"
+      "  swarm up --ports 20000-20999               # then: swarm join --slot a --task T-1 --ports 10\n"
       "Running it again reuses what is there; after `swarm down` it restarts the server on the same data.\n"
       "A host joining buckets that another host made takes their TTL and replicas unless given.\n"
       "SSH hubs: keys from ssh-agent, ~/.ssh/id_ed25519, id_ecdsa, id_rsa, or $SWARM_SSH_KEY; the host key must be\n"

@@ -376,6 +376,13 @@ Lease LeaseStore::renew(const std::string& name, std::uint64_t token) const {
   return renew(lease);
 }
 
+kv::Bucket::Write LeaseStore::renewal_of(const LeaseEntry& held) const {
+  LeaseRecord r = *held.record;
+  r.token = held.token();
+  r.renewed_at = std::chrono::system_clock::now();
+  return keys_.write(held.name, to_json(r), held.revision);
+}
+
 void LeaseStore::release(const std::string& name, std::uint64_t token) const {
   LeaseEntry entry = current_grant(*this, name, token);
   Lease lease;

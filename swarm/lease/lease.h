@@ -175,6 +175,10 @@ class LeaseStore {
   Lease renew(const std::string& name, std::uint64_t token) const;
   void release(const std::string& name, std::uint64_t token) const;
 
+  // The write that renews `held` as it was read (its token kept, renewed
+  // now), for a holder that sends it with others (kv::Bucket::update_together).
+  kv::Bucket::Write renewal_of(const LeaseEntry& held) const;
+
   const std::string& bucket_name() const { return keys_.bucket_.name(); }
   // The journal beside the bucket, where grants, releases and losses go.
   const Journal& journal() const { return journal_; }

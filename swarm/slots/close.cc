@@ -113,7 +113,7 @@ void SlotLifecycle::release_record(const std::string& slot, const std::optional<
     return current.revision;
   });
   result.released = entry;
-  if (auto w = tasks_.release(slot, entry->session->task_id); !w.empty()) result.warnings.push_back(w);
+  for (auto& w : release_leases(*entry->session)) result.warnings.push_back(std::move(w));
 }
 
 void SlotLifecycle::salvage_files_and_remove(const std::string& slot, TimePoint now, CloseResult& result) const {

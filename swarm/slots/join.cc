@@ -59,31 +59,37 @@ State SlotLifecycle::require_takeover(const SessionEntry& existing, std::chrono:
   return state;
 }
 
-void SlotLifecycle::write_join_record(JoinResult& result, Takeover takeover) const {
+void SlotLifecycle::claim_ports(JoinResult& result, unsigned count, JoinSteps& done) const {
+  if (count == 0) return;
+  Session& s = result.session;
+  const PortBlock block = ports_.claim(s.slot, count, *config_.ports, s.leaf_pid, &done.ports_kept);
+  done.ports_claimed = true;
+  s.port_base = block.base;
+  s.ports = block.count;
+}
+
+void SlotLifecycle::write_join_record(JoinResult& result, Takeover takeover, unsigned ports, JoinSteps& done) const {
   const std::string& slot = result.session.slot;
   auto read = read_arriving([&] { return store_.get(slot); });
   const auto& existing = read.value;
-  if (!existing) {
-    try {
-      result.revision = store_.create(result.session);
-    } catch (const Error& e) {
-      if (e.kind() != Errc::conflict) throw;
-      throw Error(Errc::conflict, "slot " + slot + " was just taken by another join; see `swarm status --slot " +
-                                      slot + "`");
-    }
-    return;
-  }
-  const State state = require_takeover(*existing, read.at, takeover);
+  // The slot is this join's to take (free, or a session it may replace):
+  // its port block first, so that the record names it from its first write.
+  const std::optional<State> state =
+      existing ? std::optional<State>(require_takeover(*existing, read.at, takeover)) : std::nullopt;
+  claim_ports(result, ports, done);
   try {
-    result.revision = store_.update(result.session, existing->revision);
+    result.revision = existing ? store_.update(result.session, existing->revision) : store_.create(result.session);
   } catch (const Error& e) {
+    if (done.ports_claimed && !done.ports_kept) ports_.release(slot, *result.session.port_block());
     if (e.kind() != Errc::conflict) throw;
-    throw Error(Errc::conflict, "slot " + slot + " changed while joining; see `swarm status --slot " + slot + "`");
+    throw Error(Errc::conflict, "slot " + slot + (existing ? " changed while joining" : " was just taken by another "
+                                "join") + "; see `swarm status --slot " + slot + "`");
   }
+  if (!existing) return;
   result.replaced = existing;
   result.replaced_state = state;
-  swarm::log::debug("slot {}: replaced a {} session of this host (revision {})", slot, to_string(state),
-                existing->revision);
+  swarm::log::debug("slot {}: replaced a {} session of this host (revision {})", slot, to_string(*state),
+                    existing->revision);
 }
 
 void SlotLifecycle::require_joinable(const std::string& slot, const std::string& task) const {
@@ -112,9 +118,12 @@ void SlotLifecycle::set_up_joined_slot(JoinResult& result, JoinSteps& done) cons
   tasks_.claim(s.slot, s.task_id, s.leaf_pid, &done.task_kept);
   done.task_claimed = true;
   Worktree worktree = ensure_worktree(s.slot, &result.resumed_worktree, result.base, &result.started);
-  // A rejoin for another task lets the old one go, once nothing can fail the join.
+  // A rejoin for another task (or another size of port block) lets the old
+  // one go, once nothing can fail the join.
   if (result.replaced && result.replaced->session->task_id != s.task_id)
     if (auto w = tasks_.release(s.slot, result.replaced->session->task_id); !w.empty()) warn(w);
+  if (auto old = result.replaced ? result.replaced->session->port_block() : std::nullopt; old && old != s.port_block())
+    if (auto w = ports_.release(s.slot, *old); !w.empty()) warn(w);
   SafeDir folder = *workspace_.slot_folder(s.slot);
   folder.write_file(kLeafPidName, std::to_string(s.leaf_pid) + "\n");
   // A slot's run of work starts with a new worktree (or one kept by close);
@@ -162,6 +171,7 @@ void SlotLifecycle::undo_join(const JoinResult& result, const JoinSteps& done) c
   }
   // A lease the claim only kept is the restored session's: it stays.
   if (done.task_claimed && !(done.task_kept && restore)) tasks_.release(slot, result.session.task_id);
+  if (done.ports_claimed && !(done.ports_kept && restore)) ports_.release(slot, *result.session.port_block());
   if (left.empty()) throw;
   try {
     throw;
@@ -171,9 +181,12 @@ void SlotLifecycle::undo_join(const JoinResult& result, const JoinSteps& done) c
 }
 
 JoinResult SlotLifecycle::join(const std::string& slot, const std::string& task, Takeover takeover,
-                               std::int64_t leaf_pid, const std::string& base) {
+                               std::int64_t leaf_pid, const std::string& base, unsigned ports) {
   require_slot_name(slot);
   require_task_id(task);
+  if (ports > 0 && !config_.ports)
+    throw Error(Errc::bad_input, "--ports " + std::to_string(ports) + ": the workspace has no port range to take "
+                                 "them from; give it one with `swarm up --ports A-B`");
   // Only the winner of the slot makes a worktree (and loads git); every
   // joiner checks the hub is there, cheaply.
   require_hub();
@@ -188,14 +201,15 @@ JoinResult SlotLifecycle::join(const std::string& slot, const std::string& task,
   // refused join (forced or not) leaves the live session, its task lease
   // and its worktree as they were.
   require_joinable(slot, task);
+  if (ports > 0) ports_.require_room(slot, ports, *config_.ports);
   JoinResult result;
   result.base = base;
   result.session = new_session(slot, task, leaf_pid);
-  write_join_record(result, takeover);
-  // The record is ours: now the task's lease, then the worktree. If either
-  // fails, undo the record (and the lease), and the worktree too when it was
-  // made just now (it holds no work yet).
   JoinSteps done;
+  write_join_record(result, takeover, ports, done);
+  // The record is ours: now the task's lease, then the worktree. If either
+  // fails, undo the record (and the leases), and the worktree too when it was
+  // made just now (it holds no work yet).
   try {
     set_up_joined_slot(result, done);
   } catch (...) {

@@ -53,7 +53,8 @@ SlotLifecycle::SlotLifecycle(Workspace workspace, WorkspaceConfig config, Sessio
       config_(std::move(config)),
       hub_(config_.hub_location()),
       store_(std::move(store)),
-      tasks_(std::move(leases), me, store_.ttl()),
+      tasks_(leases, me, store_.ttl()),
+      ports_(std::move(leases), me, store_.ttl()),
       me_(std::move(me)),
       clock_(std::move(clock)),
       journal_(store_.connection()) {}
@@ -99,29 +100,55 @@ std::uint64_t SlotLifecycle::renew(const SessionEntry& entry, std::optional<Leas
   auto warn = [&](const std::string& w) {
     if (warnings != nullptr && !w.empty()) warnings->push_back(w);
   };
-  if (s.task_id.empty()) return renew(entry);
-  if (!task_lease) task_lease = translating_kv([&] { return tasks_.read(s.task_id); });
-  if (!task_lease || !TaskLeases::held_by(*task_lease, s.slot, s.task_id)) {
-    // Released or taken meanwhile: the session is renewed, the claim taken
-    // again if it is free.
-    std::uint64_t revision = renew(entry);
-    warn(tasks_.reclaim(s.slot, s.task_id, s.leaf_pid));
-    return revision;
-  }
-  // Both writes in one round trip.
+  const std::optional<PortBlock> block = s.port_block();
+  if (s.task_id.empty() && !block) return renew(entry);
+  // The leases that live with the session, as held now: each one the slot
+  // still holds is renewed in the session's round trip; one released or
+  // taken meanwhile is claimed again after, if it is free.
   Session renewed = s;
   renewed.last_renewed = clock_();
   renewed.session_token = entry.token();
-  auto results = kv::Bucket::update_together(
-      {{&store_.bucket(), s.slot, to_json(renewed), entry.revision}, tasks_.renewal(*task_lease)});
-  std::uint64_t revision = results[0].revision;
-  if (results[0].error) {
-    const Error failed = from_kv(*results[0].error);
-    if (failed.kind() != Errc::conflict) throw failed;
-    revision = renew(entry);  // lost a race: reread, and go on only for the same session
+  std::vector<kv::Bucket::Write> writes = {{&store_.bucket(), s.slot, to_json(renewed), entry.revision}};
+  int task_write = -1, block_write = -1;
+  if (!s.task_id.empty()) {
+    if (!task_lease) task_lease = translating_kv([&] { return tasks_.read(s.task_id); });
+    if (task_lease && TaskLeases::held_by(*task_lease, s.slot, s.task_id)) {
+      task_write = static_cast<int>(writes.size());
+      writes.push_back(tasks_.renewal(*task_lease));
+    }
   }
-  if (results[1].error) warn(tasks_.reclaim(s.slot, s.task_id, s.leaf_pid));
+  if (block) {
+    auto held = read_arriving([&] { return translating_kv([&] { return ports_.read(*block); }); });
+    if (held.value && translating_kv([&] { return ports_.renewable(*held.value, held.at, s.slot); })) {
+      block_write = static_cast<int>(writes.size());
+      writes.push_back(ports_.renewal(*held.value));
+    }
+  }
+  std::uint64_t revision = 0;
+  std::vector<kv::Bucket::WriteResult> results;
+  if (writes.size() == 1) {
+    revision = renew(entry);
+  } else {
+    results = kv::Bucket::update_together(writes);
+    revision = results[0].revision;
+    if (results[0].error) {
+      const Error failed = from_kv(*results[0].error);
+      if (failed.kind() != Errc::conflict) throw failed;
+      revision = renew(entry);  // lost a race: reread, and go on only for the same session
+    }
+  }
+  auto kept = [&](int index) { return index > 0 && !results[static_cast<std::size_t>(index)].error; };
+  if (!s.task_id.empty() && !kept(task_write)) warn(tasks_.reclaim(s.slot, s.task_id, s.leaf_pid));
+  if (block && !kept(block_write)) warn(ports_.reclaim(s.slot, *block, s.leaf_pid));
   return revision;
+}
+
+std::vector<std::string> SlotLifecycle::release_leases(const Session& s) const {
+  std::vector<std::string> warnings;
+  if (auto w = tasks_.release(s.slot, s.task_id); !w.empty()) warnings.push_back(w);
+  if (auto block = s.port_block())
+    if (auto w = ports_.release(s.slot, *block); !w.empty()) warnings.push_back(w);
+  return warnings;
 }
 
 SessionEntry SlotLifecycle::read_own(const std::string& slot, ExpectedSession session) const {
@@ -320,9 +347,9 @@ SessionEntry SlotLifecycle::evict(const std::string& slot) {
     removed = current;
     return current.revision;
   });
-  // Its claim on its task goes with it (whichever host held it).
+  // Its claim on its task and its ports go with it (whichever host held them).
   if (!removed.corrupt())
-    if (auto w = tasks_.release(slot, removed.session->task_id); !w.empty()) warn(w);
+    for (const auto& w : release_leases(*removed.session)) warn(w);
   journal_.record(evict_event(store_.bucket_name(), removed, Actor::here(me_)));
   return removed;
 }

@@ -15,6 +15,7 @@
 #include "swarm/git/worktree.h"
 #include "swarm/journal/journal.h"
 #include "swarm/slots/liveness.h"
+#include "swarm/slots/port_block.h"
 #include "swarm/slots/recovery.h"
 #include "swarm/slots/session_store.h"
 #include "swarm/slots/task_lease.h"
@@ -101,8 +102,10 @@ class SlotLifecycle {
   // A new worktree of a slot whose hub branch is landed starts from the
   // onto branch; with `base`, from that ref (refused for a slot whose
   // worktree is there already).
+  // With `ports` (K > 0), the slot also takes a block of K ports of the
+  // workspace's range (PortBlocks), kept in the record.
   JoinResult join(const std::string& slot, const std::string& task, Takeover takeover, std::int64_t leaf_pid,
-                  const std::string& base = {});
+                  const std::string& base = {}, unsigned ports = 0);
 
   // Commits in the slot's worktree, pushes the branch, renews the record (one
   // CAS update with the revision read). Push and renewal failures are warnings.
@@ -116,15 +119,15 @@ class SlotLifecycle {
   // conflict is left in the worktree, its paths in the result.
   SyncOutcome sync(const std::string& slot, const std::string& onto, ExpectedSession session = {});
 
-  // Bumps last_renewed by CAS, and renews the slot's task lease in the same
-  // round trip. Returns the new revision; a task lease that could not be
-  // kept is a warning (the session stands).
+  // Bumps last_renewed by CAS, and renews the slot's task lease and port
+  // block in the same round trip. Returns the new revision; a lease that
+  // could not be kept is a warning (the session stands).
   std::uint64_t renew(const std::string& slot, std::vector<std::string>* warnings = nullptr,
                       ExpectedSession session = {});
   // The session alone, from a record already read (one round trip): on a
   // lost race it rereads and retries only while it is still the same session.
   std::uint64_t renew(const SessionEntry& read) const;
-  // The session and its task lease, both already read, in one round trip
+  // The session, its task lease and its port block in one round trip
   // (kv::Bucket::update_together). `task_lease` empty: read it first.
   std::uint64_t renew(const SessionEntry& read, std::optional<LeaseEntry> task_lease,
                       std::vector<std::string>* warnings) const;
@@ -157,8 +160,12 @@ class SlotLifecycle {
   // join's steps (slot_join.cc), each undone by undo_join when a later one fails.
   struct JoinSteps {
     bool task_claimed = false;
-    bool task_kept = false;  // the claim kept this slot's own lease: it is the replaced session's too
+    bool task_kept = false;   // the claim kept this slot's own lease: it is the replaced session's too
+    bool ports_claimed = false;
+    bool ports_kept = false;  // the same for its port block
   };
+  // A block of `count` ports for the new session (before its record is written).
+  void claim_ports(JoinResult& result, unsigned count, JoinSteps& done) const;
   Session new_session(const std::string& slot, const std::string& task, std::int64_t leaf_pid) const;
   // Throws unless this host may take over `existing` (corrupt, foreign_host,
   // conflict naming why); returns how it stood.
@@ -166,7 +173,9 @@ class SlotLifecycle {
   State require_takeover(const SessionEntry& existing, std::chrono::steady_clock::time_point arrived,
                          Takeover takeover) const;
   // Writes the record (create, or CAS over a session it may take over).
-  void write_join_record(JoinResult& result, Takeover takeover) const;
+  // With `ports`, the port block is claimed first (claim_ports), and given
+  // back when the record's write fails.
+  void write_join_record(JoinResult& result, Takeover takeover, unsigned ports, JoinSteps& done) const;
   // The task lease, the worktree (made or resumed) and the slot's crumbs.
   void set_up_joined_slot(JoinResult& result, JoinSteps& done) const;
   // From inside a handler: undoes `done` and the record, then rethrows,
@@ -184,6 +193,9 @@ class SlotLifecycle {
   // commits go to refs/recovery/ with the rest of the history).
   void push_branch(const std::string& slot, Outcome outcome, CloseResult& result) const;
   void salvage_history(const std::string& slot, TimePoint now, CloseResult& result) const;
+  // Releases the leases that live with session `s` (its task's, its port
+  // block) where the slot still holds them; warnings for those that failed.
+  std::vector<std::string> release_leases(const Session& s) const;
   void release_record(const std::string& slot, const std::optional<SessionEntry>& entry, CloseResult& result) const;
   // The worktree's files to .swarm/recovery/, then its folder removed.
   void salvage_files_and_remove(const std::string& slot, TimePoint now, CloseResult& result) const;
@@ -222,6 +234,7 @@ class SlotLifecycle {
   HubLocation hub_;
   SessionStore store_;
   TaskLeases tasks_;
+  PortBlocks ports_;
   HostIdentity me_;
   Clock clock_;
   Journal journal_;

@@ -20,7 +20,9 @@ const record::Schema<Session>& schema() {
        signed_count("leaf_pid", &Session::leaf_pid, kMaxPid, "a process id"), text("hub_url", &Session::hub_url),
        time("started_at", &Session::started_at, &Session::started_at_text),
        time("last_renewed", &Session::last_renewed, &Session::last_renewed_text),
-       count("session_token", &Session::session_token, kMaxRevision, "a revision")},
+       count("session_token", &Session::session_token, kMaxRevision, "a revision"),
+       count("port_base", &Session::port_base, 65535, "a port"),
+       count("ports", &Session::ports, kMaxPortBlock, "a number of ports")},
       &Session::unknown_fields};
   return kSchema;
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "swarm/base/clock.h"
+#include "swarm/base/port_range.h"
 #include "swarm/base/record.h"
 
 namespace swarm {
@@ -28,6 +29,10 @@ struct Session {
   // token), kept from its first renewal on; 0 until then (the entry's
   // revision is the token: see token_of).
   std::uint64_t session_token = 0;
+  // The slot's block of ports (join --ports K): `ports` of them from
+  // `port_base`; 0 and 0 when it has none.
+  std::uint64_t port_base = 0;
+  std::uint64_t ports = 0;
   // The times as read: written back as they were while unchanged, so a
   // renewal never rewrites another writer's started_at (its precision, its
   // offset) into ours.
@@ -39,6 +44,10 @@ struct Session {
   // Same session: the identity a CAS retry checks before it goes on.
   bool same_session_as(const Session& other) const {
     return slot == other.slot && host == other.host && started_at == other.started_at;
+  }
+  std::optional<PortBlock> port_block() const {
+    if (ports == 0) return std::nullopt;
+    return PortBlock{static_cast<unsigned>(port_base), static_cast<unsigned>(ports)};
   }
 };
 

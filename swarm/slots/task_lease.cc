@@ -87,12 +87,7 @@ Lease TaskLeases::claim(const std::string& slot, const std::string& task, std::i
   }
 }
 
-kv::Bucket::Write TaskLeases::renewal(const LeaseEntry& held) const {
-  LeaseRecord r = *held.record;
-  r.token = held.token();
-  r.renewed_at = std::chrono::system_clock::now();
-  return store_.keys().write(held.name, to_json(r), held.revision);
-}
+kv::Bucket::Write TaskLeases::renewal(const LeaseEntry& held) const { return store_.renewal_of(held); }
 
 std::string TaskLeases::reclaim(const std::string& slot, const std::string& task, std::int64_t pid) const {
   try {

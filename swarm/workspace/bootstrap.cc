@@ -360,6 +360,7 @@ UpResult up(const UpOptions& options) {
   if (options.ttl) config.ttl = *options.ttl;
   if (options.replicas) config.replicas = *options.replicas;
   if (options.bucket) config.bucket = *options.bucket;
+  if (options.ports) config.ports = *options.ports;
   choose_hub(ws, hub, result);
 
   const bool embedded = !options.nats_url && (result.created_config || config.embedded);

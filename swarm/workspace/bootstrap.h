@@ -31,6 +31,7 @@ struct UpOptions {
   // Replicas on servers older than 2.10 are refused (they lose acknowledged
   // writes under partitions) unless this says to run on them all the same.
   bool accept_unsafe_server = false;
+  std::optional<PortRange> ports;                  // default: the config's, else none
 };
 
 struct UpResult {

@@ -129,6 +129,14 @@ Workspace::ConfigFile parse_config(const std::string& text, const std::string& f
       return bad("'replicas' is not 1 to 5");
     config.replicas = static_cast<int>(item->valuedouble);
   }
+  if (const cJSON* item = cJSON_GetObjectItemCaseSensitive(json.get(), "ports")) {
+    try {
+      if (!cJSON_IsString(item)) throw Error(Errc::bad_input, "'ports' is not a string");
+      config.ports = parse_port_range(item->valuestring, "'ports'");
+    } catch (const Error& e) {
+      return bad(e.what());
+    }
+  }
   if (config.nats_url.empty()) return bad("'nats_url' is missing");
   try {
     kv::require_valid_urls(config.nats_url);
@@ -182,6 +190,7 @@ void Workspace::save_config(const WorkspaceConfig& config) const {
   json.set("ttl_ms", static_cast<std::int64_t>(config.ttl.count()));
   json.set("replicas", config.replicas);
   json.set("lease_bucket", config.lease_bucket);
+  if (config.ports) json.set("ports", config.ports->text());
   // A URL with a password or token in it is for this user's eyes only.
   HubLocation hub = config.hub_location();
   const bool secret = hub.shown() != hub.text || kv::redact_urls(config.nats_url) != config.nats_url;

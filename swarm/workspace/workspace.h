@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "swarm/base/port_range.h"
 #include "swarm/base/safe_dir.h"
 #include "swarm/git/hub_location.h"
 #include "swarm/lease/lease.h"
@@ -31,6 +32,7 @@ struct WorkspaceConfig {
   std::chrono::milliseconds ttl = kDefaultSessionTtl;
   int replicas = 1;
   std::string lease_bucket = kDefaultLeaseBucket;
+  std::optional<PortRange> ports;  // `up --ports A-B`: what `join --ports K` takes blocks from
 
   HubLocation hub_location() const { return parse_hub_location(hub, "/"); }
 };

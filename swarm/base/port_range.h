@@ -1,0 +1,39 @@
+// Ports: the range a workspace hands blocks out of (`up --ports A-B`), and
+// a block of consecutive ports one slot holds (`join --ports K`).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace swarm {
+
+// Ports `first` to `last`, both included (1 to 65535).
+struct PortRange {
+  unsigned first = 0;
+  unsigned last = 0;
+
+  unsigned size() const { return last - first + 1; }
+  std::string text() const { return std::to_string(first) + "-" + std::to_string(last); }
+  bool operator==(const PortRange&) const = default;
+};
+
+// "A-B" as a range; bad_input naming `text` (and `what`, "--ports") when it
+// is not two port numbers, A at most B.
+PortRange parse_port_range(std::string_view text, std::string_view what = "--ports");
+
+// `count` consecutive ports from `base`.
+struct PortBlock {
+  unsigned base = 0;
+  unsigned count = 0;
+
+  unsigned last() const { return base + count - 1; }
+  bool overlaps(const PortBlock& other) const { return base <= other.last() && other.base <= last(); }
+  std::string text() const { return std::to_string(base) + "-" + std::to_string(last()); }
+  bool operator==(const PortBlock&) const = default;
+};
+
+// The most ports one block may hold.
+inline constexpr unsigned kMaxPortBlock = 1024;
+
+}  // namespace swarm

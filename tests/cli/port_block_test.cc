@@ -1,0 +1,208 @@
+// Port blocks: `up --ports A-B` gives the workspace a range, `join --ports K`
+// a slot K consecutive ports no live slot on any host holds (a lease per
+// block, renewed with the session, released by close and evict, free when
+// the session expires).
+#include <doctest/doctest.h>
+
+#include <set>
+#include <thread>
+
+#include "cli/swarm_fixture.h"
+#include "support/eventually.h"
+
+using namespace testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct Block {
+  unsigned base = 0;
+  unsigned count = 0;
+};
+
+// Each session's block as `status --json` shows it (slots without one left out).
+std::map<std::string, Block> blocks_by_slot(const SwarmWorkspace& ws) {
+  auto r = ws.swarm({"status", "--json"});
+  auto doc = json_of(r);
+  REQUIRE_MESSAGE(doc, r.err);
+  std::map<std::string, Block> out;
+  const cJSON* s = nullptr;
+  cJSON_ArrayForEach(s, cJSON_GetObjectItemCaseSensitive(doc.get(), "sessions")) {
+    const cJSON* base = cJSON_GetObjectItemCaseSensitive(s, "port_base");
+    const cJSON* ports = cJSON_GetObjectItemCaseSensitive(s, "ports");
+    if (cJSON_IsNumber(base) && cJSON_IsNumber(ports))
+      out[cJSON_GetObjectItemCaseSensitive(s, "slot")->valuestring] = {static_cast<unsigned>(base->valuedouble),
+                                                                        static_cast<unsigned>(ports->valuedouble)};
+  }
+  return out;
+}
+
+// The value of `export NAME=VALUE` in join --env's output ("" when absent).
+std::string exported(const std::string& out, const std::string& name) {
+  const std::string key = "export " + name + "=";
+  auto at = out.find(key);
+  if (at == std::string::npos) return {};
+  at += key.size();
+  return out.substr(at, out.find('\n', at) - at);
+}
+
+// The lease of the block, from `lease list --json` (empty when none held).
+swarm::Json block_lease(const SwarmWorkspace& ws, const std::string& name) {
+  auto doc = json_of(ws.swarm({"lease", "list", "--json"}));
+  cJSON* item = nullptr;
+  cJSON_ArrayForEach(item, cJSON_GetObjectItem(doc.get(), "leases")) {
+    if (name == cJSON_GetObjectItem(item, "name")->valuestring) return swarm::Json::copy(item);
+  }
+  return {};
+}
+
+// A second host's workspace on the first's NATS and hub, with `ports`.
+RunResult up_second_host(SwarmWorkspace& a, SwarmWorkspace& b, const std::string& ports) {
+  return b.swarm({"up", "--nats-url", a.server()->url(), "--hub", (a.root() / ".swarm/hub.git").string(), "--ports",
+                  ports},
+                 kHostB);
+}
+
+}  // namespace
+
+TEST_CASE("PortBlocks_TwentySlotsOnTwoHostsGetDisjointBlocks") {
+  // 20 joins at once, 10 per host, of blocks of 3, 5, 7 and 10 ports: each gets a block inside the range, no two
+  // share a port, each --env says what the record says; the range left too small for one more is exit 3 naming it.
+  SwarmWorkspace a({.up_args = {"--ports", "21000-21199"}});
+  SwarmWorkspace b({.up = false, .own_server = false});
+  REQUIRE(up_second_host(a, b, "21000-21199").exit == 0);
+  const unsigned sizes[] = {3, 5, 7, 10};
+  std::vector<Process> joins;
+  std::vector<std::pair<std::string, unsigned>> asked;
+  for (int i = 0; i < 20; ++i) {
+    const bool on_a = i % 2 == 0;
+    const std::string slot = std::string(on_a ? "a" : "b") + std::to_string(i);
+    const unsigned k = sizes[i % 4];
+    asked.emplace_back(slot, k);
+    joins.emplace_back((on_a ? a : b).command(
+        {"join", "--slot", slot, "--task", "T-" + slot, "--ports", std::to_string(k), "--env"}, on_a ? kHostA : kHostB));
+  }
+  std::map<std::string, std::string> env_of;
+  for (std::size_t i = 0; i < joins.size(); ++i) {
+    auto r = joins[i].wait(120s);
+    REQUIRE_MESSAGE(r.exit == 0, asked[i].first << ": " << r.err);
+    env_of[asked[i].first] = r.out;
+  }
+  auto blocks = blocks_by_slot(a);
+  REQUIRE(blocks.size() == 20);
+  std::set<unsigned> used;
+  for (const auto& [slot, k] : asked) {
+    const Block got = blocks[slot];
+    CHECK_MESSAGE(got.count == k, slot);
+    CHECK(got.base >= 21000);
+    CHECK(got.base + got.count - 1 <= 21199);
+    for (unsigned p = got.base; p < got.base + got.count; ++p) CHECK_MESSAGE(used.insert(p).second, slot << " " << p);
+    CHECK(exported(env_of[slot], "SWARM_PORT_BASE") == std::to_string(got.base));
+    CHECK(exported(env_of[slot], "SWARM_PORTS") == std::to_string(k));
+  }
+  CHECK(used.size() == 5 * (3 + 5 + 7 + 10));  // 125 of the 200 ports
+  // 75 ports are left, in holes; 76 never fit.
+  auto too_big = b.swarm({"join", "--slot", "late", "--task", "T-late", "--ports", "76"}, kHostB);
+  CHECK(too_big.exit == 3);
+  CHECK(too_big.err.find("21000-21199") != std::string::npos);
+  CHECK(b.swarm({"status", "--slot", "late"}, kHostB).exit == 4);  // nothing written
+}
+
+TEST_CASE("PortBlocks_ABlockOfAKilledAgentComesBackAfterExpiry") {
+  // A session never renewed (its agent killed) keeps its block until the TTL passes, then another slot takes it.
+  SwarmWorkspace ws({.up_args = {"--ttl", "2s", "--ports", "22000-22009"}});
+  auto first = ws.swarm({"join", "--slot", "gone", "--task", "T-1", "--ports", "10", "--env"});
+  REQUIRE_MESSAGE(first.exit == 0, first.err);
+  CHECK(exported(first.out, "SWARM_PORT_BASE") == "22000");
+  auto refused = ws.swarm({"join", "--slot", "next", "--task", "T-2", "--ports", "4"});
+  CHECK(refused.exit == 3);
+  CHECK(refused.err.find("22000-22009") != std::string::npos);
+  CHECK(refused.err.find("slot gone") != std::string::npos);
+  RunResult taken;
+  CHECK(eventually(
+      [&] {
+        taken = ws.swarm({"join", "--slot", "next", "--task", "T-2", "--ports", "4", "--env"});
+        return taken.exit == 0;
+      },
+      15s));
+  CHECK_MESSAGE(exported(taken.out, "SWARM_PORT_BASE") == "22000", taken.err);
+}
+
+TEST_CASE("PortBlocks_RenewedWithTheSessionKeptByRejoinReleasedByCloseAndEvict") {
+  SwarmWorkspace ws({.up_args = {"--ports", "23000-23099"}});
+  REQUIRE(ws.swarm({"join", "--slot", "a", "--task", "T-1", "--ports", "8"}).exit == 0);
+  auto lease = block_lease(ws, "ports.23000-23007");
+  REQUIRE(lease);
+  CHECK(field(lease, "slot") == "a");
+  CHECK(number(lease, "ttl_ms") == 300000);  // the session's TTL
+  const double token = number(lease, "token");
+  const double revision = number(lease, "revision");
+  // renew and commit renew the block in the session's round trip: same token, a new revision
+  REQUIRE(ws.swarm({"renew", "--slot", "a"}).exit == 0);
+  auto renewed = block_lease(ws, "ports.23000-23007");
+  CHECK(number(renewed, "token") == token);
+  CHECK(number(renewed, "revision") > revision);
+  // a --force rejoin of the same size keeps the block and its token
+  REQUIRE(ws.swarm({"join", "--slot", "a", "--task", "T-1", "--ports", "8", "--force"}).exit == 0);
+  CHECK(number(block_lease(ws, "ports.23000-23007"), "token") == token);
+  // another size: a new block, the old one let go
+  REQUIRE(ws.swarm({"join", "--slot", "a", "--task", "T-1", "--ports", "4", "--force"}).exit == 0);
+  CHECK_FALSE(block_lease(ws, "ports.23000-23007"));
+  CHECK(blocks_by_slot(ws)["a"].count == 4);
+  const std::string name_a = "ports." + std::to_string(blocks_by_slot(ws)["a"].base) + "-" +
+                             std::to_string(blocks_by_slot(ws)["a"].base + 3);
+  CHECK(block_lease(ws, name_a));
+  REQUIRE(ws.swarm({"close", "--slot", "a", "--result", "fail"}).exit == 0);
+  CHECK_FALSE(block_lease(ws, name_a));
+  REQUIRE(ws.swarm({"join", "--slot", "b", "--task", "T-2", "--ports", "2"}).exit == 0);
+  CHECK(block_lease(ws, "ports.23000-23001"));
+  REQUIRE(ws.swarm({"evict", "--slot", "b"}).exit == 0);
+  CHECK_FALSE(block_lease(ws, "ports.23000-23001"));
+}
+
+TEST_CASE("PortBlocks_BadInputChangesNothing") {
+  // --ports without a range is exit 2, bad ranges and sizes are exit 2 naming them, before anything is written.
+  SwarmWorkspace ws;
+  auto no_range = ws.swarm({"join", "--slot", "a", "--task", "T-1", "--ports", "3"});
+  CHECK(no_range.exit == 2);
+  CHECK(no_range.err.find("up --ports") != std::string::npos);
+  CHECK(ws.swarm({"status", "--slot", "a"}).exit == 4);
+  for (const char* bad : {"100", "9-1", "0-10", "1-70000", "a-b", "-5", "10-"}) {
+    auto r = ws.swarm({"up", "--ports", bad});
+    CHECK_MESSAGE(r.exit == 2, bad);
+    CHECK_MESSAGE(r.err.find(std::string("'") + bad + "'") != std::string::npos, bad << ": " << r.err);
+  }
+  CHECK(ws.swarm({"join", "--slot", "a", "--task", "T-1", "--ports", "0"}).exit == 2);
+  CHECK(ws.swarm({"join", "--slot", "a", "--task", "T-1", "--ports", "1025"}).exit == 2);
+  REQUIRE(ws.swarm({"up", "--ports", "24000-24001"}).exit == 0);
+  auto small = ws.swarm({"join", "--slot", "a", "--task", "T-1", "--ports", "3"});
+  CHECK(small.exit == 3);
+  CHECK(small.err.find("24000-24001") != std::string::npos);
+  CHECK(ws.swarm({"status", "--slot", "a"}).exit == 4);
+  CHECK_FALSE(std::filesystem::exists(ws.worktree("a")));
+  // the range is kept: up again without --ports keeps it
+  REQUIRE(ws.swarm({"up"}).exit == 0);
+  CHECK(ws.swarm({"join", "--slot", "a", "--task", "T-1", "--ports", "2"}).exit == 0);
+}
+
+TEST_CASE("PortBlocks_AnExpiredBlockIsNeverRenewed") {
+  // An agent frozen past the TTL: another slot takes an overlapping block (of another size, so another lease);
+  // the frozen agent's renewal must not bring its old block back to life over it.
+  SwarmWorkspace ws({.up_args = {"--ttl", "2s", "--ports", "25000-25009"}});
+  REQUIRE(ws.swarm({"join", "--slot", "frozen", "--task", "T-1", "--ports", "10"}).exit == 0);
+  RunResult taken;
+  REQUIRE(eventually(
+      [&] {
+        taken = ws.swarm({"join", "--slot", "next", "--task", "T-2", "--ports", "5", "--env"});
+        return taken.exit == 0;
+      },
+      15s));
+  CHECK(exported(taken.out, "SWARM_PORT_BASE") == "25000");
+  // Its session may be gone (the server dropped it at the TTL), or still there to renew (servers drop expired
+  // records when they get to it): either way its block stays given up, and a renewal says so.
+  auto renew = ws.swarm({"renew", "--slot", "frozen"});
+  if (renew.exit == 0) CHECK_MESSAGE(renew.err.find("port block 25000-25009") != std::string::npos, renew.err);
+  auto old = block_lease(ws, "ports.25000-25009");
+  if (old) CHECK(field(old, "state") != "held");
+  CHECK(field(block_lease(ws, "ports.25000-25004"), "state") == "held");
+}
