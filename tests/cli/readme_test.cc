@@ -103,6 +103,17 @@ TEST_CASE("Readme_TheLandingLoopLandsEveryFinishedSlot") {
   }
 }
 
+TEST_CASE("Readme_PortBlocksAsWritten") {
+  // up --ports, two joins with --ports 10 --env: disjoint blocks, in the order the README shows; close frees one.
+  SwarmWorkspace ws({.up = false, .git_repo = true});
+  REQUIRE(ws.swarm({"up", "--nats-url", ws.server()->url()}).exit == 0);
+  auto r = run_recipe(recipe("port-blocks"), ws.root(), ws.home());
+  CHECK(r.out.find("web: dev server on 20000, its 10 ports end at 20009\n") != std::string::npos);
+  CHECK(r.out.find("api: dev server on 20010\n") != std::string::npos);
+  auto again = ws.swarm({"join", "--slot", "ui", "--task", "T-46", "--ports", "10", "--env"});
+  CHECK(again.out.find("SWARM_PORT_BASE=20000\n") != std::string::npos);  // web's block, given back by close
+}
+
 TEST_CASE("Readme_TheFleetLoopForeseesTheConflictAndLandsABatch") {
   // api and ui both change config.txt: ui's commit is warned and branches shows it; fix closes in the fast
   // lane and lands first; the batch of fix and api passes one check, ui is refused for its conflict.
