@@ -13,6 +13,7 @@
 #include "swarm/base/duration.h"
 #include "swarm/base/error.h"
 #include "swarm/base/names.h"
+#include "swarm/base/test_seam.h"
 #include "swarm/base/text.h"
 #include "swarm/lease/held_command.h"
 #include "swarm/lease/lease_keeper.h"
@@ -219,7 +220,10 @@ std::optional<swarm::Lease> wait_for_permit(const Context& ctx, const swarm::Lea
     }
   } leave{store, keeper};
   try {
-    return semaphore.take_permit(who, ttl, until, [&signals] { return signals.received() != 0; });
+    swarm::stop_here_for_test(swarm::kLeaseStop, "gate");
+    auto permit = semaphore.take_permit(who, ttl, until, [&signals] { return signals.received() != 0; });
+    swarm::stop_here_for_test(swarm::kLeaseStop, "granted");
+    return permit;
   } catch (const swarm::Cancelled&) {
     ctx.out().note("stopped waiting for a permit of " + name + " (left the line)");
     return std::nullopt;

@@ -114,7 +114,7 @@ class Landing::Batch {
         return {candidate, all_merged};
       }
       evidence.push_back({merged, verdict.unusable ? -1 : verdict.status});
-      stop_here_for_test("bisect");
+      stop_here_for_test(kLandStop, "bisect");
     }
     if (merged.size() == 1) {
       convict(merged.front(), evidence);
@@ -191,9 +191,9 @@ std::vector<LandResult> Landing::land_batch(const std::vector<std::string>& slot
     std::vector<LandResult> results = batch.results();
     for (auto& r : results) r.attempts = attempt;
     hold.require_held("before the push");
-    stop_here_for_test("before-push");
+    stop_here_for_test(kLandStop, "before-push");
     if (to == *from || git().advance(onto, *from, to)) {
-      stop_here_for_test("after-push");
+      stop_here_for_test(kLandStop, "after-push");
       for (const auto& r : results)
         if (r.outcome != LandResult::Outcome::already_landed)
           journal_.record(land_event(store_.bucket_name(), r, batch.task(r.slot), Actor::here(me_)));

@@ -9,16 +9,13 @@
 #include "swarm/base/boot_clock.h"
 #include "swarm/base/error.h"
 #include "swarm/base/log.h"
+#include "swarm/base/test_seam.h"
 #include "swarm/landing/check.h"
 #include "swarm/landing/landing.h"
 #include "swarm/lease/lease_keeper.h"
 
 namespace swarm {
 
-// A seam for the fault tests: with $SWARM_TEST_LAND_STOP naming `stage`,
-// the process says so on stderr and stops itself (SIGSTOP) right there, so
-// that a test can SIGKILL it at exactly that point of a land.
-void stop_here_for_test(const char* stage);
 // "a, b, c".
 std::string joined(const std::vector<std::string>& items);
 // The message of a land's merge commit, with its trailers.

@@ -40,17 +40,6 @@ std::string checkout_name(std::string_view onto) { return "onto-" + land_lease_n
 
 }  // namespace
 
-// A seam for the fault tests: with $SWARM_TEST_LAND_STOP naming `stage`,
-// the process says so on stderr and stops itself (SIGSTOP) right there, so
-// that a test can SIGKILL it at exactly that point of a land.
-void stop_here_for_test(const char* stage) {
-  const char* wanted = std::getenv("SWARM_TEST_LAND_STOP");
-  if (wanted == nullptr || std::string_view(wanted) != stage) return;
-  std::fprintf(stderr, "swarm: test stop at %s\n", stage);
-  std::fflush(stderr);
-  ::raise(SIGSTOP);
-}
-
 std::string joined(const std::vector<std::string>& items) {
   std::string out;
   for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
@@ -384,7 +373,7 @@ LandResult Landing::land(const std::string& slot, const std::string& onto, Lease
     result.attempts = attempt;
     git().refresh();
     MergePlan plan = git().plan(onto, "swarm/" + slot, message, author);
-    stop_here_for_test("merged");
+    stop_here_for_test(kLandStop, "merged");
     result.from = plan.from;
     result.to = plan.from;
     if (plan.kind == MergePlan::Kind::landed) {
@@ -407,9 +396,9 @@ LandResult Landing::land(const std::string& slot, const std::string& onto, Lease
     // The fence: the push starts only while the lease is surely ours, and
     // moves the branch only from the tip this merge was made on.
     require_held("before the push");
-    stop_here_for_test("before-push");
+    stop_here_for_test(kLandStop, "before-push");
     if (git().advance(onto, plan.from, plan.to)) {
-      stop_here_for_test("after-push");
+      stop_here_for_test(kLandStop, "after-push");
       result.outcome = LandResult::Outcome::landed;
       result.to = plan.to;
       journal_.record(land_event(store_.bucket_name(), result, task, Actor::here(me_)));

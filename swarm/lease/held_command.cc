@@ -11,6 +11,7 @@
 
 #include "swarm/base/boot_clock.h"
 #include "swarm/base/error.h"
+#include "swarm/base/test_seam.h"
 #include "swarm/lease/election.h"
 #include "swarm/lease/events.h"
 #include "swarm/lease/lease_keeper.h"
@@ -139,7 +140,9 @@ int run_holding(const LeaseStore& store, Lease lease, const HeldCommand& held, H
   keeper.stop();
   if (!keeper.lost()) {
     try {
+      stop_here_for_test(kLeaseStop, "release");
       store.release(keeper.lease());
+      stop_here_for_test(kLeaseStop, "released");
       if (resigned) store.journal().record(elect_resign_event(store.bucket_name(), keeper.lease()));
     } catch (const Error& e) {
       say(held.warn, "could not release lease " + lease.name + " (it expires by itself): " + e.what());

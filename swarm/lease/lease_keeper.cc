@@ -2,6 +2,7 @@
 
 #include "swarm/base/error.h"
 #include "swarm/base/log.h"
+#include "swarm/base/test_seam.h"
 #include "swarm/base/warnings.h"
 #include "swarm/lease/events.h"
 
@@ -78,7 +79,9 @@ void LeaseKeeper::run() {
     }
     try {
       // A renewal may take what is left before giving up, and no more.
+      stop_here_for_test(kLeaseStop, "renew");
       Lease renewed = store_.with_budget(left).renew(current);
+      stop_here_for_test(kLeaseStop, "renewed");
       {
         std::lock_guard lock(mu_);
         lease_ = renewed;

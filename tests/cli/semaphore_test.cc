@@ -203,3 +203,59 @@ TEST_CASE("Semaphore_AfterACutTheHoldersAboveItCountUntilTheyGo") {
   auto two = ws.swarm({"lease", "acquire", "cut", "--limit", "2"});
   CHECK(two.exit == 3);  // permit 2 and permit 0 held: the limit of 2
 }
+
+namespace {
+
+// Whether process `pid` is stopped (state T in /proc/PID/stat).
+bool stopped(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(in, line)) return false;
+  const auto close = line.rfind(')');
+  return close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'T';
+}
+
+}  // namespace
+
+TEST_CASE("Semaphore_AHolderKilledAtEveryStepLosesNoPermitAndRunsNothingAfter") {
+  // limit 2, one live holder; a second killed (SIGKILL) at each step of its hold (at the gate, just granted,
+  // before and after a renewal, before and after its release): a third gets the permit within the TTL plus one
+  // renew period, never while the killed one's command still runs, and the live holder's permit is untouched:
+  // one more fits beside it, two more do not.
+  SwarmWorkspace ws;
+  for (const char* stage : {"gate", "granted", "renew", "renewed", "release", "released"}) {
+    CAPTURE(stage);
+    const std::string name = std::string("sem-") + stage;
+    const fs::path vpid = ws.home() / (name + ".vpid"), log = ws.home() / (name + ".log");
+    const fs::path hpid = ws.home() / (name + ".hpid");
+    Process holder(ws.command({"lock", name, "--limit", "2", "--ttl", "2s", "--", "/bin/sh", "-c",
+                               "echo $$ > " + hpid.string() + "; exec sleep 60"}));
+    REQUIRE(eventually([&] { return fs::exists(hpid) && fs::file_size(hpid) > 0; }, 20s));
+    // The victim's command outlives a renewal (a third of the TTL) and ends before the TTL.
+    auto env = kHostA;
+    env["SWARM_TEST_LEASE_STOP"] = stage;
+    Process victim(ws.command({"lock", name, "--limit", "2", "--ttl", "2s", "--", "/bin/sh", "-c",
+                               "echo $$ > " + vpid.string() + "; sleep 1.2"},
+                              env));
+    REQUIRE(eventually([&] { return stopped(victim.pid()); }, 20s));
+    const auto killed = std::chrono::steady_clock::now();
+    victim.signal(SIGKILL);
+    victim.wait(10s);
+    const std::string vpid_s = vpid.string(), log_s = log.string();
+    auto next = ws.swarm({"lock", name, "--limit", "2", "--ttl", "2s", "--wait", "20s", "--", "/bin/sh", "-c",
+                          "if [ -s " + vpid_s + " ] && kill -0 $(cat " + vpid_s + ") 2>/dev/null; then echo OVER >> " +
+                              log_s + "; fi; echo ran >> " + log_s});
+    REQUIRE_MESSAGE(next.exit == 0, next.err);
+    const auto took = std::chrono::steady_clock::now() - killed;
+    MESSAGE(std::string(stage), ": the next holder ran ", std::chrono::duration_cast<std::chrono::milliseconds>(took).count(),
+            " ms after the kill");
+    CHECK(took < 2s + 2s / 3 + 2s);  // TTL, one renew period, and the margin of a busy machine
+    CHECK(lines_of(log) == std::vector<std::string>{"ran"});
+    // The live holder still holds its permit: one more fits, a second does not.
+    auto one = ws.swarm({"lease", "acquire", name, "--limit", "2", "--ttl", "30s"});
+    CHECK_MESSAGE(one.exit == 0, one.err);
+    CHECK(ws.swarm({"lease", "acquire", name, "--limit", "2", "--ttl", "30s"}).exit == 3);
+    holder.signal(SIGKILL);
+    holder.wait(10s);
+  }
+}

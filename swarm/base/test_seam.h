@@ -1,0 +1,17 @@
+// A seam for the fault tests: with $VARIABLE naming `stage`, the process
+// says so on stderr ("swarm: test stop at STAGE") and stops itself
+// (SIGSTOP) right there, so that a test can SIGKILL it at exactly that
+// point. Without the variable it costs one getenv.
+#pragma once
+
+namespace swarm {
+
+// $SWARM_TEST_LAND_STOP: the steps of a land (landing/).
+inline constexpr const char* kLandStop = "SWARM_TEST_LAND_STOP";
+// $SWARM_TEST_LEASE_STOP: the steps of a hold (a lock's, a permit's): gate,
+// granted, renew, renewed, release, released.
+inline constexpr const char* kLeaseStop = "SWARM_TEST_LEASE_STOP";
+
+void stop_here_for_test(const char* variable, const char* stage);
+
+}  // namespace swarm
