@@ -10,6 +10,7 @@
 #include "swarm/base/json.h"
 #include "swarm/landing/landing.h"
 #include "swarm/lease/lease.h"
+#include "swarm/lease/semaphore.h"
 #include "swarm/slots/status.h"
 
 namespace cli {
@@ -19,9 +20,9 @@ swarm::Json with_schema(const std::string& verb, swarm::Json doc);
 // swarm.status.v1 of `rows` (one line, no newline).
 std::string status_document(const std::string& bucket, std::chrono::milliseconds ttl,
                             const std::vector<swarm::SessionRow>& rows);
-// swarm.lease.v1 of a listing (as `lease list --json`).
+// swarm.lease.v1 of a listing (as `lease list --json`), its semaphores included.
 swarm::Json leases_document(const std::vector<swarm::LeaseEntry>& entries, const std::map<std::string, int>& waiting,
-                            swarm::TimePoint server_now);
+                            const std::vector<swarm::SemaphoreSummary>& semaphores, swarm::TimePoint server_now);
 // swarm.branches.v1.
 swarm::Json branches_document(const swarm::Branches& report);
 // Foreseen conflicts as branches' `conflicts` and commit's `overlaps`:

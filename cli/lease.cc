@@ -80,6 +80,30 @@ std::string table(const std::vector<swarm::LeaseEntry>& entries, const std::map<
   return out;
 }
 
+swarm::Json semaphore_json(const swarm::SemaphoreSummary& s) {
+  swarm::Json about = swarm::Json::object();
+  about.set("name", s.name).set("limit", s.limit).set("held", s.held).set("waiters", s.waiters);
+  return about;
+}
+
+// The semaphores of a listing, as a table ("" when there are none).
+std::string semaphore_table(const std::vector<swarm::SemaphoreSummary>& semaphores) {
+  if (semaphores.empty()) return {};
+  std::size_t width = std::string_view("SEMAPHORE").size();
+  for (const auto& s : semaphores) width = std::max(width, swarm::printable(s.name).size());
+  auto row = [&](const std::string& name, const std::string& limit, const std::string& held, const std::string& waiting) {
+    std::string line = name;
+    line.append(width - name.size() + 2, ' ');
+    line += limit + std::string(limit.size() < 5 ? 7 - limit.size() : 2, ' ') + held +
+            std::string(held.size() < 4 ? 6 - held.size() : 2, ' ') + waiting + "\n";
+    return line;
+  };
+  std::string out = "\n" + row("SEMAPHORE", "LIMIT", "HELD", "WAITING");
+  for (const auto& s : semaphores)
+    out += row(swarm::printable(s.name), std::to_string(s.limit), std::to_string(s.held), std::to_string(s.waiters));
+  return out;
+}
+
 swarm::Json leases_of(const std::vector<swarm::LeaseEntry>& entries, const std::map<std::string, int>& waiting,
                       swarm::TimePoint now) {
   swarm::Json list = swarm::Json::array();
@@ -92,11 +116,30 @@ swarm::Json leases_of(const std::vector<swarm::LeaseEntry>& entries, const std::
   return doc;
 }
 
+// A whole listing: its leases, and its semaphores.
+swarm::Json listing_of(const std::vector<swarm::LeaseEntry>& entries, const std::map<std::string, int>& waiting,
+                       const std::vector<swarm::SemaphoreSummary>& semaphores, swarm::TimePoint now) {
+  swarm::Json doc = leases_of(entries, waiting, now);
+  swarm::Json list = swarm::Json::array();
+  for (const auto& s : semaphores) list.push(semaphore_json(s));
+  doc.set("semaphores", std::move(list));
+  return doc;
+}
+
 // Prints leases as a table or swarm.lease.v1.
 void print(const Context& ctx, const swarm::LeaseStore& store, const std::vector<swarm::LeaseEntry>& entries,
            const std::map<std::string, int>& waiting) {
   auto now = store.server_clock().now();
   ctx.out().result("lease", table(entries, waiting, now), leases_of(entries, waiting, now));
+}
+
+// `lease list`: every lease, then the semaphores (their limits, permits held, lines).
+void print_all(const Context& ctx, const swarm::LeaseStore& store, const std::vector<swarm::LeaseEntry>& entries,
+               const std::map<std::string, int>& waiting) {
+  auto now = store.server_clock().now();
+  const auto semaphores = swarm::summarize_semaphores(swarm::semaphore_limits(store), entries, waiting, now);
+  ctx.out().result("lease", table(entries, waiting, now) + semaphore_table(semaphores),
+                   listing_of(entries, waiting, semaphores, now));
 }
 
 // A lease this process was just granted or renewed, as swarm.lease.v1: stored
@@ -216,21 +259,17 @@ std::optional<int> show_semaphore(const Context& ctx, const swarm::LeaseStore& s
     return *swarm::permit_of(a.name) < *swarm::permit_of(b.name);
   });
   const auto now = store.server_clock().now();
-  int held = 0;
-  for (const auto& e : permits)
-    if (swarm::standing_of(e, now).state == swarm::LeaseState::held) ++held;
   const std::string gate = swarm::gate_lease(name);
-  auto gate_waiting = store.waiting(gate, ctx.me().host, ctx.me().host_id);
-  // The one at the gate waits too (for a permit), behind it the line.
-  auto at_gate = store.get(gate);
-  const int waiters = gate_waiting[gate] +
-                      (at_gate && swarm::standing_of(*at_gate, now).state == swarm::LeaseState::held ? 1 : 0);
+  std::vector<swarm::LeaseEntry> counted = permits;
+  if (auto at_gate = store.get(gate)) counted.push_back(std::move(*at_gate));
+  const auto summary = swarm::summarize_semaphores({{name, *limit}}, counted,
+                                                   store.waiting(gate, ctx.me().host, ctx.me().host_id), now)
+                           .front();
   swarm::Json doc = leases_of(permits, {}, now);
-  swarm::Json about = swarm::Json::object();
-  about.set("name", name).set("limit", *limit).set("held", held).set("waiters", waiters);
-  doc.set("semaphore", std::move(about));
-  const std::string text = "semaphore " + name + ": limit " + std::to_string(*limit) + ", " + std::to_string(held) +
-                           " held, " + std::to_string(waiters) + " waiting\n" + table(permits, {}, now);
+  doc.set("semaphore", semaphore_json(summary));
+  const std::string text = "semaphore " + name + ": limit " + std::to_string(summary.limit) + ", " +
+                           std::to_string(summary.held) + " held, " + std::to_string(summary.waiters) + " waiting\n" +
+                           table(permits, {}, now);
   ctx.out().result("lease", text, std::move(doc));
   return 0;
 }
@@ -247,8 +286,8 @@ int run_limit(Context& ctx, const swarm::LeaseStore& store, const LeaseFlags& f)
 }  // namespace
 
 swarm::Json leases_document(const std::vector<swarm::LeaseEntry>& entries, const std::map<std::string, int>& waiting,
-                            swarm::TimePoint server_now) {
-  return with_schema("lease", leases_of(entries, waiting, server_now));
+                            const std::vector<swarm::SemaphoreSummary>& semaphores, swarm::TimePoint server_now) {
+  return with_schema("lease", listing_of(entries, waiting, semaphores, server_now));
 }
 
 Verb add_lease(CLI::App& app) {
@@ -297,7 +336,7 @@ Verb add_lease(CLI::App& app) {
             }
             auto entries = store.list();  // list
             std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
-            print(ctx, store, entries, store.waiting({}, ctx.me().host, ctx.me().host_id));
+            print_all(ctx, store, entries, store.waiting({}, ctx.me().host, ctx.me().host_id));
             return 0;
           }};
 }

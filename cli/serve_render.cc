@@ -140,6 +140,13 @@ std::map<std::string, int> ServeView::waiting(swarm::TimePoint now) const {
   return out;
 }
 
+std::vector<swarm::SemaphoreSummary> ServeView::semaphores(const std::map<std::string, int>& waiting,
+                                                           swarm::TimePoint now) const {
+  std::vector<swarm::LeaseEntry> entries;
+  for (const auto& [name, entry] : leases_) entries.push_back(entry);
+  return swarm::summarize_semaphores(limits_, entries, waiting, now);
+}
+
 bool ServeView::nats_up() const {
   if (!connected_) return false;
   for (const char* feed : {"sessions", "leases", "journal"}) {
@@ -184,6 +191,14 @@ std::string ServeView::metrics() const {
            std::to_string(lease_states.count(state) ? lease_states[state] : 0) + "\n";
   out += "# HELP swarm_lease_waiters Live places in each lease's line.\n# TYPE swarm_lease_waiters gauge\n";
   for (const auto& [name, n] : waiters) out += "swarm_lease_waiters{lease=\"" + label(name) + "\"} " + std::to_string(n) + "\n";
+  out += "# HELP swarm_semaphore_limit Each semaphore's limit.\n# TYPE swarm_semaphore_limit gauge\n";
+  const auto sems = semaphores(waiters, now);
+  for (const auto& s : sems) out += "swarm_semaphore_limit{semaphore=\"" + label(s.name) + "\"} " + std::to_string(s.limit) + "\n";
+  out += "# HELP swarm_semaphore_held Permits of each semaphore held now.\n# TYPE swarm_semaphore_held gauge\n";
+  for (const auto& s : sems) out += "swarm_semaphore_held{semaphore=\"" + label(s.name) + "\"} " + std::to_string(s.held) + "\n";
+  out += "# HELP swarm_semaphore_waiters Waiters for a permit of each semaphore (at its gate and in line).\n"
+         "# TYPE swarm_semaphore_waiters gauge\n";
+  for (const auto& s : sems) out += "swarm_semaphore_waiters{semaphore=\"" + label(s.name) + "\"} " + std::to_string(s.waiters) + "\n";
   out += "# HELP swarm_events_total Journal events seen since this server started (the last day's first).\n"
          "# TYPE swarm_events_total counter\n";
   for (const auto& [kind, n] : event_counts_) out += "swarm_events_total{kind=\"" + label(kind) + "\"} " + std::to_string(n) + "\n";
@@ -221,7 +236,8 @@ std::string ServeView::leases_document() const {
   const auto now = server_now();
   std::vector<swarm::LeaseEntry> entries;
   for (const auto& [name, entry] : leases_) entries.push_back(entry);
-  return cli::leases_document(entries, waiting(now), now).dump();
+  const auto waiters = waiting(now);
+  return cli::leases_document(entries, waiters, semaphores(waiters, now), now).dump();
 }
 
 std::string ServeView::branches_document() const {

@@ -135,6 +135,7 @@ void ServeView::serve_link(ServeLink& link) {
     // What the watches replay is the state now: nothing of before is kept but the journal's place.
     leases_.clear();
     places_.clear();
+    limits_.clear();
     beats_.clear();
     table_ = swarm::SessionTable(me_, true);
     branches_stale_ = true;
@@ -219,6 +220,10 @@ void ServeView::leases_feed(ServeLink& link) {
         } else if (auto place = swarm::beat_of(key)) {
           if (put) beats_[*place] = event->entry.created;
           else beats_.erase(*place);
+        } else if (auto semaphore = swarm::limit_key_of(key)) {
+          auto limit = put ? swarm::limit_in(event->entry.value) : std::nullopt;
+          if (limit) limits_[*semaphore] = *limit;
+          else limits_.erase(*semaphore);
         }
       }
       ++version_;

@@ -26,6 +26,7 @@
 #include "swarm/journal/journal.h"
 #include "swarm/landing/landing.h"
 #include "swarm/lease/lease.h"
+#include "swarm/lease/semaphore.h"
 #include "swarm/slots/session_store.h"
 #include "swarm/slots/status.h"
 
@@ -88,6 +89,8 @@ class ServeView {
   bool running() const { return !stopping_ && !broken_; }
   // Live places in each lease's line, and whether every feed works (mu_ held).
   std::map<std::string, int> waiting(swarm::TimePoint now) const;
+  // The semaphores as the leases, their lines and the limits say at `now`.
+  std::vector<swarm::SemaphoreSummary> semaphores(const std::map<std::string, int>& waiting, swarm::TimePoint now) const;
   bool nats_up() const;
   // The sessions as of now: ages moved on since the last update, states again.
   std::vector<swarm::SessionRow> sessions_now(swarm::TimePoint* now) const;
@@ -119,6 +122,7 @@ class ServeView {
   // Leases and the places in their lines.
   std::map<std::string, swarm::LeaseEntry> leases_;
   std::map<std::string, kv::Entry> places_;
+  std::map<std::string, int> limits_;  // each semaphore's stored limit ("_limit.<name>")
   std::map<std::string, swarm::TimePoint> beats_;  // place key -> its last beat
   // The journal: the last day's acts (at most kViewEvents), and counts by kind since start.
   std::deque<swarm::Event> events_;

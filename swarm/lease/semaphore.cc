@@ -30,7 +30,8 @@ std::string limit_key(const std::string& name) { return "_limit." + name; }
 
 std::string limit_value(int limit) { return "{\"limit\":" + std::to_string(limit) + "}"; }
 
-// The limit a stored value names; nullopt when it names none (corrupt).
+}  // namespace
+
 std::optional<int> limit_in(const std::string& value) {
   std::unique_ptr<cJSON, decltype(&cJSON_Delete)> doc(cJSON_ParseWithLength(value.data(), value.size()),
                                                       &cJSON_Delete);
@@ -38,6 +39,8 @@ std::optional<int> limit_in(const std::string& value) {
   if (!cJSON_IsNumber(n) || n->valuedouble < 1 || n->valuedouble > kMaxPermits) return std::nullopt;
   return static_cast<int>(n->valuedouble);
 }
+
+namespace {
 
 // The permit numbers a grant may use under `limit`: those below it less the
 // live permits numbered at or above it (holders from before a cut, which
@@ -317,6 +320,47 @@ Lease Semaphore::take_permit(const LeaseHolder& who, milliseconds ttl, Steady::t
     if (now >= until) throw Error(Errc::conflict, "waited for a permit: " + busy_text(look()) + "; left the line");
     if (auto event = pump.next(wake)) view.apply(*event, kPermits);
   }
+}
+
+std::optional<std::string> limit_key_of(std::string_view key) {
+  constexpr std::string_view kLimitPrefix = "_limit.";
+  if (key.substr(0, kLimitPrefix.size()) != kLimitPrefix || key.size() == kLimitPrefix.size()) return std::nullopt;
+  return std::string(key.substr(kLimitPrefix.size()));
+}
+
+std::map<std::string, int> semaphore_limits(const LeaseStore& store) {
+  std::map<std::string, int> out;
+  for (const auto& entry : store.keys().list("_limit.>"))
+    if (auto name = limit_key_of(entry.key))
+      if (auto limit = limit_in(entry.value)) out[*name] = *limit;
+  return out;
+}
+
+std::vector<SemaphoreSummary> summarize_semaphores(const std::map<std::string, int>& limits,
+                                                   const std::vector<LeaseEntry>& leases,
+                                                   const std::map<std::string, int>& waiting, TimePoint now) {
+  std::map<std::string, SemaphoreSummary> by_name;
+  for (const auto& [name, limit] : limits) by_name[name] = {name, limit, 0, 0};
+  for (const auto& entry : leases) {
+    const bool held = standing_of(entry, now).state == LeaseState::held;
+    std::string semaphore;
+    if (permit_of(entry.name, &semaphore)) {
+      if (auto it = by_name.find(semaphore); it != by_name.end() && held) ++it->second.held;
+      continue;
+    }
+    // The one at the gate waits too (for a permit).
+    constexpr std::string_view kGate = ".gate";
+    const std::string_view name = entry.name;
+    if (name.size() > kGate.size() && name.substr(name.size() - kGate.size()) == kGate)
+      if (auto it = by_name.find(std::string(name.substr(0, name.size() - kGate.size())));
+          it != by_name.end() && held)
+        ++it->second.waiters;
+  }
+  for (auto& [name, summary] : by_name)
+    if (auto w = waiting.find(gate_lease(name)); w != waiting.end()) summary.waiters += w->second;
+  std::vector<SemaphoreSummary> out;
+  for (auto& [name, summary] : by_name) out.push_back(std::move(summary));
+  return out;
 }
 
 }  // namespace swarm

@@ -10,8 +10,11 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "swarm/lease/lease.h"
 
@@ -26,6 +29,28 @@ std::string gate_lease(const std::string& name);
 std::optional<int> permit_of(const std::string& lease, std::string* semaphore = nullptr);
 // A limit of 1 to kMaxPermits; bad_input naming it otherwise.
 void require_limit(int limit);
+
+// The semaphore whose limit key ("_limit.<NAME>") `key` is; nullopt for another key.
+std::optional<std::string> limit_key_of(std::string_view key);
+// The limit a stored limit's value names; nullopt when it names none (corrupt).
+std::optional<int> limit_in(const std::string& value);
+// Every semaphore's stored limit, by name (corrupt ones left out).
+std::map<std::string, int> semaphore_limits(const LeaseStore& store);
+
+// A semaphore as listings show it: its limit, its permits held now, and its
+// line (the one at the gate and those behind it).
+struct SemaphoreSummary {
+  std::string name;
+  int limit = 0;
+  int held = 0;
+  int waiters = 0;
+};
+// One per semaphore of `limits`, counted from `leases` (its permits and its
+// gate, as listed), `waiting` (live places in each lease's line) at `now`
+// (the server's clock); in name order.
+std::vector<SemaphoreSummary> summarize_semaphores(const std::map<std::string, int>& limits,
+                                                   const std::vector<LeaseEntry>& leases,
+                                                   const std::map<std::string, int>& waiting, TimePoint now);
 
 class Semaphore {
  public:

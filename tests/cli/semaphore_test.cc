@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "cli/serve_fixture.h"
 #include "cli/swarm_fixture.h"
 #include "support/eventually.h"
 #include "support/json_fields.h"
@@ -258,4 +259,45 @@ TEST_CASE("Semaphore_AHolderKilledAtEveryStepLosesNoPermitAndRunsNothingAfter") 
     holder.signal(SIGKILL);
     holder.wait(10s);
   }
+}
+
+TEST_CASE("Semaphore_ListAndServeShowTheLimitTheHoldersAndTheLine") {
+  // limit 2, two holders, one waiter at the gate and one behind it: `lease list` and serve's /api/leases and
+  // /metrics say limit 2, 2 held, 2 waiting; a raise to 3 shows at once in both.
+  SwarmWorkspace ws;
+  std::vector<Process> holders;
+  for (int i = 0; i < 2; ++i)
+    holders.emplace_back(ws.command({"lock", "suite", "--limit", "2", "--ttl", "5s", "--", "sleep", "60"}));
+  REQUIRE(eventually([&] { return ws.swarm({"lease", "show", "suite"}).out.find("2 held") != std::string::npos; }));
+  std::vector<Process> waiters;
+  for (int i = 0; i < 2; ++i)
+    waiters.emplace_back(ws.command({"lock", "suite", "--limit", "2", "--ttl", "5s", "--", "sleep", "60"}, kHostB));
+  auto listed = [&](const char* want) {
+    return eventually([&] {
+      auto r = ws.swarm({"lease", "list", "--json"});
+      return r.out.find(want) != std::string::npos;
+    });
+  };
+  CHECK(listed("\"semaphores\":[{\"name\":\"suite\",\"limit\":2,\"held\":2,\"waiters\":2}]"));
+  auto text = ws.swarm({"lease", "list"});
+  CHECK(text.out.find("SEMAPHORE  LIMIT  HELD  WAITING\nsuite      2      2     2\n") != std::string::npos);
+
+  Served served(ws);
+  CHECK(eventually_body(served, "/metrics", [](const std::string& m) {
+    return sample(m, "swarm_semaphore_limit{semaphore=\"suite\"}") == 2 &&
+           sample(m, "swarm_semaphore_held{semaphore=\"suite\"}") == 2 &&
+           sample(m, "swarm_semaphore_waiters{semaphore=\"suite\"}") == 2;
+  }));
+  CHECK(served.body("/api/leases").find("\"semaphores\":[{\"name\":\"suite\",\"limit\":2,\"held\":2,\"waiters\":2}]") !=
+        std::string::npos);
+  // A raise admits the waiter at the gate: 3 held, 1 waiting, in both.
+  REQUIRE(ws.swarm({"lease", "limit", "suite", "3"}).exit == 0);
+  CHECK(listed("{\"name\":\"suite\",\"limit\":3,\"held\":3,\"waiters\":1}"));
+  CHECK(eventually_body(served, "/metrics", [](const std::string& m) {
+    return sample(m, "swarm_semaphore_limit{semaphore=\"suite\"}") == 3 &&
+           sample(m, "swarm_semaphore_held{semaphore=\"suite\"}") == 3 &&
+           sample(m, "swarm_semaphore_waiters{semaphore=\"suite\"}") == 1;
+  }));
+  for (auto& p : waiters) p.signal(SIGKILL);
+  for (auto& p : holders) p.signal(SIGKILL);
 }
