@@ -250,3 +250,39 @@ TEST_CASE("SlowRead_AWaiterCutOffFromNatsIsExit7WithinItsTimeout") {
   CHECK(ra.exit == 0);
   CHECK(field(json_of(ra), "ended") == "exited");
 }
+
+TEST_CASE("SlowRead_APermitHolderCutOffFromNatsStopsBeforeAnotherIsGranted") {
+  // limit 1: holder H's connection goes through the proxy, which black-holes everything H sends from its next
+  // renewal on for 6 s (TTL 2 s). H cannot renew, so it stops its command before its deadline; C, waiting
+  // directly, gets the permit once the TTL has passed: their sections never overlap, and H says it lost the permit.
+  SwarmWorkspace ws;
+  NatsProxy proxy(ws.server()->port());
+  const fs::path log = ws.root() / "sections.log";
+  auto args = [&](const std::string& id, const std::vector<std::string>& cmd, const std::vector<std::string>& extra) {
+    std::vector<std::string> a = {"lock", "suite", "--limit", "1", "--ttl", "2s", "--holder", id, "--json"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    a.push_back("--");
+    a.insert(a.end(), cmd.begin(), cmd.end());
+    return a;
+  };
+  // H's command logs its end when swarm stops it (SIGTERM to its group), as it ends.
+  const std::string stamp = "$(date +%s.%N)";
+  const std::vector<std::string> stoppable = {
+      "sh", "-c",
+      "echo start H " + stamp + " >> " + log.string() + "; trap 'echo end H " + stamp + " >> " + log.string() +
+          "; exit 143' TERM; sleep 30 & wait"};
+  Process h(ws.command(args("H", stoppable, {"--nats-url", proxy.url(), "--timeout", "30s"})));
+  REQUIRE(wait_until([&] { return has_line(log, "start H"); }, 15s));
+  proxy.hold_next({"$KV.swarm-leases.suite.permit.0"}, 6s);
+  Process c(ws.command(args("C", logged(log, "C", "sleep 0.5"), {"--wait", "30s"})));
+  REQUIRE(proxy.wait_hold_begun(10s));
+  auto rc = c.wait(60s), rh = h.wait(60s);
+  INFO("H: ", rh.err, "\nC: ", rc.err);
+  CHECK(rc.exit == 0);
+  CHECK(rh.exit != 0);
+  CHECK(field(json_of(rh), "ended") == "lease_lost");
+  const auto sections = sections_of(log);
+  CHECK(sections.size() == 2);
+  CHECK(has_line(log, "end H"));
+  CHECK(overlaps_in(sections) == std::vector<std::string>{});
+}
