@@ -1,4 +1,5 @@
-// A seam for the fault tests: with $VARIABLE naming `stage`, the process
+// A seam for the fault tests: with $VARIABLE naming `stage` (or a list of
+// stages separated by commas), the process
 // says so on stderr ("swarm: test stop at STAGE") and stops itself
 // (SIGSTOP) right there, so that a test can SIGKILL it at exactly that
 // point. Without the variable it costs one getenv.
@@ -11,6 +12,10 @@ inline constexpr const char* kLandStop = "SWARM_TEST_LAND_STOP";
 // $SWARM_TEST_LEASE_STOP: the steps of a hold (a lock's, a permit's): gate,
 // granted, renew, renewed, release, released.
 inline constexpr const char* kLeaseStop = "SWARM_TEST_LEASE_STOP";
+
+// $SWARM_TEST_JOIN_STOP: the steps of a join's port block: ports-listed
+// (the blocks read, none granted yet), ports-granted (granted, not checked).
+inline constexpr const char* kJoinStop = "SWARM_TEST_JOIN_STOP";
 
 void stop_here_for_test(const char* variable, const char* stage);
 

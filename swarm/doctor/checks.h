@@ -124,6 +124,7 @@ struct SessionBrief {
   std::uint64_t revision = 0;
   bool corrupt = false;
   bool here = false;  // a record of this workspace (Here::has_record_here)
+  std::optional<PortBlock> ports;  // its block of ports, if any
 };
 struct SessionListing {
   std::vector<SessionBrief> all;       // sorted by slot

@@ -43,6 +43,7 @@ std::string_view to_string(FindingKind kind) {
     case FindingKind::corrupt_lease: return "corrupt_lease";
     case FindingKind::expired_lease: return "expired_lease";
     case FindingKind::orphan_task_lease: return "orphan_task_lease";
+    case FindingKind::orphan_port_block: return "orphan_port_block";
     case FindingKind::dead_holder: return "dead_holder";
   }
   return "unknown";

@@ -43,6 +43,7 @@ enum class FindingKind {
   corrupt_lease,
   expired_lease,
   orphan_task_lease,
+  orphan_port_block,
   dead_holder,
 };
 std::string_view to_string(FindingKind kind);

@@ -4,8 +4,16 @@
 // expired leases (a notice).
 #include "swarm/doctor/checks.h"
 #include "swarm/base/duration.h"
+#include "swarm/slots/port_block.h"
 
 namespace swarm::doctor {
+
+bool block_is_orphan(const LeaseEntry& lease, const LeaseInput& in) {
+  const auto block = port_block_of(lease.name);
+  if (!block || lease.corrupt() || lease.record->slot.empty()) return false;
+  const SessionBrief* b = find_brief(in.sessions, lease.record->slot);
+  return b == nullptr || b->corrupt || in.erased_slots.count(lease.record->slot) != 0 || b->ports != block;
+}
 
 bool task_is_orphan(const LeaseRecord& r, const LeaseInput& in) {
   if (r.slot.empty()) return false;
@@ -42,6 +50,18 @@ Finding orphan_task_lease(const LeaseEntry& lease, const LeaseStanding& standing
                       mine ? "swarm doctor --fix" : "on " + r.host + ": swarm doctor --fix");
 }
 
+// A block of ports no session names: a join killed after taking it, or one
+// under way (it takes the block before it writes its record). Only said:
+// it expires with its TTL, and removing it could take a joining slot's.
+Finding orphan_port_block(const LeaseEntry& lease, const LeaseStanding& standing) {
+  const LeaseRecord& r = *lease.record;
+  return make_finding(Severity::notice, FindingKind::orphan_port_block, lease.name,
+                      "port block " + lease.name + " of slot " + r.slot + " (host " + r.host +
+                          ") is named by no session (a join under way, or one that was killed); it expires within " +
+                          format_duration(std::chrono::duration_cast<std::chrono::seconds>(standing.left)),
+                      "nothing to do");
+}
+
 Finding dead_holder(const LeaseEntry& lease) {
   const LeaseRecord& r = *lease.record;
   return make_finding(Severity::problem, FindingKind::dead_holder, lease.name,
@@ -58,6 +78,11 @@ std::optional<Finding> lease_finding(const LeaseInput& in, const LeaseEntry& lea
   auto standing = standing_of(lease, in.server_now());
   const bool mine = in.me.owns(r.host, r.host_id);
   if (standing.state == LeaseState::expired) return expired_lease(lease, standing);
+  // A port block lives with its session: never a process's to check.
+  if (port_block_of(lease.name)) {
+    if (!block_is_orphan(lease, in)) return std::nullopt;
+    return orphan_port_block(lease, standing);
+  }
   // A task lease lives with its session.
   if (!r.slot.empty()) {
     if (!task_is_orphan(r, in)) return std::nullopt;
@@ -126,7 +151,8 @@ void fix_lease(Finding& f, const FixInput& in, FixResult&) {
     case FindingKind::corrupt_lease: erase_lease(*in.leases, lease, f, "removed the corrupt lease record"); break;
     case FindingKind::expired_lease:
       // This host's task lease of a session that is gone: tidied away.
-      if (listed.me.owns(lease.record->host, lease.record->host_id) && task_is_orphan(*lease.record, listed))
+      if (listed.me.owns(lease.record->host, lease.record->host_id) && !port_block_of(lease.name) &&
+          task_is_orphan(*lease.record, listed))
         release_lease(*in.leases, lease, f);
       break;
     case FindingKind::orphan_task_lease:

@@ -22,7 +22,8 @@ SessionListing list_sessions(const SessionStore& store, std::chrono::millisecond
   store.for_each([&](SessionEntry&& entry) {
     if (!out.server) out.server = store.server_clock(clock);  // records came to an empty bucket (a small listing)
     out.all.push_back({entry.slot, entry.corrupt() ? std::string() : entry.session->task_id, entry.revision,
-                       entry.corrupt(), here.has_record_here(entry)});
+                       entry.corrupt(), here.has_record_here(entry),
+                       entry.corrupt() ? std::nullopt : entry.session->port_block()});
     const bool notable = entry.corrupt() || here.me.owns(*entry.session) ||
                          state_of(age_of(entry.stored_at, out.server->now()), ttl) != State::fresh;
     if (notable) out.notable.push_back(std::move(entry));

@@ -59,10 +59,12 @@ State SlotLifecycle::require_takeover(const SessionEntry& existing, std::chrono:
   return state;
 }
 
-void SlotLifecycle::claim_ports(JoinResult& result, unsigned count, JoinSteps& done) const {
+void SlotLifecycle::claim_ports(JoinResult& result, unsigned count, const std::optional<SessionEntry>& replacing,
+                                JoinSteps& done) const {
   if (count == 0) return;
   Session& s = result.session;
-  const PortBlock block = ports_.claim(s.slot, count, *config_.ports, s.leaf_pid, &done.ports_kept);
+  const auto keep = replacing ? replacing->session->port_block() : std::nullopt;
+  const PortBlock block = ports_.claim(s.slot, count, *config_.ports, s.leaf_pid, keep, &done.ports_kept);
   done.ports_claimed = true;
   s.port_base = block.base;
   s.ports = block.count;
@@ -76,12 +78,14 @@ void SlotLifecycle::write_join_record(JoinResult& result, Takeover takeover, uns
   // its port block first, so that the record names it from its first write.
   const std::optional<State> state =
       existing ? std::optional<State>(require_takeover(*existing, read.at, takeover)) : std::nullopt;
-  claim_ports(result, ports, done);
+  claim_ports(result, ports, existing, done);
   try {
     result.revision = existing ? store_.update(result.session, existing->revision) : store_.create(result.session);
   } catch (const Error& e) {
-    if (done.ports_claimed && !done.ports_kept) ports_.release(slot, *result.session.port_block());
+    // Refused for sure: the block goes back. A write whose answer was lost
+    // may have landed (its record naming the block): then it is left to expire.
     if (e.kind() != Errc::conflict) throw;
+    if (done.ports_claimed && !done.ports_kept) ports_.release(slot, *result.session.port_block());
     throw Error(Errc::conflict, "slot " + slot + (existing ? " changed while joining" : " was just taken by another "
                                 "join") + "; see `swarm status --slot " + slot + "`");
   }
@@ -118,12 +122,6 @@ void SlotLifecycle::set_up_joined_slot(JoinResult& result, JoinSteps& done) cons
   tasks_.claim(s.slot, s.task_id, s.leaf_pid, &done.task_kept);
   done.task_claimed = true;
   Worktree worktree = ensure_worktree(s.slot, &result.resumed_worktree, result.base, &result.started);
-  // A rejoin for another task (or another size of port block) lets the old
-  // one go, once nothing can fail the join.
-  if (result.replaced && result.replaced->session->task_id != s.task_id)
-    if (auto w = tasks_.release(s.slot, result.replaced->session->task_id); !w.empty()) warn(w);
-  if (auto old = result.replaced ? result.replaced->session->port_block() : std::nullopt; old && old != s.port_block())
-    if (auto w = ports_.release(s.slot, *old); !w.empty()) warn(w);
   SafeDir folder = *workspace_.slot_folder(s.slot);
   folder.write_file(kLeafPidName, std::to_string(s.leaf_pid) + "\n");
   // A slot's run of work starts with a new worktree (or one kept by close);
@@ -201,7 +199,14 @@ JoinResult SlotLifecycle::join(const std::string& slot, const std::string& task,
   // refused join (forced or not) leaves the live session, its task lease
   // and its worktree as they were.
   require_joinable(slot, task);
-  if (ports > 0) ports_.require_room(slot, ports, *config_.ports);
+  if (ports > 0) {
+    // The block of the session a join may replace is kept (same size) or
+    // let go: it is no obstacle.
+    std::optional<PortBlock> keep;
+    if (auto existing = store_.get(slot); existing && !existing->corrupt() && me_.owns(*existing->session))
+      keep = existing->session->port_block();
+    ports_.require_room(slot, ports, *config_.ports, keep);
+  }
   JoinResult result;
   result.base = base;
   result.session = new_session(slot, task, leaf_pid);
@@ -215,6 +220,14 @@ JoinResult SlotLifecycle::join(const std::string& slot, const std::string& task,
   } catch (...) {
     undo_join(result, done);
   }
+  // A rejoin for another task (or another size of port block) lets the old
+  // one go, once nothing can fail the join (a failed one restores the
+  // session it replaced, with its leases).
+  if (result.replaced && result.replaced->session->task_id != result.session.task_id)
+    if (auto w = tasks_.release(slot, result.replaced->session->task_id); !w.empty()) warn(w);
+  if (auto old = result.replaced ? result.replaced->session->port_block() : std::nullopt;
+      old && old != result.session.port_block())
+    if (auto w = ports_.release(slot, *old); !w.empty()) warn(w);
   result.worktree = fs::weakly_canonical(workspace_.worktree(slot));
   journal_.record(join_event(store_.bucket_name(), result, result.replaced_state));
   return result;

@@ -117,15 +117,18 @@ std::uint64_t SlotLifecycle::renew(const SessionEntry& entry, std::optional<Leas
       writes.push_back(tasks_.renewal(*task_lease));
     }
   }
+  std::optional<LeaseEntry> block_held;
   if (block) {
     auto held = read_arriving([&] { return translating_kv([&] { return ports_.read(*block); }); });
     if (held.value && translating_kv([&] { return ports_.renewable(*held.value, held.at, s.slot); })) {
       block_write = static_cast<int>(writes.size());
       writes.push_back(ports_.renewal(*held.value));
+      block_held = held.value;
     }
   }
   std::uint64_t revision = 0;
   std::vector<kv::Bucket::WriteResult> results;
+  auto kept = [&](int index) { return index > 0 && !results[static_cast<std::size_t>(index)].error; };
   if (writes.size() == 1) {
     revision = renew(entry);
   } else {
@@ -133,13 +136,21 @@ std::uint64_t SlotLifecycle::renew(const SessionEntry& entry, std::optional<Leas
     revision = results[0].revision;
     if (results[0].error) {
       const Error failed = from_kv(*results[0].error);
-      if (failed.kind() != Errc::conflict) throw failed;
-      revision = renew(entry);  // lost a race: reread, and go on only for the same session
+      if (failed.kind() != Errc::conflict) throw failed;  // it may have landed: the leases stay
+      try {
+        revision = renew(entry);  // lost a race: reread, and go on only for the same session
+      } catch (const Error& e) {
+        // The session is gone (or another's now): a block renewed beside it is given up.
+        if ((e.kind() == Errc::not_found || e.kind() == Errc::conflict) && kept(block_write))
+          ports_.give_up(*block_held);
+        throw;
+      }
     }
   }
-  auto kept = [&](int index) { return index > 0 && !results[static_cast<std::size_t>(index)].error; };
   if (!s.task_id.empty() && !kept(task_write)) warn(tasks_.reclaim(s.slot, s.task_id, s.leaf_pid));
   if (block && !kept(block_write)) warn(ports_.reclaim(s.slot, *block, s.leaf_pid));
+  if (kept(block_write))
+    warn(ports_.confirm_renewal(s.slot, *block, *block_held, results[static_cast<std::size_t>(block_write)].revision));
   return revision;
 }
 

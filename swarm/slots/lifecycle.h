@@ -165,7 +165,9 @@ class SlotLifecycle {
     bool ports_kept = false;  // the same for its port block
   };
   // A block of `count` ports for the new session (before its record is written).
-  void claim_ports(JoinResult& result, unsigned count, JoinSteps& done) const;
+  // `replacing`: the record this join replaces (its block is kept when it has that size).
+  void claim_ports(JoinResult& result, unsigned count, const std::optional<SessionEntry>& replacing,
+                   JoinSteps& done) const;
   Session new_session(const std::string& slot, const std::string& task, std::int64_t leaf_pid) const;
   // Throws unless this host may take over `existing` (corrupt, foreign_host,
   // conflict naming why); returns how it stood.

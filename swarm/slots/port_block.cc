@@ -8,6 +8,7 @@
 
 #include "swarm/base/error.h"
 #include "swarm/base/log.h"
+#include "swarm/base/test_seam.h"
 
 namespace swarm {
 
@@ -16,6 +17,8 @@ namespace {
 constexpr std::string_view kPrefix = "ports.";
 // Joins racing for overlapping blocks each try again after a lost grant.
 constexpr int kMaxClaimAttempts = 24;
+// What the record of a block names as its task.
+constexpr const char* kPortsTask = "ports";
 
 std::optional<unsigned> number_of(std::string_view digits) {
   unsigned value = 0;
@@ -29,7 +32,7 @@ struct LiveBlock {
   PortBlock block;
   std::string slot;
   std::string host;
-  std::uint64_t revision = 0;
+  std::uint64_t revision = 0;  // the grant's token
 };
 
 // Where a block of `count` ports in `range` can start without meeting any of
@@ -109,68 +112,126 @@ std::optional<PortBlock> port_block_of(std::string_view name) {
   return PortBlock{*first, *last - *first + 1};
 }
 
-// Every live block, and the one `slot` holds (if any) among them.
+// Every live block: those of `ours` the slot holds on this host (by block),
+// and the others (any other slot's, and any other of this slot's: a block a
+// killed join left is no one's to use, but holds its ports until it expires).
 struct PortBlocks::Taken {
-  std::vector<LiveBlock> others;      // live blocks of other slots
-  std::optional<LiveBlock> own;       // the slot's own live block
+  std::vector<LiveBlock> others;
+  std::vector<LeaseEntry> ours;
+  const LeaseEntry* our(const PortBlock& block) const {
+    for (const auto& e : ours)
+      if (port_block_of(e.name) == block) return &e;
+    return nullptr;
+  }
 };
 
-PortBlocks::Taken PortBlocks::taken(const std::string& slot) const {
+PortBlocks::Taken PortBlocks::taken(const std::string& slot, const std::vector<PortBlock>& ours) const {
   auto listed = read_arriving([&] { return store_.list(std::string(kPrefix) + ">"); });
   const ServerClock& clock = store_.server_clock();
   Taken out;
-  for (const auto& entry : listed.value) {
+  for (auto& entry : listed.value) {
     auto block = port_block_of(entry.name);
     if (!block) continue;
     // A corrupt record holds its block (nobody can say when it ends) until
     // doctor --fix removes it; a record gone past its TTL holds nothing.
     if (entry.record && certainly_expired(clock, listed.at, entry.stored_at, entry.record->ttl, Steady::now()))
       continue;
-    LiveBlock live{*block, entry.record ? entry.record->slot : "?", entry.record ? entry.record->host : "?",
-                   entry.revision};
-    if (entry.record && entry.record->slot == slot && me_.owns(*entry.record))
-      out.own = live;
-    else
-      out.others.push_back(std::move(live));
+    if (entry.record && entry.record->slot == slot && me_.owns(*entry.record) &&
+        std::find(ours.begin(), ours.end(), *block) != ours.end()) {
+      out.ours.push_back(std::move(entry));
+      continue;
+    }
+    // The grant's token orders overlapping grants (a renewal keeps it).
+    out.others.push_back({*block, entry.record ? entry.record->slot : "?", entry.record ? entry.record->host : "?",
+                          entry.token()});
   }
   return out;
 }
 
-PortBlocks::Taken PortBlocks::taken_with_room(const std::string& slot, unsigned count, const PortRange& range) const {
+PortBlocks::Taken PortBlocks::taken_with_room(const std::string& slot, unsigned count, const PortRange& range,
+                                              std::optional<PortBlock> keep) const {
   // A block another join just took and is about to give back (it lost a
   // race) fills the range for a moment: "no room" is said only when three
   // looks, 50 ms apart, all find none.
+  std::vector<PortBlock> ours;
+  if (keep) ours.push_back(*keep);
   for (int look = 1;; ++look) {
-    Taken now = taken(slot);
-    if ((now.own && now.own->block.count == count) || !free_bases(now.others, count, range).empty()) return now;
+    Taken now = taken(slot, ours);
+    if ((keep && keep->count == count && now.our(*keep)) || !free_bases(now.others, count, range).empty()) return now;
     if (look == 3) throw Error(Errc::conflict, no_room_message(count, range, now.others));
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
 }
 
-void PortBlocks::require_room(const std::string& slot, unsigned count, const PortRange& range) const {
-  taken_with_room(slot, count, range);
+void PortBlocks::require_room(const std::string& slot, unsigned count, const PortRange& range,
+                              std::optional<PortBlock> keep) const {
+  taken_with_room(slot, count, range, keep);
 }
 
-bool PortBlocks::lost_to_earlier(const std::string& slot, const PortBlock& mine, std::uint64_t revision) const {
-  for (const auto& other : taken(slot).others)
-    if (other.block.overlaps(mine) && other.revision < revision) return true;
+bool PortBlocks::lost_to_earlier(const std::string& slot, const std::vector<PortBlock>& ours, const PortBlock& mine,
+                                 std::uint64_t token) const {
+  for (const auto& other : taken(slot, ours).others)
+    if (other.block.overlaps(mine) && other.revision < token) return true;
   return false;
 }
 
+void PortBlocks::give_back(const std::string& name, std::uint64_t token) const {
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    try {
+      store_.release(name, token);
+      return;
+    } catch (const Error& e) {
+      if (e.kind() == Errc::conflict || e.kind() == Errc::not_found) return;  // not that grant's any more
+      if (attempt == 3) log::debug("port block {}: not given back ({}); it expires by itself", name, e.what());
+    }
+  }
+}
+
+std::optional<PortBlock> PortBlocks::keep_own(const std::string& slot, const LeaseEntry& own, std::int64_t pid,
+                                              const std::vector<PortBlock>& ours) const {
+  const PortBlock block = *port_block_of(own.name);
+  if (lost_to_earlier(slot, ours, block, own.token())) return std::nullopt;
+  // Renewed for the new session now (with its process), as a kept task lease is.
+  const LeaseHolder who = LeaseHolder::process(me_, pid, slot);
+  Lease kept;
+  kept.name = own.name;
+  kept.token = own.token();
+  kept.revision = own.revision;
+  kept.record = *own.record;
+  kept.record.pid = who.pid;
+  kept.record.pid_start = who.pid_start;
+  kept.record.ttl = ttl_;
+  try {
+    store_.renew(kept);
+    return block;
+  } catch (const Error& e) {
+    if (e.kind() != Errc::conflict) throw;
+    return std::nullopt;  // it moved since the listing: a new block instead
+  }
+}
+
 PortBlock PortBlocks::claim(const std::string& slot, unsigned count, const PortRange& range, std::int64_t pid,
-                            bool* kept) const {
+                            std::optional<PortBlock> keep, bool* kept) const {
   LeaseHolder who = LeaseHolder::process(me_, pid, slot);
   who.slot = slot;
-  who.task = "ports";
+  who.task = kPortsTask;
+  if (kept != nullptr) *kept = false;
   for (int attempt = 1; attempt <= kMaxClaimAttempts; ++attempt) {
     if (attempt > 1) pause_before_retry(attempt);
-    Taken now = taken_with_room(slot, count, range);
-    if (kept != nullptr) *kept = now.own && now.own->block.count == count;
-    if (now.own && now.own->block.count == count) return now.own->block;  // renewed with the session from here
+    Taken now = taken_with_room(slot, count, range, keep);
+    std::vector<PortBlock> ours;
+    if (keep) ours.push_back(*keep);
+    if (keep && keep->count == count)
+      if (const LeaseEntry* own = now.our(*keep))
+        if (auto block = keep_own(slot, *own, pid, ours)) {
+          if (kept != nullptr) *kept = true;
+          return *block;
+        }
     const auto bases = free_bases(now.others, count, range);
+    if (bases.empty()) continue;  // the kept block was lost meanwhile: look again
     const PortBlock block{pick(bases, attempt), count};
     const std::string name = port_block_lease_name(block);
+    stop_here_for_test(kJoinStop, "ports-listed");
     Lease granted;
     try {
       auto last = read_arriving([&] { return store_.last(name); });
@@ -180,14 +241,17 @@ PortBlock PortBlocks::claim(const std::string& slot, unsigned count, const PortR
       if (e.kind() != Errc::conflict) throw;
       continue;  // another join took that name first
     }
-    if (!lost_to_earlier(slot, block, granted.revision)) return block;
+    ours.push_back(block);
+    stop_here_for_test(kJoinStop, "ports-granted");
+    try {
+      if (!lost_to_earlier(slot, ours, block, granted.token)) return block;
+    } catch (...) {
+      give_back(name, granted.token);  // never left held unchecked
+      throw;
+    }
     // An overlapping block was granted before ours: ours goes back.
     log::debug("slot {}: port block {} overlaps an earlier grant; trying again", slot, name);
-    try {
-      store_.release(granted);
-    } catch (const Error&) {
-      // It expires by itself.
-    }
+    give_back(name, granted.token);
   }
   throw Error(Errc::conflict, "could not take a block of " + std::to_string(count) + " ports in " + range.text() +
                                   " after " + std::to_string(kMaxClaimAttempts) +
@@ -214,12 +278,16 @@ std::string PortBlocks::reclaim(const std::string& slot, const PortBlock& block,
   try {
     LeaseHolder who = LeaseHolder::process(me_, pid, slot);
     who.slot = slot;
+    who.task = kPortsTask;
     auto last = read_arriving([&] { return store_.last(name); });
-    if (holds(last.value, last.at))
+    if (holds(last.value, last.at)) {
+      // Renewed by another verb of this session meanwhile (a commit beside a renew): still ours.
+      if (last.value.record && last.value.record->slot == slot && me_.owns(*last.value.record)) return {};
       return "the port block " + block.text() + " is held by another now; join again for a new one";
+    }
     Lease granted = store_.grant(name, who, ttl_, last.value);
-    if (lost_to_earlier(slot, block, granted.revision)) {
-      store_.release(granted);
+    if (lost_to_earlier(slot, {block}, block, granted.token)) {
+      give_back(name, granted.token);
       return "the port block " + block.text() + " overlaps a block taken meanwhile; join again for a new one";
     }
     return {};
@@ -227,6 +295,27 @@ std::string PortBlocks::reclaim(const std::string& slot, const PortBlock& block,
     return "the port block " + block.text() + " could not be kept: " + e.what();
   }
 }
+
+std::string PortBlocks::confirm_renewal(const std::string& slot, const PortBlock& block, const LeaseEntry& before,
+                                        std::uint64_t renewed) const {
+  try {
+    auto after = read(block);
+    if (!after || after->revision != renewed || before.corrupt()) return {};  // moved on: the next renewal judges it
+    // Both times are the server's: a renewal that landed a TTL (less a
+    // margin for a change of leader) after the one before may have landed
+    // on an expired block, which a block granted meanwhile may overlap. It
+    // stands only as a new grant would: no overlapping grant before it.
+    if (after->stored_at - before.stored_at < before.record->ttl * 2 / 3) return {};
+    if (!lost_to_earlier(slot, {block}, block, renewed)) return {};
+    give_back(after->name, after->token());
+    return "the port block " + block.text() + " expired before its renewal landed, and a block taken meanwhile "
+           "overlaps it: it was given up; join again for a new one";
+  } catch (const Error& e) {
+    return "the port block " + block.text() + " could not be checked after its renewal: " + e.what();
+  }
+}
+
+void PortBlocks::give_up(const LeaseEntry& renewed) const { give_back(renewed.name, renewed.token()); }
 
 std::string PortBlocks::release(const std::string& slot, const PortBlock& block) const {
   try {

@@ -5,7 +5,7 @@
 // the same round trip as the task lease), released at close, free when the
 // session expires. Blocks of different sizes have different names, so two
 // joins may take overlapping ones at once: each looks again after its grant,
-// and the later grant (the higher revision) gives its block back and tries
+// and the later grant (the higher token) gives its block back and tries
 // again (adr/0030).
 #pragma once
 
@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "swarm/base/host.h"
 #include "swarm/base/port_range.h"
@@ -31,13 +32,16 @@ class PortBlocks {
   PortBlocks(LeaseStore store, HostIdentity me, std::chrono::milliseconds ttl)
       : store_(std::move(store)), me_(std::move(me)), ttl_(ttl) {}
 
-  // Takes a block of `count` ports in `range` for `slot`, or keeps the one
-  // the slot holds already when it has that size (`kept` says which).
-  // Conflict naming the range when no block of that size is free in it.
+  // Takes a block of `count` ports in `range` for `slot`, or keeps `keep`
+  // (the block the session this join replaces names) when it has that size
+  // and the slot still holds it (`kept` says which; a kept block is renewed
+  // for the new session). Conflict naming the range when no block of that
+  // size is free in it.
   PortBlock claim(const std::string& slot, unsigned count, const PortRange& range, std::int64_t pid,
-                  bool* kept = nullptr) const;
-  // What claim would refuse (no room), found by a read alone.
-  void require_room(const std::string& slot, unsigned count, const PortRange& range) const;
+                  std::optional<PortBlock> keep, bool* kept = nullptr) const;
+  // What claim would refuse (no room), found by reads alone.
+  void require_room(const std::string& slot, unsigned count, const PortRange& range,
+                    std::optional<PortBlock> keep) const;
   // The lease of `block` as it is now (nullopt: none).
   std::optional<LeaseEntry> read(const PortBlock& block) const;
   static bool held_by(const LeaseEntry& entry, const std::string& slot);
@@ -48,6 +52,14 @@ class PortBlocks {
   bool renewable(const LeaseEntry& entry, Steady::time_point arrived, const std::string& slot) const;
   // The write that renews it, sent with the session's.
   kv::Bucket::Write renewal(const LeaseEntry& held) const;
+  // After a renewal of `before` that landed as revision `renewed`: when it
+  // landed so late that the block may have expired first, it stands only
+  // if no overlapping block was granted before it; else it is given up.
+  // What to say ("" when all is well).
+  std::string confirm_renewal(const std::string& slot, const PortBlock& block, const LeaseEntry& before,
+                              std::uint64_t renewed) const;
+  // Gives up the grant `renewed` is (its session is gone).
+  void give_up(const LeaseEntry& renewed) const;
   // After a renewal whose block lease was refused or gone: takes the same
   // block again when it is free; otherwise what to say.
   std::string reclaim(const std::string& slot, const PortBlock& block, std::int64_t pid) const;
@@ -56,13 +68,22 @@ class PortBlocks {
 
  private:
   struct Taken;
-  Taken taken(const std::string& slot) const;
-  // The same, with room for `count` ports in `range` (or the slot's own
-  // block of that size); conflict naming the range when there is none.
-  Taken taken_with_room(const std::string& slot, unsigned count, const PortRange& range) const;
+  Taken taken(const std::string& slot, const std::vector<PortBlock>& ours) const;
+  // The same, with room for `count` ports in `range` (or `keep` of that
+  // size, held); conflict naming the range when there is none.
+  Taken taken_with_room(const std::string& slot, unsigned count, const PortRange& range,
+                        std::optional<PortBlock> keep) const;
   // Whether `last` (read at `arrived`) is a block someone may still hold.
   bool holds(const LastWrite& last, Steady::time_point arrived) const;
-  bool lost_to_earlier(const std::string& slot, const PortBlock& mine, std::uint64_t revision) const;
+  // Whether a live block (not one of `ours`) overlapping `mine` was granted
+  // before `token`.
+  bool lost_to_earlier(const std::string& slot, const std::vector<PortBlock>& ours, const PortBlock& mine,
+                       std::uint64_t token) const;
+  // `own` kept and renewed for the new session, unless an earlier grant overlaps it or it moved.
+  std::optional<PortBlock> keep_own(const std::string& slot, const LeaseEntry& own, std::int64_t pid,
+                                    const std::vector<PortBlock>& ours) const;
+  // Releases the grant of `name` with `token`, tried up to three times.
+  void give_back(const std::string& name, std::uint64_t token) const;
   LeaseStore store_;
   HostIdentity me_;
   std::chrono::milliseconds ttl_;

@@ -45,8 +45,10 @@ struct Session {
   bool same_session_as(const Session& other) const {
     return slot == other.slot && host == other.host && started_at == other.started_at;
   }
+  // Its block of ports; nullopt when it has none (or the record names no
+  // block a range could hold: ports 1 to 65535).
   std::optional<PortBlock> port_block() const {
-    if (ports == 0) return std::nullopt;
+    if (ports == 0 || port_base == 0 || port_base + ports - 1 > 65535) return std::nullopt;
     return PortBlock{static_cast<unsigned>(port_base), static_cast<unsigned>(ports)};
   }
 };

@@ -4,6 +4,9 @@
 // the session expires).
 #include <doctest/doctest.h>
 
+#include <signal.h>
+
+#include <fstream>
 #include <set>
 #include <thread>
 
@@ -205,4 +208,56 @@ TEST_CASE("PortBlocks_AnExpiredBlockIsNeverRenewed") {
   auto old = block_lease(ws, "ports.25000-25009");
   if (old) CHECK(field(old, "state") != "held");
   CHECK(field(block_lease(ws, "ports.25000-25004"), "state") == "held");
+}
+
+namespace {
+
+bool stopped(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(in, line)) return false;
+  const auto close = line.rfind(')');
+  return close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'T';
+}
+
+}  // namespace
+
+TEST_CASE("PortBlocks_AJoinKilledBetweenItsGrantAndItsCheckLeavesNoOverlap") {
+  // b's join reads the blocks (none), stops; a takes 26000-26004; b goes on, grants 26000-26002 over a's ports
+  // and is SIGKILLed before it checks. The stray grant names no session: b's next join neither keeps it nor
+  // overlaps a, and doctor --fix leaves a's live block alone.
+  SwarmWorkspace ws({.up_args = {"--ports", "26000-26019"}});
+  auto env = kHostA;
+  env["SWARM_TEST_JOIN_STOP"] = "ports-listed,ports-granted";
+  Process b(ws.command({"join", "--slot", "b", "--task", "T-b", "--ports", "3"}, env));
+  REQUIRE(eventually([&] { return stopped(b.pid()); }, 20s));
+  REQUIRE(ws.swarm({"join", "--slot", "a", "--task", "T-a", "--ports", "5"}).exit == 0);
+  REQUIRE(blocks_by_slot(ws)["a"].base == 26000);
+  // b goes on from what it read before a's grant: it grants 26000-26002, and stops again before its check.
+  b.signal(SIGCONT);
+  REQUIRE(eventually([&] { return block_lease(ws, "ports.26000-26002") && stopped(b.pid()); }, 20s));
+  b.signal(SIGKILL);
+  b.wait(10s);
+  auto again = ws.swarm({"join", "--slot", "b", "--task", "T-b", "--ports", "3", "--env"});
+  REQUIRE_MESSAGE(again.exit == 0, again.err);
+  const auto blocks = blocks_by_slot(ws);
+  const Block a = blocks.at("a"), bb = blocks.at("b");
+  CHECK((bb.base > a.base + a.count - 1 || bb.base + bb.count - 1 < a.base));
+  REQUIRE(ws.swarm({"doctor", "--fix"}).exit != 1);
+  CHECK(field(block_lease(ws, "ports.26000-26004"), "state") == "held");
+  CHECK(field(block_lease(ws, "ports.26000-26004"), "slot") == "a");
+}
+
+TEST_CASE("PortBlocks_AKeptBlockIsRenewedForTheNewSession") {
+  // A --force rejoin of the same size keeps the block and renews it then: it does not expire before the session.
+  SwarmWorkspace ws({.up_args = {"--ttl", "3s", "--ports", "27000-27009"}});
+  REQUIRE(ws.swarm({"join", "--slot", "a", "--task", "T-1", "--ports", "5"}).exit == 0);
+  std::this_thread::sleep_for(2s);
+  REQUIRE(ws.swarm({"join", "--slot", "a", "--task", "T-1", "--ports", "5", "--force"}).exit == 0);
+  auto lease = block_lease(ws, "ports.27000-27004");
+  REQUIRE(lease);
+  CHECK(number(lease, "age_seconds") < 1.5);
+  // and doctor has nothing to say of it: a live session names it
+  auto doctor = ws.swarm({"doctor"});
+  CHECK(doctor.out.find("ports.27000-27004") == std::string::npos);
 }

@@ -221,7 +221,8 @@ bool stopped(pid_t pid) {
 TEST_CASE("Semaphore_AHolderKilledAtEveryStepLosesNoPermitAndRunsNothingAfter") {
   // limit 2, one live holder; a second killed (SIGKILL) at each step of its hold (at the gate, just granted,
   // before and after a renewal, before and after its release): a third gets the permit within the TTL plus one
-  // renew period, never while the killed one's command still runs, and the live holder's permit is untouched:
+  // renew period, never while the killed one's command still runs (a zombie not yet reaped does not run), and
+  // the live holder's permit is untouched:
   // one more fits beside it, two more do not.
   SwarmWorkspace ws;
   for (const char* stage : {"gate", "granted", "renew", "renewed", "release", "released"}) {
@@ -244,8 +245,9 @@ TEST_CASE("Semaphore_AHolderKilledAtEveryStepLosesNoPermitAndRunsNothingAfter") 
     victim.wait(10s);
     const std::string vpid_s = vpid.string(), log_s = log.string();
     auto next = ws.swarm({"lock", name, "--limit", "2", "--ttl", "2s", "--wait", "20s", "--", "/bin/sh", "-c",
-                          "if [ -s " + vpid_s + " ] && kill -0 $(cat " + vpid_s + ") 2>/dev/null; then echo OVER >> " +
-                              log_s + "; fi; echo ran >> " + log_s});
+                          "p=$(cat " + vpid_s + " 2>/dev/null); if [ -n \"$p\" ] && [ -e /proc/$p ] && ! grep -q "
+                          "'^State:.*Z' /proc/$p/status 2>/dev/null; then echo OVER >> " + log_s +
+                              "; fi; echo ran >> " + log_s});
     REQUIRE_MESSAGE(next.exit == 0, next.err);
     const auto took = std::chrono::steady_clock::now() - killed;
     MESSAGE(std::string(stage), ": the next holder ran ", std::chrono::duration_cast<std::chrono::milliseconds>(took).count(),
