@@ -316,7 +316,8 @@ Verb add_lease(CLI::App& app) {
       ->check(CLI::Range(1, swarm::kMaxPermits));
   limit->footer("Example:\n  swarm lease limit integration 6\n"
                 "A cut lets the holders finish and grants nothing until they are under the new limit.");
-  CLI::App* list = cmd->add_subcommand("list", "Every lease: state, holder, token, age, time left, waiters");
+  CLI::App* list = cmd->add_subcommand("list", "Every lease: state, holder, token, age, time left, waiters; then "
+                                               "each semaphore's limit, permits held and waiters");
   list->footer("Example:\n  swarm lease list");
 
   return {cmd, [f, acquire, renew, release, show, limit](Context& ctx) {
