@@ -32,7 +32,7 @@ struct LiveBlock {
   PortBlock block;
   std::string slot;
   std::string host;
-  std::uint64_t revision = 0;  // the grant's token
+  std::uint64_t token = 0;  // of its grant: orders overlapping grants
 };
 
 // Where a block of `count` ports in `range` can start without meeting any of
@@ -171,7 +171,7 @@ void PortBlocks::require_room(const std::string& slot, unsigned count, const Por
 bool PortBlocks::lost_to_earlier(const std::string& slot, const std::vector<PortBlock>& ours, const PortBlock& mine,
                                  std::uint64_t token) const {
   for (const auto& other : taken(slot, ours).others)
-    if (other.block.overlaps(mine) && other.revision < token) return true;
+    if (other.block.overlaps(mine) && other.token < token) return true;
   return false;
 }
 
