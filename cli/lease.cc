@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <cstdlib>
 
 #include "cli/documents.h"
@@ -46,10 +45,28 @@ swarm::Json lease_json(const swarm::LeaseEntry& e, const swarm::LeaseStanding& s
   return item;
 }
 
+// Rows of cells (already escaped) as columns two spaces apart, each as wide as its widest cell.
+std::string aligned(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> width;
+  for (const auto& r : rows) {
+    width.resize(std::max(width.size(), r.size()));
+    for (std::size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
+  }
+  std::string out;
+  for (const auto& r : rows) {
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      out += r[i];
+      if (i + 1 < r.size()) out.append(width[i] - r[i].size() + 2, ' ');
+    }
+    out += '\n';
+  }
+  return out;
+}
+
 std::string table(const std::vector<swarm::LeaseEntry>& entries, const std::map<std::string, int>& waiting,
                   swarm::TimePoint now) {
   if (entries.empty()) return "no leases\n";
-  std::vector<std::array<std::string, 8>> rows = {{"NAME", "STATE", "HOLDER", "HOST", "TOKEN", "AGE", "LEFT", "WAITERS"}};
+  std::vector<std::vector<std::string>> rows = {{"NAME", "STATE", "HOLDER", "HOST", "TOKEN", "AGE", "LEFT", "WAITERS"}};
   for (const auto& e : entries) {
     auto s = swarm::standing_of(e, now);
     auto w = waiting.find(e.name);
@@ -66,18 +83,7 @@ std::string table(const std::vector<swarm::LeaseEntry>& entries, const std::map<
                       std::to_string(e.token()), fmt(s.age), fmt(s.left),
                       std::to_string(w == waiting.end() ? 0 : w->second)});
   }
-  std::array<std::size_t, 8> width{};
-  for (const auto& r : rows)
-    for (std::size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
-  std::string out;
-  for (const auto& r : rows) {
-    for (std::size_t i = 0; i < r.size(); ++i) {
-      out += r[i];
-      if (i + 1 < r.size()) out.append(width[i] - r[i].size() + 2, ' ');
-    }
-    out += '\n';
-  }
-  return out;
+  return aligned(rows);
 }
 
 swarm::Json semaphore_json(const swarm::SemaphoreSummary& s) {
@@ -89,19 +95,11 @@ swarm::Json semaphore_json(const swarm::SemaphoreSummary& s) {
 // The semaphores of a listing, as a table ("" when there are none).
 std::string semaphore_table(const std::vector<swarm::SemaphoreSummary>& semaphores) {
   if (semaphores.empty()) return {};
-  std::size_t width = std::string_view("SEMAPHORE").size();
-  for (const auto& s : semaphores) width = std::max(width, swarm::printable(s.name).size());
-  auto row = [&](const std::string& name, const std::string& limit, const std::string& held, const std::string& waiting) {
-    std::string line = name;
-    line.append(width - name.size() + 2, ' ');
-    line += limit + std::string(limit.size() < 5 ? 7 - limit.size() : 2, ' ') + held +
-            std::string(held.size() < 4 ? 6 - held.size() : 2, ' ') + waiting + "\n";
-    return line;
-  };
-  std::string out = "\n" + row("SEMAPHORE", "LIMIT", "HELD", "WAITING");
+  std::vector<std::vector<std::string>> rows = {{"SEMAPHORE", "LIMIT", "HELD", "WAITING"}};
   for (const auto& s : semaphores)
-    out += row(swarm::printable(s.name), std::to_string(s.limit), std::to_string(s.held), std::to_string(s.waiters));
-  return out;
+    rows.push_back({swarm::printable(s.name), std::to_string(s.limit), std::to_string(s.held),
+                    std::to_string(s.waiters)});
+  return "\n" + aligned(rows);
 }
 
 swarm::Json leases_of(const std::vector<swarm::LeaseEntry>& entries, const std::map<std::string, int>& waiting,

@@ -140,11 +140,11 @@ std::map<std::string, int> ServeView::waiting(swarm::TimePoint now) const {
   return out;
 }
 
-std::vector<swarm::SemaphoreSummary> ServeView::semaphores(const std::map<std::string, int>& waiting,
-                                                           swarm::TimePoint now) const {
+std::vector<swarm::LeaseEntry> ServeView::lease_entries() const {
   std::vector<swarm::LeaseEntry> entries;
+  entries.reserve(leases_.size());
   for (const auto& [name, entry] : leases_) entries.push_back(entry);
-  return swarm::summarize_semaphores(limits_, entries, waiting, now);
+  return entries;
 }
 
 bool ServeView::nats_up() const {
@@ -192,7 +192,7 @@ std::string ServeView::metrics() const {
   out += "# HELP swarm_lease_waiters Live places in each lease's line.\n# TYPE swarm_lease_waiters gauge\n";
   for (const auto& [name, n] : waiters) out += "swarm_lease_waiters{lease=\"" + label(name) + "\"} " + std::to_string(n) + "\n";
   out += "# HELP swarm_semaphore_limit Each semaphore's limit.\n# TYPE swarm_semaphore_limit gauge\n";
-  const auto sems = semaphores(waiters, now);
+  const auto sems = swarm::summarize_semaphores(limits_, lease_entries(), waiters, now);
   for (const auto& s : sems) out += "swarm_semaphore_limit{semaphore=\"" + label(s.name) + "\"} " + std::to_string(s.limit) + "\n";
   out += "# HELP swarm_semaphore_held Permits of each semaphore held now.\n# TYPE swarm_semaphore_held gauge\n";
   for (const auto& s : sems) out += "swarm_semaphore_held{semaphore=\"" + label(s.name) + "\"} " + std::to_string(s.held) + "\n";
@@ -234,10 +234,9 @@ std::string ServeView::status_document() const {
 std::string ServeView::leases_document() const {
   std::lock_guard lock(mu_);
   const auto now = server_now();
-  std::vector<swarm::LeaseEntry> entries;
-  for (const auto& [name, entry] : leases_) entries.push_back(entry);
+  const auto entries = lease_entries();
   const auto waiters = waiting(now);
-  return cli::leases_document(entries, waiters, semaphores(waiters, now), now).dump();
+  return cli::leases_document(entries, waiters, swarm::summarize_semaphores(limits_, entries, waiters, now), now).dump();
 }
 
 std::string ServeView::branches_document() const {

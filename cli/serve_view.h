@@ -89,8 +89,8 @@ class ServeView {
   bool running() const { return !stopping_ && !broken_; }
   // Live places in each lease's line, and whether every feed works (mu_ held).
   std::map<std::string, int> waiting(swarm::TimePoint now) const;
-  // The semaphores as the leases, their lines and the limits say at `now`.
-  std::vector<swarm::SemaphoreSummary> semaphores(const std::map<std::string, int>& waiting, swarm::TimePoint now) const;
+  // The leases followed, in name order.
+  std::vector<swarm::LeaseEntry> lease_entries() const;
   bool nats_up() const;
   // The sessions as of now: ages moved on since the last update, states again.
   std::vector<swarm::SessionRow> sessions_now(swarm::TimePoint* now) const;

@@ -18,7 +18,10 @@ struct PortRange {
   bool operator==(const PortRange&) const = default;
 };
 
-// "A-B" as a range; bad_input naming `text` (and `what`, "--ports") when it
+// "A-B" (two ports of 1 to 5 digits, 1 to 65535, A at most B) as a range;
+// nullopt when it is not one.
+std::optional<PortRange> port_range_of(std::string_view text);
+// The same; bad_input naming `text` (and `what`, "--ports") when it
 // is not two port numbers, A at most B.
 PortRange parse_port_range(std::string_view text, std::string_view what = "--ports");
 

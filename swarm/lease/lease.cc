@@ -376,6 +376,19 @@ Lease LeaseStore::renew(const std::string& name, std::uint64_t token) const {
   return renew(lease);
 }
 
+Lease kept_grant(const std::string& name, const LeaseRecord& record, std::uint64_t revision, const LeaseHolder& who,
+                 milliseconds ttl) {
+  Lease kept;
+  kept.name = name;
+  kept.token = token_of(record.token, revision);
+  kept.revision = revision;
+  kept.record = record;
+  kept.record.pid = who.pid;
+  kept.record.pid_start = who.pid_start;
+  kept.record.ttl = ttl;
+  return kept;
+}
+
 kv::Bucket::Write LeaseStore::renewal_of(const LeaseEntry& held) const {
   LeaseRecord r = *held.record;
   r.token = held.token();

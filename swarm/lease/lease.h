@@ -101,6 +101,12 @@ struct Lease {
   BootTime deadline{};
 };
 
+// A grant (`record`, last written at `revision`) carried on by `who` for
+// `ttl`, its token kept: what renew() renews when a rejoin keeps a slot's
+// task lease or port block for its new session.
+Lease kept_grant(const std::string& name, const LeaseRecord& record, std::uint64_t revision, const LeaseHolder& who,
+                 std::chrono::milliseconds ttl);
+
 // What a key held last, a released lease's delete marker included.
 struct LastWrite {
   std::uint64_t revision = 0;  // 0: the key never had a value

@@ -23,10 +23,12 @@ using Steady = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 constexpr const char* kPermitPart = ".permit.";
+constexpr std::string_view kGatePart = ".gate";
+constexpr std::string_view kLimitPrefix = "_limit.";
 constexpr milliseconds kStopCheck{250};
 constexpr int kLimitRaces = 20;
 
-std::string limit_key(const std::string& name) { return "_limit." + name; }
+std::string limit_key(const std::string& name) { return std::string(kLimitPrefix) + name; }
 
 std::string limit_value(int limit) { return "{\"limit\":" + std::to_string(limit) + "}"; }
 
@@ -57,7 +59,7 @@ int usable_below(int limit, const std::set<int>& busy) {
 }  // namespace
 
 std::string permit_lease(const std::string& name, int k) { return name + kPermitPart + std::to_string(k); }
-std::string gate_lease(const std::string& name) { return name + ".gate"; }
+std::string gate_lease(const std::string& name) { return name + std::string(kGatePart); }
 
 std::optional<int> permit_of(const std::string& lease, std::string* semaphore) {
   const auto at = lease.rfind(kPermitPart);
@@ -323,14 +325,13 @@ Lease Semaphore::take_permit(const LeaseHolder& who, milliseconds ttl, Steady::t
 }
 
 std::optional<std::string> limit_key_of(std::string_view key) {
-  constexpr std::string_view kLimitPrefix = "_limit.";
   if (key.substr(0, kLimitPrefix.size()) != kLimitPrefix || key.size() == kLimitPrefix.size()) return std::nullopt;
   return std::string(key.substr(kLimitPrefix.size()));
 }
 
 std::map<std::string, int> semaphore_limits(const LeaseStore& store) {
   std::map<std::string, int> out;
-  for (const auto& entry : store.keys().list("_limit.>"))
+  for (const auto& entry : store.keys().list(std::string(kLimitPrefix) + ">"))
     if (auto name = limit_key_of(entry.key))
       if (auto limit = limit_in(entry.value)) out[*name] = *limit;
   return out;
@@ -349,10 +350,9 @@ std::vector<SemaphoreSummary> summarize_semaphores(const std::map<std::string, i
       continue;
     }
     // The one at the gate waits too (for a permit).
-    constexpr std::string_view kGate = ".gate";
     const std::string_view name = entry.name;
-    if (name.size() > kGate.size() && name.substr(name.size() - kGate.size()) == kGate)
-      if (auto it = by_name.find(std::string(name.substr(0, name.size() - kGate.size())));
+    if (name.size() > kGatePart.size() && name.substr(name.size() - kGatePart.size()) == kGatePart)
+      if (auto it = by_name.find(std::string(name.substr(0, name.size() - kGatePart.size())));
           it != by_name.end() && held)
         ++it->second.waiters;
   }

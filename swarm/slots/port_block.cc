@@ -1,7 +1,6 @@
 #include "swarm/slots/port_block.h"
 
 #include <algorithm>
-#include <charconv>
 #include <random>
 #include <thread>
 #include <vector>
@@ -19,13 +18,6 @@ constexpr std::string_view kPrefix = "ports.";
 constexpr int kMaxClaimAttempts = 24;
 // What the record of a block names as its task.
 constexpr const char* kPortsTask = "ports";
-
-std::optional<unsigned> number_of(std::string_view digits) {
-  unsigned value = 0;
-  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
-  if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size()) return std::nullopt;
-  return value;
-}
 
 // A live block of the listing: held by someone, not certainly expired.
 struct LiveBlock {
@@ -92,6 +84,13 @@ std::string no_room_message(unsigned count, const PortRange& range, const std::v
 
 }  // namespace
 
+LeaseHolder PortBlocks::holder(const std::string& slot, std::int64_t pid) const {
+  LeaseHolder who = LeaseHolder::process(me_, pid, slot);
+  who.slot = slot;
+  who.task = kPortsTask;
+  return who;
+}
+
 bool PortBlocks::holds(const LastWrite& last, Steady::time_point arrived) const {
   if (last.revision == 0 || last.released) return false;
   return !last.record ||
@@ -104,12 +103,10 @@ std::string port_block_lease_name(const PortBlock& block) {
 
 std::optional<PortBlock> port_block_of(std::string_view name) {
   if (name.substr(0, kPrefix.size()) != kPrefix) return std::nullopt;
-  name.remove_prefix(kPrefix.size());
-  const auto dash = name.find('-');
-  if (dash == std::string_view::npos) return std::nullopt;
-  auto first = number_of(name.substr(0, dash)), last = number_of(name.substr(dash + 1));
-  if (!first || !last || *first < 1 || *last > 65535 || *first > *last) return std::nullopt;
-  return PortBlock{*first, *last - *first + 1};
+  // The ports it names, written as a range is.
+  const auto range = port_range_of(name.substr(kPrefix.size()));
+  if (!range) return std::nullopt;
+  return PortBlock{range->first, range->size()};
 }
 
 // Every live block: those of `ours` the slot holds on this host (by block),
@@ -192,17 +189,8 @@ std::optional<PortBlock> PortBlocks::keep_own(const std::string& slot, const Lea
   const PortBlock block = *port_block_of(own.name);
   if (lost_to_earlier(slot, ours, block, own.token())) return std::nullopt;
   // Renewed for the new session now (with its process), as a kept task lease is.
-  const LeaseHolder who = LeaseHolder::process(me_, pid, slot);
-  Lease kept;
-  kept.name = own.name;
-  kept.token = own.token();
-  kept.revision = own.revision;
-  kept.record = *own.record;
-  kept.record.pid = who.pid;
-  kept.record.pid_start = who.pid_start;
-  kept.record.ttl = ttl_;
   try {
-    store_.renew(kept);
+    store_.renew(kept_grant(own.name, *own.record, own.revision, holder(slot, pid), ttl_));
     return block;
   } catch (const Error& e) {
     if (e.kind() != Errc::conflict) throw;
@@ -212,9 +200,7 @@ std::optional<PortBlock> PortBlocks::keep_own(const std::string& slot, const Lea
 
 PortBlock PortBlocks::claim(const std::string& slot, unsigned count, const PortRange& range, std::int64_t pid,
                             std::optional<PortBlock> keep, bool* kept) const {
-  LeaseHolder who = LeaseHolder::process(me_, pid, slot);
-  who.slot = slot;
-  who.task = kPortsTask;
+  const LeaseHolder who = holder(slot, pid);
   if (kept != nullptr) *kept = false;
   for (int attempt = 1; attempt <= kMaxClaimAttempts; ++attempt) {
     if (attempt > 1) pause_before_retry(attempt);
@@ -276,9 +262,7 @@ kv::Bucket::Write PortBlocks::renewal(const LeaseEntry& held) const { return sto
 std::string PortBlocks::reclaim(const std::string& slot, const PortBlock& block, std::int64_t pid) const {
   const std::string name = port_block_lease_name(block);
   try {
-    LeaseHolder who = LeaseHolder::process(me_, pid, slot);
-    who.slot = slot;
-    who.task = kPortsTask;
+    const LeaseHolder who = holder(slot, pid);
     auto last = read_arriving([&] { return store_.last(name); });
     if (holds(last.value, last.at)) {
       // Renewed by another verb of this session meanwhile (a commit beside a renew): still ours.

@@ -68,6 +68,8 @@ class PortBlocks {
 
  private:
   struct Taken;
+  // Process `pid` of this host holding a block for `slot`.
+  LeaseHolder holder(const std::string& slot, std::int64_t pid) const;
   Taken taken(const std::string& slot, const std::vector<PortBlock>& ours) const;
   // The same, with room for `count` ports in `range` (or `keep` of that
   // size, held); conflict naming the range when there is none.

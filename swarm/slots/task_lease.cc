@@ -65,16 +65,7 @@ Lease TaskLeases::claim(const std::string& slot, const std::string& task, std::i
   if (own) {
     // This slot's own claim (a stale takeover, a --force rejoin): kept,
     // with its token, for the new session.
-    const LeaseRecord& r = *last.record;
-    Lease kept;
-    kept.name = name;
-    kept.token = token_of(r.token, last.revision);
-    kept.revision = last.revision;
-    kept.record = r;
-    kept.record.pid = who.pid;
-    kept.record.pid_start = who.pid_start;
-    kept.record.ttl = ttl_;
-    return store_.renew(kept);
+    return store_.renew(kept_grant(name, *last.record, last.revision, who, ttl_));
   }
   try {
     return store_.grant(name, who, ttl_, last);

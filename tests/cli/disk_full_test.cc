@@ -135,11 +135,8 @@ TEST_CASE("DiskFull_UpOnAStoreTooSmallForTheJournalIsExit9AndMakesNothing") {
   // The server this up started is stopped: gone, or a zombie its new parent has yet to reap (bounded wait).
   if (pid_file >> pid)
     CHECK(eventually([pid] {
-      std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-      std::string line;
-      if (!std::getline(stat, line)) return true;
-      const auto close = line.rfind(')');
-      return close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z';
+      const char state = process_state(static_cast<pid_t>(pid));
+      return state == '\0' || state == 'Z';
     }, std::chrono::seconds(5)));
   auto status = ws.swarm({"status"});
   CHECK(status.exit == 6);  // no workspace was made

@@ -70,11 +70,7 @@ inline const cJSON* row_of(const swarm::Json& doc, const std::string& slot) {
 inline bool stopped_within(pid_t pid, std::chrono::milliseconds limit) {
   const auto end = std::chrono::steady_clock::now() + limit;
   while (std::chrono::steady_clock::now() < end) {
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string line;
-    std::getline(stat, line);
-    auto close = line.rfind(')');
-    if (close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'T') return true;
+    if (process_state(pid) == 'T') return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return false;

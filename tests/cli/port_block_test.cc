@@ -6,7 +6,6 @@
 
 #include <signal.h>
 
-#include <fstream>
 #include <set>
 #include <thread>
 
@@ -57,6 +56,19 @@ swarm::Json block_lease(const SwarmWorkspace& ws, const std::string& name) {
     if (name == cJSON_GetObjectItem(item, "name")->valuestring) return swarm::Json::copy(item);
   }
   return {};
+}
+
+// `join --slot SLOT --ports K --env` asked again until it is granted (an
+// expired block comes free within the TTL), within 15 s.
+RunResult join_when_free(const SwarmWorkspace& ws, const std::string& slot, const std::string& task, const char* k) {
+  RunResult taken;
+  CHECK(eventually(
+      [&] {
+        taken = ws.swarm({"join", "--slot", slot, "--task", task, "--ports", k, "--env"});
+        return taken.exit == 0;
+      },
+      15s));
+  return taken;
 }
 
 // A second host's workspace on the first's NATS and hub, with `ports`.
@@ -121,13 +133,7 @@ TEST_CASE("PortBlocks_ABlockOfAKilledAgentComesBackAfterExpiry") {
   CHECK(refused.exit == 3);
   CHECK(refused.err.find("22000-22009") != std::string::npos);
   CHECK(refused.err.find("slot gone") != std::string::npos);
-  RunResult taken;
-  CHECK(eventually(
-      [&] {
-        taken = ws.swarm({"join", "--slot", "next", "--task", "T-2", "--ports", "4", "--env"});
-        return taken.exit == 0;
-      },
-      15s));
+  const RunResult taken = join_when_free(ws, "next", "T-2", "4");
   CHECK_MESSAGE(exported(taken.out, "SWARM_PORT_BASE") == "22000", taken.err);
 }
 
@@ -193,13 +199,8 @@ TEST_CASE("PortBlocks_AnExpiredBlockIsNeverRenewed") {
   // the frozen agent's renewal must not bring its old block back to life over it.
   SwarmWorkspace ws({.up_args = {"--ttl", "2s", "--ports", "25000-25009"}});
   REQUIRE(ws.swarm({"join", "--slot", "frozen", "--task", "T-1", "--ports", "10"}).exit == 0);
-  RunResult taken;
-  REQUIRE(eventually(
-      [&] {
-        taken = ws.swarm({"join", "--slot", "next", "--task", "T-2", "--ports", "5", "--env"});
-        return taken.exit == 0;
-      },
-      15s));
+  const RunResult taken = join_when_free(ws, "next", "T-2", "5");
+  REQUIRE(taken.exit == 0);
   CHECK(exported(taken.out, "SWARM_PORT_BASE") == "25000");
   // Its session may be gone (the server dropped it at the TTL), or still there to renew (servers drop expired
   // records when they get to it): either way its block stays given up, and a renewal says so.
@@ -210,18 +211,6 @@ TEST_CASE("PortBlocks_AnExpiredBlockIsNeverRenewed") {
   CHECK(field(block_lease(ws, "ports.25000-25004"), "state") == "held");
 }
 
-namespace {
-
-bool stopped(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(in, line)) return false;
-  const auto close = line.rfind(')');
-  return close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'T';
-}
-
-}  // namespace
-
 TEST_CASE("PortBlocks_AJoinKilledBetweenItsGrantAndItsCheckLeavesNoOverlap") {
   // b's join reads the blocks (none), stops; a takes 26000-26004; b goes on, grants 26000-26002 over a's ports
   // and is SIGKILLed before it checks. The stray grant names no session: b's next join neither keeps it nor
@@ -230,12 +219,12 @@ TEST_CASE("PortBlocks_AJoinKilledBetweenItsGrantAndItsCheckLeavesNoOverlap") {
   auto env = kHostA;
   env["SWARM_TEST_JOIN_STOP"] = "ports-listed,ports-granted";
   Process b(ws.command({"join", "--slot", "b", "--task", "T-b", "--ports", "3"}, env));
-  REQUIRE(eventually([&] { return stopped(b.pid()); }, 20s));
+  REQUIRE(eventually([&] { return process_state(b.pid()) == 'T'; }, 20s));
   REQUIRE(ws.swarm({"join", "--slot", "a", "--task", "T-a", "--ports", "5"}).exit == 0);
   REQUIRE(blocks_by_slot(ws)["a"].base == 26000);
   // b goes on from what it read before a's grant: it grants 26000-26002, and stops again before its check.
   b.signal(SIGCONT);
-  REQUIRE(eventually([&] { return block_lease(ws, "ports.26000-26002") && stopped(b.pid()); }, 20s));
+  REQUIRE(eventually([&] { return block_lease(ws, "ports.26000-26002") && process_state(b.pid()) == 'T'; }, 20s));
   b.signal(SIGKILL);
   b.wait(10s);
   auto again = ws.swarm({"join", "--slot", "b", "--task", "T-b", "--ports", "3", "--env"});

@@ -76,11 +76,8 @@ TEST_CASE("Readme_QuickStartRunsAsWritten") {
   if (pid_file >> pid && pid > 0) {
     // Gone (or a zombie no one reaped yet), within a bound.
     auto gone = [pid] {
-      std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-      std::string line;
-      if (!std::getline(stat, line)) return true;
-      const auto close = line.rfind(')');
-      return close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z';
+      const char state = process_state(static_cast<pid_t>(pid));
+      return state == '\0' || state == 'Z';
     };
     CHECK(eventually(gone, 10s));
     if (!gone()) ::kill(static_cast<pid_t>(pid), SIGKILL);

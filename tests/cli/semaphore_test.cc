@@ -205,19 +205,6 @@ TEST_CASE("Semaphore_AfterACutTheHoldersAboveItCountUntilTheyGo") {
   CHECK(two.exit == 3);  // permit 2 and permit 0 held: the limit of 2
 }
 
-namespace {
-
-// Whether process `pid` is stopped (state T in /proc/PID/stat).
-bool stopped(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(in, line)) return false;
-  const auto close = line.rfind(')');
-  return close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'T';
-}
-
-}  // namespace
-
 TEST_CASE("Semaphore_AHolderKilledAtEveryStepLosesNoPermitAndRunsNothingAfter") {
   // limit 2, one live holder; a second killed (SIGKILL) at each step of its hold (at the gate, just granted,
   // before and after a renewal, before and after its release): a third gets the permit within the TTL plus one
@@ -239,7 +226,7 @@ TEST_CASE("Semaphore_AHolderKilledAtEveryStepLosesNoPermitAndRunsNothingAfter") 
     Process victim(ws.command({"lock", name, "--limit", "2", "--ttl", "2s", "--", "/bin/sh", "-c",
                                "echo $$ > " + vpid.string() + "; sleep 1.2"},
                               env));
-    REQUIRE(eventually([&] { return stopped(victim.pid()); }, 20s));
+    REQUIRE(eventually([&] { return process_state(victim.pid()) == 'T'; }, 20s));
     const auto killed = std::chrono::steady_clock::now();
     victim.signal(SIGKILL);
     victim.wait(10s);

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <stdexcept>
 
 extern char** environ;
@@ -128,5 +129,14 @@ void Process::signal(int signo) {
 }
 
 RunResult run(const Command& command, std::chrono::milliseconds limit) { return Process(command).wait(limit); }
+
+char process_state(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return '\0';
+  // "PID (COMM) STATE ...": COMM may hold spaces and parentheses, so the last ')' ends it.
+  const auto close = line.rfind(')');
+  return close != std::string::npos && close + 2 < line.size() ? line[close + 2] : '\0';
+}
 
 }  // namespace testing

@@ -47,6 +47,10 @@ class Process {
   std::string pending_;  // stdout read by read_line beyond its last line
 };
 
+// The state letter /proc/PID/stat gives process `pid` ('R', 'S', 'T' when
+// stopped, 'Z' a zombie not yet reaped, ...); '\0' when there is none.
+char process_state(pid_t pid);
+
 RunResult run(const Command& command, std::chrono::milliseconds limit = std::chrono::seconds(60));
 
 }  // namespace testing
