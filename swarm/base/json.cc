@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdlib>
+#include <memory>
 #include <string>
 
 #include "swarm/base/text.h"
@@ -12,7 +13,10 @@ namespace swarm {
 namespace {
 
 // One block per thread, reused by every arena on it; big requests and
-// overflow fall back to malloc (and are freed normally).
+// overflow fall back to malloc (and are freed normally). Made on the
+// thread's first arena, on the heap: a block in static TLS would be zeroed
+// at the start of every thread the process makes (64 KiB, 16 page faults,
+// for each of nats.c's threads, which never parse).
 struct ArenaBlock {
   static constexpr std::size_t kSize = 64 * 1024;
   alignas(std::max_align_t) char bytes[kSize];
@@ -25,15 +29,16 @@ struct ArenaBlock {
   }
 };
 
-thread_local ArenaBlock t_block;
+thread_local std::unique_ptr<ArenaBlock> t_block;
 
 void* arena_malloc(std::size_t n) {
   constexpr std::size_t kAlign = alignof(std::max_align_t);
-  if (t_block.active) {
+  ArenaBlock* block = t_block.get();
+  if (block != nullptr && block->active) {
     std::size_t size = (n + kAlign - 1) / kAlign * kAlign;
-    if (t_block.used + size <= ArenaBlock::kSize) {
-      void* p = t_block.bytes + t_block.used;
-      t_block.used += size;
+    if (block->used + size <= ArenaBlock::kSize) {
+      void* p = block->bytes + block->used;
+      block->used += size;
       return p;
     }
   }
@@ -41,7 +46,9 @@ void* arena_malloc(std::size_t n) {
 }
 
 void arena_free(void* p) {
-  if (p == nullptr || t_block.owns(p)) return;  // arena memory goes with the arena
+  if (p == nullptr) return;
+  const ArenaBlock* block = t_block.get();
+  if (block != nullptr && block->owns(p)) return;  // arena memory goes with the arena
   std::free(p);
 }
 
@@ -54,16 +61,18 @@ const bool kHooksInstalled = [] {
 
 }  // namespace
 
-JsonArena::JsonArena() : owner_(!t_block.active) {
+JsonArena::JsonArena() {
+  if (!t_block) t_block.reset(new ArenaBlock);  // not value-initialized: its bytes are touched as used
+  owner_ = !t_block->active;
   if (!owner_) return;
-  t_block.active = true;
-  t_block.used = 0;
+  t_block->active = true;
+  t_block->used = 0;
 }
 
 JsonArena::~JsonArena() {
   if (!owner_) return;
-  t_block.active = false;
-  t_block.used = 0;
+  t_block->active = false;
+  t_block->used = 0;
 }
 
 Json Json::object() { return Json(cJSON_CreateObject()); }

@@ -94,7 +94,7 @@ class JsonArena {
   JsonArena& operator=(const JsonArena&) = delete;
 
  private:
-  bool owner_;  // false when nested inside another arena
+  bool owner_ = false;  // false when nested inside another arena
 };
 
 }  // namespace swarm

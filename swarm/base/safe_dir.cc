@@ -8,9 +8,9 @@
 
 #include <cerrno>
 #include <cstring>
-#include <random>
 
 #include "swarm/base/error.h"
+#include "swarm/base/random.h"
 
 namespace swarm {
 
@@ -67,8 +67,7 @@ void check_opened(int fd, const fs::path& path, bool folder, bool require_owner)
 }
 
 std::string temp_name(const std::string& name) {
-  static thread_local std::mt19937_64 random{std::random_device{}()};
-  return "." + name + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(random() % 1000000007ULL);
+  return "." + name + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(thread_random()() % 1000000007ULL);
 }
 
 void write_all(int fd, std::string_view text, const fs::path& path) {

@@ -1,10 +1,10 @@
 #include "swarm/lease/lease_queue.h"
 
 #include <algorithm>
-#include <random>
 
 #include "swarm/base/error.h"
 #include "swarm/base/log.h"
+#include "swarm/base/random.h"
 #include "swarm/base/server_clock.h"
 
 namespace swarm {
@@ -18,9 +18,8 @@ constexpr const char* kGrantedMark = "{\"left\":\"granted\"}";
 
 // A place's id: random, so two waiters of one host and pid never collide.
 std::string fresh_id() {
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
   char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(rng()));
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(thread_random()()));
   return hex;
 }
 

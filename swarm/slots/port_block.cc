@@ -7,6 +7,7 @@
 
 #include "swarm/base/error.h"
 #include "swarm/base/log.h"
+#include "swarm/base/random.h"
 #include "swarm/base/test_seam.h"
 
 namespace swarm {
@@ -56,15 +57,13 @@ std::vector<unsigned> free_bases(const std::vector<LiveBlock>& others, unsigned 
 // them, so that joins racing for the same place spread out.
 unsigned pick(const std::vector<unsigned>& bases, int attempt) {
   if (attempt == 1 || bases.size() == 1) return bases.front();
-  static thread_local std::mt19937 random{std::random_device{}()};
-  return bases[std::uniform_int_distribution<std::size_t>(0, bases.size() - 1)(random)];
+  return bases[std::uniform_int_distribution<std::size_t>(0, bases.size() - 1)(thread_random())];
 }
 
 // A short random pause before another try.
 void pause_before_retry(int attempt) {
-  static thread_local std::mt19937 random{std::random_device{}()};
   const int most = std::min(5 * attempt, 50);
-  std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(1, most)(random)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(1, most)(thread_random())));
 }
 
 std::string no_room_message(unsigned count, const PortRange& range, const std::vector<LiveBlock>& others) {
