@@ -101,6 +101,51 @@ std::string missing_dashes(const std::vector<cli::Verb>& verbs, int argc, char**
   return {};
 }
 
+// The verbs, in the order `swarm --help` lists them.
+struct VerbMaker {
+  std::string_view name;
+  cli::Verb (*add)(CLI::App&);
+};
+constexpr VerbMaker kVerbMakers[] = {
+    {"up", cli::add_up},           {"down", cli::add_down},         {"join", cli::add_join},
+    {"commit", cli::add_commit},   {"renew", cli::add_renew},       {"close", cli::add_close},
+    {"evict", cli::add_evict},     {"status", cli::add_status},     {"cwd", cli::add_cwd},
+    {"doctor", cli::add_doctor},   {"lease", cli::add_lease},       {"lock", cli::add_lock},
+    {"elect", cli::add_elect},     {"log", cli::add_log},           {"branches", cli::add_branches},
+    {"land", cli::add_land},       {"sync", cli::add_sync},         {"serve", cli::add_serve},
+    {"recovery", cli::add_recovery}, {"_repack-hub", cli::add_repack_hub}, {"completion", cli::add_completion},
+    {"_complete", cli::add_complete}};
+
+// Adds the verbs the arguments name (any argument equal to a verb's name:
+// the verb run is always among them, so CLI11 parses as it would with all):
+// building every verb's options is half a millisecond of each process,
+// which `swarm status` and every lock's hand-off pay. All of them when the
+// arguments name none (a typo's message lists them), ask for help (which
+// lists them) or complete (which offers them).
+std::vector<cli::Verb> add_verbs(CLI::App& app, int argc, char** argv) {
+  auto names_verb = [](std::string_view arg) {
+    for (const auto& maker : kVerbMakers)
+      if (arg == maker.name) return true;
+    return false;
+  };
+  bool all = true;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "-h" || arg == "--help" || arg == "--help-all" || arg == "completion" || arg == "_complete") {
+      all = true;
+      break;
+    }
+    if (names_verb(arg)) all = false;
+  }
+  std::vector<cli::Verb> verbs;
+  for (const auto& maker : kVerbMakers) {
+    bool named = all;
+    for (int i = 1; i < argc && !named; ++i) named = argv[i] == maker.name;
+    if (named) verbs.push_back(maker.add(app));
+  }
+  return verbs;
+}
+
 // Runs the verb parsed; its exit code, an error mapped to one.
 int run_verb(const std::vector<cli::Verb>& verbs, cli::Context& ctx) {
   int code = cli::kInternal;
@@ -135,13 +180,7 @@ int main(int argc, char** argv) {
       "6 workspace not bootstrapped, 7 NATS or a remote hub unreachable, 8 doctor found problems,\n"
       "9 the local filesystem refused (disk full, read-only, permission); a command run by lock, elect\n"
       "or land exits as it did, and a signal that stopped swarm is 128 + its number.");
-  const std::vector<cli::Verb> verbs = {
-      cli::add_up(app),       cli::add_down(app),       cli::add_join(app),       cli::add_commit(app),
-      cli::add_renew(app),    cli::add_close(app),      cli::add_evict(app),      cli::add_status(app),
-      cli::add_cwd(app),      cli::add_doctor(app),     cli::add_lease(app),      cli::add_lock(app),
-      cli::add_elect(app),    cli::add_log(app),        cli::add_branches(app),   cli::add_land(app),
-      cli::add_sync(app),     cli::add_serve(app),      cli::add_recovery(app),   cli::add_repack_hub(app),
-      cli::add_completion(app), cli::add_complete(app)};
+  const std::vector<cli::Verb> verbs = add_verbs(app, argc, argv);
   add_globals_to_help(app, verbs);
   try {
     app.parse(argc, argv);
