@@ -1,5 +1,6 @@
 #include "swarm/base/text.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -181,7 +182,13 @@ std::string strict_json_problem(std::string_view text) {
 
 bool natural_less(std::string_view a, std::string_view b) {
   auto digit = [](char c) { return c >= '0' && c <= '9'; };
-  std::size_t i = 0, j = 0;
+  // The common start of the two decides nothing: skip it at memcmp's pace,
+  // back to where its last run of digits began (that run is compared whole
+  // below). Status sorts 10,000 slots, most of them alike up to a number.
+  std::size_t i = static_cast<std::size_t>(std::mismatch(a.begin(), a.begin() + std::min(a.size(), b.size()), b.begin()).first -
+                                           a.begin());
+  while (i > 0 && digit(a[i - 1])) --i;
+  std::size_t j = i;
   while (i < a.size() && j < b.size()) {
     if (digit(a[i]) && digit(b[j])) {
       std::size_t i0 = i, j0 = j;
