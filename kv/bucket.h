@@ -78,6 +78,11 @@ class Bucket {
   // The key's current value, or nullopt when it is absent, deleted or expired.
   std::optional<Entry> get(std::string_view key) const;
 
+  // Several keys' current values (nullopt as get() would), in one round
+  // trip: the requests go together, and a key that got no usable answer in
+  // time is read again alone, as get() would.
+  std::vector<std::optional<Entry>> get_together(const std::vector<std::string>& keys) const;
+
   // The key's last message, a delete marker included (`deleted` says which):
   // a marker may carry data (see erase), e.g. what a released lease was.
   std::optional<Entry> last(std::string_view key, bool* deleted) const { return latest(key, deleted); }

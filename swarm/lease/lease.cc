@@ -135,6 +135,14 @@ std::optional<LeaseEntry> LeaseStore::get(const std::string& name) const {
   return lease_entry_of(std::move(*entry));
 }
 
+std::vector<LeaseEntry> LeaseStore::get_together(const std::vector<std::string>& names) const {
+  for (const auto& name : names) require_lease_name(name);
+  std::vector<LeaseEntry> out;
+  for (auto& entry : keys_.get_together(names))
+    if (entry) out.push_back(lease_entry_of(std::move(*entry)));
+  return out;
+}
+
 std::vector<LeaseEntry> LeaseStore::list(const std::string& pattern) const {
   std::vector<LeaseEntry> out;
   translating_kv([&] {

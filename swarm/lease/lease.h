@@ -146,6 +146,9 @@ class LeaseStore {
   const ServerClock& server_clock() const;
 
   std::optional<LeaseEntry> get(const std::string& name) const;
+  // Those of `names` that are held or were (absent ones left out), read in
+  // one round trip: a status of a few sessions reads their task leases so.
+  std::vector<LeaseEntry> get_together(const std::vector<std::string>& names) const;
   // Every lease record (queue and resign keys left out), corrupt ones
   // included; or those matching `pattern` ("task.>").
   std::vector<LeaseEntry> list(const std::string& pattern = ">") const;

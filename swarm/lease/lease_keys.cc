@@ -8,6 +8,10 @@ std::optional<kv::Entry> LeaseKeys::get(const std::string& key) const {
   return translating_kv([&] { return bucket_.get(key); });
 }
 
+std::vector<std::optional<kv::Entry>> LeaseKeys::get_together(const std::vector<std::string>& keys) const {
+  return translating_kv([&] { return bucket_.get_together(keys); });
+}
+
 std::optional<kv::Entry> LeaseKeys::last(const std::string& key, bool* released) const {
   return translating_kv([&] { return bucket_.last(key, released); });
 }

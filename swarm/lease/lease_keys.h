@@ -18,6 +18,8 @@ namespace swarm {
 class LeaseKeys {
  public:
   std::optional<kv::Entry> get(const std::string& key) const;
+  // Several keys in one round trip (kv::Bucket::get_together).
+  std::vector<std::optional<kv::Entry>> get_together(const std::vector<std::string>& keys) const;
   // The last write of `key`, a delete marker included (`released` says so).
   std::optional<kv::Entry> last(const std::string& key, bool* released) const;
   // CAS: only if `key` has no value; conflict otherwise.

@@ -419,3 +419,65 @@ TEST_CASE("Bucket_AReadAfterALostCasRaceIsNoConflict") {
   CHECK(kind != kv::Errc::conflict);
   CHECK((kind == kv::Errc::unavailable || kind == kv::Errc::timeout));
 }
+
+namespace {
+
+// What get() says of a key, as one comparable line.
+std::string shown(const std::optional<kv::Entry>& e) {
+  if (!e) return "absent";
+  return e->key + " rev " + std::to_string(e->revision) + " at " +
+         std::to_string(e->created.time_since_epoch().count()) + " = " + e->value;
+}
+
+}  // namespace
+
+TEST_CASE("Bucket_GetTogetherSaysWhatGetSaysOfEachKey") {
+  // Several keys at once: values of any bytes (sent base64 by the server),
+  // an absent key, a deleted one whose marker carries data, a key asked
+  // twice: each exactly what get() says of it, revision and server time too.
+  Fixture f;
+  auto b = f.bucket();
+  b.create("plain", "v1");
+  const std::string bytes("a\0b\r\n\xff\xc3\xa9{\"x\":1}", 14);
+  b.create("bytes", bytes);
+  b.create("empty", "");
+  const auto gone = b.create("gone", "was");
+  b.erase("gone", gone, "marker data");
+  b.update("plain", "v2", b.get("plain")->revision);
+  const std::vector<std::string> keys = {"plain", "bytes", "absent", "gone", "empty", "plain"};
+  const auto together = b.get_together(keys);
+  REQUIRE(together.size() == keys.size());
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    INFO(keys[i]);
+    CHECK(shown(together[i]) == shown(b.get(keys[i])));
+  }
+  CHECK(together[1]->value == bytes);
+  CHECK(together[0]->value == "v2");
+  CHECK_FALSE(together[2]);
+  CHECK_FALSE(together[3]);
+  CHECK(b.get_together({}).empty());
+  CHECK(kv_kind_of([&] { b.get_together({"ok", "bad key"}); }) == kv::Errc::bad_request);
+}
+
+TEST_CASE("Bucket_GetTogetherReadsAloneWhatGotNoAnswerInTime") {
+  // Answers held past the batch's wait: each key is read again alone, and
+  // the late answers of the batch change nothing.
+  Fixture f;
+  auto b = f.bucket("late");
+  b.create("a", "1");
+  b.create("c", "3");
+  testing::NatsProxy proxy(f.server.port());
+  kv::Connection through = kv::Connection::connect({.urls = {proxy.url()}, .request_timeout = 3s});
+  auto slow = kv::Bucket::open(through, "late");
+  proxy.hold_next({"STREAM.MSG.GET.KV_late"}, 900ms, testing::NatsProxy::Hold::answers);
+  const auto got = slow.get_together({"a", "b", "c"});
+  CHECK(proxy.holds_begun() == 1);
+  int asked = 0;
+  for (const auto& m : proxy.seen()) asked += m.rfind("PUB $JS.API.STREAM.MSG.GET.KV_late", 0) == 0;
+  CHECK(asked == 6);  // three together, then each alone
+  REQUIRE(got.size() == 3);
+  CHECK(shown(got[0]) == shown(b.get("a")));
+  CHECK_FALSE(got[1]);
+  CHECK(shown(got[2]) == shown(b.get("c")));
+  CHECK(shown(slow.get_together({"c"})[0]) == shown(b.get("c")));
+}
