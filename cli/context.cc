@@ -224,19 +224,17 @@ swarm::Landing Context::landing(bool lives_on) const {
                         swarm::LeaseStore::open(*connection_, config.lease_bucket), me());
 }
 
-Context::Sessions Context::sessions_of(const swarm::WorkspaceConfig& config,
-                                       const std::function<void(const swarm::LeaseStore&)>& early) const {
+Context::Sessions Context::sessions_of(const swarm::WorkspaceConfig& config) const {
   connection_ = swarm::connect_nats(connection_options(&config));
   // Bound with no round trip: evict and status may never touch a task lease.
   swarm::LeaseStore leases = swarm::LeaseStore::bind(*connection_, config.lease_bucket);
-  if (early) early(leases);
   swarm::SessionStore store = swarm::SessionStore::open(*connection_, config.bucket);
   return {std::move(store), std::move(leases)};
 }
 
-Context::Sessions Context::sessions(const std::function<void(const swarm::LeaseStore&)>& early) const {
+Context::Sessions Context::sessions() const {
   timeout();  // a bad --timeout is bad input before any I/O
-  return sessions_of(config_of(workspace()), early);
+  return sessions_of(config_of(workspace()));
 }
 
 swarm::WorkspaceConfig Context::config_of(const swarm::Workspace& ws) const {

@@ -95,9 +95,7 @@ class Context {
     swarm::SessionStore store;
     swarm::LeaseStore leases;
   };
-  // `early(leases)` runs once connected, before the session bucket is
-  // opened: a read of task leases started there overlaps that round trip.
-  Sessions sessions(const std::function<void(const swarm::LeaseStore&)>& early = {}) const;
+  Sessions sessions() const;
   // The lease bucket: of the workspace (its NATS and lease_bucket), or with
   // no workspace, of --nats-url's server. `lives_on`: for a process that
   // holds or waits long (lock, elect): its requests are not bounded by a
@@ -117,8 +115,7 @@ class Context {
  private:
   // The workspace's config, its session bucket replaced by --bucket.
   swarm::WorkspaceConfig config_of(const swarm::Workspace& ws) const;
-  Sessions sessions_of(const swarm::WorkspaceConfig& config,
-                       const std::function<void(const swarm::LeaseStore&)>& early = {}) const;
+  Sessions sessions_of(const swarm::WorkspaceConfig& config) const;
   Globals globals_;
   Output out_;
   // Kept here, not only in the lifecycle a verb drops, so that the process

@@ -51,6 +51,19 @@ std::vector<swarm::SessionRow> filtered(const std::vector<swarm::SessionRow>& ro
   return out;
 }
 
+// Up to this many records, status reads their task leases by name after
+// listing them (one round trip) rather than listing every task lease
+// alongside (a consumer and a thread, which cost more than 64 gets).
+constexpr std::uint64_t kTaskLeasesByName = 64;
+
+// The names of the task leases the rows' sessions hold, each once.
+std::vector<std::string> task_lease_names(const std::vector<swarm::SessionRow>& rows) {
+  std::set<std::string> names;
+  for (const auto& row : rows)
+    if (!row.corrupt && !row.task_id.empty()) names.insert(swarm::task_lease_name(std::string(row.task_id)));
+  return {names.begin(), names.end()};
+}
+
 // The terminal stdout is, if it is one: its size; else $COLUMNS (and
 // $LINES) when set; else 0 (as wide and as long as it takes).
 struct Screen {
@@ -339,24 +352,21 @@ Verb add_status(CLI::App& app) {
               const auto sessions = ctx.sessions();
               return watch(ctx, signals, sessions.store, *flags);
             }
+            const auto [store, leases] = ctx.sessions();
             // The task leases, to say where one disagrees with its session:
-            // all of them read from the moment the connection is up, while
-            // the session bucket is opened and listed.
+            // of a few sessions, read by name once they are known (one round
+            // trip); of many, all of them listed alongside the sessions.
+            const bool by_name = !flags->slots.empty() || store.size_hint() <= kTaskLeasesByName;
             std::future<std::vector<swarm::LeaseEntry>> listed;
-            const auto [store, leases] = ctx.sessions([&](const swarm::LeaseStore& bound) {
-              if (flags->slots.empty())
-                listed = std::async(std::launch::async, [bound]() mutable { return bound.list("task.>"); });
-            });
+            if (!by_name) listed = std::async(std::launch::async, [&leases = leases] { return leases.list("task.>"); });
             auto ttl = store.ttl();
             // The server's clock is read while the records are: its round trip
             // overlaps theirs instead of following it.
             auto server_clock = std::async(std::launch::async, [&] { return store.server_clock().now; });
             swarm::SessionTable table(ctx.me(), ctx.out().json());
-            std::vector<swarm::LeaseEntry> task_leases;
             if (flags->slots.empty()) {
               table.reserve(static_cast<std::size_t>(store.size_hint()));
               store.for_each([&](swarm::SessionEntry&& entry) { table.add(entry); });
-              task_leases = listed.get();
             } else {
               std::string missing;
               for (const auto& slot : std::set<std::string>(flags->slots.begin(), flags->slots.end())) {
@@ -366,12 +376,11 @@ Verb add_status(CLI::App& app) {
                   continue;
                 }
                 table.add(*one);
-                if (!one->corrupt() && !one->session->task_id.empty())
-                  if (auto lease = leases.get(swarm::task_lease_name(one->session->task_id)))
-                    task_leases.push_back(*lease);
               }
               if (!missing.empty()) throw swarm::Error(swarm::Errc::not_found, "no session for slot " + missing);
             }
+            const std::vector<swarm::LeaseEntry> task_leases =
+                by_name ? leases.get_together(task_lease_names(table.rows())) : listed.get();
             auto now = server_clock.get()();
             // A session renewed while the listing ran may have come twice.
             table.finish(flags->slots.empty() ? store.revision_at_open() : 0, ttl, now);

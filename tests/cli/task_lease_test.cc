@@ -2,10 +2,13 @@
 // with the session, released by close and evict.
 #include <doctest/doctest.h>
 
+#include <map>
 #include <thread>
+#include <vector>
 
 #include "cli/swarm_fixture.h"
 #include "kv/bucket.h"
+#include "support/json_fields.h"
 
 using namespace testing;
 
@@ -144,4 +147,53 @@ TEST_CASE("Doctor_ChecksLeases") {
   CHECK(ws.swarm({"lease", "show", "held-by-dead"}).exit == 4);
   CHECK_FALSE(task_lease(ws, "T-9"));
   CHECK(ws.swarm({"lease", "show", "soon-expired"}).exit == 0);  // a notice: left as it is
+}
+
+namespace {
+
+// Each slot's task-lease problem in `status --json` ("" when it agrees).
+std::map<std::string, std::string> task_lease_problems(const SwarmWorkspace& ws, std::vector<std::string> args) {
+  args.insert(args.begin(), {"status", "--json"});
+  auto r = ws.swarm(args);
+  REQUIRE(r.exit == 0);
+  auto doc = json_of(r);
+  REQUIRE(doc);
+  std::map<std::string, std::string> out;
+  cJSON* row = nullptr;
+  cJSON_ArrayForEach(row, cJSON_GetObjectItem(doc.get(), "sessions")) {
+    const cJSON* lease = cJSON_GetObjectItem(row, "task_lease");
+    out[text_of(row, "slot")] = cJSON_IsObject(lease) ? text_of(lease, "problem") : "";
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("Status_ReadsTaskLeasesByNameOrListsThemAlike") {
+  // A few sessions' task leases are read by name, many sessions' listed: the
+  // two say the same of each session (a lease that agrees, one released).
+  SwarmWorkspace ws;
+  for (const char* slot : {"a", "b", "c"})
+    REQUIRE(ws.swarm({"join", "--slot", slot, "--task", std::string("T-") + slot}).exit == 0);
+  auto token = std::to_string(static_cast<long long>(number(task_lease(ws, "T-b"), "token")));
+  REQUIRE(ws.swarm({"lease", "release", "task.T-b", "--token", token}).exit == 0);
+  const std::map<std::string, std::string> few = task_lease_problems(ws, {});
+  CHECK(few == std::map<std::string, std::string>{
+                   {"a", ""}, {"b", "no task lease (released, or never taken)"}, {"c", ""}});
+  {
+    // 70 sessions more, written by hand, whose tasks hold no lease.
+    auto connection = kv::Connection::connect({.urls = {ws.server()->url()}});
+    auto sessions = kv::Bucket::open(connection, "swarm-sessions");
+    for (int i = 0; i < 70; ++i) {
+      const std::string slot = "r" + std::to_string(i);
+      sessions.create(slot, R"({"slot":")" + slot + R"(","task_id":"T-)" + slot + R"(","host":"h"})");
+    }
+  }
+  const auto many = task_lease_problems(ws, {});
+  REQUIRE(many.size() == 73);
+  for (const char* slot : {"a", "b", "c"}) CHECK(many.at(slot) == few.at(slot));
+  CHECK(many.at("r0") == "no task lease (released, or never taken)");
+  CHECK(many.at("r69") == many.at("r0"));
+  CHECK(task_lease_problems(ws, {"--slot", "a", "--slot", "b", "--slot", "r7"}) ==
+        std::map<std::string, std::string>{{"a", ""}, {"b", few.at("b")}, {"r7", many.at("r7")}});
 }
