@@ -1,6 +1,5 @@
 #include "swarm/base/text.h"
 
-#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -180,37 +179,42 @@ std::string strict_json_problem(std::string_view text) {
   return {};
 }
 
-bool natural_less(std::string_view a, std::string_view b) {
+std::string natural_key(std::string_view text) {
   auto digit = [](char c) { return c >= '0' && c <= '9'; };
-  // The common start of the two decides nothing: skip it at memcmp's pace,
-  // back to where its last run of digits began (that run is compared whole
-  // below). Status sorts 10,000 slots, most of them alike up to a number.
-  std::size_t i = static_cast<std::size_t>(std::mismatch(a.begin(), a.begin() + std::min(a.size(), b.size()), b.begin()).first -
-                                           a.begin());
-  while (i > 0 && digit(a[i - 1])) --i;
-  std::size_t j = i;
-  while (i < a.size() && j < b.size()) {
-    if (digit(a[i]) && digit(b[j])) {
-      std::size_t i0 = i, j0 = j;
-      while (i0 < a.size() && a[i0] == '0') ++i0;
-      while (j0 < b.size() && b[j0] == '0') ++j0;
-      std::size_t i1 = i0, j1 = j0;
-      while (i1 < a.size() && digit(a[i1])) ++i1;
-      while (j1 < b.size() && digit(b[j1])) ++j1;
-      if (i1 - i0 != j1 - j0) return i1 - i0 < j1 - j0;  // fewer significant digits: smaller
-      if (int c = a.substr(i0, i1 - i0).compare(b.substr(j0, j1 - j0)); c != 0) return c < 0;
-      if (i0 - i != j0 - j) return i0 - i < j0 - j;  // the same number: fewer leading zeros first
-      i = i1;
-      j = j1;
+  auto put_16 = [](std::string& out, std::size_t n) {
+    out += static_cast<char>(n >> 8 & 0xff);
+    out += static_cast<char>(n & 0xff);
+  };
+  std::string key;
+  key.reserve(text.size() + 8);
+  for (std::size_t i = 0; i < text.size();) {
+    if (!digit(text[i])) {
+      key += text[i++];  // never a digit's byte, so never taken for a run's
       continue;
     }
-    if (a[i] != b[j]) return static_cast<unsigned char>(a[i]) < static_cast<unsigned char>(b[j]);
-    ++i;
-    ++j;
+    // A run of digits: its count of significant digits first (a byte from
+    // '0' on, so that against any other byte it sorts as a digit would;
+    // '9' and two bytes more from 9 digits on), the digits, then the count
+    // of leading zeros (fewer first).
+    std::size_t zeros = 0, end = i;
+    while (end < text.size() && text[end] == '0') ++end, ++zeros;
+    const std::size_t first = end;
+    while (end < text.size() && digit(text[end])) ++end;
+    const std::size_t significant = end - first;
+    if (significant < 9) {
+      key += static_cast<char>('0' + significant);
+    } else {
+      key += '9';
+      put_16(key, significant);
+    }
+    key.append(text.substr(first, significant));
+    put_16(key, zeros);
+    i = end;
   }
-  if (a.size() - i != b.size() - j) return a.size() - i < b.size() - j;
-  return a < b;
+  return key;
 }
+
+bool natural_less(std::string_view a, std::string_view b) { return natural_key(a) < natural_key(b); }
 
 std::size_t display_width(std::string_view text) {
   std::size_t n = 0;

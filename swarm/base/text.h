@@ -19,6 +19,10 @@ bool is_plain_text(std::string_view text);
 // (agent-2 before agent-10), the rest byte by byte; equal numbers with more
 // leading zeros after fewer; ties broken by the bytes, so it is a strict order.
 bool natural_less(std::string_view a, std::string_view b);
+// The same order as bytes: natural_less(a, b) exactly when natural_key(a) <
+// natural_key(b) (texts of at most 65,535 bytes). Sorting 10,000 names by
+// their keys compares bytes, not runs.
+std::string natural_key(std::string_view text);
 
 // How many columns `text` takes on a terminal: its UTF-8 code points (every
 // character one column; escaped text is ASCII).

@@ -45,8 +45,16 @@ void SessionTable::add(const SessionEntry& entry) {
 void SessionTable::finish(std::uint64_t since, std::chrono::milliseconds ttl, TimePoint now) {
   kv::drop_repeats(rows_, since, [](const SessionRow& r) { return r.slot; },
                    [](const SessionRow& r) { return r.revision; });
-  std::sort(rows_.begin(), rows_.end(),
-            [](const SessionRow& a, const SessionRow& b) { return natural_less(a.slot, b.slot); });
+  // Sorted by each slot's natural key, made once: a comparison of two keys
+  // is one of bytes (10,000 rows make ~130,000 of them).
+  std::vector<std::pair<std::string, std::size_t>> order;
+  order.reserve(rows_.size());
+  for (std::size_t i = 0; i < rows_.size(); ++i) order.emplace_back(natural_key(rows_[i].slot), i);
+  std::sort(order.begin(), order.end());
+  std::vector<SessionRow> sorted;
+  sorted.reserve(rows_.size());
+  for (const auto& [key, i] : order) sorted.push_back(rows_[i]);
+  rows_ = std::move(sorted);
   for (auto& row : rows_) {
     row.age = age_of(row.stored_at, now);
     row.state = row.corrupt ? State::corrupt : state_of(row.age, ttl);
