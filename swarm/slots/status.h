@@ -78,6 +78,8 @@ class SessionTable {
   const std::vector<SessionRow>& rows() const { return rows_; }
 
  private:
+  void sort_by_slot();
+
   HostIdentity me_;
   bool keep_json_;
   std::vector<SessionRow> rows_;

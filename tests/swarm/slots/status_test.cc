@@ -3,6 +3,13 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "swarm/base/text.h"
+
 using namespace swarm;
 using namespace std::chrono_literals;
 
@@ -48,4 +55,35 @@ TEST_CASE("Liveness_StatesByThirdsOfTheTtl") {
   auto now = std::chrono::system_clock::now();
   CHECK(age_of(now + 5s, now) == 0ms);  // a server clock ahead reads as age 0
   CHECK(age_of(now - 5s, now) == 5000ms);
+}
+
+TEST_CASE("SessionTable_SortsRowsNaturallyAndKeepsEachRowWhole") {
+  // 3,000 sessions in a shuffled order come out in natural slot order, each
+  // row with its own task, revision and host (the rows are moved into place).
+  std::vector<std::string> slots;
+  for (int i = 0; i < 1000; ++i)
+    for (const char* prefix : {"agent-", "render-", "s"}) slots.push_back(prefix + std::to_string(i));
+  std::mt19937 shuffle_by(7);
+  std::shuffle(slots.begin(), slots.end(), shuffle_by);
+  SessionTable table(HostIdentity{"h", "id"}, false);
+  const TimePoint t0 = std::chrono::system_clock::now();
+  std::uint64_t revision = 0;
+  for (const auto& slot : slots)
+    table.add(session_entry_of(
+        {slot, R"({"slot":")" + slot + R"(","task_id":"T-)" + slot + R"(","host":"h-)" + slot + R"("})", ++revision, t0}));
+  table.finish(0, 60s, t0);
+  std::vector<std::string> expected = slots;
+  std::sort(expected.begin(), expected.end(), [](const std::string& a, const std::string& b) { return natural_less(a, b); });
+  REQUIRE(table.rows().size() == expected.size());
+  CHECK(table.rows()[0].slot == "agent-0");
+  CHECK(table.rows()[1].slot == "agent-1");
+  CHECK(table.rows()[10].slot == "agent-10");
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    const SessionRow& row = table.rows()[i];
+    INFO(i);
+    CHECK(row.slot == expected[i]);
+    CHECK(row.task_id == "T-" + expected[i]);
+    CHECK(row.host == "h-" + expected[i]);
+    CHECK(slots[row.revision - 1] == expected[i]);
+  }
 }
