@@ -1,11 +1,12 @@
 // Several keys of a bucket read in one round trip: a STREAM.MSG.GET request
 // per key (the stream leader answers it, as it does latest()), published
-// together on an inbox of their own and flushed once; what got no usable
-// answer is read again alone, the usual way.
+// together on the connection's numbered reply inbox and flushed once; what
+// got no usable answer is read again alone, the usual way.
 #include <cJSON.h>
 
 #include <cstring>
 #include <memory>
+#include <mutex>
 
 #include "kv/bucket.h"
 #include "kv/bucket_state.h"
@@ -102,44 +103,51 @@ GetAnswer read_get_answer(natsMsg* reply, std::string_view key) {
 std::vector<std::optional<Entry>> Bucket::get_together(const std::vector<std::string>& keys) const {
   for (const auto& key : keys) require_valid_key(name_, key);
   std::vector<std::optional<Entry>> out(keys.size());
-  std::vector<bool> answered(keys.size(), false);
+  std::vector<bool> answered(keys.size(), false);  // a usable answer came
+  std::vector<bool> heard(keys.size(), false);     // any answer came
   if (keys.empty()) return out;
-  natsConnection* nc = state_->connection->connection.get();
-  // An inbox of its own: answers of another batch on the connection never
-  // mix with these.
-  char* raw_inbox = nullptr;
-  detail::check(natsInbox_Create(&raw_inbox), "make a reply inbox");
-  const std::string inbox = std::string(raw_inbox) + ".";
-  natsInbox_Destroy(raw_inbox);
-  natsSubscription* raw_sub = nullptr;
-  if (natsConnection_SubscribeSync(&raw_sub, nc, (inbox + "*").c_str()) == NATS_OK) {
-    detail::SubscriptionPtr sub(raw_sub);
-    natsSubscription_SetPendingLimits(raw_sub, -1, -1);
+  detail::ConnectionState& connection = *state_->connection;
+  natsConnection* nc = connection.connection.get();
+  {
+    // The connection's reply inbox, numbered: an answer of another batch
+    // (late, or of pipelined writes) is told apart by its number.
+    std::unique_lock lock(connection.reply_mu);
+    detail::subscribe_replies(connection);
+    const std::uint64_t first = connection.next_reply;
+    connection.next_reply += keys.size();
     const std::string api = "$JS.API.STREAM.MSG.GET." + state_->stream;
     std::size_t sent = 0;
     for (; sent < keys.size(); ++sent) {
       const std::string body = "{\"last_by_subj\":\"" + state_->prefix + keys[sent] + "\"}";
-      if (natsConnection_PublishRequest(nc, api.c_str(), (inbox + std::to_string(sent)).c_str(), body.data(),
-                                        static_cast<int>(body.size())) != NATS_OK)
+      const std::string reply = connection.reply_prefix + std::to_string(first + sent);
+      if (natsConnection_PublishRequest(nc, api.c_str(), reply.c_str(), body.data(), static_cast<int>(body.size())) !=
+          NATS_OK)
         break;
     }
-    detail::Attempts attempts(*state_->connection, budget_);
+    detail::Attempts attempts(connection, budget_);
     const auto wait = attempts.wait();
     const auto deadline = std::chrono::steady_clock::now() + wait;  // for the whole batch, its flush included
-    // One flush puts them on the wire together; its PING is answered after them.
+    // One flush puts them on the wire together.
     if (sent > 0) natsConnection_FlushTimeout(nc, std::max<std::int64_t>(1, wait.count()));
     for (std::size_t left = sent; left > 0;) {
       const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
       natsMsg* raw = nullptr;
-      if (natsSubscription_NextMsg(&raw, raw_sub, std::max<std::int64_t>(1, ms.count())) != NATS_OK) break;
+      const natsStatus status = natsSubscription_NextMsg(&raw, connection.replies, std::max<std::int64_t>(1, ms.count()));
+      // No responders (a stream without a leader, nats.c's 503): that answer
+      // is dropped and its key read alone below; the others may still come.
+      if (status == NATS_NO_RESPONDERS && std::chrono::steady_clock::now() < deadline) continue;
+      if (status != NATS_OK) break;
       detail::MsgPtr reply(raw);
       const std::string_view subject = natsMsg_GetSubject(raw);
-      const std::size_t i = std::strtoull(std::string(subject.substr(inbox.size())).c_str(), nullptr, 10);
-      if (i >= sent || answered[i]) continue;
+      const std::uint64_t n = std::strtoull(std::string(subject.substr(connection.reply_prefix.size())).c_str(), nullptr, 10);
+      if (n < first || n >= first + sent) continue;  // another batch's answer
+      const std::size_t i = n - first;
+      if (heard[i]) continue;
+      heard[i] = true;
       GetAnswer answer = read_get_answer(raw, keys[i]);
       answered[i] = answer.usable;
       out[i] = std::move(answer.entry);
-      --left;
+      --left;  // an unusable answer is an answer too: its key is read alone below
     }
   }
   // Unsent, unanswered or unusable (a timeout, a failover, an error): alone,

@@ -48,6 +48,13 @@ struct StreamState {
 // Where a message a consumer delivered sits (its ack subject, else nats.c's
 // reading of its metadata); `what` names the read in an error.
 Delivery delivery_of(natsMsg* msg, std::string_view what);
+// The connection's inbox for answers of requests sent together (pipelined
+// writes and reads), made on first use: one subscription for the
+// connection's life, never destroyed while answers may still reach it
+// (nats.c 3.4.1's reader thread uses a subscription without a reference).
+// Answers carry "<reply_prefix><n>", n from next_reply; a batch reads only
+// its own numbers. Called with reply_mu held.
+void subscribe_replies(ConnectionState& connection);
 StreamState stream_state(const Bucket::State& bucket, const std::string& name, std::chrono::milliseconds wait);
 }  // namespace detail
 

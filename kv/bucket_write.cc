@@ -201,20 +201,6 @@ Bucket::WriteResult read_pub_ack(natsMsg* reply, const std::string& what) {
   return out;
 }
 
-// The connection's inbox for the answers of writes sent together, made on
-// first use. Called with its reply_mu held.
-void subscribe_replies(detail::ConnectionState& connection) {
-  if (connection.replies != nullptr) return;
-  char* inbox = nullptr;
-  detail::check(natsInbox_Create(&inbox), "make a reply inbox");
-  connection.reply_prefix = std::string(inbox) + ".";
-  natsInbox_Destroy(inbox);
-  detail::check(natsConnection_SubscribeSync(&connection.replies, connection.connection.get(),
-                                             (connection.reply_prefix + "*").c_str()),
-                "subscribe to replies");
-  detail::check(natsSubscription_SetPendingLimits(connection.replies, -1, -1), "subscribe to replies");
-}
-
 // Reads the answers to the `sent` writes numbered from `first` until each
 // has one or `deadline` passed (answers already there are taken even after
 // it); a transient failure counts as no answer. Called with reply_mu held.
@@ -238,6 +224,20 @@ void collect_acks(detail::ConnectionState& connection, const std::vector<Bucket:
 }
 
 }  // namespace
+
+namespace detail {
+void subscribe_replies(ConnectionState& connection) {
+  if (connection.replies != nullptr) return;
+  char* inbox = nullptr;
+  check(natsInbox_Create(&inbox), "make a reply inbox");
+  connection.reply_prefix = std::string(inbox) + ".";
+  natsInbox_Destroy(inbox);
+  check(natsConnection_SubscribeSync(&connection.replies, connection.connection.get(),
+                                     (connection.reply_prefix + "*").c_str()),
+        "subscribe to replies");
+  check(natsSubscription_SetPendingLimits(connection.replies, -1, -1), "subscribe to replies");
+}
+}  // namespace detail
 
 std::vector<Bucket::WriteResult> Bucket::update_together(const std::vector<Write>& writes) {
   std::vector<WriteResult> out(writes.size());
@@ -263,7 +263,7 @@ std::vector<Bucket::WriteResult> Bucket::update_together(const std::vector<Write
     pipelined = pipelined && (w.bucket->state_->clustered == 0 || !detail::needs_cas_guard(*w.bucket->state_->connection));
   std::unique_lock lock(connection.reply_mu);
   natsConnection* nc = connection.connection.get();
-  subscribe_replies(connection);
+  detail::subscribe_replies(connection);
   const std::uint64_t first = connection.next_reply;
   connection.next_reply += writes.size();
   std::size_t sent = 0;
