@@ -43,11 +43,7 @@ std::string first_word(const CLI::App& app, int argc, char** argv) {
   return {};
 }
 
-std::string verb_names(const CLI::App& app) {
-  std::string names;
-  for (const auto* sub : cli::verbs_of(app)) names += (names.empty() ? "" : ", ") + sub->get_name();
-  return names;
-}
+std::string verb_names();
 
 // Each verb's (and sub-verb's) --help ends with the global options it also takes.
 void add_globals_to_help(const CLI::App& app, const std::vector<cli::Verb>& verbs) {
@@ -79,7 +75,7 @@ int parse_error(const CLI::App& app, const CLI::ParseError& e, bool json, int ar
   if (auto* sub = app.get_subcommands().empty() ? nullptr : app.get_subcommands().front()) {
     message += " (see `swarm " + sub->get_name() + " --help`)";
   } else if (auto word = first_word(app, argc, argv); !word.empty()) {
-    message = "unknown verb '" + word + "': the verbs are " + verb_names(app) + " (see `swarm --help`)";
+    message = "unknown verb '" + word + "': the verbs are " + verb_names() + " (see `swarm --help`)";
   } else {
     message += " (see `swarm --help`)";
   }
@@ -115,6 +111,15 @@ constexpr VerbMaker kVerbMakers[] = {
     {"land", cli::add_land},       {"sync", cli::add_sync},         {"serve", cli::add_serve},
     {"recovery", cli::add_recovery}, {"_repack-hub", cli::add_repack_hub}, {"completion", cli::add_completion},
     {"_complete", cli::add_complete}};
+
+// Every verb a user may type (those of "_" are for completion and the hub),
+// whichever of them main built.
+std::string verb_names() {
+  std::string names;
+  for (const auto& maker : kVerbMakers)
+    if (maker.name.front() != '_') names += (names.empty() ? "" : ", ") + std::string(maker.name);
+  return names;
+}
 
 // Adds the verbs the arguments name (any argument equal to a verb's name:
 // the verb run is always among them, so CLI11 parses as it would with all):
