@@ -4,7 +4,6 @@
 // got no usable answer is read again alone, the usual way.
 #include <cJSON.h>
 
-#include <cstring>
 #include <memory>
 #include <mutex>
 
@@ -104,7 +103,6 @@ std::vector<std::optional<Entry>> Bucket::get_together(const std::vector<std::st
   for (const auto& key : keys) require_valid_key(name_, key);
   std::vector<std::optional<Entry>> out(keys.size());
   std::vector<bool> answered(keys.size(), false);  // a usable answer came
-  std::vector<bool> heard(keys.size(), false);     // any answer came
   if (keys.empty()) return out;
   detail::ConnectionState& connection = *state_->connection;
   natsConnection* nc = connection.connection.get();
@@ -129,26 +127,11 @@ std::vector<std::optional<Entry>> Bucket::get_together(const std::vector<std::st
     const auto deadline = std::chrono::steady_clock::now() + wait;  // for the whole batch, its flush included
     // One flush puts them on the wire together.
     if (sent > 0) natsConnection_FlushTimeout(nc, std::max<std::int64_t>(1, wait.count()));
-    for (std::size_t left = sent; left > 0;) {
-      const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-      natsMsg* raw = nullptr;
-      const natsStatus status = natsSubscription_NextMsg(&raw, connection.replies, std::max<std::int64_t>(1, ms.count()));
-      // No responders (a stream without a leader, nats.c's 503): that answer
-      // is dropped and its key read alone below; the others may still come.
-      if (status == NATS_NO_RESPONDERS && std::chrono::steady_clock::now() < deadline) continue;
-      if (status != NATS_OK) break;
-      detail::MsgPtr reply(raw);
-      const std::string_view subject = natsMsg_GetSubject(raw);
-      const std::uint64_t n = std::strtoull(std::string(subject.substr(connection.reply_prefix.size())).c_str(), nullptr, 10);
-      if (n < first || n >= first + sent) continue;  // another batch's answer
-      const std::size_t i = n - first;
-      if (heard[i]) continue;
-      heard[i] = true;
-      GetAnswer answer = read_get_answer(raw, keys[i]);
-      answered[i] = answer.usable;
+    detail::read_replies(connection, first, sent, deadline, [&](std::size_t i, natsMsg* reply) {
+      GetAnswer answer = read_get_answer(reply, keys[i]);
+      answered[i] = answer.usable;  // an unusable answer's key is read alone below
       out[i] = std::move(answer.entry);
-      --left;  // an unusable answer is an answer too: its key is read alone below
-    }
+    });
   }
   // Unsent, unanswered or unusable (a timeout, a failover, an error): alone,
   // with the usual retries and errors.

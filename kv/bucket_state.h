@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -55,6 +56,15 @@ Delivery delivery_of(natsMsg* msg, std::string_view what);
 // Answers carry "<reply_prefix><n>", n from next_reply; a batch reads only
 // its own numbers. Called with reply_mu held.
 void subscribe_replies(ConnectionState& connection);
+// Reads the answers numbered from `first` to a batch of `sent` requests on
+// that inbox, handing each number's first answer to `take(i, reply)`, until
+// each has come or `deadline` passed (answers already there are taken even
+// after it). A failed read (a timeout; nats.c's no-responders, which drops
+// that answer) ends it: what has no answer is the caller's to send alone.
+// Called with reply_mu held.
+void read_replies(ConnectionState& connection, std::uint64_t first, std::size_t sent,
+                  std::chrono::steady_clock::time_point deadline,
+                  const std::function<void(std::size_t i, natsMsg* reply)>& take);
 StreamState stream_state(const Bucket::State& bucket, const std::string& name, std::chrono::milliseconds wait);
 }  // namespace detail
 

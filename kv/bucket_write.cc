@@ -201,31 +201,27 @@ Bucket::WriteResult read_pub_ack(natsMsg* reply, const std::string& what) {
   return out;
 }
 
-// Reads the answers to the `sent` writes numbered from `first` until each
-// has one or `deadline` passed (answers already there are taken even after
-// it); a transient failure counts as no answer. Called with reply_mu held.
-void collect_acks(detail::ConnectionState& connection, const std::vector<Bucket::Write>& writes, std::uint64_t first,
-                  std::size_t sent, std::chrono::steady_clock::time_point deadline,
-                  std::vector<Bucket::WriteResult>& out, std::vector<bool>& answered) {
-  std::size_t left = sent;
-  while (left > 0) {
-    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    natsMsg* raw = nullptr;
-    if (natsSubscription_NextMsg(&raw, connection.replies, std::max<std::int64_t>(1, ms.count())) != NATS_OK) return;
-    detail::MsgPtr reply(raw);
-    std::string_view subject = natsMsg_GetSubject(raw);
-    std::uint64_t n = std::strtoull(std::string(subject.substr(connection.reply_prefix.size())).c_str(), nullptr, 10);
-    if (n < first || n >= first + sent || answered[n - first]) continue;  // an earlier batch's late answer
-    std::size_t i = n - first;
-    out[i] = read_pub_ack(raw, "update " + where(writes[i].bucket->name(), writes[i].key));
-    answered[i] = !(out[i].error && detail::is_transient(*out[i].error));
-    if (answered[i]) --left;
-  }
-}
-
 }  // namespace
 
 namespace detail {
+void read_replies(ConnectionState& connection, std::uint64_t first, std::size_t sent,
+                  std::chrono::steady_clock::time_point deadline,
+                  const std::function<void(std::size_t i, natsMsg* reply)>& take) {
+  std::vector<bool> heard(sent, false);
+  for (std::size_t left = sent; left > 0;) {
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    natsMsg* raw = nullptr;
+    if (natsSubscription_NextMsg(&raw, connection.replies, std::max<std::int64_t>(1, ms.count())) != NATS_OK) return;
+    MsgPtr reply(raw);
+    std::string_view subject = natsMsg_GetSubject(raw);
+    std::uint64_t n = std::strtoull(std::string(subject.substr(connection.reply_prefix.size())).c_str(), nullptr, 10);
+    if (n < first || n >= first + sent || heard[n - first]) continue;  // another batch's (late) answer
+    heard[n - first] = true;
+    --left;
+    take(n - first, raw);
+  }
+}
+
 void subscribe_replies(ConnectionState& connection) {
   if (connection.replies != nullptr) return;
   char* inbox = nullptr;
@@ -286,7 +282,12 @@ std::vector<Bucket::WriteResult> Bucket::update_together(const std::vector<Write
   // A failed flush (a timeout, a reconnect) leaves the answers to the wait
   // below, and what is still unanswered to the one-at-a-time path.
   if (sent > 0) natsConnection_FlushTimeout(nc, std::max<std::int64_t>(1, wait.count()));
-  collect_acks(connection, writes, first, sent, std::chrono::steady_clock::now() + wait, out, answered);
+  // A transient failure counts as no answer: that write goes alone below.
+  detail::read_replies(connection, first, sent, std::chrono::steady_clock::now() + wait,
+                       [&](std::size_t i, natsMsg* reply) {
+                         out[i] = read_pub_ack(reply, "update " + where(writes[i].bucket->name(), writes[i].key));
+                         answered[i] = !(out[i].error && detail::is_transient(*out[i].error));
+                       });
   lock.unlock();
   // No answer in time (a failover, say), or never sent: alone, the usual way,
   // knowing a first send may have landed.
