@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <iterator>
 #include <mutex>
 #include <string_view>
 
@@ -43,7 +44,29 @@ std::string first_word(const CLI::App& app, int argc, char** argv) {
   return {};
 }
 
-std::string verb_names();
+// The verbs, in the order `swarm --help` lists them.
+struct VerbMaker {
+  std::string_view name;
+  cli::Verb (*add)(CLI::App&);
+};
+constexpr VerbMaker kVerbMakers[] = {
+    {"up", cli::add_up},           {"down", cli::add_down},         {"join", cli::add_join},
+    {"commit", cli::add_commit},   {"renew", cli::add_renew},       {"close", cli::add_close},
+    {"evict", cli::add_evict},     {"status", cli::add_status},     {"cwd", cli::add_cwd},
+    {"doctor", cli::add_doctor},   {"lease", cli::add_lease},       {"lock", cli::add_lock},
+    {"elect", cli::add_elect},     {"log", cli::add_log},           {"branches", cli::add_branches},
+    {"land", cli::add_land},       {"sync", cli::add_sync},         {"serve", cli::add_serve},
+    {"recovery", cli::add_recovery}, {"_repack-hub", cli::add_repack_hub}, {"completion", cli::add_completion},
+    {"_complete", cli::add_complete}};
+
+// Every verb a user may type (those of "_" are for completion and the hub),
+// whichever of them main built.
+std::string verb_names() {
+  std::string names;
+  for (const auto& maker : kVerbMakers)
+    if (maker.name.front() != '_') names += (names.empty() ? "" : ", ") + std::string(maker.name);
+  return names;
+}
 
 // Each verb's (and sub-verb's) --help ends with the global options it also takes.
 void add_globals_to_help(const CLI::App& app, const std::vector<cli::Verb>& verbs) {
@@ -97,30 +120,6 @@ std::string missing_dashes(const std::vector<cli::Verb>& verbs, int argc, char**
   return {};
 }
 
-// The verbs, in the order `swarm --help` lists them.
-struct VerbMaker {
-  std::string_view name;
-  cli::Verb (*add)(CLI::App&);
-};
-constexpr VerbMaker kVerbMakers[] = {
-    {"up", cli::add_up},           {"down", cli::add_down},         {"join", cli::add_join},
-    {"commit", cli::add_commit},   {"renew", cli::add_renew},       {"close", cli::add_close},
-    {"evict", cli::add_evict},     {"status", cli::add_status},     {"cwd", cli::add_cwd},
-    {"doctor", cli::add_doctor},   {"lease", cli::add_lease},       {"lock", cli::add_lock},
-    {"elect", cli::add_elect},     {"log", cli::add_log},           {"branches", cli::add_branches},
-    {"land", cli::add_land},       {"sync", cli::add_sync},         {"serve", cli::add_serve},
-    {"recovery", cli::add_recovery}, {"_repack-hub", cli::add_repack_hub}, {"completion", cli::add_completion},
-    {"_complete", cli::add_complete}};
-
-// Every verb a user may type (those of "_" are for completion and the hub),
-// whichever of them main built.
-std::string verb_names() {
-  std::string names;
-  for (const auto& maker : kVerbMakers)
-    if (maker.name.front() != '_') names += (names.empty() ? "" : ", ") + std::string(maker.name);
-  return names;
-}
-
 // Adds the verbs the arguments name (any argument equal to a verb's name:
 // the verb run is always among them, so CLI11 parses as it would with all):
 // building every verb's options is half a millisecond of each process,
@@ -128,26 +127,24 @@ std::string verb_names() {
 // arguments name none (a typo's message lists them), ask for help (which
 // lists them) or complete (which offers them).
 std::vector<cli::Verb> add_verbs(CLI::App& app, int argc, char** argv) {
-  auto names_verb = [](std::string_view arg) {
-    for (const auto& maker : kVerbMakers)
-      if (arg == maker.name) return true;
-    return false;
-  };
-  bool all = true;
+  constexpr std::size_t kCount = std::size(kVerbMakers);
+  bool named[kCount] = {};
+  bool all = true;  // until an argument names a verb
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if (arg == "-h" || arg == "--help" || arg == "--help-all" || arg == "completion" || arg == "_complete") {
       all = true;
       break;
     }
-    if (names_verb(arg)) all = false;
+    for (std::size_t k = 0; k < kCount; ++k) {
+      if (arg != kVerbMakers[k].name) continue;
+      named[k] = true;
+      all = false;
+    }
   }
   std::vector<cli::Verb> verbs;
-  for (const auto& maker : kVerbMakers) {
-    bool named = all;
-    for (int i = 1; i < argc && !named; ++i) named = argv[i] == maker.name;
-    if (named) verbs.push_back(maker.add(app));
-  }
+  for (std::size_t k = 0; k < kCount; ++k)
+    if (all || named[k]) verbs.push_back(kVerbMakers[k].add(app));
   return verbs;
 }
 
