@@ -78,9 +78,10 @@ std::optional<std::chrono::system_clock::time_point> parse_rfc3339(std::string_v
                   offset_minutes * 60;
   // A time_point counts nanoseconds in 64 bits: about the years 1678 to 2261.
   // Outside, the conversion would overflow; such a time is not one we hold.
-  constexpr long long kLimit = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::duration::max()).count() - 1;
+  using TimePoint = std::chrono::system_clock::time_point;
+  constexpr long long kLimit = std::chrono::duration_cast<std::chrono::seconds>(TimePoint::duration::max()).count() - 1;
   if (secs < -kLimit || secs > kLimit) return std::nullopt;
-  return std::chrono::system_clock::time_point(std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::seconds(secs) +
+  return TimePoint(std::chrono::duration_cast<TimePoint::duration>(std::chrono::seconds(secs) +
                                                                    std::chrono::nanoseconds(nanos)));
 }
 

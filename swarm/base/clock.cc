@@ -1,9 +1,9 @@
 #include "swarm/base/clock.h"
 
-#include "kv/rfc3339.h"
-
 #include <cstdio>
 #include <ctime>
+
+#include "kv/rfc3339.h"
 
 namespace swarm {
 
@@ -52,9 +52,6 @@ void put_digits(std::string& out, long long value, int width) {
   out.append(digits, static_cast<std::size_t>(width));
 }
 
-}  // namespace
-
-namespace {
 // "2026-11-22T10:00:00.123Z", or "20261122T100000.123Z" when compact.
 std::string format_utc(TimePoint t, bool compact) {
   Civil c = civil_of(t);

@@ -196,9 +196,9 @@ std::string natural_key(std::string_view text) {
     // '0' on, so that against any other byte it sorts as a digit would;
     // '9' and two bytes more from 9 digits on), the digits, then the count
     // of leading zeros (fewer first).
-    std::size_t zeros = 0, end = i;
-    while (end < text.size() && text[end] == '0') ++end, ++zeros;
-    const std::size_t first = end;
+    std::size_t end = i;
+    while (end < text.size() && text[end] == '0') ++end;
+    const std::size_t zeros = end - i, first = end;
     while (end < text.size() && digit(text[end])) ++end;
     const std::size_t significant = end - first;
     if (significant < 9) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -123,13 +124,7 @@ TEST_CASE("NaturalLess_OrdersNumbersByValueWhereverTheTextsPart") {
   CHECK(natural_key("r-07") != natural_key("r-7"));
   // Random texts of a few letters, digits and zeros, against the rule
   // spelled out run by run, where the two agree on what a run is.
-  std::uint64_t seed = 0x9e3779b97f4a7c15ULL;
-  auto next = [&] {
-    seed ^= seed << 13;
-    seed ^= seed >> 7;
-    seed ^= seed << 17;
-    return seed;
-  };
+  std::mt19937_64 next(0x9e3779b97f4a7c15ULL);
   const char alphabet[] = "a-0019\xc3";
   auto text = [&] {
     std::string s = "s";
