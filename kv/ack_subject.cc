@@ -33,6 +33,7 @@ std::optional<Delivery> parse_ack_subject(std::string_view reply) {
   if (!number(base + 1, &d.stream_seq) || !number(base + 2, &d.consumer_seq) || !number(base + 3, &d.timestamp) ||
       !number(base + 4, &d.pending))
     return std::nullopt;
+  d.consumer = tokens[base - 1];
   return d;
 }
 

@@ -13,6 +13,9 @@ struct Delivery {
   std::uint64_t consumer_seq = 0;
   std::int64_t timestamp = 0;  // unix nanoseconds
   std::uint64_t pending = 0;
+  // The consumer's name: a view into the subject read (empty when nats.c
+  // read an ack subject of another shape).
+  std::string_view consumer;
 };
 
 // nullopt when `reply` is not an ack subject of a known shape.

@@ -13,10 +13,6 @@ using detail::with_retries;
 namespace {
 
 constexpr std::int64_t kNanosPerMilli = 1000 * 1000;
-// The clock probe's consumer: a key no one writes (not a valid slot or lease
-// name), removed by the server after this long without interest.
-constexpr const char* kClockProbeKey = "_swarm_clock_probe";
-constexpr std::int64_t kClockProbeLifetimeNanos = 1000 * kNanosPerMilli;
 
 bool is_name_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
@@ -151,6 +147,11 @@ Bucket Bucket::open(const Connection& connection, const std::string& name) {
   state->last_seq = info->State.LastSeq;
   state->opened_at = std::chrono::steady_clock::now();
   state->clustered = info->Cluster != nullptr ? 1 : 0;
+  // A cluster names itself in every stream it replicates; a server alone
+  // names none (2.9 gives no cluster at all, 2.10 on only its leader).
+  state->connection->standalone =
+      info->Cluster == nullptr || info->Cluster->Name == nullptr || *info->Cluster->Name == '\0';
+  state->direct = info->Config->AllowDirect ? 1 : 0;
   return Bucket(std::move(state), name);
 }
 
@@ -245,33 +246,6 @@ Bucket Bucket::with_budget(std::chrono::milliseconds budget) const {
   Bucket copy = *this;
   copy.budget_ = budget;
   return copy;
-}
-
-std::chrono::nanoseconds Bucket::server_clock_offset(const LocalClock& local_clock,
-                                                     std::chrono::nanoseconds* uncertainty) const {
-  const std::string subject = state_->prefix + kClockProbeKey;
-  jsConsumerConfig config;
-  check(jsConsumerConfig_Init(&config), "clock probe of " + where(name_));
-  config.AckPolicy = js_AckNone;
-  config.DeliverPolicy = js_DeliverNew;
-  config.FilterSubject = subject.c_str();
-  config.MemoryStorage = true;
-  config.InactiveThreshold = kClockProbeLifetimeNanos;
-  return with_retries(*state_->connection, budget_, [&](std::chrono::milliseconds wait) {
-    jsConsumerInfo* raw = nullptr;
-    jsErrCode code = jsErrCode(0);
-    jsOptions options = waiting(wait);
-    auto sent = local_clock();
-    natsStatus status = js_AddConsumer(&raw, state_->js(), state_->stream.c_str(), &config, &options, &code);
-    auto answered = local_clock();
-    check(status, "read the server's clock through " + where(name_), code);
-    detail::ConsumerInfoPtr info(raw);
-    // The server stamped it between our send and its answer: call it the middle.
-    auto local = sent + (answered - sent) / 2;
-    if (uncertainty != nullptr) *uncertainty = std::chrono::duration_cast<std::chrono::nanoseconds>(answered - sent) / 2;
-    return std::chrono::nanoseconds(info->Created) -
-           std::chrono::duration_cast<std::chrono::nanoseconds>(local.time_since_epoch());
-  });
 }
 
 std::optional<Entry> Bucket::latest(std::string_view key, bool* deleted) const {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <functional>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -153,6 +154,33 @@ class Bucket {
   using LocalClock = std::function<std::chrono::system_clock::time_point()>;
   std::chrono::nanoseconds server_clock_offset(const LocalClock& local = std::chrono::system_clock::now,
                                                std::chrono::nanoseconds* uncertainty = nullptr) const;
+
+  // The same reading, sent now and read later, so that its round trip
+  // overlaps another's: it goes out with the next request's flush (status
+  // sends it ahead of its batch of task-lease reads).
+  struct ServerStamp {
+    // Between `sent` and `answered` (this host's monotonic clock) the
+    // server's clock said `stamped`.
+    std::chrono::steady_clock::time_point sent;
+    std::chrono::steady_clock::time_point answered;
+    std::chrono::system_clock::time_point stamped;
+  };
+  class ClockProbe {
+   public:
+    ClockProbe(ClockProbe&&) noexcept;
+    ClockProbe& operator=(ClockProbe&&) noexcept;
+    ~ClockProbe();
+    // Its answer, waiting at most `wait` for it; nullopt when none came, or
+    // none that reads (server_clock_offset then says why).
+    std::optional<ServerStamp> read(std::chrono::milliseconds wait);
+
+    struct Impl;
+    explicit ClockProbe(std::unique_ptr<Impl> impl);
+
+   private:
+    std::unique_ptr<Impl> impl_;
+  };
+  ClockProbe send_clock_probe() const;
 
   // Implementation detail shared with watch.cc.
   struct State;

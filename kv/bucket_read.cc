@@ -4,7 +4,11 @@
 // got no usable answer is read again alone, the usual way.
 #include <cJSON.h>
 
+#include <algorithm>
+#include <charconv>
+#include <cstdlib>
 #include <memory>
+#include <string_view>
 #include <mutex>
 
 #include "kv/bucket.h"
@@ -97,6 +101,47 @@ GetAnswer read_get_answer(natsMsg* reply, std::string_view key) {
   return out;
 }
 
+// The last value of a header, or nullptr: the server adds its own after the
+// headers the stored message carries, which may use the same names.
+const char* last_header(natsMsg* msg, const char* name) {
+  const char** values = nullptr;
+  int count = 0;
+  if (natsMsgHeader_Values(msg, name, &values, &count) != NATS_OK || count < 1) return nullptr;
+  const char* last = values[count - 1];
+  std::free(static_cast<void*>(values));
+  return last;
+}
+
+// One answer to a DIRECT.GET of a key's last message: the message itself
+// with the stream's headers, or no data and a status (404: no message).
+GetAnswer read_direct_answer(natsMsg* reply, std::string_view subject, std::string_view key) {
+  GetAnswer out;
+  const char* sequence = last_header(reply, "Nats-Sequence");
+  if (sequence == nullptr) {  // no message: a status alone
+    const char* status = nullptr;
+    out.usable = natsMsg_GetDataLength(reply) == 0 && natsMsgHeader_Get(reply, "Status", &status) == NATS_OK &&
+                 status != nullptr && std::string_view(status) == "404";
+    return out;
+  }
+  const char* stored_as = last_header(reply, "Nats-Subject");
+  const char* time = last_header(reply, "Nats-Time-Stamp");
+  if (stored_as == nullptr || subject != stored_as || time == nullptr) return out;
+  std::uint64_t revision = 0;
+  const std::string_view digits = sequence;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), revision);
+  const auto stored = parse_rfc3339(time);
+  if (ec != std::errc() || end != digits.data() + digits.size() || revision == 0 || !stored) return out;
+  out.usable = true;
+  const char* operation = nullptr;
+  if (natsMsgHeader_Get(reply, detail::kOperationHeader, &operation) == NATS_OK && operation != nullptr &&
+      (std::string_view(operation) == "DEL" || std::string_view(operation) == "PURGE"))
+    return out;  // a delete or purge marker: absent
+  const char* data = natsMsg_GetData(reply);
+  out.entry = Entry{std::string(key), std::string(data ? data : "", static_cast<std::size_t>(natsMsg_GetDataLength(reply))),
+                    revision, *stored};
+  return out;
+}
+
 }  // namespace
 
 std::vector<std::optional<Entry>> Bucket::get_together(const std::vector<std::string>& keys) const {
@@ -113,25 +158,41 @@ std::vector<std::optional<Entry>> Bucket::get_together(const std::vector<std::st
     detail::subscribe_replies(connection);
     const std::uint64_t first = connection.next_reply;
     connection.next_reply += keys.size();
-    const std::string api = "$JS.API.STREAM.MSG.GET." + state_->stream;
+    // On a server alone, the stream's one copy answers a direct get too,
+    // for a quarter of the server's time; in a cluster a follower might, and
+    // it may lag, so there the leader is asked. A bucket bound without a
+    // round trip is tried, briefly: one with direct gets off answers no one
+    // (2.10 and later say so at once, 2.9 not at all), so its keys are read
+    // alone below and the leader is asked from then on.
+    const int known = state_->direct;
+    const bool direct = connection.standalone == 1 && known != 0;
+    const std::string api = (direct ? "$JS.API.DIRECT.GET." : "$JS.API.STREAM.MSG.GET.") + state_->stream;
     std::size_t sent = 0;
     for (; sent < keys.size(); ++sent) {
-      const std::string body = "{\"last_by_subj\":\"" + state_->prefix + keys[sent] + "\"}";
+      const std::string subject = direct ? api + "." + state_->prefix + keys[sent] : api;
+      const std::string body = direct ? std::string() : "{\"last_by_subj\":\"" + state_->prefix + keys[sent] + "\"}";
       const std::string reply = connection.reply_prefix + std::to_string(first + sent);
-      if (natsConnection_PublishRequest(nc, api.c_str(), reply.c_str(), body.data(), static_cast<int>(body.size())) !=
-          NATS_OK)
+      if (natsConnection_PublishRequest(nc, subject.c_str(), reply.c_str(), body.data(),
+                                        static_cast<int>(body.size())) != NATS_OK)
         break;
     }
     detail::Attempts attempts(connection, budget_);
     const auto wait = attempts.wait();
-    const auto deadline = std::chrono::steady_clock::now() + wait;  // for the whole batch, its flush included
+    constexpr std::chrono::milliseconds kTrial{250};
+    const auto deadline =  // for the whole batch, its flush included
+        std::chrono::steady_clock::now() + (direct && known < 0 ? std::min(wait, kTrial) : wait);
     // One flush puts them on the wire together.
     if (sent > 0) natsConnection_FlushTimeout(nc, std::max<std::int64_t>(1, wait.count()));
-    detail::read_replies(connection, first, sent, deadline, [&](std::size_t i, natsMsg* reply) {
-      GetAnswer answer = read_get_answer(reply, keys[i]);
-      answered[i] = answer.usable;  // an unusable answer's key is read alone below
-      out[i] = std::move(answer.entry);
-    });
+    std::size_t heard = 0;
+    const std::size_t no_responders =
+        detail::read_replies(connection, first, sent, deadline, [&](std::size_t i, natsMsg* reply) {
+          GetAnswer answer =
+              direct ? read_direct_answer(reply, state_->prefix + keys[i], keys[i]) : read_get_answer(reply, keys[i]);
+          answered[i] = answer.usable;  // an unusable answer's key is read alone below
+          out[i] = std::move(answer.entry);
+          ++heard;
+        });
+    if (direct && sent > 0) state_->direct = no_responders > 0 || heard == 0 ? 0 : 1;
   }
   // Unsent, unanswered or unusable (a timeout, a failover, an error): alone,
   // with the usual retries and errors.

@@ -26,6 +26,9 @@ struct Bucket::State {
   // yet (-1, a bucket bound without a round trip): CAS writes on a clustered
   // stream carry a guard (see Bucket::publish).
   std::atomic<int> clustered{-1};
+  // Whether the stream answers direct gets (allow_direct): 1, 0, or -1 not
+  // known (a bucket bound without a round trip). See get_together.
+  std::atomic<int> direct{-1};
 
   jsCtx* js() const { return connection->js.get(); }
 };
@@ -59,12 +62,13 @@ void subscribe_replies(ConnectionState& connection);
 // Reads the answers numbered from `first` to a batch of `sent` requests on
 // that inbox, handing each number's first answer to `take(i, reply)`, until
 // each has come or `deadline` passed (answers already there are taken even
-// after it). A failed read (a timeout; nats.c's no-responders, which drops
-// that answer) ends it: what has no answer is the caller's to send alone.
-// Called with reply_mu held.
-void read_replies(ConnectionState& connection, std::uint64_t first, std::size_t sent,
-                  std::chrono::steady_clock::time_point deadline,
-                  const std::function<void(std::size_t i, natsMsg* reply)>& take);
+// after it). A no-responders answer (nats.c drops it, number and all) counts
+// as one of the batch's, unheard; any other failed read (a timeout) ends it.
+// What has no answer is the caller's to send alone. Returns how many
+// no-responders answers came. Called with reply_mu held.
+std::size_t read_replies(ConnectionState& connection, std::uint64_t first, std::size_t sent,
+                         std::chrono::steady_clock::time_point deadline,
+                         const std::function<void(std::size_t i, natsMsg* reply)>& take);
 StreamState stream_state(const Bucket::State& bucket, const std::string& name, std::chrono::milliseconds wait);
 }  // namespace detail
 

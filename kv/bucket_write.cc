@@ -204,14 +204,24 @@ Bucket::WriteResult read_pub_ack(natsMsg* reply, const std::string& what) {
 }  // namespace
 
 namespace detail {
-void read_replies(ConnectionState& connection, std::uint64_t first, std::size_t sent,
-                  std::chrono::steady_clock::time_point deadline,
-                  const std::function<void(std::size_t i, natsMsg* reply)>& take) {
+std::size_t read_replies(ConnectionState& connection, std::uint64_t first, std::size_t sent,
+                         std::chrono::steady_clock::time_point deadline,
+                         const std::function<void(std::size_t i, natsMsg* reply)>& take) {
   std::vector<bool> heard(sent, false);
+  std::size_t no_responders = 0;
   for (std::size_t left = sent; left > 0;) {
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     natsMsg* raw = nullptr;
-    if (natsSubscription_NextMsg(&raw, connection.replies, std::max<std::int64_t>(1, ms.count())) != NATS_OK) return;
+    const natsStatus status =
+        natsSubscription_NextMsg(&raw, connection.replies, std::max<std::int64_t>(1, ms.count()));
+    if (status == NATS_NO_RESPONDERS) {
+      // Read here, not left for a later batch to mistake; it may be an
+      // earlier batch's, which at worst ends this one early.
+      ++no_responders;
+      --left;
+      continue;
+    }
+    if (status != NATS_OK) return no_responders;
     MsgPtr reply(raw);
     std::string_view subject = natsMsg_GetSubject(raw);
     std::uint64_t n = std::strtoull(std::string(subject.substr(connection.reply_prefix.size())).c_str(), nullptr, 10);
@@ -220,6 +230,7 @@ void read_replies(ConnectionState& connection, std::uint64_t first, std::size_t 
     --left;
     take(n - first, raw);
   }
+  return no_responders;
 }
 
 void subscribe_replies(ConnectionState& connection) {

@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -318,6 +319,19 @@ bool needs_cas_guard(ConnectionState& state) {
   const std::string& version = server_version(state);
   // Unknown: keep the guard.
   return version.empty() || version.find('.') == std::string::npos || version_before(version, 2, 10);
+}
+
+void retire(ConnectionState& connection, SubscriptionPtr sub) {
+  // Enough to free now and then, few enough to cost nothing to keep.
+  constexpr std::size_t kFreeAfter = 16;
+  std::lock_guard lock(connection.retired_mu);
+  if (connection.retired.size() >= kFreeAfter &&
+      natsConnection_FlushTimeout(connection.connection.get(),
+                                  std::max<std::int64_t>(1, connection.request_timeout.count())) == NATS_OK) {
+    for (natsSubscription* old : connection.retired) natsSubscription_Destroy(old);
+    connection.retired.clear();
+  }
+  connection.retired.push_back(sub.release());
 }
 
 }  // namespace detail

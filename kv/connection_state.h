@@ -6,6 +6,7 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "kv/nats_handles.h"
 
@@ -45,13 +46,29 @@ struct ConnectionState {
   // not be read), asked once (see server_version in connection.cc).
   std::once_flag version_once;
   std::string version;
+  // Whether the server's JetStream is clustered (0) or not (1: every stream
+  // lives on that one server), as the last bucket opened on the connection
+  // said; -1 until one is. See Bucket::get_together.
+  std::atomic<int> standalone{-1};
+  // Subscriptions ended without a round trip (see retire), not yet freed.
+  std::mutex retired_mu;
+  std::vector<natsSubscription*> retired;
 
   ~ConnectionState() {
     js.reset();
     if (connection) natsConnection_Close(connection.get());
-    // Closed first: no reader thread can be handing it a message now.
+    // Closed first: no reader thread can be handing them a message now.
     if (replies != nullptr) natsSubscription_Destroy(replies);
+    for (natsSubscription* sub : retired) natsSubscription_Destroy(sub);
   }
 };
+
+// Keeps a subscription that was just removed from the connection (its
+// messages no longer wanted) until no reader thread can still hold it: nats.c
+// 3.4.1's reader thread looks a subscription up and uses it without taking a
+// reference, so freeing one at once could free it under that thread. Freed
+// when the connection closes, or, once several wait, after a flush: the
+// reader thread handles the flush's PONG after any message it took before.
+void retire(ConnectionState& connection, SubscriptionPtr sub);
 
 }  // namespace kv::detail

@@ -95,13 +95,29 @@ struct Watch::Impl {
   std::chrono::milliseconds info_wait{0};  // for the consumer-info request: one attempt's slice
   std::atomic<bool> stopped{false};
 
-  // nats.c 3.4.1's reader thread takes a subscription from its table and
-  // uses it without holding a reference, so destroying one that messages
-  // still reach can free it under that thread. Unsubscribing first deletes
-  // the consumer by a request, and the reader thread handles the reply only
-  // after every message it was given before: then nothing uses it any more.
+  std::string consumer;  // the consumer's name, from the last message's ack subject
+
+  // Ends the subscription, without a round trip once a message came: then
+  // nats.c counts one delivered, and AutoUnsubscribe(1) removes it at once
+  // and, unlike Unsubscribe, does not wait for the consumer's deletion
+  // (nats.c 3.4.1 deletes it only for a max of 0). The deletion is sent with
+  // no reply instead, and goes out with the connection's next write (or the
+  // server drops the idle consumer by itself within seconds). nats.c 3.4.1's
+  // reader thread uses a subscription without holding a reference, so the
+  // subscription is retired, not freed (see detail::retire). Before any
+  // message, Unsubscribe deletes the consumer and waits: the reader thread
+  // handles that answer after every message it took before.
   ~Impl() {
-    if (sub && !stopped) natsSubscription_Unsubscribe(sub.get());
+    if (!sub || stopped) return;
+    if (!consumer.empty() && natsSubscription_AutoUnsubscribe(sub.get(), 1) == NATS_OK &&
+        !natsSubscription_IsValid(sub.get())) {
+      natsConnection* nc = bucket->connection->connection.get();
+      const std::string api = "$JS.API.CONSUMER.DELETE." + bucket->stream + "." + consumer;
+      natsConnection_Publish(nc, api.c_str(), nullptr, 0);
+      detail::retire(*bucket->connection, std::move(sub));
+      return;
+    }
+    natsSubscription_Unsubscribe(sub.get());
   }
 
   // Asks the server whether the consumer has anything left to replay: nothing
@@ -190,6 +206,7 @@ std::optional<WatchEvent> Watch::next(std::chrono::milliseconds timeout) {
 
     detail::Delivery delivery = detail::delivery_of(raw, w.what);
     w.last_consumer_seq = delivery.consumer_seq;
+    if (delivery.consumer != w.consumer) w.consumer.assign(delivery.consumer);
     const char* subject = natsMsg_GetSubject(raw);
     const std::string_view key = subject + w.bucket->prefix.size();
     if (!w.caught_up && w.ends_replay(delivery, key)) w.caught_up = w.marker_due = true;

@@ -13,6 +13,7 @@ TEST_CASE("AckSubject_ReadsTheNineTokenForm") {
   CHECK(d->consumer_seq == 7);
   CHECK(d->timestamp == 1700000000123456789);
   CHECK(d->pending == 3);
+  CHECK(d->consumer == "cons1");
 }
 
 TEST_CASE("AckSubject_ReadsTheDomainForm") {
@@ -22,6 +23,7 @@ TEST_CASE("AckSubject_ReadsTheDomainForm") {
   CHECK(d->stream_seq == 99);
   CHECK(d->consumer_seq == 12);
   CHECK(d->pending == 0);
+  CHECK(d->consumer == "cons1");
 }
 
 TEST_CASE("AckSubject_RefusesOtherShapes") {

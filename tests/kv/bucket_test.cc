@@ -12,6 +12,8 @@
 #include "support/expect.h"
 #include "support/nats_proxy.h"
 #include "support/nats_server.h"
+#include "support/eventually.h"
+#include "support/raw_nats.h"
 
 using namespace std::chrono_literals;
 using testing::kv_kind_of;
@@ -469,15 +471,90 @@ TEST_CASE("Bucket_GetTogetherReadsAloneWhatGotNoAnswerInTime") {
   testing::NatsProxy proxy(f.server.port());
   kv::Connection through = kv::Connection::connect({.urls = {proxy.url()}, .request_timeout = 3s});
   auto slow = kv::Bucket::open(through, "late");
-  proxy.hold_next({"STREAM.MSG.GET.KV_late"}, 900ms, testing::NatsProxy::Hold::answers);
+  // A server alone answers the batch's direct gets; alone, a key is read
+  // from the stream's leader.
+  proxy.hold_next({"DIRECT.GET.KV_late"}, 900ms, testing::NatsProxy::Hold::answers);
   const auto got = slow.get_together({"a", "b", "c"});
   CHECK(proxy.holds_begun() == 1);
-  int asked = 0;
-  for (const auto& m : proxy.seen()) asked += m.rfind("PUB $JS.API.STREAM.MSG.GET.KV_late", 0) == 0;
-  CHECK(asked == 6);  // three together, then each alone
+  int together = 0, alone = 0;
+  for (const auto& m : proxy.seen()) {
+    together += m.rfind("PUB $JS.API.DIRECT.GET.KV_late.$KV.late.", 0) == 0;
+    alone += m.rfind("PUB $JS.API.STREAM.MSG.GET.KV_late", 0) == 0;
+  }
+  CHECK(together == 3);
+  CHECK(alone == 3);
   REQUIRE(got.size() == 3);
   CHECK(shown(got[0]) == shown(b.get("a")));
   CHECK_FALSE(got[1]);
   CHECK(shown(got[2]) == shown(b.get("c")));
   CHECK(shown(slow.get_together({"c"})[0]) == shown(b.get("c")));
+}
+
+TEST_CASE("Bucket_PassesLeaveNoConsumerBehind") {
+  // A pass ends its consumer without waiting for the deletion's answer: the
+  // deletion still reaches the server, with the connection's next write,
+  // however many passes ran (their subscriptions are freed now and then).
+  Fixture f;
+  auto b = f.bucket("passes");
+  for (int i = 0; i < 5; ++i) b.create("k" + std::to_string(i), "v");
+  for (int pass = 0; pass < 40; ++pass) REQUIRE(b.snapshot().size() == 5);
+  b.get("k0");  // a request of the connection's own: its write carries the last deletion
+  testing::RawNats raw(f.server.url());
+  auto consumers = [&] {
+    jsStreamInfo* info = nullptr;
+    if (js_GetStreamInfo(&info, raw.js, "KV_passes", nullptr, nullptr) != NATS_OK) return -1;
+    const int count = static_cast<int>(info->State.Consumers);
+    jsStreamInfo_Destroy(info);
+    return count;
+  };
+  // Well within the 5 s after which the server would drop an idle one itself.
+  CHECK(testing::eventually([&] { return consumers() == 0; }, 3s));
+  CHECK(consumers() == 0);
+}
+
+TEST_CASE("Bucket_GetTogetherOfABucketWithoutDirectGetsAsksTheLeader") {
+  // A bucket whose stream answers no direct gets (made or edited by another
+  // tool), bound without a round trip on a server alone: the batch's direct
+  // gets find no responder (2.10 and later say so, 2.9 stays silent: the
+  // trial is short), every key is read alone and right, and the next batch
+  // asks the stream's leader at once. No answer is left to end a later
+  // batch early.
+  Fixture f;
+  auto b = f.bucket("nodirect");
+  b.create("a", "1");
+  b.create("c", "3");
+  {
+    testing::RawNats raw(f.server.url());
+    jsStreamInfo* info = nullptr;
+    REQUIRE(js_GetStreamInfo(&info, raw.js, "KV_nodirect", nullptr, nullptr) == NATS_OK);
+    info->Config->AllowDirect = false;
+    jsStreamInfo* updated = nullptr;
+    REQUIRE(js_UpdateStream(&updated, raw.js, info->Config, nullptr, nullptr) == NATS_OK);
+    CHECK_FALSE(updated->Config->AllowDirect);
+    jsStreamInfo_Destroy(updated);
+    jsStreamInfo_Destroy(info);
+  }
+  testing::NatsProxy proxy(f.server.port());
+  kv::Connection through = kv::Connection::connect({.urls = {proxy.url()}, .request_timeout = 3s});
+  kv::Bucket::ensure(through, {.name = "other"});  // says the server is alone
+  auto bound = kv::Bucket::bind(through, "nodirect");
+  auto count = [&](const std::string& prefix) {
+    int n = 0;
+    for (const auto& m : proxy.seen()) n += m.rfind(prefix, 0) == 0;
+    return n;
+  };
+  for (int round = 0; round < 2; ++round) {
+    const auto started = std::chrono::steady_clock::now();
+    const auto got = bound.get_together({"a", "b", "c"});
+    CHECK(std::chrono::steady_clock::now() - started < 2s);  // not the 3 s request timeout
+    REQUIRE(got.size() == 3);
+    CHECK(shown(got[0]) == shown(b.get("a")));
+    CHECK_FALSE(got[1]);
+    CHECK(shown(got[2]) == shown(b.get("c")));
+  }
+  CHECK(count("PUB $JS.API.DIRECT.GET.KV_nodirect.") == 3);     // the first batch only
+  CHECK(count("PUB $JS.API.STREAM.MSG.GET.KV_nodirect") == 6);  // alone after it, then together
+  const auto took = std::chrono::steady_clock::now();
+  CHECK(shown(bound.get_together({"a"})[0]) == shown(b.get("a")));
+  CHECK(std::chrono::steady_clock::now() - took < 2s);  // no answer left over to wait on
 }

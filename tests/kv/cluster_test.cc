@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "kv/bucket.h"
+#include "support/nats_proxy.h"
 #include "support/nats_server.h"
 
 using namespace std::chrono_literals;
@@ -291,4 +292,33 @@ TEST_CASE("Cluster_TwoCasWritesOnOneRevisionNeverBothLand") {
   CHECK_MESSAGE(doubles == 0, doubles << " of " << kRounds << " rounds had both CAS writes on one revision land");
   CHECK_MESSAGE(none < kRounds / 10, none << " of " << kRounds << " rounds landed neither write");
   MESSAGE(kRounds << " rounds: " << doubles << " double wins, " << none << " with no winner");
+}
+
+TEST_CASE("Cluster_GetTogetherAsksTheLeader") {
+  // In a cluster a follower may lag, so reads together go to the stream's
+  // leader (STREAM.MSG.GET), never as direct gets any replica may answer;
+  // each says what get() says, the writes just acknowledged included.
+  testing::NatsCluster cluster;
+  auto connection = kv::Connection::connect({.urls = cluster.url_list(), .request_timeout = 2s});
+  auto bucket = ensure_when_ready(connection, {.name = "together", .replicas = 3});
+  testing::NatsProxy proxy(cluster.node(0).port());
+  auto through = kv::Connection::connect({.urls = {proxy.url()}, .request_timeout = 2s});
+  auto b = kv::Bucket::open(through, "together");
+  for (int round = 0; round < 20; ++round) {
+    const std::string value = "v" + std::to_string(round);
+    if (round == 0) b.create("a", value);
+    else b.update("a", value, b.get("a")->revision);
+    const auto got = b.get_together({"a", "absent"});
+    REQUIRE(got.size() == 2);
+    REQUIRE(got[0]);
+    CHECK(got[0]->value == value);
+    CHECK_FALSE(got[1]);
+  }
+  int direct = 0, leader = 0;
+  for (const auto& m : proxy.seen()) {
+    direct += m.find("$JS.API.DIRECT.GET.") != std::string::npos;
+    leader += m.rfind("PUB $JS.API.STREAM.MSG.GET.KV_together", 0) == 0;
+  }
+  CHECK(direct == 0);
+  CHECK(leader >= 40);
 }
