@@ -1,18 +1,157 @@
 #include "swarm/base/record.h"
 
+#include <charconv>
+#include <climits>
 #include <cmath>
+#include <optional>
+#include <vector>
 
 #include "swarm/base/text.h"
 
 namespace swarm::record {
 
+namespace {
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+// A JSON number exactly as the grammar has it: its end, or nullptr.
+const char* number_end(const char* at, const char* end) {
+  const char* p = at;
+  auto digits = [&] {
+    const char* from = p;
+    while (p < end && *p >= '0' && *p <= '9') ++p;
+    return p > from;
+  };
+  if (p < end && *p == '-') ++p;
+  if (p < end && *p == '0') ++p;
+  else if (!digits()) return nullptr;
+  if (p < end && *p == '.' && (++p, !digits())) return nullptr;
+  if (p < end && (*p == 'e' || *p == 'E')) {
+    ++p;
+    if (p < end && (*p == '+' || *p == '-')) ++p;
+    if (!digits()) return nullptr;
+  }
+  return p;
+}
+
+// What a record almost always is: one object whose members are strings
+// without escapes, numbers, true, false and null. Read from a copy of the
+// text in place (each string ended where its closing quote was), each member
+// handed over as the one-item tree cJSON would make of it. Anything else (an
+// escape, a nested value, a stray byte) is left to cJSON: nullopt. Not
+// reentrant (a member's reader must not read another record).
+std::optional<std::string> read_flat(const std::string& text,
+                                     const std::function<bool(const cJSON*, std::string_view, std::string*)>& member,
+                                     bool* compact) {
+  thread_local std::string copy;
+  copy.assign(text);
+  char* p = copy.data();
+  char* const end = p + copy.size();
+  bool spaced = false;
+  auto skip_space = [&] {
+    const char* from = p;
+    while (p < end && is_space(*p)) ++p;
+    spaced = spaced || p != from;
+  };
+  // A string without escapes from the quote at p: its text, ended in place.
+  auto string_at = [&]() -> char* {
+    if (p >= end || *p != '"') return nullptr;
+    char* start = ++p;
+    while (p < end && *p != '"' && *p != '\\') ++p;
+    if (p >= end || *p != '"') return nullptr;
+    *p++ = '\0';
+    return start;
+  };
+  skip_space();
+  if (p >= end || *p != '{') return std::nullopt;
+  ++p;
+  skip_space();
+  bool first = true;
+  struct Member {
+    cJSON item;
+    std::string_view as_written;
+  };
+  thread_local std::vector<Member> members;
+  members.clear();
+  while (true) {
+    if (p < end && *p == '}' && first) break;
+    char* name = string_at();
+    if (name == nullptr) return std::nullopt;
+    skip_space();
+    if (p >= end || *p != ':') return std::nullopt;
+    ++p;
+    skip_space();
+    Member m{};
+    m.item.string = name;
+    const char* value = p;
+    const std::size_t at = static_cast<std::size_t>(value - copy.data());
+    if (p < end && *p == '"') {
+      m.item.type = cJSON_String;
+      m.item.valuestring = string_at();
+      if (m.item.valuestring == nullptr) return std::nullopt;
+    } else if (const char* number = number_end(p, end); number != nullptr) {
+      double v = 0;
+      const auto [stop, ec] = std::from_chars(p, number, v);
+      if (ec != std::errc() || stop != number) return std::nullopt;  // out of a double's range: cJSON's way
+      m.item.type = cJSON_Number;
+      m.item.valuedouble = v;
+      m.item.valueint = v >= INT_MAX ? INT_MAX : v <= static_cast<double>(INT_MIN) ? INT_MIN : static_cast<int>(v);
+      p = const_cast<char*>(number);
+    } else {
+      static constexpr std::pair<std::string_view, int> kWords[] = {
+          {"null", cJSON_NULL}, {"true", cJSON_True}, {"false", cJSON_False}};
+      bool matched = false;
+      for (const auto& [word, type] : kWords)
+        if (!matched && static_cast<std::size_t>(end - p) >= word.size() && std::string_view(p, word.size()) == word) {
+          m.item.type = type;
+          m.item.valueint = type == cJSON_True;
+          p += word.size();
+          matched = true;
+        }
+      if (!matched) return std::nullopt;
+    }
+    m.as_written = std::string_view(text).substr(at, static_cast<std::size_t>(p - value));
+    members.push_back(m);
+    first = false;
+    skip_space();
+    if (p < end && *p == ',') {
+      ++p;
+      skip_space();
+      continue;
+    }
+    if (p < end && *p == '}') break;
+    return std::nullopt;
+  }
+  ++p;
+  skip_space();
+  if (p != end) return std::nullopt;
+  // Read whole before any member is handed over: a record that is not flat
+  // after all goes to cJSON without a member seen twice.
+  if (compact != nullptr) *compact = !spaced;
+  std::string reason;
+  for (const Member& m : members)
+    if (!member(&m.item, m.as_written, &reason)) return reason;
+  return std::string();
+}
+
+}  // namespace
+
 std::string read_object(const std::string& text, const std::function<bool(const char* name)>& is_known,
-                        const std::function<bool(const cJSON*, std::string_view, std::string*)>& member) {
-  JsonArena arena;  // the tree below dies before it
+                        const std::function<bool(const cJSON*, std::string_view, std::string*)>& member,
+                        bool* compact) {
+  if (compact != nullptr) *compact = false;
   // What cJSON lets through but a strict reader refuses (ill-formed UTF-8,
   // raw control characters in strings) is corrupt: such a record never
   // reaches a terminal or a --json output.
   if (auto problem = strict_json_problem(text); !problem.empty()) return problem;
+  if (auto flat = read_flat(text, member, compact)) return *flat;
+  return detail::read_object_tree(text, is_known, member);
+}
+
+namespace detail {
+std::string read_object_tree(const std::string& text, const std::function<bool(const char* name)>& is_known,
+                             const std::function<bool(const cJSON*, std::string_view, std::string*)>& member) {
+  JsonArena arena;  // the tree below dies before it
   Json json = Json::parse(text);
   if (!json) {
     if (text.empty()) return "the value is empty";
@@ -37,6 +176,7 @@ std::string read_object(const std::string& text, const std::function<bool(const 
   }
   return {};
 }
+}  // namespace detail
 
 bool read_string(const cJSON* item, std::string* out, std::string* reason) {
   if (cJSON_IsNull(item)) return true;

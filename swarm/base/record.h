@@ -10,6 +10,7 @@
 
 #include <cJSON.h>
 
+#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -29,12 +30,23 @@ namespace swarm::record {
 using UnknownFields = std::vector<std::pair<std::string, std::string>>;
 
 // Reads `text` as a JSON object and hands each member (with the text of its
-// value as written, for the members `is_known` does not know; "" for the
-// others) to `member`, which returns false with a reason when the member is
-// wrong. Returns the reason the value is corrupt, or "".
+// value as written, at least for the members `is_known` does not know; ""
+// for others) to `member`, which returns false with a reason when the member
+// is wrong. Returns the reason the value is corrupt, or "". A record of flat
+// members (strings without escapes, numbers, true, false, null) is read by
+// hand, as cJSON would read it; any other through cJSON's tree. `compact`
+// says whether it was read by hand and had no whitespace between its tokens.
 std::string read_object(const std::string& text, const std::function<bool(const char* name)>& is_known,
                         const std::function<bool(const cJSON* item, std::string_view as_written, std::string* reason)>&
-                            member);
+                            member,
+                        bool* compact = nullptr);
+namespace detail {
+// The same through cJSON's tree, whatever the record: what the hand-read
+// path must agree with (tested side by side).
+std::string read_object_tree(const std::string& text, const std::function<bool(const char* name)>& is_known,
+                             const std::function<bool(const cJSON* item, std::string_view as_written,
+                                                      std::string* reason)>& member);
+}  // namespace detail
 
 // Typed readers of one member: false (with `reason`) when its type is wrong.
 // null reads as absent.
@@ -177,30 +189,69 @@ void write_field(const Field<T>& f, const T& r, std::string& out) {
   }
 }
 
-// Reads `text` into `out` by `schema`: the reason it is corrupt, or "".
+// Whether a member read as `item` (written `as_written`) is written back the
+// same by write_field: a value write_field writes (not null, not an empty
+// text or a 0 it leaves out), in the form it writes it.
 template <typename T>
-std::string read(const std::string& text, const Schema<T>& schema, T* out) {
+bool written_as_read(const Field<T>& f, const cJSON* item, std::string_view as_written) {
+  using Kind = typename Field<T>::Kind;
+  if (f.kind == Kind::text || f.kind == Kind::time)
+    return cJSON_IsString(item) && (f.always || item->valuestring[0] != '\0');
+  const double v = cJSON_IsNumber(item) ? item->valuedouble : -1;
+  // (Out of a count's range it is corrupt anyway: read_field says why.)
+  if (!(v >= 0 && v <= static_cast<double>(f.max)) || (!f.always && v == 0)) return false;
+  char digits[24];
+  const auto n = static_cast<std::uint64_t>(v);
+  const auto end = std::to_chars(digits, digits + sizeof digits, n).ptr;
+  return as_written == std::string_view(digits, static_cast<std::size_t>(end - digits));
+}
+
+// Reads `text` into `out` by `schema`: the reason it is corrupt, or "".
+// With `as_written`: whether `text` is byte for byte what write() writes of
+// `out` (a record swarm wrote): its known fields only, once each, in the
+// table's order, in write()'s form, with no space between its tokens.
+template <typename T>
+std::string read(const std::string& text, const Schema<T>& schema, T* out, bool* as_written = nullptr) {
   std::size_t known_next = 0, read_next = 0;
-  std::string why = read_object(text, [&](const char* name) { return schema.find(name, &known_next) != nullptr; },
-                                [&](const cJSON* item, std::string_view as_written, std::string* reason) {
-                                  const Field<T>* f = schema.find(item->string, &read_next);
-                                  if (f == nullptr) {
-                                    (out->*schema.unknown).emplace_back(item->string, std::string(as_written));
-                                    return true;
-                                  }
-                                  return read_field(*f, item, out, reason);
-                                });
+  bool same = as_written != nullptr;
+  std::size_t after = 0;  // the table index a member must come at or after to keep the order
+  std::uint64_t seen = 0;
+  bool compact = false;
+  std::string why = read_object(
+      text, [&](const char* name) { return schema.find(name, &known_next) != nullptr; },
+      [&](const cJSON* item, std::string_view written, std::string* reason) {
+        const Field<T>* f = schema.find(item->string, &read_next);
+        if (f == nullptr) {
+          (out->*schema.unknown).emplace_back(item->string, std::string(written));
+          same = false;
+          return true;
+        }
+        if (same) {
+          const auto index = static_cast<std::size_t>(f - schema.fields.data());
+          same = index >= after && index < 64 && written_as_read(*f, item, written);
+          after = index + 1;
+          if (same) seen |= std::uint64_t{1} << index;
+        }
+        return read_field(*f, item, out, reason);
+      },
+      same ? &compact : nullptr);
   if (!why.empty()) return why;
   for (const auto& f : schema.fields)
     if (f.required && !present(f, *out)) return missing(f.name);
+  if (as_written != nullptr) {
+    for (std::size_t i = 0; same && i < schema.fields.size(); ++i)
+      same = !schema.fields[i].always || (seen >> i & 1) != 0;
+    *as_written = same && compact;
+  }
   return {};
 }
 
 // The same into an optional: set when `text` reads, else the reason.
 template <typename T>
-std::string read(const std::string& text, const Schema<T>& schema, std::optional<T>* out) {
+std::string read(const std::string& text, const Schema<T>& schema, std::optional<T>* out,
+                 bool* as_written = nullptr) {
   T record;
-  std::string why = read(text, schema, &record);
+  std::string why = read(text, schema, &record, as_written);
   if (why.empty()) *out = std::move(record);
   return why;
 }

@@ -31,7 +31,7 @@ const record::Schema<Session>& schema() {
 
 ParsedSession parse_session(const std::string& text) {
   ParsedSession out;
-  out.corrupt_reason = record::read(text, schema(), &out.session);
+  out.corrupt_reason = record::read(text, schema(), &out.session, &out.as_written);
   return out;
 }
 

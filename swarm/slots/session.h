@@ -57,6 +57,7 @@ struct Session {
 struct ParsedSession {
   std::optional<Session> session;
   std::string corrupt_reason;  // set when session is empty
+  bool as_written = false;     // the text is byte for byte to_json(*session)
 };
 
 ParsedSession parse_session(const std::string& json);

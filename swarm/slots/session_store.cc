@@ -13,7 +13,7 @@
 
 namespace swarm {
 
-SessionEntry session_entry_of(kv::Entry&& entry) {
+SessionEntry session_entry_of(kv::Entry&& entry, bool keep_json) {
   SessionEntry out;
   out.slot = std::move(entry.key);
   out.revision = entry.revision;
@@ -21,8 +21,9 @@ SessionEntry session_entry_of(kv::Entry&& entry) {
   ParsedSession parsed = parse_session(entry.value);
   out.corrupt_reason = record::keyed_reason(out.slot, is_valid_slot_name(out.slot), "slot", parsed.corrupt_reason,
                                             "slot", parsed.session ? &parsed.session->slot : nullptr);
+  if (!out.corrupt_reason.empty()) out.raw = std::move(entry.value);
+  else if (keep_json && parsed.as_written) out.json_as_stored = std::move(entry.value);
   if (out.corrupt_reason.empty()) out.session = std::move(parsed.session);
-  else out.raw = std::move(entry.value);
   return out;
 }
 
@@ -103,7 +104,8 @@ class BatchParser {
   static constexpr std::size_t kBatch = 512;
   static constexpr std::size_t kMaxQueued = 8;  // batches: bounds the memory held
 
-  explicit BatchParser(const std::function<void(SessionEntry&&)>& visit) : visit_(visit), worker_([this] { run(); }) {}
+  BatchParser(const std::function<void(SessionEntry&&)>& visit, bool keep_json)
+      : visit_(visit), keep_json_(keep_json), worker_([this] { run(); }) {}
   // Leaving early (the listing threw): what is queued is not visited.
   ~BatchParser() { stop(true); }
 
@@ -162,7 +164,7 @@ class BatchParser {
       }
       space_.notify_one();
       try {
-        for (auto& entry : batch) visit_(session_entry_of(std::move(entry)));
+        for (auto& entry : batch) visit_(session_entry_of(std::move(entry), keep_json_));
       } catch (...) {
         // Kept for the caller's thread; nothing more is visited.
         std::lock_guard lock(mu_);
@@ -175,6 +177,7 @@ class BatchParser {
   }
 
   const std::function<void(SessionEntry&&)>& visit_;  // called by the worker only
+  const bool keep_json_;
   std::vector<kv::Entry> batch_;
   std::deque<std::vector<kv::Entry>> queue_;
   std::mutex mu_;
@@ -189,12 +192,13 @@ constexpr std::uint64_t kParallelParseFrom = 2000;
 
 }  // namespace
 
-void SessionStore::for_each(const std::function<void(SessionEntry&&)>& visit) const {
+void SessionStore::for_each(const std::function<void(SessionEntry&&)>& visit, bool keep_json) const {
   if (bucket_.size_hint() < kParallelParseFrom) {
-    translating_kv([&] { bucket_.for_each([&](kv::Entry&& e) { visit(session_entry_of(std::move(e))); }); });
+    translating_kv(
+        [&] { bucket_.for_each([&](kv::Entry&& e) { visit(session_entry_of(std::move(e), keep_json)); }); });
     return;
   }
-  BatchParser parser(visit);
+  BatchParser parser(visit, keep_json);
   translating_kv([&] { bucket_.for_each([&](kv::Entry&& e) { parser.add(std::move(e)); }); });
   parser.finish();
 }

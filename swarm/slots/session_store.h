@@ -26,6 +26,10 @@ struct SessionEntry {
   std::optional<Session> session;  // empty when corrupt
   std::string corrupt_reason;
   std::string raw;                 // the stored bytes of a corrupt record (empty otherwise)
+  // When asked for (status --json shows them without writing them again):
+  // the stored bytes of a record that are exactly to_json(*session), a
+  // record swarm wrote. Empty otherwise.
+  std::string json_as_stored;
 
   bool corrupt() const { return !session.has_value(); }
   // The session token: the revision that made the session, which its
@@ -36,7 +40,8 @@ struct SessionEntry {
 };
 
 // Parses a stored value; a record whose `slot` is not its key is corrupt too.
-SessionEntry session_entry_of(kv::Entry&& entry);
+// With `keep_json`, keeps its bytes when they are to_json's (json_as_stored).
+SessionEntry session_entry_of(kv::Entry&& entry, bool keep_json = false);
 
 struct SessionEvent {
   enum class Kind { put, erase, caught_up };
@@ -92,7 +97,8 @@ class SessionStore {
   // is parsed (on one worker thread, in arrival order, for a big bucket). A
   // record renewed during the pass may come twice, the newer revision last;
   // only revisions above revision_at_open() can (see kv::drop_repeats).
-  void for_each(const std::function<void(SessionEntry&&)>& visit) const;
+  // With `keep_json`, entries keep their stored bytes as json_as_stored.
+  void for_each(const std::function<void(SessionEntry&&)>& visit, bool keep_json = false) const;
   std::uint64_t revision_at_open() const { return bucket_.revision_at_open(); }
   // About how many records there are (from opening the bucket).
   std::uint64_t size_hint() const { return bucket_.size_hint(); }

@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+#include <random>
+
 #include "swarm/base/json.h"
 
 using namespace swarm;
@@ -184,4 +186,64 @@ TEST_CASE("Session_NulInAStringIsCorruptNotCut") {
   auto literal = parse_session(R"({"slot":"a","host":"v\\u0000m"})");
   REQUIRE(literal.session);
   CHECK(literal.session->host == "v\\u0000m");
+}
+
+TEST_CASE("Session_SaysWhenItsTextIsExactlyWhatSwarmWrites") {
+  // status --json shows a record's stored bytes when they are exactly what
+  // to_json writes of it. Random sessions as swarm writes them are; each
+  // change another writer could make (spaces, an order of its own, a number
+  // written otherwise, an empty or null field, a repeated or unknown field)
+  // is either not, or (when it is said to be) still to_json's bytes.
+  std::mt19937_64 rng(1127);
+  auto pick = [&](std::initializer_list<const char*> options) {
+    return std::string(*(options.begin() + rng() % options.size()));
+  };
+  int exact = 0, changed_exact = 0;
+  for (int i = 0; i < 3000; ++i) {
+    Session s;
+    s.slot = "s" + std::to_string(rng() % 1000);
+    s.host = pick({"build-7", "h\xc3\xa9te", "a/b"});
+    s.task_id = pick({"", "T-1", "T-x y"});
+    s.agent_id = pick({"", "slot-a"});
+    s.host_id = pick({"", "3f9c0a"});
+    s.leaf_pid = static_cast<std::int64_t>(rng() % 3 == 0 ? 0 : rng() % 100000);
+    s.hub_url = pick({"", "file:///w/.swarm/hub.git"});
+    if (rng() % 2) s.started_at = parse_rfc3339(pick({"2026-11-22T10:00:00Z", "2026-11-22T10:00:00.5+02:00"}));
+    if (rng() % 2) s.last_renewed = parse_rfc3339("2026-11-22T10:04:10.250Z");
+    s.session_token = rng() % 3 == 0 ? 0 : rng() % 1000;
+    if (rng() % 4 == 0) {
+      s.port_base = 20000;
+      s.ports = 4;
+    }
+    const std::string text = to_json(s);
+    const ParsedSession as_is = parse_session(text);
+    REQUIRE(as_is.session);
+    CHECK_MESSAGE(as_is.as_written, text);
+    exact += as_is.as_written;
+
+    std::string other = text;
+    switch (rng() % 8) {
+      case 0: other.insert(1, " "); break;                                           // a space
+      case 1: other.insert(other.size() - 1, ",\"newer\":1"); break;                 // an unknown field
+      case 2: other.insert(other.size() - 1, ",\"slot\":\"" + s.slot + "\""); break;  // a repeat
+      case 3: other.insert(1, "\"task_id\":null,"); break;                           // null, and out of order
+      case 4: other.insert(other.size() - 1, ",\"agent_id\":\"\""); break;            // an empty text
+      case 5: other.insert(other.size() - 1, ",\"leaf_pid\":7.0"); break;             // a number as 7.0
+      case 6: other.insert(other.size() - 1, ",\"ports\":0"); break;                  // a 0 written
+      default: {
+        // The first two members swapped.
+        const auto first_end = other.find(",\"");
+        const auto second_end = other.find(",\"", first_end + 1);
+        if (second_end == std::string::npos) break;
+        other = "{" + other.substr(first_end + 1, second_end - first_end - 1) + "," +
+                other.substr(1, first_end - 1) + other.substr(second_end);
+      }
+    }
+    const ParsedSession read = parse_session(other);
+    if (!read.session || !read.as_written) continue;
+    ++changed_exact;
+    CHECK_MESSAGE(to_json(*read.session) == other, other);
+  }
+  CHECK(exact == 3000);
+  MESSAGE(changed_exact << " changed texts were still swarm's own bytes");
 }
