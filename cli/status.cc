@@ -360,13 +360,14 @@ Verb add_status(CLI::App& app) {
             std::future<std::vector<swarm::LeaseEntry>> listed;
             if (!by_name) listed = std::async(std::launch::async, [&leases = leases] { return leases.list("task.>"); });
             auto ttl = store.ttl();
-            // The server's clock is read while the records are: its round trip
-            // overlaps theirs instead of following it.
-            auto server_clock = std::async(std::launch::async, [&] { return store.server_clock().now; });
+            // The server's clock is read while other requests are: beside a
+            // long listing, or with the task leases read by name.
+            std::future<swarm::ServerClock> clock_beside;
+            if (!by_name) clock_beside = std::async(std::launch::async, [&] { return store.server_clock(); });
             swarm::SessionTable table(ctx.me(), ctx.out().json());
             if (flags->slots.empty()) {
               table.reserve(static_cast<std::size_t>(store.size_hint()));
-              store.for_each([&](swarm::SessionEntry&& entry) { table.add(entry); });
+              store.for_each([&](swarm::SessionEntry&& entry) { table.add(entry); }, ctx.out().json());
             } else {
               std::string missing;
               for (const auto& slot : std::set<std::string>(flags->slots.begin(), flags->slots.end())) {
@@ -379,9 +380,14 @@ Verb add_status(CLI::App& app) {
               }
               if (!missing.empty()) throw swarm::Error(swarm::Errc::not_found, "no session for slot " + missing);
             }
+            std::optional<swarm::PendingServerClock> clock_together;
+            if (by_name && !table.rows().empty()) clock_together.emplace(store.bucket());
             const std::vector<swarm::LeaseEntry> task_leases =
                 by_name ? leases.get_together(task_lease_names(table.rows())) : listed.get();
-            auto now = server_clock.get()();
+            // No record, no age to read: no round trip for the clock.
+            auto now = clock_beside.valid()  ? clock_beside.get().now()
+                       : clock_together      ? clock_together->get().now()
+                                             : swarm::system_clock()();
             // A session renewed while the listing ran may have come twice.
             table.finish(flags->slots.empty() ? store.revision_at_open() : 0, ttl, now);
             table.note_task_leases(task_leases, now);

@@ -1,5 +1,7 @@
 #include "swarm/base/server_clock.h"
 
+#include <algorithm>
+
 #include "swarm/base/log.h"
 #include "swarm/base/warnings.h"
 
@@ -25,6 +27,27 @@ ServerClock clock_from_stamp(TimePoint sent, std::chrono::steady_clock::time_poi
   const auto half = std::chrono::duration_cast<TimePoint::duration>((answered - sent_steady) / 2);
   const auto skew = stamped - (sent + half);
   return {[local, skew] { return local() + skew; }, true, half, sent_steady + (answered - sent_steady) / 2, stamped};
+}
+
+PendingServerClock::PendingServerClock(const kv::Bucket& bucket)
+    : bucket_(bucket), probe_(bucket.send_clock_probe()) {}
+
+ServerClock PendingServerClock::get(const Clock& local) {
+  // The answer came with the requests it was sent with, or is late (a
+  // cluster electing a leader, say): then the usual reading, with its
+  // retries within the budget, not a second wait of a whole timeout first.
+  // A reading taken over more than this is too loose to keep: its answer
+  // may have waited while other answers were read.
+  constexpr std::chrono::milliseconds kWait{250};
+  constexpr std::chrono::milliseconds kLoosest{100};
+  auto stamp = probe_.read(std::min(kWait, bucket_.request_timeout()));
+  if (stamp && stamp->answered - stamp->sent <= kLoosest) {
+    // Its times on this host's clocks, for the stamp to be set against.
+    const auto sent =
+        local() - std::chrono::duration_cast<TimePoint::duration>(std::chrono::steady_clock::now() - stamp->sent);
+    return clock_from_stamp(sent, stamp->sent, stamp->answered, stamp->stamped, local);
+  }
+  return read_server_clock(bucket_, local);
 }
 
 }  // namespace swarm

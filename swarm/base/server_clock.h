@@ -43,4 +43,20 @@ ServerClock clock_from_stamp(TimePoint sent, std::chrono::steady_clock::time_poi
                              std::chrono::steady_clock::time_point answered, TimePoint stamped,
                              const Clock& local = system_clock());
 
+// A reading of the server's clock sent now and read later, so that its
+// round trip overlaps another's (status sends one just ahead of its batch of
+// task-lease reads, whose flush takes it along).
+class PendingServerClock {
+ public:
+  explicit PendingServerClock(const kv::Bucket& bucket);
+  // The reading; or, when its answer did not come soon, does not read, or
+  // took long enough to be loose (over 100 ms), one read_server_clock makes
+  // (which says why when it fails too).
+  ServerClock get(const Clock& local = system_clock());
+
+ private:
+  const kv::Bucket& bucket_;
+  kv::Bucket::ClockProbe probe_;
+};
+
 }  // namespace swarm
