@@ -1,7 +1,8 @@
 // Several keys of a bucket read in one round trip: a STREAM.MSG.GET request
-// per key (the stream leader answers it, as it does latest()), published
-// together on the connection's numbered reply inbox and flushed once; what
-// got no usable answer is read again alone, the usual way.
+// per key (the stream leader answers it, as it does latest()), or a
+// DIRECT.GET on a server alone, published together on the connection's
+// numbered reply inbox and flushed once; what got no usable answer is read
+// again alone, the usual way.
 #include <cJSON.h>
 
 #include <algorithm>

@@ -21,9 +21,12 @@ SessionEntry session_entry_of(kv::Entry&& entry, bool keep_json) {
   ParsedSession parsed = parse_session(entry.value);
   out.corrupt_reason = record::keyed_reason(out.slot, is_valid_slot_name(out.slot), "slot", parsed.corrupt_reason,
                                             "slot", parsed.session ? &parsed.session->slot : nullptr);
-  if (!out.corrupt_reason.empty()) out.raw = std::move(entry.value);
-  else if (keep_json && parsed.as_written) out.json_as_stored = std::move(entry.value);
-  if (out.corrupt_reason.empty()) out.session = std::move(parsed.session);
+  if (!out.corrupt_reason.empty()) {
+    out.raw = std::move(entry.value);
+    return out;
+  }
+  out.session = std::move(parsed.session);
+  if (keep_json && parsed.as_written) out.json_as_stored = std::move(entry.value);
   return out;
 }
 

@@ -425,6 +425,13 @@ TEST_CASE("Bucket_AReadAfterALostCasRaceIsNoConflict") {
 namespace {
 
 // What get() says of a key, as one comparable line.
+// How many of the messages a client sent through `proxy` start with `prefix`.
+int sent_with(testing::NatsProxy& proxy, const std::string& prefix) {
+  int n = 0;
+  for (const auto& m : proxy.seen()) n += m.rfind(prefix, 0) == 0;
+  return n;
+}
+
 std::string shown(const std::optional<kv::Entry>& e) {
   if (!e) return "absent";
   return e->key + " rev " + std::to_string(e->revision) + " at " +
@@ -476,13 +483,8 @@ TEST_CASE("Bucket_GetTogetherReadsAloneWhatGotNoAnswerInTime") {
   proxy.hold_next({"DIRECT.GET.KV_late"}, 900ms, testing::NatsProxy::Hold::answers);
   const auto got = slow.get_together({"a", "b", "c"});
   CHECK(proxy.holds_begun() == 1);
-  int together = 0, alone = 0;
-  for (const auto& m : proxy.seen()) {
-    together += m.rfind("PUB $JS.API.DIRECT.GET.KV_late.$KV.late.", 0) == 0;
-    alone += m.rfind("PUB $JS.API.STREAM.MSG.GET.KV_late", 0) == 0;
-  }
-  CHECK(together == 3);
-  CHECK(alone == 3);
+  CHECK(sent_with(proxy, "PUB $JS.API.DIRECT.GET.KV_late.$KV.late.") == 3);  // together
+  CHECK(sent_with(proxy, "PUB $JS.API.STREAM.MSG.GET.KV_late") == 3);        // alone
   REQUIRE(got.size() == 3);
   CHECK(shown(got[0]) == shown(b.get("a")));
   CHECK_FALSE(got[1]);
@@ -538,11 +540,6 @@ TEST_CASE("Bucket_GetTogetherOfABucketWithoutDirectGetsAsksTheLeader") {
   kv::Connection through = kv::Connection::connect({.urls = {proxy.url()}, .request_timeout = 3s});
   kv::Bucket::ensure(through, {.name = "other"});  // says the server is alone
   auto bound = kv::Bucket::bind(through, "nodirect");
-  auto count = [&](const std::string& prefix) {
-    int n = 0;
-    for (const auto& m : proxy.seen()) n += m.rfind(prefix, 0) == 0;
-    return n;
-  };
   for (int round = 0; round < 2; ++round) {
     const auto started = std::chrono::steady_clock::now();
     const auto got = bound.get_together({"a", "b", "c"});
@@ -552,8 +549,8 @@ TEST_CASE("Bucket_GetTogetherOfABucketWithoutDirectGetsAsksTheLeader") {
     CHECK_FALSE(got[1]);
     CHECK(shown(got[2]) == shown(b.get("c")));
   }
-  CHECK(count("PUB $JS.API.DIRECT.GET.KV_nodirect.") == 3);     // the first batch only
-  CHECK(count("PUB $JS.API.STREAM.MSG.GET.KV_nodirect") == 6);  // alone after it, then together
+  CHECK(sent_with(proxy, "PUB $JS.API.DIRECT.GET.KV_nodirect.") == 3);     // the first batch only
+  CHECK(sent_with(proxy, "PUB $JS.API.STREAM.MSG.GET.KV_nodirect") == 6);  // alone after it, then together
   const auto took = std::chrono::steady_clock::now();
   CHECK(shown(bound.get_together({"a"})[0]) == shown(b.get("a")));
   CHECK(std::chrono::steady_clock::now() - took < 2s);  // no answer left over to wait on
