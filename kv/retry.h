@@ -71,10 +71,16 @@ class Attempts {
   }
 
   // After a failure: true (having paused) when it is transient and time is
-  // left for another attempt; false means rethrow.
+  // left for another attempt; false means rethrow. Only a refusal that came
+  // at once (no responder, no leader) is followed by a pause; an attempt
+  // that timed out has waited already, and the next one goes at once. On
+  // nats-server 2.9 a consumer is placed on a random replica of its stream,
+  // dead or alive, so a third of creations after a node loss go unanswered:
+  // the attempts the budget holds are what rides that out.
   bool again_after(const Error& e) {
     if (!is_transient(e)) return false;
-    auto pause = std::min(kLongestPause, kFirstPause * (1 << std::min(failures_, 4)));
+    auto pause = e.kind() == Errc::timeout ? std::chrono::milliseconds(0)
+                                            : std::min(kLongestPause, kFirstPause * (1 << std::min(failures_, 4)));
     ++failures_;
     if (std::chrono::steady_clock::now() + pause + slice_ / 3 >= deadline_) return false;
     std::this_thread::sleep_for(pause);
