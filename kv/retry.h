@@ -26,7 +26,8 @@ class Attempts {
   // milliseconds, and a request sent to a node that died never will.
   static constexpr std::chrono::milliseconds kShortestAttempt{300};
   static constexpr std::chrono::milliseconds kLongestAttempt{1500};
-  // The budget is shared out over at least this many attempts.
+  // The budget is cut into this many slices: as many attempts when each
+  // times out, fewer when a refusal is followed by a pause.
   static constexpr int kSlices = 6;
   static constexpr std::chrono::milliseconds kFirstPause{25};
   static constexpr std::chrono::milliseconds kLongestPause{250};
@@ -55,8 +56,10 @@ class Attempts {
   // How long the next attempt may wait for its answer (at least 1ms).
   std::chrono::milliseconds wait() const {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - std::chrono::steady_clock::now());
-    // The last attempt takes what is left rather than leaving a sliver unused.
-    auto wait = left < slice_ * 2 ? left : slice_;
+    // The last attempt takes what is left rather than leaving a sliver
+    // unused; a third of a slice or more is left for an attempt of its own
+    // (again_after's least), so a budget of six slices makes six.
+    auto wait = left < slice_ + slice_ / 3 ? left : slice_;
     return std::max(wait, std::chrono::milliseconds(1));
   }
 
