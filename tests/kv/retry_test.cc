@@ -49,14 +49,26 @@ TEST_CASE("Retry_ABudgetOfThreeSecondsHoldsSixAttemptsThatTimeOut") {
   Attempts attempts(std::chrono::milliseconds(3000));
   CHECK(attempts.wait() == 500ms);
   int made = 0;
+  std::chrono::nanoseconds overslept{0};  // beyond the waits asked for: the machine's, not the rule's
   const auto start = std::chrono::steady_clock::now();
   while (true) {
     ++made;
-    std::this_thread::sleep_for(attempts.wait());  // the attempt, unanswered
+    const auto wait = attempts.wait();
+    const auto began = std::chrono::steady_clock::now();
+    std::this_thread::sleep_for(wait);  // the attempt, unanswered
+    overslept += std::chrono::steady_clock::now() - began - wait;
     if (!attempts.again_after(kv::Error(kv::Errc::timeout, "no answer"))) break;
   }
   const auto spent = std::chrono::steady_clock::now() - start;
-  CHECK(made == 6);
+  // The sixth attempt needs a third of a slice (166 ms) left after five: a
+  // machine busy enough to oversleep that much (another copy of the suite
+  // beside this one) leaves room for five, and the test says so.
+  if (overslept < 150ms) {
+    CHECK(made == 6);
+  } else {
+    MESSAGE("the sleeps overran by " << overslept.count() / 1000000 << " ms: " << made << " attempts");
+    CHECK(made >= 5);
+  }
   CHECK(spent >= 2990ms);
   CHECK(spent < 3300ms);
 }
