@@ -48,6 +48,14 @@ swarm::Json branch_json(const swarm::BranchRow& row) {
       .set("committed_at", swarm::format_rfc3339(swarm::TimePoint(std::chrono::seconds(row.git.committed_at))))
       .set("priority", row.priority_high ? "high" : "normal")
       .set("conflicts", overlaps_json(row.conflicts));
+  if (!row.refused) {
+    b.set_null("refused");
+  } else {
+    swarm::Json refused = swarm::Json::object();
+    refused.set("head", row.refused->head).set("reason", row.refused->reason).set("onto", row.refused->onto);
+    if (row.refused->reason == "check") refused.set("status", row.refused->status);
+    b.set("refused", std::move(refused));
+  }
   return b;
 }
 
@@ -61,8 +69,11 @@ swarm::Json land_json(const swarm::LandResult& r) {
       .set("to", r.to)
       .set("fencing_token", static_cast<std::int64_t>(r.token))
       .set("attempts", r.attempts);
+  if (!r.head.empty()) doc.set("head", r.head);
   if (r.batch.empty()) doc.set_null("batch");
   else doc.set("batch", r.batch);
+  if (r.forced) doc.set("forced", true);
+  if (r.no_check) doc.set("no_check", true);
   if (!r.check.empty()) doc.set("check", r.check).set("check_attempts", r.check_attempts);
   if (r.outcome == swarm::LandResult::Outcome::refused) {
     doc.set("reason", r.reason);
@@ -105,6 +116,7 @@ struct LandFlags {
   std::string wait;
   std::string ttl = "30s";
   std::vector<std::string> check;
+  bool no_check = false;  // the workspace's check skipped (journaled forced)
   std::string session;
   bool force = false;
   int retries = 0;
@@ -127,8 +139,10 @@ void relay_check_line(std::string_view who, std::string_view line) {
 class SlotLander {
  public:
   SlotLander(Context& ctx, const LandFlags& f, swarm::Landing& landing, const swarm::LeaseStore& store,
-             const std::string& onto, SignalRouter& signals)
-      : ctx_(ctx), f_(f), landing_(landing), store_(store), onto_(onto), signals_(signals) {}
+             const std::string& onto, SignalRouter& signals, std::vector<std::vector<std::string>> commands,
+             bool check_forced)
+      : ctx_(ctx), f_(f), landing_(landing), store_(store), onto_(onto), signals_(signals),
+        commands_(std::move(commands)), check_forced_(check_forced) {}
 
   // The land's result; nullopt when a signal ended the wait (nothing done).
   // Throws what the land threw (the lease released first).
@@ -136,12 +150,6 @@ class SlotLander {
     const std::string lease_name = swarm::land_lease_name(onto_);
     swarm::Mutex mutex(store_, lease_name, swarm::LeaseHolder::process(ctx_.me(), getpid(), "land " + slot),
                        lease_ttl_option(f_.ttl));
-    swarm::LandCheck check;
-    check.command = f_.check;
-    check.running = [this](swarm::ChildProcess* child) { signals_.forward_to(child); };
-    check.interrupted = [this] { return signals_.received() != 0; };
-    check.retries = f_.retries;
-    check.output = [](std::string_view who, std::string_view line) { relay_check_line(who, line); };
     std::optional<swarm::Lease> lease;
     std::optional<swarm::LandResult> r;
     try {
@@ -152,7 +160,7 @@ class SlotLander {
         if (const std::string why = landing_.not_ready(slot); !why.empty())
           throw swarm::Error(swarm::Errc::conflict, "slot " + slot + " is no longer ready to land: " + why +
                                                         "; nothing was landed");
-      r = landing_.land(slot, onto_, *lease, check, forced);
+      r = landing_.land(slot, onto_, *lease, check(), forced);
     } catch (...) {
       release(lease, true);
       throw;
@@ -193,7 +201,8 @@ class SlotLander {
  private:
   swarm::LandCheck check() const {
     swarm::LandCheck check;
-    check.command = f_.check;
+    check.commands = commands_;
+    check.forced = check_forced_;
     check.retries = f_.retries;
     check.running = [this](swarm::ChildProcess* child) { signals_.forward_to(child); };
     check.interrupted = [this] { return signals_.received() != 0; };
@@ -220,6 +229,8 @@ class SlotLander {
   const swarm::LeaseStore& store_;
   const std::string& onto_;
   SignalRouter& signals_;
+  std::vector<std::vector<std::string>> commands_;  // the workspace's check, then the one given
+  bool check_forced_;
 };
 
 // Before waiting or writing: a program found on PATH or by an absolute path.
@@ -326,9 +337,26 @@ int land_ready(Context& ctx, const LandFlags& f, swarm::Landing& landing, SlotLa
   ReadyReport report(ctx, onto);
   const auto rows = landing.ready(onto);
   const std::size_t size = f.batch > 0 ? static_cast<std::size_t>(f.batch) : 1;
-  for (std::size_t at = 0; at < rows.size(); at += size) {
-    std::vector<std::string> slots;
-    for (std::size_t i = at; i < std::min(rows.size(), at + size); ++i) slots.push_back(rows[i].git.slot);
+  std::vector<std::string> ready;
+  for (const auto& row : rows) {
+    if (!row.refused) {
+      ready.push_back(row.git.slot);
+      continue;
+    }
+    // Refused by a check at the head it still has: refused again, at once.
+    swarm::LandResult refused;
+    refused.slot = row.git.slot;
+    refused.onto = onto;
+    refused.head = row.git.head;
+    refused.reason = row.refused->reason;
+    refused.check_status = row.refused->status;
+    refused.message = swarm::standing_refusal_text(*row.refused) + " (land it anyway with land --slot " +
+                      row.git.slot + " --force)";
+    report.landed(refused);
+  }
+  for (std::size_t at = 0; at < ready.size(); at += size) {
+    std::vector<std::string> slots(ready.begin() + static_cast<std::ptrdiff_t>(at),
+                                   ready.begin() + static_cast<std::ptrdiff_t>(std::min(ready.size(), at + size)));
     try {
       if (!land_group(f, lander, slots, report)) break;
     } catch (const swarm::Cancelled& stopped) {
@@ -350,17 +378,22 @@ int run_land(Context& ctx, const LandFlags& f) {
   if (f.batch > 0 && !f.ready)
     throw swarm::Error(swarm::Errc::bad_input, "--batch " + std::to_string(f.batch) + " lands ready slots together: "
                                                "use it with --ready");
-  if (f.retries > 0 && f.check.empty())
+  // The workspace's check (`up --check`), unless skipped, then the one given.
+  const std::vector<std::string> required = ctx.workspace().load_config().check_command();
+  std::vector<std::vector<std::string>> commands;
+  if (!required.empty() && !f.no_check) commands.push_back(required);
+  if (!f.check.empty() && f.check != required) commands.push_back(f.check);
+  if (f.retries > 0 && commands.empty())
     throw swarm::Error(swarm::Errc::bad_input, "--retries " + std::to_string(f.retries) + " runs a failed check "
-                                               "again, and no check was given (after --)");
-  require_check_runnable(f.check);
+                                               "again, and no check was given (after --) or is required here");
+  for (const auto& command : commands) require_check_runnable(command);
   lease_ttl_option(f.ttl);
   if (!f.wait.empty()) swarm::parse_duration(f.wait);
   SignalRouter signals;  // before any thread is made
   auto landing = ctx.landing(true);
   const std::string onto = landing.onto(f.onto);
   auto store = ctx.leases(true);
-  SlotLander lander(ctx, f, landing, store, onto, signals);
+  SlotLander lander(ctx, f, landing, store, onto, signals, std::move(commands), f.no_check && !required.empty());
   if (!f.ready) return land_one(ctx, f, landing, lander, signals);
   return land_ready(ctx, f, landing, lander, onto, signals);
 }
@@ -404,7 +437,8 @@ Verb add_branches(CLI::App& app) {
   cmd->footer(
       "Columns: SLOT STATE RESULT LANE AHEAD LANDED HEAD COMMITTED. STATE is the live session's (- when\n"
       "none); RESULT the last close's (from the journal); LANE high when it closed with --priority high;\n"
-      "AHEAD the commits the onto branch lacks; LANDED whether the branch's tip is in the onto branch.\n"
+      "AHEAD the commits the onto branch lacks; LANDED whether the branch's tip is in the onto branch, or\n"
+      "refused: a check refused it at the head it still has, and every land refuses it until it moves.\n"
       "Below the table, each unlanded branch's foreseen conflicts: the other unlanded slot branches and\n"
       "the onto branch a merge with it leaves in conflict, and on which paths. With --json:\n"
       "swarm.branches.v1 (conflicts: [{with, slot, paths}]).");
@@ -421,13 +455,19 @@ Verb add_branches(CLI::App& app) {
                       padded(row.state ? std::string(swarm::to_string(*row.state)) : "-", 7) + " " +
                       padded(row.result.empty() ? "-" : swarm::printable(row.result), 8) + " " +
                       padded(row.priority_high ? "high" : "normal", 6) + " " +
-                      padded(std::to_string(row.git.ahead), 6) + " " + padded(row.git.landed ? "yes" : "no", 7) + " " +
+                      padded(std::to_string(row.git.ahead), 6) + " " +
+                      padded(row.git.landed ? "yes" : row.refused ? "refused" : "no", 7) + " " +
                       padded(short_id(row.git.head), 12) + " " +
                       swarm::format_rfc3339(swarm::TimePoint(std::chrono::seconds(row.git.committed_at))) + "\n";
               if (!row.conflicts.empty())
                 foreseen += swarm::printable(row.git.slot) + ":\n" + overlaps_text(row.conflicts, "  ");
             }
             if (!foreseen.empty()) text += "\nconflicts foreseen (were each pair landed):\n" + foreseen;
+            std::string refused;
+            for (const auto& row : report.rows)
+              if (row.refused)
+                refused += swarm::printable(row.git.slot) + ": " + swarm::standing_refusal_text(*row.refused) + "\n";
+            if (!refused.empty()) text += "\nrefused (lands skip them until their branch moves):\n" + refused;
             swarm::Json doc = branches_of(report);
             if (report.rows.empty()) text = "no slot branches on the hub\n";
             text.pop_back();
@@ -459,6 +499,8 @@ Verb add_land(CLI::App& app) {
       ->option_text("DUR")
       ->check(duration_validator());
   add_session_option(*cmd, f->session);
+  cmd->add_flag("--no-check", f->no_check,
+                "Skip the check the workspace requires (`swarm up --check`); journaled as forced");
   cmd->add_flag("--force", f->force,
                 "Land --slot S even though its last close was not success or its session is live (journaled as "
                 "forced)")
@@ -481,10 +523,13 @@ Verb add_land(CLI::App& app) {
       "  swarm land --ready --batch 8 --retries 1 -- make test\n"
       "A fast-forward when possible, else a merge commit (trailers Swarm-Slot, Swarm-Task,\n"
       "Swarm-Fencing-Token). CHECK runs (no shell) in a checkout of the merged tree kept in .swarm/land/,\n"
-      "with SWARM_LAND_SLOT, SWARM_LAND_ONTO and SWARM_FENCING_TOKEN set; its output goes to stderr, each\n"
-      "line after [SLOT]. --slot S refuses (exit 3) a slot whose last close was not success or whose\n"
-      "session is live, unless --force. --ready reports each slot as it lands: slots closed with\n"
-      "--priority high first, then in the order they were closed.\n"
+      "with SWARM_LAND_SLOT, SWARM_LAND_ONTO and SWARM_FENCING_TOKEN set and no NATS_* or other SWARM_*\n"
+      "variable (no credential); its output goes to stderr, each line after [SLOT]. The check the workspace\n"
+      "requires (`swarm up --check`) runs first on every land, unless --no-check. Without any check, a\n"
+      "tree that cannot be checked out is refused. A slot a check refused stays refused until its branch\n"
+      "moves past the refused head, or --force. --slot S refuses (exit 3) a slot whose last close was not\n"
+      "success or whose session is live, unless --force. --ready reports each slot as it lands: slots\n"
+      "closed with --priority high first, then in the order they were closed.\n"
       "--batch N merges up to N ready slots in turn into one candidate and runs CHECK once on it (with\n"
       "SWARM_LAND_SLOT the slots, space-separated, and SWARM_LAND_BATCH the batch's id). When it fails the\n"
       "batch is bisected: the good slots land, each with its own merge commit, and only the culprits are\n"

@@ -4,6 +4,7 @@
 #include "cli/context.h"
 #include "swarm/base/duration.h"
 #include "swarm/base/text.h"
+#include "swarm/base/words.h"
 #include "swarm/journal/journal.h"
 #include "swarm/workspace/bootstrap.h"
 
@@ -21,6 +22,8 @@ struct UpFlags {
   std::string events_max_bytes;
   bool accept_unsafe_server = false;
   std::string ports;
+  std::string check;
+  CLI::Option* check_option = nullptr;
 };
 
 // How long the journal keeps events: at least its 2-minute window of
@@ -104,6 +107,7 @@ swarm::UpOptions options_of(const Context& ctx, const UpFlags& f) {
   options.connection = ctx.auth_options();
   options.accept_unsafe_server = f.accept_unsafe_server;
   if (!f.ports.empty()) options.ports = swarm::parse_port_range(f.ports);
+  if (f.check_option->count() > 0) options.check = f.check;
   return options;
 }
 
@@ -129,6 +133,8 @@ std::string up_text(const swarm::UpResult& r) {
   human += "  journal: " + journal_line(r.journal) + "\n";
   if (r.config.ports)
     human += "  ports:   " + r.config.ports->text() + " (`swarm join --ports K` takes a block of K of them)\n";
+  if (!r.config.check.empty())
+    human += "  check:   " + swarm::printable(r.config.check) + " (every land runs it; `land --no-check` skips it)\n";
   if (r.added_remote) human += "  remote:  swarm, added to this checkout (`git fetch swarm` brings the slots' branches)\n";
   if (r.found_buckets && (r.created_config || r.moved_nats))
     human += "  joined:  buckets made by another host; took their TTL and replicas\n";
@@ -152,6 +158,8 @@ swarm::Json up_json(const swarm::UpResult& r) {
   doc.set("journal", journal_json(r.journal));
   if (r.config.ports) doc.set("ports", r.config.ports->text());
   else doc.set_null("ports");
+  if (r.config.check.empty()) doc.set_null("check");
+  else doc.set("check", r.config.check);
   if (r.server_pid) doc.set("server_pid", static_cast<std::int64_t>(*r.server_pid));
   else doc.set_null("server_pid");
   return doc;
@@ -206,6 +214,17 @@ Verb add_up(CLI::App& app) {
                   "no two live slots' blocks sharing a port on any host (kept in config.json)")
       ->option_text("A-B")
       ->check(validator_of([](const std::string& t) { swarm::parse_port_range(t); }, "A-B"));
+  flags->check_option =
+      cmd->add_option("--check", flags->check,
+                      "A check every land runs on the merged tree before the onto branch moves, as one line: "
+                      "'make test' (split into words as a shell would, run without one; kept in config.json; '' "
+                      "removes it). `land --no-check` skips it, journaled as forced")
+          ->option_text("'CMD ...'")
+          ->check(validator_of(
+              [](const std::string& t) {
+                if (!t.empty()) swarm::split_words(t, "--check");
+              },
+              "CMD"));
   cmd->add_flag("--accept-unsafe-server", flags->accept_unsafe_server,
                 "Run --replicas N>1 on nats-server older than 2.10 all the same (it loses acknowledged writes "
                 "and lets fencing tokens go backwards under partitions; doctor reports it)");
@@ -216,6 +235,7 @@ Verb add_up(CLI::App& app) {
       "  swarm up --nats-url nats://n1:4222,nats://n2:4222,nats://n3:4222 --replicas 3\n"
       "  swarm up --nats-url nats://n1:4222 --hub ssh://git@build-1/srv/app.git   # another host joins\n"
       "  swarm up --ports 20000-20999               # then: swarm join --slot a --task T-1 --ports 10\n"
+      "  swarm up --check 'make test'               # every land runs it; --check '' removes it\n"
       "Running it again reuses what is there; after `swarm down` it restarts the server on the same data.\n"
       "A host joining buckets that another host made takes their TTL and replicas unless given.\n"
       "SSH hubs: keys from ssh-agent, ~/.ssh/id_ed25519, id_ecdsa, id_rsa, or $SWARM_SSH_KEY; the host key must be\n"

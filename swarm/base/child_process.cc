@@ -152,6 +152,8 @@ std::unique_ptr<ChildProcess> ChildProcess::start(const std::vector<std::string>
   std::vector<std::string> env_strings;
   for (char** e = environ; *e != nullptr; ++e) {
     std::string entry(*e);
+    if (options.withhold_env != nullptr && options.withhold_env(std::string_view(entry).substr(0, entry.find('='))))
+      continue;
     bool replaced = false;
     for (const auto& [k, v] : env) replaced = replaced || entry.rfind(k + "=", 0) == 0;
     if (!replaced) env_strings.push_back(entry);

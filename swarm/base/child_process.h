@@ -15,6 +15,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -35,6 +36,9 @@ struct ChildOptions {
   // only the result; a pipe's write end, for a caller that labels the
   // lines); -1: where this process's go.
   int output_fd = -1;
+  // Variables of this process's environment it does not inherit (those in
+  // `env` are set all the same): a land check gets no credential.
+  bool (*withhold_env)(std::string_view name) = nullptr;
 };
 
 // A command that could not be started (start() throws it): its errno, and

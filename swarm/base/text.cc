@@ -1,5 +1,7 @@
 #include "swarm/base/text.h"
 
+#include <cstdio>
+
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -251,6 +253,21 @@ std::string truncated_middle(std::string_view text, std::size_t width) {
 }
 
 std::string trailer_value(std::string_view text) { return printable(text); }
+
+std::uint64_t stable_hash(std::string_view bytes) {
+  std::uint64_t h = 14695981039346656037ULL;
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+std::string stable_hash_hex(std::string_view bytes) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(stable_hash(bytes)));
+  return hex;
+}
 
 std::string counted(std::size_t n, std::string_view noun) {
   return std::to_string(n) + " " + std::string(noun) + (n == 1 ? "" : "s");

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -32,6 +33,12 @@ std::string truncated(std::string_view text, std::size_t width);
 // The same, cut in the middle ("build-…-07"): for names whose end tells
 // them apart as much as their start (hosts).
 std::string truncated_middle(std::string_view text, std::size_t width);
+
+// A 64-bit FNV-1a hash of `bytes`: the same on every host and build (task
+// lease names, folder names), for naming, never for security.
+std::uint64_t stable_hash(std::string_view bytes);
+// Its 16 hex digits.
+std::string stable_hash_hex(std::string_view bytes);
 
 // "1 folder", "2 folders": `n` and the noun, with an s unless n is 1.
 std::string counted(std::size_t n, std::string_view noun);

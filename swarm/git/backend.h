@@ -138,6 +138,10 @@ class LandBackend {
   // reading the objects where merges are written; files of earlier lands
   // that it lacks removed, ignored ones kept).
   virtual void check_out(const std::string& commit, const std::filesystem::path& folder) = 0;
+  // Why `commit`'s tree cannot be checked out (see tree_problem), walking
+  // only what differs from `base`'s tree (a commit; "" for none); nullopt
+  // when it can be.
+  virtual std::optional<std::string> unusable(const std::string& commit, const std::string& base) = 0;
   // Moves `onto` from `from` to `to`, only if it is still at `from`: false
   // when it moved meanwhile (nothing changed).
   virtual bool advance(const std::string& onto, const std::string& from, const std::string& to) = 0;
@@ -198,6 +202,6 @@ GitBackend& git_backend();
 std::future<void> prefetch_git_backend();
 
 // The symbol the module exports, and its version.
-inline constexpr const char* kGitBackendSymbol = "swarm_git_backend_v7";
+inline constexpr const char* kGitBackendSymbol = "swarm_git_backend_v8";
 
 }  // namespace swarm

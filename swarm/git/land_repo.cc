@@ -173,6 +173,13 @@ class LandRepo : public LandBackend {
     check_out_land(folder, objects_, oid_of(commit));
   }
 
+  std::optional<std::string> unusable(const std::string& commit, const std::string& base) override {
+    const git_oid id = oid_of(commit);
+    if (base.empty()) return commit_tree_problem(repo_.get(), id, nullptr);
+    const git_oid base_id = oid_of(base);
+    return commit_tree_problem(repo_.get(), id, &base_id);
+  }
+
   bool advance(const std::string& onto, const std::string& from, const std::string& to) override {
     const git_oid from_oid = oid_of(from), to_oid = oid_of(to);
     const std::string ref = "refs/heads/" + onto;

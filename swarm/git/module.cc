@@ -62,7 +62,7 @@ class Libgit2Backend : public GitBackend {
 
 // Loading the module initializes libgit2, so that a prefetch on another
 // thread (swarm::prefetch_git_backend) takes libgit2's slow global init with it.
-extern "C" __attribute__((visibility("default"))) swarm::GitBackend* swarm_git_backend_v7() {
+extern "C" __attribute__((visibility("default"))) swarm::GitBackend* swarm_git_backend_v8() {
   swarm::git::ensure_initialized();
   static swarm::git::Libgit2Backend backend;
   return &backend;

@@ -51,6 +51,13 @@ std::unique_ptr<HubBackend> open_any_hub(const std::string& hub);
 // file, when no attribute or setting could change a file (plain_checkout.cc).
 // false: it wrote nothing, and libgit2's checkout must do it.
 bool write_tree_plainly(git_repository* repo, git_tree* tree);
+// Why `tree` cannot be checked out (tree_check.cc): its first path git
+// refuses to write, that is in its folder twice, has an unknown mode or an
+// object the repository lacks; nullopt when it can be. Folders the same in
+// `base` (null: none) are not walked. commit_tree_problem: the same for a
+// commit's tree against `base`'s (a commit id; null: none).
+std::optional<std::string> tree_problem(git_repository* repo, const git_tree* tree, const git_tree* base);
+std::optional<std::string> commit_tree_problem(git_repository* repo, const git_oid& commit, const git_oid* base);
 // See GitBackend::list_refs and delete_refs (hub_refs.cc).
 std::vector<std::pair<std::string, std::string>> list_refs(const std::string& hub, const std::string& prefix);
 std::vector<std::string> delete_refs(const std::string& hub, const std::vector<std::pair<std::string, std::string>>& refs);

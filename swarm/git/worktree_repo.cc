@@ -164,11 +164,27 @@ std::unique_ptr<WorktreeRepo> WorktreeRepo::create(const std::string& hub, const
   git_tree* tree_raw = nullptr;
   check(git_commit_tree(&tree_raw, commit.get()), "read the tree of " + branch);
   TreePtr tree(tree_raw);
-  if (!write_tree_plainly(repo.get(), tree.get())) {
-    // FORCE: the folder is the clone's own, made just now, with nothing but .git in it.
-    git_checkout_options checkout = GIT_CHECKOUT_OPTIONS_INIT;
-    checkout.checkout_strategy = GIT_CHECKOUT_FORCE;
-    check(git_checkout_head(repo.get(), &checkout), "check out " + branch);
+  // A tree that cannot be checked out (one agent's bad tree landed before
+  // lands refused them) is named, not failed on half way (exit 3).
+  const std::string unusable = "the tree of " + (out.from == "branch" ? branch : out.from == "base" ? from.base
+                                                  : "the hub's default branch") + " (" + hex(start).substr(0, 12) +
+                               ") cannot be checked out: ";
+  try {
+    if (!write_tree_plainly(repo.get(), tree.get())) {
+      if (auto problem = tree_problem(repo.get(), tree.get(), nullptr))
+        throw Error(Errc::conflict, unusable + *problem + "; nothing of slot " + slot + " was made");
+      // FORCE: the folder is the clone's own, made just now, with nothing but .git in it.
+      git_checkout_options checkout = GIT_CHECKOUT_OPTIONS_INIT;
+      checkout.checkout_strategy = GIT_CHECKOUT_FORCE;
+      check(git_checkout_head(repo.get(), &checkout), "check out " + branch);
+    }
+  } catch (const Error& e) {
+    if (e.kind() == Errc::conflict) throw;
+    auto problem = tree_problem(repo.get(), tree.get(), nullptr);
+    if (!problem) throw;
+    throw Error(Errc::conflict, unusable + *problem +
+                                    "; nothing of slot " + slot + " was made (fix that branch on the hub, or "
+                                    "start from another commit with --base REF)");
   }
   return std::make_unique<WorktreeRepo>(std::move(repo), fs::weakly_canonical(path), slot, hub);
 }

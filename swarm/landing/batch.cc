@@ -37,6 +37,8 @@ class Landing::Batch {
       r.token = lease_.token;
       r.batch = id_;
       r.from = r.to = from;
+      r.head = landing_.git().tip("swarm/" + slot).value_or("");
+      r.forced = r.no_check = check_.forced;
       results_[slot] = std::move(r);
     }
     return resolve(slots_, from, false, {}).base;
@@ -63,10 +65,20 @@ class Landing::Batch {
     std::vector<std::pair<std::string, MergePlan>> out;
     *all_merged = true;
     for (const auto& slot : slots) {
+      LandResult& r = results_[slot];
+      // Its own tree first: one no checkout can write is left out as that,
+      // before a merge with it could fail its batch-mates.
+      if (auto problem = r.head.empty() ? std::nullopt : landing_.git().unusable(r.head, base)) {
+        r.from = r.to = base;
+        r.outcome = LandResult::Outcome::refused;
+        r.reason = "checkout";
+        r.message = "the tree of swarm/" + slot + " cannot be checked out (" + *problem + "); it was left out";
+        *all_merged = false;
+        continue;
+      }
       MergePlan plan = landing_.git().plan_on(base, "swarm/" + slot,
                                               land_message(slot, onto_, tasks_[slot], lease_.token),
                                               landing_.land_author());
-      LandResult& r = results_[slot];
       r.from = r.to = base;
       if (plan.kind == MergePlan::Kind::landed) {
         r.kind = "none";
@@ -108,7 +120,7 @@ class Landing::Batch {
     for (const auto& [slot, plan] : plans) merged.push_back(slot);
     const std::string candidate = plans.back().second.to;
     if (!known_failing || !all_merged) {
-      const CheckVerdict verdict = check(merged, candidate);
+      const CheckVerdict verdict = check(merged, candidate, base);
       if (verdict.status == 0 && !verdict.unusable) {
         for (const auto& [slot, plan] : plans) passed(slot, plan, verdict);
         return {candidate, all_merged};
@@ -128,8 +140,13 @@ class Landing::Batch {
     return {two.base, false};  // split, so not all of `slots` passed in one check
   }
 
-  CheckVerdict check(const std::vector<std::string>& slots, const std::string& candidate) {
-    if (check_.command.empty()) return {};  // no check: every candidate passes
+  CheckVerdict check(const std::vector<std::string>& slots, const std::string& candidate, const std::string& base) {
+    if (check_.commands.empty()) {
+      // No check: a candidate passes when what it brings can be checked out.
+      CheckVerdict verdict;
+      verdict.unusable = landing_.git().unusable(candidate, base);
+      return verdict;
+    }
     std::string who;
     for (const auto& slot : slots) who += (who.empty() ? "" : " ") + slot;
     return landing_.check_tree(candidate, who, onto_, lease_, check_, run_,
@@ -142,7 +159,7 @@ class Landing::Batch {
     r.outcome = LandResult::Outcome::landed;
     r.from = plan.from;
     r.to = plan.to;
-    if (!check_.command.empty()) {
+    if (!check_.commands.empty()) {
       r.check = verdict.attempts > 1 ? "flaky" : "passed";
       r.check_attempts = verdict.attempts;
     }
@@ -151,15 +168,21 @@ class Landing::Batch {
   void convict(const std::string& slot, const std::vector<LandResult::FailedCheck>& evidence) {
     LandResult& r = results_[slot];
     r.outcome = LandResult::Outcome::refused;
-    r.reason = "check";
-    r.check = "failed";
-    r.check_attempts = 1 + std::max(0, check_.retries);  // a failed check ran every retry
     r.convicted_by.clear();
     for (const auto& c : evidence)
       if (std::find(c.slots.begin(), c.slots.end(), slot) != c.slots.end()) r.convicted_by.push_back(c);
     r.check_status = r.convicted_by.empty() ? 1 : r.convicted_by.back().status;
-    r.message = "the check " + printable(check_.command.front()) + " failed on swarm/" + slot + " in batch " + id_ +
-                " (" + std::to_string(r.convicted_by.size()) + " failed check(s) held it, the last exit " +
+    if (check_.commands.empty()) {
+      // Without a check, only a tree that cannot be checked out fails.
+      r.reason = "checkout";
+      r.message = "swarm/" + slot + " in batch " + id_ + " on " + onto_ + " cannot be checked out; it was left out";
+      return;
+    }
+    r.reason = "check";
+    r.check = "failed";
+    r.check_attempts = 1 + std::max(0, check_.retries);  // a failed check ran every retry
+    r.message = "the check failed on swarm/" + slot + " in batch " + id_ + " (" +
+                counted(r.convicted_by.size(), "failed check") + " held it, the last exit " +
                 std::to_string(r.check_status) + "); it was left out";
   }
 

@@ -9,11 +9,13 @@
 #include <chrono>
 #include <optional>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
 #include "swarm/base/error.h"
 #include "swarm/base/log.h"
+#include "swarm/base/text.h"
 
 namespace swarm {
 
@@ -59,7 +61,31 @@ void relay_lines(int fd, const std::function<void(std::string_view)>& output, co
 
 }  // namespace
 
-int CheckRun::run(const LandCheck& check, const std::filesystem::path& dir,
+SafeDir land_checkouts(const Workspace& ws) {
+  auto absolute_env = [](const char* name) {
+    const char* value = std::getenv(name);
+    return value != nullptr && value[0] == '/' ? std::filesystem::path(value) : std::filesystem::path();
+  };
+  std::filesystem::path cache = absolute_env("XDG_CACHE_HOME");
+  if (cache.empty() && !absolute_env("HOME").empty()) cache = absolute_env("HOME") / ".cache";
+  std::optional<SafeDir> base;
+  try {
+    if (!cache.empty()) base = SafeDir::make(cache, 0700).make_folder("swarm", 0700);
+  } catch (const Error& e) {
+    if (e.kind() == Errc::bad_input) throw;  // a link or a stranger's folder: never used, and said
+    base.reset();                            // a home that cannot be written: the fallback
+  }
+  if (!base) base = SafeDir::make("/tmp/swarm-" + std::to_string(::geteuid()), 0700);
+  const std::string root = ws.root().string();
+  return base->make_folder("land", 0700)
+      .make_folder(ws.root().filename().string() + "-" + stable_hash_hex(root), 0700);
+}
+
+bool withheld_from_checks(std::string_view variable) {
+  return variable.rfind("NATS_", 0) == 0 || variable.rfind("SWARM_", 0) == 0;
+}
+
+int CheckRun::run(const LandCheck& check, const std::vector<std::string>& command, const std::filesystem::path& dir,
                   const std::vector<std::pair<std::string, std::string>>& env) {
   int pipe_fds[2] = {-1, -1};
   if (check.output && ::pipe2(pipe_fds, O_CLOEXEC) != 0)
@@ -69,8 +95,10 @@ int CheckRun::run(const LandCheck& check, const std::filesystem::path& dir,
   ChildProcess* started = nullptr;
   try {
     std::lock_guard lock(mu_);
-    running_ = ChildProcess::start(check.command, env,
-                                   {.cwd = dir.string(), .output_fd = check.output ? pipe_fds[1] : 2});
+    running_ = ChildProcess::start(command, env,
+                                   {.cwd = dir.string(),
+                                    .output_fd = check.output ? pipe_fds[1] : 2,
+                                    .withhold_env = withheld_from_checks});
     started = running_.get();
   } catch (const CannotRun& e) {
     if (check.output) {

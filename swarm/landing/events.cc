@@ -7,6 +7,7 @@ Event land_event(std::string_view bucket, const LandResult& result, std::string_
   Event e = slot_event(refused ? "land.refused" : "land", bucket, result.slot, actor, task_id, result.token,
                        result.token);
   e.detail.set("onto", result.onto).set("from", result.from);
+  if (!result.head.empty()) e.detail.set("head", result.head);
   if (refused) {
     e.detail.set("reason", result.reason);
     if (result.reason == "conflict") {
@@ -18,6 +19,7 @@ Event land_event(std::string_view bucket, const LandResult& result, std::string_
     e.detail.set("to", result.to).set("how", result.kind);
   }
   if (result.forced) e.detail.set("forced", true);
+  if (result.no_check) e.detail.set("no_check", true);
   if (!result.check.empty()) e.detail.set("check", result.check).set("check_attempts", result.check_attempts);
   if (result.check == "flaky") e.detail.set("flaky", true);
   if (!result.batch.empty()) e.detail.set("batch", result.batch);

@@ -169,7 +169,59 @@ std::string Landing::not_ready(const std::string& slot) {
   if (cJSON_IsString(head) && *head->valuestring != '\0' && *tip != head->valuestring)
     return "its branch moved since its last close (closed at " + printable(std::string(head->valuestring).substr(0, 12)) +
            ", now " + tip->substr(0, 12) + ")";
+  if (auto refused = refusal_of(slot, *tip)) return standing_refusal_text(*refused);
   return "";
+}
+
+std::string standing_refusal_text(const StandingRefusal& r) {
+  return (r.reason == "checkout" ? "its tree merged into " + printable(r.onto) + " could not be checked out"
+                                 : "the check refused it on " + printable(r.onto) + " (exit " +
+                                       std::to_string(r.status) + ")") +
+         " at " + r.head.substr(0, 12) + ", its head now: it stays refused until its branch moves past that "
+         "commit (join the slot, fix, commit, close) or a land is forced";
+}
+
+std::optional<StandingRefusal> Landing::refusal_of(const std::string& slot, const std::string& tip) const {
+  // The last few refusals: one for a conflict may have come after the
+  // check's, at the same head (the check's still stands then).
+  constexpr std::size_t kRefusalsRead = 8;
+  JournalQuery query;
+  query.thing = Thing::slot;
+  query.name = slot;
+  query.buckets = {store_.bucket_name()};
+  query.kinds = {"land.refused", "land"};
+  query.last = kRefusalsRead;
+  auto events = journal_.read(query);
+  for (auto it = events.rbegin(); it != events.rend(); ++it) {
+    auto refusal = standing_refusal(*it);
+    if (it->kind == "land") {
+      // Landed (forced) since: what was refused before is behind it.
+      const cJSON* head = cJSON_GetObjectItemCaseSensitive(it->detail.get(), "head");
+      if (!cJSON_IsString(head) || tip == head->valuestring) return std::nullopt;
+      continue;
+    }
+    if (!refusal) continue;
+    if (refusal->head != tip) return std::nullopt;  // the branch moved past it
+    return refusal;
+  }
+  return std::nullopt;
+}
+
+std::optional<StandingRefusal> standing_refusal(const Event& e) {
+  if (e.kind != "land.refused") return std::nullopt;
+  auto text = [&](const char* name) {
+    const cJSON* item = cJSON_GetObjectItemCaseSensitive(e.detail.get(), name);
+    return cJSON_IsString(item) ? std::string(item->valuestring) : std::string();
+  };
+  StandingRefusal r;
+  r.reason = text("reason");
+  r.head = text("head");
+  r.onto = text("onto");
+  if ((r.reason != "check" && r.reason != "checkout") || r.head.empty()) return std::nullopt;
+  const cJSON* status = cJSON_GetObjectItemCaseSensitive(e.detail.get(), "status");
+  r.status = cJSON_IsNumber(status) ? status->valueint : 0;
+  r.at = e.time.value_or(TimePoint{});
+  return r;
 }
 
 std::string land_message(const std::string& slot, const std::string& onto, const std::string& task,
@@ -232,6 +284,9 @@ Branches Landing::branches(const std::string& onto, bool foresee) {
       row.priority_high = cJSON_IsString(lane) && std::string_view(lane->valuestring) == "high";
     }
     row.git = std::move(info);
+    // What a land would take (closed as done, unlanded, no live session):
+    // whether a check's refusal stands against it.
+    if (row.result == "success" && !row.git.landed && !row.state) row.refused = refusal_of(row.git.slot, row.git.head);
     out.rows.push_back(std::move(row));
   }
   std::sort(out.rows.begin(), out.rows.end(), [](const BranchRow& a, const BranchRow& b) { return a.git.slot < b.git.slot; });
@@ -283,7 +338,7 @@ CheckVerdict Landing::check_tree(const std::string& commit, const std::string& w
                                  const std::function<void(const char*)>& require_held,
                                  const std::vector<std::pair<std::string, std::string>>& more_env) {
   const std::string name = checkout_name(onto);
-  const auto dir = workspace_.make_folder(kLandFolder, 0700).make_folder(name, 0700).path();
+  const auto dir = land_checkouts(workspace_).make_folder(name, 0700).path();
   // The checkout is one lander's at a time, also when a lease was lost and
   // taken while the loser's check still ran (its keeper stops it).
   auto lock = FileLock::acquire(workspace_.make_folder(kLocksFolder), "land-" + name, "swarm land of " + who,
@@ -311,11 +366,16 @@ CheckVerdict Landing::check_tree(const std::string& commit, const std::string& w
       return verdict;
     }
     verdict.attempts = attempt;
-    verdict.status = run.run(check, dir, env);
-    if (check.interrupted && check.interrupted())
-      throw Cancelled("the land of " + who + " was stopped by a signal during its check; " + onto + " was not moved");
-    // A check the keeper stopped (the lease lost) says nothing of the tree.
-    require_held("during the check");
+    for (std::size_t i = 0; i < check.commands.size(); ++i) {
+      verdict.failed = i;
+      verdict.status = run.run(check, check.commands[i], dir, env);
+      if (check.interrupted && check.interrupted())
+        throw Cancelled("the land of " + who + " was stopped by a signal during its check; " + onto +
+                        " was not moved");
+      // A check the keeper stopped (the lease lost) says nothing of the tree.
+      require_held("during the check");
+      if (verdict.status != 0) break;
+    }
     if (verdict.status == 0) break;
     if (attempt <= check.retries)
       swarm::log::warn("the check of {} failed (exit {}); running it again on the same tree ({} of {})",
@@ -337,7 +397,8 @@ std::optional<LandResult> Landing::check_merged(const MergePlan& plan, LandResul
   result.check = verdict.status != 0 ? "failed" : verdict.attempts > 1 ? "flaky" : "passed";
   if (verdict.status == 0) return std::nullopt;
   result.check_status = verdict.status;
-  return refuse(result, "check", "the check " + printable(check.command.front()) + " failed on swarm/" + slot +
+  return refuse(result, "check", "the check " + printable(check.commands.at(verdict.failed).front()) +
+                                     " failed on swarm/" + slot +
                                      " merged into " + onto + " (exit " + std::to_string(verdict.status) +
                                      (verdict.attempts > 1 ? ", " + std::to_string(verdict.attempts) + " runs" : "") +
                                      "); " + onto + " was not moved",
@@ -360,7 +421,8 @@ LandResult Landing::land(const std::string& slot, const std::string& onto, Lease
   result.slot = slot;
   result.onto = onto;
   result.token = lease.token;
-  result.forced = forced;
+  result.forced = forced || check.forced;
+  result.no_check = check.forced;
   const std::string task = task_of(slot);
   // The check's process, stopped by the keeper's thread when the lease is
   // lost (declared before the hold: it outlives the keeper's thread).
@@ -372,6 +434,13 @@ LandResult Landing::land(const std::string& slot, const std::string& onto, Lease
   for (int attempt = 1; attempt <= kMaxLandAttempts; ++attempt) {
     result.attempts = attempt;
     git().refresh();
+    result.head = git().tip("swarm/" + slot).value_or("");
+    // A branch whose own tree no checkout can write is refused as that, not
+    // as whatever a merge with it makes of its duplicate entries.
+    if (const auto onto_tip = git().tip(onto); onto_tip && !result.head.empty())
+      if (auto problem = git().unusable(result.head, *onto_tip))
+        return refuse(result, "checkout", "the tree of swarm/" + slot + " cannot be checked out (" + *problem +
+                                              "); " + onto + " was not moved", task);
     MergePlan plan = git().plan(onto, "swarm/" + slot, message, author);
     stop_here_for_test(kLandStop, "merged");
     result.from = plan.from;
@@ -390,8 +459,13 @@ LandResult Landing::land(const std::string& slot, const std::string& onto, Lease
                     task);
     }
     result.kind = plan.kind == MergePlan::Kind::fast_forward ? "fast-forward" : "merge";
-    if (!check.command.empty()) {
+    if (!check.commands.empty()) {
       if (auto refused = check_merged(plan, result, lease, check, run, task, require_held)) return *refused;
+    } else if (auto problem = git().unusable(plan.to, plan.from)) {
+      // No check to check it out: what it brings is read, and a tree no
+      // checkout can write never reaches the onto branch.
+      return refuse(result, "checkout", "swarm/" + slot + " merged into " + onto + " cannot be checked out (" +
+                                            *problem + "); " + onto + " was not moved", task);
     }
     // The fence: the push starts only while the lease is surely ours, and
     // moves the branch only from the tip this merge was made on.

@@ -37,6 +37,23 @@ std::string land_lease_name(std::string_view onto);
 // A branch name git would take (refs/heads/<name>); bad_input naming `what` otherwise.
 void require_branch_name(std::string_view name, std::string_view what);
 
+// A check's refusal of a slot branch at one head, which every later land
+// refuses again until the branch moves past it (or --force): from the
+// journal's land.refused (reason check or checkout).
+struct StandingRefusal {
+  std::string head;
+  std::string reason;  // check, checkout
+  int status = 0;      // the check's exit (check)
+  std::string onto;
+  TimePoint at{};      // the server's time of the refusal
+};
+
+// The refusal `e` records when it stands against its head (a land.refused
+// for a check or a checkout that names its head); nullopt otherwise.
+std::optional<StandingRefusal> standing_refusal(const Event& e);
+// Why it stands, for people: what refused it, at which head, and how it ends.
+std::string standing_refusal_text(const StandingRefusal& r);
+
 // One slot branch as `branches` shows it.
 struct BranchRow {
   BranchInfo git;
@@ -46,6 +63,7 @@ struct BranchRow {
   std::uint64_t closed_seq = 0;
   bool priority_high = false;  // that close said --priority high: the fast lane of land --ready
   std::vector<Overlap> conflicts;  // foreseen (unlanded branches only; see Landing::branches)
+  std::optional<StandingRefusal> refused;  // unlanded, and refused by a check at its head
 };
 
 struct Branches {
@@ -59,6 +77,7 @@ struct LandResult {
   std::string slot;
   std::string onto;
   std::string kind;  // fast-forward, merge, or none
+  std::string head;  // the slot branch's tip that was landed or refused
   std::string from;  // the onto branch before
   std::string to;    // and after (== from unless landed)
   std::uint64_t token = 0;
@@ -67,7 +86,8 @@ struct LandResult {
   std::vector<std::string> paths;  // conflict
   int check_status = 0;            // check
   std::string message;             // refused: what happened, for people
-  bool forced = false;             // landed with --force past a guard (see Landing::not_ready)
+  bool forced = false;             // landed with --force past a guard (see Landing::not_ready), or --no-check
+  bool no_check = false;           // the workspace's check was skipped (--no-check)
   std::string check;               // "" (none ran), passed, flaky (passed on a retry), failed
   int check_attempts = 0;          // runs of the check on the tree that decided
   std::string batch;               // the batch it was landed or refused in ("" when alone)
@@ -82,6 +102,7 @@ struct LandResult {
 // What a check said of a tree.
 struct CheckVerdict {
   int status = 0;                         // of the last run: 0 passed
+  std::size_t failed = 0;                 // which of the check's commands failed (when status != 0)
   int attempts = 0;                       // runs (1 + retries used)
   std::optional<std::string> unusable;    // the tree cannot be checked out: why (nothing ran)
 };
@@ -131,8 +152,12 @@ class Landing {
 
   // Why `slot` is not ready to land on its own, as `land --ready` would
   // judge it ("" when it is): its last close was not success (or none is
-  // journaled), or its session is live (fresh or late) or corrupt.
+  // journaled), its session is live (fresh or late) or corrupt, or a check
+  // refused its branch at the head it has now (refusal_of).
   std::string not_ready(const std::string& slot);
+  // The check's refusal that stands against `slot`'s branch at `tip`: the
+  // last land.refused for a check (or a checkout), when it was of this head.
+  std::optional<StandingRefusal> refusal_of(const std::string& slot, const std::string& tip) const;
 
   // With a session token (land --session, $SWARM_SESSION): conflict unless
   // the slot has no live session or its session has that token.

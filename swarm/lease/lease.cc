@@ -37,16 +37,6 @@ std::string held_message(const std::string& name, const LeaseRecord& r, std::uin
          ", for up to " + seconds_text(left) + " more unless renewed; wait for it with --wait DUR";
 }
 
-// A 64-bit FNV-1a hash: stable across hosts and builds, for task lease names.
-std::uint64_t fnv1a(std::string_view bytes) {
-  std::uint64_t h = 14695981039346656037ULL;
-  for (unsigned char c : bytes) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  return h;
-}
-
 // kv errors in swarm's terms, with a CAS conflict said as `conflict_message`.
 template <typename Call>
 auto cas(const std::string& conflict_message, Call&& call) -> decltype(call()) {
@@ -92,9 +82,7 @@ LeaseStanding standing_of(const LeaseEntry& entry, TimePoint server_now) {
 std::string task_lease_name(const std::string& task_id) {
   std::string plain = "task." + task_id;
   if (is_valid_lease_name(plain)) return plain;
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a(task_id)));
-  return std::string("task.h") + hex;
+  return "task.h" + stable_hash_hex(task_id);
 }
 
 std::string queue_prefix(const std::string& name) { return kQueueRoot + name + "."; }

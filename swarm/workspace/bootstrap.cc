@@ -12,6 +12,7 @@
 #include "swarm/base/log.h"
 #include "swarm/base/secret.h"
 #include "swarm/base/warnings.h"
+#include "swarm/base/words.h"
 #include "swarm/git/hub.h"
 #include "swarm/journal/journal.h"
 #include "swarm/workspace/embedded_server.h"
@@ -325,6 +326,7 @@ UpResult up(const UpOptions& options) {
   if (options.replicas && (*options.replicas < 1 || *options.replicas > 5))
     throw Error(Errc::bad_input, "--replicas " + std::to_string(*options.replicas) + " is out of range: use 1 to 5");
   if (options.nats_url) translating_kv([&] { kv::require_valid_urls(*options.nats_url); });
+  if (options.check && !options.check->empty()) split_words(*options.check, "--check");
   if (options.bucket) translating_kv([&] { kv::require_valid_bucket_name(*options.bucket); });
   std::optional<HubLocation> hub;
   if (options.hub) hub = parse_hub_location(*options.hub, fs::current_path());
@@ -361,6 +363,16 @@ UpResult up(const UpOptions& options) {
   if (options.replicas) config.replicas = *options.replicas;
   if (options.bucket) config.bucket = *options.bucket;
   if (options.ports) config.ports = *options.ports;
+  if (options.check) config.check = *options.check;
+  // The workspace's own hub gone (deleted, or a workspace moved with a
+  // config that named it by its old path): never replaced by a new, empty
+  // one, which would hide every branch landed so far.
+  if (file.state == Workspace::ConfigFile::State::good && !hub && !config.hub_location().remote() &&
+      !Hub::exists_at(config.hub_location().path()))
+    throw Error(Errc::not_bootstrapped,
+                "the workspace's hub " + config.hub + " is missing: swarm never makes a new, empty hub in its place "
+                "(the landed history would be lost from view). Restore it, or name the hub to use with `swarm up "
+                "--hub PATH|URL`; nothing was changed");
   choose_hub(ws, hub, result);
 
   const bool embedded = !options.nats_url && (result.created_config || config.embedded);

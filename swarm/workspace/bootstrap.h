@@ -32,6 +32,9 @@ struct UpOptions {
   // writes under partitions) unless this says to run on them all the same.
   bool accept_unsafe_server = false;
   std::optional<PortRange> ports;                  // default: the config's, else none
+  // The check every land runs (`up --check 'CMD ...'`): given, it replaces
+  // the config's ("" removes it); else the config's is kept.
+  std::optional<std::string> check;
 };
 
 struct UpResult {

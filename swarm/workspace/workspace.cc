@@ -11,6 +11,7 @@
 #include "swarm/base/error.h"
 #include "swarm/base/json.h"
 #include "swarm/base/text.h"
+#include "swarm/base/words.h"
 
 namespace swarm {
 
@@ -84,8 +85,21 @@ std::optional<SafeDir> Workspace::slot_folder(const std::string& slot) const {
   return slots->folder_if_exists(slot);
 }
 
+std::vector<std::string> WorkspaceConfig::check_command() const {
+  if (check.empty()) return {};
+  return split_words(check, "check");
+}
+
+namespace {
+
+// Where config.json's hub is kept for a workspace whose own hub is at
+// <root>/.swarm/hub.git: a path inside the workspace relative to it.
+constexpr const char* kOwnHub = ".swarm/hub.git";
+
+}  // namespace
+
 Workspace::ConfigFile parse_config(const std::string& text, const std::string& file,
-                                   const std::filesystem::path& default_hub) {
+                                   const std::filesystem::path& root) {
   using State = Workspace::ConfigFile::State;
   Workspace::ConfigFile out;
   out.state = State::corrupt;
@@ -109,7 +123,13 @@ Workspace::ConfigFile parse_config(const std::string& text, const std::string& f
   str("bucket", &config.bucket);
   str("hub", &config.hub);
   str("lease_bucket", &config.lease_bucket);
+  str("check", &config.check);
   if (!problem.empty()) return bad(problem);
+  try {
+    config.check_command();
+  } catch (const Error& e) {
+    return bad(std::string("'check': ") + e.what());
+  }
   if (const cJSON* item = cJSON_GetObjectItemCaseSensitive(json.get(), "embedded")) {
     if (!cJSON_IsBool(item)) return bad("'embedded' is not true or false");
     config.embedded = cJSON_IsTrue(item);
@@ -145,9 +165,15 @@ Workspace::ConfigFile parse_config(const std::string& text, const std::string& f
   } catch (const kv::Error& e) {
     return bad(e.what());
   }
-  if (config.hub.empty()) config.hub = default_hub.string();
+  if (config.hub.empty()) config.hub = kOwnHub;
   try {
-    if (!config.hub_location().remote() && !fs::path(config.hub).is_absolute()) return bad("'hub' is not an absolute path");
+    if (!config.hub_location().remote() && fs::path(config.hub).is_relative()) {
+      // Inside the workspace, wherever it now is.
+      const fs::path relative = fs::path(config.hub).lexically_normal();
+      if (relative.empty() || *relative.begin() == "..")
+        return bad("'hub' is a relative path that leads out of the workspace");
+      config.hub = (root / relative).string();
+    }
   } catch (const Error& e) {
     return bad(e.what());
   }
@@ -172,7 +198,18 @@ Workspace::ConfigFile Workspace::read_config() const {
     out.problem = "cannot read the workspace config " + file + ": " + why;
     return out;
   }
-  return parse_config(*text, file, hub_dir());
+  out = parse_config(*text, file, root_);
+  // A config written before hubs were named relative to the workspace: a
+  // hub of .swarm/hub.git that is not there (the workspace was moved) is
+  // this workspace's own, when it has one.
+  std::error_code ec;
+  if (out.state == ConfigFile::State::good && !out.config.hub_location().remote()) {
+    const fs::path hub(out.config.hub);
+    if (hub != hub_dir() && hub.filename() == "hub.git" && hub.parent_path().filename() == ".swarm" &&
+        !fs::exists(hub, ec) && fs::exists(hub_dir(), ec))
+      out.config.hub = hub_dir().string();
+  }
+  return out;
 }
 
 WorkspaceConfig Workspace::load_config() const {
@@ -185,12 +222,18 @@ void Workspace::save_config(const WorkspaceConfig& config) const {
   Json json = Json::object();
   json.set("nats_url", config.nats_url);
   json.set("bucket", config.bucket);
-  json.set("hub", config.hub);
+  // The workspace's own hub by its place in the workspace: a moved or
+  // copied workspace keeps using its own.
+  const fs::path hub_path(config.hub);
+  const bool own = !config.hub_location().remote() && hub_path.is_absolute() &&
+                   hub_path.lexically_normal() == hub_dir().lexically_normal();
+  json.set("hub", own ? std::string(kOwnHub) : config.hub);
   json.set("embedded", config.embedded);
   json.set("ttl_ms", static_cast<std::int64_t>(config.ttl.count()));
   json.set("replicas", config.replicas);
   json.set("lease_bucket", config.lease_bucket);
   if (config.ports) json.set("ports", config.ports->text());
+  if (!config.check.empty()) json.set("check", config.check);
   // A URL with a password or token in it is for this user's eyes only.
   HubLocation hub = config.hub_location();
   const bool secret = hub.shown() != hub.text || kv::redact_urls(config.nats_url) != config.nats_url;

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "swarm/base/port_range.h"
 #include "swarm/base/safe_dir.h"
@@ -27,12 +28,20 @@ inline constexpr std::chrono::hours kMaxSessionTtl{1};
 struct WorkspaceConfig {
   std::string nats_url;  // one URL or several, comma-separated
   std::string bucket = kDefaultSessionBucket;
-  std::string hub;       // the hub: its absolute path, or its URL (checked by parse_config)
+  // The hub: its absolute path, or its URL (checked by parse_config). A hub
+  // inside the workspace is stored relative to it (a moved or copied
+  // workspace keeps its own) and read back absolute.
+  std::string hub;
   bool embedded = false;  // true when `swarm up` started the nats-server itself
   std::chrono::milliseconds ttl = kDefaultSessionTtl;
   int replicas = 1;
   std::string lease_bucket = kDefaultLeaseBucket;
   std::optional<PortRange> ports;  // `up --ports A-B`: what `join --ports K` takes blocks from
+  // `up --check 'CMD ...'`: the check every land runs (unless --no-check),
+  // as written; "" when none. Its words: check_command().
+  std::string check;
+
+  std::vector<std::string> check_command() const;
 
   HubLocation hub_location() const { return parse_hub_location(hub, "/"); }
 };
@@ -132,8 +141,9 @@ class Workspace {
 };
 
 // config.json's text read as a config (good or corrupt, with why); `file`
-// names it in the problem, `default_hub` is the hub when it names none.
+// names it in the problem, `root` is the workspace's folder: a relative hub
+// is below it, and its .swarm/hub.git is the hub when the config names none.
 Workspace::ConfigFile parse_config(const std::string& text, const std::string& file,
-                                   const std::filesystem::path& default_hub);
+                                   const std::filesystem::path& root);
 
 }  // namespace swarm

@@ -173,7 +173,8 @@ TEST_CASE("Fleet_AFlakyCheckIsRetriedOnTheSameTreeAndJournaled") {
   CHECK(ws.swarm({"land", "--slot", "flaky", "--batch", "4"}).exit == 2);
   CHECK(ws.swarm({"land", "--ready", "--batch", "0"}).exit == 2);
 
-  std::vector<std::string> retried = {"land", "--slot", "flaky", "--retries", "2", "--json", "--"};
+  // Refused at this head, it stays refused: the retry is a forced land.
+  std::vector<std::string> retried = {"land", "--slot", "flaky", "--retries", "2", "--force", "--json", "--"};
   retried.insert(retried.end(), check.begin(), check.end());
   auto landed = ws.swarm(retried);
   REQUIRE_MESSAGE(landed.exit == 0, landed.err);

@@ -453,17 +453,18 @@ TEST_CASE("Land_ALinkPlantedForTheCheckoutIsNeverFollowed") {
   fs::create_directories(elsewhere);
   write_file(elsewhere / "keep.txt", "mine\n");
   REQUIRE(ws.git({"init", "-q", elsewhere.string()}).exit == 0);
-  fs::create_directories(ws.root() / ".swarm/land");
+  const fs::path checkout = ws.land_checkout();
+  fs::create_directories(checkout.parent_path());
   SUBCASE("the checkout folder is a link") {
-    fs::create_directory_symlink(elsewhere, ws.root() / ".swarm/land/onto-main");
+    fs::create_directory_symlink(elsewhere, checkout);
   }
   SUBCASE("its .git is a gitdir file") {
-    fs::create_directories(ws.root() / ".swarm/land/onto-main");
-    write_file(ws.root() / ".swarm/land/onto-main/.git", "gitdir: " + (elsewhere / ".git").string() + "\n");
+    fs::create_directories(checkout);
+    write_file(checkout / ".git", "gitdir: " + (elsewhere / ".git").string() + "\n");
   }
   const std::string before = hub_tip(ws, "main");
   auto land = ws.swarm({"land", "--slot", "one", "--", "/bin/true"});
-  if (fs::is_symlink(ws.root() / ".swarm/land/onto-main")) {
+  if (fs::is_symlink(checkout)) {
     // The folder itself is a link: refused (exit 2, naming it), never followed.
     CHECK(land.exit == 2);
     CHECK(land.err.find("onto-main") != std::string::npos);
@@ -471,7 +472,7 @@ TEST_CASE("Land_ALinkPlantedForTheCheckoutIsNeverFollowed") {
   } else {
     // A .git of another repository's: swarm's own is made in its place, and the land goes on.
     CHECK_MESSAGE(land.exit == 0, land.err);
-    CHECK(fs::is_directory(fs::symlink_status(ws.root() / ".swarm/land/onto-main/.git")));
+    CHECK(fs::is_directory(fs::symlink_status(checkout / ".git")));
   }
   CHECK(read_file(elsewhere / "keep.txt") == "mine\n");
   CHECK(ws.git({"rev-parse", "-q", "--verify", "HEAD"}, elsewhere).out.empty());  // no commit checked out there
@@ -486,7 +487,7 @@ TEST_CASE("Land_ReviewFindingsStayFixed") {
   SUBCASE("a worktree set elsewhere in the checkout's config is never used, nothing outside touched") {
     finish(ws, "a1", "f1.txt", "1\n");
     REQUIRE(ws.swarm({"land", "--slot", "a1", "--", "/bin/true"}).exit == 0);
-    REQUIRE(ws.git({"-C", (ws.root() / ".swarm/land/onto-main").string(), "config", "core.worktree", victim.string()}).exit == 0);
+    REQUIRE(ws.git({"-C", ws.land_checkout().string(), "config", "core.worktree", victim.string()}).exit == 0);
     finish(ws, "a2", "f2.txt", "2\n");
     auto land = ws.swarm({"land", "--slot", "a2", "--", "/bin/sh", "-c", "test -f f2.txt"});
     CHECK_MESSAGE(land.exit == 0, land.err);  // the checkout's config is swarm's again
@@ -496,8 +497,8 @@ TEST_CASE("Land_ReviewFindingsStayFixed") {
   SUBCASE("a link a check left in the checkout is never written through") {
     finish(ws, "b1", "d/one.txt", "1\n");
     REQUIRE(ws.swarm({"land", "--slot", "b1", "--", "/bin/true"}).exit == 0);
-    fs::remove_all(ws.root() / ".swarm/land/onto-main/d");
-    fs::create_directory_symlink(victim, ws.root() / ".swarm/land/onto-main/d");
+    fs::remove_all(ws.land_checkout() / "d");
+    fs::create_directory_symlink(victim, ws.land_checkout() / "d");
     finish(ws, "b2", "d/two.txt", "2\n");
     auto land = ws.swarm({"land", "--slot", "b2", "--", "/bin/sh", "-c", "test -f d/two.txt && test ! -L d"});
     CHECK_MESSAGE(land.exit == 0, land.err);
@@ -508,7 +509,7 @@ TEST_CASE("Land_ReviewFindingsStayFixed") {
   SUBCASE("a checkout a killed land left without its alternates works again") {
     finish(ws, "c1", "c1.txt", "1\n");
     REQUIRE(ws.swarm({"land", "--slot", "c1", "--", "/bin/true"}).exit == 0);
-    fs::remove(ws.root() / ".swarm/land/onto-main/.git/objects/info/alternates");
+    fs::remove(ws.land_checkout() / ".git/objects/info/alternates");
     finish(ws, "c2", "c2.txt", "2\n");
     auto land = ws.swarm({"land", "--slot", "c2", "--", "/bin/true"});
     CHECK_MESSAGE(land.exit == 0, land.err);

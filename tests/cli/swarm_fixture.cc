@@ -1,5 +1,7 @@
 #include "cli/swarm_fixture.h"
 
+#include "swarm/base/text.h"
+
 #include <signal.h>
 
 #include <cstdlib>
@@ -100,6 +102,12 @@ double number(const swarm::Json& json, const char* name) {
   if (!json) return -1;
   const cJSON* item = cJSON_GetObjectItemCaseSensitive(json.get(), name);
   return cJSON_IsNumber(item) ? item->valuedouble : -1;
+}
+
+std::filesystem::path SwarmWorkspace::land_checkout(const std::string& branch) const {
+  const std::string root = std::filesystem::weakly_canonical(root_).string();
+  return home() / ".cache/swarm/land" / (root_.filename().string() + "-" + swarm::stable_hash_hex(root)) /
+         ("onto-" + branch);
 }
 
 }  // namespace testing

@@ -42,6 +42,9 @@ class SwarmWorkspace {
   NatsServer* server() { return server_ ? &*server_ : nullptr; }
   // $HOME of every process it runs (its ~/.ssh, its git config).
   const std::filesystem::path& home() const { return dir_.path(); }
+  // The checkout land checks onto `branch` run in: outside the workspace,
+  // in the cache of its processes' $HOME (swarm/landing/check.h).
+  std::filesystem::path land_checkout(const std::string& branch = "main") const;
 
   // Runs `swarm ARGS...` as host A (or with `env` on top), in `cwd` (default: the root).
   RunResult swarm(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = kHostA,
