@@ -200,7 +200,8 @@ swarm::LeaseStore Context::leases(bool lives_on) const {
   kv::ConnectionOptions options = connection_options(config ? &*config : nullptr);
   if (lives_on) options.total_wait = std::chrono::milliseconds(0);
   connection_ = swarm::connect_nats(options);
-  return swarm::LeaseStore::open(*connection_, config ? config->lease_bucket : swarm::kDefaultLeaseBucket);
+  auto store = swarm::LeaseStore::open(*connection_, config ? config->lease_bucket : swarm::kDefaultLeaseBucket);
+  return config ? store.with_watermark(watermark_of(*config)) : store;
 }
 
 swarm::SlotLifecycle Context::lifecycle() const {
@@ -220,21 +221,31 @@ swarm::Landing Context::landing(bool lives_on) const {
   kv::ConnectionOptions options = connection_options(&config);
   if (lives_on) options.total_wait = std::chrono::milliseconds(0);
   connection_ = swarm::connect_nats(options);
-  return swarm::Landing(ws, config.hub_location(), swarm::SessionStore::open(*connection_, config.bucket),
-                        swarm::LeaseStore::open(*connection_, config.lease_bucket), me());
+  const auto watermark = watermark_of(config);
+  return swarm::Landing(ws, config.hub_location(),
+                        swarm::SessionStore::open(*connection_, config.bucket).with_watermark(watermark),
+                        swarm::LeaseStore::open(*connection_, config.lease_bucket).with_watermark(watermark), me());
 }
 
 Context::Sessions Context::sessions_of(const swarm::WorkspaceConfig& config) const {
   connection_ = swarm::connect_nats(connection_options(&config));
+  const auto watermark = watermark_of(config);
   // Bound with no round trip: evict and status may never touch a task lease.
-  swarm::LeaseStore leases = swarm::LeaseStore::bind(*connection_, config.lease_bucket);
-  swarm::SessionStore store = swarm::SessionStore::open(*connection_, config.bucket);
+  swarm::LeaseStore leases = swarm::LeaseStore::bind(*connection_, config.lease_bucket).with_watermark(watermark);
+  swarm::SessionStore store = swarm::SessionStore::open(*connection_, config.bucket).with_watermark(watermark);
   return {std::move(store), std::move(leases)};
 }
 
 Context::Sessions Context::sessions() const {
   timeout();  // a bad --timeout is bad input before any I/O
   return sessions_of(config_of(workspace()));
+}
+
+std::shared_ptr<const swarm::TokenWatermark> Context::watermark_of(const swarm::WorkspaceConfig& config) const {
+  // The workspace's own NATS only: another server's buckets are not the
+  // ones its tokens came from.
+  if (!globals_.nats_url.empty() && kv::split_urls(globals_.nats_url) != kv::split_urls(config.nats_url)) return nullptr;
+  return workspace().token_watermark();
 }
 
 swarm::WorkspaceConfig Context::config_of(const swarm::Workspace& ws) const {

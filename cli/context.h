@@ -116,6 +116,9 @@ class Context {
   // The workspace's config, its session bucket replaced by --bucket.
   swarm::WorkspaceConfig config_of(const swarm::Workspace& ws) const;
   Sessions sessions_of(const swarm::WorkspaceConfig& config) const;
+  // The token watermark of the workspace, for stores on its own NATS (null
+  // on another server, named by --nats-url).
+  std::shared_ptr<const swarm::TokenWatermark> watermark_of(const swarm::WorkspaceConfig& config) const;
   Globals globals_;
   Output out_;
   // Kept here, not only in the lifecycle a verb drops, so that the process

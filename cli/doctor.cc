@@ -16,6 +16,7 @@ std::string report_text(const swarm::DoctorReport& r, bool fix) {
   using swarm::printable;
   out << "swarm doctor: " << printable(r.workspace) << " (NATS " << (r.nats_url.empty() ? "?" : printable(r.nats_url))
       << (r.nats_reachable ? "" : ", unreachable") << ")\n";
+  if (r.durability) out << "durability: " << r.durability->level << ": " << printable(r.durability->message) << "\n";
   for (auto severity : {swarm::Severity::problem, swarm::Severity::notice}) {
     std::vector<const swarm::Finding*> group;
     for (const auto& f : r.findings)
@@ -63,6 +64,15 @@ swarm::Json report_json(const swarm::DoctorReport& r) {
       .set("notices", r.notices())
       .set("fixed", r.fixed())
       .set("findings", std::move(findings));
+  if (!r.durability) {
+    doc.set_null("durability");
+  } else {
+    swarm::Json d = swarm::Json::object();
+    d.set("level", r.durability->level)
+        .set("server_version", r.durability->server_version)
+        .set("message", r.durability->message);
+    doc.set("durability", std::move(d));
+  }
   return doc;
 }
 

@@ -2,6 +2,9 @@
 // answer comes from the view the watches keep; every request must come for
 // this server (its Host) and carry the workspace's serve secret.
 #include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -28,6 +31,9 @@ constexpr std::size_t kMaxLogLines = 10000;
 // How long changes gather before the streams are sent one view.
 constexpr std::chrono::milliseconds kGather{200};
 constexpr std::chrono::seconds kPushWait{15};
+// Connections served at once at most, and the descriptors kept for the rest.
+constexpr std::size_t kMaxConnections = 4096;
+constexpr std::size_t kReservedFiles = 128;
 
 // What every answer carries: never cached, never sniffed, never framed, and
 // no Referer that would carry the page's address (with its token) away.
@@ -66,9 +72,32 @@ bool loopback_ip(const std::string& text) {
   return false;
 }
 
+// Whether `host` is an address of one of this machine's interfaces.
+bool machine_address(const std::string& host) {
+  in_addr v4{};
+  in6_addr v6{};
+  const bool is_v4 = ::inet_pton(AF_INET, host.c_str(), &v4) == 1;
+  if (!is_v4 && ::inet_pton(AF_INET6, host.c_str(), &v6) != 1) return false;
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return false;
+  bool found = false;
+  for (ifaddrs* a = list; a != nullptr && !found; a = a->ifa_next) {
+    if (a->ifa_addr == nullptr) continue;
+    if (is_v4 && a->ifa_addr->sa_family == AF_INET)
+      found = reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr.s_addr == v4.s_addr;
+    if (!is_v4 && a->ifa_addr->sa_family == AF_INET6)
+      found = IN6_ARE_ADDR_EQUAL(&reinterpret_cast<sockaddr_in6*>(a->ifa_addr)->sin6_addr, &v6);
+  }
+  ::freeifaddrs(list);
+  return found;
+}
+
+bool wildcard(const std::string& host) { return host == "0.0.0.0" || host == "::"; }
+
 // Whether a request's Host names this server: its listen address,
-// localhost, or a loopback address, on its port. A page of another site
-// that a browser was made to send here by DNS rebinding names that site.
+// localhost, or a loopback address, on its port (on a wildcard address,
+// any address of this machine too). A page of another site that a browser
+// was made to send here by DNS rebinding names that site.
 bool host_is_ours(const std::string& host_header, const ListenAddress& where, int port) {
   std::string host = host_header, given_port;
   if (!host.empty() && host.front() == '[') {
@@ -88,7 +117,39 @@ bool host_is_ours(const std::string& host_header, const ListenAddress& where, in
   if (!given_port.empty() && given_port != std::to_string(port)) return false;
   for (char& c : host) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (!host.empty() && host.back() == '.') host.pop_back();
-  return host == "localhost" || host == where.host || loopback_ip(host);
+  return host == "localhost" || host == where.host || loopback_ip(host) ||
+         (wildcard(where.host) && machine_address(host));
+}
+
+// How long the page's cookie is good for.
+constexpr std::chrono::hours kSessionLife{12};
+
+std::string hex_of(const unsigned char* bytes, std::size_t size) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  for (std::size_t i = 0; i < size; ++i) {
+    out += kDigits[bytes[i] >> 4];
+    out += kDigits[bytes[i] & 0xf];
+  }
+  return out;
+}
+
+// The page's session: "<expiry, unix seconds>.<HMAC-SHA256 of it and the
+// listen address, keyed by the secret>". Not the secret, good until it
+// expires and only for the server at that address (a cookie is sent to
+// every port of a host: another local service that receives it cannot
+// turn it into the secret, nor use it on another serve).
+std::string session_mac(const std::string& secret, const std::string& address, std::int64_t expires) {
+  const std::string message = "swarm-serve-session|" + address + "|" + std::to_string(expires);
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  ::HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
+         reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac, &size);
+  return hex_of(mac, size);
+}
+
+std::int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 // The value of cookie `name` in a Cookie header ("" when absent).
@@ -113,6 +174,7 @@ class Gate {
   void set_port(int port) {
     port_ = port;
     cookie_ = "swarm_serve_" + std::to_string(port);  // cookies are per host, not per port
+    address_ = where_.host + ":" + std::to_string(port);
   }
 
   std::optional<HttpResponse> check(const HttpRequest& req) const {
@@ -125,14 +187,18 @@ class Gate {
     if (!secret_) return std::nullopt;
     const std::string auth = req.header("authorization");
     if (auth.rfind("Bearer ", 0) == 0 && same_secret(auth.substr(7), *secret_)) return std::nullopt;
-    if (same_secret(cookie_value(req.header("cookie"), cookie_), *secret_)) return std::nullopt;
+    if (session_is_good(cookie_value(req.header("cookie"), cookie_))) return std::nullopt;
     if (req.path == "/") {
       if (auto given = req.param("token"); given && same_secret(*given, *secret_)) {
-        // The link's token becomes a cookie the page's own requests carry,
-        // and leaves the address bar.
+        // The link's token is traded for a session the page's own requests
+        // carry, and leaves the address bar.
+        const std::int64_t expires = unix_now() + std::chrono::seconds(kSessionLife).count();
         HttpResponse r = secured(HttpResponse::text(303, "signed in; go to /"));
         r.headers.push_back({"Location", "/"});
-        r.headers.push_back({"Set-Cookie", cookie_ + "=" + *secret_ + "; HttpOnly; SameSite=Strict; Path=/"});
+        r.headers.push_back({"Set-Cookie", cookie_ + "=" + std::to_string(expires) + "." +
+                                               session_mac(*secret_, address_, expires) +
+                                               "; HttpOnly; SameSite=Strict; Path=/; Max-Age=" +
+                                               std::to_string(std::chrono::seconds(kSessionLife).count())});
         return r;
       }
     }
@@ -144,10 +210,21 @@ class Gate {
   }
 
  private:
+  bool session_is_good(const std::string& cookie) const {
+    const auto dot = cookie.find('.');
+    if (dot == std::string::npos || dot == 0 || dot > 12 ||
+        cookie.find_first_not_of("0123456789") < dot)
+      return false;
+    const std::int64_t expires = std::stoll(cookie.substr(0, dot));
+    if (expires <= unix_now()) return false;
+    return same_secret(cookie.substr(dot + 1), session_mac(*secret_, address_, expires));
+  }
+
   ListenAddress where_;
   std::optional<std::string> secret_;
   int port_ = 0;
   std::string cookie_;
+  std::string address_;  // ADDR:PORT listened on: what a session is good for
 };
 
 HttpResponse log_reply(const ServeView& view, const HttpRequest& req) {
@@ -220,12 +297,19 @@ int run_serve(Context& ctx, const ServeFlags& flags) {
       },
       ctx.me());
 
-  HttpServer server;
+  // No number of connections makes it spin or refuse the owner's scrape:
+  // they are capped below the file limit, idle strangers dropped first.
+  HttpServer::Limits limits;
+  limits.max_connections = fit_connections_to_file_limit(kMaxConnections, kReservedFiles);
+  HttpServer server(limits);
   Gate gate(where, secret);
   const int port = server.bind(where.host, where.port);
   if (port < 0)
-    throw swarm::Error(swarm::Errc::conflict, "cannot listen on " + flags.listen +
-                                                  ": the port is taken, or the address is not this machine's");
+    throw swarm::Error(swarm::Errc::conflict,
+                       "cannot listen on " + flags.listen + ": the port is taken, or the address is not this "
+                       "machine's (`--listen " + (where.host.find(':') != std::string::npos ? "[" + where.host + "]"
+                                                                                            : where.host) +
+                       ":0` takes any free port)");
   gate.set_port(port);
   server.set_guard([&gate](const HttpRequest& req) { return gate.check(req); });
   add_routes(server, view);

@@ -8,6 +8,7 @@
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -31,6 +32,20 @@ std::string lower(std::string text) {
 
 }  // namespace
 
+std::size_t fit_connections_to_file_limit(std::size_t want, std::size_t reserve) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return std::min<std::size_t>(want, 1024 - reserve);
+  const rlim_t wanted = static_cast<rlim_t>(want + reserve);
+  if (limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur < wanted) {
+    rlimit raised = limit;
+    raised.rlim_cur = limit.rlim_max == RLIM_INFINITY ? wanted : std::min(limit.rlim_max, wanted);
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
+  }
+  if (limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur >= wanted) return want;
+  const auto open_files = static_cast<std::size_t>(limit.rlim_cur);
+  return open_files > 2 * reserve ? open_files - reserve : open_files / 2;
+}
+
 void HttpServer::Impl::wake() const {
   const std::uint64_t one = 1;
   (void)!::write(wake_fd, &one, sizeof one);
@@ -53,11 +68,40 @@ void HttpServer::Impl::close_conn(int fd) {
   conns.erase(it);
 }
 
+bool HttpServer::Impl::make_room() {
+  int victim = -1;
+  bool victim_proven = true;
+  Steady::time_point oldest{};
+  for (const auto& [fd, c] : conns) {
+    if (c.streaming || c.waiting || !c.in.empty() || !c.out.empty()) continue;  // busy
+    const bool better = victim < 0 || (victim_proven && !c.proven) ||
+                        (victim_proven == c.proven && c.accepted < oldest);
+    if (!better) continue;
+    victim = fd;
+    victim_proven = c.proven;
+    oldest = c.accepted;
+  }
+  if (victim < 0) return false;
+  close_conn(victim);
+  return true;
+}
+
 void HttpServer::Impl::accept_all() {
   while (true) {
     const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) return;  // EAGAIN, or a connection reset before it was taken
-    if (conns.size() >= limits.max_connections) {
+    if (fd < 0) {
+      if ((errno == EMFILE || errno == ENFILE) && spare_fd >= 0) {
+        // Out of descriptors: the spare one takes the connection, which is
+        // closed at once, and is made again.
+        ::close(spare_fd);
+        const int taken = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+        if (taken >= 0) ::close(taken);
+        spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+        continue;
+      }
+      return;  // EAGAIN, or a connection reset before it was taken
+    }
+    if (conns.size() >= limits.max_connections && !make_room()) {
       ::close(fd);
       continue;
     }
@@ -73,7 +117,8 @@ void HttpServer::Impl::accept_all() {
     Conn& c = conns[fd];
     c.fd = fd;
     c.id = next_id++;
-    c.idle_until = Steady::now() + limits.idle_timeout;
+    c.accepted = Steady::now();
+    c.idle_until = c.accepted + std::min(limits.idle_timeout, limits.unproven_idle_timeout);
     fd_of[c.id] = fd;
   }
 }
@@ -105,7 +150,7 @@ void HttpServer::Impl::answer(Conn& c, const HttpResponse& r, bool head_only, bo
   c.out += serialize(r, head_only, closing);
   c.closing = c.closing || closing;
   c.write_until = Steady::now() + limits.write_timeout;
-  c.idle_until = Steady::now() + limits.idle_timeout;
+  c.idle_until = Steady::now() + (c.proven ? limits.idle_timeout : limits.unproven_idle_timeout);
   c.head_until.reset();
 }
 
@@ -158,6 +203,7 @@ bool HttpServer::Impl::serve_one(Conn& c, std::size_t end) {
       return !closing;
     }
   }
+  c.proven = true;
   if (auto s = streams_at.find(req->path); s != streams_at.end()) {
     open_stream(c, *req, s->second, head_only);
     return false;

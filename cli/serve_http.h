@@ -24,10 +24,22 @@
 
 namespace cli {
 
+// Raises this process's soft limit of open files to its hard limit (at
+// most `want`) and returns how many connections fit under it, leaving
+// `reserve` descriptors for everything else (NATS, watches, files).
+std::size_t fit_connections_to_file_limit(std::size_t want, std::size_t reserve);
+
 class HttpServer {
  public:
   struct Limits {
-    std::size_t max_connections = 1024;  // beyond: accepted and closed at once
+    // Open at most this many: a new one beyond takes the place of the
+    // oldest idle connection that never passed the guard (then of the oldest
+    // idle one), or is closed at once when every one is busy. Kept below the
+    // process's file limit (fit_connections_to_file_limit).
+    std::size_t max_connections = 1024;
+    // A connection that has not passed the guard and sends nothing is closed
+    // after this (one that did: idle_timeout).
+    std::chrono::milliseconds unproven_idle_timeout{10000};
     std::size_t max_streams = 64;        // beyond: 503 with Retry-After
     std::size_t max_head_bytes = 16 * 1024;
     std::chrono::milliseconds head_timeout{10000};   // from a request's first byte to its head's end

@@ -30,6 +30,8 @@ struct HttpServer::Impl {
     bool streaming = false;  // an event stream
     bool closing = false;    // closed once `out` is sent
     bool want_write = false;
+    bool proven = false;     // a request of it passed the guard (carried the secret)
+    Steady::time_point accepted;
     Steady::time_point idle_until;                // no request by then: closed
     std::optional<Steady::time_point> head_until;  // a request begun must end its head by then
     std::optional<Steady::time_point> write_until;
@@ -55,6 +57,10 @@ struct HttpServer::Impl {
   std::map<std::string, std::pair<Handler, bool>> routes;
   std::map<std::string, StreamOpener> streams_at;
   std::map<int, Conn> conns;
+  // A descriptor kept open for the moment the file limit is reached: closed
+  // to accept (and close at once) a connection the kernel would otherwise
+  // keep announcing, so the loop never spins on EMFILE.
+  int spare_fd = -1;
   std::uint64_t next_id = 1;
   std::map<std::uint64_t, int> fd_of;
   std::set<int> streams;
@@ -74,6 +80,11 @@ struct HttpServer::Impl {
   void close_conn(int fd);
 
   void accept_all();
+
+  // At the cap: closes the connection a new one may take the place of (the
+  // oldest idle one that never passed the guard, else the oldest idle one);
+  // false when every connection is busy (a request, an answer, a stream).
+  bool make_room();
 
   // Sends what `c` has to send, as far as the socket takes it; closes it
   // when it is done and closing, or broken.

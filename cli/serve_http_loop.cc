@@ -125,6 +125,7 @@ HttpServer::HttpServer(Limits limits) : impl_(std::make_unique<Impl>()) {
   impl_->limits = limits;
   impl_->epoll_fd = ::epoll_create1(EPOLL_CLOEXEC);
   impl_->wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  impl_->spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
 }
 
 HttpServer::~HttpServer() {
@@ -134,6 +135,7 @@ HttpServer::~HttpServer() {
   for (auto& [fd, c] : impl_->conns) ::close(fd);
   if (impl_->listen_fd >= 0) ::close(impl_->listen_fd);
   if (impl_->wake_fd >= 0) ::close(impl_->wake_fd);
+  if (impl_->spare_fd >= 0) ::close(impl_->spare_fd);
   if (impl_->epoll_fd >= 0) ::close(impl_->epoll_fd);
 }
 

@@ -231,6 +231,10 @@ std::uint64_t Bucket::size_hint() const { return state_->messages; }
 
 std::uint64_t Bucket::revision_at_open() const { return state_->last_seq; }
 
+std::uint64_t Bucket::last_revision() const {
+  return detail::last_sequence(*state_, name_, request_timeout());
+}
+
 std::string Bucket::leader() const {
   auto info = stream_info(*state_->connection, state_->stream, name_);
   if (!info) throw Error(Errc::not_found, where(name_) + " no longer exists");

@@ -133,6 +133,14 @@ class Bucket {
   // The stream's last revision when the bucket was opened: only entries of a
   // pass newer than this can repeat a key.
   std::uint64_t revision_at_open() const;
+  // The stream's last revision now (one request).
+  std::uint64_t last_revision() const;
+  // Writes `key` (one no reader takes for a record) again and again, with
+  // no condition, until the bucket's last revision is at least `revision`:
+  // after a server lost writes it had acknowledged, the revisions it would
+  // give again are used up. The writes go out together, their answers read
+  // after. Throws unavailable when it cannot get there in a few rounds.
+  void advance_to(std::uint64_t revision, std::string_view key) const;
 
   // A live watch of one key or a pattern ("a.*", ">"); it first replays the
   // current values, then reports a caught_up event, then every change. Entries

@@ -112,6 +112,30 @@ std::optional<std::uint64_t> Bucket::after_failure(const Error& e, PendingWrite&
   return std::nullopt;
 }
 
+void Bucket::advance_to(std::uint64_t revision, std::string_view key) const {
+  require_valid_key(name_, key);
+  // Each round publishes what is missing, then reads where the stream is:
+  // a write lost on the way (a leader change) is made up by the next round.
+  constexpr int kRounds = 4;
+  const std::string subject = state_->prefix + std::string(key);
+  for (int round = 0; round < kRounds; ++round) {
+    const std::uint64_t last = last_revision();
+    if (last >= revision) return;
+    for (std::uint64_t n = revision - last; n > 0; --n) {
+      natsStatus s = js_PublishAsync(state_->js(), subject.c_str(), "", 0, nullptr);
+      if (s != NATS_OK) detail::raise(s, jsErrCode(0), "advance " + where(name_));
+    }
+    jsPubOptions wait;
+    jsPubOptions_Init(&wait);
+    wait.MaxWait = request_timeout().count();
+    natsStatus s = js_PublishAsyncComplete(state_->js(), &wait);
+    if (s != NATS_OK && s != NATS_TIMEOUT) detail::raise(s, jsErrCode(0), "advance " + where(name_));
+  }
+  if (last_revision() < revision)
+    throw Error(Errc::unavailable, "could not move " + where(name_) + " past revision " + std::to_string(revision) +
+                                       "; try again");
+}
+
 std::optional<std::uint64_t> Bucket::cas_guard(std::chrono::milliseconds wait) const {
   // nats-server before 2.10 checks a clustered stream's "expected last
   // subject sequence" only before it proposes a write, against the writes it

@@ -237,6 +237,12 @@ std::string Connection::connected_url() const {
   return redact_urls(buffer);
 }
 
+std::string Connection::server_id() const {
+  char buffer[256] = {0};
+  if (natsConnection_GetConnectedServerId(state_->connection.get(), buffer, sizeof buffer) != NATS_OK) return {};
+  return buffer;
+}
+
 std::chrono::milliseconds Connection::request_timeout() const { return state_->request_timeout; }
 
 void Connection::limit_total_wait(std::chrono::milliseconds limit) {

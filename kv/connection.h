@@ -92,6 +92,11 @@ class Connection {
   // The version of the server connected to, as its greeting says ("2.9.10";
   // "" when it cannot be read). One short connection of its own, once.
   std::string server_version() const;
+  // The id of the server connected to now, from its greeting (no round
+  // trip): a new one at every start of a server, so a client can tell a
+  // restarted server (which may have lost writes it acknowledged) from the
+  // one it knew. "" while it is not connected.
+  std::string server_id() const;
 
   const std::shared_ptr<detail::ConnectionState>& state() const { return state_; }
 

@@ -311,7 +311,7 @@ std::optional<std::string> SafeDir::read_file(const std::string& name, std::size
   return text;
 }
 
-void SafeDir::write_file(const std::string& name, const std::string& text, mode_t mode) const {
+void SafeDir::write_file(const std::string& name, const std::string& text, mode_t mode, bool synced) const {
   const fs::path path = path_ / name;
   const std::string temp = temp_name(name);
   int fd = ::openat(fd_.get(), temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
@@ -320,6 +320,7 @@ void SafeDir::write_file(const std::string& name, const std::string& text, mode_
     UniqueFd owned(fd);
     try {
       write_all(fd, text, path);
+      if (synced && ::fsync(fd) != 0) throw_filesystem_error("sync", path_ / temp, errno);
     } catch (...) {
       ::unlinkat(fd_.get(), temp.c_str(), 0);
       throw;
@@ -330,6 +331,7 @@ void SafeDir::write_file(const std::string& name, const std::string& text, mode_
     ::unlinkat(fd_.get(), temp.c_str(), 0);
     throw_filesystem_error("replace", path, e);
   }
+  if (synced && ::fsync(fd_.get()) != 0) throw_filesystem_error("sync", path_, errno);
 }
 
 bool SafeDir::create_file(const std::string& name, const std::string& text, mode_t mode) const {

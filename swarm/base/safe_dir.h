@@ -89,7 +89,9 @@ class SafeDir {
   // Writes `text` to `name` through a temporary file created here (never
   // through a link, with `mode` from its first byte) and a rename, so readers
   // see the old or the new file; a link at `name` is replaced, not followed.
-  void write_file(const std::string& name, const std::string& text, mode_t mode = 0644) const;
+  // `synced`: on disk before it returns (the file and the rename), so a
+  // crash of the machine right after leaves the new file.
+  void write_file(const std::string& name, const std::string& text, mode_t mode = 0644, bool synced = false) const;
   // Creates `name` with `text` only when nothing is there; false when something is.
   bool create_file(const std::string& name, const std::string& text, mode_t mode = 0644) const;
   // Opens (creating when missing) the plain file `name` for reading and

@@ -188,6 +188,32 @@ std::optional<SessionStore> open_sessions(DoctorReport& report, const kv::Connec
   }
 }
 
+// What guards the workspace's tokens against a crash of the server's machine.
+Durability durability_of(const Workspace& ws, const WorkspaceConfig& config, const kv::Connection& nats,
+                         bool own_server) {
+  Durability d;
+  const auto server = config.embedded && own_server ? EmbeddedServer(ws.nats_dir()).running() : std::nullopt;
+  d.server_version = server && !server->version.empty() ? server->version : nats.server_version();
+  const std::string named = "nats-server " + (d.server_version.empty() ? std::string("?") : d.server_version);
+  const std::string watermark = (ws.swarm_dir() / "tokens.json").string();
+  if (server && server->sync_always) {
+    d.level = "synced";
+    d.message = "the workspace's " + named + " writes every change to disk before it acknowledges it (sync_interval "
+                "always): a crash of this machine loses nothing acknowledged";
+  } else if (server) {
+    d.level = "watermark";
+    d.message = "the workspace's " + named + " syncs its store about once a minute: a crash of this machine can take "
+                "back its last writes; the token watermark in " + watermark + " keeps every fencing and session "
+                "token from being handed out twice (2.10 or later on PATH syncs every write: `swarm down; swarm up`)";
+  } else {
+    d.level = "unknown";
+    d.message = "the workspace's NATS (" + named + ") is not its own: whether it syncs every write is its config's "
+                "(`jetstream { sync_interval: always }`, 2.10 or later); the token watermark in " + watermark +
+                " guards the tokens this host handed out, other hosts' watermarks theirs";
+  }
+  return d;
+}
+
 }  // namespace
 
 Doctor::Doctor(Workspace workspace, HostIdentity me, kv::ConnectionOptions connection, std::string bucket_override,
@@ -245,6 +271,7 @@ DoctorReport Doctor::run(bool fix) {
     return report;
   }
   report.nats_reachable = true;
+  report.durability = durability_of(workspace_, config, *nats, own_server);
   const Journal journal(*nats);
   fix_input.journal = &journal;
   fix_input.actor = Actor::here(me_);

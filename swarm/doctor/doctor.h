@@ -4,6 +4,7 @@
 // with `fix` repairs what is safe on this host. Never starts a server.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,10 +59,23 @@ struct Finding {
   std::string fix_note; // what --fix did, or why it left it alone
 };
 
+// What a crash of the server's machine can take back, and what guards the
+// tokens then (adr/0033).
+struct Durability {
+  // synced: every acknowledged write is on disk first (the workspace's own
+  // nats-server, 2.10 or later); watermark: the server may lose its last
+  // writes (2.9), swarm's token watermark keeps tokens from being handed
+  // out twice; unknown: another's server, whose settings swarm cannot see.
+  std::string level;
+  std::string server_version;
+  std::string message;  // one sentence for people
+};
+
 struct DoctorReport {
   std::string workspace;
   std::string nats_url;
   bool nats_reachable = false;
+  std::optional<Durability> durability;  // once NATS answered
   std::vector<Finding> findings;
 
   int problems_remaining() const;

@@ -286,11 +286,25 @@ Lease LeaseStore::grant(const std::string& name, const LeaseHolder& who, millise
 
 Lease LeaseStore::write_grant(const std::string& name, LeaseRecord r, const LastWrite& over) const {
   const std::string value = to_json(r);
+  const std::string server = watermark_ ? watermark_->before_grant(bucket()) : std::string();
   // A holder's deadline counts from just before the write is sent (adr/0023).
   const BootTime sent = BootClock::now();
   std::uint64_t revision = cas("lease " + name + " was just granted to another", [&] {
     return over.revision == 0 ? bucket().create(name, value) : bucket().update(name, value, over.revision);
   });
+  if (watermark_) {
+    try {
+      watermark_->granted(bucket(), server, revision);
+    } catch (...) {
+      // A token that may be another's is never handed out: the grant is
+      // taken back (by CAS on what this wrote) and refused.
+      try {
+        bucket().erase(name, revision, value);
+      } catch (const std::exception&) {
+      }
+      throw;
+    }
+  }
   Lease lease;
   lease.name = name;
   lease.token = revision;

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "swarm/base/boot_clock.h"
 #include "swarm/base/host.h"
 #include "swarm/base/server_clock.h"
+#include "swarm/base/token_watermark.h"
 #include "swarm/journal/journal.h"
 #include "swarm/lease/lease_keys.h"
 #include "swarm/lease/lease_record.h"
@@ -188,6 +190,14 @@ class LeaseStore {
   // now), for a holder that sends it with others (kv::Bucket::update_together).
   kv::Bucket::Write renewal_of(const LeaseEntry& held) const;
 
+  // The same store, whose grants guard their tokens with `watermark`
+  // (never a token handed out before, whatever the server lost).
+  LeaseStore with_watermark(std::shared_ptr<const TokenWatermark> watermark) const {
+    LeaseStore copy = *this;
+    copy.watermark_ = std::move(watermark);
+    return copy;
+  }
+
   const std::string& bucket_name() const { return keys_.bucket_.name(); }
   // The journal beside the bucket, where grants, releases and losses go.
   const Journal& journal() const { return journal_; }
@@ -202,6 +212,7 @@ class LeaseStore {
   LeaseKeys keys_;
   Journal journal_;
   mutable std::optional<ServerClock> server_clock_;
+  std::shared_ptr<const TokenWatermark> watermark_;
 };
 
 // The lease a waiter's place ("_wait.<name>.<id>") waits for; nullopt for another key.

@@ -80,7 +80,7 @@ void SlotLifecycle::write_join_record(JoinResult& result, Takeover takeover, uns
       existing ? std::optional<State>(require_takeover(*existing, read.at, takeover)) : std::nullopt;
   claim_ports(result, ports, existing, done);
   try {
-    result.revision = existing ? store_.update(result.session, existing->revision) : store_.create(result.session);
+    result.revision = store_.begin(result.session, existing ? std::optional(existing->revision) : std::nullopt);
   } catch (const Error& e) {
     // Refused for sure: the block goes back. A write whose answer was lost
     // may have landed (its record naming the block): then it is left to expire.

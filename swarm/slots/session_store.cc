@@ -83,6 +83,27 @@ std::uint64_t SessionStore::create(const Session& session) const {
   return translating_kv([&] { return bucket_.create(session.slot, to_json(session)); });
 }
 
+std::uint64_t SessionStore::begin(const Session& session, std::optional<std::uint64_t> over) const {
+  require_slot_name(session.slot);
+  const std::string server = watermark_ ? watermark_->before_grant(bucket_) : std::string();
+  const std::string value = to_json(session);
+  const std::uint64_t token = translating_kv(
+      [&] { return over ? bucket_.update(session.slot, value, *over) : bucket_.create(session.slot, value); });
+  if (!watermark_) return token;
+  try {
+    watermark_->granted(bucket_, server, token);
+  } catch (...) {
+    // A token that may be another's is never used: the record goes (by CAS
+    // on what this wrote), and the join is refused.
+    try {
+      bucket_.erase(session.slot, token);
+    } catch (const std::exception&) {
+    }
+    throw;
+  }
+  return token;
+}
+
 std::uint64_t SessionStore::update(const Session& session, std::uint64_t revision) const {
   require_slot_name(session.slot);
   return translating_kv([&] { return bucket_.update(session.slot, to_json(session), revision); });

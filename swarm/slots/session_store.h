@@ -5,12 +5,14 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "kv/bucket.h"
 #include "swarm/base/server_clock.h"
+#include "swarm/base/token_watermark.h"
 #include "swarm/lease/rules.h"
 #include "swarm/slots/session.h"
 #include "swarm/workspace/workspace.h"
@@ -83,6 +85,10 @@ class SessionStore {
   std::optional<SessionEntry> get(const std::string& slot) const;
   // Only if the slot has no record. Conflict when it has one.
   std::uint64_t create(const Session& session) const;
+  // The write that starts a session (its revision is the session token):
+  // create(), or over the record at `over` (a session it replaces), under
+  // the token watermark when one is set (never a token handed out before).
+  std::uint64_t begin(const Session& session, std::optional<std::uint64_t> over) const;
   // Only if the record is still at `revision`. Conflict otherwise.
   std::uint64_t update(const Session& session, std::uint64_t revision) const;
   // Only if the record is still at `revision`. Conflict otherwise.
@@ -114,10 +120,17 @@ class SessionStore {
 
   // For tests and doctor: the raw bucket underneath.
   const kv::Bucket& bucket() const { return bucket_; }
+  // The same store, whose begin() guards its tokens with `watermark`.
+  SessionStore with_watermark(std::shared_ptr<const TokenWatermark> watermark) const {
+    SessionStore copy = *this;
+    copy.watermark_ = std::move(watermark);
+    return copy;
+  }
 
  private:
   explicit SessionStore(kv::Bucket bucket) : bucket_(std::move(bucket)) {}
   kv::Bucket bucket_;
+  std::shared_ptr<const TokenWatermark> watermark_;
 };
 
 }  // namespace swarm

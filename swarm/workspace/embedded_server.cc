@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -117,6 +118,43 @@ std::string find_on_path(const std::string& program) {
   return {};
 }
 
+// What `program --version` says ("2.9.10"), "" when it does not say it
+// within a couple of seconds.
+std::string version_of(const std::string& program) {
+  int out[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) return {};
+  std::string arg0 = "nats-server", flag = "--version";
+  char* argv[] = {arg0.data(), flag.data(), nullptr};
+  const pid_t pid = fork();
+  if (pid == 0) {
+    ::dup2(out[1], 1);
+    ::dup2(out[1], 2);
+    execv(program.c_str(), argv);
+    _exit(127);
+  }
+  ::close(out[1]);
+  UniqueFd reader(out[0]);
+  if (pid < 0) return {};
+  std::string text;
+  const auto deadline = std::chrono::steady_clock::now() + 2s;
+  char buffer[256];
+  while (text.size() < 4096 && std::chrono::steady_clock::now() < deadline) {
+    pollfd p{reader.get(), POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0) continue;
+    const ssize_t n = ::read(reader.get(), buffer, sizeof buffer);
+    if (n <= 0) break;
+    text.append(buffer, static_cast<std::size_t>(n));
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  const auto v = text.find(" v");
+  if (v == std::string::npos) return {};
+  std::string version = text.substr(v + 2);
+  version.resize(version.find_first_not_of("0123456789.") == std::string::npos ? version.size()
+                                                                               : version.find_first_not_of("0123456789."));
+  return version;
+}
+
 }  // namespace
 
 int free_loopback_port() {
@@ -186,6 +224,8 @@ std::optional<ServerIdentity> EmbeddedServer::running() const {
   id.exe = string("exe");
   id.url = string("url");
   id.token_auth = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(json.get(), "token_auth"));
+  id.version = string("version");
+  id.sync_always = string("sync") == "always";
   // All three: the same process (start time), the same program, our store.
   if (!process_alive(id.pid) || process_uid(id.pid) != ::geteuid() || process_start_ticks(id.pid) != id.start_ticks ||
       !serves_store(id.pid, data_dir()))
@@ -217,10 +257,19 @@ std::string EmbeddedServer::start(int port, std::chrono::milliseconds timeout) {
   SafeDir dir = folder();
   require_no_planted_links(dir);
   dir.make_folder("data", 0700);
+  // 2.10 and later sync every write before acknowledging it; 2.9 cannot
+  // (it syncs about once a minute, and refuses the setting): there the
+  // token watermark guards tokens (adr/0033).
+  const std::string version = version_of(program);
+  const bool sync_always = !version.empty() && !kv::version_before(version, 2, 10);
   // The token reaches the server in a file only this user reads, never on
   // its command line (any user can read that in /proc).
   dir.write_file("server.conf", "# written by swarm up: clients must send the workspace's token\n"
-                                "authorization {\n  token: \"" + ensure_token() + "\"\n}\n", 0600);
+                                "authorization {\n  token: \"" + ensure_token() + "\"\n}\n" +
+                                (sync_always ? "# every acknowledged write is on disk first\n"
+                                               "jetstream {\n  sync_interval: always\n}\n"
+                                             : ""),
+                 0600);
   if (port <= 0 || !port_is_free(port)) port = free_loopback_port();
   // A free port may be taken by anyone before our server binds it (another
   // workspace's `up` that chose it too): that server exits, and the port then
@@ -243,7 +292,9 @@ std::string EmbeddedServer::start(int port, std::chrono::milliseconds timeout) {
           .set("exe", exe)
           .set("url", url)
           .set("store", data_dir().string())
-          .set("token_auth", true);
+          .set("token_auth", true)
+          .set("version", version)
+          .set("sync", sync_always ? "always" : "interval");
       dir.write_file("server.json", identity.dump_pretty() + "\n");
     };
     // The identity is written at once: an `up` killed from here on leaves a

@@ -34,6 +34,8 @@ struct ServerIdentity {
   std::string exe;                     // the executable it runs
   std::string url;
   bool token_auth = false;             // started with the workspace's token
+  std::string version;                 // what `nats-server --version` said ("" unknown)
+  bool sync_always = false;            // started syncing every write (2.10+): a crash loses nothing acknowledged
 };
 
 class EmbeddedServer {

@@ -98,6 +98,10 @@ constexpr const char* kOwnHub = ".swarm/hub.git";
 
 }  // namespace
 
+std::shared_ptr<const TokenWatermark> Workspace::token_watermark() const {
+  return std::make_shared<const TokenWatermark>(swarm_folder(), make_folder(kLocksFolder));
+}
+
 Workspace::ConfigFile parse_config(const std::string& text, const std::string& file,
                                    const std::filesystem::path& root) {
   using State = Workspace::ConfigFile::State;

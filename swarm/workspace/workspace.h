@@ -4,12 +4,14 @@
 
 #include <chrono>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "swarm/base/port_range.h"
 #include "swarm/base/safe_dir.h"
+#include "swarm/base/token_watermark.h"
 #include "swarm/git/hub_location.h"
 #include "swarm/lease/lease.h"
 
@@ -120,6 +122,9 @@ class Workspace {
   std::optional<SafeDir> folder_if_exists(const char* name) const;
   // .swarm/slots/<slot>, nullopt when it is missing.
   std::optional<SafeDir> slot_folder(const std::string& slot) const;
+  // .swarm/tokens.json: the ceiling of the tokens this host handed out
+  // (see token_watermark.h), for the stores of every verb that grants.
+  std::shared_ptr<const TokenWatermark> token_watermark() const;
 
   // config.json as it is on disk: there and good, missing, unreadable (the
   // file cannot be read), or corrupt (read, but not a config).

@@ -14,11 +14,14 @@
 namespace testing {
 
 Served::Served(const SwarmWorkspace& ws, const std::vector<std::string>& args,
-               const std::map<std::string, std::string>& env)
+               const std::map<std::string, std::string>& env, const std::string& shell)
     : process_([&] {
         std::vector<std::string> all = {"serve", "--listen", "127.0.0.1:0"};
         all.insert(all.end(), args.begin(), args.end());
-        return ws.command(all, env);
+        Command command = ws.command(all, env);
+        if (!shell.empty())
+          command.args.insert(command.args.begin(), {"/bin/sh", "-c", shell + " && exec \"$0\" \"$@\""});
+        return command;
       }()) {
   auto line = process_.read_line(std::chrono::seconds(20));
   REQUIRE_MESSAGE(line, "swarm serve printed no URL");

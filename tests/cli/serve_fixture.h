@@ -19,8 +19,9 @@ namespace testing {
 
 class Served {
  public:
+  // `shell` (e.g. "ulimit -n 1024"): run by sh before it execs swarm serve.
   explicit Served(const SwarmWorkspace& ws, const std::vector<std::string>& args = {},
-                  const std::map<std::string, std::string>& env = kHostA);
+                  const std::map<std::string, std::string>& env = kHostA, const std::string& shell = {});
   ~Served();
   Served(const Served&) = delete;
   Served& operator=(const Served&) = delete;

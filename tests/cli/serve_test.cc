@@ -9,6 +9,8 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <ifaddrs.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -16,6 +18,7 @@
 #include <algorithm>
 #include <fstream>
 #include <memory>
+#include <sstream>
 #include <thread>
 
 #include "cli/serve_fixture.h"
@@ -434,4 +437,133 @@ TEST_CASE("Serve_RefusesBadListenAddressesBeforeAnyIo") {
   CHECK(taken.err.find(std::to_string(first.port())) != std::string::npos);
   // Outside a workspace: exit 6, as every verb.
   CHECK(ws.swarm({"serve", "--listen", "127.0.0.1:0", "--workspace", ws.home().string()}).exit == 6);
+}
+
+namespace {
+
+// CPU time (user + system) process `pid` has used, from /proc.
+std::chrono::milliseconds cpu_time_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+  std::string field;
+  long ticks = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i)
+    if (i == 14 || i == 15) ticks += std::stol(field);
+  return std::chrono::milliseconds(ticks * 1000 / ::sysconf(_SC_CLK_TCK));
+}
+
+// This process's soft limit of open files raised to at least `want` (to its
+// hard limit when that is lower); what it is now.
+rlim_t raise_file_limit(rlim_t want) {
+  rlimit limit{};
+  ::getrlimit(RLIMIT_NOFILE, &limit);
+  if (limit.rlim_cur < want) {
+    limit.rlim_cur = std::min(want, limit.rlim_max);
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+  }
+  ::getrlimit(RLIMIT_NOFILE, &limit);
+  return limit.rlim_cur;
+}
+
+}  // namespace
+
+// Any local user can open connections without the secret: 2,000 held open
+// (beyond serve's file limit of 1,024) never make it spin, and the owner's
+// scrapes are answered within a second all the while.
+TEST_CASE("Serve_AFloodOfConnectionsNeverStopsTheOwnersScrape") {
+  constexpr int kFlood = 2000;
+  REQUIRE_MESSAGE(raise_file_limit(kFlood + 256) >= kFlood + 256, "this test needs 2,256 open files");
+  SwarmWorkspace ws;
+  for (const std::string limits : {"ulimit -Sn 1024", "ulimit -n 1024"}) {
+    CAPTURE(limits);
+    Served served(ws, {}, kHostA, limits);
+    std::vector<int> flood;
+    for (int i = 0; i < kFlood; ++i) {
+      const int fd = connect_to(served.port());
+      if (fd >= 0) flood.push_back(fd);
+    }
+    CHECK(flood.size() >= static_cast<std::size_t>(kFlood) * 9 / 10);
+    const auto cpu_before = cpu_time_of(served.pid());
+    const auto wall_before = std::chrono::steady_clock::now();
+    for (int scrape = 0; scrape < 5; ++scrape) {
+      const auto asked = std::chrono::steady_clock::now();
+      auto r = served.get("/metrics");
+      const auto took = std::chrono::steady_clock::now() - asked;
+      REQUIRE(r);
+      CHECK(r->status == 200);
+      CHECK_MESSAGE(took < 1s, "scrape ", scrape, " took ", std::chrono::duration_cast<std::chrono::milliseconds>(took).count(), " ms");
+      // More of the stranger's connections keep coming between scrapes.
+      for (int i = 0; i < 100; ++i)
+        if (const int fd = connect_to(served.port()); fd >= 0) flood.push_back(fd);
+      std::this_thread::sleep_for(200ms);
+    }
+    // Idle connections cost no CPU: no loop spins on a full file table.
+    const auto cpu = cpu_time_of(served.pid()) - cpu_before;
+    const auto wall = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - wall_before);
+    MESSAGE("serve used ", cpu.count(), " ms of CPU in ", wall.count(), " ms under ", flood.size(), " connections");
+    CHECK(cpu < wall / 2);
+    for (int fd : flood) ::close(fd);
+  }
+}
+
+// The link's secret is traded for a session cookie that is not the secret,
+// expires, and is good only for the serve at that address.
+TEST_CASE("Serve_TheSessionCookieIsNotTheSecretAndOnlyForItsAddress") {
+  SwarmWorkspace ws;
+  Served first(ws);
+  Served second(ws);
+  auto link = first.get("/?token=" + first.secret(), false);
+  REQUIRE(link);
+  REQUIRE(link->status == 303);
+  const std::string cookie = link->get_header_value("Set-Cookie");
+  CHECK(cookie.find(first.secret()) == std::string::npos);
+  CHECK(cookie.find("Max-Age=") != std::string::npos);
+  const std::string pair = cookie.substr(0, cookie.find(';'));
+  CHECK(first.get("/api/status", false, {{"Cookie", pair}})->status == 200);
+  // The same value for the other serve (its own cookie name): refused.
+  const std::string value = pair.substr(pair.find('=') + 1);
+  const std::string for_second = "swarm_serve_" + std::to_string(second.port()) + "=" + value;
+  CHECK(second.get("/api/status", false, {{"Cookie", for_second}})->status == 401);
+  // A value whose expiry is moved: refused; the secret itself as a cookie: refused.
+  const std::string later = std::to_string(std::stoll(value.substr(0, value.find('.'))) + 3600) +
+                            value.substr(value.find('.'));
+  const std::string name = pair.substr(0, pair.find('='));
+  CHECK(first.get("/api/status", false, {{"Cookie", name + "=" + later}})->status == 401);
+  CHECK(first.get("/api/status", false, {{"Cookie", name + "=" + first.secret()}})->status == 401);
+  CHECK(first.get("/api/status", false, {{"Cookie", name + "=0." + std::string(64, '0')}})->status == 401);
+}
+
+// Listening on a wildcard address, the machine's own addresses are its
+// Hosts (a name another site controls still is not).
+TEST_CASE("Serve_AWildcardListenTakesTheMachinesOwnAddresses") {
+  SwarmWorkspace ws;
+  std::string own;
+  ifaddrs* list = nullptr;
+  REQUIRE(::getifaddrs(&list) == 0);
+  for (ifaddrs* a = list; a != nullptr; a = a->ifa_next) {
+    if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != AF_INET) continue;
+    char text[INET_ADDRSTRLEN];
+    ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr, text, sizeof text);
+    if (std::string(text).rfind("127.", 0) != 0) own = text;
+  }
+  ::freeifaddrs(list);
+  Process serve(ws.command({"serve", "--listen", "0.0.0.0:0"}));
+  auto line = serve.read_line(20s);
+  REQUIRE(line);
+  const std::string prefix = "serving http://0.0.0.0:";
+  REQUIRE_MESSAGE(line->rfind(prefix, 0) == 0, *line);
+  const int port = std::stoi(line->substr(prefix.size()));
+  const std::string secret = line->substr(line->find("?token=") + 7);
+  auto ask = [&](const std::string& host) {
+    return status_of(raw_http(port, "GET /api/status HTTP/1.1\r\nHost: " + host + "\r\nAuthorization: Bearer " +
+                                        secret + "\r\nConnection: close\r\n\r\n"));
+  };
+  CHECK(ask("127.0.0.1:" + std::to_string(port)) == 200);
+  CHECK(ask("evil.example:" + std::to_string(port)) == 421);
+  CHECK(ask("192.0.2.7:" + std::to_string(port)) == 421);  // TEST-NET-1: no machine has it
+  if (own.empty()) MESSAGE("no non-loopback IPv4 address here: only loopback checked");
+  else CHECK(ask(own + ":" + std::to_string(port)) == 200);
+  serve.signal(SIGTERM);
+  serve.wait();
 }
