@@ -15,6 +15,24 @@
 namespace cli {
 
 
+CLI::Validator decimal_in(std::int64_t min, std::int64_t max) {
+  return CLI::Validator(
+      [min, max](std::string& value) -> std::string {
+        const std::size_t sign = min < 0 && !value.empty() && value.front() == '-' ? 1 : 0;
+        if (value.size() <= sign || value.size() > 19 + sign ||
+            value.find_first_not_of("0123456789", sign) != std::string::npos)
+          return "'" + swarm::printable(value.substr(0, 40)) + "' is not a whole number in decimal digits (no " +
+                 (min < 0 ? "spaces" : "sign, spaces") + ", 0x or other bases)";
+        const auto first = value.find_first_not_of('0', sign);
+        value.erase(sign, (first == std::string::npos ? value.size() - 1 : first) - sign);
+        const std::int64_t n = std::stoll(value);
+        if (n < min || n > max)
+          return "'" + value + "' is out of range: " + std::to_string(min) + " to " + std::to_string(max);
+        return {};
+      },
+      "", "DECIMAL");
+}
+
 CLI::Validator slot_name_validator() { return validator_of(swarm::require_slot_name, "SLOT"); }
 CLI::Validator task_id_validator() { return validator_of(swarm::require_task_id, "TASK"); }
 CLI::Validator duration_validator() {

@@ -47,6 +47,11 @@ CLI::Validator validator_of(Require require, const char* name) {
       "", name);
 }
 
+// A whole number from `min` to `max`, written in decimal digits (a '-'
+// only where `min` is negative; leading zeros dropped, since CLI11 would
+// read 010 as octal): exit 2 naming the value otherwise.
+CLI::Validator decimal_in(std::int64_t min, std::int64_t max);
+
 // Option validators that refuse bad names at parse time, before any I/O (exit 2).
 CLI::Validator slot_name_validator();
 CLI::Validator task_id_validator();

@@ -18,18 +18,23 @@ void warn_live_sessions(Context& ctx) {
     if (!config.embedded) return;
     std::vector<std::string> live;
     auto sessions = bounded.sessions();
-    const auto now = sessions.store.server_clock().now();
+    const auto clock = sessions.store.server_clock();
+    const auto now = clock.now();
     const auto ttl = sessions.store.ttl();
+    const auto margin = swarm::observer_margin(ttl, clock.uncertainty);
     for (const auto& e : sessions.store.list())
-      if (!e.corrupt() && swarm::state_of(swarm::age_of(e.stored_at, now), ttl) != swarm::State::stale)
+      if (!e.corrupt() && swarm::observed_state(swarm::age_of(e.stored_at, now), ttl, margin) != swarm::State::stale)
         live.push_back(e.slot);
     if (live.empty()) return;
     std::string names;
     for (std::size_t i = 0; i < live.size() && i < 5; ++i) names += (i ? ", " : "") + live[i];
     if (live.size() > 5) names += ", ...";
-    ctx.out().warn(std::to_string(live.size()) + (live.size() == 1 ? " live session (" : " live sessions (") + names +
-                   ") lose their server: their agents cannot commit, renew or close until `swarm up`; "
-                   "`swarm down --force` says nothing of them");
+    const bool one = live.size() == 1;
+    ctx.out().warn(std::to_string(live.size()) + (one ? " live session (" : " live sessions (") + names +
+                   (one ? ") loses its server: its agent cannot commit, renew or close until `swarm up`; "
+                          "`swarm down --force` says nothing of it"
+                        : ") lose their server: their agents cannot commit, renew or close until `swarm up`; "
+                          "`swarm down --force` says nothing of them"));
   } catch (const std::exception&) {
     // Down goes on: this was only a warning.
   }

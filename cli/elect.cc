@@ -87,7 +87,7 @@ int resign(Context& ctx, const std::string& name) {
 Verb add_elect(CLI::App& app) {
   auto f = std::make_shared<ElectFlags>();
   CLI::App* cmd = app.add_subcommand("elect", "Leader election: one leader runs CMD, the others wait and take over");
-  cmd->add_option("name", f->name, "Election (lease) name, e.g. scheduler")->required()->check(lease_name_validator());
+  cmd->add_option("name", f->name, "Election (lease) name, e.g. scheduler")->required()->check(user_lease_name_validator());
   cmd->add_option("--ttl", f->ttl, "Lease TTL, 1s to 1h: a dead leader is replaced within TTL + TTL/3")
       ->capture_default_str()
       ->option_text("DUR")

@@ -22,18 +22,9 @@
 
 namespace cli {
 
-CLI::Validator lease_name_validator() {
-  return CLI::Validator(
-      [](std::string& value) -> std::string {
-        try {
-          swarm::require_lease_name(value);
-        } catch (const std::exception& e) {
-          return e.what();
-        }
-        return {};
-      },
-      "", "NAME");
-}
+CLI::Validator lease_name_validator() { return validator_of(swarm::require_lease_name, "NAME"); }
+
+CLI::Validator user_lease_name_validator() { return validator_of(swarm::require_user_lease_name, "NAME"); }
 
 std::chrono::milliseconds lease_ttl_option(const std::string& text) {
   auto ttl = swarm::parse_duration(text);

@@ -50,6 +50,9 @@ inline int exit_for_signal(int signo) { return 128 + signo; }
 
 // The options every lease verb shares (lease, lock, elect).
 // NAME: a lease name (exit 2 naming it otherwise).
+// A name swarm takes for itself (task., ports., land., a semaphore's parts)
+// refused too: for the verbs that take a lease by a name given.
+CLI::Validator user_lease_name_validator();
 CLI::Validator lease_name_validator();
 // --ttl: a duration of 1s to 1h, else bad_input naming it.
 std::chrono::milliseconds lease_ttl_option(const std::string& text);

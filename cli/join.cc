@@ -43,7 +43,7 @@ Verb add_join(CLI::App& app) {
                   "Also take a block of K consecutive ports of the workspace's range (up --ports A-B) that no live "
                   "slot on any host holds: renewed with the session, released by close, free when it expires")
       ->option_text("K")
-      ->check(CLI::Range(1u, swarm::kMaxPortBlock));
+      ->transform(decimal_in(1, swarm::kMaxPortBlock));
   cmd->add_flag("--env", flags->env,
                 "Print shell assignments for eval instead of the path: SWARM_SLOT, SWARM_SESSION (the session "
                 "token), SWARM_WORKTREE, and with --ports SWARM_PORT_BASE (the first port) and SWARM_PORTS (K)");

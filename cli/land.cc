@@ -509,12 +509,12 @@ Verb add_land(CLI::App& app) {
                   "With --ready: merge up to N ready slots into one candidate and check it once; a failed check is "
                   "bisected, so only the culprits are refused")
       ->option_text("N")
-      ->check(CLI::Range(1, 256));
+      ->transform(decimal_in(1, 256));
   cmd->add_option("--retries", f->retries,
                   "Run a failed check again on the same tree up to K times; a pass on a retry lands and is "
                   "journaled as flaky")
       ->option_text("K")
-      ->check(CLI::Range(0, 20));
+      ->transform(decimal_in(0, 20));
   cmd->add_option("check", f->check, "A check to run on the merged tree, after --")->option_text("-- CHECK...");
   cmd->footer(
       "Examples:\n"

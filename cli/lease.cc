@@ -45,24 +45,6 @@ swarm::Json lease_json(const swarm::LeaseEntry& e, const swarm::LeaseStanding& s
   return item;
 }
 
-// Rows of cells (already escaped) as columns two spaces apart, each as wide as its widest cell.
-std::string aligned(const std::vector<std::vector<std::string>>& rows) {
-  std::vector<std::size_t> width;
-  for (const auto& r : rows) {
-    width.resize(std::max(width.size(), r.size()));
-    for (std::size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
-  }
-  std::string out;
-  for (const auto& r : rows) {
-    for (std::size_t i = 0; i < r.size(); ++i) {
-      out += r[i];
-      if (i + 1 < r.size()) out.append(width[i] - r[i].size() + 2, ' ');
-    }
-    out += '\n';
-  }
-  return out;
-}
-
 std::string table(const std::vector<swarm::LeaseEntry>& entries, const std::map<std::string, int>& waiting,
                   swarm::TimePoint now) {
   if (entries.empty()) return "no leases\n";
@@ -159,7 +141,7 @@ swarm::Json granted_doc(const swarm::LeaseStore& store, const swarm::Lease& leas
 // The sub-verbs, each with its options into `f`.
 CLI::App* add_acquire(CLI::App& cmd, LeaseFlags& f) {
   CLI::App* acquire = cmd.add_subcommand("acquire", "Take the lease and print its fencing token");
-  acquire->add_option("name", f.name, "Lease name, e.g. task.T-42")->required()->check(lease_name_validator());
+  acquire->add_option("name", f.name, "Lease name, e.g. claim.T-42")->required()->check(user_lease_name_validator());
   acquire->add_option("--ttl", f.ttl, "How long it lives unless renewed, 1s to 1h")
       ->capture_default_str()
       ->option_text("DUR")
@@ -170,11 +152,11 @@ CLI::App* add_acquire(CLI::App& cmd, LeaseFlags& f) {
       ->check(duration_validator());
   acquire->add_option("--holder", f.holder, "Who holds it, shown to others (default: HOST:PID)")->check(holder_validator());
   acquire->add_option("--pid", f.pid, "The process it belongs to (default: the caller of swarm)")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{4194304}));
+      ->transform(decimal_in(1, 4194304));
   acquire->add_option("--limit", f.limit,
                       "A semaphore: one of at most N permits of NAME (lease NAME.permit.K; its token is printed)")
       ->option_text("N")
-      ->check(CLI::Range(1, swarm::kMaxPermits));
+      ->transform(decimal_in(1, swarm::kMaxPermits));
   acquire->footer("Example:\n  tok=$(swarm lease acquire merge-main --ttl 60s --wait 5m)\n"
                   "  swarm lease acquire sim-licence --limit 2 --json   # names the permit's lease");
   return acquire;
@@ -197,7 +179,7 @@ CLI::App* add_by_token(CLI::App& cmd, LeaseFlags& f, const char* name, const cha
             return {};
           },
           "N"));
-  sub->footer(std::string("Example:\n  swarm lease ") + name + " task.T-42 --token 1234");
+  sub->footer(std::string("Example:\n  swarm lease ") + name + " claim.T-42 --token 1234");
   return sub;
 }
 
@@ -294,9 +276,9 @@ Verb add_lease(CLI::App& app) {
   cmd->require_subcommand(1);
   cmd->footer(
       "Examples:\n"
-      "  tok=$(swarm lease acquire task.T-42 --ttl 60s)      # prints the fencing token\n"
-      "  swarm lease renew task.T-42 --token \"$tok\"          # every 20s\n"
-      "  swarm lease release task.T-42 --token \"$tok\"\n"
+      "  tok=$(swarm lease acquire claim.T-42 --ttl 60s)     # prints the fencing token\n"
+      "  swarm lease renew claim.T-42 --token \"$tok\"         # every 20s\n"
+      "  swarm lease release claim.T-42 --token \"$tok\"\n"
       "  swarm lease list\n"
       "  swarm lease limit integration 6                  # a semaphore's limit\n"
       "A token that is no longer the lease's is exit 3, and changes nothing.");
@@ -311,7 +293,7 @@ Verb add_lease(CLI::App& app) {
   limit->add_option("name", f->name, "Semaphore name")->required()->check(lease_name_validator());
   limit->add_option("limit", f->limit, "The new limit, 1 to 1000")
       ->required()
-      ->check(CLI::Range(1, swarm::kMaxPermits));
+      ->transform(decimal_in(1, swarm::kMaxPermits));
   limit->footer("Example:\n  swarm lease limit integration 6\n"
                 "A cut lets the holders finish and grants nothing until they are under the new limit.");
   CLI::App* list = cmd->add_subcommand("list", "Every lease: state, holder, token, age, time left, waiters; then "

@@ -26,7 +26,7 @@ struct LockFlags {
 Verb add_lock(CLI::App& app) {
   auto f = std::make_shared<LockFlags>();
   CLI::App* cmd = app.add_subcommand("lock", "Run CMD holding lease NAME: one at a time, in the order asked");
-  cmd->add_option("name", f->name, "Lease name, e.g. merge-main")->required()->check(lease_name_validator());
+  cmd->add_option("name", f->name, "Lease name, e.g. merge-main")->required()->check(user_lease_name_validator());
   cmd->add_option("--ttl", f->ttl, "Lease TTL, 1s to 1h: renewed every TTL/3 while CMD runs")
       ->capture_default_str()
       ->option_text("DUR")
@@ -39,7 +39,7 @@ Verb add_lock(CLI::App& app) {
                   "A semaphore: at most N holders of NAME at once, each with a permit of its own (the limit is "
                   "stored with NAME; change it with swarm lease limit)")
       ->option_text("N")
-      ->check(CLI::Range(1, swarm::kMaxPermits));
+      ->transform(decimal_in(1, swarm::kMaxPermits));
   cmd->add_option("command", f->command, "The command to run, after --")->option_text("-- CMD...");
   cmd->footer(
       "Examples:\n"

@@ -182,7 +182,7 @@ Verb add_log(CLI::App& app) {
   cmd->add_option("-n,--last", flags->last, "Only the last N events that match (the end of a long history is "
                                             "read, not all of it); with --follow, 0 prints only what happens next")
       ->option_text("N")
-      ->check(CLI::Range(std::size_t(0), std::size_t(1000000)));
+      ->transform(decimal_in(0, 1000000));
   cmd->add_option("--onto", flags->onto, "What landed on BRANCH: its lands and refused lands (every slot's)")
       ->option_text("BRANCH")
       ->check(validator_of([](const std::string& b) { swarm::require_branch_name(b, "--onto"); }, "BRANCH"))

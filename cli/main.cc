@@ -91,11 +91,34 @@ void add_globals_to_help(const CLI::App& app, const std::vector<cli::Verb>& verb
   }
 }
 
+// An option of the arguments (before "--") that neither `verb` nor the
+// global options have: what the user should read instead of CLI11's list.
+std::string unknown_option(const CLI::App& verb, int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") break;
+    if (arg.size() < 2 || arg[0] != '-') continue;
+    const std::string name = arg.substr(0, arg.find('='));
+    const CLI::App* command = &verb;
+    bool known = false;
+    for (; command != nullptr && !known; command = command->get_parent())
+      known = command->get_option_no_throw(name) != nullptr;
+    for (const CLI::App* sub : verb.get_subcommands([](const CLI::App*) { return true; }))
+      known = known || sub->get_option_no_throw(name) != nullptr;
+    if (!known) return name;
+  }
+  return {};
+}
+
 // A parse error as the user should read it: the verb's help, or the verbs there are.
 int parse_error(const CLI::App& app, const CLI::ParseError& e, bool json, int argc, char** argv) {
   cli::Output out(json);
   std::string message = e.what();
   if (auto* sub = app.get_subcommands().empty() ? nullptr : app.get_subcommands().front()) {
+    if (const std::string option = unknown_option(*sub, argc, argv); !option.empty())
+      message = "`swarm " + sub->get_name() + "` has no option " + swarm::printable(option) +
+                (option == "--since" && sub->get_name() != "log" ? " (the journal's history: swarm log --since DUR)"
+                                                                  : "");
     message += " (see `swarm " + sub->get_name() + " --help`)";
   } else if (auto word = first_word(app, argc, argv); !word.empty()) {
     message = "unknown verb '" + word + "': the verbs are " + verb_names() + " (see `swarm --help`)";
@@ -148,6 +171,52 @@ std::vector<cli::Verb> add_verbs(CLI::App& app, int argc, char** argv) {
   return verbs;
 }
 
+// Every whole-number option, of every verb, takes decimal digits only (a
+// sign where it may be negative): CLI11 alone reads 0x10 as 16 and " 5" as
+// 5, and a typo must be exit 2 naming the value, not some other number.
+void strict_integers(CLI::App& app) {
+  for (CLI::Option* option : app.get_options()) {
+    const std::string type = option->get_type_name();
+    const bool is_signed = type.rfind("INT", 0) == 0;
+    if (!is_signed && type.rfind("UINT", 0) != 0) continue;
+    const std::string name = option->get_name();
+    option->transform(CLI::Validator(
+        [is_signed, name](std::string& value) -> std::string {
+          const std::size_t digits = is_signed && !value.empty() && value.front() == '-' ? 1 : 0;
+          if (value.size() > digits && value.size() <= 20 + digits &&
+              value.find_first_not_of("0123456789", digits) == std::string::npos) {
+            // Leading zeros dropped: CLI11 would read 010 as octal 8.
+            const auto first = value.find_first_not_of('0', digits);
+            value.erase(digits, (first == std::string::npos ? value.size() - 1 : first) - digits);
+            return {};
+          }
+          return "'" + swarm::printable(value.substr(0, 40)) + "' is not a whole number in decimal digits (no " +
+                 (is_signed ? "spaces" : "sign, spaces") + ", 0x or other bases)";
+        },
+        "", "DECIMAL"));
+  }
+  for (CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) strict_integers(*sub);
+}
+
+// lock and elect take NAME before `--`: `swarm lock -- true` would take
+// `true` for the lease's name and then miss the command.
+std::string name_after_dashes(const std::vector<cli::Verb>& verbs, int argc, char** argv) {
+  for (const auto& verb : verbs) {
+    if (!verb.command->parsed()) continue;
+    const CLI::Option* command = verb.command->get_option_no_throw("command");
+    const CLI::Option* name = verb.command->get_option_no_throw("name");
+    if (command == nullptr || name == nullptr || command->count() > 0 || name->count() == 0) continue;
+    for (int i = 1; i < argc; ++i) {
+      if (std::string_view(argv[i]) == verb.command->get_name()) {
+        if (i + 1 < argc && std::string_view(argv[i + 1]) == "--")
+          return "name the lease before --: swarm " + verb.command->get_name() + " NAME [options] -- CMD [ARGS...]";
+        break;
+      }
+    }
+  }
+  return {};
+}
+
 // Runs the verb parsed; its exit code, an error mapped to one.
 int run_verb(const std::vector<cli::Verb>& verbs, cli::Context& ctx) {
   int code = cli::kInternal;
@@ -183,6 +252,7 @@ int main(int argc, char** argv) {
       "9 the local filesystem refused (disk full, read-only, permission); a command run by lock, elect\n"
       "or land exits as it did, and a signal that stopped swarm is 128 + its number.");
   const std::vector<cli::Verb> verbs = add_verbs(app, argc, argv);
+  strict_integers(app);
   add_globals_to_help(app, verbs);
   try {
     app.parse(argc, argv);
@@ -192,6 +262,8 @@ int main(int argc, char** argv) {
     // The --json flag itself may not have been stored when parsing stopped.
     return parse_error(app, e, globals.json || asks_for_json(argc, argv), argc, argv);
   }
+  if (const std::string why = name_after_dashes(verbs, argc, argv); !why.empty())
+    return cli::Output(globals.json || asks_for_json(argc, argv)).error(swarm::Errc::bad_input, why);
   if (const std::string why = missing_dashes(verbs, argc, argv); !why.empty())
     return cli::Output(globals.json || asks_for_json(argc, argv)).error(swarm::Errc::bad_input, why);
   swarm::log::to_stderr(globals.log_level);

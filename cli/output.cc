@@ -58,4 +58,21 @@ int Output::error(swarm::Errc kind, const std::string& message) const {
   return code;
 }
 
+std::string aligned(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> width;
+  for (const auto& r : rows) {
+    width.resize(std::max(width.size(), r.size()));
+    for (std::size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], swarm::display_width(r[i]));
+  }
+  std::string out;
+  for (const auto& r : rows) {
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      out += r[i];
+      if (i + 1 < r.size()) out.append(width[i] - swarm::display_width(r[i]) + 2, ' ');
+    }
+    out += '\n';
+  }
+  return out;
+}
+
 }  // namespace cli

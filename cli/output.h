@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "swarm/base/error.h"
 #include "swarm/base/json.h"
@@ -32,5 +33,9 @@ class Output {
  private:
   bool json_;
 };
+
+// Rows of cells (already escaped) as columns two spaces apart, each as
+// wide as its widest cell (in terminal columns), one line per row.
+std::string aligned(const std::vector<std::vector<std::string>>& rows);
 
 }  // namespace cli

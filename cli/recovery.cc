@@ -54,17 +54,16 @@ Verb add_recovery(CLI::App& app) {
             if (list->parsed()) {
               const auto items = swarm::list_recovery(ws, hub);
               swarm::Json rows = swarm::Json::array();
-              // Columns two spaces apart; the time is RFC 3339, 20 wide.
-              std::string text = "SALVAGED" + std::string(14, ' ') + "SLOT  FILES  HUB REFS\n";
+              std::vector<std::vector<std::string>> table = {{"SALVAGED", "SLOT", "FILES", "HUB REFS"}};
               for (const auto& i : items) {
                 rows.push(item_json(i));
-                text += swarm::format_rfc3339(i.time) + "  " + swarm::printable(i.slot) + "  " +
-                        (i.folder ? ".swarm/recovery/" + i.name : std::string("-")) + "  " +
-                        (i.refs.empty() ? std::string("-")
-                                        : swarm::counted(i.refs.size(), "ref") + " under refs/recovery/" + i.name) +
-                        "\n";
+                table.push_back({swarm::format_rfc3339(i.time), swarm::printable(i.slot),
+                                 i.folder ? ".swarm/recovery/" + swarm::printable(i.name) : std::string("-"),
+                                 i.refs.empty() ? std::string("-")
+                                                : swarm::counted(i.refs.size(), "ref") + " under refs/recovery/" +
+                                                      swarm::printable(i.name)});
               }
-              if (items.empty()) text = "nothing salvaged\n";
+              std::string text = items.empty() ? "nothing salvaged\n" : aligned(table);
               text.pop_back();
               swarm::Json doc = swarm::Json::object();
               doc.set("recovery", std::move(rows));

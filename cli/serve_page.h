@@ -185,11 +185,13 @@ function timeline() {
   const width = svg.clientWidth || 900, label = 190, end = now(), start = end - range, h = 18;
   const rows = new Map();
   for (const s of view.spans) {
-    const to = s.to_ms === null ? end : s.to_ms;
+    // A hold no event ended ends at its expiry once that passes unrenewed.
+    const expired = s.to_ms === null && s.until_ms !== undefined && s.until_ms <= end;
+    const to = s.to_ms !== null ? s.to_ms : expired ? s.until_ms : end;
     if (to < start) continue;
     const key = s.thing + "/" + s.name;
     if (!rows.has(key)) rows.set(key, []);
-    rows.get(key).push({ ...s, to });
+    rows.get(key).push({ ...s, to, to_ms: expired ? s.until_ms : s.to_ms, end: expired ? "expired" : s.end });
   }
   const keys = [...rows.keys()].sort().slice(0, 60);
   const ns = "http://www.w3.org/2000/svg", parts = [];

@@ -50,11 +50,15 @@ int severity(swarm::State s) {
 
 // Who held what, as spans: a slot from its join to its close (or evict, or
 // the next join), a lease from its grant to its release (or loss, or the
-// next grant). Open spans have no end.
-swarm::Json spans_of(const std::deque<swarm::Event>& events) {
+// next grant). A span no event ended is open until its hold expires:
+// `expiry` says when (ended: it has, or is open until then unless renewed).
+using Expiry = std::function<SpanExpiry(const std::string& thing, const std::string& name,
+                                                   std::uint64_t token, std::int64_t from)>;
+swarm::Json spans_of(const std::deque<swarm::Event>& events, const Expiry& expiry) {
   struct Span {
     std::string thing, name, host, end;
-    std::int64_t from = 0, to = -1;
+    std::int64_t from = 0, to = -1, until = -1;
+    std::uint64_t token = 0;
   };
   std::vector<Span> done;
   std::map<std::string, Span> open;
@@ -73,7 +77,7 @@ swarm::Json spans_of(const std::deque<swarm::Event>& events) {
     const std::string key = thing + "/" + e.name;
     if (e.kind == "join" || e.kind == "lease.grant") {
       finish(key, at, "taken over");
-      open[key] = {thing, e.name, e.actor.host, "", at, -1};
+      open[key] = {thing, e.name, e.actor.host, "", at, -1, -1, e.token};
     } else if (e.kind == "close") {
       const std::string result = text_field(e.detail, "result");
       finish(key, at, result.empty() ? "closed" : result);
@@ -85,7 +89,16 @@ swarm::Json spans_of(const std::deque<swarm::Event>& events) {
       finish(key, at, "lost");
     }
   }
-  for (auto& [key, span] : open) done.push_back(std::move(span));
+  for (auto& [key, span] : open) {
+    const SpanExpiry e = expiry(span.thing, span.name, span.token, span.from);
+    if (e.ended) {
+      span.to = std::max(e.at, span.from);
+      span.end = "expired";
+    } else {
+      span.until = e.at;
+    }
+    done.push_back(std::move(span));
+  }
   std::sort(done.begin(), done.end(), [](const Span& a, const Span& b) { return a.from < b.from; });
   if (done.size() > kViewSpans) done.erase(done.begin(), done.end() - static_cast<std::ptrdiff_t>(kViewSpans));
   swarm::Json out = swarm::Json::array();
@@ -94,11 +107,14 @@ swarm::Json spans_of(const std::deque<swarm::Event>& events) {
     j.set("thing", s.thing).set("name", s.name).set("host", s.host).set("from_ms", s.from);
     if (s.to < 0) j.set_null("to_ms");
     else j.set("to_ms", s.to);
+    // An open span ends on the page once this passes unrenewed.
+    if (s.to < 0 && s.until >= 0) j.set("until_ms", s.until);
     j.set("end", s.end);
     out.push(std::move(j));
   }
   return out;
 }
+
 
 // The branches panel: each branch and where it stands, from `branches` and
 // the journal's lands and refusals since its last close.
@@ -129,6 +145,22 @@ swarm::Json branch_rows(const swarm::Branches& report, const std::deque<swarm::E
 }
 
 }  // namespace
+
+SpanExpiry ServeView::span_expiry(const std::string& thing, const std::string& name, std::uint64_t token,
+                                             std::int64_t from, swarm::TimePoint now) const {
+  // What this view saw last of the hold by this token: when it expires
+  // unless renewed. Nothing seen of it: it ended, no later than it began.
+  std::optional<swarm::TimePoint> until;
+  if (thing == "lease") {
+    auto it = leases_.find(name);
+    if (it != leases_.end() && !it->second.corrupt() && it->second.token() == token)
+      until = it->second.stored_at + it->second.record->ttl;
+  } else if (auto seen = last_renewals_.find(name); seen != last_renewals_.end() && seen->second.first == token) {
+    until = seen->second.second + ttl_;
+  }
+  if (!until) return {true, from};
+  return {*until <= now, unix_ms(*until)};
+}
 
 std::map<std::string, int> ServeView::waiting(swarm::TimePoint now) const {
   std::map<std::string, int> out;
@@ -163,7 +195,7 @@ std::vector<swarm::SessionRow> ServeView::sessions_now(swarm::TimePoint* now) co
   for (auto& row : rows) {
     if (row.corrupt) continue;
     row.age += since;
-    row.state = swarm::state_of(row.age, ttl_);
+    row.state = swarm::observed_state(row.age, ttl_, margin_);
   }
   return rows;
 }
@@ -181,6 +213,10 @@ std::string ServeView::metrics() const {
 
   std::string out;
   out += "# HELP swarm_sessions Sessions of the workspace's bucket by state and host.\n# TYPE swarm_sessions gauge\n";
+  // Every state has a sample for this host, 0 when none is in it: a sum over
+  // no series at all is empty, not 0, and a graph of it shows nothing.
+  for (const char* state : {"fresh", "late", "stale"}) sessions.try_emplace({state, me_.host}, 0);
+  sessions.try_emplace({"corrupt", "unknown"}, 0);
   for (const auto& [key, n] : sessions) {
     const std::string host = key.second.empty() ? "unknown" : key.second;
     out += "swarm_sessions{state=\"" + label(key.first) + "\",host=\"" + label(host) + "\"} " + std::to_string(n) + "\n";
@@ -323,7 +359,8 @@ std::string ServeView::page_body() const {
     acts.push(std::move(j));
   }
   doc.set("events", std::move(acts));
-  doc.set("spans", spans_of(events_));
+  doc.set("spans", spans_of(events_, [&](const std::string& thing, const std::string& name, std::uint64_t token,
+                                          std::int64_t from) { return span_expiry(thing, name, token, from, now); }));
   swarm::Json branches = swarm::Json::object();
   if (branches_) {
     branches.set("onto", branches_->onto).set("rows", branch_rows(*branches_, events_));

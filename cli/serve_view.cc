@@ -57,9 +57,10 @@ void ServeView::stop() {
   if (supervisor_.joinable()) supervisor_.join();
 }
 
-void ServeView::set_clock(swarm::TimePoint server_time) {
+void ServeView::set_clock(const swarm::ServerClock& clock) {
   clock_read_at_ = Steady::now();
-  server_at_read_ = server_time;
+  server_at_read_ = clock.now();
+  margin_ = swarm::observer_margin(ttl_, clock.uncertainty);
 }
 
 swarm::TimePoint ServeView::server_now() const {
@@ -128,7 +129,7 @@ void ServeView::serve_link(ServeLink& link) {
     bucket_ = link.landing.sessions().bucket_name();
     lease_bucket_ = link.landing.leases().bucket_name();
     ttl_ = link.landing.sessions().ttl();
-    set_clock(link.landing.sessions().server_clock().now());
+    set_clock(link.landing.sessions().server_clock());
     connected_ = true;
     up_.clear();
     broken_ = false;
@@ -192,6 +193,8 @@ void ServeView::sessions_feed(ServeLink& link) {
         std::lock_guard lock(mu_);
         table_ = std::move(update->view);
         table_at_ = Steady::now();
+        for (const auto& row : table_.rows())
+          if (!row.corrupt) last_renewals_[std::string(row.slot)] = {row.session_token, row.stored_at};
       }
       set_up("sessions", true);
       changed();

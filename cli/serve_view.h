@@ -50,6 +50,14 @@ struct ServeLink {
 };
 using ServeConnect = std::function<ServeLink()>;
 
+// When a span of the timeline no event ended expires (`at`, unix ms):
+// `ended` once its hold is past it unrenewed, or the view has not seen the
+// hold at all; else it is held until then unless renewed.
+struct SpanExpiry {
+  bool ended = false;
+  std::int64_t at = 0;
+};
+
 class ServeView {
  public:
   ServeView(ServeConnect connect, swarm::HostIdentity me);
@@ -95,7 +103,10 @@ class ServeView {
   // The sessions as of now: ages moved on since the last update, states again.
   std::vector<swarm::SessionRow> sessions_now(swarm::TimePoint* now) const;
   swarm::TimePoint server_now() const;
-  void set_clock(swarm::TimePoint server_time);
+  void set_clock(const swarm::ServerClock& clock);
+  // When a span of the timeline no event ended expires (see SpanExpiry).
+  SpanExpiry span_expiry(const std::string& thing, const std::string& name, std::uint64_t token, std::int64_t from,
+                         swarm::TimePoint now) const;
   // The page without the server's time, built from what the feeds hold (mu_ held).
   std::string page_body() const;
 
@@ -112,12 +123,16 @@ class ServeView {
   std::map<std::string, bool> up_;  // each feed's last word on NATS
   std::string bucket_, lease_bucket_;
   std::chrono::milliseconds ttl_{0};
+  std::chrono::milliseconds margin_{0};  // sessions' states judged with it (observed_state)
   // The server's clock, run on the monotonic one (read at each connect).
   std::chrono::steady_clock::time_point clock_read_at_{};
   swarm::TimePoint server_at_read_{};
 
   // Sessions: the last update of the watch, and when it was aged.
   swarm::SessionTable table_;
+  // Each slot's session token and its last renewal this view saw (kept
+  // after the record expired: when its span on the timeline ends).
+  std::map<std::string, std::pair<std::uint64_t, swarm::TimePoint>> last_renewals_;
   std::chrono::steady_clock::time_point table_at_{};
   // Leases and the places in their lines.
   std::map<std::string, swarm::LeaseEntry> leases_;

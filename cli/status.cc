@@ -385,11 +385,13 @@ Verb add_status(CLI::App& app) {
             const std::vector<swarm::LeaseEntry> task_leases =
                 by_name ? leases.get_together(task_lease_names(table.rows())) : listed.get();
             // No record, no age to read: no round trip for the clock.
-            auto now = clock_beside.valid()  ? clock_beside.get().now()
-                       : clock_together      ? clock_together->get().now()
-                                             : swarm::system_clock()();
+            const swarm::ServerClock clock = clock_beside.valid() ? clock_beside.get()
+                                             : clock_together     ? clock_together->get()
+                                                                  : swarm::ServerClock{};
+            const auto now = clock_beside.valid() || clock_together ? clock.now() : swarm::system_clock()();
             // A session renewed while the listing ran may have come twice.
-            table.finish(flags->slots.empty() ? store.revision_at_open() : 0, ttl, now);
+            table.finish(flags->slots.empty() ? store.revision_at_open() : 0, ttl, now,
+                         swarm::observer_margin(ttl, clock.uncertainty));
             table.note_task_leases(task_leases, now);
             const auto rows = filtered(table.rows(), *flags);
             if (ctx.out().json()) {

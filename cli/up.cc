@@ -192,7 +192,7 @@ Verb add_up(CLI::App& app) {
   flags->replicas_option =
       cmd->add_option("--replicas", flags->replicas, "Bucket replicas on a NATS cluster, 1 to 5 (default 1)")
           ->option_text("N")
-          ->check(CLI::Range(1, 5));
+          ->transform(decimal_in(1, 5));
   flags->hub_option =
       cmd->add_option("--hub", flags->hub,
                       "The workspace's git hub, shared by every host: a path (e.g. on a shared filesystem), "

@@ -92,6 +92,8 @@ Findings check_leftovers(const HostInput& in);
 std::optional<SafeDir> kept_folder(const Workspace& ws, const char* name);
 // Whether the slot has a folder; a link or a stranger's folder there counts.
 bool has_folder(const Workspace& ws, const std::string& slot);
+// Whether the slot's folder holds its worktree (wt/, a folder).
+bool has_worktree(const Workspace& ws, const std::string& slot);
 
 // ---- the buckets and the server ----
 
@@ -146,8 +148,11 @@ struct RecordsInput {
   // The error of that clock's reading (lease/rules' expiry margin): an age is
   // judged less it, since --fix removes what it judges stale (adr/0023).
   std::chrono::milliseconds margin{0};
+  // Whether a slot's folder holds its worktree.
+  std::function<bool(const std::string& slot)> has_worktree;
 };
-// Late, stale, corrupt, another workspace's, and this host's with no folder.
+// Late, stale, corrupt, another workspace's, and this host's with no folder
+// or no worktree.
 Findings check_records(const RecordsInput& in);
 
 // An entry of .swarm/slots/.

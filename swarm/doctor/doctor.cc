@@ -10,6 +10,7 @@
 #include "swarm/base/error.h"
 #include "swarm/base/process_info.h"
 #include "swarm/doctor/checks.h"
+#include "swarm/slots/liveness.h"
 #include "swarm/lease/rules.h"
 #include "swarm/workspace/bootstrap.h"
 #include "swarm/workspace/embedded_server.h"
@@ -36,6 +37,7 @@ std::string_view to_string(FindingKind kind) {
     case FindingKind::other_workspace: return "other_workspace";
     case FindingKind::stale_session: return "stale_session";
     case FindingKind::missing_folder: return "missing_folder";
+    case FindingKind::missing_worktree: return "missing_worktree";
     case FindingKind::late_session: return "late_session";
     case FindingKind::stray_entry: return "stray_entry";
     case FindingKind::orphan_folder: return "orphan_folder";
@@ -57,7 +59,9 @@ int DoctorReport::problems_remaining() const {
 
 int DoctorReport::notices() const {
   return static_cast<int>(
-      std::count_if(findings.begin(), findings.end(), [](const Finding& f) { return f.severity == Severity::notice; }));
+      std::count_if(findings.begin(), findings.end(), [](const Finding& f) {
+        return f.severity == Severity::notice && !f.fixed;  // a notice --fix mended is counted as fixed only
+      }));
 }
 
 int DoctorReport::fixed() const {
@@ -122,9 +126,10 @@ d::SessionListing check_sessions(DoctorReport& report, const SessionStore& store
   }
   const Clock server_now = listing.server ? listing.server->now : Clock();
   auto has_folder = [&ws](const std::string& slot) { return d::has_folder(ws, slot); };
-  const auto margin = listing.server ? expiry_margin(ttl, listing.server->uncertainty) : std::chrono::milliseconds(0);
+  auto has_worktree = [&ws](const std::string& slot) { return d::has_worktree(ws, slot); };
+  const auto margin = listing.server ? observer_margin(ttl, listing.server->uncertainty) : std::chrono::milliseconds(0);
   report_stage(report,
-               d::run_checks(kRecordChecks, d::RecordsInput{ws, here, listing.notable, server_now, ttl, has_folder, margin}),
+               d::run_checks(kRecordChecks, d::RecordsInput{ws, here, listing.notable, server_now, ttl, has_folder, margin, has_worktree}),
                fixes, fixed);
   // Read after the records' fixes: a stale session's folder is gone now.
   const auto entries = d::list_slot_entries(ws);

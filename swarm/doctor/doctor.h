@@ -37,6 +37,7 @@ enum class FindingKind {
   other_workspace,
   stale_session,
   missing_folder,
+  missing_worktree,
   late_session,
   stray_entry,
   orphan_folder,
@@ -79,7 +80,7 @@ struct DoctorReport {
   std::vector<Finding> findings;
 
   int problems_remaining() const;
-  int notices() const;
+  int notices() const;  // those that remain (a notice --fix mended counts as fixed)
   int fixed() const;
 };
 

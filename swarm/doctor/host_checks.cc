@@ -91,6 +91,16 @@ bool has_folder(const Workspace& ws, const std::string& slot) {
   return slots && slots->kind(slot) != EntryKind::missing;
 }
 
+bool has_worktree(const Workspace& ws, const std::string& slot) {
+  auto slots = kept_folder(ws, kSlotsFolder);
+  if (!slots || slots->kind(slot) != EntryKind::folder) return false;
+  try {
+    return slots->folder(slot).kind(kWorktreeName) == EntryKind::folder;
+  } catch (const Error&) {
+    return false;  // a stranger's folder: reported as unsafe on its own
+  }
+}
+
 namespace {
 
 // Each slot folder and its worktree: a link or a stranger's folder there.

@@ -5,6 +5,8 @@
 #include "swarm/base/duration.h"
 #include "swarm/base/names.h"
 #include "swarm/doctor/checks.h"
+
+#include "swarm/base/text.h"
 #include "swarm/git/worktree.h"
 #include "swarm/slots/liveness.h"
 
@@ -86,6 +88,16 @@ Finding missing_folder(const Workspace& ws, const SessionEntry& entry) {
                       "swarm doctor --fix   (or: swarm close --slot " + slot + " --no-artifact)");
 }
 
+Finding missing_worktree(const Workspace& ws, const SessionEntry& entry) {
+  const std::string& slot = entry.slot;
+  return make_finding(Severity::problem, FindingKind::missing_worktree, slot,
+                      "slot " + slot + ": this host's live session (task " + entry.session->task_id +
+                          ") has no worktree at " + ws.worktree(slot).string() +
+                          " (removed?): its agent can neither commit nor close as it is; what it pushed is on the hub",
+                      "swarm join --slot " + slot + " --task " + shell_word(entry.session->task_id) +
+                          " --force   (a new clone of swarm/" + slot + ", same session's slot)");
+}
+
 Finding late_session(const HostIdentity& me, const SessionEntry& entry, std::chrono::milliseconds age,
                      std::chrono::milliseconds ttl) {
   const Session& s = *entry.session;
@@ -103,9 +115,10 @@ std::optional<Finding> record_finding(const RecordsInput& in, const SessionEntry
   if (in.here.other_workspace(s)) return other_workspace_session(entry);
   const HostIdentity& me = in.here.me;
   auto age = age_of(entry.stored_at, server_now);
-  State state = state_of(std::max(std::chrono::milliseconds(0), age - in.margin), in.ttl);
+  State state = observed_state(age, in.ttl, in.margin);
   if (state == State::stale) return stale_session(me, entry, age, in.ttl);
   if (me.owns(s) && !in.has_folder(entry.slot)) return missing_folder(in.ws, entry);
+  if (me.owns(s) && in.has_worktree && !in.has_worktree(entry.slot)) return missing_worktree(in.ws, entry);
   if (state == State::late) return late_session(me, entry, age, in.ttl);
   return std::nullopt;
 }

@@ -89,6 +89,14 @@ std::optional<git_oid> default_start(git_repository* clone);
 // checked out even into a checkout made from nothing.
 void check_out_land(const std::filesystem::path& folder, const std::filesystem::path& objects, const git_oid& commit);
 
+// The conflicts of a merge in progress the agent has not resolved: text
+// files that still hold marker lines, and conflicts no marker can show
+// (binary, a mode, a side's deletion), which wait for git add or git rm.
+struct Unresolved {
+  std::vector<std::string> with_markers;
+  std::vector<std::string> without_markers;
+};
+
 class WorktreeRepo : public WorktreeBackend {
  public:
   // `hub`: the workspace's hub (config.json's), where every push and fetch
@@ -138,8 +146,11 @@ class WorktreeRepo : public WorktreeBackend {
   // false: the index as the merge left it (sync's clean merge).
   std::optional<std::string> commit_merge(const std::string& message, const std::vector<std::string>& paths,
                                           const CommitAuthor& author, bool restage = true);
-  // The conflicted paths of `index` whose files still hold conflict markers.
-  std::vector<std::string> unresolved(git_index* index) const;
+  // The conflicted paths of `index` the agent has not resolved yet.
+  Unresolved unresolved(git_index* index) const;
+  // What MERGE_HEAD names, each a commit of the clone; conflict naming the
+  // file when it cannot be read or names what is no commit.
+  std::vector<git_oid> merge_heads() const;
   // The hub's `onto` fetched into refs/remotes/origin/<onto>; its tip.
   git_oid fetch_onto(const std::string& onto);
 

@@ -71,8 +71,23 @@ std::string joined(const std::vector<std::string>& items) {
 
 bool WorktreeRepo::merging() const { return git_repository_state(repo_.get()) == GIT_REPOSITORY_STATE_MERGE; }
 
-std::vector<std::string> WorktreeRepo::unresolved(git_index* index) const {
-  std::vector<std::string> out;
+namespace {
+
+// Whether the blob `id` holds binary data (a conflict in it carries no markers).
+bool binary_blob(git_repository* repo, const git_oid& id) {
+  git_blob* raw = nullptr;
+  if (git_blob_lookup(&raw, repo, &id) != 0) {
+    git_error_clear();
+    return true;  // unreadable: no markers to look for either
+  }
+  std::unique_ptr<git_blob, Freer<git_blob_free>> blob(raw);
+  return git_blob_is_binary(blob.get()) != 0;
+}
+
+}  // namespace
+
+Unresolved WorktreeRepo::unresolved(git_index* index) const {
+  Unresolved out;
   if (!git_index_has_conflicts(index)) return out;
   git_index_conflict_iterator* raw = nullptr;
   check(git_index_conflict_iterator_new(&raw, index), "read the conflicts of the index");
@@ -86,25 +101,20 @@ std::vector<std::string> WorktreeRepo::unresolved(git_index* index) const {
     const auto at = path_ / path;
     const auto status = fs::symlink_status(at, ec);
     if (!fs::exists(status)) continue;  // deleted in the worktree: the agent chose so
-    if (!fs::is_regular_file(status)) {
-      out.push_back(path);  // a link or a folder in conflict: only `git add`/`git rm` says which
+    // A conflict that carries no markers (a side deleted it, the sides'
+    // modes differ, a link, a binary file) waits for the agent to say
+    // which side (git add / git rm): else a side's change would be dropped
+    // unseen.
+    const bool text_both = ours != nullptr && theirs != nullptr && ours->mode == theirs->mode &&
+                           (ours->mode == GIT_FILEMODE_BLOB || ours->mode == GIT_FILEMODE_BLOB_EXECUTABLE) &&
+                           !binary_blob(repo_.get(), ours->id) && !binary_blob(repo_.get(), theirs->id);
+    if (!text_both || !fs::is_regular_file(status)) {
+      out.without_markers.push_back(path);
       continue;
     }
-    if (has_conflict_markers(at)) {
-      out.push_back(path);
-      continue;
-    }
-    // No markers: a binary file, a mode or a modify/delete conflict is left
-    // as one side had it. Still that side's, it is not resolved until the
-    // agent says so (git add), or the other side's change would be dropped.
-    git_oid here;
-    if (git_odb_hashfile(&here, at.c_str(), GIT_OBJECT_BLOB) != 0) {
-      git_error_clear();
-      out.push_back(path);
-      continue;
-    }
-    if ((ours != nullptr && git_oid_equal(&here, &ours->id)) || (theirs != nullptr && git_oid_equal(&here, &theirs->id)))
-      out.push_back(path);
+    // A text conflict is resolved once no marker line is left, whichever
+    // content the agent kept (one side's whole included).
+    if (has_conflict_markers(at)) out.with_markers.push_back(path);
   }
   git_error_clear();
   return out;
@@ -118,20 +128,18 @@ std::optional<std::string> WorktreeRepo::commit_merge(const std::string& message
   git_index* index_raw = nullptr;
   check(git_repository_index(&index_raw, repo_.get()), "open the index of " + path_.string());
   IndexPtr index(index_raw);
-  if (auto left = unresolved(index.get()); !left.empty())
-    throw Error(Errc::conflict, "the merge in slot " + slot_ + "'s worktree is not resolved: " + joined(left) +
-                                    " still hold conflict markers or one side's content as the merge left it; edit "
-                                    "them (or take a side with git add PATH, or git rm PATH), then swarm commit "
-                                    "again (or abort it: git -C " + shell_word(path_.string()) + " merge --abort)");
-  std::vector<git_oid> heads;
-  check(git_repository_mergehead_foreach(
-            repo_.get(),
-            [](const git_oid* oid, void* payload) {
-              static_cast<std::vector<git_oid>*>(payload)->push_back(*oid);
-              return 0;
-            },
-            &heads),
-        "read MERGE_HEAD of " + path_.string());
+  if (auto left = unresolved(index.get()); !left.with_markers.empty() || !left.without_markers.empty()) {
+    std::string what;
+    if (!left.with_markers.empty()) what += joined(left.with_markers) + " still hold conflict markers: edit them";
+    if (!left.without_markers.empty())
+      what += std::string(what.empty() ? "" : "; ") + joined(left.without_markers) +
+              " carry a conflict no marker can show (binary, a mode, or deleted on one side): say which side with "
+              "git add PATH or git rm PATH";
+    throw Error(Errc::conflict, "the merge in slot " + slot_ + "'s worktree is not resolved: " + what +
+                                    "; then swarm commit again (or abort the merge: git -C " +
+                                    shell_word(path_.string()) + " merge --abort)");
+  }
+  const std::vector<git_oid> heads = merge_heads();
   // Finishing the agent's merge takes its edits; a clean merge of sync's
   // takes the merge alone (an untracked scratch file stays out of it).
   if (restage) stage(index.get(), {});
@@ -152,6 +160,39 @@ std::optional<std::string> WorktreeRepo::commit_merge(const std::string& message
   check(git_index_write(index.get()), "write the index");
   check(git_repository_state_cleanup(repo_.get()), "end the merge in " + path_.string());
   return made;
+}
+
+std::vector<git_oid> WorktreeRepo::merge_heads() const {
+  const std::string file = (fs::path(git_repository_path(repo_.get())) / "MERGE_HEAD").string();
+  auto refused = [&](const std::string& why) {
+    return Error(Errc::conflict, "the merge in slot " + slot_ + "'s worktree cannot be finished: " + file + " " + why +
+                                     "; it is no merge git left: remove it (git -C " + shell_word(path_.string()) +
+                                     " merge --abort), then commit again");
+  };
+  std::vector<git_oid> heads;
+  if (git_repository_mergehead_foreach(
+          repo_.get(),
+          [](const git_oid* oid, void* payload) {
+            static_cast<std::vector<git_oid>*>(payload)->push_back(*oid);
+            return 0;
+          },
+          &heads) != 0) {
+    const std::string why = git_error_last() != nullptr ? git_error_last()->message : "";
+    git_error_clear();
+    throw refused("cannot be read (" + printable(why) + ")");
+  }
+  for (const auto& h : heads) {
+    git_object* raw = nullptr;
+    if (git_object_lookup(&raw, repo_.get(), &h, GIT_OBJECT_ANY) != 0) {
+      git_error_clear();
+      throw refused("names " + hex(h) + ", which this clone does not have");
+    }
+    ObjectPtr object(raw);
+    if (git_object_type(object.get()) != GIT_OBJECT_COMMIT)
+      throw refused("names " + hex(h) + ", a " + git_object_type2string(git_object_type(object.get())) +
+                    ", not a commit");
+  }
+  return heads;
 }
 
 std::string WorktreeRepo::write_commit(git_tree* tree, const std::vector<const git_commit*>& parents,
@@ -232,6 +273,10 @@ SyncResult WorktreeRepo::sync(const std::string& onto, const std::string& messag
   } else {
     git_merge_options merge = GIT_MERGE_OPTIONS_INIT;
     checkout.checkout_strategy = GIT_CHECKOUT_SAFE | GIT_CHECKOUT_ALLOW_CONFLICTS;
+    // Markers named as people know the sides: the slot's branch and the onto branch.
+    const std::string ours = branch_name();
+    checkout.our_label = ours.c_str();
+    checkout.their_label = onto.c_str();
     checked_out(git_merge(repo_.get(), heads, 1, &merge, &checkout), onto);
     git_index* index_raw = nullptr;
     check(git_repository_index(&index_raw, repo_.get()), "open the index of " + path_.string());

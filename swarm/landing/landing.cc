@@ -146,7 +146,9 @@ std::string Landing::not_ready(const std::string& slot) {
                                  "to land (see swarm branches)");
   if (auto entry = store_.get(slot)) {
     if (entry->corrupt()) return "its session record is corrupt (swarm doctor)";
-    const State state = state_of(age_of(entry->stored_at, store_.server_clock().now()), store_.ttl());
+    const ServerClock clock = store_.server_clock();
+    const State state = observed_state(age_of(entry->stored_at, clock.now()), store_.ttl(),
+                                       observer_margin(store_.ttl(), clock.uncertainty));
     if (state != State::stale)
       return "its session is " + std::string(to_string(state)) + " (host " + printable(entry->session->host) +
              ", task " + printable(entry->session->task_id) + "): its agent is still at work";
@@ -253,9 +255,11 @@ Branches Landing::branches(const std::string& onto, bool foresee) {
   // Live sessions, aged on the server's clock.
   std::map<std::string, State> states;
   const auto ttl = store_.ttl();
-  const TimePoint now = store_.server_clock().now();
+  const ServerClock clock = store_.server_clock();
+  const TimePoint now = clock.now();
+  const auto margin = observer_margin(ttl, clock.uncertainty);
   for (const auto& entry : store_.list())
-    states[entry.slot] = entry.corrupt() ? State::corrupt : state_of(age_of(entry.stored_at, now), ttl);
+    states[entry.slot] = entry.corrupt() ? State::corrupt : observed_state(age_of(entry.stored_at, now), ttl, margin);
   // Each slot's last close: its last event when that is one, else read back for it.
   std::map<std::string, Event> closes;
   for (auto& e : journal_.last_each(Thing::slot, store_.bucket_name()))

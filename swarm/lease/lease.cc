@@ -88,6 +88,27 @@ std::string task_lease_name(const std::string& task_id) {
 std::string queue_prefix(const std::string& name) { return kQueueRoot + name + "."; }
 std::string beat_prefix(const std::string& name) { return kBeatRoot + name + "."; }
 std::string resign_key(const std::string& name) { return kResignRoot + name; }
+void require_user_lease_name(std::string_view name) {
+  require_lease_name(name);
+  static constexpr std::pair<std::string_view, std::string_view> kOwn[] = {
+      {"task.", "`swarm join --task` takes task.<id> for its slot"},
+      {"ports.", "`swarm join --ports` takes ports.<first>-<last> for its slot"},
+      {"land.", "`swarm land` takes land.<onto> while it lands"},
+      {"hold.", "`swarm hold` takes hold.<slot>.<n> for a slot's paths"},
+  };
+  for (const auto& [prefix, who] : kOwn)
+    if (name.substr(0, prefix.size()) == prefix)
+      throw Error(Errc::bad_input, "lease name '" + std::string(name) + "' is one swarm gives itself: " +
+                                       std::string(who) + "; name yours otherwise (e.g. claim." +
+                                       std::string(name.substr(prefix.size())) + ")");
+  const auto gate = std::string_view(".gate");
+  if (name.find(".permit.") != std::string_view::npos ||
+      (name.size() > gate.size() && name.substr(name.size() - gate.size()) == gate))
+    throw Error(Errc::bad_input, "lease name '" + std::string(name) + "' is a part of a semaphore (its permits are "
+                                 "<name>.permit.<k>, its line <name>.gate): take a permit with --limit N on the "
+                                 "semaphore's own name");
+}
+
 bool is_lease_key(std::string_view key) { return !key.empty() && key.front() != '_'; }
 
 LeaseEntry lease_entry_of(kv::Entry&& entry) {

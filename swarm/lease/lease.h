@@ -83,6 +83,14 @@ LeaseStanding standing_of(const LeaseEntry& entry, TimePoint server_now);
 // else "task.h<16 hex digits of a hash of the id>" (the record keeps the id).
 std::string task_lease_name(const std::string& task_id);
 
+// Names swarm gives the leases it takes itself: task.<id> (join), ports.<A-B>
+// (join --ports), land.<onto> (land), hold.<slot>.<n> (hold), and a
+// semaphore's <name>.permit.<k> and <name>.gate. Taken by hand they would
+// block what swarm does (a range of ports no join gets, a task no slot may
+// claim), so lease acquire, lock and elect refuse them (bad_input, naming
+// what takes the lease).
+void require_user_lease_name(std::string_view name);
+
 // Keys of the bucket that are no lease: lease names start every token with
 // a letter or digit, these with '_'. A waiter's place in a lease's queue is
 // "_wait.<name>.<id>"; a request to a leader to step down, "_resign.<name>".

@@ -163,6 +163,12 @@ CloseResult SlotLifecycle::close(const std::string& slot, const CloseOptions& op
                               "interrupted close or doctor --fix had salvaged already");
     return result;
   }
+  // A session that expired may have been cut off half way (or its slot
+  // taken over and given back): only a live one says its work is done.
+  if (!entry && options.result == Outcome::success)
+    throw Error(Errc::not_found, "slot " + slot + "'s session expired before this close (it has no record), so it "
+                                 "cannot close as a success: join the slot again (its worktree and commits are kept) "
+                                 "and close it, or close it with --result fail; nothing was changed");
   if (options.result == Outcome::success) require_success(slot, !options.no_artifact);
   // The history goes to the hub before anything is released or removed: a
   // hub that cannot take it stops the close here, everything kept.

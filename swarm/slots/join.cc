@@ -51,11 +51,18 @@ State SlotLifecycle::require_takeover(const SessionEntry& existing, std::chrono:
   if (state == State::stale && !server.measured && !forced)
     throw Error(Errc::conflict, "slot " + slot + " looks stale by this host's clock, but the server's clock could "
                                 "not be read to be sure; take it over with --force, or try again");
-  if (state != State::stale && !forced)
+  if (state != State::stale && !forced) {
+    // The age status shows (the server's clock now), and why a join waits a
+    // little longer than that: the clock's margin (adr/0023).
+    const auto shown = std::chrono::duration_cast<std::chrono::milliseconds>(age_of(existing.stored_at, server.now()));
+    const auto stale_at = store_.ttl() * 2 / 3;
     throw Error(Errc::conflict, "slot " + slot + " is held by a " + std::string(to_string(state)) +
                                     " session of this host (task " + printable(owner.task_id) + ", renewed " +
-                                    format_duration(std::chrono::duration_cast<std::chrono::seconds>(age)) +
-                                    " ago); take it over with --force, or `swarm close --slot " + slot + "` first");
+                                    format_duration(std::chrono::duration_cast<std::chrono::milliseconds>(shown)) +
+                                    " ago; a join takes it over once it is surely older than " +
+                                    format_duration(stale_at) + ", the clock's margin included); take it over with "
+                                    "--force, or `swarm close --slot " + slot + "` first");
+  }
   return state;
 }
 

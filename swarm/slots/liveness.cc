@@ -1,5 +1,9 @@
 #include "swarm/slots/liveness.h"
 
+#include <algorithm>
+
+#include "swarm/lease/rules.h"
+
 namespace swarm {
 
 std::string_view to_string(State state) {
@@ -21,6 +25,16 @@ State state_of(std::chrono::milliseconds age, std::chrono::milliseconds ttl) {
 std::chrono::milliseconds age_of(TimePoint stored_at, TimePoint now) {
   auto age = std::chrono::duration_cast<std::chrono::milliseconds>(now - stored_at);
   return age.count() < 0 ? std::chrono::milliseconds(0) : age;
+}
+
+State observed_state(std::chrono::milliseconds age, std::chrono::milliseconds ttl, std::chrono::milliseconds margin) {
+  return state_of(std::max(std::chrono::milliseconds(0), age - margin), ttl);
+}
+
+std::chrono::milliseconds observer_margin(std::chrono::milliseconds ttl, std::chrono::nanoseconds uncertainty) {
+  // Two readings of the server's clock, each within its own uncertainty.
+  constexpr std::chrono::milliseconds kSlack{25};
+  return expiry_margin(ttl, uncertainty) + kSlack;
 }
 
 }  // namespace swarm

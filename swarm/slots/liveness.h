@@ -19,4 +19,13 @@ State state_of(std::chrono::milliseconds age, std::chrono::milliseconds ttl);
 // now - stored_at, never negative (a server clock ahead of ours reads as 0).
 std::chrono::milliseconds age_of(TimePoint stored_at, TimePoint now);
 
+// The state an observer shows (status, serve, doctor, land): state_of the
+// age less `margin` (observer_margin), so that a session shown stale is one
+// this host's join, which ages it as a waiter does (lease/rules.h), takes
+// over without --force.
+State observed_state(std::chrono::milliseconds age, std::chrono::milliseconds ttl, std::chrono::milliseconds margin);
+// A waiter's expiry margin for a clock read with `uncertainty`, and a little
+// more: another process's reading of the clock may be off a little more.
+std::chrono::milliseconds observer_margin(std::chrono::milliseconds ttl, std::chrono::nanoseconds uncertainty);
+
 }  // namespace swarm

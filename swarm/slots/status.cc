@@ -73,13 +73,14 @@ void SessionTable::sort_by_slot() {
   }
 }
 
-void SessionTable::finish(std::uint64_t since, std::chrono::milliseconds ttl, TimePoint now) {
+void SessionTable::finish(std::uint64_t since, std::chrono::milliseconds ttl, TimePoint now,
+                          std::chrono::milliseconds margin) {
   kv::drop_repeats(rows_, since, [](const SessionRow& r) { return r.slot; },
                    [](const SessionRow& r) { return r.revision; });
   sort_by_slot();
   for (auto& row : rows_) {
     row.age = age_of(row.stored_at, now);
-    row.state = row.corrupt ? State::corrupt : state_of(row.age, ttl);
+    row.state = row.corrupt ? State::corrupt : observed_state(row.age, ttl, margin);
   }
 }
 

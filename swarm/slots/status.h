@@ -70,8 +70,9 @@ class SessionTable {
   // One record as listed: only what status shows is kept.
   void add(const SessionEntry& entry);
   // Drops the older revisions of a key that a renewal during the listing
-  // repeated (revisions after `since` only), sorts by slot, and ages the rows.
-  void finish(std::uint64_t since, std::chrono::milliseconds ttl, TimePoint now);
+  // repeated (revisions after `since` only), sorts by slot, and ages the
+  // rows (their states judged with `margin`: observed_state).
+  void finish(std::uint64_t since, std::chrono::milliseconds ttl, TimePoint now, std::chrono::milliseconds margin);
   // Notes on each row how its task lease disagrees with its session, if it
   // does. `task_leases` are the task leases read (any order).
   void note_task_leases(const std::vector<LeaseEntry>& task_leases, TimePoint now);

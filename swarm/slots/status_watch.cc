@@ -9,13 +9,17 @@ StatusWatch::StatusWatch(const SessionStore& store, HostIdentity me, const std::
       keep_json_(keep_json),
       bucket_(store.bucket_name()),
       ttl_(store.ttl()),
-      server_now_(store.server_clock().now),
+      server_now_([&] {
+        const ServerClock clock = store.server_clock();
+        margin_ = observer_margin(ttl_, clock.uncertainty);
+        return clock.now;
+      }()),
       watch_(store.watch(slot.empty() ? ">" : slot)) {}
 
 SessionTable StatusWatch::view() const {
   SessionTable table(me_, keep_json_);
   for (const auto& entry : live_.entries()) table.add(entry);
-  table.finish(0, ttl_, server_now_());
+  table.finish(0, ttl_, server_now_(), margin_);
   return table;
 }
 

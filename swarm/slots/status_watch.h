@@ -44,6 +44,7 @@ class StatusWatch {
   bool keep_json_;
   std::string bucket_;
   std::chrono::milliseconds ttl_;
+  std::chrono::milliseconds margin_{0};  // states judged with it (observed_state)
   Clock server_now_;
   SessionWatch watch_;
   LiveSessions live_;

@@ -35,6 +35,9 @@ std::optional<fs::path> current_folder() {
 
 namespace {
 
+// Where a workspace comes from, said without telling an agent to make one.
+constexpr const char* kMadeBy = "(a workspace is made once, in its folder, by whoever runs the fleet: `swarm up`)";
+
 // Where a verb run in a removed folder stands, and what it can do.
 constexpr const char* kNoFolder =
     "the current folder no longer exists (a worktree `swarm close` removed?): cd to the workspace, or pass "
@@ -50,8 +53,8 @@ Workspace Workspace::find(const std::string& explicit_dir, const std::optional<f
       throw Error(Errc::not_bootstrapped, std::string("--workspace ") + explicit_dir + " is relative, and " + kNoFolder);
     fs::path root = absolute_clean(given.is_relative() ? *cwd / given : given);
     if (!SafeDir::open_if_exists(root / ".swarm"))
-      throw Error(Errc::not_bootstrapped,
-                  "no swarm workspace at " + root.string() + ": it has no .swarm/ folder");
+      throw Error(Errc::not_bootstrapped, "no swarm workspace at " + root.string() + ": it has no .swarm/ folder " +
+                                              kMadeBy);
     return Workspace(root);
   }
   if (!cwd) throw Error(Errc::not_bootstrapped, std::string("no swarm workspace here: ") + kNoFolder);
@@ -62,7 +65,7 @@ Workspace Workspace::find(const std::string& explicit_dir, const std::optional<f
   }
   throw Error(Errc::not_bootstrapped, "no swarm workspace here: no .swarm/ folder in " + start.string() +
                                           " or any parent; pass --workspace DIR or set SWARM_WORKSPACE to the "
-                                          "workspace's folder");
+                                          "workspace's folder " + kMadeBy);
 }
 
 Workspace Workspace::at(const fs::path& root) { return Workspace(absolute_clean(root)); }

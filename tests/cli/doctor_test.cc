@@ -175,6 +175,24 @@ TEST_CASE("Doctor_RecordOfThisHostWithoutFolder") {
   CHECK(finding_count(doctor(ws, {"--fix"})) == 0);
 }
 
+TEST_CASE("Doctor_ALiveSessionWhoseWorktreeWasRemovedIsAProblem") {
+  // a live record of this host whose worktree (not its folder) was deleted: commit fails for it, so doctor
+  // says so and names the join that makes it again; that join clears it.
+  SwarmWorkspace ws;
+  REQUIRE(ws.swarm({"join", "--slot", "s", "--task", "T-1"}).exit == 0);
+  std::filesystem::remove_all(ws.worktree("s"));
+  CHECK(ws.swarm({"commit", "--slot", "s", "-m", "x"}).exit != 0);
+  auto report = doctor(ws);
+  CHECK(report.exit == 8);
+  const auto missing = findings(report, "missing_worktree");
+  REQUIRE(missing.size() == 1);
+  CHECK(field(missing[0], "fix").find("--force") != std::string::npos);
+  CHECK(findings(report, "missing_folder").empty());
+  REQUIRE(ws.swarm({"join", "--slot", "s", "--task", "T-1", "--force"}).exit == 0);
+  CHECK(std::filesystem::exists(ws.worktree("s") / ".git"));
+  CHECK(doctor(ws).exit == 0);
+}
+
 TEST_CASE("Doctor_AnotherHostsProblemIsLeftToThatHost") {
   // --fix never touches another host's stale record; it names the command for that host or evict.
   SwarmWorkspace ws({.up_args = {"--ttl", "6s"}});

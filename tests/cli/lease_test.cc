@@ -58,16 +58,16 @@ TEST_CASE("LeaseVerbs_AcquireRenewReleaseShowList") {
   // acquire prints the token alone; a held lease is exit 3 naming its holder; a token that is not the lease's is
   // exit 3 and changes nothing; show and list are swarm.lease.v1.
   SwarmWorkspace ws;
-  auto acquired = ws.swarm({"lease", "acquire", "task.T-42", "--ttl", "60s", "--holder", "agent-7"});
+  auto acquired = ws.swarm({"lease", "acquire", "claim.T-42", "--ttl", "60s", "--holder", "agent-7"});
   REQUIRE_MESSAGE(acquired.exit == 0, acquired.err);
   const std::string token = trimmed(acquired.out);
   CHECK(token.find_first_not_of("0123456789") == std::string::npos);
-  auto held = ws.swarm({"lease", "acquire", "task.T-42"});
+  auto held = ws.swarm({"lease", "acquire", "claim.T-42"});
   CHECK(held.exit == 3);
   CHECK(held.err.find("held by agent-7") != std::string::npos);
   CHECK(held.out.empty());
 
-  auto lease = shown(ws, "task.T-42");
+  auto lease = shown(ws, "claim.T-42");
   REQUIRE(lease);
   CHECK(field(lease, "state") == "held");
   CHECK(field(lease, "holder") == "agent-7");
@@ -77,26 +77,26 @@ TEST_CASE("LeaseVerbs_AcquireRenewReleaseShowList") {
   CHECK(number(lease, "waiters") == 0);
   auto revision = number(lease, "revision");
 
-  CHECK(ws.swarm({"lease", "renew", "task.T-42", "--token", "999999"}).exit == 3);
-  CHECK(ws.swarm({"lease", "release", "task.T-42", "--token", "999999"}).exit == 3);
-  CHECK(number(shown(ws, "task.T-42"), "revision") == revision);  // nothing changed
-  auto renewed = ws.swarm({"lease", "renew", "task.T-42", "--token", token});
+  CHECK(ws.swarm({"lease", "renew", "claim.T-42", "--token", "999999"}).exit == 3);
+  CHECK(ws.swarm({"lease", "release", "claim.T-42", "--token", "999999"}).exit == 3);
+  CHECK(number(shown(ws, "claim.T-42"), "revision") == revision);  // nothing changed
+  auto renewed = ws.swarm({"lease", "renew", "claim.T-42", "--token", token});
   CHECK_MESSAGE(renewed.exit == 0, renewed.err);
-  CHECK(number(shown(ws, "task.T-42"), "revision") > revision);
+  CHECK(number(shown(ws, "claim.T-42"), "revision") > revision);
 
   auto list = ws.swarm({"lease", "list", "--json"});
   REQUIRE(list.exit == 0);
   CHECK(field(json_of(list), "schema") == "swarm.lease.v1");
   CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(json_of(list).get(), "leases")) == 1);
-  CHECK(ws.swarm({"lease", "list"}).out.find("task.T-42") != std::string::npos);
+  CHECK(ws.swarm({"lease", "list"}).out.find("claim.T-42") != std::string::npos);
 
-  CHECK(ws.swarm({"lease", "release", "task.T-42", "--token", token}).exit == 0);
-  CHECK(ws.swarm({"lease", "show", "task.T-42"}).exit == 4);
+  CHECK(ws.swarm({"lease", "release", "claim.T-42", "--token", token}).exit == 0);
+  CHECK(ws.swarm({"lease", "show", "claim.T-42"}).exit == 4);
   // Its token holds nothing any more: exit 3, as the contract says of a token that is no longer the lease's.
-  auto stale = ws.swarm({"lease", "renew", "task.T-42", "--token", token});
+  auto stale = ws.swarm({"lease", "renew", "claim.T-42", "--token", token});
   CHECK(stale.exit == 3);
   CHECK(stale.err.find("was released") != std::string::npos);
-  CHECK(ws.swarm({"lease", "release", "task.T-42", "--token", token}).exit == 3);
+  CHECK(ws.swarm({"lease", "release", "claim.T-42", "--token", token}).exit == 3);
   CHECK(ws.swarm({"lease", "renew", "never-taken", "--token", token}).exit == 4);
 }
 
@@ -422,4 +422,21 @@ TEST_CASE("Lock_TheGuardReapsAsItGoesAndNothingOutOfReachHoldsTheLease") {
   CHECK(r.exit == 5);
   CHECK(r.took < 3s);  // not the 4 s of the process out of reach
   MESSAGE("swarm ended " << r.took.count() << " ms after it started");
+}
+
+TEST_CASE("Lease_NamesSwarmGivesItselfAreRefusedToHands") {
+  // a port block, a task, a land line or a semaphore's part taken by hand would block what swarm does: exit 2
+  // naming what takes it, before anything is written (show, list and release still reach them).
+  SwarmWorkspace ws;
+  for (const std::string name : {"ports.20000-20099", "task.T-1", "land.main", "hold.s.1", "sem.permit.0", "sem.gate"}) {
+    CAPTURE(name);
+    auto acquire = ws.swarm({"lease", "acquire", name, "--ttl", "1h"});
+    CHECK(acquire.exit == 2);
+    CHECK(acquire.err.find(name) != std::string::npos);
+    CHECK(ws.swarm({"lock", name, "--wait", "0", "--", "true"}).exit == 2);
+    CHECK(ws.swarm({"elect", name, "--", "true"}).exit == 2);
+  }
+  CHECK(ws.swarm({"lease", "acquire", "ports.1-2"}).err.find("join --ports") != std::string::npos);
+  CHECK(ws.swarm({"lease", "list", "--json"}).out.find("ports.") == std::string::npos);
+  CHECK(ws.swarm({"lease", "acquire", "claim.T-1", "--ttl", "1h"}).exit == 0);
 }

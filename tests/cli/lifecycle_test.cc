@@ -503,3 +503,34 @@ TEST_CASE("Lifecycle_TheSlotIsInferredInsideItsWorktreeOrFromSwarmSlot") {
   CHECK(!std::filesystem::exists(ws.worktree("render")));
   CHECK(ws.swarm({"status", "--slot", "render"}).exit == 4);
 }
+
+TEST_CASE("Close_AfterItsSessionExpiredIsNoSuccess") {
+  // a session that expired may have been cut off half way: close --result success is exit 4 and changes
+  // nothing (no close journaled, the folder kept); --result fail closes it; a join and close succeed.
+  SwarmWorkspace ws({.up_args = {"--ttl", "2s"}});
+  REQUIRE(ws.swarm({"join", "--slot", "s", "--task", "T-1"}).exit == 0);
+  write_file(ws.worktree("s") / "work.txt", "done?\n");
+  REQUIRE(ws.swarm({"commit", "--slot", "s", "-m", "work"}).exit == 0);
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (ws.swarm({"status", "--slot", "s"}).exit == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(250ms);
+  REQUIRE(ws.swarm({"status", "--slot", "s"}).exit == 4);
+  auto success = ws.swarm({"close", "--slot", "s", "--result", "success"});
+  CHECK(success.exit == 4);
+  CHECK(success.err.find("expired") != std::string::npos);
+  CHECK(std::filesystem::exists(ws.worktree("s") / "work.txt"));
+  CHECK(ws.swarm({"log", "--slot", "s", "--kind", "close", "--json"}).out.empty());
+  // Taken up again, it can say so.
+  REQUIRE(ws.swarm({"join", "--slot", "s", "--task", "T-1"}).exit == 0);
+  auto again = ws.swarm({"close", "--slot", "s", "--result", "success", "--no-artifact"});
+  CHECK_MESSAGE(again.exit == 0, again.err);
+  // Expired again, fail is what it can be closed as.
+  REQUIRE(ws.swarm({"join", "--slot", "t", "--task", "T-2"}).exit == 0);
+  deadline = std::chrono::steady_clock::now() + 10s;
+  while (ws.swarm({"status", "--slot", "t"}).exit == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(250ms);
+  auto fail = ws.swarm({"close", "--slot", "t", "--result", "fail"});
+  CHECK_MESSAGE(fail.exit == 0, fail.err);
+  CHECK(ws.swarm({"log", "--slot", "t", "--kind", "close", "--json"}).out.find("\"result\":\"fail\"") !=
+        std::string::npos);
+}

@@ -525,3 +525,46 @@ TEST_CASE("Loop_ABranchThatMovedSinceItsCloseIsNotReady") {
   CHECK(r.err.find("moved since its last close") != std::string::npos);
   CHECK(ws.swarm({"land", "--slot", "moved", "--force"}).exit == 0);
 }
+
+TEST_CASE("Loop_KeepingOneSideResolvesATextConflict") {
+  // a text conflict resolved by keeping one side whole (git checkout --ours): no marker is left, so commit
+  // finishes the merge; the markers sync left name the two branches, not commit ids.
+  SwarmWorkspace ws;
+  for (const std::string slot : {"left", "right"}) {
+    REQUIRE(ws.swarm({"join", "--slot", slot, "--task", "T-" + slot}).exit == 0);
+    write_file(ws.worktree(slot) / "shared.txt", "from " + slot + "\n");
+    REQUIRE(ws.swarm({"commit", "--slot", slot, "-m", slot}).exit == 0);
+    REQUIRE(ws.swarm({"close", "--slot", slot, "--result", "success"}).exit == 0);
+  }
+  REQUIRE(ws.swarm({"land", "--slot", "left"}).exit == 0);
+  REQUIRE(ws.swarm({"join", "--slot", "right", "--task", "T-right"}).exit == 0);
+  CHECK(ws.swarm({"sync", "--slot", "right"}).exit == 3);
+  const std::string marked = read_file(ws.worktree("right") / "shared.txt");
+  CHECK(marked.find("<<<<<<< swarm/right") != std::string::npos);
+  CHECK(marked.find(">>>>>>> main") != std::string::npos);
+  REQUIRE(ws.git({"checkout", "--ours", "shared.txt"}, ws.worktree("right")).exit == 0);
+  CHECK(read_file(ws.worktree("right") / "shared.txt") == "from right\n");
+  auto commit = ws.swarm({"commit", "--slot", "right", "-m", "merge: keep mine"});
+  CHECK_MESSAGE(commit.exit == 0, commit.err);
+  CHECK(ws.git({"rev-list", "--parents", "-n", "1", "HEAD"}, ws.worktree("right")).out.find(' ') !=
+        ws.git({"rev-list", "--parents", "-n", "1", "HEAD"}, ws.worktree("right")).out.rfind(' '));  // two parents
+}
+
+TEST_CASE("Loop_AMergeHeadThatNamesNoCommitIsExit3NamingIt") {
+  // a MERGE_HEAD naming a blob, or an object the clone lacks: commit is exit 3 naming the file and what it
+  // names (never exit 1), and nothing is committed.
+  SwarmWorkspace ws;
+  REQUIRE(ws.swarm({"join", "--slot", "s", "--task", "T-s"}).exit == 0);
+  write_file(ws.worktree("s") / "a.txt", "a\n");
+  const std::string blob = ws.git({"hash-object", "-w", "a.txt"}, ws.worktree("s")).out.substr(0, 40);
+  const std::string before = ws.git({"rev-parse", "HEAD"}, ws.worktree("s")).out;
+  for (const std::string& named : {blob, std::string("0123456789abcdef0123456789abcdef01234567")}) {
+    CAPTURE(named);
+    write_file(ws.worktree("s") / ".git/MERGE_HEAD", named + "\n");
+    auto commit = ws.swarm({"commit", "--slot", "s", "-m", "merge"});
+    CHECK(commit.exit == 3);
+    CHECK(commit.err.find("MERGE_HEAD") != std::string::npos);
+    CHECK(commit.err.find(named) != std::string::npos);
+    CHECK(ws.git({"rev-parse", "HEAD"}, ws.worktree("s")).out == before);
+  }
+}

@@ -567,3 +567,65 @@ TEST_CASE("Serve_AWildcardListenTakesTheMachinesOwnAddresses") {
   serve.signal(SIGTERM);
   serve.wait();
 }
+
+namespace {
+
+// The view the first message of /events carries (empty when none came).
+swarm::Json first_view(const Served& served) {
+  const std::string answer = raw_http(served.port(), "GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " +
+                                                         served.secret() + "\r\n\r\n",
+                                      2s);
+  const auto data = answer.find("data: ");
+  if (data == std::string::npos) return swarm::Json();
+  return swarm::Json::parse(answer.substr(data + 6, answer.find('\n', data) - data - 6));
+}
+
+// The timeline's span of `thing`/`name` in a view, as "open", "expired" or how it ended ("" when none).
+std::string span_end(const swarm::Json& view, const std::string& thing, const std::string& name) {
+  const cJSON* spans = cJSON_GetObjectItemCaseSensitive(view.get(), "spans");
+  const double now = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(view.get(), "server_time_ms"));
+  std::string out;
+  const cJSON* span = nullptr;
+  cJSON_ArrayForEach(span, spans) {
+    if (text_of(span, "thing") != thing || text_of(span, "name") != name) continue;
+    const cJSON* to = cJSON_GetObjectItemCaseSensitive(span, "to_ms");
+    const cJSON* until = cJSON_GetObjectItemCaseSensitive(span, "until_ms");
+    if (!cJSON_IsNull(to)) out = text_of(span, "end");
+    else out = cJSON_IsNumber(until) && until->valuedouble <= now ? "expired" : "open";
+  }
+  return out;
+}
+
+}  // namespace
+
+// A session or a lease that expired without a word (its holder died) ends
+// on the timeline at its expiry: never drawn as held now while the tables
+// say it expired.
+TEST_CASE("Serve_TheTimelineEndsAHoldAtItsExpiry") {
+  SwarmWorkspace ws({.up_args = {"--ttl", "3s"}});
+  REQUIRE(ws.swarm({"join", "--slot", "s", "--task", "T-1"}).exit == 0);
+  REQUIRE(ws.swarm({"lease", "acquire", "long", "--ttl", "1h"}).exit == 0);
+  Served served(ws);
+  // Renewed as it is looked at: held now.
+  CHECK(eventually([&] {
+    return ws.swarm({"renew", "--slot", "s"}).exit == 0 && span_end(first_view(served), "slot", "s") == "open";
+  }));
+  REQUIRE(ws.swarm({"lease", "acquire", "short", "--ttl", "1s"}).exit == 0);
+  REQUIRE(eventually([&] { return ws.swarm({"status", "--slot", "s"}).exit == 4; }));
+  CHECK(eventually([&] {
+    const auto view = first_view(served);
+    return span_end(view, "slot", "s") == "expired" && span_end(view, "lease", "short") == "expired";
+  }));
+  CHECK(span_end(first_view(served), "lease", "long") == "open");
+}
+
+// With no session at all, swarm_sessions still has samples (0), so that
+// sum(swarm_sessions) is 0, not empty.
+TEST_CASE("Serve_SessionsHaveSamplesAtZero") {
+  SwarmWorkspace ws;
+  Served served(ws);
+  REQUIRE(eventually_body(served, "/metrics", [](const std::string& m) { return sample(m, "swarm_nats_up") == 1; }));
+  const std::string metrics = served.body("/metrics");
+  CHECK(sample(metrics, "swarm_sessions{state=\"fresh\",host=\"host-a\"}") == 0);
+  CHECK(sample(metrics, "swarm_sessions{state=\"stale\",host=\"host-a\"}") == 0);
+}

@@ -458,3 +458,54 @@ TEST_CASE("Up_AddsRemoteSwarmToItsCheckout") {
   SwarmWorkspace plain;  // no checkout: nothing to add, nothing said
   CHECK(!std::filesystem::exists(plain.root() / ".git"));
 }
+
+TEST_CASE("Up_AMovedOrCopiedWorkspaceKeepsItsOwnHub") {
+  // config.json names the workspace's own hub relative to it: moved, the workspace lands on the hub it has;
+  // copied, the copy's commits go to the copy's hub; never a new, empty hub at the old path.
+  SwarmWorkspace ws;
+  REQUIRE(ws.swarm({"join", "--slot", "s", "--task", "T-1"}).exit == 0);
+  write_file(ws.worktree("s") / "s.txt", "s\n");
+  REQUIRE(ws.swarm({"commit", "--slot", "s", "-m", "s"}).exit == 0);
+  REQUIRE(ws.swarm({"close", "--slot", "s", "--result", "success"}).exit == 0);
+  REQUIRE(ws.swarm({"land", "--slot", "s"}).exit == 0);
+  CHECK(field(swarm::Json::parse(read_file(ws.root() / ".swarm/config.json")), "hub") == ".swarm/hub.git");
+  const auto moved = ws.root().parent_path() / "moved";
+  std::filesystem::rename(ws.root(), moved);
+  auto up = ws.swarm({"--workspace", moved.string(), "up", "--json"}, kHostA, moved);
+  REQUIRE_MESSAGE(up.exit == 0, up.err);
+  CHECK(field(json_of(up), "hub") == (moved / ".swarm/hub.git").string());
+  CHECK_FALSE(std::filesystem::exists(ws.root()));  // nothing made at the old path
+  auto join = ws.swarm({"--workspace", moved.string(), "join", "--slot", "t", "--task", "T-2"}, kHostA, moved);
+  REQUIRE_MESSAGE(join.exit == 0, join.err);
+  CHECK(std::filesystem::exists(moved / ".swarm/slots/t/wt/s.txt"));  // the landed history is there
+  REQUIRE(ws.swarm({"--workspace", moved.string(), "close", "--slot", "t", "--result", "fail"}, kHostA, moved).exit == 0);
+
+  const auto copy = ws.root().parent_path() / "copy";
+  std::filesystem::copy(moved, copy, std::filesystem::copy_options::recursive);
+  REQUIRE(ws.swarm({"--workspace", copy.string(), "join", "--slot", "c", "--task", "T-3"}, kHostA, copy).exit == 0);
+  write_file(copy / ".swarm/slots/c/wt/c.txt", "c\n");
+  REQUIRE(ws.swarm({"--workspace", copy.string(), "commit", "--slot", "c", "-m", "c"}, kHostA, copy).exit == 0);
+  CHECK(ws.git({"--git-dir", (copy / ".swarm/hub.git").string(), "rev-parse", "-q", "--verify", "swarm/c"}, copy).exit == 0);
+  CHECK(ws.git({"--git-dir", (moved / ".swarm/hub.git").string(), "rev-parse", "-q", "--verify", "swarm/c"}, moved).exit == 1);
+}
+
+TEST_CASE("Up_AMissingHubIsExit6NeverANewOne") {
+  // the workspace's own hub deleted: up is exit 6 naming it and makes no new, empty hub; a config of an older
+  // swarm that names the hub by the workspace's old path finds the one it has.
+  SwarmWorkspace ws;
+  const auto config = ws.root() / ".swarm/config.json";
+  auto json = swarm::Json::parse(read_file(config));
+  json.set("hub", "/gone/elsewhere/.swarm/hub.git");
+  write_file(config, json.dump());
+  auto legacy = ws.swarm({"up", "--json"});
+  REQUIRE_MESSAGE(legacy.exit == 0, legacy.err);
+  CHECK(field(json_of(legacy), "hub") == (ws.root() / ".swarm/hub.git").string());
+  CHECK(field(swarm::Json::parse(read_file(config)), "hub") == ".swarm/hub.git");
+
+  std::filesystem::remove_all(ws.root() / ".swarm/hub.git");
+  auto up = ws.swarm({"up"});
+  CHECK(up.exit == 6);
+  CHECK(up.err.find(".swarm/hub.git") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(ws.root() / ".swarm/hub.git"));
+  CHECK(ws.swarm({"join", "--slot", "s", "--task", "T-1"}).exit == 6);
+}

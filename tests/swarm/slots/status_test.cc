@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "swarm/base/text.h"
+#include "swarm/lease/rules.h"
 
 using namespace swarm;
 using namespace std::chrono_literals;
@@ -71,7 +72,7 @@ TEST_CASE("SessionTable_SortsRowsNaturallyAndKeepsEachRowWhole") {
   for (const auto& slot : slots)
     table.add(session_entry_of(
         {slot, R"({"slot":")" + slot + R"(","task_id":"T-)" + slot + R"(","host":"h-)" + slot + R"("})", ++revision, t0}));
-  table.finish(0, 60s, t0);
+  table.finish(0, 60s, t0, 0ms);
   std::vector<std::string> expected = slots;
   std::sort(expected.begin(), expected.end(), [](const std::string& a, const std::string& b) { return natural_less(a, b); });
   REQUIRE(table.rows().size() == expected.size());
@@ -87,3 +88,24 @@ TEST_CASE("SessionTable_SortsRowsNaturallyAndKeepsEachRowWhole") {
     CHECK(slots[row.revision - 1] == expected[i]);
   }
 }
+
+TEST_CASE("Liveness_WhatAnObserverCallsStaleAJoinerTakesOver") {
+  // status (an observer) judges a session stale with a margin at least a
+  // joiner's (a waiter's expiry margin, lease/rules.h) however the two read
+  // the server's clock (uncertainties up to 25 ms apart), so a join right
+  // after a status that said stale never finds it late.
+  for (auto ttl : {std::chrono::milliseconds(2000), std::chrono::milliseconds(6000), std::chrono::milliseconds(300000)}) {
+    for (auto seen_unc : {0ms, 2ms, 20ms}) {
+      for (auto join_unc : {0ms, 5ms, 20ms, 40ms}) {
+        if (join_unc > seen_unc + 25ms) continue;
+        for (auto age = ttl * 2 / 3 - 200ms; age < ttl * 2 / 3 + 200ms; age += 1ms) {
+          if (observed_state(age, ttl, observer_margin(ttl, seen_unc)) != State::stale) continue;
+          // The joiner reads later (elapsed >= 0): its certain age is the age less its margin.
+          const auto certain = std::max(0ms, age - expiry_margin(ttl, join_unc));
+          CHECK_MESSAGE(state_of(certain, ttl) == State::stale, "age ", age.count(), " ms, ttl ", ttl.count());
+        }
+      }
+    }
+  }
+}
+
