@@ -115,11 +115,19 @@ int parse_error(const CLI::App& app, const CLI::ParseError& e, bool json, int ar
   cli::Output out(json);
   std::string message = e.what();
   if (auto* sub = app.get_subcommands().empty() ? nullptr : app.get_subcommands().front()) {
-    if (const std::string option = unknown_option(*sub, argc, argv); !option.empty())
-      message = "`swarm " + sub->get_name() + "` has no option " + swarm::printable(option) +
-                (option == "--since" && sub->get_name() != "log" ? " (the journal's history: swarm log --since DUR)"
-                                                                  : "");
-    message += " (see `swarm " + sub->get_name() + " --help`)";
+    // The verb as typed, sub-verbs included ("lease renew").
+    std::string verb = sub->get_name();
+    const CLI::App* deepest = sub;
+    while (!deepest->get_subcommands().empty()) {
+      deepest = deepest->get_subcommands().front();
+      verb += " " + deepest->get_name();
+    }
+    if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr)
+      if (const std::string option = unknown_option(*deepest, argc, argv); !option.empty())
+        message = "`swarm " + verb + "` has no option " + swarm::printable(option) +
+                  (option == "--since" && sub->get_name() != "log" ? " (the journal's history: swarm log --since DUR)"
+                                                                    : "");
+    message += " (see `swarm " + verb + " --help`)";
   } else if (auto word = first_word(app, argc, argv); !word.empty()) {
     message = "unknown verb '" + word + "': the verbs are " + verb_names() + " (see `swarm --help`)";
   } else {

@@ -55,6 +55,7 @@ void elect_failover(Bench& b);        // 11
 void cli_contenders(Bench& b);        // 17
 void permit_handoff(Bench& b);        // 25
 void semaphore_contenders(Bench& b);  // 26
+void durable_grants(Bench& b);        // 27
 
 // bench_journal.cc
 void log_long_history(Bench& b);      // 19

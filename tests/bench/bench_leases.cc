@@ -5,11 +5,18 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
 #include <cstdio>
 #include <mutex>
 #include <thread>
 
 #include "bench/bench_cases.h"
+#include "kv/bucket.h"
+#include "support/temp_dir.h"
+#include "swarm/base/token_watermark.h"
+#include "swarm/workspace/bootstrap.h"
 #include "support/process.h"
 #include "swarm/base/child_process.h"
 #include "swarm/lease/mutex.h"
@@ -397,6 +404,97 @@ void semaphore_contenders(Bench& b) {
   const double floor_per_s = 4 * 1000.0 / stats_of(cmd_ms).p50;
   Row row = contend(b, 30, floor_per_s, 4);
   b.rows.push_back(row);
+}
+
+namespace {
+
+// The current nats-server release the test command builds into the build
+// tree ("" when it is not there).
+std::string current_nats_server() {
+  const std::filesystem::path build = std::filesystem::path(SWARM_BINARY).parent_path();
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(build, ec))
+    if (entry.path().filename().string().rfind("nats-server-v", 0) == 0 &&
+        std::filesystem::exists(entry.path() / "nats-server", ec))
+      return (entry.path() / "nats-server").string();
+  return {};
+}
+
+// A server of that release, syncing every write or not.
+std::unique_ptr<testing::NatsServer> server_of(const std::string& program, bool sync_always,
+                                               const std::filesystem::path& conf) {
+  testing::write_file(conf, sync_always ? "jetstream {\n  sync_interval: always\n}\n" : "jetstream {}\n");
+  const std::string path = std::getenv("PATH") != nullptr ? std::getenv("PATH") : "";
+  setenv("PATH", (std::filesystem::path(program).parent_path().string() + ":" + path).c_str(), 1);
+  auto server = std::make_unique<testing::NatsServer>(
+      testing::NatsServer::Options{.name = sync_always ? "synced" : "default", .extra_args = {"-c", conf.string()}});
+  setenv("PATH", path.c_str(), 1);
+  return server;
+}
+
+}  // namespace
+
+// 27. What durable tokens cost: a lease grant and a renewal on the current
+// nats-server with `sync_interval: always` (what `up` starts for 2.10+)
+// against the same server syncing as it does by default (each on disk, in
+// $TMPDIR), and a grant under the token watermark against one without it.
+void durable_grants(Bench& b) {
+  const std::string program = current_nats_server();
+  if (program.empty()) {
+    std::printf("case 27: no nats-server 2.10+ in the build tree (scripts/current-nats-server.sh builds it): skipped\n");
+    return;
+  }
+  auto synced_server = server_of(program, true, b.dir.path() / "synced.conf");
+  auto plain_server = server_of(program, false, b.dir.path() / "plain.conf");
+  auto c_synced = swarm::connect_nats({.urls = {synced_server->url()}});
+  auto c_plain = swarm::connect_nats({.urls = {plain_server->url()}});
+  auto open = [](const kv::Connection& c) {
+    kv::Bucket::ensure(c, {.name = swarm::kDefaultLeaseBucket, .ttl = std::chrono::hours(24)});
+    return swarm::LeaseStore::open(c);
+  };
+  const swarm::LeaseStore synced = open(c_synced), plain = open(c_plain);
+  const std::filesystem::path marks = b.dir.path() / "watermark";
+  std::filesystem::create_directories(marks / "locks");
+  const swarm::LeaseStore marked = plain.with_watermark(std::make_shared<const swarm::TokenWatermark>(
+      swarm::SafeDir::open(marks), swarm::SafeDir::open(marks / "locks")));
+  const int n = b.quick ? 200 : 1000;
+  std::vector<double> grant_synced, grant_plain, grant_marked, renew_synced, renew_plain;
+  for (int i = 0; i < n + 20; ++i) {
+    const std::string name = "durable-" + std::to_string(i);
+    auto one = [&](const swarm::LeaseStore& store, std::vector<double>& grants, std::vector<double>* renews) {
+      auto t0 = Clock::now();
+      swarm::Lease lease = store.acquire(name, bench_holder(), 60s);
+      const double granted = ms_since(t0);
+      t0 = Clock::now();
+      lease = store.renew(lease);
+      const double renewed = ms_since(t0);
+      store.release(lease);
+      if (i < 20) return;  // warm-up
+      grants.push_back(granted);
+      if (renews) renews->push_back(renewed);
+    };
+    one(synced, grant_synced, &renew_synced);
+    one(plain, grant_plain, &renew_plain);
+    one(marked, grant_marked, nullptr);
+  }
+  const std::string version = c_plain.server_version();
+  Row grant{.name = "lease grant, every write synced", .swarm = stats_of(grant_synced), .baseline = stats_of(grant_plain),
+            .target = "report"};
+  finish(grant, 1e9);
+  grant.note = "nats-server " + version + " with sync_interval always (what `up` starts for 2.10+) against its "
+               "default; store in $TMPDIR; the grant journals an event too";
+  b.rows.push_back(grant);
+  Row renew{.name = "lease renew, every write synced", .swarm = stats_of(renew_synced),
+            .baseline = stats_of(renew_plain), .target = "report"};
+  finish(renew, 1e9);
+  renew.note = "the same servers; a renewal is one CAS update";
+  b.rows.push_back(renew);
+  Row mark{.name = "lease grant under the token watermark", .swarm = stats_of(grant_marked),
+           .baseline = stats_of(grant_plain), .target = "<= 1.2x"};
+  finish(mark, 1.2);
+  mark.note = "tokens.json read per grant, raised and synced once every " + std::to_string(swarm::kTokenReserve) +
+              " revisions; the same default server";
+  b.rows.push_back(mark);
 }
 
 }  // namespace bench

@@ -133,6 +133,30 @@ TEST_CASE("Readme_TheFleetLoopForeseesTheConflictAndLandsABatch") {
   CHECK(hub_files(ws, "trunk").find("ui.txt") == std::string::npos);
 }
 
+TEST_CASE("Readme_TheRequiredCheckRunsOnEveryLand") {
+  // up --check 'make test': the good slot lands, the bad one is refused by both lands (the second without
+  // running the check), branches shows it refused, and up --check '' removes the check.
+  SwarmWorkspace ws({.up = false, .git_repo = true});
+  write_file(ws.root() / "Makefile", "test:\n\ttest ! -e BAD\n");
+  ws.git({"add", "Makefile"});
+  REQUIRE(ws.git({"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "make test"}).exit == 0);
+  REQUIRE(ws.swarm({"up", "--nats-url", ws.server()->url()}).exit == 0);
+  for (const std::string slot : {"good", "bad"}) {
+    REQUIRE(ws.swarm({"join", "--slot", slot, "--task", "T-" + slot}).exit == 0);
+    write_file(ws.worktree(slot) / (slot == "bad" ? "BAD" : "good.txt"), slot + "\n");
+    REQUIRE(ws.swarm({"commit", "--slot", slot, "-m", slot}).exit == 0);
+    REQUIRE(ws.swarm({"close", "--slot", slot, "--result", "success"}).exit == 0);
+  }
+  auto r = run_recipe(recipe("required-check"), ws.root(), ws.home());
+  CHECK(r.out.find("landed good on trunk") != std::string::npos);
+  const auto first = r.out.find("refused bad"), second = r.out.find("refused bad", first + 1);
+  CHECK(first != std::string::npos);
+  CHECK(second != std::string::npos);
+  CHECK(r.out.find("refused   ") != std::string::npos);  // the LANDED column of branches
+  CHECK(hub_files(ws, "trunk").find("BAD") == std::string::npos);
+  CHECK(read_file(ws.root() / ".swarm/config.json").find("\"check\"") == std::string::npos);
+}
+
 TEST_CASE("Readme_ARefusedLandIsFixedByTheRecipe") {
   // docs conflicts with what landed first on README.md; the recipe (join, sync, resolve with $EDITOR, commit,
   // close, land) lands it, with both sides kept.

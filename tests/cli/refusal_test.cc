@@ -198,7 +198,8 @@ TEST_CASE("SilentServer_Exit7WithinTheTimeout") {
 }
 
 TEST_CASE("NotBootstrapped_Exit6WithoutTellingTheLeafToBootstrap") {
-  // no .swarm/, or no config or hub: exit 6, and the message never says to run swarm up.
+  // no .swarm/, or no config or hub: exit 6, and the message never tells the agent to run swarm up itself (it
+  // may say where a workspace comes from: its orchestrator's `swarm up`).
   TempDir empty;
   Command c;
   c.args = {SWARM_BINARY, "join", "--slot", "s", "--task", "T-1"};
@@ -206,7 +207,9 @@ TEST_CASE("NotBootstrapped_Exit6WithoutTellingTheLeafToBootstrap") {
   c.env = {{"SWARM_WORKSPACE", ""}, {"NATS_URL", ""}};
   auto r = run(c);
   CHECK(r.exit == 6);
-  CHECK(r.err.find("swarm up") == std::string::npos);
+  CHECK(r.err.find("run swarm up") == std::string::npos);
+  CHECK(r.err.find("run `swarm up`") == std::string::npos);
+  CHECK(r.err.find("whoever runs the fleet: `swarm up`") != std::string::npos);
   CHECK(r.err.find("bootstrap") == std::string::npos);
   std::filesystem::create_directories(empty.path() / ".swarm");
   for (auto args : std::vector<std::vector<std::string>>{{"join", "--slot", "s", "--task", "T-1"},
