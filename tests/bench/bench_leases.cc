@@ -450,6 +450,7 @@ void durable_grants(Bench& b) {
   auto c_plain = swarm::connect_nats({.urls = {plain_server->url()}});
   auto open = [](const kv::Connection& c) {
     kv::Bucket::ensure(c, {.name = swarm::kDefaultLeaseBucket, .ttl = std::chrono::hours(24)});
+    swarm::Journal::ensure(c, 1, std::nullopt, std::nullopt);  // a grant journals itself, as in a workspace
     return swarm::LeaseStore::open(c);
   };
   const swarm::LeaseStore synced = open(c_synced), plain = open(c_plain);
