@@ -251,12 +251,22 @@ Verb add_complete(CLI::App& app) {
   auto words = std::make_shared<std::vector<std::string>>();
   CLI::App* cmd = app.add_subcommand("_complete", "For shell completion and the man page");
   cmd->group("");  // hidden
-  cmd->add_option("what", *what, "words: what fits after WORDS; verbs: the verbs")
+  cmd->add_option("what", *what, "words: what fits after WORDS; verbs: the verbs; topics: the help topics")
       ->required()
-      ->check(CLI::IsMember({"words", "verbs"}));
+      ->check(CLI::IsMember({"words", "verbs", "topics"}));
   cmd->add_option("words", *words, "The words typed so far, the last one the one being completed, after --");
   const CLI::App* root = &app;
   return {cmd, [what, words, root](Context& ctx) {
+            if (*what == "topics") {
+              std::string list = topic_list();
+              for (auto& c : list)
+                if (c == ',') c = '\n';
+              std::string out;
+              for (char c : list)
+                if (c != ' ') out += c;
+              std::cout << out << "\n";
+              return 0;
+            }
             if (*what == "verbs") {
               // Each verb, then each of its sub-verbs as "verb sub" (the man page's sections).
               for (const auto* v : verbs_of(*root)) {

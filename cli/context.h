@@ -163,6 +163,12 @@ Verb add_repack_hub(CLI::App& app);
 Verb add_complete(CLI::App& app);
 Verb add_completion(CLI::App& app);
 Verb add_recovery(CLI::App& app);
+Verb add_help(CLI::App& app);
+// The help topics (the pages of docs/), by name, comma-separated.
+std::string topic_list();
+// What `swarm help WORDS...` prints: the verb's --help, or a topic's page;
+// nullopt when the words name neither.
+std::optional<std::string> help_text(const CLI::App& root, const std::vector<std::string>& words);
 // The verbs (or sub-verbs) of `app` a user sees: hidden ones left out.
 std::vector<const CLI::App*> verbs_of(const CLI::App& app);
 

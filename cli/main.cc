@@ -57,7 +57,7 @@ constexpr VerbMaker kVerbMakers[] = {
     {"elect", cli::add_elect},     {"log", cli::add_log},           {"branches", cli::add_branches},
     {"land", cli::add_land},       {"sync", cli::add_sync},         {"serve", cli::add_serve},
     {"recovery", cli::add_recovery}, {"_repack-hub", cli::add_repack_hub}, {"completion", cli::add_completion},
-    {"_complete", cli::add_complete}};
+    {"help", cli::add_help},       {"_complete", cli::add_complete}};
 
 // Every verb a user may type (those of "_" are for completion and the hub),
 // whichever of them main built.
@@ -163,7 +163,8 @@ std::vector<cli::Verb> add_verbs(CLI::App& app, int argc, char** argv) {
   bool all = true;  // until an argument names a verb
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
-    if (arg == "-h" || arg == "--help" || arg == "--help-all" || arg == "completion" || arg == "_complete") {
+    if (arg == "-h" || arg == "--help" || arg == "--help-all" || arg == "completion" || arg == "_complete" ||
+        arg == "help") {
       all = true;
       break;
     }
@@ -225,6 +226,28 @@ std::string name_after_dashes(const std::vector<cli::Verb>& verbs, int argc, cha
   return {};
 }
 
+// `swarm WORD --help` where WORD is no verb: its topic's page when it is
+// one (exit 0), else exit 2 naming the verbs; -1 when it is not that case.
+int help_of_no_verb(const CLI::App& app, const cli::Globals& globals, int argc, char** argv) {
+  bool asks = false;
+  for (int i = 1; i < argc && !asks; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--") break;
+    asks = arg == "-h" || arg == "--help" || arg == "--help-all";
+  }
+  const std::string word = asks ? first_word(app, argc, argv) : std::string();
+  if (word.empty()) return -1;
+  for (const CLI::App* verb : cli::verbs_of(app))
+    if (verb->get_name() == word) return -1;
+  if (auto page = cli::help_text(app, {word})) {
+    std::cout << *page;
+    return 0;
+  }
+  return cli::Output(globals.json || asks_for_json(argc, argv))
+      .error(swarm::Errc::bad_input, "unknown verb '" + swarm::printable(word) + "': the verbs are " + verb_names() +
+                                         "; the topics of `swarm help TOPIC` are " + cli::topic_list());
+}
+
 // Runs the verb parsed; its exit code, an error mapped to one.
 int run_verb(const std::vector<cli::Verb>& verbs, cli::Context& ctx) {
   int code = cli::kInternal;
@@ -254,7 +277,8 @@ int main(int argc, char** argv) {
   cli::Globals globals;
   cli::add_global_options(app, globals);
   app.footer(
-      "Run `swarm VERB --help` for a verb's options and an example.\n"
+      "Run `swarm VERB --help` (or `swarm help VERB`) for a verb's options and an example, and `swarm help\n"
+      "TOPIC` for a page of the documentation (`swarm help` lists the topics).\n"
       "Exit codes: 0 done, 1 internal, 2 bad input, 3 conflict, 4 not found, 5 foreign host,\n"
       "6 workspace not bootstrapped, 7 NATS or a remote hub unreachable, 8 doctor found problems,\n"
       "9 the local filesystem refused (disk full, read-only, permission); a command run by lock, elect\n"
@@ -262,6 +286,9 @@ int main(int argc, char** argv) {
   const std::vector<cli::Verb> verbs = add_verbs(app, argc, argv);
   strict_integers(app);
   add_globals_to_help(app, verbs);
+  // `swarm WORD --help` of no verb: a topic's page, or exit 2 naming the verbs
+  // (never the top-level help, as if WORD were fine).
+  if (const int code = help_of_no_verb(app, globals, argc, argv); code >= 0) return code;
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {

@@ -4,15 +4,25 @@
 # nats-server release into the build tree (scripts/current-nats-server.sh)
 # where Go 1.24 or later is on the machine, for the tests' second server leg.
 # With --tests, also what only the tests use: the Prometheus server and
-# Chromium (swarm serve's tests), zsh and fish (the completion tests).
+# Chromium (swarm serve's tests), zsh and fish (the completion tests), man.
+# With --tool, only what building and running swarm needs (the demo): no
+# test packages, no package tools, no second nats-server.
 set -euo pipefail
 
-packages=(build-essential cmake pkg-config git nats-server openssl openssh-server
-          libnats-dev libssl-dev libcjson-dev libgit2-dev libspdlog-dev libcli11-dev doctest-dev
-          libcpp-httplib-dev help2man dpkg-dev file lintian)
-if [ "${1:-}" = "--tests" ]; then
-  packages+=(prometheus chromium zsh fish)
+mode=${1:-}
+packages=(build-essential cmake pkg-config git nats-server openssl
+          libnats-dev libssl-dev libcjson-dev libgit2-dev libspdlog-dev libcli11-dev libcpp-httplib-dev)
+if [ "$mode" != "--tool" ]; then
+  packages+=(openssh-server doctest-dev dpkg-dev file lintian)
 fi
+if [ "$mode" = "--tests" ]; then
+  packages+=(prometheus chromium zsh fish man-db)
+fi
+# The current nats-server release, for the tests' second server leg (not for --tool).
+second_leg() {
+  [ "$mode" = "--tool" ] && exit 0
+  exec "$(dirname "$0")/current-nats-server.sh"
+}
 
 # A package is "there" when what we use from it is on disk.
 have() {
@@ -30,7 +40,8 @@ have() {
     doctest-dev) [ -f /usr/include/doctest/doctest.h ] ;;
     libcpp-httplib-dev) [ -f /usr/include/httplib.h ] ;;
     prometheus|chromium|zsh|fish) command -v "$1" >/dev/null ;;
-    help2man|lintian|file) command -v "$1" >/dev/null ;;
+    man-db) command -v man >/dev/null ;;
+    lintian|file) command -v "$1" >/dev/null ;;
     dpkg-dev) command -v dpkg-shlibdeps >/dev/null ;;
     *) dpkg -s "$1" >/dev/null 2>&1 ;;
   esac
@@ -40,8 +51,7 @@ missing=()
 for p in "${packages[@]}"; do have "$p" || missing+=("$p"); done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all dependencies present"
-  # The current nats-server release, for the tests' second server leg.
-  exec "$(dirname "$0")/current-nats-server.sh"
+  second_leg
 fi
 
 echo "setup: installing ${missing[*]}"
@@ -55,5 +65,4 @@ if ! $sudo apt-get install -y --no-install-recommends "${missing[@]}"; then
   $sudo apt-get update
   $sudo apt-get install -y --no-install-recommends "${missing[@]}"
 fi
-# The current nats-server release, for the tests' second server leg.
-exec "$(dirname "$0")/current-nats-server.sh"
+second_leg

@@ -1,7 +1,9 @@
-// The README's recipes, run literally: each ```sh block that follows a
-// `<!-- recipe: NAME -->` line of README.md is taken from the file as it is
-// now and run by bash -e, with the built swarm first on PATH, as a new user
-// would paste it. A recipe that no longer works fails here, not for them.
+// The recipes of the README and of docs/, run literally: each ```sh block
+// that follows a `<!-- recipe: NAME -->` line of README.md or a page of
+// docs/ is taken from the file as it is now and run by bash -e, with the
+// built swarm first on PATH, as a new user would paste it. A recipe that no
+// longer works fails here, not for them (docs_test.cc checks that every
+// recipe is run here).
 #include <doctest/doctest.h>
 
 #include <signal.h>
@@ -19,24 +21,32 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// The body of the sh block after `<!-- recipe: name -->` in README.md.
+// The body of the sh block after `<!-- recipe: name -->` in README.md or a
+// page of docs/ (its indentation, inside a list, taken off).
 std::string recipe(const std::string& name) {
-  std::ifstream in(fs::path(SWARM_SOURCE_DIR) / "README.md");
-  std::string line, body;
-  bool marked = false, inside = false;
-  while (std::getline(in, line)) {
-    if (line == "<!-- recipe: " + name + " -->") {
-      marked = true;
-      continue;
+  std::vector<fs::path> files = {fs::path(SWARM_SOURCE_DIR) / "README.md"};
+  for (const auto& entry : fs::directory_iterator(fs::path(SWARM_SOURCE_DIR) / "docs"))
+    if (entry.path().extension() == ".md") files.push_back(entry.path());
+  for (const auto& file : files) {
+    std::ifstream in(file);
+    std::string line, body, indent;
+    bool marked = false, inside = false;
+    while (std::getline(in, line)) {
+      const std::string trimmed = line.substr(std::min(line.size(), line.find_first_not_of(' ')));
+      if (trimmed == "<!-- recipe: " + name + " -->") {
+        marked = true;
+        continue;
+      }
+      if (marked && !inside && trimmed == "```sh") {
+        inside = true;
+        indent = line.substr(0, line.size() - trimmed.size());
+        continue;
+      }
+      if (inside && trimmed == "```") return body;
+      if (inside) body += (line.rfind(indent, 0) == 0 ? line.substr(indent.size()) : line) + "\n";
     }
-    if (marked && !inside && line == "```sh") {
-      inside = true;
-      continue;
-    }
-    if (inside && line == "```") return body;
-    if (inside) body += line + "\n";
   }
-  FAIL("README.md has no recipe " << name);
+  FAIL("no recipe " << name << " in README.md or docs/");
   return {};
 }
 
@@ -152,7 +162,7 @@ TEST_CASE("Readme_TheRequiredCheckRunsOnEveryLand") {
   const auto first = r.out.find("refused bad"), second = r.out.find("refused bad", first + 1);
   CHECK(first != std::string::npos);
   CHECK(second != std::string::npos);
-  CHECK(r.out.find("refused   ") != std::string::npos);  // the LANDED column of branches
+  CHECK(r.out.find("1      refused ") != std::string::npos);  // the LANDED column of branches
   CHECK(hub_files(ws, "trunk").find("BAD") == std::string::npos);
   CHECK(read_file(ws.root() / ".swarm/config.json").find("\"check\"") == std::string::npos);
 }
@@ -181,3 +191,50 @@ TEST_CASE("Readme_ARefusedLandIsFixedByTheRecipe") {
   CHECK(landed.find("docs wrote this") != std::string::npos);
   CHECK(landed.find("<<<<<<<") == std::string::npos);
 }
+
+TEST_CASE("Readme_TheOrchestratorsLoopAsWritten") {
+  // the README's ten lines, on the embedded default in a fresh folder: both slots land, and the journal says so.
+  TempDir dir("swarm-readme");
+  const fs::path folder = dir.path() / "project";
+  fs::create_directories(folder);
+  auto r = run_recipe(recipe("orchestrator-loop"), folder, dir.path());
+  Command down{{swarm_binary(), "down"}, {{"SWARM_WORKSPACE", folder.string()}, {"HOME", dir.path().string()}}, folder};
+  run(down);
+  CHECK(r.out.find("landed render on main") != std::string::npos);
+  CHECK(r.out.find("landed parse on main") != std::string::npos);
+  CHECK(r.out.find(" land ") != std::string::npos);  // the journal's rows of the lands
+}
+
+TEST_CASE("Docs_LeasesSemaphoresAndTheJournalAsWritten") {
+  // docs/leases.md's lease by hand and semaphores, docs/history.md's reading of the journal.
+  SwarmWorkspace ws;
+  auto by_hand = run_recipe(recipe("lease-by-hand"), ws.root(), ws.home(), {{"SWARM_WORKSPACE", ws.root().string()}});
+  CHECK(by_hand.out.find("claim.T-42") != std::string::npos);
+  CHECK(by_hand.out.find("token ") != std::string::npos);
+  CHECK(ws.swarm({"lease", "show", "claim.T-42"}).exit == 4);  // released at the end
+  auto sem = run_recipe(recipe("semaphores"), ws.root(), ws.home(), {{"SWARM_WORKSPACE", ws.root().string()}});
+  CHECK(sem.out.find("permit ") != std::string::npos);
+  CHECK(ws.swarm({"lease", "show", "integration"}).out.find("6") != std::string::npos);
+  auto history = run_recipe(recipe("history"), ws.root(), ws.home(), {{"SWARM_WORKSPACE", ws.root().string()}});
+  CHECK(history.out.find("lease.grant") != std::string::npos);
+}
+
+TEST_CASE("Docs_OperatingTheContractTrustAndHelpAsWritten") {
+  // docs/operating.md, docs/contract.md, docs/trust.md's agent and docs/reference.md's offline help.
+  SwarmWorkspace ws;
+  const std::map<std::string, std::string> env = {{"SWARM_WORKSPACE", ws.root().string()}};
+  auto operating = run_recipe(recipe("operating"), ws.root(), ws.home(), env);
+  CHECK(operating.out.find("healthy") != std::string::npos);
+  auto contract = run_recipe(recipe("contract"), ws.root(), ws.home(), env);
+  CHECK(contract.out.find("\"schema\":\"swarm.status.v1\"") != std::string::npos);
+  CHECK(contract.out.find("\"schema\":\"swarm.lease.v1\"") != std::string::npos);
+  CHECK(contract.out.find("\"schema\":\"swarm.error.v1\"") != std::string::npos);
+  CHECK(contract.out.find("exit 4") != std::string::npos);
+  auto agent = run_recipe(recipe("agent-env"), ws.root(), ws.home(), env);
+  CHECK(ws.git({"--git-dir", (ws.root() / ".swarm/hub.git").string(), "show", "swarm/render:tiles.txt"}).out == "tiles\n");
+  auto help = run_recipe(recipe("help"), ws.root(), ws.home(), env);
+  CHECK(help.out.find("Usage: swarm join") != std::string::npos);
+  CHECK(help.out.find("Usage: swarm lease acquire") != std::string::npos);
+  CHECK(help.out.find("# Leases:") != std::string::npos);
+}
+
