@@ -216,6 +216,10 @@ void Bucket::set_ttl(const Connection& connection, const std::string& name, std:
   auto info = stream_info(*connection.state(), stream, name);
   if (!info) throw Error(Errc::not_found, where(name) + " does not exist on " + connection.connected_url());
   info->Config->MaxAge = ttl.count() * kNanosPerMilli;
+  // The server refuses a duplicates window longer than the max age, so it
+  // follows the TTL down (as a bucket made with that TTL has it), to 2 min.
+  const std::int64_t window = std::min<std::int64_t>(info->Config->MaxAge, std::int64_t{120} * 1000 * kNanosPerMilli);
+  if (info->Config->MaxAge > 0) info->Config->Duplicates = window;
   jsStreamInfo* updated = nullptr;
   jsErrCode code = jsErrCode(0);
   natsStatus status = js_UpdateStream(&updated, connection.state()->js.get(), info->Config, nullptr, &code);

@@ -190,6 +190,26 @@ class Bucket {
   };
   ClockProbe send_clock_probe() const;
 
+  // Hears the server say the bucket's config changed (its JetStream
+  // advisory for the stream's update: a TTL changed in place, say). Asked
+  // without blocking; nothing is missed between asks.
+  class ConfigChanges {
+   public:
+    ~ConfigChanges();
+    ConfigChanges(ConfigChanges&&) noexcept;
+    ConfigChanges& operator=(ConfigChanges&&) = delete;
+    // Whether a change was heard since the last ask.
+    bool changed();
+
+    struct Impl;
+    explicit ConfigChanges(std::unique_ptr<Impl> impl);
+
+   private:
+    std::unique_ptr<Impl> impl_;
+  };
+  // Subscribes (one round trip to make sure the server has it).
+  ConfigChanges config_changes() const;
+
   // Implementation detail shared with watch.cc.
   struct State;
 

@@ -138,6 +138,8 @@ jsStreamConfig config_for(const StreamConfig& want, std::vector<const char*>& su
   return config;
 }
 
+bool no_room(jsErrCode code) { return code == JSInsufficientResourcesErr || code == JSStorageResourcesExceededErr; }
+
 // An existing stream brought in line with `config`: its subjects always
 // (a stream that takes none of its subjects is no use to anyone), its
 // limits when `update`. `changed` gets what differs from `want`.
@@ -167,10 +169,11 @@ void bring_in_line(jsCtx* js, const jsStreamInfo& info, const jsStreamConfig& co
   detail::StreamInfoPtr owned(updated);
   info.Config->Subjects = server_subjects;
   info.Config->SubjectsLen = server_subjects_len;
+  if (status != NATS_OK && no_room(code))
+    throw Error(Errc::no_room, "update " + stream_where(want.name) + ": the server's store has no room for its " +
+                                   "new limits (" + std::to_string(config.MaxBytes) + " bytes); it is left as it was");
   check(status, "update " + stream_where(want.name), code);
 }
-
-bool no_room(jsErrCode code) { return code == JSInsufficientResourcesErr || code == JSStorageResourcesExceededErr; }
 
 }  // namespace
 
