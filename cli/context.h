@@ -139,6 +139,16 @@ struct Verb {
   std::function<int(Context&)> run;
 };
 
+// What join and run take to join a slot.
+struct JoinOptions {
+  std::string slot;
+  std::string task;
+  bool force = false;
+  std::string base;
+  unsigned ports = 0;
+};
+void add_join_options(CLI::App& cmd, JoinOptions& flags);
+
 Verb add_up(CLI::App& app);
 Verb add_down(CLI::App& app);
 Verb add_join(CLI::App& app);
@@ -164,6 +174,7 @@ Verb add_complete(CLI::App& app);
 Verb add_completion(CLI::App& app);
 Verb add_recovery(CLI::App& app);
 Verb add_help(CLI::App& app);
+Verb add_run(CLI::App& app);
 // The help topics (the pages of docs/), by name, comma-separated.
 std::string topic_list();
 // What `swarm help WORDS...` prints: the verb's --help, or a topic's page;

@@ -9,28 +9,19 @@
 namespace cli {
 
 namespace {
-struct JoinFlags {
-  std::string slot;
-  std::string task;
-  bool force = false;
+struct JoinFlags : JoinOptions {
   bool env = false;
-  std::string base;
-  unsigned ports = 0;
 };
 
 }  // namespace
 
-Verb add_join(CLI::App& app) {
-  auto flags = std::make_shared<JoinFlags>();
-  CLI::App* cmd = app.add_subcommand("join", "Take a slot: record the session, make its worktree, print the path");
-  add_slot_option(*cmd, flags->slot, "Slot name: 1-63 of [A-Za-z0-9_-], starting with a letter or digit");
-  cmd->add_option("--task", flags->task, "Task id the slot works on, e.g. T-42")
-      ->required()
-      ->check(task_id_validator());
-  cmd->add_flag("--force", flags->force, "Take over a live session of this host (never another host's)");
-  cmd->add_option("--base", flags->base,
-                  "Start the slot's branch from REF (a hub branch, tag or commit) instead of its old branch or the "
-                  "onto branch; an unlanded old branch is kept under refs/recovery/ first")
+void add_join_options(CLI::App& cmd, JoinOptions& flags) {
+  add_slot_option(cmd, flags.slot, "Slot name: 1-63 of [A-Za-z0-9_-], starting with a letter or digit");
+  cmd.add_option("--task", flags.task, "Task id the slot works on, e.g. T-42")->required()->option_text("T")->check(task_id_validator());
+  cmd.add_flag("--force", flags.force, "Take over a live session of this host (never another host's)");
+  cmd.add_option("--base", flags.base,
+                 "Start the slot's branch from REF (a hub branch, tag or commit) instead of its old branch or the "
+                 "onto branch; an unlanded old branch is kept under refs/recovery/ first")
       ->option_text("REF")
       ->check(validator_of(
           [](const std::string& ref) {
@@ -39,11 +30,17 @@ Verb add_join(CLI::App& app) {
                                                              "': name a branch, tag or commit of the hub");
           },
           "REF"));
-  cmd->add_option("--ports", flags->ports,
-                  "Also take a block of K consecutive ports of the workspace's range (up --ports A-B) that no live "
-                  "slot on any host holds: renewed with the session, released by close, free when it expires")
+  cmd.add_option("--ports", flags.ports,
+                 "Also take a block of K consecutive ports of the workspace's range (up --ports A-B) that no live "
+                 "slot on any host holds: renewed with the session, released by close, free when it expires")
       ->option_text("K")
       ->transform(decimal_in(1, swarm::kMaxPortBlock));
+}
+
+Verb add_join(CLI::App& app) {
+  auto flags = std::make_shared<JoinFlags>();
+  CLI::App* cmd = app.add_subcommand("join", "Take a slot: record the session, make its worktree, print the path");
+  add_join_options(*cmd, *flags);
   cmd->add_flag("--env", flags->env,
                 "Print shell assignments for eval instead of the path: SWARM_SLOT, SWARM_SESSION (the session "
                 "token), SWARM_WORKTREE, and with --ports SWARM_PORT_BASE (the first port) and SWARM_PORTS (K)");

@@ -8,6 +8,7 @@
 #include "cli/documents.h"
 #include "cli/exit_code.h"
 #include "cli/hold.h"
+#include "cli/land.h"
 #include "swarm/base/duration.h"
 #include "swarm/base/error.h"
 #include "swarm/base/names.h"
@@ -371,6 +372,22 @@ int land_ready(Context& ctx, const LandFlags& f, swarm::Landing& landing, SlotLa
   return report.finish(signals);
 }
 
+// The checks a land runs: the workspace's (`up --check`), unless skipped,
+// then the one given; each runnable (exit 2 before any I/O otherwise).
+struct Checks {
+  std::vector<std::vector<std::string>> commands;
+  bool forced = false;  // the workspace's check skipped (--no-check)
+};
+Checks checks_of(const Context& ctx, const LandFlags& f) {
+  const std::vector<std::string> required = ctx.workspace().load_config().check_command();
+  Checks checks;
+  if (!required.empty() && !f.no_check) checks.commands.push_back(required);
+  if (!f.check.empty() && f.check != required) checks.commands.push_back(f.check);
+  checks.forced = f.no_check && !required.empty();
+  for (const auto& command : checks.commands) require_check_runnable(command);
+  return checks;
+}
+
 int run_land(Context& ctx, const LandFlags& f) {
   if (f.slot.empty() && !f.ready)
     throw swarm::Error(swarm::Errc::bad_input, "name the slot to land with --slot SLOT, or land every finished one "
@@ -378,26 +395,50 @@ int run_land(Context& ctx, const LandFlags& f) {
   if (f.batch > 0 && !f.ready)
     throw swarm::Error(swarm::Errc::bad_input, "--batch " + std::to_string(f.batch) + " lands ready slots together: "
                                                "use it with --ready");
-  // The workspace's check (`up --check`), unless skipped, then the one given.
-  const std::vector<std::string> required = ctx.workspace().load_config().check_command();
-  std::vector<std::vector<std::string>> commands;
-  if (!required.empty() && !f.no_check) commands.push_back(required);
-  if (!f.check.empty() && f.check != required) commands.push_back(f.check);
-  if (f.retries > 0 && commands.empty())
+  Checks checks = checks_of(ctx, f);
+  if (f.retries > 0 && checks.commands.empty())
     throw swarm::Error(swarm::Errc::bad_input, "--retries " + std::to_string(f.retries) + " runs a failed check "
                                                "again, and no check was given (after --) or is required here");
-  for (const auto& command : commands) require_check_runnable(command);
   lease_ttl_option(f.ttl);
   if (!f.wait.empty()) swarm::parse_duration(f.wait);
   SignalRouter signals;  // before any thread is made
   auto landing = ctx.landing(true);
   const std::string onto = landing.onto(f.onto);
   auto store = ctx.leases(true);
-  SlotLander lander(ctx, f, landing, store, onto, signals, std::move(commands), f.no_check && !required.empty());
+  SlotLander lander(ctx, f, landing, store, onto, signals, std::move(checks.commands), checks.forced);
   if (!f.ready) return land_one(ctx, f, landing, lander, signals);
   return land_ready(ctx, f, landing, lander, onto, signals);
 }
 }  // namespace
+
+void require_land_check(const Context& ctx, const std::vector<std::string>& check) {
+  LandFlags f;
+  f.check = check;
+  checks_of(ctx, f);
+}
+
+std::optional<swarm::LandResult> land_slot(Context& ctx, const std::string& slot, const std::vector<std::string>& check,
+                                           SignalRouter& signals) {
+  LandFlags f;
+  f.slot = slot;
+  f.check = check;
+  Checks checks = checks_of(ctx, f);
+  auto landing = ctx.landing(true);
+  const std::string onto = landing.onto(f.onto);
+  auto store = ctx.leases(true);
+  SlotLander lander(ctx, f, landing, store, onto, signals, std::move(checks.commands), checks.forced);
+  if (const std::string why = landing.not_ready(slot); !why.empty())
+    throw swarm::Error(swarm::Errc::conflict, "slot " + slot + " is not ready to land: " + why + "; nothing was landed");
+  try {
+    return lander.land(slot, false);
+  } catch (const swarm::Cancelled& stopped) {
+    ctx.out().note(stopped.what());
+    return std::nullopt;
+  }
+}
+
+swarm::Json land_document(const swarm::LandResult& r) { return land_json(r); }
+std::string land_summary(const swarm::LandResult& r) { return land_text(r); }
 
 swarm::Json branches_document(const swarm::Branches& report) { return with_schema("branches", branches_of(report)); }
 

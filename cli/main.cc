@@ -51,6 +51,7 @@ struct VerbMaker {
 };
 constexpr VerbMaker kVerbMakers[] = {
     {"up", cli::add_up},           {"down", cli::add_down},         {"join", cli::add_join},
+    {"run", cli::add_run},
     {"commit", cli::add_commit},   {"renew", cli::add_renew},       {"close", cli::add_close},
     {"evict", cli::add_evict},     {"status", cli::add_status},     {"cwd", cli::add_cwd},
     {"doctor", cli::add_doctor},   {"lease", cli::add_lease},       {"lock", cli::add_lock},

@@ -24,7 +24,7 @@ inline constexpr const char* kDashboardPage = R"PAGE(<!doctype html>
   <section><h2>Sessions</h2>
     <table id="sessions"><colgroup><col class="w-name"><col class="w-task"><col class="w-host"><col class="w-state">
       <col class="w-age"><col class="w-token"></colgroup>
-      <thead><tr><th>slot</th><th>task</th><th>host</th><th>state</th><th class="num">age</th><th class="num">token</th></tr></thead>
+      <thead><tr><th>slot</th><th>task</th><th>host</th><th>state</th><th class="num">age</th><th class="num">token</th><th>doing</th></tr></thead>
       <tbody></tbody></table><div id="sessions-more" class="empty"></div></section>
   <section><h2>Leases</h2>
     <table id="leases"><colgroup><col class="w-name"><col class="w-state"><col class="w-holder"><col class="w-host">
@@ -83,7 +83,7 @@ th { color: var(--muted); font-weight: 600; }
 #events col:nth-child(4) { width: 16%; } #events col:nth-child(5) { width: 32%; }
 .state { font-weight: 600; }
 .fresh, .held, .landed, .done { color: var(--fresh); } .late, .working { color: var(--late); }
-.stale, .refused, .fail { color: var(--stale); } .corrupt { color: var(--corrupt); } .expired, .unfinished { color: var(--muted); }
+.stale, .dead, .refused, .fail { color: var(--stale); } .corrupt { color: var(--corrupt); } .expired, .unfinished { color: var(--muted); }
 .empty, .muted { color: var(--muted); font-style: italic; font-weight: normal; font-size: 13px; }
 body.down main { opacity: 0.55; }
 body.down .age { text-decoration: line-through; }
@@ -114,7 +114,7 @@ function age(ms) {
 }
 const clock = ms => new Date(ms).toISOString().slice(11, 19);
 function stateOf(s) {
-  if (s.state === "corrupt") return "corrupt";
+  if (s.state === "corrupt" || s.state === "dead") return s.state;
   const a = now() - s.stored_ms, t = view.ttl_ms;
   return a < t / 3 ? "fresh" : a < 2 * t / 3 ? "late" : "stale";
 }
@@ -136,7 +136,8 @@ function sessions() {
     const tr = el("tr"); tr.dataset.slot = s.slot;
     const st = stateOf(s);
     tr.append(el("td", s.slot), el("td", s.task || "-"), el("td", s.host + (s.local ? " *" : "")), el("td", st, "state " + st),
-              el("td", s.state === "corrupt" ? "-" : age(now() - s.stored_ms), "num age"), el("td", s.token, "num"));
+              el("td", s.state === "corrupt" ? "-" : age(now() - s.stored_ms), "num age"), el("td", s.token, "num"),
+              el("td", [s.status, s.note].filter(Boolean).join(": ") || "-", "doing"));
     return tr;
   }));
   document.getElementById("sessions-more").textContent = view.sessions_total > view.sessions.length ?

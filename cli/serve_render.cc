@@ -41,6 +41,7 @@ std::string label(std::string_view value) {
 int severity(swarm::State s) {
   switch (s) {
     case swarm::State::corrupt: return 0;
+    case swarm::State::dead: return 1;
     case swarm::State::stale: return 1;
     case swarm::State::late: return 2;
     case swarm::State::fresh: return 3;
@@ -196,6 +197,9 @@ std::vector<swarm::SessionRow> ServeView::sessions_now(swarm::TimePoint* now) co
     if (row.corrupt) continue;
     row.age += since;
     row.state = swarm::observed_state(row.age, ttl_, margin_);
+    if (row.local && row.agent_pid > 0 && row.state != swarm::State::stale &&
+        swarm::run_is_gone(row.leaf_pid, row.leaf_start, row.agent_pid, row.agent_start))
+      row.state = swarm::State::dead;
   }
   return rows;
 }
@@ -215,12 +219,21 @@ std::string ServeView::metrics() const {
   out += "# HELP swarm_sessions Sessions of the workspace's bucket by state and host.\n# TYPE swarm_sessions gauge\n";
   // Every state has a sample for this host, 0 when none is in it: a sum over
   // no series at all is empty, not 0, and a graph of it shows nothing.
-  for (const char* state : {"fresh", "late", "stale"}) sessions.try_emplace({state, me_.host}, 0);
+  for (const char* state : {"fresh", "late", "stale", "dead"}) sessions.try_emplace({state, me_.host}, 0);
   sessions.try_emplace({"corrupt", "unknown"}, 0);
   for (const auto& [key, n] : sessions) {
     const std::string host = key.second.empty() ? "unknown" : key.second;
     out += "swarm_sessions{state=\"" + label(key.first) + "\",host=\"" + label(host) + "\"} " + std::to_string(n) + "\n";
   }
+  // What the agents say they do (renew --status): a gauge of its own, so
+  // swarm_sessions keeps its two labels (state, host) for the queries built on it.
+  std::map<std::string, int> doing = {{"working", 0}, {"blocked", 0}, {"idle", 0}, {"waiting", 0}, {"unsaid", 0}};
+  for (const auto& row : rows)
+    if (!row.corrupt) ++doing[row.status.empty() ? std::string("unsaid") : std::string(row.status)];
+  out += "# HELP swarm_agents Live sessions by what their agent says it does (swarm renew --status).\n"
+         "# TYPE swarm_agents gauge\n";
+  for (const auto& [status, n] : doing)
+    out += "swarm_agents{status=\"" + label(status) + "\"} " + std::to_string(n) + "\n";
   out += "# HELP swarm_leases Leases by state.\n# TYPE swarm_leases gauge\n";
   for (const auto& state : {"held", "expired", "corrupt"})
     out += "swarm_leases{state=\"" + std::string(state) + "\"} " +
@@ -314,7 +327,7 @@ std::string ServeView::page_body() const {
     ++by_state[std::string(swarm::to_string(r.state))];
     hosts.insert(std::string(r.host));
   }
-  for (const char* s : {"fresh", "late", "stale", "corrupt"}) counts.set(s, by_state.count(s) ? by_state[s] : 0);
+  for (const char* s : {"fresh", "late", "stale", "dead", "corrupt"}) counts.set(s, by_state.count(s) ? by_state[s] : 0);
   doc.set("summary", summary(rows));  // the words `status` ends its table with
   doc.set("counts", std::move(counts)).set("sessions_total", static_cast<std::int64_t>(rows.size()))
       .set("hosts", static_cast<std::int64_t>(hosts.size()));
@@ -327,7 +340,8 @@ std::string ServeView::page_body() const {
     swarm::Json s = swarm::Json::object();
     s.set("slot", r.slot).set("task", r.task_id).set("host", r.host).set("state", swarm::to_string(r.state))
         .set("stored_ms", unix_ms(r.stored_at)).set("token", static_cast<std::int64_t>(r.session_token))
-        .set("revision", static_cast<std::int64_t>(r.revision)).set("local", r.local);
+        .set("revision", static_cast<std::int64_t>(r.revision)).set("local", r.local)
+        .set("status", r.status).set("note", r.note);
     if (r.corrupt) s.set("error", r.corrupt_reason);
     sessions.push(std::move(s));
   }

@@ -331,9 +331,9 @@ Verb add_status(CLI::App& app) {
   cmd->add_option("--slot", flags->slots, "Only this slot (repeatable; exit 4 when one has no record)")
       ->option_text("SLOT")
       ->check(slot_name_validator());
-  cmd->add_option("--state", flags->states, "Only sessions in this state (repeatable): fresh, late, stale, corrupt")
+  cmd->add_option("--state", flags->states, "Only sessions in this state (repeatable): fresh, late, stale, dead, corrupt")
       ->option_text("STATE")
-      ->check(CLI::IsMember({"fresh", "late", "stale", "corrupt"}));
+      ->check(CLI::IsMember({"fresh", "late", "stale", "dead", "corrupt"}));
   cmd->add_option("--host", flags->hosts, "Only sessions of this host (repeatable)")->option_text("HOST");
   cmd->footer(
       "Examples:\n"

@@ -52,7 +52,7 @@ void with_cells(const swarm::SessionRow& row, Use use) {
 const char* color_of(std::string_view state) {
   if (state == "fresh") return "\033[32m";
   if (state == "late") return "\033[33m";
-  if (state == "stale") return "\033[1;31m";
+  if (state == "stale" || state == "dead") return "\033[1;31m";
   return "\033[35m";  // corrupt
 }
 
@@ -68,6 +68,7 @@ std::string summary(const std::vector<swarm::SessionRow>& rows) {
   std::string out = std::to_string(rows.size()) + (rows.size() == 1 ? " session: " : " sessions: ");
   out += std::to_string(states[swarm::State::fresh]) + " fresh, " + std::to_string(states[swarm::State::late]) +
          " late, " + std::to_string(states[swarm::State::stale]) + " stale";
+  if (states[swarm::State::dead] != 0) out += ", " + std::to_string(states[swarm::State::dead]) + " dead";
   if (states[swarm::State::corrupt] != 0) out += ", " + std::to_string(states[swarm::State::corrupt]) + " corrupt";
   out += "; " + std::to_string(hosts.size()) + (hosts.size() == 1 ? " host" : " hosts");
   return out;
@@ -136,6 +137,15 @@ void write_table(std::ostream& out, const std::vector<swarm::SessionRow>& rows, 
       const std::string note = "! slot " + swarm::printable(row.slot) + ": " + swarm::printable(row.task_lease_problem) +
                                " (" + swarm::printable(swarm::task_lease_name(std::string(row.task_id))) + ")";
       text += (style.width != 0 ? swarm::truncated(note, style.width) : note) + "\n";
+      flush(false);
+    }
+  // What the agents say they do (renew --status --note), one line each.
+  for (const auto& row : rows)
+    if (!row.status.empty() || !row.note.empty()) {
+      std::string said = "~ " + swarm::printable(row.slot) + " is " +
+                         (row.status.empty() ? std::string("at work") : swarm::printable(row.status)) +
+                         (row.note.empty() ? std::string() : ": " + swarm::printable(row.note));
+      text += (style.width != 0 ? swarm::truncated(said, style.width) : said) + "\n";
       flush(false);
     }
   if (style.summary) text += summary(rows) + "\n";

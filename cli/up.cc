@@ -125,7 +125,11 @@ std::string up_text(const swarm::UpResult& r) {
       r.created_hub && !r.config.hub_location().remote() && !std::filesystem::exists(r.workspace.root() / ".git");
   std::string human = "workspace " + r.workspace.root().string() + " is ready\n" + "  nats:    " + server + "\n" +
                       "  bucket:  " + r.config.bucket + " (TTL " + swarm::format_duration(r.config.ttl) +
-                      ", replicas " + std::to_string(r.config.replicas) + ")\n" + "  hub:     " + hub +
+                      ", replicas " + std::to_string(r.config.replicas) +
+                      (r.ttl_was ? (r.ttl_changed ? ", changed from " : ", as the bucket has it; the config said ") +
+                                       swarm::format_duration(*r.ttl_was)
+                                 : "") +
+                      ")\n" + "  hub:     " + hub +
                       (r.created_hub ? " (created)" : "") + "\n";
   if (empty_hub)
     human += "  note:    " + r.workspace.root().string() + " is no git checkout, so the hub starts with one empty "
@@ -156,6 +160,8 @@ swarm::Json up_json(const swarm::UpResult& r) {
       .set("found_buckets", r.found_buckets)
       .set("added_remote", r.added_remote);
   doc.set("journal", journal_json(r.journal));
+  if (r.ttl_was) doc.set("ttl_was_seconds", static_cast<double>(r.ttl_was->count()) / 1000.0);
+  doc.set("ttl_changed", r.ttl_changed);
   if (r.config.ports) doc.set("ports", r.config.ports->text());
   else doc.set_null("ports");
   if (r.config.check.empty()) doc.set_null("check");
@@ -186,7 +192,8 @@ Verb add_up(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("up", "Bootstrap the workspace: .swarm/, the hub, the buckets, and (without "
                                            "--nats-url) an embedded nats-server");
   flags->ttl_option = cmd->add_option("--ttl", flags->ttl,
-                                      "Session TTL, 1s to 1h: a record not renewed within it expires (default 5m)")
+                                      "Session TTL, 1s to 1h: a record not renewed within it expires (default 5m); on a "
+                                      "workspace set up already, changes it in place, live sessions kept")
                           ->option_text("DUR")
                           ->check(duration_validator());
   flags->replicas_option =

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -34,12 +35,32 @@ namespace {
 // here: it is a fork of a threaded process.
 volatile sig_atomic_t g_group = 0;  // the command's process group (the guard's pid)
 
+// What the guard and the command say to start() on the report pipe: the
+// command's pid (from the guard, once forked), or why its exec failed.
+struct Report {
+  char kind;  // 'P': value is the command's pid; 'E': value is exec's errno
+  int value;
+};
+
 void kill_group(int) { kill(-static_cast<pid_t>(g_group), SIGKILL); }
 
+// `terminal`: the terminal (0) whose foreground the command's group takes
+// before the command starts (an interactive command must not meet a
+// background group's SIGTTIN/SIGTTOU), -1 for none. With it the guard also
+// stops when the command stops (^Z, a read from the background): its
+// parent sees the stop and does as a shell would. `null_stdin`: the
+// command reads /dev/null (an interactive command run in the background of
+// a terminal must not stop on a read no one answers).
 [[noreturn]] void run_guard(pid_t parent, pid_t parent_group, char* const* argv, char* const* envp, int report,
-                            const char* cwd, int output_fd) {
+                            const char* cwd, int output_fd, int terminal, bool null_stdin) {
   setpgid(0, 0);
   g_group = getpid();
+  if (terminal >= 0) {
+    struct sigaction ignore_ttou {};
+    ignore_ttou.sa_handler = SIG_IGN;
+    sigaction(SIGTTOU, &ignore_ttou, nullptr);  // tcsetpgrp from a group not (yet) in the foreground
+    tcsetpgrp(terminal, getpid());
+  }
   prctl(PR_SET_NAME, "swarm-guard");
   prctl(PR_SET_CHILD_SUBREAPER, 1);
   struct sigaction on_death {};
@@ -71,23 +92,40 @@ void kill_group(int) { kill(-static_cast<pid_t>(g_group), SIGKILL); }
       if (output_fd != 1) dup2(output_fd, 1);
       if (output_fd != 2) dup2(output_fd, 2);
     }
+    if (null_stdin) {
+      const int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+      if (null_fd >= 0 && null_fd != 0) dup2(null_fd, 0);
+    }
     if (cwd != nullptr && chdir(cwd) != 0) {
-      int err = errno;
-      (void)!write(report, &err, sizeof err);
+      const Report failed{'E', errno};
+      (void)!write(report, &failed, sizeof failed);
       _exit(127);
     }
     execvpe(argv[0], argv, envp);
-    int err = errno;
-    (void)!write(report, &err, sizeof err);
+    const Report failed{'E', errno};
+    (void)!write(report, &failed, sizeof failed);
     _exit(127);
   }
+  const Report forked{'P', static_cast<int>(command)};
+  (void)!write(report, &forked, sizeof forked);
   close(report);
   // Every child is reaped as it ends, the command's orphans too (they are
   // the guard's as its subreaper): none is left a zombie while CMD runs.
   int status = 0;
   while (true) {
     int child_status = 0;
-    pid_t ended = waitpid(-1, &child_status, 0);
+    pid_t ended = waitpid(-1, &child_status, terminal >= 0 ? WUNTRACED : 0);
+    if (ended == command && WIFSTOPPED(child_status)) {
+      // Stopped as the command is (unless it was continued meanwhile: a
+      // report this guard, stopped with its group, took only after the
+      // group's SIGCONT); continued with it (SIGCONT to the group).
+      siginfo_t continued{};
+      if (waitid(P_PID, static_cast<id_t>(command), &continued, WCONTINUED | WNOHANG) == 0 &&
+          continued.si_pid == command)
+        continue;
+      kill(getpid(), SIGSTOP);
+      continue;
+    }
     if (ended == command) {
       status = child_status;
       break;
@@ -170,6 +208,18 @@ std::unique_ptr<ChildProcess> ChildProcess::start(const std::vector<std::string>
   if (pipe2(report, O_CLOEXEC) != 0) throw Error(Errc::internal, std::string("pipe: ") + std::strerror(errno));
   const pid_t parent = getpid();
   const pid_t parent_group = getpgrp();
+  // An interactive command reads the terminal: its group is made the
+  // terminal's foreground, by the guard before the command starts (this
+  // process's taken back when it ends), when this process's group is the
+  // foreground now: a run in the background never takes the terminal.
+  const bool take_terminal =
+      options.foreground && ::isatty(STDIN_FILENO) && ::tcgetpgrp(STDIN_FILENO) == parent_group;
+  const bool background_of_a_terminal = options.foreground && !take_terminal && ::isatty(STDIN_FILENO);
+  if (take_terminal) {
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    sigaction(SIGTTOU, &ignore, nullptr);  // giving the terminal back from the background must not stop us
+  }
   pid_t pid = fork();
   if (pid < 0) {
     close(report[0]);
@@ -179,7 +229,8 @@ std::unique_ptr<ChildProcess> ChildProcess::start(const std::vector<std::string>
   if (pid == 0) {
     close(report[0]);
     run_guard(parent, parent_group, args.data(), envp.data(), report[1],
-              options.cwd.empty() ? nullptr : options.cwd.c_str(), options.output_fd);
+              options.cwd.empty() ? nullptr : options.cwd.c_str(), options.output_fd, take_terminal ? STDIN_FILENO : -1,
+              background_of_a_terminal);
   }
   // The guard makes the group itself, first thing; start() returns only
   // after the command's exec, so no signal goes to the group before it
@@ -187,16 +238,28 @@ std::unique_ptr<ChildProcess> ChildProcess::start(const std::vector<std::string>
   // group it is emptying, when this thread runs late.) The guard is the
   // group's leader: kill(-pid) reaches the command and its children.
   close(report[1]);
+  // Until the pipe's last writer is gone (the guard closed it, the command
+  // exec'd or died): the command's pid, and exec's errno when it failed.
   int err = 0;
-  ssize_t n = read(report[0], &err, sizeof err);
+  pid_t command = 0;
+  for (Report r{}; true;) {
+    const ssize_t n = read(report[0], &r, sizeof r);
+    if (n < 0 && errno == EINTR) continue;
+    if (n != static_cast<ssize_t>(sizeof r)) break;
+    if (r.kind == 'P') command = static_cast<pid_t>(r.value);
+    if (r.kind == 'E') err = r.value;
+  }
   close(report[0]);
   auto child = std::unique_ptr<ChildProcess>(new ChildProcess(pid));
-  if (n == static_cast<ssize_t>(sizeof err)) {
+  child->command_pid_ = command;
+  if (err != 0) {
     child->wait();
     throw CannotRun("cannot run " + argv[0] + (options.cwd.empty() ? "" : " in " + options.cwd) + ": " +
                         std::strerror(err),
                     err);
   }
+  child->job_control_ = take_terminal;
+  if (take_terminal) child->terminal_ = STDIN_FILENO;
   return child;
 }
 
@@ -219,11 +282,36 @@ bool ChildProcess::exited() const {
   return exited_;
 }
 
+void ChildProcess::stop_with_it() {
+  // The terminal back to this process's group, then that group stopped, as
+  // the shell's job (the shell sees it stopped); once continued (fg, bg),
+  // the terminal goes to the command again if this process has it, and the
+  // command's group is continued.
+  if (terminal_ >= 0) ::tcsetpgrp(terminal_, getpgrp());
+  ::kill(0, SIGSTOP);
+  if (::isatty(STDIN_FILENO) && ::tcgetpgrp(STDIN_FILENO) == getpgrp() && ::tcsetpgrp(STDIN_FILENO, pid_) == 0)
+    terminal_ = STDIN_FILENO;
+  else
+    terminal_ = -1;
+  signal(SIGCONT);
+}
+
 int ChildProcess::wait() {
   // Waits without reaping first: while signals may still be sent, the pid
   // stays ours (a zombie is not reused); then marks it ended, then reaps.
+  // An interactive command's stop (^Z) is this process's too (job_control_).
   siginfo_t info{};
-  while (waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOWAIT) != 0 && errno == EINTR) {
+  for (;;) {
+    const int stops = job_control_ ? WSTOPPED : 0;
+    if (waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | stops | WNOWAIT) != 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (info.si_code != CLD_STOPPED) break;
+    siginfo_t taken{};
+    while (waitid(P_PID, static_cast<id_t>(pid_), &taken, WSTOPPED) != 0 && errno == EINTR) {
+    }
+    stop_with_it();
   }
   {
     std::lock_guard lock(mu_);
@@ -236,10 +324,30 @@ int ChildProcess::wait() {
   int status = 0;
   while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
   }
+  if (terminal_ >= 0) {
+    ::tcsetpgrp(terminal_, getpgrp());  // the terminal is this process's again
+    terminal_ = -1;
+  }
   // The guard ends with the command's status; a SIGKILL to the group ends the guard too.
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return 1;
+}
+
+void ChildStopper::stop_by(BootTime kill_at) {
+  child_.signal(SIGTERM);
+  std::unique_lock lock(mu_);
+  while (!finished_ && BootClock::now() < kill_at)
+    cv_.wait_for(lock, std::min<BootClock::duration>(kill_at - BootClock::now(), std::chrono::milliseconds(50)));
+  if (!finished_) child_.signal(SIGKILL);
+}
+
+void ChildStopper::finished() {
+  {
+    std::lock_guard lock(mu_);
+    finished_ = true;
+  }
+  cv_.notify_all();
 }
 
 }  // namespace swarm

@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -19,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "swarm/base/boot_clock.h"
 #include "swarm/base/error.h"
 
 namespace swarm {
@@ -39,6 +41,14 @@ struct ChildOptions {
   // Variables of this process's environment it does not inherit (those in
   // `env` are set all the same): a land check gets no credential.
   bool (*withhold_env)(std::string_view name) = nullptr;
+  // The command's group becomes the terminal's foreground while it runs,
+  // when this process's is (an interactive agent reads its keyboard; a
+  // Ctrl-C goes to it), and job control works as under a shell: when the
+  // command stops (^Z, a read from the background), wait() takes the
+  // terminal back and stops this process's group too; continued, it gives
+  // the terminal back (if it is in the foreground again) and continues it.
+  // Started in the background of a terminal, the command reads /dev/null.
+  bool foreground = false;
 };
 
 // A command that could not be started (start() throws it): its errno, and
@@ -62,7 +72,9 @@ class ChildProcess {
                                              const ChildOptions& options = {});
   ~ChildProcess();
 
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return pid_; }  // the guard's, which leads the command's process group
+  // The command's own pid (its guard's child); 0 when it could not be told.
+  pid_t command_pid() const { return command_pid_; }
   // Sends `signo` to its process group, unless it was reaped already.
   void signal(int signo);
   // Waits until it ends and reaps it: its status as a shell reports it
@@ -72,9 +84,29 @@ class ChildProcess {
 
  private:
   explicit ChildProcess(pid_t pid) : pid_(pid) {}
+  // The command stopped: this process's group stops too, until continued.
+  void stop_with_it();
   pid_t pid_;
+  pid_t command_pid_ = 0;
+  int terminal_ = -1;  // the terminal whose foreground it took, to give back
+  bool job_control_ = false;  // it took the terminal (ChildOptions::foreground)
   mutable std::mutex mu_;
   bool exited_ = false;  // it ended: no signal goes to its pid any more
+};
+
+// Stops a running command in time: SIGTERM now, SIGKILL at the moment
+// given, unless it ended first (finished() says it did). From any thread.
+class ChildStopper {
+ public:
+  explicit ChildStopper(ChildProcess& child) : child_(child) {}
+  void stop_by(BootTime kill_at);
+  void finished();
+
+ private:
+  ChildProcess& child_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool finished_ = false;
 };
 
 }  // namespace swarm

@@ -106,6 +106,8 @@ std::vector<pid_t> all_processes() {
 
 bool process_is(pid_t pid, unsigned long long start_ticks) {
   if (!process_alive(pid)) return false;
+  // A zombie ended: only its parent has not reaped it yet.
+  if (auto state = stat_field(pid, 3); state && (*state == "Z" || *state == "X")) return false;
   if (start_ticks == 0) return true;
   auto ticks = process_start_ticks(pid);
   return !ticks || *ticks == start_ticks;  // unreadable (another user's): alive is all we know

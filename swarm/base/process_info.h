@@ -20,8 +20,8 @@ std::optional<pid_t> process_parent(pid_t pid);
 std::optional<uid_t> process_uid(pid_t pid);
 // Every process of this host /proc shows.
 std::vector<pid_t> all_processes();
-// Whether `pid` is alive and is still the process that started at `start_ticks`
-// (0: not recorded, the pid alone decides).
+// Whether `pid` is alive (not a zombie) and is still the process that
+// started at `start_ticks` (0: not recorded, the pid alone decides).
 bool process_is(pid_t pid, unsigned long long start_ticks);
 // Its NUL-separated arguments (empty when it is gone).
 std::vector<std::string> process_arguments(pid_t pid);

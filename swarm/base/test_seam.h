@@ -17,6 +17,10 @@ inline constexpr const char* kLeaseStop = "SWARM_TEST_LEASE_STOP";
 // (the blocks read, none granted yet), ports-granted (granted, not checked).
 inline constexpr const char* kJoinStop = "SWARM_TEST_JOIN_STOP";
 
+// $SWARM_TEST_RUN_STOP: the steps of `swarm run`: joined (the slot taken,
+// the agent not started), renew (a keeper's renewal about to be sent).
+inline constexpr const char* kRunStop = "SWARM_TEST_RUN_STOP";
+
 void stop_here_for_test(const char* variable, const char* stage);
 
 }  // namespace swarm

@@ -226,10 +226,13 @@ void fix_findings(std::span<Finding> findings, const FixInput& in, FixResult& re
 void fix_corrupt_record(Finding& f, const FixInput& in, FixResult& result);
 void fix_stale_session(Finding& f, const FixInput& in, FixResult& result);
 void fix_missing_folder(Finding& f, const FixInput& in, FixResult& result);
+void fix_dead_session(Finding& f, const FixInput& in, FixResult& result);
 void fix_orphan_folder(Finding& f, const FixInput& in, FixResult& result);
 void fix_unfinished_removal(Finding& f, const FixInput& in, FixResult& result);
 void fix_lease(Finding& f, const FixInput& in, FixResult& result);
 // Another swarm process of this host holds the slot's folder right now.
 void busy(const Workspace& ws, Finding& f, const std::string& slot);
+// A `swarm run` of this host that lives keeps the slot (its run lock).
+void kept_by_run(const Workspace& ws, Finding& f, const std::string& slot);
 
 }  // namespace swarm::doctor

@@ -37,6 +37,7 @@ std::string_view to_string(FindingKind kind) {
     case FindingKind::other_workspace: return "other_workspace";
     case FindingKind::stale_session: return "stale_session";
     case FindingKind::missing_folder: return "missing_folder";
+    case FindingKind::dead_session: return "dead_session";
     case FindingKind::missing_worktree: return "missing_worktree";
     case FindingKind::late_session: return "late_session";
     case FindingKind::stray_entry: return "stray_entry";

@@ -36,6 +36,7 @@ enum class FindingKind {
   corrupt_record,
   other_workspace,
   stale_session,
+  dead_session,
   missing_folder,
   missing_worktree,
   late_session,

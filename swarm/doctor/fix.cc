@@ -5,6 +5,7 @@
 #include "swarm/journal/journal.h"
 #include "swarm/base/log.h"
 #include "swarm/slots/folder.h"
+#include "swarm/slots/liveness.h"
 
 namespace swarm::doctor {
 
@@ -33,6 +34,7 @@ constexpr FixRow kFixers[] = {
     {FindingKind::unfinished_removal, fix_unfinished_removal},
     {FindingKind::corrupt_record, fix_corrupt_record},
     {FindingKind::stale_session, fix_stale_session},
+    {FindingKind::dead_session, fix_dead_session},
     {FindingKind::missing_folder, fix_missing_folder},
     {FindingKind::orphan_folder, fix_orphan_folder},
     {FindingKind::corrupt_lease, fix_lease},
@@ -114,6 +116,11 @@ void busy(const Workspace& ws, Finding& f, const std::string& slot) {
                "); run doctor again when it is done";
 }
 
+void kept_by_run(const Workspace& ws, Finding& f, const std::string& slot) {
+  f.fix_note = "left alone: a `swarm run` of this host keeps the slot (" + run_lock_holder(ws, slot) +
+               "); it stops its agent before the session's deadline";
+}
+
 namespace {
 
 // The `fix` event of a repair: about the slot or lease it repaired, at the
@@ -156,6 +163,28 @@ void fix_corrupt_record(Finding& f, const FixInput& in, FixResult& result) {
   if (const SessionEntry* entry = record_of(in, f)) erase_record(in, *entry, f, "removed the corrupt record", result);
 }
 
+namespace {
+
+// The slot's run lock and folder lock, for a fix that removes a session of
+// this host and its folder: nullopt (the finding says why) while a live
+// `swarm run` keeps the slot or another process works on its folder.
+std::optional<std::pair<FileLock, FileLock>> lock_session_folder(const FixInput& in, Finding& f,
+                                                                 const std::string& slot) {
+  auto run = try_lock_run(in.ws, slot, doing(slot));
+  if (!run) {
+    kept_by_run(in.ws, f, slot);
+    return std::nullopt;
+  }
+  auto lock = try_lock_slot(in.ws, slot, doing(slot));
+  if (!lock) {
+    busy(in.ws, f, slot);
+    return std::nullopt;
+  }
+  return std::pair{std::move(*run), std::move(*lock)};
+}
+
+}  // namespace
+
 void fix_stale_session(Finding& f, const FixInput& in, FixResult& result) {
   const SessionEntry* entry = record_of(in, f);
   if (entry == nullptr || !in.here->me.owns(*entry->session)) return;
@@ -164,13 +193,30 @@ void fix_stale_session(Finding& f, const FixInput& in, FixResult& result) {
     f.fix_note = "not fixed: the server's clock could not be read, so the age is not certain";
     return;
   }
-  auto lock = try_lock_slot(in.ws, slot, doing(slot));
-  if (!lock) {
-    busy(in.ws, f, slot);
-    return;
-  }
+  // A run of this host that still lives keeps its folder: its agent is
+  // stopped by the run before the session's deadline, not here.
+  auto locks = lock_session_folder(in, f, slot);
+  if (!locks) return;
   // By CAS on the revision read: a session that renewed meanwhile survives.
   if (erase_record(in, *entry, f, "removed the stale record", result) && has_folder(in.ws, slot)) remove_folder(in, slot, f);
+}
+
+void fix_dead_session(Finding& f, const FixInput& in, FixResult& result) {
+  const SessionEntry* entry = record_of(in, f);
+  if (entry == nullptr || !in.here->me.owns(*entry->session)) return;
+  const std::string& slot = entry->slot;
+  // A run alive holds its lock: then it is not dead, whatever was read.
+  auto locks = lock_session_folder(in, f, slot);
+  if (!locks) return;
+  const Session& s = *entry->session;
+  if (!run_is_gone(s.leaf_pid, s.leaf_start, s.agent_pid, s.agent_start)) {
+    f.severity = Severity::notice;
+    f.fix_note = "its run is alive after all; left alone";
+    return;
+  }
+  // By CAS on the revision read: a session that changed meanwhile survives.
+  if (erase_record(in, *entry, f, "removed the dead run's record", result) && has_folder(in.ws, slot))
+    remove_folder(in, slot, f);
 }
 
 void fix_missing_folder(Finding& f, const FixInput& in, FixResult& result) {

@@ -80,6 +80,17 @@ Finding stale_session(const HostIdentity& me, const SessionEntry& entry, std::ch
                                  : "on " + s.host + ": swarm doctor --fix   (or here: swarm evict --slot " + slot + ")");
 }
 
+Finding dead_session(const SessionEntry& entry) {
+  const std::string& slot = entry.slot;
+  const Session& s = *entry.session;
+  return make_finding(Severity::problem, FindingKind::dead_session, slot,
+                      "slot " + slot + ": this host's session (task " + s.task_id + ") was kept by `swarm run` (pid " +
+                          std::to_string(s.leaf_pid) + ", agent pid " + std::to_string(s.agent_pid) +
+                          "), which is gone: nobody renews it or works in its folder",
+                      "swarm doctor --fix   (salvages and removes it; or: swarm join --slot " + slot +
+                          " --task " + shell_word(s.task_id) + " takes it over)");
+}
+
 Finding missing_folder(const Workspace& ws, const SessionEntry& entry) {
   const std::string& slot = entry.slot;
   return make_finding(Severity::problem, FindingKind::missing_folder, slot,
@@ -117,6 +128,7 @@ std::optional<Finding> record_finding(const RecordsInput& in, const SessionEntry
   auto age = age_of(entry.stored_at, server_now);
   State state = observed_state(age, in.ttl, in.margin);
   if (state == State::stale) return stale_session(me, entry, age, in.ttl);
+  if (me.owns(s) && run_is_gone(s.leaf_pid, s.leaf_start, s.agent_pid, s.agent_start)) return dead_session(entry);
   if (me.owns(s) && !in.has_folder(entry.slot)) return missing_folder(in.ws, entry);
   if (me.owns(s) && in.has_worktree && !in.has_worktree(entry.slot)) return missing_worktree(in.ws, entry);
   if (state == State::late) return late_session(me, entry, age, in.ttl);

@@ -53,33 +53,6 @@ std::unique_ptr<ChildProcess> start(const LeaseStore& store, const Lease& lease,
   }
 }
 
-// Stops a running command in time: SIGTERM now, SIGKILL at a moment given,
-// unless it ended first.
-class Stopper {
- public:
-  explicit Stopper(ChildProcess& child) : child_(child) {}
-  void stop_by(BootTime kill_at) {
-    child_.signal(SIGTERM);
-    std::unique_lock lock(mu_);
-    while (!finished_ && BootClock::now() < kill_at)
-      cv_.wait_for(lock, std::min<BootClock::duration>(kill_at - BootClock::now(), 50ms));
-    if (!finished_) child_.signal(SIGKILL);
-  }
-  void finished() {
-    {
-      std::lock_guard lock(mu_);
-      finished_ = true;
-    }
-    cv_.notify_all();
-  }
-
- private:
-  ChildProcess& child_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool finished_ = false;
-};
-
 // Tells the caller the command runs, and, on every way out (a throw
 // included), that it does no longer: no signal is forwarded to a process
 // object that is gone.
@@ -117,7 +90,7 @@ int run_holding(const LeaseStore& store, Lease lease, const HeldCommand& held, H
   Running running(held, *child);
   const std::string& program = held.command.front();
   const auto ttl = lease.record.ttl;
-  Stopper stopper(*child);
+  ChildStopper stopper(*child);
   LeaseKeeper keeper(store, lease, [&](const std::string& why, BootTime deadline) {
     say(held.note, "lease " + lease.name + " was lost (" + why + "): stopping " + program + " before its deadline");
     stopper.stop_by(deadline - kill_lead(ttl));

@@ -420,8 +420,9 @@ Lease kept_grant(const std::string& name, const LeaseRecord& record, std::uint64
   return kept;
 }
 
-kv::Bucket::Write LeaseStore::renewal_of(const LeaseEntry& held) const {
+kv::Bucket::Write LeaseStore::renewal_of(const LeaseEntry& held, std::optional<std::chrono::milliseconds> ttl) const {
   LeaseRecord r = *held.record;
+  if (ttl) r.ttl = *ttl;
   r.token = held.token();
   r.renewed_at = std::chrono::system_clock::now();
   return keys_.write(held.name, to_json(r), held.revision);

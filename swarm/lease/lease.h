@@ -196,7 +196,8 @@ class LeaseStore {
 
   // The write that renews `held` as it was read (its token kept, renewed
   // now), for a holder that sends it with others (kv::Bucket::update_together).
-  kv::Bucket::Write renewal_of(const LeaseEntry& held) const;
+  kv::Bucket::Write renewal_of(const LeaseEntry& held,
+                               std::optional<std::chrono::milliseconds> ttl = std::nullopt) const;
 
   // The same store, whose grants guard their tokens with `watermark`
   // (never a token handed out before, whatever the server lost).

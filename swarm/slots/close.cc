@@ -152,6 +152,15 @@ CloseResult SlotLifecycle::close(const std::string& slot, const CloseOptions& op
   require_kept_folders(slot);
   CloseResult result;
   const std::optional<SessionEntry> entry = read_for_close(slot, options.session);
+  std::optional<FileLock> run_lock;
+  if (!options.by_run) {
+    run_lock = try_lock_run(workspace_, slot, "close of slot " + slot);
+    if (!run_lock)
+      throw Error(Errc::conflict, "slot " + slot + " is kept by a `swarm run` of this host (" +
+                                      run_lock_holder(workspace_, slot) + "): its agent works in the folder, and the "
+                                      "run closes the slot when the agent ends (exit 0: success, else fail); "
+                                      "nothing was changed");
+  }
   // A link in place of the slot's folder is refused here (exit 2, naming it).
   const bool have_folder = workspace_.slot_folder(slot).has_value();
   auto leftovers = leftover_removals(workspace_, slot);

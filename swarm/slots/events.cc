@@ -8,7 +8,7 @@ Event join_event(std::string_view bucket, const JoinResult& join, std::optional<
                        join.revision);
   if (join.replaced && join.replaced->session) {
     const Session& old = *join.replaced->session;
-    e.detail.set("replaced", replaced_state == State::stale ? "stale" : "force")
+    e.detail.set("replaced", replaced_state == State::stale ? "stale" : replaced_state == State::dead ? "dead" : "force")
         .set("replaced_token", join.replaced->token())
         .set("replaced_host", old.host)
         .set("replaced_task_id", old.task_id);
@@ -61,6 +61,13 @@ Event evict_event(std::string_view bucket, const SessionEntry& removed, const Ac
   Json what = Json::object();
   what.set("host", s ? s->host : "").set("host_id", s ? s->host_id : "").set("corrupt", removed.corrupt());
   e.detail.set("removed", std::move(what));
+  return e;
+}
+
+Event session_lost_event(std::string_view bucket, const Session& session, std::uint64_t token,
+                         std::uint64_t revision, std::string_view reason, std::string_view why, const Actor& actor) {
+  Event e = slot_event("session.lost", bucket, session.slot, actor, session.task_id, token, revision);
+  e.detail.set("reason", reason).set("why", why).set("agent_pid", static_cast<std::int64_t>(session.agent_pid));
   return e;
 }
 

@@ -20,6 +20,10 @@ Event commit_event(std::string_view bucket, const SessionEntry& entry, const Com
                    const Actor& actor);
 // A close that released `result.released` (or found no record: revision 0);
 // `priority_high`: "priority": "high" (close --priority high).
+// `swarm run` lost its session (how: taken, evicted, unreachable), once its
+// agent was stopped.
+Event session_lost_event(std::string_view bucket, const Session& session, std::uint64_t token,
+                         std::uint64_t revision, std::string_view reason, std::string_view why, const Actor& actor);
 Event close_event(std::string_view bucket, const std::string& slot, const CloseResult& result, Outcome outcome,
                   const std::optional<std::string>& head, const Actor& actor, bool priority_high = false);
 Event evict_event(std::string_view bucket, const SessionEntry& removed, const Actor& actor);

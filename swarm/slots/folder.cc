@@ -54,6 +54,14 @@ std::optional<FileLock> try_lock_slot(const Workspace& ws, const std::string& sl
   return FileLock::try_acquire(ws.make_folder(kLocksFolder), "slot." + slot, doing);
 }
 
+std::optional<FileLock> try_lock_run(const Workspace& ws, const std::string& slot, const std::string& doing) {
+  return FileLock::try_acquire(ws.make_folder(kLocksFolder), "run." + slot, doing);
+}
+
+std::string run_lock_holder(const Workspace& ws, const std::string& slot) {
+  return FileLock::holder_of(ws.make_folder(kLocksFolder), "run." + slot);
+}
+
 std::string slot_lock_holder(const Workspace& ws, const std::string& slot) {
   auto locks = ws.folder_if_exists(kLocksFolder);
   return locks ? FileLock::holder_of(*locks, "slot." + slot) : "";

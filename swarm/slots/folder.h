@@ -26,6 +26,12 @@ inline constexpr std::chrono::seconds kSlotLockWait{120};
 FileLock lock_slot(const Workspace& ws, const std::string& slot, const std::string& doing);
 // The same without waiting: nullopt when another process holds it.
 std::optional<FileLock> try_lock_slot(const Workspace& ws, const std::string& slot, const std::string& doing);
+// The lock `swarm run` holds for as long as its agent lives
+// (.swarm/locks/run.<slot>): the slot's folder is the run's meanwhile, so a
+// join of another process, or doctor --fix, leaves it alone. nullopt: a
+// live run holds it (run_lock_holder says which).
+std::optional<FileLock> try_lock_run(const Workspace& ws, const std::string& slot, const std::string& doing);
+std::string run_lock_holder(const Workspace& ws, const std::string& slot);
 // Who holds the slot's lock, as it described itself.
 std::string slot_lock_holder(const Workspace& ws, const std::string& slot);
 

@@ -19,8 +19,10 @@ namespace swarm {
 
 namespace fs = std::filesystem;
 
-Session SlotLifecycle::new_session(const std::string& slot, const std::string& task, std::int64_t leaf_pid) const {
+Session SlotLifecycle::new_session(const std::string& slot, const std::string& task, std::int64_t leaf_pid,
+                                   std::uint64_t leaf_start) const {
   Session s;
+  s.leaf_start = leaf_start;
   s.slot = slot;
   s.task_id = task;
   s.agent_id = "slot-" + slot;
@@ -28,7 +30,8 @@ Session SlotLifecycle::new_session(const std::string& slot, const std::string& t
   s.host_id = me_.host_id;
   s.leaf_pid = leaf_pid;
   s.hub_url = hub_.session_url();
-  s.started_at = clock_();
+  // As the record keeps it (milliseconds): the session read back is the same.
+  s.started_at = std::chrono::floor<std::chrono::milliseconds>(clock_());
   s.last_renewed = s.started_at;
   return s;
 }
@@ -47,6 +50,9 @@ State SlotLifecycle::require_takeover(const SessionEntry& existing, std::chrono:
   auto age = server.measured ? certain_age(server, arrived, existing.stored_at, store_.ttl(), Steady::now())
                              : age_of(existing.stored_at, server.now());
   State state = state_of(age, store_.ttl());
+  // A run of this host that is gone (by /proc) is taken over as a stale one.
+  if (state != State::stale && run_is_gone(owner.leaf_pid, owner.leaf_start, owner.agent_pid, owner.agent_start))
+    return State::dead;
   const bool forced = takeover == Takeover::force;
   if (state == State::stale && !server.measured && !forced)
     throw Error(Errc::conflict, "slot " + slot + " looks stale by this host's clock, but the server's clock could "
@@ -186,7 +192,7 @@ void SlotLifecycle::undo_join(const JoinResult& result, const JoinSteps& done) c
 }
 
 JoinResult SlotLifecycle::join(const std::string& slot, const std::string& task, Takeover takeover,
-                               std::int64_t leaf_pid, const std::string& base, unsigned ports) {
+                               std::int64_t leaf_pid, const std::string& base, unsigned ports, Joiner joiner) {
   require_slot_name(slot);
   require_task_id(task);
   if (ports > 0 && !config_.ports)
@@ -206,6 +212,21 @@ JoinResult SlotLifecycle::join(const std::string& slot, const std::string& task,
   // refused join (forced or not) leaves the live session, its task lease
   // and its worktree as they were.
   require_joinable(slot, task);
+  // A live `swarm run` holds its slot's folder for its agent: never taken
+  // from under it, forced or not (its own join holds the lock already).
+  // Asked after the record: another host's session is exit 5 first.
+  std::optional<FileLock> run_lock;
+  if (!joiner.run) {
+    run_lock = try_lock_run(workspace_, slot, "join of slot " + slot);
+    if (!run_lock)
+      if (auto existing = store_.get(slot); existing && !existing->corrupt() && !me_.owns(*existing->session))
+        throw Error(Errc::foreign_host, foreign_message(slot, *existing->session));
+    if (!run_lock)
+      throw Error(Errc::conflict, "slot " + slot + " is kept by a `swarm run` of this host (" +
+                                      run_lock_holder(workspace_, slot) + ") whose agent still works in its folder; "
+                                      "it closes the slot when its agent ends (stop it with SIGTERM, or `swarm evict "
+                                      "--slot " + slot + "`, and join when it is gone); nothing was changed");
+  }
   if (ports > 0) {
     // The block of the session a join may replace is kept (same size) or
     // let go: it is no obstacle.
@@ -216,7 +237,7 @@ JoinResult SlotLifecycle::join(const std::string& slot, const std::string& task,
   }
   JoinResult result;
   result.base = base;
-  result.session = new_session(slot, task, leaf_pid);
+  result.session = new_session(slot, task, leaf_pid, joiner.leaf_start);
   JoinSteps done;
   write_join_record(result, takeover, ports, done);
   // The record is ours: now the task's lease, then the worktree. If either

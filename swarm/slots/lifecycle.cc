@@ -59,6 +59,15 @@ SlotLifecycle::SlotLifecycle(Workspace workspace, WorkspaceConfig config, Sessio
       clock_(std::move(clock)),
       journal_(store_.connection()) {}
 
+SlotLifecycle SlotLifecycle::with_budget(std::chrono::milliseconds budget) const {
+  SlotLifecycle copy = *this;
+  copy.store_ = store_.with_budget(budget);
+  copy.tasks_ = tasks_.with_budget(budget);
+  copy.ports_ = ports_.with_budget(budget);
+  copy.journal_ = journal_.with_budget(budget);
+  return copy;
+}
+
 std::uint64_t SlotLifecycle::same_session_cas(SessionEntry entry, const char* doing,
                                               const std::function<std::uint64_t(SessionEntry&)>& write) const {
   const std::string slot = entry.slot;
@@ -84,37 +93,69 @@ std::uint64_t SlotLifecycle::same_session_cas(SessionEntry entry, const char* do
   }
 }
 
-std::uint64_t SlotLifecycle::renew(const SessionEntry& entry) const {
+void Presence::apply_to(Session& s) const {
+  if (status) s.status = *status;
+  if (note) s.note = *note;
+  if (agent) {
+    s.agent_pid = agent->first;
+    s.agent_start = agent->second;
+  }
+  if (leaf_start) s.leaf_start = *leaf_start;
+}
+
+void require_presence(const Presence& presence) {
+  if (presence.status && !presence.status->empty()) {
+    bool known = false;
+    for (const char* status : kAgentStatuses) known = known || *presence.status == status;
+    if (!known)
+      throw Error(Errc::bad_input, "bad --status '" + printable(presence.status->substr(0, 40)) +
+                                       "': use working, blocked, idle or waiting ('' says nothing)");
+  }
+  if (presence.note && (presence.note->size() > kMaxNoteBytes || !is_plain_text(*presence.note)))
+    throw Error(Errc::bad_input, "bad --note '" + printable(presence.note->substr(0, 60)) + "': at most " +
+                                     std::to_string(kMaxNoteBytes) + " bytes of UTF-8, one line, no control character");
+}
+
+std::uint64_t SlotLifecycle::renew(const SessionEntry& entry, const Presence& presence, SessionEntry* written) const {
   return same_session_cas(entry, "renewing", [&](SessionEntry& current) {
-    // Only last_renewed changes (and the session token is kept from now
-    // on); every other field (a newer client's too) stays.
+    // Only last_renewed and the presence asked change (and the session
+    // token is kept from now on); every other field (a newer client's too)
+    // stays.
     current.session->session_token = current.token();
     current.session->last_renewed = clock_();
-    return store_.update(*current.session, current.revision);
+    presence.apply_to(*current.session);
+    const std::uint64_t revision = store_.update(*current.session, current.revision);
+    if (written != nullptr) {
+      *written = current;
+      written->revision = revision;
+    }
+    return revision;
   });
 }
 
 std::uint64_t SlotLifecycle::renew(const SessionEntry& entry, std::optional<LeaseEntry> task_lease,
-                                   std::vector<std::string>* warnings) const {
+                                   std::vector<std::string>* warnings, const Presence& presence,
+                                   SessionEntry* written) const {
   const Session& s = *entry.session;
   auto warn = [&](const std::string& w) {
     if (warnings != nullptr && !w.empty()) warnings->push_back(w);
   };
   const std::optional<PortBlock> block = s.port_block();
-  if (s.task_id.empty() && !block) return renew(entry);
+  if (s.task_id.empty() && !block) return renew(entry, presence, written);
   // The leases that live with the session, as held now: each one the slot
   // still holds is renewed in the session's round trip; one released or
   // taken meanwhile is claimed again after, if it is free.
   Session renewed = s;
   renewed.last_renewed = clock_();
   renewed.session_token = entry.token();
+  presence.apply_to(renewed);
   std::vector<kv::Bucket::Write> writes = {{&store_.bucket(), s.slot, to_json(renewed), entry.revision}};
   int task_write = -1, block_write = -1;
   if (!s.task_id.empty()) {
     if (!task_lease) task_lease = translating_kv([&] { return tasks_.read(s.task_id); });
     if (task_lease && TaskLeases::held_by(*task_lease, s.slot, s.task_id)) {
       task_write = static_cast<int>(writes.size());
-      writes.push_back(tasks_.renewal(*task_lease));
+      writes.push_back(tasks_.renewal(*task_lease, store_.ttl()));
     }
   }
   std::optional<LeaseEntry> block_held;
@@ -122,7 +163,7 @@ std::uint64_t SlotLifecycle::renew(const SessionEntry& entry, std::optional<Leas
     auto held = read_arriving([&] { return translating_kv([&] { return ports_.read(*block); }); });
     if (held.value && translating_kv([&] { return ports_.renewable(*held.value, held.at, s.slot); })) {
       block_write = static_cast<int>(writes.size());
-      writes.push_back(ports_.renewal(*held.value));
+      writes.push_back(ports_.renewal(*held.value, store_.ttl()));
       block_held = held.value;
     }
   }
@@ -130,15 +171,20 @@ std::uint64_t SlotLifecycle::renew(const SessionEntry& entry, std::optional<Leas
   std::vector<kv::Bucket::WriteResult> results;
   auto kept = [&](int index) { return index > 0 && !results[static_cast<std::size_t>(index)].error; };
   if (writes.size() == 1) {
-    revision = renew(entry);
+    revision = renew(entry, presence, written);
   } else {
     results = kv::Bucket::update_together(writes);
     revision = results[0].revision;
+    if (!results[0].error && written != nullptr) {
+      *written = entry;
+      written->session = renewed;
+      written->revision = revision;
+    }
     if (results[0].error) {
       const Error failed = from_kv(*results[0].error);
       if (failed.kind() != Errc::conflict) throw failed;  // it may have landed: the leases stay
       try {
-        revision = renew(entry);  // lost a race: reread, and go on only for the same session
+        revision = renew(entry, presence, written);  // lost a race: reread, and go on only for the same session
       } catch (const Error& e) {
         // The session is gone (or another's now): a block renewed beside it is given up.
         if ((e.kind() == Errc::not_found || e.kind() == Errc::conflict) && kept(block_write))
@@ -315,8 +361,9 @@ CommitAuthor SlotLifecycle::author_of(const Session& session) const {
 }
 
 std::uint64_t SlotLifecycle::renew(const std::string& slot, std::vector<std::string>* warnings,
-                                   ExpectedSession session) {
-  return renew(read_own(slot, session), std::nullopt, warnings);
+                                   ExpectedSession session, const Presence& presence) {
+  require_presence(presence);
+  return renew(read_own(slot, session), std::nullopt, warnings, presence);
 }
 
 

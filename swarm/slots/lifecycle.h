@@ -37,6 +37,15 @@ using ExpectedSession = std::optional<std::uint64_t>;
 // a stale one.
 enum class Takeover { only_stale, force };
 
+// Who joins: a `swarm join` (a process that ends once the slot is made), or
+// `swarm run`, which holds the slot's run lock already (try_lock_run) and
+// lives as long as the session: its start time makes the session dead at
+// once when it is gone.
+struct Joiner {
+  bool run = false;
+  std::uint64_t leaf_start = 0;  // run: its /proc start time
+};
+
 struct JoinResult {
   std::filesystem::path worktree;
   Session session;
@@ -66,6 +75,22 @@ struct SyncOutcome {
   std::vector<std::string> warnings;  // push or renewal failures: the sync stands
 };
 
+// What a renewal writes into the record besides last_renewed, in the same
+// CAS write: what the agent says it does (renew --status --note; "" clears
+// it), and the agent `swarm run` started.
+struct Presence {
+  std::optional<std::string> status;
+  std::optional<std::string> note;
+  std::optional<std::pair<std::int64_t, std::uint64_t>> agent;  // its pid and /proc start time ({0, 0}: none)
+  std::optional<std::uint64_t> leaf_start;  // the run's start time (0: no run keeps the session any more)
+
+  bool empty() const { return !status && !note && !agent && !leaf_start; }
+  void apply_to(Session& s) const;
+};
+// `status` one of kAgentStatuses and `note` at most kMaxNoteBytes of UTF-8
+// with no control character; else bad_input naming the value.
+void require_presence(const Presence& presence);
+
 // How a slot's work ended, as close is told (--result).
 enum class Outcome { success, fail, fork };
 std::string_view to_string(Outcome outcome);
@@ -78,6 +103,10 @@ struct CloseOptions {
   bool keep_worktree = false;
   bool no_artifact = false;
   ExpectedSession session;
+  // The caller is the `swarm run` that holds the slot's run lock. Anyone
+  // else's close of a slot a live run keeps is a conflict: its agent still
+  // works in the folder, and the run closes it when the agent ends.
+  bool by_run = false;
 };
 
 struct CloseResult {
@@ -104,8 +133,10 @@ class SlotLifecycle {
   // worktree is there already).
   // With `ports` (K > 0), the slot also takes a block of K ports of the
   // workspace's range (PortBlocks), kept in the record.
+  // A join of a slot whose run lock another process holds (a live `swarm
+  // run`: the folder is its agent's) is a conflict naming it.
   JoinResult join(const std::string& slot, const std::string& task, Takeover takeover, std::int64_t leaf_pid,
-                  const std::string& base = {}, unsigned ports = 0);
+                  const std::string& base = {}, unsigned ports = 0, Joiner joiner = {});
 
   // Commits in the slot's worktree, pushes the branch, renews the record (one
   // CAS update with the revision read). Push and renewal failures are warnings.
@@ -119,18 +150,25 @@ class SlotLifecycle {
   // conflict is left in the worktree, its paths in the result.
   SyncOutcome sync(const std::string& slot, const std::string& onto, ExpectedSession session = {});
 
+  // The same lifecycle, whose requests to NATS take at most `budget` each
+  // (a keeper's renewal must end before its session's deadline).
+  SlotLifecycle with_budget(std::chrono::milliseconds budget) const;
   // Bumps last_renewed by CAS, and renews the slot's task lease and port
   // block in the same round trip. Returns the new revision; a lease that
   // could not be kept is a warning (the session stands).
+  // `presence` is written in the same CAS write.
   std::uint64_t renew(const std::string& slot, std::vector<std::string>* warnings = nullptr,
-                      ExpectedSession session = {});
+                      ExpectedSession session = {}, const Presence& presence = {});
   // The session alone, from a record already read (one round trip): on a
   // lost race it rereads and retries only while it is still the same session.
-  std::uint64_t renew(const SessionEntry& read) const;
+  // `written`, when given, gets the record as written (a reread one's
+  // fields included): what the next renewal starts from.
+  std::uint64_t renew(const SessionEntry& read, const Presence& presence = {}, SessionEntry* written = nullptr) const;
   // The session, its task lease and its port block in one round trip
   // (kv::Bucket::update_together). `task_lease` empty: read it first.
   std::uint64_t renew(const SessionEntry& read, std::optional<LeaseEntry> task_lease,
-                      std::vector<std::string>* warnings) const;
+                      std::vector<std::string>* warnings, const Presence& presence = {},
+                      SessionEntry* written = nullptr) const;
 
   // Releases the slot: artifact gate, salvage, CAS delete, then the folder.
   CloseResult close(const std::string& slot, const CloseOptions& options);
@@ -148,6 +186,8 @@ class SlotLifecycle {
 
   const Workspace& workspace() const { return workspace_; }
   const HubLocation& hub() const { return hub_; }
+  const HostIdentity& me() const { return me_; }
+  const Journal& journal() const { return journal_; }
   const SessionStore& sessions() const { return store_; }
   const LeaseStore& leases() const { return tasks_.store(); }
 
@@ -168,7 +208,8 @@ class SlotLifecycle {
   // `replacing`: the record this join replaces (its block is kept when it has that size).
   void claim_ports(JoinResult& result, unsigned count, const std::optional<SessionEntry>& replacing,
                    JoinSteps& done) const;
-  Session new_session(const std::string& slot, const std::string& task, std::int64_t leaf_pid) const;
+  Session new_session(const std::string& slot, const std::string& task, std::int64_t leaf_pid,
+                      std::uint64_t leaf_start) const;
   // Throws unless this host may take over `existing` (corrupt, foreign_host,
   // conflict naming why); returns how it stood.
   // `arrived`: when the read that returned `existing` got its answer.

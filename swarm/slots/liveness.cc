@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "swarm/base/process_info.h"
 #include "swarm/lease/rules.h"
 
 namespace swarm {
@@ -12,6 +13,7 @@ std::string_view to_string(State state) {
     case State::late: return "late";
     case State::stale: return "stale";
     case State::corrupt: return "corrupt";
+    case State::dead: return "dead";
   }
   return "corrupt";
 }
@@ -25,6 +27,12 @@ State state_of(std::chrono::milliseconds age, std::chrono::milliseconds ttl) {
 std::chrono::milliseconds age_of(TimePoint stored_at, TimePoint now) {
   auto age = std::chrono::duration_cast<std::chrono::milliseconds>(now - stored_at);
   return age.count() < 0 ? std::chrono::milliseconds(0) : age;
+}
+
+bool run_is_gone(std::int64_t leaf_pid, std::uint64_t leaf_start, std::int64_t agent_pid, std::uint64_t agent_start) {
+  // Never by a pid alone: each is judged only with its start time.
+  if (agent_pid > 0 && agent_start != 0 && !process_is(static_cast<pid_t>(agent_pid), agent_start)) return true;
+  return leaf_pid > 0 && leaf_start != 0 && !process_is(static_cast<pid_t>(leaf_pid), leaf_start);
 }
 
 State observed_state(std::chrono::milliseconds age, std::chrono::milliseconds ttl, std::chrono::milliseconds margin) {

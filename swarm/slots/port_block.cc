@@ -256,7 +256,9 @@ bool PortBlocks::renewable(const LeaseEntry& entry, Steady::time_point arrived, 
          !certainly_expired(store_.server_clock(), arrived, entry.stored_at, entry.record->ttl, Steady::now());
 }
 
-kv::Bucket::Write PortBlocks::renewal(const LeaseEntry& held) const { return store_.renewal_of(held); }
+kv::Bucket::Write PortBlocks::renewal(const LeaseEntry& held, std::chrono::milliseconds ttl) const {
+  return store_.renewal_of(held, ttl);
+}
 
 std::string PortBlocks::reclaim(const std::string& slot, const PortBlock& block, std::int64_t pid) const {
   const std::string name = port_block_lease_name(block);

@@ -31,6 +31,12 @@ class PortBlocks {
  public:
   PortBlocks(LeaseStore store, HostIdentity me, std::chrono::milliseconds ttl)
       : store_(std::move(store)), me_(std::move(me)), ttl_(ttl) {}
+  // The same, whose requests take at most `budget` (LeaseStore::with_budget).
+  PortBlocks with_budget(std::chrono::milliseconds budget) const {
+    PortBlocks copy = *this;
+    copy.store_ = store_.with_budget(budget);
+    return copy;
+  }
 
   // Takes a block of `count` ports in `range` for `slot`, or keeps `keep`
   // (the block the session this join replaces names) when it has that size
@@ -51,7 +57,8 @@ class PortBlocks {
   // which checks that.
   bool renewable(const LeaseEntry& entry, Steady::time_point arrived, const std::string& slot) const;
   // The write that renews it, sent with the session's.
-  kv::Bucket::Write renewal(const LeaseEntry& held) const;
+  // With the session's TTL as it is now (`up --ttl` changes it in place).
+  kv::Bucket::Write renewal(const LeaseEntry& held, std::chrono::milliseconds ttl) const;
   // After a renewal of `before` that landed as revision `renewed`: when it
   // landed so late that the block may have expired first, it stands only
   // if no overlapping block was granted before it; else it is given up.

@@ -22,7 +22,11 @@ const record::Schema<Session>& schema() {
        time("last_renewed", &Session::last_renewed, &Session::last_renewed_text),
        count("session_token", &Session::session_token, kMaxRevision, "a revision"),
        count("port_base", &Session::port_base, 65535, "a port"),
-       count("ports", &Session::ports, kMaxPortBlock, "a number of ports")},
+       count("ports", &Session::ports, kMaxPortBlock, "a number of ports"),
+       count("leaf_start", &Session::leaf_start, kMaxRevision, "a process start time"),
+       signed_count("agent_pid", &Session::agent_pid, kMaxPid, "a process id"),
+       count("agent_start", &Session::agent_start, kMaxRevision, "a process start time"),
+       text("status", &Session::status), text("note", &Session::note)},
       &Session::unknown_fields};
   return kSchema;
 }

@@ -33,6 +33,18 @@ struct Session {
   // `port_base`; 0 and 0 when it has none.
   std::uint64_t port_base = 0;
   std::uint64_t ports = 0;
+  // When the leaf is a process that lives as long as the session (swarm
+  // run): its start time (/proc's starttime), so a reused pid is told apart.
+  // 0: the leaf is a short-lived join, no liveness signal.
+  std::uint64_t leaf_start = 0;
+  // The agent `swarm run` started (pid and start time; 0 when none): on this
+  // host, a session whose agent or run is gone is dead at once.
+  std::int64_t agent_pid = 0;
+  std::uint64_t agent_start = 0;
+  // What the agent says it is doing (swarm renew --status --note): working,
+  // blocked, idle or waiting, and a line of its own; empty when unsaid.
+  std::string status;
+  std::string note;
   // The times as read: written back as they were while unchanged, so a
   // renewal never rewrites another writer's started_at (its precision, its
   // offset) into ours.
@@ -43,7 +55,12 @@ struct Session {
 
   // Same session: the identity a CAS retry checks before it goes on.
   bool same_session_as(const Session& other) const {
-    return slot == other.slot && host == other.host && started_at == other.started_at;
+    // To the millisecond the record keeps: a session as written in memory
+    // (finer) is the same as the one read back.
+    auto stored = [](const std::optional<TimePoint>& t) {
+      return t ? std::optional(std::chrono::floor<std::chrono::milliseconds>(*t)) : std::nullopt;
+    };
+    return slot == other.slot && host == other.host && stored(started_at) == stored(other.started_at);
   }
   // Its block of ports; nullopt when it has none (or the record names no
   // block a range could hold: ports 1 to 65535).
@@ -52,6 +69,11 @@ struct Session {
     return PortBlock{static_cast<unsigned>(port_base), static_cast<unsigned>(ports)};
   }
 };
+
+// The statuses an agent may say it is in (renew --status).
+inline constexpr const char* kAgentStatuses[] = {"working", "blocked", "idle", "waiting"};
+// The longest note a renewal takes, in bytes of UTF-8.
+inline constexpr std::size_t kMaxNoteBytes = 200;
 
 // A record that could not be read as a Session: the reason says why, plainly.
 struct ParsedSession {

@@ -65,7 +65,21 @@ SessionStore SessionStore::ensure(const kv::Connection& connection, const std::s
   });
 }
 
-std::chrono::milliseconds SessionStore::ttl() const { return bucket_config().ttl; }
+std::chrono::milliseconds SessionStore::ttl() const {
+  const std::int64_t read = ttl_ms_->load();
+  return read >= 0 ? std::chrono::milliseconds(read) : bucket_config().ttl;
+}
+
+kv::Bucket::ConfigChanges SessionStore::config_changes() const {
+  return translating_kv([&] { return bucket_.config_changes(); });
+}
+
+std::chrono::milliseconds SessionStore::current_ttl() const {
+  const auto ttl =
+      translating_kv([&] { return kv::Bucket::open(bucket_.connection(), bucket_.name()).config().ttl; });
+  ttl_ms_->store(ttl.count());
+  return ttl;
+}
 
 kv::BucketConfig SessionStore::bucket_config() const {
   return translating_kv([&] { return bucket_.config(); });

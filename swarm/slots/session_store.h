@@ -2,6 +2,7 @@
 // Every write is CAS-gated; reads report corrupt records instead of failing.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -77,9 +78,14 @@ class SessionStore {
   const std::string& bucket_name() const { return bucket_.name(); }
   // The connection it is on (for the journal beside it).
   kv::Connection connection() const { return bucket_.connection(); }
-  // The bucket's TTL as the server had it when the bucket was opened (no
-  // round trip).
+  // The bucket's TTL as the server had it when the bucket was opened, or
+  // as current_ttl() last read it (no round trip).
   std::chrono::milliseconds ttl() const;
+  // The TTL the server has now (a round trip; `up --ttl` changes it in
+  // place), which ttl() then says too, in every copy of this store.
+  std::chrono::milliseconds current_ttl() const;
+  // Hears the bucket's config change (a TTL changed in place).
+  kv::Bucket::ConfigChanges config_changes() const;
   kv::BucketConfig bucket_config() const;
 
   std::optional<SessionEntry> get(const std::string& slot) const;
@@ -120,6 +126,12 @@ class SessionStore {
 
   // For tests and doctor: the raw bucket underneath.
   const kv::Bucket& bucket() const { return bucket_; }
+  // The same store, whose requests (retries included) take at most `budget`.
+  SessionStore with_budget(std::chrono::milliseconds budget) const {
+    SessionStore copy = *this;
+    copy.bucket_ = bucket_.with_budget(budget);
+    return copy;
+  }
   // The same store, whose begin() guards its tokens with `watermark`.
   SessionStore with_watermark(std::shared_ptr<const TokenWatermark> watermark) const {
     SessionStore copy = *this;
@@ -128,8 +140,10 @@ class SessionStore {
   }
 
  private:
-  explicit SessionStore(kv::Bucket bucket) : bucket_(std::move(bucket)) {}
+  explicit SessionStore(kv::Bucket bucket)
+      : bucket_(std::move(bucket)), ttl_ms_(std::make_shared<std::atomic<std::int64_t>>(-1)) {}
   kv::Bucket bucket_;
+  std::shared_ptr<std::atomic<std::int64_t>> ttl_ms_;  // -1: the bucket's as opened
   std::shared_ptr<const TokenWatermark> watermark_;
 };
 

@@ -39,6 +39,12 @@ void SessionTable::add(const SessionEntry& entry) {
     row.session_token = entry.token();
     row.token_in_record = s.session_token != 0;
     row.newer_fields = !s.unknown_fields.empty();
+    row.leaf_pid = s.leaf_pid;
+    row.leaf_start = s.leaf_start;
+    row.agent_pid = s.agent_pid;
+    row.agent_start = s.agent_start;
+    if (!s.status.empty()) row.status = text_.keep(s.status);
+    if (!s.note.empty()) row.note = text_.keep(s.note);
     if (keep_json_)
       row.record_json = entry.json_as_stored.empty() ? text_.keep(to_json(s)) : text_.keep(entry.json_as_stored);
   }
@@ -81,6 +87,10 @@ void SessionTable::finish(std::uint64_t since, std::chrono::milliseconds ttl, Ti
   for (auto& row : rows_) {
     row.age = age_of(row.stored_at, now);
     row.state = row.corrupt ? State::corrupt : observed_state(row.age, ttl, margin);
+    // This host's run that is gone is dead now, whatever its age says.
+    if (row.local && (row.agent_pid > 0 || row.leaf_start != 0) && row.state != State::stale &&
+        run_is_gone(row.leaf_pid, row.leaf_start, row.agent_pid, row.agent_start))
+      row.state = State::dead;
   }
 }
 

@@ -57,6 +57,11 @@ struct SessionRow {
   bool corrupt = false;
   bool local = false;                   // the session belongs to this host
   bool newer_fields = false;            // the record has fields this version does not know
+  // A session `swarm run` keeps: its run and agent, for `dead` (this host's only).
+  std::int64_t leaf_pid = 0, agent_pid = 0;
+  std::uint64_t leaf_start = 0, agent_start = 0;
+  std::string_view status;              // what its agent says it does (renew --status), "" unsaid
+  std::string_view note;
 };
 
 // The rows of one listing (or of a watch's view).

@@ -78,7 +78,9 @@ Lease TaskLeases::claim(const std::string& slot, const std::string& task, std::i
   }
 }
 
-kv::Bucket::Write TaskLeases::renewal(const LeaseEntry& held) const { return store_.renewal_of(held); }
+kv::Bucket::Write TaskLeases::renewal(const LeaseEntry& held, std::chrono::milliseconds ttl) const {
+  return store_.renewal_of(held, ttl);
+}
 
 std::string TaskLeases::reclaim(const std::string& slot, const std::string& task, std::int64_t pid) const {
   try {

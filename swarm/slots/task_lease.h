@@ -19,6 +19,12 @@ class TaskLeases {
  public:
   TaskLeases(LeaseStore store, HostIdentity me, std::chrono::milliseconds ttl)
       : store_(std::move(store)), me_(std::move(me)), ttl_(ttl) {}
+  // The same, whose requests take at most `budget` (LeaseStore::with_budget).
+  TaskLeases with_budget(std::chrono::milliseconds budget) const {
+    TaskLeases copy = *this;
+    copy.store_ = store_.with_budget(budget);
+    return copy;
+  }
 
   // Takes the lease of `task` for `slot`, or keeps it when `slot` holds it
   // already (`kept` says which). Conflict naming the slot that holds it otherwise.
@@ -31,7 +37,8 @@ class TaskLeases {
   // Whether `entry` is the claim of `slot` on `task`.
   static bool held_by(const LeaseEntry& entry, const std::string& slot, const std::string& task);
   // The write that renews it, sent with the session's (kv::Bucket::update_together).
-  kv::Bucket::Write renewal(const LeaseEntry& held) const;
+  // With the session's TTL as it is now (`up --ttl` changes it in place).
+  kv::Bucket::Write renewal(const LeaseEntry& held, std::chrono::milliseconds ttl) const;
   // After a renewal of the session whose task lease was refused, missing or
   // not this slot's: claims it again when it is free; otherwise what to say.
   std::string reclaim(const std::string& slot, const std::string& task, std::int64_t pid) const;

@@ -94,6 +94,33 @@ void adopt_existing_buckets(const UpOptions& options, const kv::Connection& nats
   if (!options.replicas) config.replicas = have->replicas;
 }
 
+// The session bucket, made or checked. One that differs from what is asked
+// in its TTL alone has it changed in place when --ttl was given (its live
+// sessions are judged by the new TTL from then on), and otherwise gives the
+// workspace its TTL (another host changed it): its records are never lost.
+void ensure_session_bucket(const UpOptions& options, const kv::Connection& nats, UpResult& result) {
+  WorkspaceConfig& config = result.config;
+  const kv::BucketConfig want{.name = config.bucket, .ttl = config.ttl, .replicas = config.replicas};
+  try {
+    kv::Bucket::ensure(nats, want);
+    return;
+  } catch (const kv::Error& e) {
+    if (e.kind() != kv::Errc::conflict) throw;
+    const kv::BucketConfig have = kv::Bucket::open(nats, config.bucket).config();
+    kv::BucketConfig same_but_ttl = want;
+    same_but_ttl.ttl = have.ttl;
+    if (!kv::differences(same_but_ttl, have).empty()) throw;
+    if (!options.ttl) {
+      result.ttl_was = config.ttl;  // what this host's config said
+      config.ttl = have.ttl;        // the workspace's, as another host set it
+      return;
+    }
+    result.ttl_was = have.ttl;
+    kv::Bucket::set_ttl(nats, config.bucket, config.ttl);
+    result.ttl_changed = true;
+  }
+}
+
 // Servers of a replicated workspace must be 2.10 or later: 2.9 lost
 // acknowledged writes and let fencing tokens go backwards under partitions
 // (adr/0023). Every URL given is asked (its greeting names its version), and
@@ -144,9 +171,7 @@ void finish_up(const UpOptions& options, UpResult& result) {
   }
   try {
     // The session bucket is made here as a plain bucket: the sessions in it are slots/' (a layer above).
-    translating_kv([&] {
-      kv::Bucket::ensure(nats, {.name = config.bucket, .ttl = config.ttl, .replicas = config.replicas});
-    });
+    translating_kv([&] { ensure_session_bucket(options, nats, result); });
     translating_kv([&] {
       const kv::BucketConfig want{.name = config.lease_bucket, .ttl = kLeaseBucketTtl, .replicas = config.replicas};
       try {

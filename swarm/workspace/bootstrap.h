@@ -45,6 +45,11 @@ struct UpResult {
   bool created_hub = false;     // made, or an empty one seeded
   bool found_buckets = false;   // a new config took the buckets' TTL and replicas (made by another host)
   bool moved_nats = false;      // --nats-url named another NATS than the config's
+  // When the session bucket's TTL was not the config's: the bucket's before
+  // it was changed in place to --ttl (ttl_changed), or without --ttl the
+  // config's before it took the bucket's.
+  std::optional<std::chrono::milliseconds> ttl_was;
+  bool ttl_changed = false;
   bool added_remote = false;    // remote `swarm` for the hub added to the workspace's git checkout
   bool started_server = false;  // an embedded server was (re)started by this call
   std::optional<int> server_pid;

@@ -57,6 +57,9 @@ void permit_handoff(Bench& b);        // 25
 void semaphore_contenders(Bench& b);  // 26
 void durable_grants(Bench& b);        // 27
 
+// bench_sessions.cc (the rest above)
+void run_agent_life(Bench& b);        // 28
+
 // bench_journal.cc
 void log_long_history(Bench& b);      // 19
 

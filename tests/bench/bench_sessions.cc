@@ -153,3 +153,30 @@ void cluster_cas_guard(Bench& b) {
 }
 
 }  // namespace bench
+
+namespace bench {
+
+// 28. An agent's whole life as one process: `swarm run -- true` (join, the
+// agent named in the record, its keeper and TTL listener started, close)
+// against what it replaces, `swarm join` then `swarm close` (two processes).
+void run_agent_life(Bench& b) {
+  const int n = b.quick ? 8 : 30;
+  std::vector<double> swarm_ms, base_ms;
+  for (int i = 0; i < n; ++i) {
+    const std::string task = "T-life-" + std::to_string(i);
+    auto r = run_process({b.swarm_bin, "run", "--slot", "life", "--task", task, "--", "true"}, {b.ws_env});
+    if (r.exit != 0) fail("swarm run failed");
+    swarm_ms.push_back(r.ms);
+    auto j = run_process({b.swarm_bin, "join", "--slot", "hand", "--task", task}, {b.ws_env});
+    auto c = run_process({b.swarm_bin, "close", "--slot", "hand", "--result", "success", "--no-artifact"}, {b.ws_env});
+    if (j.exit != 0 || c.exit != 0) fail("swarm join or close failed");
+    base_ms.push_back(j.ms + c.ms);
+  }
+  Row row{.name = "swarm run -- true (a whole life)", .swarm = stats_of(swarm_ms), .baseline = stats_of(base_ms),
+          .target = "<= 1.1x"};
+  finish(row, 1.1);
+  row.note = "baseline: swarm join + swarm close --no-artifact, two processes";
+  b.rows.push_back(row);
+}
+
+}  // namespace bench

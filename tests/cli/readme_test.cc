@@ -219,6 +219,23 @@ TEST_CASE("Docs_LeasesSemaphoresAndTheJournalAsWritten") {
   CHECK(history.out.find("lease.grant") != std::string::npos);
 }
 
+TEST_CASE("Docs_RunThreeAgentsAsWritten") {
+  // docs/run.md: a TTL of 2s changed in place; the thinker keeps its slot for 3 TTLs and closes as success with
+  // its answer committed; the killed run is dead at once and doctor --fix clears it; the failing one is a fail.
+  SwarmWorkspace ws;
+  auto r = run_recipe(recipe("run-three-agents"), ws.root(), ws.home(), {{"SWARM_WORKSPACE", ws.root().string()}});
+  CHECK(r.out.find("failing exited 1") != std::string::npos);
+  CHECK(r.out.find("thinker is working: one long thought") != std::string::npos);
+  const auto dead = r.out.find("doomed");
+  CHECK(dead != std::string::npos);
+  CHECK(r.out.find("dead", dead) != std::string::npos);
+  CHECK(r.out.find("result=success") != std::string::npos);
+  CHECK(ws.git({"--git-dir", (ws.root() / ".swarm/hub.git").string(), "show", "swarm/thinker:answer.txt"}).out ==
+        "42\n");
+  CHECK(ws.swarm({"log", "--slot", "failing", "--kind", "close"}).out.find("result=fail") != std::string::npos);
+  CHECK(ws.swarm({"status", "--slot", "doomed"}).exit == 4);  // doctor --fix removed it
+}
+
 TEST_CASE("Docs_OperatingTheContractTrustAndHelpAsWritten") {
   // docs/operating.md, docs/contract.md, docs/trust.md's agent and docs/reference.md's offline help.
   SwarmWorkspace ws;

@@ -330,7 +330,7 @@ TEST_CASE("BadInput_Exit2NamingTheValueBeforeAnyIo") {
       {{"frobnicate"}, "unknown verb 'frobnicate'"},
       {{"--workspace", ws.root().string(), "frobnicate", "--json"}, "unknown verb 'frobnicate'"},
       // A typo beside a word that is a verb's name: still every verb listed.
-      {{"lcok", "deploy", "--", "git", "commit"}, "the verbs are up, down, join, commit, renew, close, evict, status"},
+      {{"lcok", "deploy", "--", "git", "commit"}, "the verbs are up, down, join, run, commit, renew, close, evict, status"},
   };
   for (const auto& c : cases) {
     auto r = ws.swarm(c.args);

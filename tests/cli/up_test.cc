@@ -65,13 +65,25 @@ TEST_CASE("Up_WithoutGitStartsFromAnEmptyCommit") {
   CHECK(ws.git({"--git-dir", hub, "ls-tree", "main"}).out.empty());
 }
 
-TEST_CASE("Up_RefusesAnotherTtlOnAnExistingBucket") {
-  // up with a TTL that differs from the bucket's says so (exit 3) and changes nothing.
+TEST_CASE("Up_AnotherTtlChangesTheBucketInPlace") {
+  // up --ttl on a workspace set up already changes the session bucket's TTL in place (a live session kept, no
+  // "delete the bucket"); another host's config that still says 5m takes the bucket's on its next plain up.
   SwarmWorkspace ws;
+  REQUIRE(ws.swarm({"join", "--slot", "s", "--task", "T-1"}).exit == 0);
   auto r = ws.swarm({"up", "--nats-url", ws.server()->url(), "--ttl", "1m"});
-  CHECK(r.exit == 3);
-  CHECK(r.err.find("TTL is 300s, want 60s") != std::string::npos);
-  CHECK(ws.swarm({"up", "--nats-url", ws.server()->url(), "--ttl", "5m"}).exit == 0);
+  REQUIRE_MESSAGE(r.exit == 0, r.err);
+  CHECK(r.out.find("TTL 1m, replicas 1, changed from 5m") != std::string::npos);
+  CHECK(ws.swarm({"status", "--json"}).out.find("\"ttl_seconds\":60") != std::string::npos);
+  CHECK(ws.swarm({"status", "--slot", "s"}).exit == 0);  // the session is still there
+  auto config = ws.root() / ".swarm/config.json";
+  auto json = swarm::Json::parse(read_file(config));
+  json.set("ttl_ms", 300000);
+  write_file(config, json.dump());
+  auto plain = ws.swarm({"up", "--json"});
+  REQUIRE(plain.exit == 0);
+  CHECK(number(json_of(plain), "ttl_seconds") == 60);
+  CHECK(number(json_of(plain), "ttl_was_seconds") == 300);  // what the config said
+  CHECK(read_file(config).find("60000") != std::string::npos);
 }
 
 TEST_CASE("Auth_GlobalOptionsReachAServerThatNeedsAPassword") {
@@ -108,8 +120,8 @@ TEST_CASE("Up_RefusedUpLeavesNoServerRunning") {
 
   SwarmWorkspace ws({.embedded = true});
   REQUIRE(ws.swarm({"down"}).exit == 0);
-  auto conflict = ws.swarm({"up", "--ttl", "1m"});  // restarts the server, then meets the 5m bucket
-  CHECK(conflict.exit == 3);
+  auto conflict = ws.swarm({"up", "--events-max-bytes", "900TiB"});  // restarts the server, then finds no room
+  CHECK(conflict.exit == 9);
   CHECK(ws.swarm({"status", "--timeout", "1s"}).exit == 7);  // stopped again
   CHECK(ws.swarm({"down"}).out.find("not running") != std::string::npos);
   REQUIRE(ws.swarm({"up"}).exit == 0);
@@ -495,7 +507,8 @@ TEST_CASE("Up_AMissingHubIsExit6NeverANewOne") {
   SwarmWorkspace ws;
   const auto config = ws.root() / ".swarm/config.json";
   auto json = swarm::Json::parse(read_file(config));
-  json.set("hub", "/gone/elsewhere/.swarm/hub.git");
+  // the old path is inside the test's own folder: a swarm that wrongly makes a hub there harms nothing else
+  json.set("hub", (ws.root().parent_path() / "gone/.swarm/hub.git").string());
   write_file(config, json.dump());
   auto legacy = ws.swarm({"up", "--json"});
   REQUIRE_MESSAGE(legacy.exit == 0, legacy.err);

@@ -87,7 +87,7 @@ TEST_CASE("Session_ToleratesMissingOptionalFields") {
 TEST_CASE("Session_KeepsUnknownFieldsAcrossAnUpdate") {
   // fields a newer writer added survive a read-modify-write by this version.
   auto parsed = parse_session(
-      R"({"slot":"a","host":"h","future":{"x":[1,2,{"y":null}]},"note":"keep me","n":1.5,"flag":false})");
+      R"({"slot":"a","host":"h","future":{"x":[1,2,{"y":null}]},"remark":"keep me","n":1.5,"flag":false})");
   REQUIRE(parsed.session);
   Session s = *parsed.session;
   CHECK(s.unknown_fields.size() == 4);
@@ -97,7 +97,7 @@ TEST_CASE("Session_KeepsUnknownFieldsAcrossAnUpdate") {
   char* future = cJSON_PrintUnformatted(cJSON_GetObjectItem(out.get(), "future"));
   CHECK(std::string(future) == R"({"x":[1,2,{"y":null}]})");
   cJSON_free(future);
-  CHECK(testing::text_of(out.get(), "note") == "keep me");
+  CHECK(testing::text_of(out.get(), "remark") == "keep me");
   CHECK(testing::number_of(out.get(), "n") == 1.5);
   CHECK(cJSON_IsFalse(cJSON_GetObjectItem(out.get(), "flag")));
   CHECK(testing::text_of(out.get(), "last_renewed") == "2026-11-22T11:00:00.000Z");

@@ -45,7 +45,7 @@ TEST_CASE("SlotLifecycle_RenewRetriesOnlyForTheSameSession") {
 
   // The same session moved on (say, another process of it renewed and added a field).
   Session same = *read.session;
-  same.unknown_fields.push_back({"note", "\"from a newer client\""});
+  same.unknown_fields.push_back({"remark", "\"from a newer client\""});
   f.store().update(same, read.revision);
   auto rev = life.renew(read);
   auto after = *f.store().get("s");
