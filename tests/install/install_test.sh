@@ -34,12 +34,16 @@ zgrep -q 'swarm lease acquire' "$prefix/share/man/man1/swarm.1.gz" || fail "the 
 zgrep -q '^\.SS "swarm help leases"' "$prefix/share/man/man1/swarm.1.gz" || fail "the man page has no topic leases"
 # What a user types: man finds it in the prefix (as it does ~/.local's from PATH).
 if command -v man >/dev/null; then
-  MANPATH="$prefix/share/man" MANWIDTH=100 man swarm 2>/dev/null | grep -q 'swarm lease acquire' ||
+  # Read whole, then searched: grep -q would close the pipe early and, under
+  # pipefail, the writer's SIGPIPE would fail the test at random.
+  page=$(MANPATH="$prefix/share/man" MANWIDTH=100 man swarm 2>/dev/null) || page=
+  grep -q 'swarm lease acquire' <<<"$page" ||
     fail "man swarm does not show the installed page"
 fi
 # And offline help says the same as --help.
 [ "$("$prefix/bin/swarm" help join)" = "$("$prefix/bin/swarm" join --help)" ] || fail "swarm help join is not join --help"
-"$prefix/bin/swarm" help trust | grep -q 'never' || fail "swarm help trust prints no page"
+page=$("$prefix/bin/swarm" help trust) || fail "swarm help trust failed"
+grep -q 'never' <<<"$page" || fail "swarm help trust prints no page"
 
 # A nats-server of our own on a port it picks itself (and writes down).
 mkdir "$tmp/ports"
