@@ -220,8 +220,9 @@ TEST_CASE("Docs_LeasesSemaphoresAndTheJournalAsWritten") {
 }
 
 TEST_CASE("Docs_RunThreeAgentsAsWritten") {
-  // docs/run.md: a TTL of 2s changed in place; the thinker keeps its slot for 3 TTLs and closes as success with
+  // the README's agents under run: a TTL of 2s changed in place; the thinker keeps its slot for 3 TTLs and closes as success with
   // its answer committed; the killed run is dead at once and doctor --fix clears it; the failing one is a fail.
+  // docs/run.md's run that commits and lands.
   SwarmWorkspace ws;
   auto r = run_recipe(recipe("run-three-agents"), ws.root(), ws.home(), {{"SWARM_WORKSPACE", ws.root().string()}});
   CHECK(r.out.find("failing exited 1") != std::string::npos);
@@ -234,6 +235,10 @@ TEST_CASE("Docs_RunThreeAgentsAsWritten") {
         "42\n");
   CHECK(ws.swarm({"log", "--slot", "failing", "--kind", "close"}).out.find("result=fail") != std::string::npos);
   CHECK(ws.swarm({"status", "--slot", "doomed"}).exit == 4);  // doctor --fix removed it
+  auto land = run_recipe(recipe("run-and-land"), ws.root(), ws.home(), {{"SWARM_WORKSPACE", ws.root().string()}});
+  CHECK(land.out.find("result=success") != std::string::npos);
+  CHECK(land.out.find("land ") != std::string::npos);
+  CHECK(ws.git({"--git-dir", (ws.root() / ".swarm/hub.git").string(), "show", "main:render.txt"}).out == "fixed\n");
 }
 
 TEST_CASE("Docs_OperatingTheContractTrustAndHelpAsWritten") {
