@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include "cli/context.h"
+#include "swarm/git/backend.h"
 #include "cli/progress.h"
 #include "swarm/base/text.h"
 #include "swarm/slots/liveness.h"
@@ -56,6 +57,7 @@ Verb add_join(CLI::App& app) {
       "replaces a stale session of this host. --ports when no block of K is free in the range is exit 3.");
   return {cmd, [flags](Context& ctx) {
             flags->slot = ctx.slot_of(flags->slot);
+            auto git = swarm::prefetch_git_backend();  // overlaps the NATS round trips below
             auto lifecycle = ctx.lifecycle();
             const auto takeover = flags->force ? swarm::Takeover::force : swarm::Takeover::only_stale;
             Progress progress("joining slot " + flags->slot + " (cloning the hub)");

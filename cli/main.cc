@@ -303,8 +303,10 @@ int main(int argc, char** argv) {
   if (const std::string why = missing_dashes(verbs, argc, argv); !why.empty())
     return cli::Output(globals.json || asks_for_json(argc, argv)).error(swarm::Errc::bad_input, why);
   swarm::log::to_stderr(globals.log_level);
+  swarm::log::phase("arguments read");
   static cli::Context ctx(globals);  // never destroyed: see below
   const int code = run_verb(verbs, ctx);
+  swarm::log::phase("done");
   // The verb is done: every KV write it made was acknowledged and every file
   // it wrote is closed. Leave without the NATS client's orderly close (a PING
   // round trip and joining its threads); the kernel closes the socket.

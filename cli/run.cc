@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "cli/exit_code.h"
+#include "swarm/git/backend.h"
 #include "cli/hold.h"
 #include "cli/land.h"
 #include "swarm/base/child_process.h"
@@ -155,6 +156,7 @@ Verb add_run(CLI::App& app) {
             swarm::require_runnable(agent.front());  // before anything is written
             if (f->land) require_land_check(ctx, check);
             SignalRouter signals;  // before any thread is made
+            auto git = swarm::prefetch_git_backend();  // overlaps the NATS round trips below
             auto lifecycle = ctx.lifecycle();
             swarm::RunOptions o;
             o.slot = f->slot;

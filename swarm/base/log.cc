@@ -4,6 +4,7 @@
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <mutex>
@@ -44,6 +45,17 @@ class EscapingStderrSink : public spdlog::sinks::base_sink<std::mutex> {
 }  // namespace
 
 std::string formatted(fmt::string_view format, fmt::format_args args) { return fmt::vformat(format, args); }
+
+namespace {
+// Read at the process's first static initialisation.
+const std::chrono::steady_clock::time_point g_started = std::chrono::steady_clock::now();
+}  // namespace
+
+void phase(std::string_view what) {
+  if (!enabled(Level::debug)) return;
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - g_started).count();
+  write(Level::debug, fmt::format("{} at {:.1f} ms", what, ms));
+}
 
 bool enabled(Level level) { return spdlog::default_logger_raw()->should_log(level_of(level)); }
 

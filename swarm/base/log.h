@@ -35,6 +35,11 @@ std::string format(fmt::format_string<Args...> format, Args&&... args) {
   return log::formatted(format, fmt::make_format_args(args...));
 }
 
+// At debug level: "<what> at <ms> ms" since the process started (its
+// first static initialisation): where a verb's milliseconds go, phase by
+// phase (`--log-level debug`; adr/0037).
+void phase(std::string_view what);
+
 template <typename... Args>
 void at(Level level, fmt::format_string<Args...> format, Args&&... args) {
   if (enabled(level)) write(level, log::formatted(format, fmt::make_format_args(args...)));

@@ -35,7 +35,7 @@ GitBackend* load() {
       tried += " " + path.string() + " (no " + kGitBackendSymbol + ")";
       continue;
     }
-    swarm::log::debug("loaded the git module {}", path.string());
+    swarm::log::phase("loaded the git module " + path.string());
     return entry();  // the module lives as long as the process
   }
   throw Error(Errc::internal, std::string("cannot load swarm's git module ") + kModuleName + "; tried:" + tried +

@@ -123,6 +123,7 @@ void SlotLifecycle::salvage_files_and_remove(const std::string& slot, TimePoint 
   try {
     Salvage files = salvage_slot(workspace_, slot, hub_, now,
                                  {.history = false, .move = true, .keep_whole = result.salvage.unreadable_repository});
+    log::phase("close: moved the uncommitted files to .swarm/recovery/");
     files.commits_ref = result.salvage.commits_ref;
     files.refs = result.salvage.refs;
     files.unreadable_repository = files.unreadable_repository || result.salvage.unreadable_repository;
@@ -183,12 +184,17 @@ CloseResult SlotLifecycle::close(const std::string& slot, const CloseOptions& op
   // hub that cannot take it stops the close here, everything kept.
   const bool remove_folder = have_folder && !options.keep_worktree;
   const TimePoint now = clock_();
+  log::phase("close: read the record and checked the slot");
   if (have_folder) push_branch(slot, options.result, result);
+  log::phase("close: pushed what the hub lacked");
   if (remove_folder) salvage_history(slot, now, result);
+  log::phase("close: kept the history the hub lacks");
   const std::optional<std::string> head = have_folder ? branch_head(slot) : std::nullopt;
   release_record(slot, entry, result);
+  log::phase("close: released the record and its leases");
   if (remove_folder) {
     salvage_files_and_remove(slot, now, result);
+    log::phase("close: salvaged the files and removed the folder");
   } else {
     if (auto folder = workspace_.slot_folder(slot)) {
       folder->remove_file(kLeafPidName);
@@ -197,6 +203,7 @@ CloseResult SlotLifecycle::close(const std::string& slot, const CloseOptions& op
     remove_if_empty(workspace_, slot);
   }
   finish_leftovers(leftovers, result);
+  log::phase("close: finished earlier removals");
   journal_.record(close_event(store_.bucket_name(), slot, result, options.result, head, Actor::here(me_),
                               options.priority_high));
   return result;

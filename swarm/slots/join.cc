@@ -133,6 +133,7 @@ void SlotLifecycle::require_joinable(const std::string& slot, const std::string&
 void SlotLifecycle::set_up_joined_slot(JoinResult& result, JoinSteps& done) const {
   const Session& s = result.session;
   tasks_.claim(s.slot, s.task_id, s.leaf_pid, &done.task_kept);
+  log::phase("join: took the task's lease");
   done.task_claimed = true;
   Worktree worktree = ensure_worktree(s.slot, &result.resumed_worktree, result.base, &result.started);
   SafeDir folder = *workspace_.slot_folder(s.slot);
@@ -212,6 +213,7 @@ JoinResult SlotLifecycle::join(const std::string& slot, const std::string& task,
   // refused join (forced or not) leaves the live session, its task lease
   // and its worktree as they were.
   require_joinable(slot, task);
+  log::phase("join: checked the slot's folder and its task's lease");
   // A live `swarm run` holds its slot's folder for its agent: never taken
   // from under it, forced or not (its own join holds the lock already).
   // Asked after the record: another host's session is exit 5 first.
@@ -240,6 +242,7 @@ JoinResult SlotLifecycle::join(const std::string& slot, const std::string& task,
   result.session = new_session(slot, task, leaf_pid, joiner.leaf_start);
   JoinSteps done;
   write_join_record(result, takeover, ports, done);
+  log::phase("join: wrote the session record");
   // The record is ours: now the task's lease, then the worktree. If either
   // fails, undo the record (and the leases), and the worktree too when it was
   // made just now (it holds no work yet).
@@ -248,6 +251,7 @@ JoinResult SlotLifecycle::join(const std::string& slot, const std::string& task,
   } catch (...) {
     undo_join(result, done);
   }
+  log::phase("join: made the worktree");
   // A rejoin for another task (or another size of port block) lets the old
   // one go, once nothing can fail the join (a failed one restores the
   // session it replaced, with its leases).
@@ -258,6 +262,7 @@ JoinResult SlotLifecycle::join(const std::string& slot, const std::string& task,
     if (auto w = ports_.release(slot, *old); !w.empty()) warn(w);
   result.worktree = fs::weakly_canonical(workspace_.worktree(slot));
   journal_.record(join_event(store_.bucket_name(), result, result.replaced_state));
+  log::phase("join: journaled");
   return result;
 }
 

@@ -67,7 +67,7 @@ kv::NatsContext read_nats_context(const std::string& name) {
 kv::Connection connect_nats(const kv::ConnectionOptions& options) {
   try {
     auto connection = kv::Connection::connect(options);
-    swarm::log::debug("connected to NATS at {}", connection.connected_url());
+    swarm::log::phase("connected to NATS at " + connection.connected_url());
     return connection;
   } catch (const kv::Error& e) {
     if (e.kind() != kv::Errc::unavailable) throw from_kv(e);
