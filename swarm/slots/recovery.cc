@@ -57,10 +57,10 @@ class RecoveryFolder {
   void add(char code, const std::string& relative, const SafeDir& from, const std::string& source) {
     open();
     auto [source_dir, source_name] = split_last(source);
-    std::optional<SafeDir> parent;
+    const std::optional<SafeDir>* parent = nullptr;
     bool blocked = false;
     try {
-      parent = from.folder_below(source_dir, false);
+      parent = &source_folder(from, source_dir);
     } catch (const Error& e) {
       // A folder on its way is a link now (swapped in since git listed the
       // path): what lies there is not the worktree's, and stays where it is.
@@ -70,13 +70,13 @@ class RecoveryFolder {
     if (blocked) {
       ++out_->skipped;
       code = 'L';
-    } else if (code == 'D' || !parent || parent->kind(source_name) == EntryKind::missing) {
+    } else if (code == 'D' || !*parent || (*parent)->kind(source_name) == EntryKind::missing) {
       ++out_->deleted;
     } else {
       auto [dest_dir, dest_name] = split_last(relative);
-      SafeDir into = make_below(*folder_, dest_dir);
-      out_->files += move_ ? move_one(*parent, source_name, into, dest_name)
-                           : copy_one(*parent, source_name, into, dest_name);
+      const SafeDir& into = dest_folder(dest_dir);
+      out_->files += move_ ? move_one(**parent, source_name, into, dest_name)
+                           : copy_one(**parent, source_name, into, dest_name);
     }
     manifest_ += code;
     manifest_ += ' ';
@@ -113,6 +113,32 @@ class RecoveryFolder {
       done += static_cast<std::size_t>(n);
     }
     manifest_.clear();
+  }
+
+  // The folder `dir` below `from` (nullopt when it is not there), opened
+  // once for the run of paths in it: git lists a folder's paths together,
+  // so each folder on the way is opened (without following a link) once,
+  // not once per file. What was opened is the worktree's folder, wherever
+  // it is moved afterwards: nothing is reached through a path again.
+  const std::optional<SafeDir>& source_folder(const SafeDir& from, const std::string& dir) {
+    if (!source_cached_ || source_from_ != &from || source_dir_ != dir) {
+      source_cached_ = false;
+      source_ = from.folder_below(dir, false);
+      source_from_ = &from;
+      source_dir_ = dir;
+      source_cached_ = true;
+    }
+    return source_;
+  }
+  // The folder `dir` of the recovery folder, made as needed (kept for the
+  // next path in it).
+  const SafeDir& dest_folder(const std::string& dir) {
+    if (!dest_ || dest_dir_ != dir) {
+      dest_.reset();
+      dest_.emplace(make_below(*folder_, dir));
+      dest_dir_ = dir;
+    }
+    return *dest_;
   }
 
   // The folder `relative` below `at`, made as needed.
@@ -169,6 +195,13 @@ class RecoveryFolder {
   std::optional<SafeDir> folder_;
   UniqueFd manifest_fd_;
   std::string manifest_;
+  // The last source folder opened (source_folder) and destination made.
+  bool source_cached_ = false;
+  const SafeDir* source_from_ = nullptr;
+  std::string source_dir_;
+  std::optional<SafeDir> source_;
+  std::optional<SafeDir> dest_;
+  std::string dest_dir_;
 };
 
 // Folders git could not look into (no read or search permission for this
@@ -203,7 +236,9 @@ void salvage_worktree(Worktree& worktree, const SafeDir& wt, const std::string& 
     }
   if (!options.files) return;
   folder.describe("uncommitted changes of slot " + slot + " in " + worktree.path().string());
-  for (const auto& change : worktree.changes()) {
+  const auto changes = worktree.changes();
+  log::phase("salvage: listed the worktree's " + std::to_string(changes.size()) + " changes");
+  for (const auto& change : changes) {
     std::string path = change.path;
     while (!path.empty() && path.back() == '/') path.pop_back();  // an ignored folder, "dir/"
     folder.add(change.code, path, wt);

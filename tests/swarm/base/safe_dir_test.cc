@@ -97,6 +97,53 @@ TEST_CASE("SafeDir_RemoveTreeDeletesLinksNotWhatTheyName") {
   CHECK(read_file(dir / "elsewhere/a.txt") == "a\n");
 }
 
+TEST_CASE("SafeDir_AWideTreeIsRemovedOnTwoThreadsNeverThroughALink") {
+  // a tree wide enough to be split between two threads (40 folders, three levels), with links to an outside
+  // folder planted at every level, a link where a folder of the frontier was, and a subfolder swapped for a
+  // link and back while it is removed: all of the tree goes, the outside folder keeps its files.
+  testing::TempDir dir{"swarm-safedir"};
+  write_file(dir / "outside/a.txt", "a\n");
+  write_file(dir / "outside/sub/b.txt", "b\n");
+  auto plant = [&] {
+    for (int i = 0; i < 40; ++i) {
+      const fs::path at = dir / "kept/doomed" / ("d" + std::to_string(i));
+      write_file(at / "x/y/file.txt", "f\n");
+      fs::create_directory_symlink(dir / "outside", at / "link");
+      fs::create_directory_symlink(dir / "outside", at / "x/link");
+      fs::create_directory_symlink(dir / "outside", at / "x/y/link");
+    }
+    fs::remove_all(dir / "kept/doomed/d7");
+    fs::create_directory_symlink(dir / "outside", dir / "kept/doomed/d7");
+  };
+  for (int round = 0; round < 20; ++round) {
+    plant();
+    std::atomic<bool> stop{false};
+    const fs::path swapped = dir / "kept/doomed/d3/x";
+    std::thread swapper([&] {
+      const fs::path aside = dir / "kept/aside";
+      while (!stop) {
+        if (::rename(swapped.c_str(), aside.c_str()) != 0) continue;
+        ::symlink((dir / "outside").c_str(), swapped.c_str());
+        ::unlink(swapped.c_str());
+        ::rename(aside.c_str(), swapped.c_str());
+      }
+    });
+    try {
+      SafeDir::open(dir / "kept").remove_tree("doomed");
+    } catch (const Error& e) {
+      MESSAGE("round " << round << ": " << e.what());  // a folder vanishing under a swap may be refused
+    }
+    stop = true;
+    swapper.join();
+    REQUIRE(read_file(dir / "outside/a.txt") == "a\n");
+    REQUIRE(read_file(dir / "outside/sub/b.txt") == "b\n");
+    std::error_code ec;
+    fs::remove_all(dir / "kept/aside", ec);
+    SafeDir::open(dir / "kept").remove_tree("doomed");  // what a refused round left
+    CHECK_FALSE(fs::exists(dir / "kept/doomed"));
+  }
+}
+
 TEST_CASE("SafeDir_AnotherUsersFolderIsRefused") {
   // a folder owned by someone else is not one swarm keeps (only root can make one for the test).
   if (::geteuid() != 0) return;
