@@ -135,7 +135,8 @@ std::uint64_t SlotLifecycle::renew(const SessionEntry& entry, const Presence& pr
 
 std::uint64_t SlotLifecycle::renew(const SessionEntry& entry, std::optional<LeaseEntry> task_lease,
                                    std::vector<std::string>* warnings, const Presence& presence,
-                                   SessionEntry* written) const {
+                                   SessionEntry* written, std::optional<LeaseEntry>* task_written) const {
+  if (task_written != nullptr) task_written->reset();
   const Session& s = *entry.session;
   auto warn = [&](const std::string& w) {
     if (warnings != nullptr && !w.empty()) warnings->push_back(w);
@@ -192,6 +193,14 @@ std::uint64_t SlotLifecycle::renew(const SessionEntry& entry, std::optional<Leas
         throw;
       }
     }
+  }
+  if (kept(task_write) && task_written != nullptr) {
+    // As the renewal wrote it (renewal_of): its token kept, the TTL of now.
+    LeaseEntry renewed_lease = *task_lease;
+    renewed_lease.revision = results[static_cast<std::size_t>(task_write)].revision;
+    renewed_lease.record->token = task_lease->token();
+    renewed_lease.record->ttl = store_.ttl();
+    *task_written = std::move(renewed_lease);
   }
   if (!s.task_id.empty() && !kept(task_write)) warn(tasks_.reclaim(s.slot, s.task_id, s.leaf_pid));
   if (block && !kept(block_write)) warn(ports_.reclaim(s.slot, *block, s.leaf_pid));

@@ -166,9 +166,12 @@ class SlotLifecycle {
   std::uint64_t renew(const SessionEntry& read, const Presence& presence = {}, SessionEntry* written = nullptr) const;
   // The session, its task lease and its port block in one round trip
   // (kv::Bucket::update_together). `task_lease` empty: read it first.
+  // `task_written`, when given, gets the task lease as renewed (nullopt when
+  // it was not): a keeper's next renewal needs no read of it (a lease that
+  // changed meanwhile fails its CAS, and is read again).
   std::uint64_t renew(const SessionEntry& read, std::optional<LeaseEntry> task_lease,
                       std::vector<std::string>* warnings, const Presence& presence = {},
-                      SessionEntry* written = nullptr) const;
+                      SessionEntry* written = nullptr, std::optional<LeaseEntry>* task_written = nullptr) const;
 
   // Releases the slot: artifact gate, salvage, CAS delete, then the folder.
   CloseResult close(const std::string& slot, const CloseOptions& options);

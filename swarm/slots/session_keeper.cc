@@ -133,7 +133,9 @@ void SessionKeeper::run() {
       stop_here_for_test(kRunStop, "renew");
       std::vector<std::string> warnings;
       SessionEntry written;
-      bounded.renew(entry(), std::nullopt, &warnings, pending_, &written);
+      std::optional<LeaseEntry> task_lease;
+      bounded.renew(entry(), task_, &warnings, pending_, &written, &task_lease);
+      task_ = std::move(task_lease);
       for (const auto& w : warnings) warn(w);
       if (lost_) return;  // the watchdog gave up on it meanwhile: the work is being stopped
       {

@@ -72,6 +72,9 @@ class SessionKeeper {
   std::condition_variable wake_;
   SessionEntry entry_;
   Presence pending_;
+  // The task lease as the last renewal left it (renewed without a read
+  // first); nullopt: read it.
+  std::optional<LeaseEntry> task_;
   BootTime deadline_;
   bool stopping_ = false;
   std::atomic<bool> lost_{false};

@@ -59,6 +59,7 @@ void durable_grants(Bench& b);        // 27
 
 // bench_sessions.cc (the rest above)
 void run_agent_life(Bench& b);        // 28
+void run_keeps_its_session(Bench& b); // 29
 
 // bench_journal.cc
 void log_long_history(Bench& b);      // 19

@@ -93,6 +93,13 @@ std::string session_json(const std::string& slot, int i) {
   s.hub_url = "file:///tmp/bench/.swarm/hub.git";
   s.started_at = std::chrono::system_clock::now();
   s.last_renewed = s.started_at;
+  // Each kept by `swarm run` on its host, saying what its agent does.
+  s.leaf_start = 1000000 + static_cast<std::uint64_t>(i);
+  s.agent_pid = 50000 + i % 1000;
+  s.agent_start = 1000001 + static_cast<std::uint64_t>(i);
+  static const char* const kSaid[] = {"working", "blocked", "idle", "waiting"};
+  s.status = kSaid[i % 4];
+  s.note = "step " + std::to_string(i % 17) + " of the render fix: waiting on the API review";
   return swarm::to_json(s);
 }
 

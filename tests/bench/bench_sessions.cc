@@ -6,12 +6,14 @@
 #include <cstdint>
 #include <cstdlib>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "bench/bench_cases.h"
 #include "kv/bucket.h"
 #include "support/process.h"
 #include "swarm/slots/lifecycle.h"
+#include "swarm/slots/liveness.h"
 #include "swarm/slots/session_store.h"
 
 using namespace std::chrono_literals;
@@ -176,6 +178,97 @@ void run_agent_life(Bench& b) {
           .target = "<= 1.1x"};
   finish(row, 1.1);
   row.note = "baseline: swarm join + swarm close --no-artifact, two processes";
+  b.rows.push_back(row);
+}
+
+}  // namespace bench
+
+namespace bench {
+
+// 29. What `swarm run` keeps up: (a) one keeper renewal (the record with its
+// task lease, under a budget, as SessionKeeper sends it) against one raw CAS
+// update; (b) `swarm run -- sleep 10` under a TTL of 1 s, its session read
+// every 100 ms: never late, one session token all along.
+void run_keeps_its_session(Bench& b) {
+  {
+    swarm::SlotLifecycle life(b.up.workspace, b.up.config, swarm::SessionStore::open(b.nats),
+                              swarm::LeaseStore::open(b.nats), {"bench-host", "bench-id"});
+    life.join("keeper", "T-keeper", swarm::Takeover::only_stale, getpid());
+    auto entry = *swarm::SessionStore::open(b.nats).get("keeper");
+    kvStore* kv = b.raw.bucket("swarm-sessions");
+    std::string value = swarm::to_json(*entry.session);
+    uint64_t raw_rev = 0;
+    check(kvStore_Put(&raw_rev, kv, "raw-keeper", value.data(), static_cast<int>(value.size())), "raw put");
+    // The floor keeps the same two records alive by hand: one raw CAS update
+    // of each, the task lease's value as swarm wrote it.
+    kvStore* leases = b.raw.bucket("swarm-leases");
+    auto task = swarm::LeaseStore::open(b.nats).get(swarm::task_lease_name("T-keeper"));
+    if (!task) throw std::runtime_error("the keeper's task lease is missing");
+    const std::string lease_value = swarm::to_json(*task->record);
+    uint64_t raw_lease_rev = 0;
+    check(kvStore_Put(&raw_lease_rev, leases, "raw-keeper-lease", lease_value.data(),
+                      static_cast<int>(lease_value.size())),
+          "raw put");
+    std::optional<swarm::LeaseEntry> task_lease;  // as SessionKeeper keeps it between renewals
+    const int n = b.quick ? 500 : 5000;
+    std::vector<double> swarm_ms, base_ms;
+    for (int i = 0; i < n + 200; ++i) {  // the first 200 of each warm up
+      auto t = Clock::now();
+      swarm::SessionEntry written;
+      std::optional<swarm::LeaseEntry> renewed;
+      life.with_budget(std::chrono::milliseconds(5000)).renew(entry, task_lease, nullptr, {}, &written, &renewed);
+      entry = std::move(written);
+      task_lease = std::move(renewed);
+      if (i >= 200) swarm_ms.push_back(ms_since(t));
+      t = Clock::now();
+      check(kvStore_Update(&raw_rev, kv, "raw-keeper", value.data(), static_cast<int>(value.size()), raw_rev),
+            "raw update");
+      check(kvStore_Update(&raw_lease_rev, leases, "raw-keeper-lease", lease_value.data(),
+                           static_cast<int>(lease_value.size()), raw_lease_rev),
+            "raw update");
+      if (i >= 200) base_ms.push_back(ms_since(t));
+    }
+    kvStore_Destroy(kv);
+    kvStore_Destroy(leases);
+    Row row{.name = "run's renewal (record + task lease)", .swarm = stats_of(swarm_ms), .baseline = stats_of(base_ms),
+            .target = "<= 1.1x (p50)"};
+    finish(row, 1.1);
+    row.note = std::to_string(n) + " renewals each; baseline: one raw CAS update of the record and one of the task lease";
+    b.rows.push_back(row);
+  }
+  const std::string bucket = "bench-run-1s";
+  swarm::SessionStore::ensure(b.nats, bucket, std::chrono::seconds(1), 1);
+  testing::Process run(testing::Command{{b.swarm_bin, "--bucket", bucket, "run", "--slot", "ten", "--task", "T-ten",
+                                         "--", "sleep", "10"},
+                                        {{b.ws_env.substr(0, b.ws_env.find('=')), b.ws_env.substr(b.ws_env.find('=') + 1)}},
+                                        {}});
+  auto store = swarm::SessionStore::open(b.nats, bucket);
+  const auto start = Clock::now();
+  int samples = 0, late = 0, missing = 0;
+  std::set<std::uint64_t> tokens;
+  std::vector<double> ages_ms;
+  while (Clock::now() - start < std::chrono::milliseconds(10000)) {
+    std::this_thread::sleep_for(100ms);
+    if (Clock::now() - start < 500ms) continue;  // joining
+    ++samples;
+    auto clock = store.server_clock();
+    auto entry = store.get("ten");
+    if (!entry || entry->corrupt()) {
+      ++missing;
+      continue;
+    }
+    tokens.insert(entry->token());
+    const auto age = swarm::age_of(entry->stored_at, clock.now());
+    ages_ms.push_back(static_cast<double>(age.count()));
+    if (swarm::state_of(age, std::chrono::seconds(1)) != swarm::State::fresh) ++late;
+  }
+  auto r = run.wait(std::chrono::seconds(20));
+  Row row{.name = "10 TTLs under run (TTL 1s, sampled every 100 ms)", .swarm = stats_of(ages_ms),
+          .has_baseline = false, .target = "never late; one token"};
+  row.met = r.exit == 0 && late == 0 && missing == 0 && tokens.size() == 1;
+  row.note = std::to_string(samples) + " samples of the record's age: " + std::to_string(late) + " late, " +
+             std::to_string(missing) + " missing, " + std::to_string(tokens.size()) + " session token(s); run exit " +
+             std::to_string(r.exit);
   b.rows.push_back(row);
 }
 

@@ -341,11 +341,22 @@ TEST_CASE("Run_WhatTheAgentSaysShowsInStatusServeAndMetrics") {
   CHECK(ws.swarm({"renew", "--slot", "s", "--note", std::string(201, 'x')}).exit == 2);
   CHECK(ws.swarm({"renew", "--slot", "s", "--note", "a\x1b[2Jb"}).exit == 2);
   CHECK(field(session_of(ws, "s"), "note") == "waiting for the API review");  // nothing written
+  // The agent's renewal moved the task lease under the run's keeper (which
+  // renews it without a read): the keeper's next write is refused, it claims
+  // its own lease again, and the task keeps its token.
+  auto task_token = [&] {
+    auto doc = json_of(ws.swarm({"lease", "show", "task.T-1", "--json"}));
+    auto lease = swarm::Json::copy(cJSON_GetArrayItem(cJSON_GetObjectItem(doc.get(), "leases"), 0));
+    return number(lease, "token");
+  };
+  const auto token = task_token();
+  CHECK(token > 0);
   for (int i = 0; i < 4; ++i) {
     std::this_thread::sleep_for(1s);
     CHECK(state_of(ws, "s") == "fresh");
   }
   CHECK(field(session_of(ws, "s"), "status") == "blocked");
+  CHECK(task_token() == token);
   // Planted by another client: shown escaped.
   std::optional<kv::Connection> keep;
   keep.emplace(kv::Connection::connect({.urls = {ws.server()->url()}}));
@@ -355,7 +366,8 @@ TEST_CASE("Run_WhatTheAgentSaysShowsInStatusServeAndMetrics") {
   CHECK(text.out.find("planted is working: x\\x1b[2Jy") != std::string::npos);
   CHECK(text.out.find('\x1b') == std::string::npos);
   run.signal(SIGTERM);
-  run.wait(15s);
+  auto r = run.wait(15s);
+  CHECK_MESSAGE(r.err.find("could not be kept") == std::string::npos, r.err);
 }
 
 TEST_CASE("Run_UpTtlChangesALiveWorkspaceInPlace") {
