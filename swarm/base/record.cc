@@ -212,6 +212,49 @@ bool read_count(const cJSON* item, std::uint64_t max, std::uint64_t* out, std::s
   return true;
 }
 
+bool read_list(const cJSON* item, std::vector<std::string>* out, std::string* reason) {
+  out->clear();
+  if (cJSON_IsNull(item)) return true;
+  if (!cJSON_IsArray(item)) {
+    *reason = std::string("field '") + item->string + "' is not a list of strings";
+    return false;
+  }
+  for (const cJSON* e = item->child; e != nullptr; e = e->next) {
+    if (!cJSON_IsString(e)) {
+      *reason = std::string("field '") + item->string + "' is not a list of strings";
+      return false;
+    }
+    out->emplace_back(e->valuestring);
+  }
+  return true;
+}
+
+bool read_object_text(const cJSON* item, std::string* out, std::string* reason) {
+  out->clear();
+  if (cJSON_IsNull(item)) return true;
+  if (!cJSON_IsObject(item)) {
+    *reason = std::string("field '") + item->string + "' is not an object";
+    return false;
+  }
+  char* text = cJSON_PrintUnformatted(item);
+  if (text == nullptr) {
+    *reason = std::string("field '") + item->string + "' could not be read";
+    return false;
+  }
+  *out = text;
+  cJSON_free(text);
+  return true;
+}
+
+void append_list(std::string& out, const std::vector<std::string>& list) {
+  out += '[';
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    if (i > 0) out += ',';
+    append_quoted(out, list[i]);
+  }
+  out += ']';
+}
+
 std::string time_text(TimePoint t, const std::string& as_read) {
   if (!as_read.empty() && parse_rfc3339(as_read) == t) return as_read;
   return format_rfc3339(t);

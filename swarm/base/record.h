@@ -56,6 +56,11 @@ bool read_time(const cJSON* item, std::optional<TimePoint>* out, std::string* te
 // A whole number from 0 to `max`, named `what` in the reason.
 bool read_count(const cJSON* item, std::uint64_t max, std::uint64_t* out, std::string* reason, const char* what);
 
+// An array of strings (null: empty); an object, as its compact text (null: "").
+bool read_list(const cJSON* item, std::vector<std::string>* out, std::string* reason);
+bool read_object_text(const cJSON* item, std::string* out, std::string* reason);
+void append_list(std::string& out, const std::vector<std::string>& list);
+
 // A time as read when it still says `t`, else `t` in swarm's own form.
 std::string time_text(TimePoint t, const std::string& as_read);
 
@@ -74,7 +79,9 @@ std::string missing(const char* name);
 // it is corrupt. Written in the table's order.
 template <typename T>
 struct Field {
-  enum class Kind { text, time, count, signed_count, millis };
+  // list: an array of strings; object: a JSON object kept as its text
+  // (compact), read by its own schema where it is used.
+  enum class Kind { text, time, count, signed_count, millis, list, object };
   const char* name;
   Kind kind;
   std::string T::*text = nullptr;                  // text; time: the text as read
@@ -82,6 +89,7 @@ struct Field {
   std::uint64_t T::*count = nullptr;               // count
   std::int64_t T::*signed_count = nullptr;         // signed_count (0 to max)
   std::chrono::milliseconds T::*millis = nullptr;  // millis
+  std::vector<std::string> T::*list = nullptr;     // list
   std::uint64_t min = 0, max = 0;                  // counts and millis: the range
   const char* what = "";                           // "a process id": named when out of range
   bool required = false;
@@ -103,6 +111,14 @@ Field<T> count(const char* name, std::uint64_t T::*m, std::uint64_t max, const c
 template <typename T>
 Field<T> signed_count(const char* name, std::int64_t T::*m, std::uint64_t max, const char* what) {
   return {.name = name, .kind = Field<T>::Kind::signed_count, .signed_count = m, .max = max, .what = what};
+}
+template <typename T>
+Field<T> list(const char* name, std::vector<std::string> T::*m, bool always = false) {
+  return {.name = name, .kind = Field<T>::Kind::list, .list = m, .always = always};
+}
+template <typename T>
+Field<T> object(const char* name, std::string T::*m) {
+  return {.name = name, .kind = Field<T>::Kind::object, .text = m};
 }
 template <typename T>
 Field<T> millis(const char* name, std::chrono::milliseconds T::*m, std::uint64_t min, std::uint64_t max,
@@ -156,6 +172,8 @@ bool read_field(const Field<T>& f, const cJSON* item, T* out, std::string* reaso
       }
       out->*f.millis = std::chrono::milliseconds(n);
       return true;
+    case Kind::list: return read_list(item, &(out->*f.list), reason);
+    case Kind::object: return read_object_text(item, &(out->*f.text), reason);
   }
   return true;
 }
@@ -169,6 +187,8 @@ bool present(const Field<T>& f, const T& r) {
     case Kind::count: return r.*f.count != 0;
     case Kind::signed_count: return r.*f.signed_count != 0;
     case Kind::millis: return (r.*f.millis).count() != 0;
+    case Kind::list: return !(r.*f.list).empty();
+    case Kind::object: return !(r.*f.text).empty();
   }
   return false;
 }
@@ -186,6 +206,8 @@ void write_field(const Field<T>& f, const T& r, std::string& out) {
     case Kind::count: out += std::to_string(r.*f.count); break;
     case Kind::signed_count: out += std::to_string(r.*f.signed_count); break;
     case Kind::millis: out += std::to_string((r.*f.millis).count()); break;
+    case Kind::list: append_list(out, r.*f.list); break;
+    case Kind::object: out += (r.*f.text).empty() ? std::string("{}") : r.*f.text; break;
   }
 }
 
@@ -197,6 +219,7 @@ bool written_as_read(const Field<T>& f, const cJSON* item, std::string_view as_w
   using Kind = typename Field<T>::Kind;
   if (f.kind == Kind::text || f.kind == Kind::time)
     return cJSON_IsString(item) && (f.always || item->valuestring[0] != '\0');
+  if (f.kind == Kind::list || f.kind == Kind::object) return false;  // written again, not kept as read
   const double v = cJSON_IsNumber(item) ? item->valuedouble : -1;
   // (Out of a count's range it is corrupt anyway: read_field says why.)
   if (!(v >= 0 && v <= static_cast<double>(f.max)) || (!f.always && v == 0)) return false;

@@ -25,8 +25,8 @@ constexpr std::uint64_t kFirstWindowFactor = 4;
 constexpr std::uint64_t kWindowGrowth = 8;
 constexpr std::uint64_t kSmallestWindow = 64;
 // Fields every event has; the rest of a stored object is the kind's detail.
-constexpr const char* kCommonFields[] = {"schema", "kind", "slot",     "lease", "bucket", "host",
-                                         "host_id", "pid", "task_id", "token", "revision"};
+constexpr const char* kCommonFields[] = {"schema", "kind",    "slot", "lease",   "task",  "bucket",
+                                         "host",   "host_id", "pid",  "task_id", "token", "revision"};
 
 const char* string_of(const cJSON* object, const char* key) {
   const cJSON* item = cJSON_GetObjectItemCaseSensitive(object, key);
@@ -63,7 +63,14 @@ auto reading(Read&& read) -> decltype(read()) {
 
 }  // namespace
 
-std::string_view to_string(Thing thing) { return thing == Thing::slot ? "slot" : "lease"; }
+std::string_view to_string(Thing thing) {
+  switch (thing) {
+    case Thing::slot: return "slot";
+    case Thing::lease: return "lease";
+    case Thing::task: return "task";
+  }
+  return "slot";
+}
 
 std::string event_subject(Thing thing, std::string_view bucket, std::string_view name) {
   std::string s = kSubjectRoot;
@@ -77,7 +84,7 @@ Json Event::to_json() const {
   Json j = Json::object();
   j.add("schema", kEventSchema)
       .add("kind", kind)
-      .add(thing == Thing::slot ? "slot" : "lease", name)
+      .add(std::string(to_string(thing)).c_str(), name)
       .add("bucket", bucket)
       .add("host", actor.host)
       .add("host_id", actor.host_id)
@@ -100,14 +107,17 @@ std::optional<Event> Event::from_message(const kv::StreamMessage& message) {
   const char* bucket = string_of(o, "bucket");
   const char* slot = string_of(o, "slot");
   const char* lease = string_of(o, "lease");
+  const char* task_key = string_of(o, "task");
+  // One thing an event is about: a slot, a lease or a task.
+  const int things = (slot != nullptr) + (lease != nullptr) + (task_key != nullptr);
   if (schema == nullptr || std::strcmp(schema, kEventSchema) != 0 || kind == nullptr || bucket == nullptr ||
-      (slot == nullptr) == (lease == nullptr))
+      things != 1)
     return std::nullopt;
   Event e;
   e.kind = kind;
-  e.thing = slot != nullptr ? Thing::slot : Thing::lease;
+  e.thing = slot != nullptr ? Thing::slot : lease != nullptr ? Thing::lease : Thing::task;
   e.bucket = bucket;
-  e.name = slot != nullptr ? slot : lease;
+  e.name = slot != nullptr ? slot : lease != nullptr ? lease : task_key;
   // An event sits on its own thing's subject: one that claims another is not trusted.
   if (message.subject != event_subject(e.thing, e.bucket, e.name)) return std::nullopt;
   const char* host = string_of(o, "host");
@@ -153,6 +163,13 @@ Event lease_event(std::string kind, std::string_view bucket, std::string_view le
                   std::uint64_t token, std::uint64_t revision) {
   Event e = slot_event(std::move(kind), bucket, lease, actor, {}, token, revision);
   e.thing = Thing::lease;
+  return e;
+}
+
+Event task_event(std::string kind, std::string_view bucket, std::string_view key, const Actor& actor,
+                 std::string_view task_id, std::uint64_t revision) {
+  Event e = slot_event(std::move(kind), bucket, key, actor, task_id, 0, revision);
+  e.thing = Thing::task;
   return e;
 }
 

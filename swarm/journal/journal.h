@@ -26,7 +26,7 @@ inline constexpr std::chrono::milliseconds kEventsMaxAge = std::chrono::hours(24
 inline constexpr std::int64_t kEventsMaxBytes = std::int64_t(1) << 30;
 
 // What an event is about.
-enum class Thing { slot, lease };
+enum class Thing { slot, lease, task };
 std::string_view to_string(Thing thing);
 
 // `swarm.events.<bucket>.<slot|lease>.<name>`: the subject of one owned
@@ -73,6 +73,10 @@ Event slot_event(std::string kind, std::string_view bucket, std::string_view slo
                  std::string_view task_id, std::uint64_t token, std::uint64_t revision);
 Event lease_event(std::string kind, std::string_view bucket, std::string_view lease, const Actor& actor,
                   std::uint64_t token, std::uint64_t revision);
+// A task's act (task.add, task.claim, task.state, task.edit, review.*), on
+// the subject of its key in the tasks bucket.
+Event task_event(std::string kind, std::string_view bucket, std::string_view key, const Actor& actor,
+                 std::string_view task_id, std::uint64_t revision);
 
 // What `log` asks for.
 // An event's detail as one line of text: key=value pairs, strings as they

@@ -1,0 +1,172 @@
+#include "swarm/tasks/task_rules.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "swarm/base/error.h"
+#include "swarm/base/text.h"
+
+namespace swarm {
+
+namespace {
+
+std::string named(const Task& t) { return "task " + printable(t.id); }
+
+bool has_labels(const Task& t, const std::vector<std::string>& labels) {
+  return std::all_of(labels.begin(), labels.end(),
+                     [&](const std::string& l) { return std::find(t.labels.begin(), t.labels.end(), l) != t.labels.end(); });
+}
+
+}  // namespace
+
+std::vector<std::string> waiting_for(const Task& task, const StateOf& state_of) {
+  std::vector<std::string> out;
+  for (const auto& id : task.after)
+    if (state_of(id) != TaskState::completed) out.push_back(id);
+  return out;
+}
+
+bool is_ready(const Task& task, const StateOf& state_of) {
+  return task.state() == TaskState::open && waiting_for(task, state_of).empty();
+}
+
+ClaimKind claim(Task& task, const Claimer& who, const StateOf& state_of, bool lease_ours) {
+  const TaskState state = task.state();
+  const bool same_slot = !task.slot.empty() && task.slot == who.slot;
+  ClaimKind kind = ClaimKind::claim;
+  switch (state) {
+    case TaskState::open:
+      if (same_slot) {
+        kind = ClaimKind::rework;
+        break;
+      }
+      if (auto waits = waiting_for(task, state_of); !waits.empty()) {
+        std::string list;
+        for (const auto& w : waits) list += (list.empty() ? "" : ", ") + printable(w);
+        throw Error(Errc::conflict, named(task) + " is not ready: it comes after " + list +
+                                        ", not completed yet; see `swarm task list --ready`");
+      }
+      break;
+    case TaskState::working:
+      if (same_slot) {
+        kind = ClaimKind::rework;
+        break;
+      }
+      if (!lease_ours)
+        throw Error(Errc::conflict, named(task) + " is worked by slot " + printable(task.slot) + " (host " +
+                                        printable(task.host) + ")");
+      // Its lease is ours: that slot's claim lapsed (its agent died).
+      ++task.attempts;
+      task.result = "claim of slot " + task.slot + " lapsed";
+      if (task.attempts >= task.max_attempts) {
+        task.set_state(TaskState::failed);
+        return ClaimKind::failed;
+      }
+      kind = ClaimKind::lapsed;
+      break;
+    case TaskState::in_review:
+    case TaskState::approved:
+      if (same_slot) {
+        kind = ClaimKind::rework;
+        break;
+      }
+      throw Error(Errc::conflict, named(task) + " is " + std::string(to_string(state)) + " (slot " +
+                                      printable(task.slot) + "); only that slot may take it up again");
+    case TaskState::completed:
+    case TaskState::failed:
+    case TaskState::cancelled:
+      throw Error(Errc::conflict, named(task) + " is " + std::string(to_string(state)) +
+                                      (state == TaskState::completed ? "" : "; `swarm task reopen` brings it back"));
+  }
+  if (!same_slot) task.set_review(std::nullopt);
+  task.set_state(TaskState::working);
+  task.slot = who.slot;
+  task.session = who.session;
+  task.host = who.host;
+  return kind;
+}
+
+bool close_moves(Task& task, const std::string& slot, const std::string& result, bool review_required,
+                 const std::string& head) {
+  if (task.state() != TaskState::working || task.slot != slot) return false;
+  task.result = result;
+  if (result == "success") {
+    task.head = head;
+    task.set_state(review_required ? TaskState::in_review : TaskState::approved);
+  } else if (result == "fork") {
+    task.set_state(TaskState::open);
+  } else {
+    ++task.attempts;
+    task.set_state(task.attempts >= task.max_attempts ? TaskState::failed : TaskState::open);
+  }
+  return true;
+}
+
+void cancel(Task& task, const std::string& reason) {
+  const TaskState s = task.state();
+  if (s == TaskState::completed || s == TaskState::cancelled)
+    throw Error(Errc::conflict, named(task) + " is " + std::string(to_string(s)) + " already");
+  task.set_state(TaskState::cancelled);
+  task.result = reason.empty() ? "cancelled" : reason;
+}
+
+void reopen(Task& task) {
+  const TaskState s = task.state();
+  if (s != TaskState::failed && s != TaskState::cancelled)
+    throw Error(Errc::conflict, named(task) + " is " + std::string(to_string(s)) +
+                                    "; only a failed or cancelled task is reopened");
+  task.set_state(TaskState::open);
+  task.attempts = 0;
+}
+
+bool listed_before(const Task& a, const Task& b) {
+  if (a.priority != b.priority) return a.priority < b.priority;
+  const auto at = a.created_at.value_or(TimePoint{}), bt = b.created_at.value_or(TimePoint{});
+  if (at != bt) return at < bt;
+  return natural_less(a.id, b.id);
+}
+
+std::vector<Task> claim_order(const std::vector<TaskEntry>& all, const std::vector<std::string>& labels) {
+  std::map<std::string, TaskState> states;
+  for (const auto& e : all)
+    if (e.task) states[e.task->id] = e.task->state();
+  const StateOf state_of = [&](const std::string& id) -> std::optional<TaskState> {
+    auto it = states.find(id);
+    return it == states.end() ? std::nullopt : std::optional(it->second);
+  };
+  std::vector<Task> ready, working;
+  for (const auto& e : all) {
+    if (!e.task || !has_labels(*e.task, labels)) continue;
+    if (is_ready(*e.task, state_of)) ready.push_back(*e.task);
+    else if (e.task->state() == TaskState::working) working.push_back(*e.task);
+  }
+  std::sort(ready.begin(), ready.end(), listed_before);
+  std::sort(working.begin(), working.end(), listed_before);
+  ready.insert(ready.end(), working.begin(), working.end());
+  return ready;
+}
+
+void require_after(const std::string& id, const std::vector<std::string>& after, const std::vector<TaskEntry>& all) {
+  std::map<std::string, std::vector<std::string>> edges;
+  for (const auto& e : all)
+    if (e.task) edges[e.task->id] = e.task->after;
+  for (const auto& a : after) {
+    if (a == id) throw Error(Errc::bad_input, "--after " + printable(a) + ": a task cannot come after itself");
+    if (!edges.count(a)) throw Error(Errc::bad_input, "--after " + printable(a) + ": no such task; see `swarm task list`");
+  }
+  edges[id] = after;
+  // A cycle through `id`: walk from its afters; reaching `id` again closes one.
+  std::set<std::string> seen;
+  std::vector<std::string> todo(after.begin(), after.end());
+  while (!todo.empty()) {
+    std::string at = todo.back();
+    todo.pop_back();
+    if (at == id)
+      throw Error(Errc::bad_input, "--after would make a cycle: task " + printable(id) + " would come after itself");
+    if (!seen.insert(at).second) continue;
+    for (const auto& next : edges[at]) todo.push_back(next);
+  }
+}
+
+}  // namespace swarm

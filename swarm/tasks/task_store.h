@@ -1,0 +1,90 @@
+// The workspace's tasks, typed, over the KV bucket swarm-tasks (key =
+// task_key(id)): reads report a corrupt record instead of failing, every
+// write is a CAS, and a change is a bounded read-modify-write that rereads
+// on a lost race.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kv/bucket.h"
+#include "swarm/base/clock.h"
+#include "swarm/tasks/task.h"
+
+namespace swarm {
+
+struct TaskEntry {
+  std::string key;
+  std::uint64_t revision = 0;
+  TimePoint stored_at{};
+  std::optional<Task> task;  // empty when corrupt
+  std::string corrupt_reason;
+  std::string raw;  // a corrupt record's bytes
+
+  bool corrupt() const { return !task.has_value(); }
+};
+
+class TaskStore {
+ public:
+  // Binds the bucket; a missing one is not_bootstrapped (`swarm up` makes it).
+  static TaskStore open(const kv::Connection& connection, const std::string& bucket = kDefaultTaskBucket);
+  // The same, nullopt when the bucket does not exist (a workspace made
+  // before tasks: its task ids are free-form, as before).
+  static std::optional<TaskStore> open_if_exists(const kv::Connection& connection,
+                                                 const std::string& bucket = kDefaultTaskBucket);
+  // Makes the bucket (swarm up) or checks it: no TTL, one value per key.
+  static TaskStore ensure(const kv::Connection& connection, const std::string& bucket, int replicas);
+
+  const std::string& bucket_name() const { return bucket_.name(); }
+
+  // The task of `id` as stored (nullopt: none). A record under its key that
+  // names another id is corrupt.
+  std::optional<TaskEntry> get(const std::string& id) const;
+  // Every task, corrupt records included, from one streamed snapshot.
+  std::vector<TaskEntry> list() const;
+  // Stores a new task: conflict when its id exists. Returns the revision.
+  std::uint64_t create(const Task& task) const;
+  // Stores `task` over `revision`: conflict when it changed since.
+  std::uint64_t update(const Task& task, std::uint64_t revision) const;
+  // Removes a record (doctor --fix of a corrupt one) at `revision`.
+  void erase(const std::string& key, std::uint64_t revision) const;
+
+  // Reads task `id`, hands it to `change` (which edits it, or throws why
+  // not), writes it by CAS; on a lost race reads again, at most a few times.
+  // Not found when there is no such task; corrupt records are refused.
+  // Returns the task as written and its revision.
+  struct Changed {
+    Task before;
+    Task after;
+    std::uint64_t revision = 0;
+  };
+  Changed change(const std::string& id, const std::function<void(Task&)>& change) const;
+
+  // The next generated id, T-<n>, from a CAS counter (key "_next"): two
+  // concurrent adds never get the same number. Ids taken by hand or by an
+  // import are skipped by create's conflict (see TaskQueue::add).
+  std::string next_generated_id() const;
+
+  // Every change to the queue from now on (the current records first,
+  // then caught_up): what join --next --wait waits on.
+  kv::Watch watch() const { return bucket_.watch(">", {.ignore_deletes = true}); }
+
+  TaskStore with_budget(std::chrono::milliseconds budget) const {
+    TaskStore copy = *this;
+    copy.bucket_ = bucket_.with_budget(budget);
+    return copy;
+  }
+
+ private:
+  explicit TaskStore(kv::Bucket bucket) : bucket_(std::move(bucket)) {}
+  kv::Bucket bucket_;
+};
+
+// A stored value as a TaskEntry.
+TaskEntry task_entry_of(kv::Entry&& entry);
+
+}  // namespace swarm
