@@ -14,7 +14,8 @@ inline constexpr const char* kLandStop = "SWARM_TEST_LAND_STOP";
 inline constexpr const char* kLeaseStop = "SWARM_TEST_LEASE_STOP";
 
 // $SWARM_TEST_JOIN_STOP: the steps of a join's port block: ports-listed
-// (the blocks read, none granted yet), ports-granted (granted, not checked).
+// (the blocks read, none granted yet), ports-granted (granted, not checked),
+// task-leased (a queued task's lease taken, its record not claimed yet).
 inline constexpr const char* kJoinStop = "SWARM_TEST_JOIN_STOP";
 
 // $SWARM_TEST_RUN_STOP: the steps of `swarm run`: joined (the slot taken,

@@ -188,7 +188,10 @@ RunOutcome run_agent(SlotLifecycle& life, const RunOptions& o) {
                                     "); nothing was changed");
   const auto own_start = process_start_ticks(::getpid()).value_or(0);
   const BootTime joined_at = BootClock::now();  // before the join's write: its deadline is no earlier
-  const JoinResult joined = life.join(o.slot, o.task, o.takeover, ::getpid(), o.base, o.ports, {true, own_start});
+  const Joiner joiner{true, own_start};
+  const JoinResult joined = o.next ? life.join_next(o.slot, o.labels, o.wait, o.takeover, ::getpid(), o.base, o.ports, joiner)
+                                   : life.join(o.slot, o.task, o.takeover, ::getpid(), o.base, o.ports, joiner);
+  out.task = joined.session.task_id;
   out.session = joined.revision;
   out.worktree = joined.worktree;
   stop_here_for_test(kRunStop, "joined");

@@ -28,6 +28,11 @@ inline constexpr std::chrono::seconds kDefaultRunGrace{10};
 struct RunOptions {
   std::string slot;
   std::string task;
+  // --next: the queue's most urgent ready task (with these labels), waited
+  // for up to `wait`, instead of `task`.
+  bool next = false;
+  std::vector<std::string> labels;
+  std::chrono::milliseconds wait{0};
   Takeover takeover = Takeover::only_stale;
   std::string base;        // join --base
   unsigned ports = 0;      // join --ports

@@ -191,6 +191,9 @@ CloseResult SlotLifecycle::close(const std::string& slot, const CloseOptions& op
   log::phase("close: kept the history the hub lacks");
   const std::optional<std::string> head = have_folder ? branch_head(slot) : std::nullopt;
   release_record(slot, entry, result);
+  if (result.released && result.released->session)
+    close_queued(*result.released->session, std::string(to_string(options.result)), head.value_or(""),
+                 &result.warnings);
   log::phase("close: released the record and its leases");
   if (remove_folder) {
     salvage_files_and_remove(slot, now, result);

@@ -109,7 +109,7 @@ void SlotLifecycle::write_join_record(JoinResult& result, Takeover takeover, uns
                     existing->revision);
 }
 
-void SlotLifecycle::require_joinable(const std::string& slot, const std::string& task) const {
+void SlotLifecycle::require_joinable(const std::string& slot) const {
   if (auto slots = workspace_.folder_if_exists(kSlotsFolder)) {
     const EntryKind kind = slots->kind(slot);
     if (kind == EntryKind::file || kind == EntryKind::other)
@@ -127,14 +127,14 @@ void SlotLifecycle::require_joinable(const std::string& slot, const std::string&
                                   "worktree; move it away, or salvage and remove it with `swarm doctor --fix`; "
                                   "nothing was changed");
   }
-  tasks_.require_claimable(slot, task);
 }
 
 void SlotLifecycle::set_up_joined_slot(JoinResult& result, JoinSteps& done) const {
   const Session& s = result.session;
-  tasks_.claim(s.slot, s.task_id, s.leaf_pid, &done.task_kept);
+  task_step(done.task_refused, [&] { tasks_.claim(s.slot, s.task_id, s.leaf_pid, &done.task_kept); });
   log::phase("join: took the task's lease");
   done.task_claimed = true;
+  task_step(done.task_refused, [&] { claim_queued(result, done); });
   Worktree worktree = ensure_worktree(s.slot, &result.resumed_worktree, result.base, &result.started);
   SafeDir folder = *workspace_.slot_folder(s.slot);
   folder.write_file(kLeafPidName, std::to_string(s.leaf_pid) + "\n");
@@ -161,6 +161,7 @@ void SlotLifecycle::undo_join(const JoinResult& result, const JoinSteps& done) c
     }
   }
   std::string left;  // what could not be undone, for the message
+  undo_queued_claim(result, done);
   // A live session this join replaced (--force) is put back as it was, its
   // token kept: a join that failed must not have taken the slot from it.
   // A stale one was dead already: the slot is left free.
@@ -212,7 +213,11 @@ JoinResult SlotLifecycle::join(const std::string& slot, const std::string& task,
   // What would refuse the join half way is asked first, by reads alone: a
   // refused join (forced or not) leaves the live session, its task lease
   // and its worktree as they were.
-  require_joinable(slot, task);
+  require_joinable(slot);
+  task_step(joiner.task_refused, [&] {
+    tasks_.require_claimable(slot, task);
+    require_queued_claimable(slot, task);
+  });
   log::phase("join: checked the slot's folder and its task's lease");
   // A live `swarm run` holds its slot's folder for its agent: never taken
   // from under it, forced or not (its own join holds the lock already).
@@ -241,6 +246,7 @@ JoinResult SlotLifecycle::join(const std::string& slot, const std::string& task,
   result.base = base;
   result.session = new_session(slot, task, leaf_pid, joiner.leaf_start);
   JoinSteps done;
+  done.task_refused = joiner.task_refused;
   write_join_record(result, takeover, ports, done);
   log::phase("join: wrote the session record");
   // The record is ours: now the task's lease, then the worktree. If either

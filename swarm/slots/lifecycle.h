@@ -3,6 +3,7 @@
 // failure part way never leaves a record without a worktree or loses work.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "swarm/base/clock.h"
+#include "swarm/base/error.h"
 #include "swarm/base/host.h"
 #include "swarm/git/worktree.h"
 #include "swarm/journal/journal.h"
@@ -19,6 +21,7 @@
 #include "swarm/slots/recovery.h"
 #include "swarm/slots/session_store.h"
 #include "swarm/slots/task_lease.h"
+#include "swarm/tasks/task_store.h"
 #include "swarm/workspace/workspace.h"
 
 namespace swarm {
@@ -44,6 +47,9 @@ enum class Takeover { only_stale, force };
 struct Joiner {
   bool run = false;
   std::uint64_t leaf_start = 0;  // run: its /proc start time
+  // Set when the join was refused because of its task (its lease held, its
+  // queue record not claimable or claimed meanwhile): join_next moves on.
+  bool* task_refused = nullptr;
 };
 
 struct JoinResult {
@@ -137,6 +143,16 @@ class SlotLifecycle {
   // run`: the folder is its agent's) is a conflict naming it.
   JoinResult join(const std::string& slot, const std::string& task, Takeover takeover, std::int64_t leaf_pid,
                   const std::string& base = {}, unsigned ports = 0, Joiner joiner = {});
+  // join --next: the most urgent ready task of the queue (then the oldest)
+  // whose labels include every one of `labels`, claimed as join --task
+  // claims it; a task lost to another claimer moves on to the next. None
+  // ready: not_found; with `wait`, watches the queue that long for one.
+  JoinResult join_next(const std::string& slot, const std::vector<std::string>& labels,
+                       std::chrono::milliseconds wait, Takeover takeover, std::int64_t leaf_pid,
+                       const std::string& base = {}, unsigned ports = 0, Joiner joiner = {});
+  // The workspace's task queue; nullopt when its bucket does not exist (a
+  // workspace older than tasks: task ids are free-form).
+  const std::optional<TaskStore>& queue() const;
 
   // Commits in the slot's worktree, pushes the branch, renews the record (one
   // CAS update with the revision read). Push and renewal failures are warnings.
@@ -206,7 +222,29 @@ class SlotLifecycle {
     bool task_kept = false;   // the claim kept this slot's own lease: it is the replaced session's too
     bool ports_claimed = false;
     bool ports_kept = false;  // the same for its port block
+    std::optional<Task> queued_before;  // the queue's record before this join claimed it
+    bool* task_refused = nullptr;       // Joiner::task_refused
   };
+  // Runs a step of the join that concerns its task: a conflict it throws
+  // marks the join refused because of the task (join_next moves on).
+  template <typename Call>
+  static void task_step(bool* task_refused, Call&& call) {
+    try {
+      call();
+    } catch (const Error& e) {
+      if (e.kind() == Errc::conflict && task_refused != nullptr) *task_refused = true;
+      throw;
+    }
+  }
+  // The queue's side of a join (queued_task.cc): a read-only check before
+  // any write, the claim of the record by CAS after the task lease, and
+  // its undo when a later step fails.
+  void require_queued_claimable(const std::string& slot, const std::string& task) const;
+  void claim_queued(const JoinResult& result, JoinSteps& done) const;
+  void undo_queued_claim(const JoinResult& result, const JoinSteps& done) const;
+  // close's side: the slot's working task moves by its result.
+  void close_queued(const Session& closed, const std::string& result, const std::string& head,
+                    std::vector<std::string>* warnings) const;
   // A block of `count` ports for the new session (before its record is written).
   // `replacing`: the record this join replaces (its block is kept when it has that size).
   void claim_ports(JoinResult& result, unsigned count, const std::optional<SessionEntry>& replacing,
@@ -268,10 +306,10 @@ class SlotLifecycle {
   // real folders of this user: a link there is refused (exit 2, naming it)
   // before a record is written or released.
   void require_kept_folders(const std::string& slot) const;
-  // join's checks before it writes: a worktree it could not resume (half
-  // salvaged, no git repository), a file in place of the slot's folder, a
-  // task held by another slot (conflict, naming each).
-  void require_joinable(const std::string& slot, const std::string& task) const;
+  // join's checks of the slot's folder before it writes: a worktree it
+  // could not resume (half salvaged, no git repository), a file in place of
+  // the folder (conflict, naming each). The task's are asked after.
+  void require_joinable(const std::string& slot) const;
   // Throws filesystem (exit 9) when .swarm/recovery/ takes no new file.
   void require_room_for_salvage(const std::string& slot) const;
 
@@ -284,6 +322,7 @@ class SlotLifecycle {
   HostIdentity me_;
   Clock clock_;
   Journal journal_;
+  mutable std::optional<std::optional<TaskStore>> queue_;  // opened on first use
 };
 
 // A commit message with the trailers of its provenance appended

@@ -15,6 +15,7 @@
 #include "swarm/base/words.h"
 #include "swarm/git/hub.h"
 #include "swarm/journal/journal.h"
+#include "swarm/tasks/task_store.h"
 #include "swarm/workspace/embedded_server.h"
 
 namespace swarm {
@@ -187,6 +188,8 @@ void finish_up(const UpOptions& options, UpResult& result) {
         return kv::Bucket::open(nats, config.lease_bucket);
       }
     });
+    // The task queue (swarm task): a workspace made before it gets it now.
+    TaskStore::ensure(nats, config.task_bucket, config.replicas);
   } catch (const Error& e) {
     if (e.kind() != Errc::conflict) throw;
     throw Error(Errc::conflict, std::string(e.what()) +

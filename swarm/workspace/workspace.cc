@@ -130,7 +130,12 @@ Workspace::ConfigFile parse_config(const std::string& text, const std::string& f
   str("bucket", &config.bucket);
   str("hub", &config.hub);
   str("lease_bucket", &config.lease_bucket);
+  str("task_bucket", &config.task_bucket);
   str("check", &config.check);
+  if (const cJSON* item = cJSON_GetObjectItemCaseSensitive(json.get(), "require_review")) {
+    if (!cJSON_IsBool(item)) problem = "'require_review' is not true or false";
+    else config.require_review = cJSON_IsTrue(item);
+  }
   if (!problem.empty()) return bad(problem);
   try {
     config.check_command();
@@ -169,6 +174,7 @@ Workspace::ConfigFile parse_config(const std::string& text, const std::string& f
     kv::require_valid_urls(config.nats_url);
     kv::require_valid_bucket_name(config.bucket);
     kv::require_valid_bucket_name(config.lease_bucket);
+    kv::require_valid_bucket_name(config.task_bucket);
   } catch (const kv::Error& e) {
     return bad(e.what());
   }
@@ -239,6 +245,8 @@ void Workspace::save_config(const WorkspaceConfig& config) const {
   json.set("ttl_ms", static_cast<std::int64_t>(config.ttl.count()));
   json.set("replicas", config.replicas);
   json.set("lease_bucket", config.lease_bucket);
+  json.set("task_bucket", config.task_bucket);
+  if (config.require_review) json.set("require_review", true);
   if (config.ports) json.set("ports", config.ports->text());
   if (!config.check.empty()) json.set("check", config.check);
   // A URL with a password or token in it is for this user's eyes only.

@@ -14,6 +14,7 @@
 #include "swarm/base/token_watermark.h"
 #include "swarm/git/hub_location.h"
 #include "swarm/lease/lease.h"
+#include "swarm/tasks/task.h"
 
 namespace swarm {
 
@@ -42,6 +43,11 @@ struct WorkspaceConfig {
   // `up --check 'CMD ...'`: the check every land runs (unless --no-check),
   // as written; "" when none. Its words: check_command().
   std::string check;
+  // The task queue's bucket (`swarm task`, `join --next`), and whether a
+  // task closed `success` waits for a review before it lands
+  // (`up --require-review`).
+  std::string task_bucket = kDefaultTaskBucket;
+  bool require_review = false;
 
   std::vector<std::string> check_command() const;
 
