@@ -254,6 +254,13 @@ Context::Sessions Context::sessions_of(const swarm::WorkspaceConfig& config) con
   return {std::move(store), std::move(leases)};
 }
 
+Context::Tasks Context::tasks() const {
+  timeout();  // a bad --timeout is bad input before any I/O
+  const swarm::WorkspaceConfig config = config_of(workspace());
+  connection_ = swarm::connect_nats(connection_options(&config));
+  return {swarm::TaskStore::open(*connection_, config.task_bucket), swarm::Journal(*connection_)};
+}
+
 Context::Sessions Context::sessions() const {
   timeout();  // a bad --timeout is bad input before any I/O
   return sessions_of(config_of(workspace()));

@@ -101,6 +101,12 @@ class Context {
     swarm::LeaseStore leases;
   };
   Sessions sessions() const;
+  // The task queue (its bucket opened: missing is exit 6) and the journal.
+  struct Tasks {
+    swarm::TaskStore store;
+    swarm::Journal journal;
+  };
+  Tasks tasks() const;
   // The lease bucket: of the workspace (its NATS and lease_bucket), or with
   // no workspace, of --nats-url's server. `lives_on`: for a process that
   // holds or waits long (lock, elect): its requests are not bounded by a
@@ -146,8 +152,16 @@ struct JoinOptions {
   bool force = false;
   std::string base;
   unsigned ports = 0;
+  bool next = false;                // --next: the queue's most urgent ready task
+  std::vector<std::string> labels;  // --label, with --next
+  std::string wait;                 // --wait DUR, with --next
 };
 void add_join_options(CLI::App& cmd, JoinOptions& flags);
+// Exit 2 unless --task or --next was given (before any I/O).
+void require_task_or_next(const JoinOptions& flags);
+// join --task, or join --next with its labels and wait.
+swarm::JoinResult join_by(swarm::SlotLifecycle& lifecycle, const JoinOptions& flags, swarm::Takeover takeover,
+                          std::int64_t leaf_pid, swarm::Joiner joiner);
 
 Verb add_up(CLI::App& app);
 Verb add_down(CLI::App& app);
@@ -175,6 +189,7 @@ Verb add_completion(CLI::App& app);
 Verb add_recovery(CLI::App& app);
 Verb add_help(CLI::App& app);
 Verb add_run(CLI::App& app);
+Verb add_task(CLI::App& app);
 // The help topics (the pages of docs/), by name, comma-separated.
 std::string topic_list();
 // What `swarm help WORDS...` prints: the verb's --help, or a topic's page;

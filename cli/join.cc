@@ -4,6 +4,7 @@
 #include "cli/context.h"
 #include "swarm/git/backend.h"
 #include "cli/progress.h"
+#include "swarm/base/duration.h"
 #include "swarm/base/text.h"
 #include "swarm/slots/liveness.h"
 
@@ -16,9 +17,38 @@ struct JoinFlags : JoinOptions {
 
 }  // namespace
 
+swarm::JoinResult join_by(swarm::SlotLifecycle& lifecycle, const JoinOptions& flags, swarm::Takeover takeover,
+                          std::int64_t leaf_pid, swarm::Joiner joiner) {
+  if (flags.next)
+    return lifecycle.join_next(flags.slot, flags.labels,
+                               flags.wait.empty() ? std::chrono::milliseconds(0) : swarm::parse_duration(flags.wait),
+                               takeover, leaf_pid, flags.base, flags.ports, joiner);
+  return lifecycle.join(flags.slot, flags.task, takeover, leaf_pid, flags.base, flags.ports, joiner);
+}
+
+void require_task_or_next(const JoinOptions& flags) {
+  if (flags.task.empty() && !flags.next)
+    throw swarm::Error(swarm::Errc::bad_input, "give --task T (the task the slot works on) or --next (the queue's "
+                                               "most urgent ready task)");
+}
+
 void add_join_options(CLI::App& cmd, JoinOptions& flags) {
   add_slot_option(cmd, flags.slot, "Slot name: 1-63 of [A-Za-z0-9_-], starting with a letter or digit");
-  cmd.add_option("--task", flags.task, "Task id the slot works on, e.g. T-42")->required()->option_text("T")->check(task_id_validator());
+  auto* task = cmd.add_option("--task", flags.task, "Task id the slot works on, e.g. T-42 (a queued task is claimed)")
+                   ->option_text("T")
+                   ->check(task_id_validator());
+  auto* next = cmd.add_flag("--next", flags.next,
+                            "Claim the queue's most urgent ready task (then the oldest) instead of --task; none "
+                            "ready is exit 4");
+  task->excludes(next);
+  cmd.add_option("--label", flags.labels, "With --next: only tasks with this label (repeat: all of them)")
+      ->option_text("L")
+      ->needs(next)
+      ->check(validator_of([](const std::string& l) { swarm::require_task_label(l); }, "L"));
+  cmd.add_option("--wait", flags.wait, "With --next: wait this long for a ready task (default: none)")
+      ->option_text("DUR")
+      ->needs(next)
+      ->check(duration_validator());
   cmd.add_flag("--force", flags.force, "Take over a live session of this host (never another host's)");
   cmd.add_option("--base", flags.base,
                  "Start the slot's branch from REF (a hub branch, tag or commit) instead of its old branch or the "
@@ -56,12 +86,13 @@ Verb add_join(CLI::App& app) {
       "Refuses a live session of another host (exit 5) or of this host without --force (exit 3);\n"
       "replaces a stale session of this host. --ports when no block of K is free in the range is exit 3.");
   return {cmd, [flags](Context& ctx) {
+            require_task_or_next(*flags);
             flags->slot = ctx.slot_of(flags->slot);
             auto git = swarm::prefetch_git_backend();  // overlaps the NATS round trips below
             auto lifecycle = ctx.lifecycle();
             const auto takeover = flags->force ? swarm::Takeover::force : swarm::Takeover::only_stale;
             Progress progress("joining slot " + flags->slot + " (cloning the hub)");
-            auto r = lifecycle.join(flags->slot, flags->task, takeover, getpid(), flags->base, flags->ports);
+            auto r = join_by(lifecycle, *flags, takeover, getpid(), {});
             progress.done();
             if (!r.started.kept_ref.empty())
               ctx.out().note("kept the unlanded branch swarm/" + flags->slot + " under " + r.started.kept_ref);
@@ -71,7 +102,7 @@ Verb add_join(CLI::App& app) {
             if (r.resumed_worktree) ctx.out().note("reusing the existing worktree of slot " + flags->slot);
             swarm::Json doc = swarm::Json::object();
             doc.set("slot", flags->slot)
-                .set("task_id", flags->task)
+                .set("task_id", r.session.task_id)
                 .set("worktree", r.worktree.string())
                 .set("branch", "swarm/" + flags->slot)
                 .set("revision", r.revision)

@@ -153,6 +153,7 @@ Verb add_run(CLI::App& app) {
             if (grace > kMaxGrace)
               throw swarm::Error(swarm::Errc::bad_input, "bad --grace '" + swarm::printable(f->grace) +
                                                              "': at most 1h");
+            require_task_or_next(*f);
             swarm::require_runnable(agent.front());  // before anything is written
             if (f->land) require_land_check(ctx, check);
             SignalRouter signals;  // before any thread is made
@@ -161,6 +162,9 @@ Verb add_run(CLI::App& app) {
             swarm::RunOptions o;
             o.slot = f->slot;
             o.task = f->task;
+            o.next = f->next;
+            o.labels = f->labels;
+            if (!f->wait.empty()) o.wait = swarm::parse_duration(f->wait);
             o.takeover = f->force ? swarm::Takeover::force : swarm::Takeover::only_stale;
             o.base = f->base;
             o.ports = f->ports;

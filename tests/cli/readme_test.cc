@@ -241,6 +241,19 @@ TEST_CASE("Docs_RunThreeAgentsAsWritten") {
   CHECK(ws.git({"--git-dir", (ws.root() / ".swarm/hub.git").string(), "show", "main:render.txt"}).out == "fixed\n");
 }
 
+TEST_CASE("Docs_TheTaskQueueAsWritten") {
+  // docs/tasks.md: three tasks, one after the other two; two agents claim with join --next; one closes
+  // success (approved), one fails (open again, attempts 1); the last waits for both.
+  SwarmWorkspace ws;
+  auto r = run_recipe(recipe("task-queue"), ws.root(), ws.home(), {{"SWARM_WORKSPACE", ws.root().string()}});
+  CHECK(r.out.find("T-1 1 approved a1 Fix the parser") != std::string::npos);
+  CHECK(r.out.find("T-2 2 open a2 Write the docs") != std::string::npos);
+  CHECK(r.out.find("T-3 2 open - Release") != std::string::npos);
+  CHECK(r.out.find("attempts 1 of 3") != std::string::npos);
+  CHECK(r.out.find("to=open") != std::string::npos);
+  CHECK(ws.swarm({"join", "--slot", "a3", "--next", "--label", "backend"}).exit == 4);
+}
+
 TEST_CASE("Docs_OperatingTheContractTrustAndHelpAsWritten") {
   // docs/operating.md, docs/contract.md, docs/trust.md's agent and docs/reference.md's offline help.
   SwarmWorkspace ws;
