@@ -57,7 +57,6 @@ void SlotLifecycle::claim_queued(const JoinResult& result, JoinSteps& done) cons
   const auto& q = queue();
   if (!q) return;
   const Session& s = result.session;
-  if (!q->get(s.task_id)) return;  // a free-form id
   const Claimer who{s.slot, result.revision, me_.host};
   stop_here_for_test(kJoinStop, "task-leased");  // the task's lease is ours, its record not yet
   ClaimKind kind = ClaimKind::claim;
@@ -65,7 +64,7 @@ void SlotLifecycle::claim_queued(const JoinResult& result, JoinSteps& done) cons
   try {
     changed = q->change(s.task_id, [&](Task& t) { kind = claim(t, who, states_from(*q), true); });
   } catch (const Error& e) {
-    if (e.kind() == Errc::not_found) return;  // removed meanwhile: a free-form id now
+    if (e.kind() == Errc::not_found) return;  // not in the queue: a free-form id
     throw;
   }
   const Actor actor = Actor::here(me_);
