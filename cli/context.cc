@@ -240,9 +240,11 @@ swarm::Landing Context::landing(bool lives_on) const {
   if (lives_on) options.total_wait = std::chrono::milliseconds(0);
   connection_ = swarm::connect_nats(options);
   const auto watermark = watermark_of(config);
-  return swarm::Landing(ws, config.hub_location(),
-                        swarm::SessionStore::open(*connection_, config.bucket).with_watermark(watermark),
-                        swarm::LeaseStore::open(*connection_, config.lease_bucket).with_watermark(watermark), me());
+  swarm::Landing landing(ws, config.hub_location(),
+                         swarm::SessionStore::open(*connection_, config.bucket).with_watermark(watermark),
+                         swarm::LeaseStore::open(*connection_, config.lease_bucket).with_watermark(watermark), me());
+  landing.use_tasks(config.task_bucket, config.require_review);
+  return landing;
 }
 
 Context::Sessions Context::sessions_of(const swarm::WorkspaceConfig& config) const {

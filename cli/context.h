@@ -190,6 +190,7 @@ Verb add_recovery(CLI::App& app);
 Verb add_help(CLI::App& app);
 Verb add_run(CLI::App& app);
 Verb add_task(CLI::App& app);
+Verb add_review(CLI::App& app);
 // The help topics (the pages of docs/), by name, comma-separated.
 std::string topic_list();
 // What `swarm help WORDS...` prints: the verb's --help, or a topic's page;

@@ -49,6 +49,15 @@ swarm::Json branch_json(const swarm::BranchRow& row) {
       .set("committed_at", swarm::format_rfc3339(swarm::TimePoint(std::chrono::seconds(row.git.committed_at))))
       .set("priority", row.priority_high ? "high" : "normal")
       .set("conflicts", overlaps_json(row.conflicts));
+  if (row.task) {
+    swarm::Json task = swarm::Json::object();
+    task.set("id", row.task->id).set("state", row.task->state_text);
+    b.set("task", std::move(task));
+  } else {
+    b.set_null("task");
+  }
+  if (row.review.empty()) b.set_null("review");
+  else b.set("review", row.review);
   if (!row.refused) {
     b.set_null("refused");
   } else {
@@ -336,7 +345,12 @@ bool land_group(const LandFlags& f, SlotLander& lander, const std::vector<std::s
 int land_ready(Context& ctx, const LandFlags& f, swarm::Landing& landing, SlotLander& lander,
                const std::string& onto, SignalRouter& signals) {
   ReadyReport report(ctx, onto);
-  const auto rows = landing.ready(onto);
+  std::vector<swarm::BranchRow> unreviewed;
+  const auto rows = landing.ready(onto, &unreviewed);
+  for (const auto& row : unreviewed)
+    ctx.out().note("slot " + row.git.slot + " waits for a review (" +
+                   (row.task ? swarm::printable(row.task->id) + " " + row.task->state_text : std::string("no queued task")) +
+                   (row.review.empty() ? "" : ", review " + row.review) + "): review is required here; see `swarm branches`");
   const std::size_t size = f.batch > 0 ? static_cast<std::size_t>(f.batch) : 1;
   std::vector<std::string> ready;
   for (const auto& row : rows) {
@@ -476,10 +490,12 @@ Verb add_branches(CLI::App& app) {
       ->option_text("BRANCH")
       ->check(onto_validator());
   cmd->footer(
-      "Columns: SLOT STATE RESULT LANE AHEAD LANDED HEAD COMMITTED. STATE is the live session's (- when\n"
+      "Columns: SLOT STATE RESULT LANE AHEAD LANDED HEAD COMMITTED TASK REVIEW. STATE is the live session's (- when\n"
       "none); RESULT the last close's (from the journal); LANE high when it closed with --priority high;\n"
       "AHEAD the commits the onto branch lacks; LANDED whether the branch's tip is in the onto branch, or\n"
       "refused: a check refused it at the head it still has, and every land refuses it until it moves.\n"
+      "TASK is the queued task of its last close and that task's state; REVIEW its review against the\n"
+      "branch's tip: approved, dismissed (approved at an older head), rejected, waiting (in_review).\n"
       "Below the table, each unlanded branch's foreseen conflicts: the other unlanded slot branches and\n"
       "the onto branch a merge with it leaves in conflict, and on which paths. With --json:\n"
       "swarm.branches.v1 (conflicts: [{with, slot, paths}]).");
@@ -489,7 +505,8 @@ Verb add_branches(CLI::App& app) {
             auto report = landing.branches(branch);
             std::string text = padded("SLOT", 20) + " " + padded("STATE", 7) + " " + padded("RESULT", 8) + " " +
                                padded("LANE", 6) + " " + padded("AHEAD", 6) + " " + padded("LANDED", 7) + " " +
-                               padded("HEAD", 12) + " COMMITTED\n";
+                               padded("HEAD", 12) + " " + padded("COMMITTED", 24) + " " + padded("TASK", 24) +
+                               " REVIEW\n";
             std::string foreseen;
             for (const auto& row : report.rows) {
               text += padded(swarm::printable(row.git.slot), 20) + " " +
@@ -499,7 +516,10 @@ Verb add_branches(CLI::App& app) {
                       padded(std::to_string(row.git.ahead), 6) + " " +
                       padded(row.git.landed ? "yes" : row.refused ? "refused" : "no", 7) + " " +
                       padded(short_id(row.git.head), 12) + " " +
-                      swarm::format_rfc3339(swarm::TimePoint(std::chrono::seconds(row.git.committed_at))) + "\n";
+                      padded(swarm::format_rfc3339(swarm::TimePoint(std::chrono::seconds(row.git.committed_at))), 24) +
+                      " " +
+                      padded(row.task ? swarm::printable(row.task->id) + " " + row.task->state_text : "-", 24) + " " +
+                      (row.review.empty() ? "-" : row.review) + "\n";
               if (!row.conflicts.empty())
                 foreseen += swarm::printable(row.git.slot) + ":\n" + overlaps_text(row.conflicts, "  ");
             }

@@ -24,6 +24,8 @@ struct UpFlags {
   std::string ports;
   std::string check;
   CLI::Option* check_option = nullptr;
+  bool require_review = false;
+  bool no_require_review = false;
 };
 
 // How long the journal keeps events: at least its 2-minute window of
@@ -108,6 +110,8 @@ swarm::UpOptions options_of(const Context& ctx, const UpFlags& f) {
   options.accept_unsafe_server = f.accept_unsafe_server;
   if (!f.ports.empty()) options.ports = swarm::parse_port_range(f.ports);
   if (f.check_option->count() > 0) options.check = f.check;
+  if (f.require_review) options.require_review = true;
+  if (f.no_require_review) options.require_review = false;
   return options;
 }
 
@@ -139,6 +143,8 @@ std::string up_text(const swarm::UpResult& r) {
     human += "  ports:   " + r.config.ports->text() + " (`swarm join --ports K` takes a block of K of them)\n";
   if (!r.config.check.empty())
     human += "  check:   " + swarm::printable(r.config.check) + " (every land runs it; `land --no-check` skips it)\n";
+  if (r.config.require_review)
+    human += "  review:  required (a task closed success lands once `swarm review approve` approved its head)\n";
   if (r.added_remote) human += "  remote:  swarm, added to this checkout (`git fetch swarm` brings the slots' branches)\n";
   if (r.found_buckets && (r.created_config || r.moved_nats))
     human += "  joined:  buckets made by another host; took their TTL and replicas\n";
@@ -166,6 +172,7 @@ swarm::Json up_json(const swarm::UpResult& r) {
   else doc.set_null("ports");
   if (r.config.check.empty()) doc.set_null("check");
   else doc.set("check", r.config.check);
+  doc.set("require_review", r.config.require_review);
   if (r.server_pid) doc.set("server_pid", static_cast<std::int64_t>(*r.server_pid));
   else doc.set_null("server_pid");
   return doc;
@@ -232,6 +239,11 @@ Verb add_up(CLI::App& app) {
                 if (!t.empty()) swarm::split_words(t, "--check");
               },
               "CMD"));
+  auto* review = cmd->add_flag("--require-review", flags->require_review,
+                               "A task closed success waits in_review until `swarm review approve` approves its "
+                               "head; `land --ready` takes only approved heads (kept in config.json)");
+  cmd->add_flag("--no-require-review", flags->no_require_review, "Turn --require-review off again")
+      ->excludes(review);
   cmd->add_flag("--accept-unsafe-server", flags->accept_unsafe_server,
                 "Run --replicas N>1 on nats-server older than 2.10 all the same (it loses acknowledged writes "
                 "and lets fencing tokens go backwards under partitions; doctor reports it)");
@@ -243,6 +255,7 @@ Verb add_up(CLI::App& app) {
       "  swarm up --nats-url nats://n1:4222 --hub ssh://git@build-1/srv/app.git   # another host joins\n"
       "  swarm up --ports 20000-20999               # then: swarm join --slot a --task T-1 --ports 10\n"
       "  swarm up --check 'make test'               # every land runs it; --check '' removes it\n"
+      "  swarm up --require-review                 # land only what `swarm review approve` approved\n"
       "Running it again reuses what is there; after `swarm down` it restarts the server on the same data.\n"
       "A host joining buckets that another host made takes their TTL and replicas unless given.\n"
       "SSH hubs: keys from ssh-agent, ~/.ssh/id_ed25519, id_ecdsa, id_rsa, or $SWARM_SSH_KEY; the host key must be\n"

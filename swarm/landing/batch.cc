@@ -217,9 +217,11 @@ std::vector<LandResult> Landing::land_batch(const std::vector<std::string>& slot
     stop_here_for_test(kLandStop, "before-push");
     if (to == *from || git().advance(onto, *from, to)) {
       stop_here_for_test(kLandStop, "after-push");
-      for (const auto& r : results)
+      for (const auto& r : results) {
         if (r.outcome != LandResult::Outcome::already_landed)
           journal_.record(land_event(store_.bucket_name(), r, batch.task(r.slot), Actor::here(me_)));
+        move_task(r, batch.task(r.slot));
+      }
       return results;
     }
     swarm::log::info("{} moved while batch of {} was landing; merging again", onto, joined(slots));

@@ -25,6 +25,7 @@
 #include "swarm/landing/land_hold.h"
 #include "swarm/lease/lease_keeper.h"
 #include "swarm/lease/mutex.h"
+#include "swarm/tasks/task_rules.h"
 
 namespace swarm {
 
@@ -172,7 +173,7 @@ std::string Landing::not_ready(const std::string& slot) {
     return "its branch moved since its last close (closed at " + printable(std::string(head->valuestring).substr(0, 12)) +
            ", now " + tip->substr(0, 12) + ")";
   if (auto refused = refusal_of(slot, *tip)) return standing_refusal_text(*refused);
-  return "";
+  return not_approved(closes.back().task_id, *tip);
 }
 
 std::string standing_refusal_text(const StandingRefusal& r) {
@@ -291,6 +292,8 @@ Branches Landing::branches(const std::string& onto, bool foresee) {
     // What a land would take (closed as done, unlanded, no live session):
     // whether a check's refusal stands against it.
     if (row.result == "success" && !row.git.landed && !row.state) row.refused = refusal_of(row.git.slot, row.git.head);
+    if (!row.task_id.empty()) row.task = queued(row.task_id);
+    if (row.task && row.task->slot == row.git.slot) row.review = review_word(*row.task, row.git.head);
     out.rows.push_back(std::move(row));
   }
   std::sort(out.rows.begin(), out.rows.end(), [](const BranchRow& a, const BranchRow& b) { return a.git.slot < b.git.slot; });
@@ -326,10 +329,13 @@ std::vector<Overlap> Landing::commit_overlaps(const std::string& slot, const std
   return std::move(seen.front().overlaps);
 }
 
-std::vector<BranchRow> Landing::ready(const std::string& onto) {
+std::vector<BranchRow> Landing::ready(const std::string& onto, std::vector<BranchRow>* unreviewed) {
   std::vector<BranchRow> out;
-  for (auto& row : branches(onto, false).rows)
-    if (row.result == "success" && !row.git.landed && !row.state) out.push_back(std::move(row));
+  for (auto& row : branches(onto, false).rows) {
+    if (row.result != "success" || row.git.landed || row.state) continue;
+    if (!review_required_ || (row.task && approved_at(*row.task, row.git.head))) out.push_back(std::move(row));
+    else if (unreviewed != nullptr) unreviewed->push_back(std::move(row));
+  }
   std::sort(out.begin(), out.end(), [](const BranchRow& a, const BranchRow& b) {
     if (a.priority_high != b.priority_high) return a.priority_high;
     return a.closed_seq < b.closed_seq;
@@ -415,6 +421,7 @@ LandResult Landing::refuse(LandResult& result, const std::string& reason, const 
   result.reason = reason;
   result.message = message;
   journal_.record(land_event(store_.bucket_name(), result, task, Actor::here(me_)));
+  move_task(result, task);
   return result;
 }
 
@@ -452,6 +459,7 @@ LandResult Landing::land(const std::string& slot, const std::string& onto, Lease
     if (plan.kind == MergePlan::Kind::landed) {
       result.outcome = LandResult::Outcome::already_landed;
       result.kind = "none";
+      move_task(result, task);
       return result;
     }
     if (plan.kind == MergePlan::Kind::conflict) {
@@ -480,6 +488,7 @@ LandResult Landing::land(const std::string& slot, const std::string& onto, Lease
       result.outcome = LandResult::Outcome::landed;
       result.to = plan.to;
       journal_.record(land_event(store_.bucket_name(), result, task, Actor::here(me_)));
+      move_task(result, task);
       return result;
     }
     swarm::log::info("{} moved while slot {} was landing; merging again", onto, slot);

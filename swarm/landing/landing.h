@@ -21,6 +21,7 @@
 #include "swarm/lease/lease.h"
 #include "swarm/slots/liveness.h"
 #include "swarm/slots/session_store.h"
+#include "swarm/tasks/task_store.h"
 #include "swarm/workspace/workspace.h"
 
 namespace swarm {
@@ -64,6 +65,10 @@ struct BranchRow {
   bool priority_high = false;  // that close said --priority high: the fast lane of land --ready
   std::vector<Overlap> conflicts;  // foreseen (unlanded branches only; see Landing::branches)
   std::optional<StandingRefusal> refused;  // unlanded, and refused by a check at its head
+  std::optional<Task> task;    // task_id's record in the queue, when it is a queued task
+  // Its review against the branch's head: approved, dismissed (approved at
+  // an older head), rejected, waiting (in_review), or "" (none asked for).
+  std::string review;
 };
 
 struct Branches {
@@ -113,6 +118,25 @@ class Landing {
  public:
   Landing(Workspace workspace, HubLocation hub, SessionStore store, LeaseStore leases, HostIdentity me);
 
+  // The workspace's task queue (its bucket, opened when first needed) and
+  // whether a land needs its task approved at the branch's head
+  // (`up --require-review`). A land moves the slot's task (completed; a
+  // refusal is kept in its record).
+  void use_tasks(std::string bucket, bool review_required);
+
+  // `swarm review approve|reject`: the task of `slot`'s last close, or
+  // `task_id` (its slot then the one in its record), judged at its branch's
+  // tip. Approve: `head` (a commit id or its prefix, "" for the tip) must be
+  // the tip (else conflict: the branch moved past what was reviewed).
+  // Reject: back to open with `reason`. Journaled review.approve/reject.
+  struct Reviewed {
+    Task task;
+    std::uint64_t revision = 0;
+    std::string tip;
+  };
+  Reviewed review(const std::string& slot, const std::string& task_id, bool approve, const std::string& head,
+                  const std::string& reason, const std::string& by);
+
   // `given`, or the hub's default branch when empty.
   std::string onto(const std::string& given);
   // Every swarm/* branch of the hub against `onto`; with `foresee`, each
@@ -120,8 +144,9 @@ class Landing {
   Branches branches(const std::string& onto, bool foresee = true);
   // The slots `land --ready` takes: last close success, branch not landed,
   // no live session; those closed with --priority high first, each lane in
-  // the order they were closed.
-  std::vector<BranchRow> ready(const std::string& onto);
+  // the order they were closed. With review required, only those whose task
+  // is approved at the branch's tip; the others, in `unreviewed` when given.
+  std::vector<BranchRow> ready(const std::string& onto, std::vector<BranchRow>* unreviewed = nullptr);
   // After a commit of `slot` pushed its branch: the conflicts its branch
   // now has with the other unlanded slot branches and with `onto`, each
   // journaled as an `overlap` event (with the session's `token`, `task`
@@ -152,8 +177,9 @@ class Landing {
 
   // Why `slot` is not ready to land on its own, as `land --ready` would
   // judge it ("" when it is): its last close was not success (or none is
-  // journaled), its session is live (fresh or late) or corrupt, or a check
-  // refused its branch at the head it has now (refusal_of).
+  // journaled), its session is live (fresh or late) or corrupt, a check
+  // refused its branch at the head it has now (refusal_of), or review is
+  // required and its task is not approved at that head.
   std::string not_ready(const std::string& slot);
   // The check's refusal that stands against `slot`'s branch at `tip`: the
   // last land.refused for a check (or a checkout), when it was of this head.
@@ -177,6 +203,15 @@ class Landing {
   class Batch;
   LandBackend& git();
   CommitAuthor land_author() const;
+  const std::optional<TaskStore>& queue() const;
+  // The queued task `id` (nullopt: none, a free-form id, or no queue).
+  std::optional<Task> queued(const std::string& id) const;
+  // Why review does not let slot's branch at `tip` land ("" when it does,
+  // or review is not required).
+  std::string not_approved(const std::string& task_id, const std::string& tip) const;
+  // After a land's result was journaled: its slot's task moved (completed,
+  // or the refusal kept); a failure is a warning (the land stands).
+  void move_task(const LandResult& result, const std::string& task_id) const;
   std::string task_of(const std::string& slot) const;
   // The merged tree checked out and checked: the refusal, or nullopt when it passed.
   // `require_held` throws when the lease was lost (before anything is decided from the check).
@@ -201,7 +236,10 @@ class Landing {
   HostIdentity me_;
   Journal journal_;
   std::unique_ptr<LandBackend> git_;
-  int batches_ = 0;  // made by this Landing: a batch's id is <lease token>.<this count>
+  int batches_ = 0;
+  std::string task_bucket_ = kDefaultTaskBucket;
+  bool review_required_ = false;
+  mutable std::optional<std::optional<TaskStore>> queue_;  // made by this Landing: a batch's id is <lease token>.<this count>
 };
 
 }  // namespace swarm

@@ -37,4 +37,13 @@ Event task_edit_event(std::string_view bucket, const Task& task, const std::stri
   return e;
 }
 
+Event review_event(std::string_view bucket, const Task& task, const Actor& actor, std::uint64_t revision) {
+  const auto review = task.review_record().value_or(Review{});
+  Event e = of_task(review.state == "rejected" ? "review.reject" : "review.approve", bucket, task, actor, revision);
+  e.detail.set("head", review.head).set("by", review.by).set("to", task.state_text);
+  if (!task.slot.empty()) e.detail.set("by_slot", task.slot);
+  if (!review.reason.empty()) e.detail.set("reason", review.reason);
+  return e;
+}
+
 }  // namespace swarm

@@ -20,4 +20,7 @@ Event task_state_event(std::string_view bucket, TaskState from, const Task& task
 Event task_edit_event(std::string_view bucket, const Task& task, const std::string& fields, const Actor& actor,
                       std::uint64_t revision);
 
+// review.approve or review.reject of the task as written (its review).
+Event review_event(std::string_view bucket, const Task& task, const Actor& actor, std::uint64_t revision);
+
 }  // namespace swarm

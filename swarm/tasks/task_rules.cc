@@ -93,7 +93,15 @@ bool close_moves(Task& task, const std::string& slot, const std::string& result,
   task.result = result;
   if (result == "success") {
     task.head = head;
-    task.set_state(review_required ? TaskState::in_review : TaskState::approved);
+    // An approval of another head is dismissed by the commits since (as
+    // code hosts dismiss stale approvals); one of this very head stands.
+    auto review = task.review_record();
+    if (review && review->state == "approved" && review->head != head) {
+      review->state = "dismissed";
+      task.set_review(review);
+    }
+    const bool approved = review && review->state == "approved";
+    task.set_state(review_required && !approved ? TaskState::in_review : TaskState::approved);
   } else if (result == "fork") {
     task.set_state(TaskState::open);
   } else {
@@ -109,6 +117,81 @@ void cancel(Task& task, const std::string& reason) {
     throw Error(Errc::conflict, named(task) + " is " + std::string(to_string(s)) + " already");
   task.set_state(TaskState::cancelled);
   task.result = reason.empty() ? "cancelled" : reason;
+}
+
+void approve(Task& task, const std::string& head, const std::string& by, TimePoint at) {
+  const TaskState s = task.state();
+  if (s == TaskState::working)
+    throw Error(Errc::conflict, named(task) + " is working (slot " + printable(task.slot) +
+                                    "): review it once its slot closed it success");
+  if (s != TaskState::in_review && s != TaskState::approved)
+    throw Error(Errc::conflict, named(task) + " is " + std::string(to_string(s)) +
+                                    "; only a task in_review (closed success) is approved");
+  Review r;
+  r.state = "approved";
+  r.head = head;
+  r.by = by;
+  r.at = at;
+  task.set_review(r);
+  task.set_state(TaskState::approved);
+}
+
+void reject(Task& task, const std::string& reason, const std::string& by, TimePoint at) {
+  const TaskState s = task.state();
+  if (s != TaskState::in_review && s != TaskState::approved)
+    throw Error(Errc::conflict, named(task) + " is " + std::string(to_string(s)) +
+                                    "; only a task in_review or approved is rejected");
+  Review r;
+  r.state = "rejected";
+  r.head = task.head;
+  r.by = by;
+  r.reason = reason;
+  r.at = at;
+  task.set_review(r);
+  task.result = "rejected: " + reason;
+  task.set_state(TaskState::open);
+}
+
+bool approved_at(const Task& task, const std::string& tip) { return why_not_approved(task, tip).empty(); }
+
+std::string why_not_approved(const Task& task, const std::string& tip) {
+  auto review = task.review_record();
+  if (!review || review->state.empty()) return named(task) + " is " + task.state_text + " and has no review yet";
+  const bool approval = review->state == "approved" || review->state == "dismissed";
+  if (review->head != tip || review->state == "dismissed")
+    return approval ? "the approval of " + named(task) + " at " + printable(review->head.substr(0, 12)) +
+                          " was dismissed by a later commit (its branch is at " + printable(tip.substr(0, 12)) + ")"
+                    : named(task) + " waits for a review of its head " + printable(tip.substr(0, 12));
+  if (review->state == "rejected") return named(task) + " was rejected: " + printable(review->reason);
+  if (review->state != "approved") return named(task) + "'s review is " + printable(review->state);
+  if (task.state() != TaskState::approved) return named(task) + " is " + task.state_text;
+  return "";
+}
+
+std::string review_word(const Task& task, const std::string& tip) {
+  auto review = task.review_record();
+  if (review && review->head == tip && (review->state == "approved" || review->state == "rejected"))
+    return review->state;
+  if (review && (review->state == "approved" || review->state == "dismissed")) return "dismissed";
+  return task.state() == TaskState::in_review ? "waiting" : "";
+}
+
+bool land_moves(Task& task, const std::string& slot, const std::string& head, const std::string& how) {
+  const TaskState s = task.state();
+  if (task.slot != slot || (s != TaskState::working && s != TaskState::in_review && s != TaskState::approved))
+    return false;
+  task.head = head;
+  task.result = how;
+  task.set_state(TaskState::completed);
+  return true;
+}
+
+bool land_refused(Task& task, const std::string& slot, const std::string& refusal) {
+  if (task.slot != slot || task.result == refusal) return false;
+  const TaskState s = task.state();
+  if (s != TaskState::in_review && s != TaskState::approved) return false;
+  task.result = refusal;
+  return true;
 }
 
 void reopen(Task& task) {

@@ -46,6 +46,27 @@ ClaimKind claim(Task& task, const Claimer& who, const StateOf& state_of, bool le
 bool close_moves(Task& task, const std::string& slot, const std::string& result, bool review_required,
                  const std::string& head);
 void cancel(Task& task, const std::string& reason);
+
+// Review (the contract's "Review"): a reviewer `by` approves the branch of
+// an in_review (or approved) task at `head`, its tip now -> approved; a
+// rejection sends it back to open with the reason, its slot kept (that slot
+// may take it up again). A task not waiting for a review is refused.
+void approve(Task& task, const std::string& head, const std::string& by, TimePoint at);
+void reject(Task& task, const std::string& reason, const std::string& by, TimePoint at);
+// Whether an approval stands for its branch at `tip`: approved, at that head.
+bool approved_at(const Task& task, const std::string& tip);
+// Why not, for people ("" when it does): no review yet, dismissed by a later
+// commit, rejected.
+std::string why_not_approved(const Task& task, const std::string& tip);
+// One word for its review against its branch at `tip`: approved,
+// dismissed, rejected, waiting (in_review, no approval of tip), or "".
+std::string review_word(const Task& task, const std::string& tip);
+// Its slot's branch landed at `head` (or was in the onto branch already):
+// working, in_review or approved -> completed. Returns whether it moved.
+bool land_moves(Task& task, const std::string& slot, const std::string& head, const std::string& how);
+// A land of its slot's branch was refused: the refusal in `result` (state
+// kept: approved stays approved). Returns whether it changed.
+bool land_refused(Task& task, const std::string& slot, const std::string& refusal);
 void reopen(Task& task);
 
 // Tasks ready for a claim, most urgent first, then oldest (then by id):

@@ -392,6 +392,7 @@ UpResult up(const UpOptions& options) {
   if (options.bucket) config.bucket = *options.bucket;
   if (options.ports) config.ports = *options.ports;
   if (options.check) config.check = *options.check;
+  if (options.require_review) config.require_review = *options.require_review;
   // The workspace's own hub gone (deleted, or a workspace moved with a
   // config that named it by its old path): never replaced by a new, empty
   // one, which would hide every branch landed so far.

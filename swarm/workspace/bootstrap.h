@@ -35,6 +35,9 @@ struct UpOptions {
   // The check every land runs (`up --check 'CMD ...'`): given, it replaces
   // the config's ("" removes it); else the config's is kept.
   std::optional<std::string> check;
+  // Whether a task closed `success` waits for a review before it lands
+  // (`up --require-review` / `--no-require-review`); else the config's.
+  std::optional<bool> require_review;
 };
 
 struct UpResult {
