@@ -254,6 +254,24 @@ TEST_CASE("Docs_TheTaskQueueAsWritten") {
   CHECK(ws.swarm({"join", "--slot", "a3", "--next", "--label", "backend"}).exit == 4);
 }
 
+TEST_CASE("Readme_TasksReviewedBeforeTheyLandAsWritten") {
+  // the README's queue: five tasks, one after two others; two agents claim with join --next; one fails and
+  // its task comes back (claimed again); reviews approve both heads; a new commit dismisses one approval;
+  // land --ready lands only the approved head, and its task is completed.
+  SwarmWorkspace ws;
+  auto r = run_recipe(recipe("tasks-and-review"), ws.root(), ws.home(), {{"SWARM_WORKSPACE", ws.root().string()}});
+  CHECK_MESSAGE(r.out.find("landed a1 on main") != std::string::npos, r.out, r.err);
+  CHECK(r.out.find("landed a2") == std::string::npos);
+  CHECK(r.err.find("slot a2 waits for a review") != std::string::npos);
+  CHECK(r.out.find("T-1 2 completed a1 Fix the parser") != std::string::npos);
+  CHECK(r.out.find("T-2 2 in_review a2 Fix the docs") != std::string::npos);
+  CHECK(r.out.find("T-5 2 open - Release") != std::string::npos);
+  auto t2 = json_of(ws.swarm({"task", "show", "T-2", "--json"}));
+  CHECK(number(t2, "attempts") == 1);
+  CHECK(ws.git({"--git-dir", (ws.root() / ".swarm/hub.git").string(), "show", "main:parser.txt"}).out == "fixed\n");
+  CHECK(ws.git({"--git-dir", (ws.root() / ".swarm/hub.git").string(), "show", "main:docs.txt"}).exit != 0);
+}
+
 TEST_CASE("Docs_OperatingTheContractTrustAndHelpAsWritten") {
   // docs/operating.md, docs/contract.md, docs/trust.md's agent and docs/reference.md's offline help.
   SwarmWorkspace ws;
