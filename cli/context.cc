@@ -263,6 +263,12 @@ Context::Tasks Context::tasks() const {
   return {swarm::TaskStore::open(*connection_, config.task_bucket), swarm::Journal(*connection_)};
 }
 
+std::optional<swarm::TaskStore> Context::queue_if_exists() const {
+  const swarm::WorkspaceConfig config = config_of(workspace());
+  if (!connection_) connection_ = swarm::connect_nats(connection_options(&config));
+  return swarm::TaskStore::open_if_exists(*connection_, config.task_bucket);
+}
+
 Context::Sessions Context::sessions() const {
   timeout();  // a bad --timeout is bad input before any I/O
   return sessions_of(config_of(workspace()));

@@ -12,6 +12,8 @@
 #include "swarm/lease/lease.h"
 #include "swarm/lease/semaphore.h"
 #include "swarm/slots/status.h"
+#include "swarm/tasks/task_rules.h"
+#include "swarm/tasks/task_store.h"
 
 namespace cli {
 
@@ -23,6 +25,13 @@ std::string status_document(const std::string& bucket, std::chrono::milliseconds
 // swarm.lease.v1 of a listing (as `lease list --json`), its semaphores included.
 swarm::Json leases_document(const std::vector<swarm::LeaseEntry>& entries, const std::map<std::string, int>& waiting,
                             const std::vector<swarm::SemaphoreSummary>& semaphores, swarm::TimePoint server_now);
+// The state of each task of a listing by id (corrupt ones left out).
+swarm::StateOf states_of(const std::vector<swarm::TaskEntry>& all);
+// One task as swarm.tasks.v1 lists it: the record, "revision" and "ready"
+// (a corrupt one: {"key","revision","state":"corrupt","error"}).
+swarm::Json task_json(const swarm::TaskEntry& e, const swarm::StateOf& state_of);
+// swarm.tasks.v1 of `shown` (in their order), members of `all`.
+swarm::Json tasks_document(const std::vector<const swarm::TaskEntry*>& shown, const swarm::StateOf& state_of);
 // swarm.branches.v1.
 swarm::Json branches_document(const swarm::Branches& report);
 // Foreseen conflicts as branches' `conflicts` and commit's `overlaps`:

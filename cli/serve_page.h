@@ -36,6 +36,11 @@ inline constexpr const char* kDashboardPage = R"PAGE(<!doctype html>
       <col class="w-time"><col class="w-detail"></colgroup>
       <thead><tr><th>slot</th><th>stands</th><th class="num">ahead</th><th>head</th><th>committed</th><th>why</th></tr></thead>
       <tbody></tbody></table><div id="branches-more" class="empty"></div></section>
+  <section><h2>Tasks <span id="task-counts" class="muted"></span></h2>
+    <table id="tasks"><colgroup><col class="w-name"><col class="w-detail"><col class="w-state"><col class="w-name">
+      <col class="w-token"><col class="w-age"></colgroup>
+      <thead><tr><th>task</th><th>title</th><th>stands</th><th>slot</th><th class="num">pri</th><th class="num">age</th></tr></thead>
+      <tbody></tbody></table><div id="tasks-more" class="empty"></div></section>
   <section><h2>Recent acts</h2>
     <table id="events"><colgroup><col class="w-time"><col class="w-kind"><col class="w-name"><col class="w-host">
       <col class="w-detail"></colgroup>
@@ -79,6 +84,10 @@ th { color: var(--muted); font-weight: 600; }
 #leases col:nth-child(7) { width: 12%; }
 #branches col:nth-child(1) { width: 20%; } #branches col:nth-child(2) { width: 14%; } #branches col:nth-child(3) { width: 10%; }
 #branches col:nth-child(4) { width: 16%; } #branches col:nth-child(5) { width: 20%; } #branches col:nth-child(6) { width: 20%; }
+#tasks col:nth-child(1) { width: 13%; } #tasks col:nth-child(2) { width: 37%; } #tasks col:nth-child(3) { width: 15%; }
+#tasks col:nth-child(4) { width: 15%; } #tasks col:nth-child(5) { width: 8%; } #tasks col:nth-child(6) { width: 12%; }
+.ready, .approved, .completed { color: var(--fresh); } .in_review { color: var(--late); } .failed { color: var(--stale); }
+.waiting, .cancelled { color: var(--muted); }
 #events col:nth-child(1) { width: 13%; } #events col:nth-child(2) { width: 15%; } #events col:nth-child(3) { width: 24%; }
 #events col:nth-child(4) { width: 16%; } #events col:nth-child(5) { width: 32%; }
 .state { font-weight: 600; }
@@ -168,6 +177,22 @@ function branches() {
   }));
   document.getElementById("branches-more").textContent = b.rows.length === 0 ? "no slot branches" : "";
 }
+// The queue: ready / waiting / working / in review / done, each with its age (since its last change).
+function tasks() {
+  const t = view.tasks, c = t.counts;
+  document.getElementById("task-counts").textContent = t.total === 0 ? "" :
+    c.ready + " ready, " + c.waiting + " waiting, " + c.working + " working, " + c.in_review + " in review, " +
+    c.approved + " approved, " + c.completed + " done" + (c.failed ? ", " + c.failed + " failed" : "") +
+    (c.corrupt ? ", " + c.corrupt + " corrupt" : "");
+  fill("tasks", t.rows.map(r => {
+    const tr = el("tr"); tr.dataset.task = r.id;
+    tr.append(el("td", r.id), el("td", r.title), el("td", r.stands.replace("_", " "), "state " + r.stands),
+              el("td", r.slot || "-"), el("td", r.priority, "num"), el("td", age(now() - r.updated_ms), "num age"));
+    return tr;
+  }));
+  document.getElementById("tasks-more").textContent = t.total > t.rows.length ?
+    "and " + (t.total - t.rows.length) + " more (swarm task list)" : t.total === 0 ? "no tasks" : "";
+}
 function acts() {
   fill("events", view.events.slice(-40).reverse().map(e => {
     const tr = el("tr");
@@ -178,7 +203,7 @@ function acts() {
 }
 function render() {
   if (!view) return;
-  header(); sessions(); leases(); branches(); acts(); timeline();
+  header(); sessions(); leases(); branches(); tasks(); acts(); timeline();
 }
 const ends = { success: "✓", fail: "✗", lost: "✗" };
 function timeline() {

@@ -248,6 +248,14 @@ std::string ServeView::metrics() const {
   out += "# HELP swarm_semaphore_waiters Waiters for a permit of each semaphore (at its gate and in line).\n"
          "# TYPE swarm_semaphore_waiters gauge\n";
   for (const auto& s : sems) out += "swarm_semaphore_waiters{semaphore=\"" + label(s.name) + "\"} " + std::to_string(s.waiters) + "\n";
+  out += "# HELP swarm_tasks Tasks of the queue by state (open split into ready and waiting is on the page).\n"
+         "# TYPE swarm_tasks gauge\n";
+  std::map<std::string, int> task_states;
+  for (const auto state : swarm::all_task_states()) task_states[std::string(swarm::to_string(state))] = 0;
+  task_states["corrupt"] = 0;
+  for (const auto& [key, e] : tasks_) ++task_states[e.corrupt() ? std::string("corrupt") : e.task->state_text];
+  for (const auto& [state, n] : task_states)
+    out += "swarm_tasks{state=\"" + label(state) + "\"} " + std::to_string(n) + "\n";
   out += "# HELP swarm_events_total Journal events seen since this server started (the last day's first).\n"
          "# TYPE swarm_events_total counter\n";
   for (const auto& [kind, n] : event_counts_) out += "swarm_events_total{kind=\"" + label(kind) + "\"} " + std::to_string(n) + "\n";
@@ -291,6 +299,44 @@ std::string ServeView::leases_document() const {
 std::string ServeView::branches_document() const {
   std::lock_guard lock(mu_);
   return branches_json_;
+}
+
+namespace {
+
+// The queue's entries in `task list` order (corrupt ones last).
+std::vector<const swarm::TaskEntry*> listed(const std::map<std::string, swarm::TaskEntry>& tasks) {
+  std::vector<const swarm::TaskEntry*> out;
+  out.reserve(tasks.size());
+  for (const auto& [key, e] : tasks) out.push_back(&e);
+  std::stable_sort(out.begin(), out.end(), [](const swarm::TaskEntry* a, const swarm::TaskEntry* b) {
+    if (a->corrupt() || b->corrupt()) return !a->corrupt() && b->corrupt();
+    return swarm::listed_before(*a->task, *b->task);
+  });
+  return out;
+}
+
+std::vector<swarm::TaskEntry> entries_of(const std::map<std::string, swarm::TaskEntry>& tasks) {
+  std::vector<swarm::TaskEntry> out;
+  out.reserve(tasks.size());
+  for (const auto& [key, e] : tasks) out.push_back(e);
+  return out;
+}
+
+// Where a task stands on the page: ready or waiting (open), its state
+// otherwise, or corrupt.
+std::string stands(const swarm::TaskEntry& e, const swarm::StateOf& state_of) {
+  if (e.corrupt()) return "corrupt";
+  if (e.task->state() == swarm::TaskState::open) return swarm::is_ready(*e.task, state_of) ? "ready" : "waiting";
+  return e.task->state_text;
+}
+
+bool done(const std::string& stands) { return stands == "completed" || stands == "failed" || stands == "cancelled"; }
+
+}  // namespace
+
+std::string ServeView::tasks_document() const {
+  std::lock_guard lock(mu_);
+  return cli::tasks_document(listed(tasks_), states_of(entries_of(tasks_))).dump();
 }
 
 std::string ServeView::log_lines(std::size_t n) const {
@@ -382,7 +428,49 @@ std::string ServeView::page_body() const {
     branches.set_null("onto").set("rows", swarm::Json::array());
   }
   doc.set("branches", std::move(branches));
+  doc.set("tasks", tasks_panel());
   return doc.dump();
+}
+
+// The page's tasks panel: counts by where each stands, and at most
+// kViewTasks rows, those not done first (in `task list` order), then the
+// done ones, the latest first.
+swarm::Json ServeView::tasks_panel() const {
+  const auto state_of = states_of(entries_of(tasks_));
+  std::map<std::string, int> counts;
+  for (const char* s : {"ready", "waiting", "working", "in_review", "approved", "completed", "failed", "cancelled",
+                        "corrupt"})
+    counts[s] = 0;
+  std::vector<std::pair<const swarm::TaskEntry*, std::string>> open, closed;
+  for (const auto* e : listed(tasks_)) {
+    std::string where = stands(*e, state_of);
+    ++counts[where];
+    (done(where) ? closed : open).emplace_back(e, std::move(where));
+  }
+  std::stable_sort(closed.begin(), closed.end(), [](const auto& a, const auto& b) {
+    return a.first->stored_at > b.first->stored_at;
+  });
+  open.insert(open.end(), closed.begin(), closed.end());
+  swarm::Json rows = swarm::Json::array();
+  for (std::size_t i = 0; i < open.size() && i < kViewTasks; ++i) {
+    const auto& [e, where] = open[i];
+    swarm::Json r = swarm::Json::object();
+    r.set("stands", where).set("updated_ms", unix_ms(e->stored_at));
+    if (e->corrupt()) {
+      r.set("id", e->key).set("title", e->corrupt_reason).set("slot", "").set("priority", 0);
+    } else {
+      const swarm::Task& t = *e->task;
+      r.set("id", t.id).set("title", t.title).set("slot", t.slot).set("priority", t.priority)
+          .set("attempts", t.attempts).set("result", t.result);
+      if (t.created_at) r.set("created_ms", unix_ms(*t.created_at));
+    }
+    rows.push(std::move(r));
+  }
+  swarm::Json c = swarm::Json::object();
+  for (const auto& [k, n] : counts) c.set(k.c_str(), n);
+  swarm::Json panel = swarm::Json::object();
+  panel.set("counts", std::move(c)).set("total", static_cast<std::int64_t>(tasks_.size())).set("rows", std::move(rows));
+  return panel;
 }
 
 }  // namespace cli

@@ -25,6 +25,8 @@ constexpr std::chrono::hours kHistory{24};
 // (a push from outside the queue says nothing in the journal).
 constexpr std::chrono::seconds kBranchesAtMost{1};
 constexpr std::chrono::seconds kBranchesAtLeast{30};
+// A missing task bucket (a workspace made before tasks) is looked for again this often.
+constexpr std::chrono::seconds kTasksLookAgain{5};
 
 
 
@@ -138,6 +140,7 @@ void ServeView::serve_link(ServeLink& link) {
     places_.clear();
     limits_.clear();
     beats_.clear();
+    tasks_.clear();
     table_ = swarm::SessionTable(me_, true);
     branches_stale_ = true;
   }
@@ -146,6 +149,7 @@ void ServeView::serve_link(ServeLink& link) {
   feeds_.emplace_back([this, &link] { leases_feed(link); });
   feeds_.emplace_back([this, &link] { journal_feed(link); });
   feeds_.emplace_back([this, &link] { branches_feed(link); });
+  feeds_.emplace_back([this, &link] { tasks_feed(link); });
   // The connection's state is known at once when the server goes (its
   // socket closes): within one poll, the view says so.
   while (running()) {
@@ -242,7 +246,7 @@ void ServeView::journal_feed(ServeLink& link) {
     if (!state)
       throw swarm::Error(swarm::Errc::not_bootstrapped, "no journal yet (stream swarm-events); `swarm up` makes it");
     swarm::JournalQuery query;
-    query.buckets = {bucket_, lease_bucket_};
+    query.buckets = {bucket_, lease_bucket_, link.landing.task_bucket()};
     std::optional<std::uint64_t> after;
     {
       std::lock_guard lock(mu_);
@@ -310,6 +314,38 @@ void ServeView::branches_feed(ServeLink& link) {
         branches_json_ = doc.dump();
         ++version_;
       }
+      cv_.notify_all();
+    }
+  });
+}
+
+// The task queue from a watch of its bucket (deletes included: doctor
+// --fix removes a corrupt record). A workspace made before tasks has no
+// bucket: looked for again every few seconds, until `swarm up` makes it.
+void ServeView::tasks_feed(ServeLink& link) {
+  feed("tasks", [&] {
+    const std::string name = link.landing.task_bucket();
+    std::optional<swarm::TaskStore> queue;
+    while (running()) {
+      queue = swarm::TaskStore::open_if_exists(link.connection, name);
+      if (queue) break;
+      set_up("tasks", true);
+      std::unique_lock lock(mu_);
+      cv_.wait_for(lock, kTasksLookAgain, [&] { return !running(); });
+    }
+    if (!queue) return;
+    kv::Watch watch = queue->watch(true);
+    while (running()) {
+      auto event = watch.next(kPoll);
+      if (!event) continue;
+      if (event->kind == kv::WatchEvent::Kind::caught_up) set_up("tasks", true);
+      std::lock_guard lock(mu_);
+      if (event->kind != kv::WatchEvent::Kind::caught_up && event->entry.key.front() != '_') {
+        const std::string key = event->entry.key;
+        if (event->kind == kv::WatchEvent::Kind::put) tasks_[key] = swarm::task_entry_of(std::move(event->entry));
+        else tasks_.erase(key);
+      }
+      ++version_;
       cv_.notify_all();
     }
   });

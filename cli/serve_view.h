@@ -29,6 +29,7 @@
 #include "swarm/lease/semaphore.h"
 #include "swarm/slots/session_store.h"
 #include "swarm/slots/status.h"
+#include "swarm/tasks/task_store.h"
 
 namespace cli {
 
@@ -42,6 +43,8 @@ inline constexpr std::size_t kViewSessions = 1000;
 // The page's list of recent acts, and its timeline's spans, at most.
 inline constexpr std::size_t kViewActs = 200;
 inline constexpr std::size_t kViewSpans = 3000;
+// The page's tasks panel lists at most this many (those not done first); counts cover all.
+inline constexpr std::size_t kViewTasks = 200;
 
 // One connection's worth of what serve reads, made anew when NATS comes back.
 struct ServeLink {
@@ -74,6 +77,8 @@ class ServeView {
   std::string status_document() const;
   std::string leases_document() const;
   std::string branches_document() const;
+  // swarm.tasks.v1 of the queue, by priority then age (as `task list --json`).
+  std::string tasks_document() const;
   // The journal's last `n` acts seen (JSON Lines, swarm.event.v1).
   std::string log_lines(std::size_t n) const;
   // What the page draws (one JSON object), and its version.
@@ -92,6 +97,7 @@ class ServeView {
   void leases_feed(ServeLink& link);
   void journal_feed(ServeLink& link);
   void branches_feed(ServeLink& link);
+  void tasks_feed(ServeLink& link);
   void changed();
   void set_up(const char* what, bool up);
   bool running() const { return !stopping_ && !broken_; }
@@ -109,6 +115,7 @@ class ServeView {
                          swarm::TimePoint now) const;
   // The page without the server's time, built from what the feeds hold (mu_ held).
   std::string page_body() const;
+  swarm::Json tasks_panel() const;
 
   ServeConnect connect_;
   swarm::HostIdentity me_;
@@ -148,6 +155,9 @@ class ServeView {
   std::string branches_json_;
   std::optional<swarm::Branches> branches_;
   bool branches_stale_ = true;
+
+  // The task queue by key, as its watch has it (none while the bucket is missing).
+  std::map<std::string, swarm::TaskEntry> tasks_;
 
   // The last page built, and the version it is of.
   mutable std::string page_cache_;

@@ -57,6 +57,20 @@ std::vector<swarm::SessionRow> filtered(const std::vector<swarm::SessionRow>& ro
 constexpr std::uint64_t kTaskLeasesByName = 64;
 
 // The names of the task leases the rows' sessions hold, each once.
+// The queue's records of the rows' task ids, one read each (a few rows).
+std::vector<swarm::TaskEntry> tasks_by_id(const Context& ctx, const std::vector<swarm::SessionRow>& rows) {
+  std::vector<swarm::TaskEntry> out;
+  if (rows.empty()) return out;
+  auto queue = ctx.queue_if_exists();
+  if (!queue) return out;
+  std::set<std::string> ids;
+  for (const auto& row : rows)
+    if (!row.corrupt && !row.task_id.empty()) ids.insert(std::string(row.task_id));
+  for (const auto& id : ids)
+    if (auto e = queue->get(id)) out.push_back(std::move(*e));
+  return out;
+}
+
 std::vector<std::string> task_lease_names(const std::vector<swarm::SessionRow>& rows) {
   std::set<std::string> names;
   for (const auto& row : rows)
@@ -158,7 +172,7 @@ void append_seconds(std::string& out, std::int64_t millis) {
 // The names status always adds to a record's row; a newer writer's field of
 // one of these names gives way to status's own (session_token and
 // task_lease only when status writes them: see status_fields_of).
-constexpr std::array<const char*, 4> kStatusFields = {"revision", "state", "age_seconds", "local"};
+constexpr std::array<const char*, 5> kStatusFields = {"revision", "state", "age_seconds", "local", "task_state"};
 
 // The start of one session's object in swarm.status.v1, without its closing
 // brace: the record's own JSON as swarm writes it; a record with fields of a
@@ -199,6 +213,11 @@ void append_row_json(std::string& out, const swarm::SessionRow& row) {
   out += "\",\"age_seconds\":";
   append_seconds(out, static_cast<std::int64_t>(row.age.count()));
   out += row.local ? ",\"local\":true" : ",\"local\":false";
+  if (!row.task_state.empty()) {
+    out += ",\"task_state\":\"";
+    out += row.task_state;
+    out += '"';
+  }
   if (row.corrupt) {
     out += ",\"error\":";
     swarm::append_quoted(out, row.corrupt_reason);
@@ -380,6 +399,14 @@ Verb add_status(CLI::App& app) {
               }
               if (!missing.empty()) throw swarm::Error(swarm::Errc::not_found, "no session for slot " + missing);
             }
+            // The queue's records of the sessions' tasks: of a few sessions
+            // read by id, of many the whole queue listed beside.
+            std::future<std::vector<swarm::TaskEntry>> tasks_beside;
+            if (!by_name)
+              tasks_beside = std::async(std::launch::async, [&ctx] {
+                auto queue = ctx.queue_if_exists();
+                return queue ? queue->list() : std::vector<swarm::TaskEntry>{};
+              });
             std::optional<swarm::PendingServerClock> clock_together;
             if (by_name && !table.rows().empty()) clock_together.emplace(store.bucket());
             const std::vector<swarm::LeaseEntry> task_leases =
@@ -393,6 +420,7 @@ Verb add_status(CLI::App& app) {
             table.finish(flags->slots.empty() ? store.revision_at_open() : 0, ttl, now,
                          swarm::observer_margin(ttl, clock.uncertainty));
             table.note_task_leases(task_leases, now);
+            table.note_task_states(tasks_beside.valid() ? tasks_beside.get() : tasks_by_id(ctx, table.rows()));
             const auto rows = filtered(table.rows(), *flags);
             if (ctx.out().json()) {
               write_status_json(std::cout, store.bucket_name(), ttl, rows);

@@ -44,7 +44,13 @@ void with_cells(const swarm::SessionRow& row, Use use) {
   }
   std::string host = swarm::shows_as_is(row.host) ? std::string(row.host) : swarm::printable(row.host);
   if (row.local) host += " *";
-  use(Cells{slot, row.task_id.empty() ? std::string_view("-") : shown(row.task_id, task_kept), host, age,
+  std::string_view task = row.task_id.empty() ? std::string_view("-") : shown(row.task_id, task_kept);
+  if (!row.task_state.empty()) {
+    // A queued task: its state beside its id.
+    task_kept = std::string(task) + " (" + std::string(row.task_state) + ")";
+    task = task_kept;
+  }
+  use(Cells{slot, task, host, age,
             swarm::to_string(row.state), revision});
 }
 

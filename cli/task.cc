@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "cli/context.h"
+#include "cli/documents.h"
 #include "swarm/base/names.h"
 #include "swarm/base/text.h"
 #include "swarm/tasks/events.h"
@@ -45,27 +46,6 @@ void require_labels(const std::vector<std::string>& labels) {
   if (labels.size() > swarm::kMaxLabels)
     throw swarm::Error(swarm::Errc::bad_input, "at most " + std::to_string(swarm::kMaxLabels) + " labels");
   for (const auto& l : labels) swarm::require_task_label(l);
-}
-
-swarm::Json task_json(const swarm::TaskEntry& e, const swarm::StateOf& state_of) {
-  if (e.corrupt()) {
-    swarm::Json j = swarm::Json::object();
-    j.set("key", e.key).set("revision", e.revision).set("state", "corrupt").set("error", e.corrupt_reason);
-    return j;
-  }
-  swarm::Json j = swarm::Json::parse(swarm::to_json(*e.task));
-  j.set("revision", e.revision).set("ready", swarm::is_ready(*e.task, state_of));
-  return j;
-}
-
-swarm::StateOf states_of(const std::vector<swarm::TaskEntry>& all) {
-  auto states = std::make_shared<std::map<std::string, swarm::TaskState>>();
-  for (const auto& e : all)
-    if (e.task) (*states)[e.task->id] = e.task->state();
-  return [states](const std::string& id) -> std::optional<swarm::TaskState> {
-    auto it = states->find(id);
-    return it == states->end() ? std::nullopt : std::optional(it->second);
-  };
 }
 
 int run_add(Context& ctx, const TaskFlags& f) {
@@ -143,10 +123,8 @@ int run_list(Context& ctx, const TaskFlags& f) {
     if (a->corrupt() || b->corrupt()) return !a->corrupt() && b->corrupt();
     return swarm::listed_before(*a->task, *b->task);
   });
-  swarm::Json tasks = swarm::Json::array();
   std::string text;
   for (const auto* e : shown) {
-    tasks.push(task_json(*e, state_of));
     if (e->corrupt()) {
       text += swarm::printable(e->key) + " - corrupt - " + swarm::printable(e->corrupt_reason) + "\n";
       continue;
@@ -156,9 +134,7 @@ int run_list(Context& ctx, const TaskFlags& f) {
             (t.slot.empty() ? "-" : swarm::printable(t.slot)) + " " + swarm::printable(t.title) + "\n";
   }
   if (corrupt > 0) ctx.out().warn(swarm::counted(corrupt, "corrupt task record") + "; `swarm doctor --fix` removes them");
-  swarm::Json doc = swarm::Json::object();
-  doc.set("tasks", std::move(tasks));
-  ctx.out().result("tasks", text, std::move(doc));
+  ctx.out().result("tasks", text, tasks_document(shown, state_of));
   return 0;
 }
 
@@ -351,6 +327,35 @@ CLI::App* with_id(CLI::App* cmd, TaskFlags& f) {
 }
 
 }  // namespace
+
+swarm::Json task_json(const swarm::TaskEntry& e, const swarm::StateOf& state_of) {
+  if (e.corrupt()) {
+    swarm::Json j = swarm::Json::object();
+    j.set("key", e.key).set("revision", e.revision).set("state", "corrupt").set("error", e.corrupt_reason);
+    return j;
+  }
+  swarm::Json j = swarm::Json::parse(swarm::to_json(*e.task));
+  j.set("revision", e.revision).set("ready", swarm::is_ready(*e.task, state_of));
+  return j;
+}
+
+swarm::StateOf states_of(const std::vector<swarm::TaskEntry>& all) {
+  auto states = std::make_shared<std::map<std::string, swarm::TaskState>>();
+  for (const auto& e : all)
+    if (e.task) (*states)[e.task->id] = e.task->state();
+  return [states](const std::string& id) -> std::optional<swarm::TaskState> {
+    auto it = states->find(id);
+    return it == states->end() ? std::nullopt : std::optional(it->second);
+  };
+}
+
+swarm::Json tasks_document(const std::vector<const swarm::TaskEntry*>& shown, const swarm::StateOf& state_of) {
+  swarm::Json tasks = swarm::Json::array();
+  for (const auto* e : shown) tasks.push(task_json(*e, state_of));
+  swarm::Json doc = swarm::Json::object();
+  doc.set("tasks", std::move(tasks));
+  return with_schema("tasks", std::move(doc));
+}
 
 Verb add_task(CLI::App& app) {
   auto f = std::make_shared<TaskFlags>();

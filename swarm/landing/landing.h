@@ -123,6 +123,7 @@ class Landing {
   // (`up --require-review`). A land moves the slot's task (completed; a
   // refusal is kept in its record).
   void use_tasks(std::string bucket, bool review_required);
+  const std::string& task_bucket() const { return task_bucket_; }
 
   // `swarm review approve|reject`: the task of `slot`'s last close, or
   // `task_id` (its slot then the one in its record), judged at its branch's

@@ -118,6 +118,14 @@ void SessionTable::note_task_leases(const std::vector<LeaseEntry>& task_leases, 
   }
 }
 
+void SessionTable::note_task_states(const std::vector<TaskEntry>& tasks) {
+  std::unordered_map<std::string_view, std::string_view> state_of;
+  for (const auto& e : tasks)
+    if (e.task) state_of[e.task->id] = to_string(e.task->state());
+  for (auto& row : rows_)
+    if (auto it = state_of.find(row.task_id); !row.corrupt && it != state_of.end()) row.task_state = it->second;
+}
+
 std::optional<LiveSessions::Change> LiveSessions::apply(const SessionEvent& event) {
   switch (event.kind) {
     case SessionEvent::Kind::caught_up: return std::nullopt;

@@ -1,6 +1,8 @@
 // A session as `status` shows it: the record, how alive it is, whose it is.
 #pragma once
 
+#include "swarm/tasks/task_store.h"
+
 #include <chrono>
 #include <map>
 #include <memory>
@@ -60,6 +62,7 @@ struct SessionRow {
   // A session `swarm run` keeps: its run and agent, for `dead` (this host's only).
   std::int64_t leaf_pid = 0, agent_pid = 0;
   std::uint64_t leaf_start = 0, agent_start = 0;
+  std::string_view task_state;          // its task's state in the queue, "" when not queued (or unread)
   std::string_view status;              // what its agent says it does (renew --status), "" unsaid
   std::string_view note;
 };
@@ -81,6 +84,9 @@ class SessionTable {
   // Notes on each row how its task lease disagrees with its session, if it
   // does. `task_leases` are the task leases read (any order).
   void note_task_leases(const std::vector<LeaseEntry>& task_leases, TimePoint now);
+  // Each row's task state from the queue's records (`tasks`: those of the
+  // rows' task ids, or the whole queue); a free-form id has none.
+  void note_task_states(const std::vector<TaskEntry>& tasks);
   const std::vector<SessionRow>& rows() const { return rows_; }
 
  private:

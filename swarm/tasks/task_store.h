@@ -70,8 +70,9 @@ class TaskStore {
   std::string next_generated_id() const;
 
   // Every change to the queue from now on (the current records first,
-  // then caught_up): what join --next --wait waits on.
-  kv::Watch watch() const { return bucket_.watch(">", {.ignore_deletes = true}); }
+  // then caught_up): what join --next --wait waits on; `deletes` also
+  // says when a record is removed (what swarm serve follows).
+  kv::Watch watch(bool deletes = false) const { return bucket_.watch(">", {.ignore_deletes = !deletes}); }
 
   TaskStore with_budget(std::chrono::milliseconds budget) const {
     TaskStore copy = *this;

@@ -119,6 +119,13 @@ TEST_CASE("Review_RejectSendsItBackForReworkAndBadInputIsRefused") {
   CHECK(ws.swarm({"review", "approve", "--task", "F"}).exit == 3);
   REQUIRE(ws.swarm({"join", "--slot", "s1", "--task", "A"}).exit == 0);
   CHECK(ws.swarm({"review", "approve", "--slot", "s1"}).exit == 3);  // still working
+  // status shows the session's task state (a free-form id has none).
+  REQUIRE(ws.swarm({"join", "--slot", "free", "--task", "not-queued"}).exit == 0);
+  CHECK(ws.swarm({"status", "--slot", "s1", "--json"}).out.find("\"task_state\":\"working\"") != std::string::npos);
+  CHECK(ws.swarm({"status", "--slot", "free", "--json"}).out.find("task_state") == std::string::npos);
+  const auto table = ws.swarm({"status"}).out;
+  CHECK(table.find("A (working)") != std::string::npos);
+  CHECK(table.find("not-queued ") != std::string::npos);
   write_file(ws.worktree("s1") / "a.txt", "a\n");
   REQUIRE(ws.swarm({"commit", "--slot", "s1", "-m", "a"}).exit == 0);
   REQUIRE(ws.swarm({"close", "--slot", "s1", "--result", "success"}).exit == 0);

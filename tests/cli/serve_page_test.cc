@@ -144,3 +144,33 @@ TEST_CASE("ServePage_AnotherOriginAndAnotherHostReadNothing") {
   other.stop();
   serving.join();
 }
+
+TEST_CASE("ServePage_HasATasksPanelThatFollowsTheQueue") {
+  // ready, waiting (after another) and working tasks with their ages; a title with markup is text;
+  // a close moves its row live (approved), counts included.
+  if (chromium_path().empty()) FAIL("chromium is not installed: scripts/setup.sh installs it");
+  SwarmWorkspace ws;
+  REQUIRE(ws.swarm({"task", "add", "Parser", "--id", "A"}).exit == 0);
+  REQUIRE(ws.swarm({"task", "add", "<img src=x onerror=alert(1)>", "--id", "B", "--after", "A"}).exit == 0);
+  REQUIRE(ws.swarm({"task", "add", "Docs", "--id", "C"}).exit == 0);
+  REQUIRE(ws.swarm({"join", "--slot", "s1", "--task", "A"}).exit == 0);
+  Served served(ws);
+  HeadlessBrowser browser;
+  browser.open(served.link());
+  auto stands = [](const char* id) {
+    return std::string("(document.querySelector('tr[data-task=\"") + id + "\"] .state') || {}).textContent";
+  };
+  REQUIRE(browser.wait_for(stands("A") + " === 'working'", 10s));
+  CHECK(browser.evaluate(stands("B")) == "\"waiting\"");
+  CHECK(browser.evaluate(stands("C")) == "\"ready\"");
+  CHECK(browser.evaluate("document.querySelector('tr[data-task=\"A\"] td:nth-child(4)').textContent") == "\"s1\"");
+  CHECK(browser.evaluate("document.querySelectorAll('img').length") == "0");
+  CHECK(browser.evaluate("document.getElementById('task-counts').textContent.startsWith('1 ready, 1 waiting, 1 working')") ==
+        "true");
+  write_file(ws.worktree("s1") / "a.txt", "a\n");
+  REQUIRE(ws.swarm({"commit", "--slot", "s1", "-m", "a"}).exit == 0);
+  REQUIRE(ws.swarm({"close", "--slot", "s1", "--result", "success"}).exit == 0);
+  CHECK(browser.wait_for(stands("A") + " === 'approved'", 3s));
+  REQUIRE(ws.swarm({"land", "--slot", "s1"}).exit == 0);
+  CHECK(browser.wait_for(stands("A") + " === 'completed' && " + stands("B") + " === 'ready'", 3s));
+}

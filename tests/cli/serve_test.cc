@@ -631,3 +631,39 @@ TEST_CASE("Serve_SessionsHaveSamplesAtZero") {
   CHECK(sample(metrics, "swarm_sessions{state=\"fresh\",host=\"host-a\"}") == 0);
   CHECK(sample(metrics, "swarm_sessions{state=\"stale\",host=\"host-a\"}") == 0);
 }
+
+TEST_CASE("Serve_FollowsTheTaskQueueInMetricsApiAndPage") {
+  // swarm_tasks{state} has a sample for every state (0 when none); /api/tasks is task list --json's
+  // document; the page's panel counts ready and waiting apart; a task with control bytes in its record
+  // (planted by another client) is data everywhere; a change after start arrives live.
+  SwarmWorkspace ws;
+  REQUIRE(ws.swarm({"task", "add", "First", "--id", "A"}).exit == 0);
+  REQUIRE(ws.swarm({"task", "add", "After A", "--id", "B", "--after", "A"}).exit == 0);
+  REQUIRE(ws.swarm({"join", "--slot", "s1", "--task", "A"}).exit == 0);
+  {
+    RawNats raw(ws.server()->url());
+    REQUIRE(raw.publish("$KV.swarm-tasks.E", "{\"schema\":\"swarm.task.v1\",\"id\":\"E\",\"title\":\"evil\\u001b[2J\\\"x\","
+                                             "\"state\":\"open\",\"priority\":1}"));
+  }
+  Served served(ws);
+  CHECK(eventually_body(served, "/metrics", [](const std::string& m) {
+    return sample(m, "swarm_tasks{state=\"working\"}") == 1 && sample(m, "swarm_tasks{state=\"open\"}") == 2 &&
+           sample(m, "swarm_tasks{state=\"completed\"}") == 0 && sample(m, "swarm_tasks{state=\"corrupt\"}") == 0;
+  }));
+  const std::string tasks = served.body("/api/tasks");
+  auto doc = swarm::Json::parse(tasks);
+  REQUIRE(doc);
+  CHECK(text_of(doc.get(), "schema") == "swarm.tasks.v1");
+  CHECK(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc.get(), "tasks")) == 3);
+  CHECK(tasks.find('\x1b') == std::string::npos);
+  // The same document as the verb's.
+  auto verb = ws.swarm({"task", "list", "--json"});
+  CHECK(swarm::Json::parse(verb.out).dump() == swarm::Json::parse(served.body("/api/tasks")).dump());
+  write_file(ws.worktree("s1") / "a.txt", "a\n");
+  REQUIRE(ws.swarm({"commit", "--slot", "s1", "-m", "a"}).exit == 0);
+  REQUIRE(ws.swarm({"close", "--slot", "s1", "--result", "success"}).exit == 0);
+  CHECK(eventually_body(served, "/metrics", [](const std::string& m) {
+    return sample(m, "swarm_tasks{state=\"approved\"}") == 1 && sample(m, "swarm_tasks{state=\"working\"}") == 0 &&
+           sample(m, "swarm_events_total{kind=\"task.state\"}") >= 1;
+  }));
+}
