@@ -263,6 +263,8 @@ Context::Tasks Context::tasks() const {
   return {swarm::TaskStore::open(*connection_, config.task_bucket), swarm::Journal(*connection_)};
 }
 
+std::string Context::task_bucket() const { return config_of(workspace()).task_bucket; }
+
 std::optional<swarm::TaskStore> Context::queue_if_exists() const {
   const swarm::WorkspaceConfig config = config_of(workspace());
   if (!connection_) connection_ = swarm::connect_nats(connection_options(&config));

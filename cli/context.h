@@ -110,6 +110,8 @@ class Context {
   // The task queue on the connection sessions() made (nullopt: a workspace
   // made before tasks, with no such bucket).
   std::optional<swarm::TaskStore> queue_if_exists() const;
+  // The name of the workspace's task bucket (no I/O but its config).
+  std::string task_bucket() const;
   // The lease bucket: of the workspace (its NATS and lease_bucket), or with
   // no workspace, of --nats-url's server. `lives_on`: for a process that
   // holds or waits long (lock, elect): its requests are not bounded by a

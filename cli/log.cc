@@ -21,7 +21,7 @@ const std::set<std::string> kKinds = {"join",         "commit",      "close",   
                                       "overlap",      "session.lost"};
 constexpr const char* kKindList =
     "join, commit, close, evict, fix, lease.grant, lease.release, lease.lost, elect.resign, land, land.refused, "
-    "sync, overlap, session.lost";
+    "sync, overlap, session.lost, task.add, task.claim, task.state, task.edit, review.approve, review.reject";
 // With --follow and neither -n nor --since, the last this many first (as tail -f).
 constexpr std::size_t kFollowBacklog = 10;
 constexpr std::chrono::milliseconds kFollowPoll{250};
@@ -106,6 +106,7 @@ std::pair<swarm::Journal, swarm::JournalQuery> query_of(Context& ctx, const LogF
       query.name = f.slot;
     } else {
       query.buckets.insert(s.leases.bucket_name());
+      query.buckets.insert(ctx.task_bucket());  // the queue's acts too
     }
   }
   query.kinds.insert(f.kinds.begin(), f.kinds.end());

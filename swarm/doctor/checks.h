@@ -19,6 +19,7 @@
 #include "swarm/base/safe_dir.h"
 #include "swarm/base/server_clock.h"
 #include "swarm/doctor/doctor.h"
+#include "swarm/tasks/task_store.h"
 #include "swarm/git/hub.h"
 #include "swarm/git/hub_location.h"
 #include "swarm/journal/journal.h"
@@ -113,6 +114,11 @@ Findings check_server_version(const BucketInput& in);
 Findings check_bucket_config(const BucketInput& in);
 Findings check_lease_bucket(const BucketInput& in);
 Findings check_journal(const BucketInput& in);
+
+// ---- the task queue ----
+
+// Each corrupt task record (its key the subject): a problem --fix removes.
+Findings check_task_records(const std::vector<TaskEntry>& tasks);
 
 // ---- the session records and the slot folders ----
 
@@ -211,6 +217,8 @@ struct FixInput {
   const LeaseStore* leases = nullptr;
   const LeaseInput* lease_input = nullptr;
   std::map<std::string, const LeaseEntry*> lease_entries;  // the leases listed, by name
+  const TaskStore* tasks = nullptr;
+  std::map<std::string, const TaskEntry*> task_entries;  // the task records listed, by key
   // Where each repair is journaled (none: not recorded), as whom.
   const Journal* journal = nullptr;
   Actor actor;
@@ -230,6 +238,7 @@ void fix_dead_session(Finding& f, const FixInput& in, FixResult& result);
 void fix_orphan_folder(Finding& f, const FixInput& in, FixResult& result);
 void fix_unfinished_removal(Finding& f, const FixInput& in, FixResult& result);
 void fix_lease(Finding& f, const FixInput& in, FixResult& result);
+void fix_corrupt_task(Finding& f, const FixInput& in, FixResult& result);
 // Another swarm process of this host holds the slot's folder right now.
 void busy(const Workspace& ws, Finding& f, const std::string& slot);
 // A `swarm run` of this host that lives keeps the slot (its run lock).

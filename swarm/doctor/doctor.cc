@@ -48,6 +48,8 @@ std::string_view to_string(FindingKind kind) {
     case FindingKind::orphan_task_lease: return "orphan_task_lease";
     case FindingKind::orphan_port_block: return "orphan_port_block";
     case FindingKind::dead_holder: return "dead_holder";
+    case FindingKind::task_bucket: return "task_bucket";
+    case FindingKind::corrupt_task: return "corrupt_task";
   }
   return "unknown";
 }
@@ -163,6 +165,29 @@ void check_leases(DoctorReport& report, const kv::Connection& nats, const Worksp
   }
   report_stage(report, d::run_checks(kLeaseChecks, in), fixes, fixed);
   if (fixes) fixes->lease_input = nullptr;  // `in` ends here
+}
+
+// The task queue: its bucket (a workspace made before tasks has none: a
+// notice, `swarm up` makes it), and each record that cannot be read.
+void check_tasks(DoctorReport& report, const kv::Connection& nats, const WorkspaceConfig& config, d::FixInput* fixes,
+                 d::FixResult& fixed) {
+  const auto queue = TaskStore::open_if_exists(nats, config.task_bucket);
+  if (!queue) {
+    report.findings.push_back(d::make_finding(
+        Severity::notice, FindingKind::task_bucket, config.task_bucket,
+        "the task bucket " + config.task_bucket + " does not exist: `swarm task` and `join --next` need it", "swarm up"));
+    return;
+  }
+  const std::vector<TaskEntry> tasks = queue->list();
+  if (fixes) {
+    fixes->tasks = &*queue;
+    for (const auto& t : tasks) fixes->task_entries[t.key] = &t;
+  }
+  report_stage(report, d::check_task_records(tasks), fixes, fixed);
+  if (fixes) {
+    fixes->tasks = nullptr;  // `queue` and `tasks` end here
+    fixes->task_entries.clear();
+  }
 }
 
 // The servers' URLs, joined and with any secret redacted.
@@ -292,6 +317,7 @@ DoctorReport Doctor::run(bool fix) {
     fix_input.here = here;
     const d::SessionListing listing = check_sessions(report, *store, host, here, clock_, fixes, fixed);
     check_leases(report, *nats, config, me_, listing.all, fixes, fixed);
+    check_tasks(report, *nats, config, fixes, fixed);
   } catch (const Error& e) {
     if (e.kind() != Errc::unavailable) throw;
     report.nats_reachable = false;

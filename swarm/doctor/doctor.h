@@ -48,6 +48,8 @@ enum class FindingKind {
   orphan_task_lease,
   orphan_port_block,
   dead_holder,
+  task_bucket,
+  corrupt_task,
 };
 std::string_view to_string(FindingKind kind);
 

@@ -4,6 +4,7 @@
 #include "swarm/doctor/checks.h"
 #include "swarm/journal/journal.h"
 #include "swarm/base/log.h"
+#include "swarm/base/text.h"
 #include "swarm/slots/folder.h"
 #include "swarm/slots/liveness.h"
 
@@ -41,6 +42,7 @@ constexpr FixRow kFixers[] = {
     {FindingKind::expired_lease, fix_lease},
     {FindingKind::orphan_task_lease, fix_lease},
     {FindingKind::dead_holder, fix_lease},
+    {FindingKind::corrupt_task, fix_corrupt_task},
 };
 
 // CAS delete at the revision read: a session that renewed meanwhile survives.
@@ -128,6 +130,14 @@ namespace {
 void journal_fix(const Finding& f, const FixInput& in) {
   if (in.journal == nullptr) return;
   const std::string check(to_string(f.kind));
+  if (f.kind == FindingKind::corrupt_task && in.tasks != nullptr) {
+    auto it = in.task_entries.find(f.subject);
+    Event e = task_event("fix", in.tasks->bucket_name(), f.subject, in.actor, "",
+                         it != in.task_entries.end() ? it->second->revision : 0);
+    e.detail.set("check", check).set("did", f.fix_note);
+    in.journal->record(e);
+    return;
+  }
   const bool about_lease = f.kind == FindingKind::corrupt_lease || f.kind == FindingKind::expired_lease ||
                            f.kind == FindingKind::orphan_task_lease || f.kind == FindingKind::dead_holder;
   if (about_lease && in.leases != nullptr) {
@@ -263,6 +273,34 @@ void fix_unfinished_removal(Finding& f, const FixInput& in, FixResult&) {
   }
   f.fixed = true;
   f.fix_note = "deleted " + leftover;
+}
+
+Findings check_task_records(const std::vector<TaskEntry>& tasks) {
+  Findings out;
+  for (const auto& t : tasks)
+    if (t.corrupt())
+      out.push_back(make_finding(Severity::problem, FindingKind::corrupt_task, t.key,
+                                 "the task record under key " + printable(t.key) + " is corrupt (" +
+                                     printable(t.corrupt_reason) + "): claims skip it",
+                                 "swarm doctor --fix   (removes it; `swarm task import` can bring a good copy back)"));
+  return out;
+}
+
+// CAS delete at the revision read: a record rewritten meanwhile (mended by
+// its writer) survives.
+void fix_corrupt_task(Finding& f, const FixInput& in, FixResult&) {
+  if (in.tasks == nullptr) return;
+  auto it = in.task_entries.find(f.subject);
+  if (it == in.task_entries.end()) return;
+  try {
+    in.tasks->erase(it->second->key, it->second->revision);
+    f.fixed = true;
+    f.fix_note = "removed the corrupt task record";
+  } catch (const Error& e) {
+    if (e.kind() != Errc::conflict) throw;
+    f.severity = Severity::notice;
+    f.fix_note = "the record changed meanwhile; left alone";
+  }
 }
 
 }  // namespace swarm::doctor

@@ -15,6 +15,7 @@
 #include "cli/swarm_fixture.h"
 #include "kv/bucket.h"
 #include "support/eventually.h"
+#include "support/raw_nats.h"
 #include "swarm/base/process_info.h"
 
 using namespace testing;
@@ -244,4 +245,30 @@ TEST_CASE("Task_HostileAndCorruptRecordsAreEscapedSkippedAndKept") {
   REQUIRE(stored);
   CHECK(stored->value.find("\"extra\":{\"keep\":true}") != std::string::npos);
   CHECK(stored->value.find("\"state\":\"working\"") != std::string::npos);
+  // doctor reports the corrupt record (exit 1), --fix removes it (journaled), the good ones stay.
+  auto found = ws.swarm({"doctor", "--json"});
+  CHECK(found.exit != 0);
+  CHECK(found.out.find("\"check\":\"corrupt_task\"") != std::string::npos);
+  CHECK(found.out.find("B-1") != std::string::npos);
+  auto fixed = ws.swarm({"doctor", "--fix"});
+  CHECK_MESSAGE(fixed.out.find("removed the corrupt task record") != std::string::npos, fixed.out);
+  CHECK_FALSE(bucket.get("B-1"));
+  CHECK(bucket.get("H-1"));
+  CHECK(ws.swarm({"doctor", "--json"}).out.find("corrupt_task") == std::string::npos);
+  CHECK(ws.swarm({"log", "--kind", "fix", "--json"}).out.find("corrupt_task") != std::string::npos);
+}
+
+TEST_CASE("Task_DoctorSaysWhenTheQueueIsMissing") {
+  // a workspace whose task bucket is gone (made before tasks): a notice naming `swarm up`, which makes it.
+  SwarmWorkspace ws;
+  {
+    RawNats raw(ws.server()->url());
+    REQUIRE(js_DeleteStream(raw.js, "KV_swarm-tasks", nullptr, nullptr) == NATS_OK);
+  }
+  auto r = ws.swarm({"doctor", "--json"});
+  CHECK(r.out.find("\"check\":\"task_bucket\"") != std::string::npos);
+  CHECK(ws.swarm({"task", "list"}).exit == 6);
+  REQUIRE(ws.swarm({"up"}).exit == 0);
+  CHECK(ws.swarm({"doctor", "--json"}).out.find("task_bucket") == std::string::npos);
+  CHECK(ws.swarm({"task", "list"}).exit == 0);
 }
