@@ -14,6 +14,7 @@
 #include "cli/context.h"
 #include "swarm/base/names.h"
 #include "swarm/slots/session_store.h"
+#include "swarm/tasks/task.h"
 
 namespace cli {
 
@@ -29,7 +30,7 @@ namespace {
 // How long completion may wait on NATS for the live slots: a TAB must not hang.
 constexpr const char* kCompletionTimeout = "700ms";
 
-enum class ValueKind { none, free, enumerated, file, folder, slot };
+enum class ValueKind { none, free, enumerated, file, folder, slot, task };
 
 struct OptionInfo {
   ValueKind kind = ValueKind::none;
@@ -44,6 +45,10 @@ OptionInfo info_of(const CLI::Option* option) {
   info.kind = ValueKind::free;
   if (option->check_lname("slot")) {
     info.kind = ValueKind::slot;
+    return info;
+  }
+  if (option->check_lname("task") || (option->check_lname("after") && option->get_option_text() == "ID")) {
+    info.kind = ValueKind::task;
     return info;
   }
   auto* mutable_option = const_cast<CLI::Option*>(option);
@@ -123,6 +128,20 @@ std::set<std::string> slots(Context& ctx) {
   return out;
 }
 
+// The ids of the queue's tasks that are plain keys (a planted id with
+// shell words in it never reaches a command line); none when NATS does not
+// answer in time or there is no queue.
+std::vector<std::string> task_ids(Context& ctx) {
+  std::vector<std::string> out;
+  try {
+    if (auto queue = ctx.queue_if_exists())
+      for (const auto& e : queue->list())
+        if (e.task && swarm::task_key(e.task->id) == e.task->id) out.push_back(e.task->id);
+  } catch (const std::exception&) {
+  }
+  return out;
+}
+
 // The answer to `_complete words -- WORDS...`: a first line saying what the
 // shell should do (words, files, folders), then the words that fit.
 void complete_words(Context& ctx, const CLI::App& root, const std::vector<std::string>& words) {
@@ -168,6 +187,7 @@ void complete_words(Context& ctx, const CLI::App& root, const std::vector<std::s
       case ValueKind::slot:
         for (const auto& s : slots(ctx)) offer.push_back(s);
         break;
+      case ValueKind::task: offer = task_ids(ctx); break;
       case ValueKind::file: mode = "files"; break;
       case ValueKind::folder: mode = "folders"; break;
       default: break;  // a free value: nothing to offer
@@ -178,6 +198,10 @@ void complete_words(Context& ctx, const CLI::App& root, const std::vector<std::s
     for (const auto* v : verbs_of(*app)) offer.push_back(v->get_name());
   } else if (app->get_name() == "commit") {
     mode = "files";  // PATH...
+  } else if (positionals == 0 && app->get_parent() != nullptr && app->get_parent()->get_name() == "task" &&
+             (app->get_name() == "show" || app->get_name() == "edit" || app->get_name() == "cancel" ||
+              app->get_name() == "reopen")) {
+    offer = task_ids(ctx);  // ID
   }
   std::cout << mode << "\n";
   for (const auto& word : offer)

@@ -380,7 +380,9 @@ Verb add_task(CLI::App& app) {
       ->transform(decimal_in(1, static_cast<std::int64_t>(swarm::kMaxAttemptsLimit)));
   add->footer("An existing id is exit 3; an --after id that does not exist, or a cycle, is exit 2.");
   CLI::App* list = cmd->add_subcommand("list", "Tasks by priority, then age: ID PRI STATE SLOT TITLE");
-  list->add_option("--state", f->states, "Only tasks in this state (repeat for more)")->option_text("S");
+  list->add_option("--state", f->states, "Only tasks in this state (repeat for more)")
+      ->option_text("S")
+      ->check(CLI::IsMember({"open", "working", "in_review", "approved", "completed", "failed", "cancelled"}));
   list->add_option("--label", f->labels, "Only tasks with this label (repeat: all of them)")->option_text("L");
   list->add_flag("--ready", f->ready, "Only ready tasks: open, and every --after task completed");
   CLI::App* show = with_id(cmd->add_subcommand("show", "One task and its journal"), *f);

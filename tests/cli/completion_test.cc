@@ -71,6 +71,8 @@ TEST_CASE("Completion_EachShellOffersWhatTheCommandLineDefines") {
   REQUIRE(ws.swarm({"evict", "--slot", "gone"}).exit == 0);  // its folder stays: a leftover
   REQUIRE(fs::exists(ws.worktree("gone")));
   write_file(ws.root() / "notes.txt", "n\n");
+  REQUIRE(ws.swarm({"task", "add", "Parser", "--id", "T-7"}).exit == 0);
+  REQUIRE(ws.swarm({"task", "add", "Odd", "--id", "x;touch y"}).exit == 0);  // never offered: not a plain key
   for (const std::string shell : {"bash", "zsh", "fish"}) {
     CAPTURE(shell);
     const std::string missing = shell + " is not installed: scripts/setup.sh --tests installs it";
@@ -100,6 +102,12 @@ TEST_CASE("Completion_EachShellOffersWhatTheCommandLineDefines") {
     CHECK(offered(ws, shell, {"swarm", "lock", "x", "--wait", ""}).empty());
     auto options = offered(ws, shell, {"swarm", "close", "--re"});
     CHECK(options == std::vector<std::string>{"--result"});
+    // Task ids and states.
+    CHECK(has(offered(ws, shell, {"swarm", "join", "--slot", "a", "--task", ""}), "T-7"));
+    CHECK(has(offered(ws, shell, {"swarm", "task", "show", ""}), "T-7"));
+    CHECK(has(offered(ws, shell, {"swarm", "review", "approve", "--task", ""}), "T-7"));
+    CHECK(!has(offered(ws, shell, {"swarm", "task", "show", ""}), "x;touch y"));
+    CHECK(has(offered(ws, shell, {"swarm", "task", "list", "--state", ""}), "in_review"));
     // Paths to commit: the shell's own file completion.
     auto paths = offered(ws, shell, {"swarm", "commit", "no"});
     if (shell == "zsh") CHECK(has(paths, "FILES"));
