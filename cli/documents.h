@@ -25,7 +25,8 @@ std::string status_document(const std::string& bucket, std::chrono::milliseconds
 // swarm.lease.v1 of a listing (as `lease list --json`), its semaphores included.
 swarm::Json leases_document(const std::vector<swarm::LeaseEntry>& entries, const std::map<std::string, int>& waiting,
                             const std::vector<swarm::SemaphoreSummary>& semaphores, swarm::TimePoint server_now);
-// The state of each task of a listing by id (corrupt ones left out).
+// The state of each task of a listing by id (corrupt ones left out); `all`
+// must outlive it (its ids are not copied).
 swarm::StateOf states_of(const std::vector<swarm::TaskEntry>& all);
 // One task as swarm.tasks.v1 lists it: the record, "revision" and "ready"
 // (a corrupt one: {"key","revision","state":"corrupt","error"}).

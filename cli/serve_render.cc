@@ -336,7 +336,8 @@ bool done(const std::string& stands) { return stands == "completed" || stands ==
 
 std::string ServeView::tasks_document() const {
   std::lock_guard lock(mu_);
-  return cli::tasks_document(listed(tasks_), states_of(entries_of(tasks_))).dump();
+  const auto entries = entries_of(tasks_);
+  return cli::tasks_document(listed(tasks_), states_of(entries)).dump();
 }
 
 std::string ServeView::log_lines(std::size_t n) const {
@@ -436,7 +437,8 @@ std::string ServeView::page_body() const {
 // kViewTasks rows, those not done first (in `task list` order), then the
 // done ones, the latest first.
 swarm::Json ServeView::tasks_panel() const {
-  const auto state_of = states_of(entries_of(tasks_));
+  const auto entries = entries_of(tasks_);
+  const auto state_of = states_of(entries);
   std::map<std::string, int> counts;
   for (const char* s : {"ready", "waiting", "working", "in_review", "approved", "completed", "failed", "cancelled",
                         "corrupt"})

@@ -4,10 +4,12 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <unordered_map>
 #include <sstream>
 
 #include "cli/context.h"
 #include "cli/documents.h"
+#include "swarm/base/log.h"
 #include "swarm/base/names.h"
 #include "swarm/base/text.h"
 #include "swarm/tasks/events.h"
@@ -101,6 +103,7 @@ int run_list(Context& ctx, const TaskFlags& f) {
   require_labels(f.labels);
   auto [store, journal] = ctx.tasks();
   auto all = store.list();
+  swarm::log::phase("task list: listed");
   const auto state_of = states_of(all);
   std::vector<const swarm::TaskEntry*> shown;
   std::size_t corrupt = 0;
@@ -340,7 +343,8 @@ swarm::Json task_json(const swarm::TaskEntry& e, const swarm::StateOf& state_of)
 }
 
 swarm::StateOf states_of(const std::vector<swarm::TaskEntry>& all) {
-  auto states = std::make_shared<std::map<std::string, swarm::TaskState>>();
+  auto states = std::make_shared<std::unordered_map<std::string_view, swarm::TaskState>>();
+  states->reserve(all.size());
   for (const auto& e : all)
     if (e.task) (*states)[e.task->id] = e.task->state();
   return [states](const std::string& id) -> std::optional<swarm::TaskState> {

@@ -116,6 +116,12 @@ class Bucket {
   // (readers of the key see it as absent; last() returns it).
   void erase(std::string_view key, std::uint64_t revision, std::string_view value = {}) const;
 
+  // Writes or deletes with no condition at all: only for hints that any
+  // writer may rewrite and a reader checks against the records they point
+  // to (the task queue's ready index), never for a record.
+  std::uint64_t put_hint(std::string_view key, std::string_view value) const;
+  void remove_hint(std::string_view key) const;
+
   // Every key that has a value now, in one streamed pass.
   std::vector<std::string> keys() const;
 

@@ -112,6 +112,12 @@ std::optional<std::uint64_t> Bucket::after_failure(const Error& e, PendingWrite&
   return std::nullopt;
 }
 
+std::uint64_t Bucket::put_hint(std::string_view key, std::string_view value) const {
+  return publish(key, value, Expect::revision, 0, Op::put, "put");  // revision 0: no expectation
+}
+
+void Bucket::remove_hint(std::string_view key) const { publish(key, {}, Expect::revision, 0, Op::erase, "delete"); }
+
 void Bucket::advance_to(std::uint64_t revision, std::string_view key) const {
   require_valid_key(name_, key);
   // Each round publishes what is missing, then reads where the stream is:

@@ -1,6 +1,7 @@
 #include "swarm/base/record.h"
 
 #include <charconv>
+#include <deque>
 #include <climits>
 #include <cmath>
 #include <optional>
@@ -35,7 +36,7 @@ const char* number_end(const char* at, const char* end) {
 }
 
 // What a record almost always is: one object whose members are strings
-// without escapes, numbers, true, false and null. Read from a copy of the
+// without escapes, numbers, true, false, null and lists of such strings. Read from a copy of the
 // text in place (each string ended where its closing quote was), each member
 // handed over as the one-item tree cJSON would make of it. Anything else (an
 // escape, a nested value, a stray byte) is left to cJSON: nullopt. Not
@@ -73,6 +74,10 @@ std::optional<std::string> read_flat(const std::string& text,
   };
   thread_local std::vector<Member> members;
   members.clear();
+  // The strings of the lists, linked as cJSON links an array's items
+  // (a deque: each stays where it was made while more are added).
+  thread_local std::deque<cJSON> items;
+  items.clear();
   while (true) {
     if (p < end && *p == '}' && first) break;
     char* name = string_at();
@@ -89,6 +94,32 @@ std::optional<std::string> read_flat(const std::string& text,
       m.item.type = cJSON_String;
       m.item.valuestring = string_at();
       if (m.item.valuestring == nullptr) return std::nullopt;
+    } else if (p < end && *p == '[') {
+      m.item.type = cJSON_Array;
+      ++p;
+      skip_space();
+      cJSON* last = nullptr;
+      while (p < end && *p != ']') {
+        char* element = string_at();
+        if (element == nullptr) return std::nullopt;
+        cJSON& e = items.emplace_back();
+        e.type = cJSON_String;
+        e.valuestring = element;
+        if (last == nullptr) m.item.child = &e;
+        else last->next = &e, e.prev = last;
+        last = &e;
+        skip_space();
+        if (p < end && *p == ',') {
+          ++p;
+          skip_space();
+          if (p >= end || *p != '"') return std::nullopt;
+        } else if (p >= end || *p != ']') {
+          return std::nullopt;
+        }
+      }
+      if (p >= end) return std::nullopt;
+      if (last != nullptr) m.item.child->prev = last;
+      ++p;
     } else if (const char* number = number_end(p, end); number != nullptr) {
       double v = 0;
       const auto [stop, ec] = std::from_chars(p, number, v);

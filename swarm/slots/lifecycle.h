@@ -50,6 +50,9 @@ struct Joiner {
   // Set when the join was refused because of its task (its lease held, its
   // queue record not claimable or claimed meanwhile): join_next moves on.
   bool* task_refused = nullptr;
+  // join --next: the task must be in the queue (an index hint naming an id
+  // that is not is no task to claim, never a free-form id).
+  bool queued_only = false;
 };
 
 struct JoinResult {
@@ -224,6 +227,7 @@ class SlotLifecycle {
     bool ports_kept = false;  // the same for its port block
     std::optional<Task> queued_before;  // the queue's record before this join claimed it
     bool* task_refused = nullptr;       // Joiner::task_refused
+    bool queued_only = false;           // Joiner::queued_only
   };
   // Runs a step of the join that concerns its task: a conflict it throws
   // marks the join refused because of the task (join_next moves on).
@@ -239,7 +243,7 @@ class SlotLifecycle {
   // The queue's side of a join (queued_task.cc): a read-only check before
   // any write, the claim of the record by CAS after the task lease, and
   // its undo when a later step fails.
-  void require_queued_claimable(const std::string& slot, const std::string& task) const;
+  void require_queued_claimable(const std::string& slot, const std::string& task, bool queued_only) const;
   void claim_queued(const JoinResult& result, JoinSteps& done) const;
   void undo_queued_claim(const JoinResult& result, const JoinSteps& done) const;
   // close's side: the slot's working task moves by its result.

@@ -2,6 +2,8 @@
 // join --next claim its record by CAS after the task lease (so two slots
 // never work one task), close moves it by its result. A task id that is not
 // in the queue stays a free-form tracker id, as before tasks.
+#include <algorithm>
+#include <set>
 #include <thread>
 
 #include "swarm/base/error.h"
@@ -23,6 +25,11 @@ constexpr std::size_t kMaxCandidates = 64;
 // join --next --wait looks at the queue again at least this often.
 constexpr std::chrono::seconds kLookAgain{1};
 
+bool has_labels(const std::vector<std::string>& have, const std::vector<std::string>& wanted) {
+  return std::all_of(wanted.begin(), wanted.end(),
+                     [&](const std::string& l) { return std::find(have.begin(), have.end(), l) != have.end(); });
+}
+
 StateOf states_from(const TaskStore& queue) {
   return [&queue](const std::string& id) -> std::optional<TaskState> {
     auto e = queue.get(id);
@@ -38,10 +45,12 @@ const std::optional<TaskStore>& SlotLifecycle::queue() const {
   return *queue_;
 }
 
-void SlotLifecycle::require_queued_claimable(const std::string& slot, const std::string& task) const {
+void SlotLifecycle::require_queued_claimable(const std::string& slot, const std::string& task, bool queued_only) const {
   const auto& q = queue();
   if (!q) return;
   auto entry = q->get(task);
+  if (!entry && queued_only)
+    throw Error(Errc::conflict, "task " + printable(task) + " is not in the queue (a stale hint of its ready index)");
   if (!entry) return;  // a free-form id
   if (entry->corrupt())
     throw Error(Errc::conflict, "the record of task " + printable(task) + " is corrupt (" + entry->corrupt_reason +
@@ -64,7 +73,9 @@ void SlotLifecycle::claim_queued(const JoinResult& result, JoinSteps& done) cons
   try {
     changed = q->change(s.task_id, [&](Task& t) { kind = claim(t, who, states_from(*q), true); });
   } catch (const Error& e) {
-    if (e.kind() == Errc::not_found) return;  // not in the queue: a free-form id
+    if (e.kind() == Errc::not_found && !done.queued_only) return;  // not in the queue: a free-form id
+    if (e.kind() == Errc::not_found)
+      throw Error(Errc::conflict, "task " + printable(s.task_id) + " left the queue while it was claimed");
     throw;
   }
   const Actor actor = Actor::here(me_);
@@ -146,18 +157,34 @@ JoinResult SlotLifecycle::join_next(const std::string& slot, const std::vector<s
   bool caught_up = false;
   for (;;) {
     std::size_t tried = 0;
-    for (const Task& candidate : claim_order(q->list(), labels)) {
-      if (++tried > kMaxCandidates) break;
+    std::set<std::string> lost;
+    // One candidate: joined, or nullopt when the task was not won (taken
+    // meanwhile, not ready after all); the slot's own refusal is thrown.
+    auto attempt = [&](const std::string& id) -> std::optional<JoinResult> {
+      if (!lost.insert(id).second || ++tried > kMaxCandidates) return std::nullopt;
       bool refused = false;
       Joiner j = joiner;
       j.task_refused = &refused;
+      j.queued_only = true;
       try {
-        return join(slot, candidate.id, takeover, leaf_pid, base, ports, j);
+        return join(slot, id, takeover, leaf_pid, base, ports, j);
       } catch (const Error& e) {
         if (!refused) throw;  // the slot's refusal, not the task's: said as it is
-        log::debug("join --next: task {} was not won: {}", candidate.id, e.what());
+        log::debug("join --next: task {} was not won: {}", id, e.what());
+        return std::nullopt;
       }
-    }
+    };
+    // The ready index first (a few small keys); then, when none of its
+    // hints was won, the whole queue: it finds what the index lacks (a
+    // lapsed claim, a hint a killed writer never wrote) and mends it.
+    for (const ReadyHint& hint : q->ready_hints())
+      if (!hint.id.empty() && has_labels(hint.labels, labels))
+        if (auto joined = attempt(hint.id)) return std::move(*joined);
+    log::phase("join --next: no hint was won; listing the queue");
+    const auto all = q->list();
+    q->repair_hints(all);
+    for (const Task& candidate : claim_order(all, labels))
+      if (auto joined = attempt(candidate.id)) return std::move(*joined);
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     std::string labelled;
     for (const auto& l : labels) labelled += (labelled.empty() ? " labelled " : ", ") + printable(l);

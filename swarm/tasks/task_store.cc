@@ -1,6 +1,15 @@
 #include "swarm/tasks/task_store.h"
 
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+
 #include "swarm/base/error.h"
+#include "swarm/base/json.h"
+#include "swarm/base/log.h"
 #include "swarm/base/text.h"
 
 namespace swarm {
@@ -11,6 +20,43 @@ namespace {
 constexpr int kChangeAttempts = 8;
 // The key of the id counter: no task key starts with '_'.
 constexpr const char* kCounterKey = "_next";
+// The ready index's keys: this prefix and the task's key.
+constexpr std::string_view kHintPrefix = "_ready.";
+
+std::string hint_key(const std::string& id) { return std::string(kHintPrefix) + task_key(id); }
+
+std::string hint_value(const Task& t) {
+  Json j = Json::object();
+  j.set("id", t.id).set("priority", t.priority).set("labels", Json::strings(t.labels));
+  if (t.created_at) j.set("created_at", format_rfc3339(*t.created_at));
+  return j.dump();
+}
+
+std::optional<ReadyHint> hint_of(const std::string& value) {
+  Json j = Json::parse(value);
+  if (!j || !cJSON_IsObject(j.get())) return std::nullopt;
+  const cJSON* id = cJSON_GetObjectItemCaseSensitive(j.get(), "id");
+  const cJSON* priority = cJSON_GetObjectItemCaseSensitive(j.get(), "priority");
+  const cJSON* labels = cJSON_GetObjectItemCaseSensitive(j.get(), "labels");
+  const cJSON* created = cJSON_GetObjectItemCaseSensitive(j.get(), "created_at");
+  if (!cJSON_IsString(id) || !cJSON_IsNumber(priority)) return std::nullopt;
+  ReadyHint h;
+  h.id = id->valuestring;
+  h.priority = priority->valuedouble < 0 ? 0 : static_cast<std::uint64_t>(priority->valuedouble);
+  const cJSON* label = nullptr;
+  cJSON_ArrayForEach(label, labels) if (cJSON_IsString(label)) h.labels.emplace_back(label->valuestring);
+  if (cJSON_IsString(created)) h.created_at = parse_rfc3339(created->valuestring).value_or(TimePoint{});
+  return h;
+}
+
+// Ready, given the states of every task (a whole listing's).
+bool ready_among(const Task& t, const std::map<std::string, TaskState>& states) {
+  if (t.state() != TaskState::open) return false;
+  return std::all_of(t.after.begin(), t.after.end(), [&](const std::string& a) {
+    auto it = states.find(a);
+    return it != states.end() && it->second == TaskState::completed;
+  });
+}
 
 }  // namespace
 
@@ -56,19 +102,62 @@ std::optional<TaskEntry> TaskStore::get(const std::string& id) const {
 }
 
 std::vector<TaskEntry> TaskStore::list() const {
+  // The records are read on a thread of their own while the rest still
+  // arrive (reading them took as long as receiving them: adr/0038), handed
+  // over in batches.
+  constexpr std::size_t kBatch = 256;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::vector<kv::Entry>> batches;
+  bool received = false;
   std::vector<TaskEntry> out;
-  translating_kv([&] {
-    bucket_.for_each([&](kv::Entry&& e) {
-      if (!e.key.empty() && e.key[0] == '_') return;  // the id counter
-      out.push_back(task_entry_of(std::move(e)));
-    });
+  std::thread reader([&] {
+    for (;;) {
+      std::vector<kv::Entry> batch;
+      {
+        std::unique_lock lock(mu);
+        cv.wait(lock, [&] { return !batches.empty() || received; });
+        if (batches.empty()) return;
+        batch = std::move(batches.front());
+        batches.pop_front();
+      }
+      for (auto& e : batch) out.push_back(task_entry_of(std::move(e)));
+    }
   });
+  std::vector<kv::Entry> batch;
+  auto hand_over = [&](bool last) {
+    {
+      std::lock_guard lock(mu);
+      if (!batch.empty()) batches.push_back(std::move(batch));
+      received = last;
+    }
+    cv.notify_one();
+    batch.clear();
+    batch.reserve(kBatch);
+  };
+  try {
+    translating_kv([&] {
+      bucket_.for_each([&](kv::Entry&& e) {
+        if (!e.key.empty() && e.key[0] == '_') return;  // the id counter, the ready index
+        batch.push_back(std::move(e));
+        if (batch.size() >= kBatch) hand_over(false);
+      });
+    });
+  } catch (...) {
+    hand_over(true);
+    reader.join();
+    throw;
+  }
+  hand_over(true);
+  reader.join();
   return out;
 }
 
 std::uint64_t TaskStore::create(const Task& task) const {
   try {
-    return translating_kv([&] { return bucket_.create(task_key(task.id), to_json(task)); });
+    const std::uint64_t revision = translating_kv([&] { return bucket_.create(task_key(task.id), to_json(task)); });
+    index(std::nullopt, task);
+    return revision;
   } catch (const Error& e) {
     if (e.kind() != Errc::conflict) throw;
     throw Error(Errc::conflict, "task " + printable(task.id) + " exists already; see `swarm task show " +
@@ -77,7 +166,10 @@ std::uint64_t TaskStore::create(const Task& task) const {
 }
 
 std::uint64_t TaskStore::update(const Task& task, std::uint64_t revision) const {
-  return translating_kv([&] { return bucket_.update(task_key(task.id), to_json(task), revision); });
+  const std::uint64_t written =
+      translating_kv([&] { return bucket_.update(task_key(task.id), to_json(task), revision); });
+  index(std::nullopt, task);
+  return written;
 }
 
 void TaskStore::erase(const std::string& key, std::uint64_t revision) const {
@@ -95,7 +187,9 @@ TaskStore::Changed TaskStore::change(const std::string& id, const std::function<
     edit(out.after);
     out.after.updated_at = std::chrono::floor<std::chrono::milliseconds>(std::chrono::system_clock::now());
     try {
-      out.revision = update(out.after, entry->revision);
+      out.revision = translating_kv(
+          [&] { return bucket_.update(task_key(out.after.id), to_json(out.after), entry->revision); });
+      index(out.before, out.after);
       return out;
     } catch (const Error& e) {
       if (e.kind() != Errc::conflict || attempt >= kChangeAttempts) throw;
@@ -126,6 +220,84 @@ std::string TaskStore::next_generated_id() const {
       if (e.kind() != Errc::conflict || attempt >= kChangeAttempts * 4) throw;
     }
   }
+}
+
+void TaskStore::index(const std::optional<Task>& before, const Task& after) const {
+  try {
+    bool ready = after.state() == TaskState::open;
+    for (std::size_t i = 0; ready && i < after.after.size(); ++i) {
+      auto first = get(after.after[i]);
+      ready = first && !first->corrupt() && first->task->state() == TaskState::completed;
+    }
+    if (ready) translating_kv([&] { return bucket_.put_hint(hint_key(after.id), hint_value(after)); });
+    else if (!before || before->state() == TaskState::open)
+      translating_kv([&] { bucket_.remove_hint(hint_key(after.id)); });
+    if (after.state() != TaskState::completed || (before && before->state() == TaskState::completed)) return;
+    // Completed: the tasks that came after it may be ready now.
+    const auto all = list();
+    std::map<std::string, TaskState> states;
+    for (const auto& e : all)
+      if (e.task) states[e.task->id] = e.task->state();
+    for (const auto& e : all)
+      if (e.task && std::find(e.task->after.begin(), e.task->after.end(), after.id) != e.task->after.end() &&
+          ready_among(*e.task, states))
+        translating_kv([&] { return bucket_.put_hint(hint_key(e.task->id), hint_value(*e.task)); });
+  } catch (const Error& e) {
+    swarm::log::info("the ready index of task {} was not written ({}); a whole listing mends it", printable(after.id),
+                     e.what());
+  }
+}
+
+std::vector<ReadyHint> TaskStore::ready_hints() const {
+  std::vector<ReadyHint> out;
+  translating_kv([&] {
+    bucket_.for_each(
+        [&](kv::Entry&& e) {
+          auto h = hint_of(e.value);
+          if (!h) h = ReadyHint{};  // unreadable: kept, so that a repair removes it
+          h->key = std::move(e.key);
+          out.push_back(std::move(*h));
+        },
+        false, std::string(kHintPrefix) + ">");
+  });
+  std::sort(out.begin(), out.end(), [](const ReadyHint& a, const ReadyHint& b) {
+    if (a.priority != b.priority) return a.priority < b.priority;
+    if (a.created_at != b.created_at) return a.created_at < b.created_at;
+    return natural_less(a.id, b.id);
+  });
+  return out;
+}
+
+std::size_t TaskStore::repair_hints(const std::vector<TaskEntry>& all) const {
+  std::map<std::string, TaskState> states;
+  for (const auto& e : all)
+    if (e.task) states[e.task->id] = e.task->state();
+  std::map<std::string, std::string> hinted;  // hint key -> its task id
+  std::size_t changed = 0;
+  for (const auto& h : ready_hints()) {
+    if (!h.id.empty() && h.key == hint_key(h.id)) {
+      hinted[h.key] = h.id;
+      continue;
+    }
+    translating_kv([&] { bucket_.remove_hint(h.key); });  // unreadable, or under another task's key
+    ++changed;
+  }
+  for (const auto& e : all) {
+    if (!e.task) continue;
+    const std::string key = hint_key(e.task->id);
+    const bool ready = ready_among(*e.task, states);
+    const bool has = hinted.erase(key) > 0;
+    if (ready == has) continue;
+    if (ready) translating_kv([&] { return bucket_.put_hint(key, hint_value(*e.task)); });
+    else translating_kv([&] { bucket_.remove_hint(key); });
+    ++changed;
+  }
+  for (const auto& [key, id] : hinted) {  // of tasks no longer there
+    translating_kv([&] { bucket_.remove_hint(key); });
+    ++changed;
+  }
+  if (changed > 0) swarm::log::info("the ready index of {} mended: {} hints", bucket_.name(), changed);
+  return changed;
 }
 
 }  // namespace swarm

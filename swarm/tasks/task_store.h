@@ -28,6 +28,17 @@ struct TaskEntry {
   bool corrupt() const { return !task.has_value(); }
 };
 
+// A hint of the ready index (adr/0038): a task that was ready when a writer
+// last wrote it, with what claim order needs. A hint may be stale (a claim
+// checks the record itself) or missing (a full listing finds the task).
+struct ReadyHint {
+  std::string key;  // its own key in the bucket
+  std::string id;
+  std::uint64_t priority = kDefaultPriority;
+  TimePoint created_at{};
+  std::vector<std::string> labels;
+};
+
 class TaskStore {
  public:
   // Binds the bucket; a missing one is not_bootstrapped (`swarm up` makes it).
@@ -64,6 +75,14 @@ class TaskStore {
   };
   Changed change(const std::string& id, const std::function<void(Task&)>& change) const;
 
+  // The ready index: hints of the tasks that are ready, most urgent then
+  // oldest first (a listing of a few small keys, not of every task).
+  std::vector<ReadyHint> ready_hints() const;
+  // Makes the index agree with `all` (a whole listing): a hint put for each
+  // ready task that lacks one, removed where its task is no longer ready.
+  // Returns how many it changed.
+  std::size_t repair_hints(const std::vector<TaskEntry>& all) const;
+
   // The next generated id, T-<n>, from a CAS counter (key "_next"): two
   // concurrent adds never get the same number. Ids taken by hand or by an
   // import are skipped by create's conflict (see TaskQueue::add).
@@ -82,6 +101,10 @@ class TaskStore {
 
  private:
   explicit TaskStore(kv::Bucket bucket) : bucket_(std::move(bucket)) {}
+  // After `after` was written (over `before`, when known): its hint put or
+  // removed, and when it completed, hints put for the tasks it let be ready.
+  // A failure is logged, never thrown: the record stands, the index is a hint.
+  void index(const std::optional<Task>& before, const Task& after) const;
   kv::Bucket bucket_;
 };
 

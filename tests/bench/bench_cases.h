@@ -73,4 +73,9 @@ void foresee_conflicts(Bench& b);     // 24
 // bench_serve.cc
 void serve_ten_thousand(Bench& b);    // 22
 
+// bench_tasks.cc
+void task_list_ready(Bench& b);       // 30
+void join_next_among_many(Bench& b);  // 31
+void claimers_settle(Bench& b);       // 32
+
 }  // namespace bench

@@ -272,3 +272,46 @@ TEST_CASE("Task_DoctorSaysWhenTheQueueIsMissing") {
   CHECK(ws.swarm({"doctor", "--json"}).out.find("task_bucket") == std::string::npos);
   CHECK(ws.swarm({"task", "list"}).exit == 0);
 }
+
+TEST_CASE("Task_TheReadyIndexFollowsEveryMoveAndAStaleOrMissingHintIsMended") {
+  // add puts a hint, a claim removes it, a failed close puts it back; completing a task (its land) puts the
+  // hints of the tasks that came after it; a hint deleted behind swarm's back is found by join --next's
+  // whole listing and put back; a planted hint of a task that is not ready is skipped and removed.
+  SwarmWorkspace ws;
+  auto c = kv::Connection::connect({.urls = {ws.server()->url()}});
+  auto bucket = kv::Bucket::open(c, "swarm-tasks");
+  auto hinted = [&](const std::string& id) { return bucket.get("_ready." + id).has_value(); };
+  const auto a = added(ws, {"A"});
+  const auto b = added(ws, {"B", "--after", a});
+  CHECK(hinted(a));
+  CHECK_FALSE(hinted(b));
+  REQUIRE(ws.swarm({"join", "--slot", "s1", "--next"}).exit == 0);
+  CHECK_FALSE(hinted(a));
+  REQUIRE(ws.swarm({"close", "--slot", "s1", "--result", "fail", "--no-artifact"}).exit == 0);
+  CHECK(hinted(a));
+  REQUIRE(ws.swarm({"join", "--slot", "s1", "--task", a}).exit == 0);
+  { std::ofstream(ws.worktree("s1") / "a.txt") << "a\n"; }
+  REQUIRE(ws.swarm({"commit", "--slot", "s1", "-m", "a"}).exit == 0);
+  REQUIRE(ws.swarm({"close", "--slot", "s1", "--result", "success"}).exit == 0);
+  CHECK_FALSE(hinted(b));
+  REQUIRE(ws.swarm({"land", "--slot", "s1"}).exit == 0);
+  CHECK(field(task_of(ws, a), "state") == "completed");
+  CHECK(hinted(b));  // A completed: B is ready
+  // A hint lost (a writer killed between the record and its hint): still claimed, and mended.
+  const auto c1 = added(ws, {"C", "--priority", "0"});
+  bucket.erase("_ready." + c1, bucket.get("_ready." + c1)->revision);
+  REQUIRE(ws.swarm({"task", "edit", b, "--priority", "4"}).exit == 0);
+  auto joined = ws.swarm({"join", "--slot", "s2", "--next", "--json"});
+  REQUIRE_MESSAGE(joined.exit == 0, joined.err);
+  CHECK(field(json_of(joined), "task_id") == b);  // the only hint
+  auto next = ws.swarm({"join", "--slot", "s3", "--next", "--json"});
+  REQUIRE_MESSAGE(next.exit == 0, next.err);
+  CHECK(field(json_of(next), "task_id") == c1);  // found by the whole listing
+  // A planted hint of a working task, and of a task that does not exist: skipped, then removed.
+  bucket.create("_ready.ghost", R"({"id":"ghost","priority":0,"labels":[]})");
+  bucket.create("_ready." + c1 + "x", R"({"id":")" + c1 + R"(","priority":0,"labels":[]})");
+  CHECK(ws.swarm({"join", "--slot", "s4", "--next"}).exit == 4);
+  CHECK_FALSE(bucket.get("_ready.ghost"));
+  CHECK_FALSE(bucket.get("_ready." + c1 + "x"));
+  CHECK(ws.swarm({"task", "list"}).out.find("ghost") == std::string::npos);
+}

@@ -20,6 +20,12 @@ std::string reading(const std::string& text, bool by_tree) {
     if (cJSON_IsString(item)) out += item->valuestring;
     if (cJSON_IsNumber(item)) out += std::to_string(item->valuedouble) + "/" + std::to_string(item->valueint);
     if (cJSON_IsBool(item)) out += std::to_string(item->valueint != 0);
+    if (cJSON_IsArray(item)) {
+      out += "[";
+      for (const cJSON* e = item->child; e != nullptr; e = e->next)
+        out += std::to_string(e->type & 0xff) + ":" + (cJSON_IsString(e) ? e->valuestring : "") + ",";
+      out += item->child != nullptr && item->child->prev != nullptr && item->child->prev->next == nullptr ? "]" : "?]";
+    }
     out += "|" + std::string(as_written) + "\n";
     if (std::string(item->string) == "stop") {
       *reason = "stopped at stop";
@@ -41,7 +47,9 @@ std::string value(std::mt19937_64& rng) {
       "\"text\"", "\"\"", "\"caf\xc3\xa9\"", "\"a\\\"b\"", "\"a\\\\b\"", "\"\\u00e9\"", "0", "-0", "42", "-7",
       "3.25", "1e3", "1E-2", "2.5e+10", "1e400", "-1e400", "01", "1.", ".5", "+1", "-", "1e", "0x10", "1.5.2",
       "18446744073709551615", "9007199254740993", "null", "true", "false", "nul", "True", "{}", "{\"a\":1}", "[1,2]",
-      "[]", "\"tab\there\"", "\"ctl\x01\"", "\"\xff\""};
+      "[]", "\"tab\there\"", "\"ctl\x01\"", "\"\xff\"", "[\"a\",\"b\"]", "[ \"a\" , \"b\" ]", "[\"a\",]",
+      "[\"a\" \"b\"]", "[\"x\",1]", "[\"a\\\"b\"]", "[ ]", "[\"\"]", "[\"caf\xc3\xa9\"]", "[\"a\"", "[,]",
+      "[[\"a\"]]", "[\"ctl\x01\"]"};
   return kValues[rng() % kValues.size()];
 }
 

@@ -1,0 +1,149 @@
+// The task queue at its scale: `task list --ready` over 10,000 tasks against
+// a raw listing of the bucket, `join --next` among them against `join --task`
+// of a known id, and 32 claimers at once settling. Whole processes.
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <thread>
+
+#include "bench/bench_cases.h"
+#include "kv/bucket.h"
+#include "support/process.h"
+#include "swarm/tasks/task.h"
+
+namespace bench {
+
+namespace {
+
+constexpr int kTasks = 10000;
+constexpr int kReady = 100;
+
+std::string two_digits(int n) { return (n < 10 ? "0" : "") + std::to_string(n); }
+
+// A record as `task add` writes it, created `at` ms after a fixed start.
+std::string task_record(const std::string& id, const std::string& state, const std::string& after, int at) {
+  const int s = at / 1000, ms = at % 1000;
+  char created[40];
+  std::snprintf(created, sizeof created, "2026-11-01T%s:%s:%s.%03dZ", two_digits(s / 3600 % 24).c_str(),
+                two_digits(s / 60 % 60).c_str(), two_digits(s % 60).c_str(), ms);
+  return std::string(R"({"schema":"swarm.task.v1","id":")") + id + R"(","title":"task )" + id +
+         R"( of the benchmark","priority":2,"labels":["bench"],"after":[)" + (after.empty() ? "" : "\"" + after + "\"") +
+         R"(],"state":")" + state + R"(","attempts":0,"max_attempts":3,"created_at":")" + created +
+         R"(","created_by":"bench","updated_at":")" + created + R"("})";
+}
+
+// Puts `value` under `key` of the workspace's task bucket (raw nats.c).
+void put(Bench& b, const std::string& key, const std::string& value) {
+  kvStore* kv = b.raw.bucket(swarm::kDefaultTaskBucket);
+  uint64_t rev = 0;
+  check(kvStore_Put(&rev, kv, key.c_str(), value.data(), static_cast<int>(value.size())), "raw put of a task");
+  kvStore_Destroy(kv);
+}
+
+// The workspace's queue: 10,000 tasks, of which 100 ready (open, after
+// nothing), 4,950 completed and 4,950 waiting for a task still open.
+void fill_queue(Bench& b) {
+  auto bucket = kv::Bucket::open(b.nats, swarm::kDefaultTaskBucket);
+  if (bucket.get("B-0")) return;
+  put(b, "B-gate", task_record("B-gate", "cancelled", "", 0));
+  for (int i = 0; i < kTasks; ++i) {
+    const std::string id = "B-" + std::to_string(i);
+    const bool ready = i % (kTasks / kReady) == 0;
+    const std::string state = ready ? "open" : i % 2 == 0 ? "completed" : "open";
+    put(b, id, task_record(id, state, ready || state == "completed" ? "" : "B-gate", i));
+  }
+}
+
+}  // namespace
+
+// 30. `swarm task list --ready` over 10,000 tasks (100 ready), against a
+// nats.c process that reads the whole bucket.
+void task_list_ready(Bench& b) {
+  fill_queue(b);
+  const int n = b.quick ? 5 : 15;
+  for (const char* json : {"", "--json"}) {
+    std::vector<double> swarm_ms, base_ms;
+    std::vector<std::string> args = {b.swarm_bin, "task", "list", "--ready"};
+    if (*json) args.push_back(json);
+    for (int i = 0; i < n + 2; ++i) {
+      auto s = run_process(args, {b.ws_env});
+      auto base = run_process({b.minimal_get, b.server.url(), swarm::kDefaultTaskBucket, "--all"}, {});
+      if (s.exit != 0 || base.exit != 0) fail("task list --ready at 10,000 tasks failed");
+      if (i < 2) continue;
+      swarm_ms.push_back(s.ms);
+      base_ms.push_back(base.ms);
+    }
+    Row row{.name = std::string("swarm task list --ready ") + (*json ? "--json " : "") + "(10,000 tasks)",
+            .swarm = stats_of(swarm_ms), .baseline = stats_of(base_ms), .target = "<= 1.3x"};
+    finish(row, 1.3);
+    row.note = std::to_string(n) + " runs each; baseline: a nats.c process reading the whole bucket (minimal_get --all)";
+    b.rows.push_back(row);
+  }
+}
+
+// 31. `swarm join --next` among 10,000 tasks (100 ready) against `join
+// --task` of a known ready id; each slot closed (fork: its task open again)
+// between samples, untimed.
+void join_next_among_many(Bench& b) {
+  fill_queue(b);
+  const int n = b.quick ? 8 : 30;
+  std::vector<double> swarm_ms, base_ms;
+  for (int i = 0; i < n + 2; ++i) {
+    const std::string next_slot = "next-" + std::to_string(i), task_slot = "known-" + std::to_string(i);
+    auto s = run_process({b.swarm_bin, "join", "--slot", next_slot, "--next"}, {b.ws_env});
+    auto base = run_process({b.swarm_bin, "join", "--slot", task_slot, "--task", "B-" + std::to_string(kTasks / kReady)},
+                            {b.ws_env});
+    if (s.exit != 0 || base.exit != 0) fail("join --next or join --task among 10,000 tasks failed");
+    for (const auto& slot : {next_slot, task_slot})
+      if (run_process({b.swarm_bin, "close", "--slot", slot, "--result", "fork"}, {b.ws_env}).exit != 0)
+        fail("close --result fork failed");
+    if (i < 2) continue;
+    swarm_ms.push_back(s.ms);
+    base_ms.push_back(base.ms);
+  }
+  Row row{.name = "swarm join --next (10,000 tasks, 100 ready)", .swarm = stats_of(swarm_ms),
+          .baseline = stats_of(base_ms), .target = "<= 1.5x"};
+  finish(row, 1.5);
+  row.note = std::to_string(n) + " joins each; baseline: join --task of a known ready id";
+  b.rows.push_back(row);
+}
+
+// 32. 32 `join --next` processes at once among 20 ready tasks (of the 10,000):
+// until the last has its answer.
+void claimers_settle(Bench& b) {
+  fill_queue(b);
+  const int rounds = b.quick ? 2 : 5;
+  std::vector<double> settle_ms;
+  const std::string env_name = b.ws_env.substr(0, b.ws_env.find('=')), env_value = b.ws_env.substr(b.ws_env.find('=') + 1);
+  for (int r = 0; r < rounds; ++r) {
+    std::vector<std::string> ids;
+    for (int i = 0; i < 20; ++i) {
+      ids.push_back("C" + std::to_string(r) + "-" + std::to_string(i));
+      put(b, ids.back(), task_record(ids.back(), "open", "", i));
+    }
+    std::vector<std::unique_ptr<testing::Process>> claimers;
+    const auto start = Clock::now();
+    for (int i = 0; i < 32; ++i)
+      claimers.push_back(std::make_unique<testing::Process>(testing::Command{
+          {b.swarm_bin, "join", "--slot", "c" + std::to_string(r) + "-" + std::to_string(i), "--next", "--label",
+           "bench"},
+          {{env_name, env_value}},
+          {}}));
+    int won = 0;
+    for (auto& c : claimers) won += c->wait().exit == 0 ? 1 : 0;
+    settle_ms.push_back(ms_since(start));
+    if (won != 32 && won < 20) fail("32 claimers won only " + std::to_string(won));
+    for (int i = 0; i < 32; ++i)
+      run_process({b.swarm_bin, "close", "--slot", "c" + std::to_string(r) + "-" + std::to_string(i), "--result", "fail",
+                   "--no-artifact"},
+                  {b.ws_env});
+    for (const auto& id : ids) put(b, id, task_record(id, "cancelled", "", 0));
+  }
+  Row row{.name = "32 join --next at once, 20 ready (settled)", .swarm = stats_of(settle_ms), .has_baseline = false,
+          .target = "< 1000 ms"};
+  row.met = row.swarm.max < 1000;
+  row.note = std::to_string(rounds) + " rounds; each: 32 processes started together until the last exits";
+  b.rows.push_back(row);
+}
+
+}  // namespace bench
