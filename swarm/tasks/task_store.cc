@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -102,18 +103,19 @@ std::optional<TaskEntry> TaskStore::get(const std::string& id) const {
 }
 
 std::vector<TaskEntry> TaskStore::list() const {
-  // The records are read on a thread of their own while the rest still
+  // The records are read on two threads of their own while the rest still
   // arrive (reading them took as long as receiving them: adr/0038), handed
-  // over in batches.
+  // over in numbered batches and put back in the order they came.
   constexpr std::size_t kBatch = 256;
+  constexpr int kReaders = 2;
   std::mutex mu;
   std::condition_variable cv;
-  std::deque<std::vector<kv::Entry>> batches;
+  std::deque<std::pair<std::size_t, std::vector<kv::Entry>>> batches;
+  std::vector<std::vector<TaskEntry>> read;  // by batch number
   bool received = false;
-  std::vector<TaskEntry> out;
-  std::thread reader([&] {
+  auto reader = [&] {
     for (;;) {
-      std::vector<kv::Entry> batch;
+      std::pair<std::size_t, std::vector<kv::Entry>> batch;
       {
         std::unique_lock lock(mu);
         cv.wait(lock, [&] { return !batches.empty() || received; });
@@ -121,19 +123,32 @@ std::vector<TaskEntry> TaskStore::list() const {
         batch = std::move(batches.front());
         batches.pop_front();
       }
-      for (auto& e : batch) out.push_back(task_entry_of(std::move(e)));
+      std::vector<TaskEntry> tasks;
+      tasks.reserve(batch.second.size());
+      for (auto& e : batch.second) tasks.push_back(task_entry_of(std::move(e)));
+      std::lock_guard lock(mu);
+      if (read.size() <= batch.first) read.resize(batch.first + 1);
+      read[batch.first] = std::move(tasks);
     }
-  });
+  };
+  std::vector<std::thread> readers;
+  for (int i = 0; i < kReaders; ++i) readers.emplace_back(reader);
   std::vector<kv::Entry> batch;
+  std::size_t number = 0;
   auto hand_over = [&](bool last) {
     {
       std::lock_guard lock(mu);
-      if (!batch.empty()) batches.push_back(std::move(batch));
+      if (!batch.empty()) batches.emplace_back(number++, std::move(batch));
       received = last;
     }
-    cv.notify_one();
+    if (last) cv.notify_all();
+    else cv.notify_one();
     batch.clear();
     batch.reserve(kBatch);
+  };
+  auto finish = [&] {
+    hand_over(true);
+    for (auto& r : readers) r.join();
   };
   try {
     translating_kv([&] {
@@ -144,12 +159,15 @@ std::vector<TaskEntry> TaskStore::list() const {
       });
     });
   } catch (...) {
-    hand_over(true);
-    reader.join();
+    finish();
     throw;
   }
-  hand_over(true);
-  reader.join();
+  finish();
+  std::vector<TaskEntry> out;
+  std::size_t total = 0;
+  for (const auto& r : read) total += r.size();
+  out.reserve(total);
+  for (auto& r : read) std::move(r.begin(), r.end(), std::back_inserter(out));
   return out;
 }
 
