@@ -137,7 +137,9 @@ int run_list(Context& ctx, const TaskFlags& f) {
             (t.slot.empty() ? "-" : swarm::printable(t.slot)) + " " + swarm::printable(t.title) + "\n";
   }
   if (corrupt > 0) ctx.out().warn(swarm::counted(corrupt, "corrupt task record") + "; `swarm doctor --fix` removes them");
+  swarm::log::phase("task list: filtered");
   ctx.out().result("tasks", text, tasks_document(shown, state_of));
+  swarm::log::phase("task list: printed");
   return 0;
 }
 

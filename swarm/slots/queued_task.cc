@@ -24,6 +24,8 @@ namespace {
 constexpr std::size_t kMaxCandidates = 64;
 // join --next --wait looks at the queue again at least this often.
 constexpr std::chrono::seconds kLookAgain{1};
+// The whole queue is listed to mend its index at most this often.
+constexpr std::chrono::seconds kScanEvery{10};
 
 bool has_labels(const std::vector<std::string>& have, const std::vector<std::string>& wanted) {
   return std::all_of(wanted.begin(), wanted.end(),
@@ -174,17 +176,30 @@ JoinResult SlotLifecycle::join_next(const std::string& slot, const std::vector<s
         return std::nullopt;
       }
     };
-    // The ready index first (a few small keys); then, when none of its
-    // hints was won, the whole queue: it finds what the index lacks (a
-    // lapsed claim, a hint a killed writer never wrote) and mends it.
-    for (const ReadyHint& hint : q->ready_hints())
+    // The ready index first (a few small keys): a hint not won is removed
+    // unless its task is ready after all. Then the tasks being worked: one
+    // whose claim lapsed (its agent died) is claimed as a lapsed claim.
+    // Then, at most once per kScanEvery across all claimers, the whole
+    // queue: it finds what the index lacks (a hint a killed writer never
+    // wrote) and mends it (adr/0038).
+    for (const ReadyHint& hint : q->ready_hints()) {
+      if (hint.id.empty() || !has_labels(hint.labels, labels)) {
+        if (hint.id.empty()) q->forget_hint(hint);
+        continue;
+      }
+      if (auto joined = attempt(hint.id)) return std::move(*joined);
+      q->forget_hint(hint);
+    }
+    for (const ReadyHint& hint : q->working_hints())
       if (!hint.id.empty() && has_labels(hint.labels, labels))
         if (auto joined = attempt(hint.id)) return std::move(*joined);
-    log::phase("join --next: no hint was won; listing the queue");
-    const auto all = q->list();
-    q->repair_hints(all);
-    for (const Task& candidate : claim_order(all, labels))
-      if (auto joined = attempt(candidate.id)) return std::move(*joined);
+    if (q->scan_due(kScanEvery)) {
+      log::phase("join --next: no hint was won; listing the queue");
+      const auto all = q->list();
+      q->repair_hints(all);
+      for (const Task& candidate : claim_order(all, labels))
+        if (auto joined = attempt(candidate.id)) return std::move(*joined);
+    }
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     std::string labelled;
     for (const auto& l : labels) labelled += (labelled.empty() ? " labelled " : ", ") + printable(l);

@@ -21,10 +21,14 @@ namespace {
 constexpr int kChangeAttempts = 8;
 // The key of the id counter: no task key starts with '_'.
 constexpr const char* kCounterKey = "_next";
-// The ready index's keys: this prefix and the task's key.
+// The index's keys: a prefix and the task's key.
 constexpr std::string_view kHintPrefix = "_ready.";
+constexpr std::string_view kWorkingPrefix = "_working.";
+// When the whole queue was last listed to mend the index.
+constexpr const char* kScannedKey = "_scanned";
 
 std::string hint_key(const std::string& id) { return std::string(kHintPrefix) + task_key(id); }
+std::string working_key(const std::string& id) { return std::string(kWorkingPrefix) + task_key(id); }
 
 std::string hint_value(const Task& t) {
   Json j = Json::object();
@@ -104,18 +108,26 @@ std::optional<TaskEntry> TaskStore::get(const std::string& id) const {
 
 std::vector<TaskEntry> TaskStore::list() const {
   // The records are read on two threads of their own while the rest still
-  // arrive (reading them took as long as receiving them: adr/0038), handed
-  // over in numbered batches and put back in the order they came.
+  // arrive (reading them took as long as receiving them: adr/0038), in
+  // batches, each into its place of `out`, made at once as long as the
+  // bucket had messages when it was opened (what comes beyond, written
+  // meanwhile, is read at the end).
   constexpr std::size_t kBatch = 256;
   constexpr int kReaders = 2;
+  std::vector<TaskEntry> out(static_cast<std::size_t>(bucket_.size_hint()));
+  const std::size_t room = out.size();
   std::mutex mu;
   std::condition_variable cv;
-  std::deque<std::pair<std::size_t, std::vector<kv::Entry>>> batches;
-  std::vector<std::vector<TaskEntry>> read;  // by batch number
+  struct Batch {
+    std::size_t at = 0;  // where its first entry goes in `out`
+    std::vector<kv::Entry> entries;
+  };
+  std::deque<Batch> batches;
+  std::vector<kv::Entry> beyond;  // what does not fit in `out`'s room
   bool received = false;
   auto reader = [&] {
     for (;;) {
-      std::pair<std::size_t, std::vector<kv::Entry>> batch;
+      Batch batch;
       {
         std::unique_lock lock(mu);
         cv.wait(lock, [&] { return !batches.empty() || received; });
@@ -123,28 +135,24 @@ std::vector<TaskEntry> TaskStore::list() const {
         batch = std::move(batches.front());
         batches.pop_front();
       }
-      std::vector<TaskEntry> tasks;
-      tasks.reserve(batch.second.size());
-      for (auto& e : batch.second) tasks.push_back(task_entry_of(std::move(e)));
-      std::lock_guard lock(mu);
-      if (read.size() <= batch.first) read.resize(batch.first + 1);
-      read[batch.first] = std::move(tasks);
+      for (std::size_t i = 0; i < batch.entries.size(); ++i)
+        out[batch.at + i] = task_entry_of(std::move(batch.entries[i]));
     }
   };
   std::vector<std::thread> readers;
   for (int i = 0; i < kReaders; ++i) readers.emplace_back(reader);
-  std::vector<kv::Entry> batch;
-  std::size_t number = 0;
+  Batch batch;
+  std::size_t count = 0;
   auto hand_over = [&](bool last) {
     {
       std::lock_guard lock(mu);
-      if (!batch.empty()) batches.emplace_back(number++, std::move(batch));
+      if (!batch.entries.empty()) batches.push_back(std::move(batch));
       received = last;
     }
     if (last) cv.notify_all();
     else cv.notify_one();
-    batch.clear();
-    batch.reserve(kBatch);
+    batch = Batch{count, {}};
+    batch.entries.reserve(kBatch);
   };
   auto finish = [&] {
     hand_over(true);
@@ -153,9 +161,13 @@ std::vector<TaskEntry> TaskStore::list() const {
   try {
     translating_kv([&] {
       bucket_.for_each([&](kv::Entry&& e) {
-        if (!e.key.empty() && e.key[0] == '_') return;  // the id counter, the ready index
-        batch.push_back(std::move(e));
-        if (batch.size() >= kBatch) hand_over(false);
+        if (!e.key.empty() && e.key[0] == '_') return;  // the id counter, the index
+        if (count >= room) {
+          beyond.push_back(std::move(e));
+          return;
+        }
+        batch.entries.push_back(std::move(e));
+        if (++count - batch.at >= kBatch) hand_over(false);
       });
     });
   } catch (...) {
@@ -163,11 +175,8 @@ std::vector<TaskEntry> TaskStore::list() const {
     throw;
   }
   finish();
-  std::vector<TaskEntry> out;
-  std::size_t total = 0;
-  for (const auto& r : read) total += r.size();
-  out.reserve(total);
-  for (auto& r : read) std::move(r.begin(), r.end(), std::back_inserter(out));
+  out.resize(count);
+  for (auto& e : beyond) out.push_back(task_entry_of(std::move(e)));
   return out;
 }
 
@@ -250,6 +259,10 @@ void TaskStore::index(const std::optional<Task>& before, const Task& after) cons
     if (ready) translating_kv([&] { return bucket_.put_hint(hint_key(after.id), hint_value(after)); });
     else if (!before || before->state() == TaskState::open)
       translating_kv([&] { bucket_.remove_hint(hint_key(after.id)); });
+    if (after.state() == TaskState::working)
+      translating_kv([&] { return bucket_.put_hint(working_key(after.id), hint_value(after)); });
+    else if (!before || before->state() == TaskState::working)
+      translating_kv([&] { bucket_.remove_hint(working_key(after.id)); });
     if (after.state() != TaskState::completed || (before && before->state() == TaskState::completed)) return;
     // Completed: the tasks that came after it may be ready now.
     const auto all = list();
@@ -266,7 +279,45 @@ void TaskStore::index(const std::optional<Task>& before, const Task& after) cons
   }
 }
 
-std::vector<ReadyHint> TaskStore::ready_hints() const {
+std::vector<ReadyHint> TaskStore::ready_hints() const { return hints(kHintPrefix); }
+std::vector<ReadyHint> TaskStore::working_hints() const { return hints(kWorkingPrefix); }
+
+void TaskStore::forget_hint(const ReadyHint& hint) const {
+  try {
+    if (!hint.id.empty() && hint.key == hint_key(hint.id)) {
+      auto entry = get(hint.id);
+      if (entry && entry->task && entry->task->state() == TaskState::open) {
+        bool ready = true;
+        for (const auto& a : entry->task->after) {
+          auto first = get(a);
+          ready = ready && first && first->task && first->task->state() == TaskState::completed;
+        }
+        if (ready) return;
+      }
+    }
+    translating_kv([&] { bucket_.remove_hint(hint.key); });
+  } catch (const Error& e) {
+    swarm::log::info("a stale hint {} was left ({})", printable(hint.key), e.what());
+  }
+}
+
+bool TaskStore::scan_due(std::chrono::seconds every) const {
+  try {
+    const auto now = std::chrono::system_clock::now();
+    const std::string stamp = format_rfc3339(std::chrono::floor<std::chrono::milliseconds>(now));
+    auto last = translating_kv([&] { return bucket_.get(kScannedKey); });
+    if (!last) return translating_kv([&] { return bucket_.create(kScannedKey, stamp); }) > 0;
+    // By the server's time of the last scan against this host's clock: a
+    // skewed clock makes scans more or less frequent, never wrong.
+    if (now - last->created < every) return false;
+    return translating_kv([&] { return bucket_.update(kScannedKey, stamp, last->revision); }) > 0;
+  } catch (const Error& e) {
+    if (e.kind() == Errc::conflict) return false;  // another claimer scans
+    throw;
+  }
+}
+
+std::vector<ReadyHint> TaskStore::hints(std::string_view prefix) const {
   std::vector<ReadyHint> out;
   translating_kv([&] {
     bucket_.for_each(
@@ -276,7 +327,7 @@ std::vector<ReadyHint> TaskStore::ready_hints() const {
           h->key = std::move(e.key);
           out.push_back(std::move(*h));
         },
-        false, std::string(kHintPrefix) + ">");
+        false, std::string(prefix) + ">");
   });
   std::sort(out.begin(), out.end(), [](const ReadyHint& a, const ReadyHint& b) {
     if (a.priority != b.priority) return a.priority < b.priority;
@@ -290,10 +341,21 @@ std::size_t TaskStore::repair_hints(const std::vector<TaskEntry>& all) const {
   std::map<std::string, TaskState> states;
   for (const auto& e : all)
     if (e.task) states[e.task->id] = e.task->state();
+  std::size_t changed = repair(all, states, true) + repair(all, states, false);
+  if (changed > 0) swarm::log::info("the index of {} mended: {} hints", bucket_.name(), changed);
+  return changed;
+}
+
+std::size_t TaskStore::repair(const std::vector<TaskEntry>& all, const std::map<std::string, TaskState>& states,
+                              bool ready_index) const {
+  auto key_of = [&](const std::string& id) { return ready_index ? hint_key(id) : working_key(id); };
+  auto belongs = [&](const Task& t) {
+    return ready_index ? ready_among(t, states) : t.state() == TaskState::working;
+  };
   std::map<std::string, std::string> hinted;  // hint key -> its task id
   std::size_t changed = 0;
-  for (const auto& h : ready_hints()) {
-    if (!h.id.empty() && h.key == hint_key(h.id)) {
+  for (const auto& h : ready_index ? ready_hints() : working_hints()) {
+    if (!h.id.empty() && h.key == key_of(h.id)) {
       hinted[h.key] = h.id;
       continue;
     }
@@ -302,8 +364,8 @@ std::size_t TaskStore::repair_hints(const std::vector<TaskEntry>& all) const {
   }
   for (const auto& e : all) {
     if (!e.task) continue;
-    const std::string key = hint_key(e.task->id);
-    const bool ready = ready_among(*e.task, states);
+    const std::string key = key_of(e.task->id);
+    const bool ready = belongs(*e.task);
     const bool has = hinted.erase(key) > 0;
     if (ready == has) continue;
     if (ready) translating_kv([&] { return bucket_.put_hint(key, hint_value(*e.task)); });
@@ -314,7 +376,6 @@ std::size_t TaskStore::repair_hints(const std::vector<TaskEntry>& all) const {
     translating_kv([&] { bucket_.remove_hint(key); });
     ++changed;
   }
-  if (changed > 0) swarm::log::info("the ready index of {} mended: {} hints", bucket_.name(), changed);
   return changed;
 }
 

@@ -7,8 +7,10 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kv/bucket.h"
@@ -75,13 +77,22 @@ class TaskStore {
   };
   Changed change(const std::string& id, const std::function<void(Task&)>& change) const;
 
-  // The ready index: hints of the tasks that are ready, most urgent then
-  // oldest first (a listing of a few small keys, not of every task).
+  // The index (adr/0038): hints of the tasks that are ready, and of those
+  // being worked (a claim of one whose lease lapsed is claimable), most
+  // urgent then oldest first: a listing of a few small keys, not of every task.
   std::vector<ReadyHint> ready_hints() const;
-  // Makes the index agree with `all` (a whole listing): a hint put for each
-  // ready task that lacks one, removed where its task is no longer ready.
-  // Returns how many it changed.
+  std::vector<ReadyHint> working_hints() const;
+  // A hint whose claim was refused: removed unless its task is ready after
+  // all (its lease held by a claimer that has not written the record yet).
+  void forget_hint(const ReadyHint& hint) const;
+  // Makes the index agree with `all` (a whole listing): hints put where
+  // they lack, removed where their task is no longer so. Returns how many
+  // it changed.
   std::size_t repair_hints(const std::vector<TaskEntry>& all) const;
+  // Whether this caller is the one to list the whole queue and mend the
+  // index now: true at most once per `every` across all claimers (a CAS of
+  // the key _scanned).
+  bool scan_due(std::chrono::seconds every) const;
 
   // The next generated id, T-<n>, from a CAS counter (key "_next"): two
   // concurrent adds never get the same number. Ids taken by hand or by an
@@ -105,6 +116,10 @@ class TaskStore {
   // removed, and when it completed, hints put for the tasks it let be ready.
   // A failure is logged, never thrown: the record stands, the index is a hint.
   void index(const std::optional<Task>& before, const Task& after) const;
+  std::vector<ReadyHint> hints(std::string_view prefix) const;
+  // repair_hints of one index: the ready one, or the working one.
+  std::size_t repair(const std::vector<TaskEntry>& all, const std::map<std::string, TaskState>& states,
+                     bool ready_index) const;
   kv::Bucket bucket_;
 };
 

@@ -3,6 +3,7 @@
 // of a known id, and 32 claimers at once settling. Whole processes.
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <memory>
 #include <thread>
 
@@ -21,13 +22,14 @@ constexpr int kReady = 100;
 std::string two_digits(int n) { return (n < 10 ? "0" : "") + std::to_string(n); }
 
 // A record as `task add` writes it, created `at` ms after a fixed start.
-std::string task_record(const std::string& id, const std::string& state, const std::string& after, int at) {
+std::string task_record(const std::string& id, const std::string& state, const std::string& after, int at,
+                        const std::string& label = "bench") {
   const int s = at / 1000, ms = at % 1000;
   char created[40];
   std::snprintf(created, sizeof created, "2026-11-01T%s:%s:%s.%03dZ", two_digits(s / 3600 % 24).c_str(),
                 two_digits(s / 60 % 60).c_str(), two_digits(s % 60).c_str(), ms);
   return std::string(R"({"schema":"swarm.task.v1","id":")") + id + R"(","title":"task )" + id +
-         R"( of the benchmark","priority":2,"labels":["bench"],"after":[)" + (after.empty() ? "" : "\"" + after + "\"") +
+         R"( of the benchmark","priority":2,"labels":[")" + label + R"("],"after":[)" + (after.empty() ? "" : "\"" + after + "\"") +
          R"(],"state":")" + state + R"(","attempts":0,"max_attempts":3,"created_at":")" + created +
          R"(","created_by":"bench","updated_at":")" + created + R"("})";
 }
@@ -116,23 +118,29 @@ void claimers_settle(Bench& b) {
   std::vector<double> settle_ms;
   const std::string env_name = b.ws_env.substr(0, b.ws_env.find('=')), env_value = b.ws_env.substr(b.ws_env.find('=') + 1);
   for (int r = 0; r < rounds; ++r) {
+    // Added as swarm adds them (an import: each in the ready index).
     std::vector<std::string> ids;
-    for (int i = 0; i < 20; ++i) {
-      ids.push_back("C" + std::to_string(r) + "-" + std::to_string(i));
-      put(b, ids.back(), task_record(ids.back(), "open", "", i));
+    const auto file = b.dir.path() / ("round-" + std::to_string(r) + ".jsonl");
+    {
+      std::ofstream out(file);
+      for (int i = 0; i < 20; ++i) {
+        ids.push_back("C" + std::to_string(r) + "-" + std::to_string(i));
+        out << task_record(ids.back(), "open", "", i, "round-" + std::to_string(r)) << "\n";
+      }
     }
+    if (run_process({b.swarm_bin, "task", "import", file.string()}, {b.ws_env}).exit != 0) fail("task import failed");
     std::vector<std::unique_ptr<testing::Process>> claimers;
     const auto start = Clock::now();
     for (int i = 0; i < 32; ++i)
       claimers.push_back(std::make_unique<testing::Process>(testing::Command{
           {b.swarm_bin, "join", "--slot", "c" + std::to_string(r) + "-" + std::to_string(i), "--next", "--label",
-           "bench"},
+           "round-" + std::to_string(r)},
           {{env_name, env_value}},
           {}}));
     int won = 0;
     for (auto& c : claimers) won += c->wait().exit == 0 ? 1 : 0;
     settle_ms.push_back(ms_since(start));
-    if (won != 32 && won < 20) fail("32 claimers won only " + std::to_string(won));
+    if (won != 20) fail("32 claimers of 20 tasks: " + std::to_string(won) + " won (20 expected, each once)");
     for (int i = 0; i < 32; ++i)
       run_process({b.swarm_bin, "close", "--slot", "c" + std::to_string(r) + "-" + std::to_string(i), "--result", "fail",
                    "--no-artifact"},
@@ -142,7 +150,8 @@ void claimers_settle(Bench& b) {
   Row row{.name = "32 join --next at once, 20 ready (settled)", .swarm = stats_of(settle_ms), .has_baseline = false,
           .target = "< 1000 ms"};
   row.met = row.swarm.max < 1000;
-  row.note = std::to_string(rounds) + " rounds; each: 32 processes started together until the last exits";
+  row.note = std::to_string(rounds) + " rounds; each: 32 processes started together until the last exits; 20 won, "
+             "12 exit 4 after a whole listing";
   b.rows.push_back(row);
 }
 
