@@ -279,10 +279,18 @@ Findings check_task_records(const std::vector<TaskEntry>& tasks) {
   Findings out;
   for (const auto& t : tasks)
     if (t.corrupt())
-      out.push_back(make_finding(Severity::problem, FindingKind::corrupt_task, t.key,
-                                 "the task record under key " + printable(t.key) + " is corrupt (" +
+    {
+      // A schema or a state this version does not know may be a newer
+      // swarm's record: said, never removed.
+      const bool newer = t.corrupt_reason.rfind("schema is", 0) == 0 || t.corrupt_reason.rfind("unknown state", 0) == 0;
+      out.push_back(make_finding(newer ? Severity::notice : Severity::problem, FindingKind::corrupt_task, t.key,
+                                 "the task record under key " + printable(t.key) + " is " +
+                                     (newer ? "not one this version reads (" : "corrupt (") +
                                      printable(t.corrupt_reason) + "): claims skip it",
-                                 "swarm doctor --fix   (removes it; `swarm task import` can bring a good copy back)"));
+                                 newer ? "upgrade swarm on this host, or edit the record with a newer one"
+                                       : "swarm doctor --fix   (removes it; `swarm task import` can bring a good copy "
+                                         "back)"));
+    }
   return out;
 }
 
@@ -290,6 +298,10 @@ Findings check_task_records(const std::vector<TaskEntry>& tasks) {
 // its writer) survives.
 void fix_corrupt_task(Finding& f, const FixInput& in, FixResult&) {
   if (in.tasks == nullptr) return;
+  if (f.severity == Severity::notice) {
+    f.fix_note = "left alone: it may be a newer swarm's record";
+    return;
+  }
   auto it = in.task_entries.find(f.subject);
   if (it == in.task_entries.end()) return;
   try {

@@ -90,6 +90,7 @@ struct MergePlan {
   std::string from;                    // the onto branch's tip it was made against
   std::string to;                      // what the onto branch would move to
   std::vector<std::string> conflicts;  // the paths in conflict (Kind::conflict)
+  std::string head;                    // the branch's tip it was made of
 };
 
 // A slot branch's foreseen conflict with another branch (another slot's

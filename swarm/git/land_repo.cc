@@ -226,6 +226,7 @@ class LandRepo : public LandBackend {
     if (!branch_oid) throw Error(Errc::not_found, "the hub has no branch " + branch);
     MergePlan plan;
     plan.from = hex(onto_oid);
+    plan.head = hex(*branch_oid);
     if (git_oid_equal(&onto_oid, &*branch_oid) ||
         git_graph_descendant_of(repo_.get(), &onto_oid, &*branch_oid) == 1) {
       plan.kind = MergePlan::Kind::landed;

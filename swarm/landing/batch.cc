@@ -19,7 +19,10 @@ class Landing::Batch {
         const LandCheck& check, CheckRun& run, const LandHold& hold)
       : landing_(landing), slots_(slots), onto_(onto), lease_(lease), check_(check), run_(run), hold_(hold) {
     id_ = std::to_string(lease.token) + "." + std::to_string(++landing.batches_);
-    for (const auto& slot : slots) tasks_[slot] = landing.task_of(slot);
+    for (const auto& slot : slots) {
+      tasks_[slot] = landing.task_of(slot);
+      closed_tasks_[slot] = landing.closed_task_of(slot);
+    }
   }
 
   // The batch settled on the onto branch's tip `from`: every slot's result
@@ -39,6 +42,12 @@ class Landing::Batch {
       r.from = r.to = from;
       r.head = landing_.git().tip("swarm/" + slot).value_or("");
       r.forced = r.no_check = check_.forced;
+      // With review required, only the head approved lands: a push since
+      // the slot was judged ready stops the batch (nothing moved).
+      if (landing_.review_required_)
+        if (const std::string why = landing_.not_approved(closed_tasks_.at(slot), r.head); !why.empty())
+          throw Error(Errc::conflict, "swarm/" + slot + " is at " + r.head.substr(0, 12) + ", which is not approved: " +
+                                          why + "; the batch landed nothing");
       results_[slot] = std::move(r);
     }
     return resolve(slots_, from, false, {}).base;
@@ -51,6 +60,7 @@ class Landing::Batch {
     return out;
   }
   const std::string& task(const std::string& slot) const { return tasks_.at(slot); }
+  const std::string& closed_task(const std::string& slot) const { return closed_tasks_.at(slot); }
 
  private:
   struct Settled {
@@ -79,6 +89,9 @@ class Landing::Batch {
       MergePlan plan = landing_.git().plan_on(base, "swarm/" + slot,
                                               land_message(slot, onto_, tasks_[slot], lease_.token),
                                               landing_.land_author());
+      if (plan.head != r.head)
+        throw Error(Errc::conflict, "swarm/" + slot + " moved while its batch was landing; the batch landed nothing, "
+                                    "land again");
       r.from = r.to = base;
       if (plan.kind == MergePlan::Kind::landed) {
         r.kind = "none";
@@ -195,6 +208,7 @@ class Landing::Batch {
   const LandHold& hold_;
   std::string id_;
   std::map<std::string, std::string> tasks_;
+  std::map<std::string, std::string> closed_tasks_;  // of each slot's last close
   std::map<std::string, LandResult> results_;
   std::set<std::string> landed_at_start_;  // slots the onto branch had when the batch was settled
 };
@@ -220,7 +234,7 @@ std::vector<LandResult> Landing::land_batch(const std::vector<std::string>& slot
       for (const auto& r : results) {
         if (r.outcome != LandResult::Outcome::already_landed)
           journal_.record(land_event(store_.bucket_name(), r, batch.task(r.slot), Actor::here(me_)));
-        move_task(r, batch.task(r.slot));
+        move_task(r, batch.closed_task(r.slot));
       }
       return results;
     }

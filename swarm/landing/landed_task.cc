@@ -2,6 +2,7 @@
 // refusal is kept in the task's record), and with review required only a
 // task approved at the branch's head lands without --force.
 #include "swarm/base/error.h"
+#include "swarm/base/names.h"
 #include "swarm/base/text.h"
 #include "swarm/base/warnings.h"
 #include "swarm/git/hub.h"
@@ -43,6 +44,7 @@ std::string Landing::not_approved(const std::string& task_id, const std::string&
 
 void Landing::move_task(const LandResult& r, const std::string& task_id) const {
   if (task_id.empty()) return;
+  std::string stood;  // how the task stood when it did not move
   try {
     if (!queue()) return;
     const bool landed = r.outcome != LandResult::Outcome::refused;
@@ -52,13 +54,20 @@ void Landing::move_task(const LandResult& r, const std::string& task_id) const {
                                          : "land on " + r.onto + " refused (" + r.reason + "): " + r.message;
     bool moved = false;
     auto changed = queue()->change(task_id, [&](Task& t) {
-      moved = landed ? land_moves(t, r.slot, r.head, how) : land_refused(t, r.slot, how);
-      if (!moved) throw Error(Errc::not_found, "unchanged");
+      moved = landed ? land_moves(t, r.slot, r.head, how, r.forced) : land_refused(t, r.slot, how);
+      if (!moved) {
+        stood = t.state_text + (t.slot == r.slot ? "" : " (slot " + printable(t.slot) + ")");
+        throw Error(Errc::not_found, "unchanged");
+      }
     });
     if (landed)
       journal_.record(task_state_event(queue()->bucket_name(), changed.before.state(), changed.after,
                                        "swarm/" + r.slot + " " + how, Actor::here(me_), changed.revision));
   } catch (const Error& e) {
+    if (e.kind() == Errc::not_found && !stood.empty() && r.outcome == LandResult::Outcome::landed &&
+        stood.rfind("completed", 0) != 0)
+      warn("swarm/" + r.slot + " landed, and its task " + printable(task_id) + " stayed " + stood +
+           ": it was not in_review or approved by that slot; see `swarm task show " + printable(task_id) + "`");
     if (e.kind() == Errc::not_found) return;  // a free-form id, or nothing to move
     warn("task " + printable(task_id) + " of slot " + r.slot + " was not moved after its land: " + e.what() +
          "; see `swarm task show " + printable(task_id) + "`");
@@ -72,7 +81,8 @@ Landing::Reviewed Landing::review(const std::string& slot, const std::string& ta
                                             "); `swarm up` makes it");
   std::string id = task_id;
   if (id.empty()) {
-    id = task_of(slot);
+    id = closed_task_of(slot);
+    if (id.empty()) id = task_of(slot);  // joined, never closed: its task says it is working
     if (id.empty()) throw Error(Errc::not_found, "slot " + slot + " has no task in the journal: nothing to review");
   }
   const auto task = queued(id);
@@ -89,6 +99,9 @@ Landing::Reviewed Landing::review(const std::string& slot, const std::string& ta
                                     ", not by slot " + slot);
   if (task->slot.empty())
     throw Error(Errc::conflict, "task " + printable(id) + " was never worked by a slot: nothing to review");
+  if (!is_valid_slot_name(task->slot))
+    throw Error(Errc::conflict, "the record of task " + printable(id) + " names slot '" + printable(task->slot) +
+                                    "', which is no slot name; `swarm task show " + printable(id) + "`");
   {
     Task judged = *task;  // refused as it stands before the hub is read
     if (approving) approve(judged, task->head, by, TimePoint{});
@@ -103,8 +116,17 @@ Landing::Reviewed Landing::review(const std::string& slot, const std::string& ta
                                     printable(head) + ": what was reviewed is not its tip; review " +
                                     tip->substr(0, 12) + " and approve that");
   const TimePoint now = std::chrono::floor<std::chrono::milliseconds>(std::chrono::system_clock::now());
+  // What is approved is what the slot closed as done: a branch moved past
+  // its close (a push from outside swarm) is not what it said it finished.
+  if (approving && !task->head.empty() && task->head != *tip)
+    throw Error(Errc::conflict, "swarm/" + task->slot + " is at " + tip->substr(0, 12) + ", not at " +
+                                    printable(task->head.substr(0, 12)) + " where slot " + task->slot +
+                                    " closed task " + printable(id) + ": approve once it closed again");
   auto changed = queue()->change(id, [&](Task& t) {
     if (t.slot != task->slot) throw Error(Errc::conflict, "task " + printable(id) + " was claimed by another meanwhile");
+    if (approving && t.head != task->head)
+      throw Error(Errc::conflict, "task " + printable(id) + " was closed again meanwhile (at " +
+                                      printable(t.head.substr(0, 12)) + "); review that head");
     if (approving) approve(t, *tip, by, now);
     else reject(t, reason, by, now);
   });

@@ -236,6 +236,17 @@ std::string land_message(const std::string& slot, const std::string& onto, const
 
 CommitAuthor Landing::land_author() const { return CommitAuthor{"swarm", "swarm@" + me_.host}; }
 
+std::string Landing::closed_task_of(const std::string& slot) const {
+  JournalQuery query;
+  query.thing = Thing::slot;
+  query.name = slot;
+  query.buckets = {store_.bucket_name()};
+  query.kinds = {"close"};
+  query.last = 1;
+  auto events = journal_.read(query);
+  return events.empty() ? "" : events.back().task_id;
+}
+
 std::string Landing::task_of(const std::string& slot) const {
   JournalQuery query;
   query.thing = Thing::slot;
@@ -421,7 +432,7 @@ LandResult Landing::refuse(LandResult& result, const std::string& reason, const 
   result.reason = reason;
   result.message = message;
   journal_.record(land_event(store_.bucket_name(), result, task, Actor::here(me_)));
-  move_task(result, task);
+  move_task(result, closed_task_of(result.slot));
   return result;
 }
 
@@ -452,14 +463,23 @@ LandResult Landing::land(const std::string& slot, const std::string& onto, Lease
       if (auto problem = git().unusable(result.head, *onto_tip))
         return refuse(result, "checkout", "the tree of swarm/" + slot + " cannot be checked out (" + *problem +
                                               "); " + onto + " was not moved", task);
+    // With review required, only the head approved lands (unless forced),
+    // and only the head judged: a push since is no head anyone approved.
+    if (!forced && review_required_)
+      if (const std::string why = not_approved(closed_task_of(slot), result.head); !why.empty())
+        throw Error(Errc::conflict, "swarm/" + slot + " is at " + result.head.substr(0, 12) + ", which is not approved: " +
+                                        why + "; nothing was landed");
     MergePlan plan = git().plan(onto, "swarm/" + slot, message, author);
+    if (plan.head != result.head)
+      throw Error(Errc::conflict, "swarm/" + slot + " moved while it was landing (from " + result.head.substr(0, 12) +
+                                      " to " + plan.head.substr(0, 12) + "); nothing was landed, land it again");
     stop_here_for_test(kLandStop, "merged");
     result.from = plan.from;
     result.to = plan.from;
     if (plan.kind == MergePlan::Kind::landed) {
       result.outcome = LandResult::Outcome::already_landed;
       result.kind = "none";
-      move_task(result, task);
+      move_task(result, closed_task_of(slot));
       return result;
     }
     if (plan.kind == MergePlan::Kind::conflict) {
@@ -488,7 +508,7 @@ LandResult Landing::land(const std::string& slot, const std::string& onto, Lease
       result.outcome = LandResult::Outcome::landed;
       result.to = plan.to;
       journal_.record(land_event(store_.bucket_name(), result, task, Actor::here(me_)));
-      move_task(result, task);
+      move_task(result, closed_task_of(slot));
       return result;
     }
     swarm::log::info("{} moved while slot {} was landing; merging again", onto, slot);

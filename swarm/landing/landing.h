@@ -214,6 +214,9 @@ class Landing {
   // or the refusal kept); a failure is a warning (the land stands).
   void move_task(const LandResult& result, const std::string& task_id) const;
   std::string task_of(const std::string& slot) const;
+  // The task of the slot's last close: what its branch was closed as (the
+  // one a land completes and a review approves).
+  std::string closed_task_of(const std::string& slot) const;
   // The merged tree checked out and checked: the refusal, or nullopt when it passed.
   // `require_held` throws when the lease was lost (before anything is decided from the check).
   // `commit` checked out in the onto branch's checkout and checked, again

@@ -216,7 +216,7 @@ JoinResult SlotLifecycle::join(const std::string& slot, const std::string& task,
   require_joinable(slot);
   task_step(joiner.task_refused, [&] {
     tasks_.require_claimable(slot, task);
-    require_queued_claimable(slot, task, joiner.queued_only);
+    require_queued_claimable(slot, task, joiner);
   });
   log::phase("join: checked the slot's folder and its task's lease");
   // A live `swarm run` holds its slot's folder for its agent: never taken
@@ -248,6 +248,7 @@ JoinResult SlotLifecycle::join(const std::string& slot, const std::string& task,
   JoinSteps done;
   done.task_refused = joiner.task_refused;
   done.queued_only = joiner.queued_only;
+  done.labels = &joiner.labels;
   write_join_record(result, takeover, ports, done);
   log::phase("join: wrote the session record");
   // The record is ours: now the task's lease, then the worktree. If either

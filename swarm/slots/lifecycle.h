@@ -53,6 +53,9 @@ struct Joiner {
   // join --next: the task must be in the queue (an index hint naming an id
   // that is not is no task to claim, never a free-form id).
   bool queued_only = false;
+  // join --next --label: labels the task's record must have (a hint's are
+  // only what its writer saw).
+  std::vector<std::string> labels;
 };
 
 struct JoinResult {
@@ -228,6 +231,7 @@ class SlotLifecycle {
     std::optional<Task> queued_before;  // the queue's record before this join claimed it
     bool* task_refused = nullptr;       // Joiner::task_refused
     bool queued_only = false;           // Joiner::queued_only
+    const std::vector<std::string>* labels = nullptr;  // Joiner::labels
   };
   // Runs a step of the join that concerns its task: a conflict it throws
   // marks the join refused because of the task (join_next moves on).
@@ -243,7 +247,7 @@ class SlotLifecycle {
   // The queue's side of a join (queued_task.cc): a read-only check before
   // any write, the claim of the record by CAS after the task lease, and
   // its undo when a later step fails.
-  void require_queued_claimable(const std::string& slot, const std::string& task, bool queued_only) const;
+  void require_queued_claimable(const std::string& slot, const std::string& task, const Joiner& joiner) const;
   void claim_queued(const JoinResult& result, JoinSteps& done) const;
   void undo_queued_claim(const JoinResult& result, const JoinSteps& done) const;
   // close's side: the slot's working task moves by its result.

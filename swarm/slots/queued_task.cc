@@ -40,6 +40,12 @@ StateOf states_from(const TaskStore& queue) {
   };
 }
 
+// A task without every label join --next asked for is not its to claim.
+void require_labels_of(const Task& t, const std::vector<std::string>* labels) {
+  if (labels != nullptr && !has_labels(t.labels, *labels))
+    throw Error(Errc::conflict, "task " + printable(t.id) + " does not have every label asked for");
+}
+
 }  // namespace
 
 const std::optional<TaskStore>& SlotLifecycle::queue() const {
@@ -47,7 +53,9 @@ const std::optional<TaskStore>& SlotLifecycle::queue() const {
   return *queue_;
 }
 
-void SlotLifecycle::require_queued_claimable(const std::string& slot, const std::string& task, bool queued_only) const {
+void SlotLifecycle::require_queued_claimable(const std::string& slot, const std::string& task,
+                                             const Joiner& joiner) const {
+  const bool queued_only = joiner.queued_only;
   const auto& q = queue();
   if (!q) return;
   auto entry = q->get(task);
@@ -58,6 +66,7 @@ void SlotLifecycle::require_queued_claimable(const std::string& slot, const std:
     throw Error(Errc::conflict, "the record of task " + printable(task) + " is corrupt (" + entry->corrupt_reason +
                                     "); `swarm doctor --fix` removes it");
   Task copy = *entry->task;
+  require_labels_of(copy, &joiner.labels);
   // The task lease was found free (require_claimable): a working task of
   // another slot is a lapsed claim (one at its last attempt is refused by
   // the claim itself, which records the failure).
@@ -73,7 +82,10 @@ void SlotLifecycle::claim_queued(const JoinResult& result, JoinSteps& done) cons
   ClaimKind kind = ClaimKind::claim;
   TaskStore::Changed changed;
   try {
-    changed = q->change(s.task_id, [&](Task& t) { kind = claim(t, who, states_from(*q), true); });
+    changed = q->change(s.task_id, [&](Task& t) {
+      require_labels_of(t, done.labels);
+      kind = claim(t, who, states_from(*q), true);
+    });
   } catch (const Error& e) {
     if (e.kind() == Errc::not_found && !done.queued_only) return;  // not in the queue: a free-form id
     if (e.kind() == Errc::not_found)
@@ -168,6 +180,7 @@ JoinResult SlotLifecycle::join_next(const std::string& slot, const std::vector<s
       Joiner j = joiner;
       j.task_refused = &refused;
       j.queued_only = true;
+      j.labels = labels;
       try {
         return join(slot, id, takeover, leaf_pid, base, ports, j);
       } catch (const Error& e) {
@@ -183,16 +196,18 @@ JoinResult SlotLifecycle::join_next(const std::string& slot, const std::vector<s
     // queue: it finds what the index lacks (a hint a killed writer never
     // wrote) and mends it (adr/0038).
     for (const ReadyHint& hint : q->ready_hints()) {
-      if (hint.id.empty() || !has_labels(hint.labels, labels)) {
-        if (hint.id.empty()) q->forget_hint(hint);
+      if (!hint.sound) {
+        q->forget_hint(hint);  // unreadable, or planted under another key: no task
         continue;
       }
+      if (!has_labels(hint.labels, labels)) continue;
       if (auto joined = attempt(hint.id)) return std::move(*joined);
       q->forget_hint(hint);
     }
     for (const ReadyHint& hint : q->working_hints())
-      if (!hint.id.empty() && has_labels(hint.labels, labels))
+      if (hint.sound && has_labels(hint.labels, labels))
         if (auto joined = attempt(hint.id)) return std::move(*joined);
+    tried = 0;  // the whole listing's candidates have a budget of their own
     if (q->scan_due(kScanEvery)) {
       log::phase("join --next: no hint was won; listing the queue");
       const auto all = q->list();

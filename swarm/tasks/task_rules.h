@@ -62,8 +62,9 @@ std::string why_not_approved(const Task& task, const std::string& tip);
 // dismissed, rejected, waiting (in_review, no approval of tip), or "".
 std::string review_word(const Task& task, const std::string& tip);
 // Its slot's branch landed at `head` (or was in the onto branch already):
-// working, in_review or approved -> completed. Returns whether it moved.
-bool land_moves(Task& task, const std::string& slot, const std::string& head, const std::string& how);
+// in_review or approved -> completed (also working when the land was
+// forced past its live session). Returns whether it moved.
+bool land_moves(Task& task, const std::string& slot, const std::string& head, const std::string& how, bool forced);
 // A land of its slot's branch was refused: the refusal in `result` (state
 // kept: approved stays approved). Returns whether it changed.
 bool land_refused(Task& task, const std::string& slot, const std::string& refusal);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
+#include <exception>
 #include <iterator>
 #include <map>
 #include <mutex>
@@ -11,6 +12,7 @@
 #include "swarm/base/error.h"
 #include "swarm/base/json.h"
 #include "swarm/base/log.h"
+#include "swarm/base/names.h"
 #include "swarm/base/text.h"
 
 namespace swarm {
@@ -47,7 +49,8 @@ std::optional<ReadyHint> hint_of(const std::string& value) {
   if (!cJSON_IsString(id) || !cJSON_IsNumber(priority)) return std::nullopt;
   ReadyHint h;
   h.id = id->valuestring;
-  h.priority = priority->valuedouble < 0 ? 0 : static_cast<std::uint64_t>(priority->valuedouble);
+  const double p = priority->valuedouble;  // anything a planted hint holds: clamped, never cast out of range
+  h.priority = !(p >= 0) ? kMostUrgent : p > static_cast<double>(kLeastUrgent) ? kLeastUrgent : static_cast<std::uint64_t>(p);
   const cJSON* label = nullptr;
   cJSON_ArrayForEach(label, labels) if (cJSON_IsString(label)) h.labels.emplace_back(label->valuestring);
   if (cJSON_IsString(created)) h.created_at = parse_rfc3339(created->valuestring).value_or(TimePoint{});
@@ -125,22 +128,28 @@ std::vector<TaskEntry> TaskStore::list() const {
   std::deque<Batch> batches;
   std::vector<kv::Entry> beyond;  // what does not fit in `out`'s room
   bool received = false;
+  std::exception_ptr failed;  // what a reader threw (out of memory), thrown here after the join
   auto reader = [&] {
-    for (;;) {
-      Batch batch;
-      {
-        std::unique_lock lock(mu);
-        cv.wait(lock, [&] { return !batches.empty() || received; });
-        if (batches.empty()) return;
-        batch = std::move(batches.front());
-        batches.pop_front();
+    try {
+      for (;;) {
+        Batch batch;
+        {
+          std::unique_lock lock(mu);
+          cv.wait(lock, [&] { return !batches.empty() || received; });
+          if (batches.empty()) return;
+          batch = std::move(batches.front());
+          batches.pop_front();
+        }
+        for (std::size_t i = 0; i < batch.entries.size(); ++i)
+          out[batch.at + i] = task_entry_of(std::move(batch.entries[i]));
       }
-      for (std::size_t i = 0; i < batch.entries.size(); ++i)
-        out[batch.at + i] = task_entry_of(std::move(batch.entries[i]));
+    } catch (...) {
+      std::lock_guard lock(mu);
+      if (!failed) failed = std::current_exception();
     }
   };
   std::vector<std::thread> readers;
-  for (int i = 0; i < kReaders; ++i) readers.emplace_back(reader);
+  readers.reserve(kReaders);
   Batch batch;
   std::size_t count = 0;
   auto hand_over = [&](bool last) {
@@ -157,8 +166,10 @@ std::vector<TaskEntry> TaskStore::list() const {
   auto finish = [&] {
     hand_over(true);
     for (auto& r : readers) r.join();
+    if (failed) std::rethrow_exception(failed);
   };
   try {
+    for (int i = 0; i < kReaders; ++i) readers.emplace_back(reader);
     translating_kv([&] {
       bucket_.for_each([&](kv::Entry&& e) {
         if (!e.key.empty() && e.key[0] == '_') return;  // the id counter, the index
@@ -171,7 +182,10 @@ std::vector<TaskEntry> TaskStore::list() const {
       });
     });
   } catch (...) {
-    finish();
+    try {
+      finish();
+    } catch (...) {
+    }
     throw;
   }
   finish();
@@ -284,7 +298,7 @@ std::vector<ReadyHint> TaskStore::working_hints() const { return hints(kWorkingP
 
 void TaskStore::forget_hint(const ReadyHint& hint) const {
   try {
-    if (!hint.id.empty() && hint.key == hint_key(hint.id)) {
+    if (hint.sound && hint.key == hint_key(hint.id)) {
       auto entry = get(hint.id);
       if (entry && entry->task && entry->task->state() == TaskState::open) {
         bool ready = true;
@@ -323,7 +337,9 @@ std::vector<ReadyHint> TaskStore::hints(std::string_view prefix) const {
     bucket_.for_each(
         [&](kv::Entry&& e) {
           auto h = hint_of(e.value);
-          if (!h) h = ReadyHint{};  // unreadable: kept, so that a repair removes it
+          if (!h) h = ReadyHint{};  // unreadable: kept (not sound), so that it is removed
+          h->sound = !h->id.empty() && is_valid_task_id(h->id) &&
+                     e.key == std::string(prefix) + task_key(h->id);
           h->key = std::move(e.key);
           out.push_back(std::move(*h));
         },
@@ -355,7 +371,7 @@ std::size_t TaskStore::repair(const std::vector<TaskEntry>& all, const std::map<
   std::map<std::string, std::string> hinted;  // hint key -> its task id
   std::size_t changed = 0;
   for (const auto& h : ready_index ? ready_hints() : working_hints()) {
-    if (!h.id.empty() && h.key == key_of(h.id)) {
+    if (h.sound && h.key == key_of(h.id)) {
       hinted[h.key] = h.id;
       continue;
     }

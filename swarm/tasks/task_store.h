@@ -35,6 +35,7 @@ struct TaskEntry {
 // checks the record itself) or missing (a full listing finds the task).
 struct ReadyHint {
   std::string key;  // its own key in the bucket
+  bool sound = false;  // its id is a task id and its key is that id's hint key
   std::string id;
   std::uint64_t priority = kDefaultPriority;
   TimePoint created_at{};

@@ -165,3 +165,42 @@ TEST_CASE("Land_CompletesItsTaskInABatchAndARefusalIsKeptInTheRecord") {
   finish(ws, "free", "f.txt", "f\n");
   CHECK(ws.swarm({"land", "--slot", "free"}).exit == 0);
 }
+
+TEST_CASE("Review_APushAfterTheApprovalNeverLandsWithoutForce") {
+  // a commit pushed to the slot's branch from outside swarm after the approval: land --ready leaves it,
+  // land --slot is exit 3 and main does not move; approving is refused while the branch is past its close.
+  SwarmWorkspace ws(SwarmWorkspace::Options{.up_args = {"--require-review"}});
+  REQUIRE(ws.swarm({"task", "add", "A", "--id", "A"}).exit == 0);
+  work(ws, "s1", "A", "a.txt");
+  REQUIRE(ws.swarm({"review", "approve", "--slot", "s1"}).exit == 0);
+  // Someone pushes to swarm/s1 by hand.
+  const fs::path clone = ws.home() / "clone";
+  REQUIRE(ws.git({"clone", "-q", "-b", "swarm/s1", (ws.root() / ".swarm/hub.git").string(), clone.string()}).exit == 0);
+  write_file(clone / "sneaky.txt", "x\n");
+  REQUIRE(plain_commit(ws, clone, "sneaky").exit == 0);
+  REQUIRE(ws.git({"push", "-q", "origin", "swarm/s1"}, clone).exit == 0);
+  const std::string main_before = hub_tip(ws, "main");
+  auto ready = ws.swarm({"land", "--ready"});
+  CHECK(ready.out.find("landed s1") == std::string::npos);
+  CHECK(ws.swarm({"land", "--slot", "s1"}).exit == 3);
+  CHECK(hub_tip(ws, "main") == main_before);
+  auto again = ws.swarm({"review", "approve", "--slot", "s1"});
+  CHECK(again.exit == 3);
+  CHECK(again.err.find("not at") != std::string::npos);
+  CHECK(ws.swarm({"branches", "--json"}).out.find("\"review\":\"dismissed\"") != std::string::npos);
+  CHECK(field(task_of(ws, "A"), "state") == "approved");  // as approved; the land refuses the head that moved
+}
+
+TEST_CASE("Land_CompletesTheTaskItsSlotClosedNotTheOneItWorksNow") {
+  // slot s1 closed A success, then joined B and is working on it: a forced land of s1 completes A, and B
+  // stays working.
+  SwarmWorkspace ws;
+  REQUIRE(ws.swarm({"task", "add", "A", "--id", "A"}).exit == 0);
+  REQUIRE(ws.swarm({"task", "add", "B", "--id", "B"}).exit == 0);
+  work(ws, "s1", "A", "a.txt");
+  REQUIRE(ws.swarm({"join", "--slot", "s1", "--task", "B"}).exit == 0);
+  auto forced = ws.swarm({"land", "--slot", "s1", "--force"});
+  CHECK_MESSAGE(forced.exit == 0, forced.err);
+  CHECK(field(task_of(ws, "A"), "state") == "completed");
+  CHECK(field(task_of(ws, "B"), "state") == "working");
+}

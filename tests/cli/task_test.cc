@@ -245,16 +245,22 @@ TEST_CASE("Task_HostileAndCorruptRecordsAreEscapedSkippedAndKept") {
   REQUIRE(stored);
   CHECK(stored->value.find("\"extra\":{\"keep\":true}") != std::string::npos);
   CHECK(stored->value.find("\"state\":\"working\"") != std::string::npos);
-  // doctor reports the corrupt record (exit 1), --fix removes it (journaled), the good ones stay.
+  // doctor reports a corrupt record (a problem), --fix removes it (journaled); one of a state this version
+  // does not know (maybe a newer swarm's) is a notice --fix leaves alone; the good ones stay.
+  bucket.create("B-2", R"({"schema":"swarm.task.v1","id":"B-2","title":"b","state":"open","priority":9})");
   auto found = ws.swarm({"doctor", "--json"});
   CHECK(found.exit != 0);
   CHECK(found.out.find("\"check\":\"corrupt_task\"") != std::string::npos);
   CHECK(found.out.find("B-1") != std::string::npos);
+  CHECK(found.out.find("B-2") != std::string::npos);
   auto fixed = ws.swarm({"doctor", "--fix"});
   CHECK_MESSAGE(fixed.out.find("removed the corrupt task record") != std::string::npos, fixed.out);
-  CHECK_FALSE(bucket.get("B-1"));
+  CHECK_FALSE(bucket.get("B-2"));
+  CHECK(bucket.get("B-1"));  // state "sleeping": maybe a newer swarm's
   CHECK(bucket.get("H-1"));
-  CHECK(ws.swarm({"doctor", "--json"}).out.find("corrupt_task") == std::string::npos);
+  auto after = ws.swarm({"doctor", "--json"});
+  CHECK(after.out.find("B-2") == std::string::npos);
+  CHECK(after.out.find("B-1") != std::string::npos);
   CHECK(ws.swarm({"log", "--kind", "fix", "--json"}).out.find("corrupt_task") != std::string::npos);
 }
 
@@ -314,4 +320,31 @@ TEST_CASE("Task_TheReadyIndexFollowsEveryMoveAndAStaleOrMissingHintIsMended") {
   CHECK_FALSE(bucket.get("_ready.ghost"));
   CHECK_FALSE(bucket.get("_ready." + c1 + "x"));
   CHECK(ws.swarm({"task", "list"}).out.find("ghost") == std::string::npos);
+}
+
+TEST_CASE("Task_ForgedHintsNeitherBreakNorSteerJoinNext") {
+  // hints planted by another client: an id no task can have, a priority of 1e300, a label the task lacks,
+  // a value that is no JSON: join --next claims the right task, with its label, and the forged hints go.
+  SwarmWorkspace ws;
+  auto c = kv::Connection::connect({.urls = {ws.server()->url()}});
+  auto bucket = kv::Bucket::open(c, "swarm-tasks");
+  const auto plain = added(ws, {"Plain", "--priority", "3"});
+  const auto labelled = added(ws, {"Labelled", "--priority", "4", "--label", "gpu"});
+  bucket.create("_ready.evil", std::string(R"({"id":"a\u001b[2J)") + std::string(300, 'x') + R"(","priority":0,"labels":[]})");
+  bucket.create("_ready.huge", R"({"id":"huge","priority":1e300,"labels":[]})");
+  bucket.create("_ready.junk", "not json");
+  // A forged hint giving the plain task the label gpu, most urgent.
+  bucket.create("_ready." + plain + "-forged", R"({"id":")" + plain + R"(","priority":0,"labels":["gpu"]})");
+  auto r = ws.swarm({"join", "--slot", "g1", "--next", "--label", "gpu", "--json"});
+  REQUIRE_MESSAGE(r.exit == 0, r.err);
+  CHECK(field(json_of(r), "task_id") == labelled);
+  CHECK(field(task_of(ws, plain), "state") == "open");
+  auto next = ws.swarm({"join", "--slot", "g2", "--next", "--json"});
+  REQUIRE_MESSAGE(next.exit == 0, next.err);
+  CHECK(field(json_of(next), "task_id") == plain);
+  for (const char* key : {"_ready.evil", "_ready.junk"}) CHECK_FALSE(bucket.get(key));
+  // The hint of no task, met once nothing better is left: not claimed as a free-form id, and removed.
+  CHECK(ws.swarm({"join", "--slot", "g3", "--next"}).exit == 4);
+  CHECK_FALSE(bucket.get("_ready.huge"));
+  CHECK(ws.swarm({"status", "--slot", "g3"}).exit == 4);
 }
