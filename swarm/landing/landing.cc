@@ -343,6 +343,17 @@ std::vector<Overlap> Landing::commit_overlaps(const std::string& slot, const std
 std::vector<BranchRow> Landing::ready(const std::string& onto, std::vector<BranchRow>* unreviewed) {
   std::vector<BranchRow> out;
   for (auto& row : branches(onto, false).rows) {
+    // Landed, and its task not moved (the lander killed between its push
+    // and the task's write): completed now, as a land of it would.
+    if (row.git.landed && row.task && row.task->slot == row.git.slot && row.task->head == row.git.head &&
+        (row.task->state() == TaskState::approved || row.task->state() == TaskState::in_review)) {
+      LandResult landed;
+      landed.outcome = LandResult::Outcome::already_landed;
+      landed.slot = row.git.slot;
+      landed.onto = onto;
+      landed.head = row.git.head;
+      move_task(landed, row.task->id);
+    }
     if (row.result != "success" || row.git.landed || row.state) continue;
     if (!review_required_ || (row.task && approved_at(*row.task, row.git.head))) out.push_back(std::move(row));
     else if (unreviewed != nullptr) unreviewed->push_back(std::move(row));

@@ -197,7 +197,7 @@ std::vector<TaskEntry> TaskStore::list() const {
 std::uint64_t TaskStore::create(const Task& task) const {
   try {
     const std::uint64_t revision = translating_kv([&] { return bucket_.create(task_key(task.id), to_json(task)); });
-    index(std::nullopt, task);
+    index(std::nullopt, task, true);
     return revision;
   } catch (const Error& e) {
     if (e.kind() != Errc::conflict) throw;
@@ -263,7 +263,7 @@ std::string TaskStore::next_generated_id() const {
   }
 }
 
-void TaskStore::index(const std::optional<Task>& before, const Task& after) const {
+void TaskStore::index(const std::optional<Task>& before, const Task& after, bool fresh) const {
   try {
     bool ready = after.state() == TaskState::open;
     for (std::size_t i = 0; ready && i < after.after.size(); ++i) {
@@ -271,11 +271,11 @@ void TaskStore::index(const std::optional<Task>& before, const Task& after) cons
       ready = first && !first->corrupt() && first->task->state() == TaskState::completed;
     }
     if (ready) translating_kv([&] { return bucket_.put_hint(hint_key(after.id), hint_value(after)); });
-    else if (!before || before->state() == TaskState::open)
+    else if (!fresh && (!before || before->state() == TaskState::open))
       translating_kv([&] { bucket_.remove_hint(hint_key(after.id)); });
     if (after.state() == TaskState::working)
       translating_kv([&] { return bucket_.put_hint(working_key(after.id), hint_value(after)); });
-    else if (!before || before->state() == TaskState::working)
+    else if (!fresh && (!before || before->state() == TaskState::working))
       translating_kv([&] { bucket_.remove_hint(working_key(after.id)); });
     if (after.state() != TaskState::completed || (before && before->state() == TaskState::completed)) return;
     // Completed: the tasks that came after it may be ready now.

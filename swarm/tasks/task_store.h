@@ -116,7 +116,9 @@ class TaskStore {
   // After `after` was written (over `before`, when known): its hint put or
   // removed, and when it completed, hints put for the tasks it let be ready.
   // A failure is logged, never thrown: the record stands, the index is a hint.
-  void index(const std::optional<Task>& before, const Task& after) const;
+  // `fresh`: a record just created, with no hint to remove (a delete
+  // marker for a key that never held one would stay in the stream).
+  void index(const std::optional<Task>& before, const Task& after, bool fresh = false) const;
   std::vector<ReadyHint> hints(std::string_view prefix) const;
   // repair_hints of one index: the ready one, or the working one.
   std::size_t repair(const std::vector<TaskEntry>& all, const std::map<std::string, TaskState>& states,

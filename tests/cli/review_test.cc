@@ -5,6 +5,8 @@
 // back; a land completes its task, a refused one keeps the refusal in it.
 #include <doctest/doctest.h>
 
+#include <signal.h>
+
 #include "cli/land_support.h"
 
 using namespace testing;
@@ -203,4 +205,23 @@ TEST_CASE("Land_CompletesTheTaskItsSlotClosedNotTheOneItWorksNow") {
   CHECK_MESSAGE(forced.exit == 0, forced.err);
   CHECK(field(task_of(ws, "A"), "state") == "completed");
   CHECK(field(task_of(ws, "B"), "state") == "working");
+}
+
+TEST_CASE("Land_AKillAfterThePushLeavesItsTaskToTheNextLand") {
+  // a lander SIGKILLed right after its push: main has the branch, the task is still approved; the next
+  // land --ready completes it (and land --slot would say already-landed and complete it too).
+  SwarmWorkspace ws;
+  REQUIRE(ws.swarm({"task", "add", "A", "--id", "A"}).exit == 0);
+  work(ws, "s1", "A", "a.txt");
+  auto env = kHostA;
+  env["SWARM_TEST_LAND_STOP"] = "after-push";
+  Process lander(ws.command({"land", "--slot", "s1", "--ttl", "2s"}, env));
+  REQUIRE(stopped_within(lander.pid(), std::chrono::seconds(20)));
+  lander.signal(SIGKILL);
+  lander.wait();
+  CHECK(hub_tip(ws, "main") == hub_tip(ws, "swarm/s1"));
+  CHECK(field(task_of(ws, "A"), "state") == "approved");
+  auto next = ws.swarm({"land", "--ready"});
+  CHECK_MESSAGE(next.exit == 0, next.err);
+  CHECK(field(task_of(ws, "A"), "state") == "completed");
 }
