@@ -154,26 +154,20 @@ std::string Landing::not_ready(const std::string& slot) {
       return "its session is " + std::string(to_string(state)) + " (host " + printable(entry->session->host) +
              ", task " + printable(entry->session->task_id) + "): its agent is still at work";
   }
-  JournalQuery query;
-  query.thing = Thing::slot;
-  query.name = slot;
-  query.buckets = {store_.bucket_name()};
-  query.kinds = {"close"};
-  query.last = 1;
-  auto closes = journal_.read(query);
-  if (closes.empty()) return "it was never closed";
-  const cJSON* result = cJSON_GetObjectItemCaseSensitive(closes.back().detail.get(), "result");
+  const auto close = last_close(slot);
+  if (!close) return "it was never closed";
+  const cJSON* result = cJSON_GetObjectItemCaseSensitive(close->detail.get(), "result");
   const std::string said = cJSON_IsString(result) ? result->valuestring : "";
   if (said != "success")
     return "its last close was " + (said.empty() ? std::string("without a result") : printable(said));
   // What was closed as done is what lands: commits pushed after it (a
   // session since gone stale or evicted) were never said to be done.
-  const cJSON* head = cJSON_GetObjectItemCaseSensitive(closes.back().detail.get(), "head");
+  const cJSON* head = cJSON_GetObjectItemCaseSensitive(close->detail.get(), "head");
   if (cJSON_IsString(head) && *head->valuestring != '\0' && *tip != head->valuestring)
     return "its branch moved since its last close (closed at " + printable(std::string(head->valuestring).substr(0, 12)) +
            ", now " + tip->substr(0, 12) + ")";
   if (auto refused = refusal_of(slot, *tip)) return standing_refusal_text(*refused);
-  return not_approved(closes.back().task_id, *tip);
+  return not_approved(close->task_id, *tip);
 }
 
 std::string standing_refusal_text(const StandingRefusal& r) {
@@ -236,7 +230,7 @@ std::string land_message(const std::string& slot, const std::string& onto, const
 
 CommitAuthor Landing::land_author() const { return CommitAuthor{"swarm", "swarm@" + me_.host}; }
 
-std::string Landing::closed_task_of(const std::string& slot) const {
+std::optional<Event> Landing::last_close(const std::string& slot) const {
   JournalQuery query;
   query.thing = Thing::slot;
   query.name = slot;
@@ -244,7 +238,13 @@ std::string Landing::closed_task_of(const std::string& slot) const {
   query.kinds = {"close"};
   query.last = 1;
   auto events = journal_.read(query);
-  return events.empty() ? "" : events.back().task_id;
+  if (events.empty()) return std::nullopt;
+  return std::move(events.back());
+}
+
+std::string Landing::closed_task_of(const std::string& slot) const {
+  const auto close = last_close(slot);
+  return close ? close->task_id : "";
 }
 
 std::string Landing::task_of(const std::string& slot) const {
@@ -280,16 +280,8 @@ Branches Landing::branches(const std::string& onto, bool foresee) {
     BranchRow row;
     if (auto it = states.find(info.slot); it != states.end()) row.state = it->second;
     auto close = closes.find(info.slot);
-    if (close == closes.end()) {
-      JournalQuery query;
-      query.thing = Thing::slot;
-      query.name = info.slot;
-      query.buckets = {store_.bucket_name()};
-      query.kinds = {"close"};
-      query.last = 1;
-      auto found = journal_.read(query);
-      if (!found.empty()) close = closes.emplace(info.slot, std::move(found.back())).first;
-    }
+    if (close == closes.end())
+      if (auto found = last_close(info.slot)) close = closes.emplace(info.slot, std::move(*found)).first;
     if (close != closes.end()) {
       if (const cJSON* r = cJSON_GetObjectItemCaseSensitive(close->second.detail.get(), "result");
           cJSON_IsString(r))
@@ -457,6 +449,7 @@ LandResult Landing::land(const std::string& slot, const std::string& onto, Lease
   result.forced = forced || check.forced;
   result.no_check = check.forced;
   const std::string task = task_of(slot);
+  const std::string closed = closed_task_of(slot);  // the task this land completes
   // The check's process, stopped by the keeper's thread when the lease is
   // lost (declared before the hold: it outlives the keeper's thread).
   CheckRun run;
@@ -477,7 +470,7 @@ LandResult Landing::land(const std::string& slot, const std::string& onto, Lease
     // With review required, only the head approved lands (unless forced),
     // and only the head judged: a push since is no head anyone approved.
     if (!forced && review_required_)
-      if (const std::string why = not_approved(closed_task_of(slot), result.head); !why.empty())
+      if (const std::string why = not_approved(closed, result.head); !why.empty())
         throw Error(Errc::conflict, "swarm/" + slot + " is at " + result.head.substr(0, 12) + ", which is not approved: " +
                                         why + "; nothing was landed");
     MergePlan plan = git().plan(onto, "swarm/" + slot, message, author);
@@ -490,7 +483,7 @@ LandResult Landing::land(const std::string& slot, const std::string& onto, Lease
     if (plan.kind == MergePlan::Kind::landed) {
       result.outcome = LandResult::Outcome::already_landed;
       result.kind = "none";
-      move_task(result, closed_task_of(slot));
+      move_task(result, closed);
       return result;
     }
     if (plan.kind == MergePlan::Kind::conflict) {
@@ -519,7 +512,7 @@ LandResult Landing::land(const std::string& slot, const std::string& onto, Lease
       result.outcome = LandResult::Outcome::landed;
       result.to = plan.to;
       journal_.record(land_event(store_.bucket_name(), result, task, Actor::here(me_)));
-      move_task(result, closed_task_of(slot));
+      move_task(result, closed);
       return result;
     }
     swarm::log::info("{} moved while slot {} was landing; merging again", onto, slot);

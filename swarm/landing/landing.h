@@ -217,6 +217,8 @@ class Landing {
   // The task of the slot's last close: what its branch was closed as (the
   // one a land completes and a review approves).
   std::string closed_task_of(const std::string& slot) const;
+  // The journal's last `close` of the slot (none: never closed).
+  std::optional<Event> last_close(const std::string& slot) const;
   // The merged tree checked out and checked: the refusal, or nullopt when it passed.
   // `require_held` throws when the lease was lost (before anything is decided from the check).
   // `commit` checked out in the onto branch's checkout and checked, again

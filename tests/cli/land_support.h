@@ -42,6 +42,17 @@ inline RunResult plain_commit(const SwarmWorkspace& ws, const fs::path& dir, con
   return ws.git({"-c", "user.name=agent", "-c", "user.email=agent@example.com", "commit", "-q", "-m", message}, dir);
 }
 
+// A commit of `file` pushed to swarm/<slot> from a clone of the hub of its
+// own (in $HOME/<clone>), as someone outside swarm would push it.
+inline void push_by_hand(const SwarmWorkspace& ws, const std::string& slot, const std::string& clone,
+                         const std::string& file, const std::string& text, const std::string& message) {
+  const fs::path dir = ws.home() / clone;
+  REQUIRE(ws.git({"clone", "-q", "-b", "swarm/" + slot, (ws.root() / ".swarm/hub.git").string(), dir.string()}).exit == 0);
+  write_file(dir / file, text);
+  REQUIRE(plain_commit(ws, dir, message).exit == 0);
+  REQUIRE(ws.git({"push", "-q", "origin", "swarm/" + slot}, dir).exit == 0);
+}
+
 // join, write `file`, commit, close --result success: a finished slot.
 inline void finish(const SwarmWorkspace& ws, const std::string& slot, const std::string& file, const std::string& text,
             const std::map<std::string, std::string>& host = kHostA) {

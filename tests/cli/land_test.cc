@@ -46,11 +46,7 @@ TEST_CASE("Land_ADivergedBranchIsNamedAndNothingIsLost") {
   write_file(ws.worktree("render") / "a.txt", "a\n");
   REQUIRE(ws.swarm({"commit", "--slot", "render", "-m", "a"}).exit == 0);
   // Someone pushes to swarm/render from elsewhere; the agent commits on its own.
-  const fs::path other = ws.home() / "other";
-  REQUIRE(ws.git({"clone", "-q", "-b", "swarm/render", (ws.root() / ".swarm/hub.git").string(), other.string()}).exit == 0);
-  write_file(other / "b.txt", "b\n");
-  REQUIRE(plain_commit(ws, other, "from elsewhere").exit == 0);
-  REQUIRE(ws.git({"push", "-q", "origin", "swarm/render"}, other).exit == 0);
+  push_by_hand(ws, "render", "other", "b.txt", "b\n", "from elsewhere");
   const std::string theirs = hub_tip(ws, "swarm/render");
   write_file(ws.worktree("render") / "c.txt", "c\n");
   REQUIRE(plain_commit(ws, ws.worktree("render"), "mine").exit == 0);

@@ -176,11 +176,7 @@ TEST_CASE("Review_APushAfterTheApprovalNeverLandsWithoutForce") {
   work(ws, "s1", "A", "a.txt");
   REQUIRE(ws.swarm({"review", "approve", "--slot", "s1"}).exit == 0);
   // Someone pushes to swarm/s1 by hand.
-  const fs::path clone = ws.home() / "clone";
-  REQUIRE(ws.git({"clone", "-q", "-b", "swarm/s1", (ws.root() / ".swarm/hub.git").string(), clone.string()}).exit == 0);
-  write_file(clone / "sneaky.txt", "x\n");
-  REQUIRE(plain_commit(ws, clone, "sneaky").exit == 0);
-  REQUIRE(ws.git({"push", "-q", "origin", "swarm/s1"}, clone).exit == 0);
+  push_by_hand(ws, "s1", "clone", "sneaky.txt", "x\n", "sneaky");
   const std::string main_before = hub_tip(ws, "main");
   auto ready = ws.swarm({"land", "--ready"});
   CHECK(ready.out.find("landed s1") == std::string::npos);
