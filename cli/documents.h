@@ -27,7 +27,11 @@ swarm::Json leases_document(const std::vector<swarm::LeaseEntry>& entries, const
                             const std::vector<swarm::SemaphoreSummary>& semaphores, swarm::TimePoint server_now);
 // The state of each task of a listing by id (corrupt ones left out); `all`
 // must outlive it (its ids are not copied).
+swarm::StateOf states_of(const std::vector<const swarm::TaskEntry*>& all);
 swarm::StateOf states_of(const std::vector<swarm::TaskEntry>& all);
+// `task list`'s order of a listing: priority, then age, then id; corrupt
+// records last, in the order they came.
+void sort_listed(std::vector<const swarm::TaskEntry*>& entries);
 // One task as swarm.tasks.v1 lists it: the record, "revision" and "ready"
 // (a corrupt one: {"key","revision","state":"corrupt","error"}).
 swarm::Json task_json(const swarm::TaskEntry& e, const swarm::StateOf& state_of);

@@ -308,17 +308,7 @@ std::vector<const swarm::TaskEntry*> listed(const std::map<std::string, swarm::T
   std::vector<const swarm::TaskEntry*> out;
   out.reserve(tasks.size());
   for (const auto& [key, e] : tasks) out.push_back(&e);
-  std::stable_sort(out.begin(), out.end(), [](const swarm::TaskEntry* a, const swarm::TaskEntry* b) {
-    if (a->corrupt() || b->corrupt()) return !a->corrupt() && b->corrupt();
-    return swarm::listed_before(*a->task, *b->task);
-  });
-  return out;
-}
-
-std::vector<swarm::TaskEntry> entries_of(const std::map<std::string, swarm::TaskEntry>& tasks) {
-  std::vector<swarm::TaskEntry> out;
-  out.reserve(tasks.size());
-  for (const auto& [key, e] : tasks) out.push_back(e);
+  sort_listed(out);
   return out;
 }
 
@@ -336,8 +326,8 @@ bool done(const std::string& stands) { return stands == "completed" || stands ==
 
 std::string ServeView::tasks_document() const {
   std::lock_guard lock(mu_);
-  const auto entries = entries_of(tasks_);
-  return cli::tasks_document(listed(tasks_), states_of(entries)).dump();
+  const auto shown = listed(tasks_);
+  return cli::tasks_document(shown, states_of(shown)).dump();
 }
 
 std::string ServeView::log_lines(std::size_t n) const {
@@ -437,14 +427,14 @@ std::string ServeView::page_body() const {
 // kViewTasks rows, those not done first (in `task list` order), then the
 // done ones, the latest first.
 swarm::Json ServeView::tasks_panel() const {
-  const auto entries = entries_of(tasks_);
-  const auto state_of = states_of(entries);
+  const auto each = listed(tasks_);
+  const auto state_of = states_of(each);
   std::map<std::string, int> counts;
   for (const char* s : {"ready", "waiting", "working", "in_review", "approved", "completed", "failed", "cancelled",
                         "corrupt"})
     counts[s] = 0;
   std::vector<std::pair<const swarm::TaskEntry*, std::string>> open, closed;
-  for (const auto* e : listed(tasks_)) {
+  for (const auto* e : each) {
     std::string where = stands(*e, state_of);
     ++counts[where];
     (done(where) ? closed : open).emplace_back(e, std::move(where));

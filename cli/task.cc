@@ -122,10 +122,7 @@ int run_list(Context& ctx, const TaskFlags& f) {
     if (!labelled) continue;
     shown.push_back(&e);
   }
-  std::stable_sort(shown.begin(), shown.end(), [](const swarm::TaskEntry* a, const swarm::TaskEntry* b) {
-    if (a->corrupt() || b->corrupt()) return !a->corrupt() && b->corrupt();
-    return swarm::listed_before(*a->task, *b->task);
-  });
+  sort_listed(shown);
   std::string text;
   for (const auto* e : shown) {
     if (e->corrupt()) {
@@ -344,11 +341,25 @@ swarm::Json task_json(const swarm::TaskEntry& e, const swarm::StateOf& state_of)
   return j;
 }
 
+void sort_listed(std::vector<const swarm::TaskEntry*>& entries) {
+  std::stable_sort(entries.begin(), entries.end(), [](const swarm::TaskEntry* a, const swarm::TaskEntry* b) {
+    if (a->corrupt() || b->corrupt()) return !a->corrupt() && b->corrupt();
+    return swarm::listed_before(*a->task, *b->task);
+  });
+}
+
 swarm::StateOf states_of(const std::vector<swarm::TaskEntry>& all) {
+  std::vector<const swarm::TaskEntry*> each;
+  each.reserve(all.size());
+  for (const auto& e : all) each.push_back(&e);
+  return states_of(each);
+}
+
+swarm::StateOf states_of(const std::vector<const swarm::TaskEntry*>& all) {
   auto states = std::make_shared<std::unordered_map<std::string_view, swarm::TaskState>>();
   states->reserve(all.size());
-  for (const auto& e : all)
-    if (e.task) (*states)[e.task->id] = e.task->state();
+  for (const auto* e : all)
+    if (e->task) (*states)[e->task->id] = e->task->state();
   return [states](const std::string& id) -> std::optional<swarm::TaskState> {
     auto it = states->find(id);
     return it == states->end() ? std::nullopt : std::optional(it->second);

@@ -27,19 +27,6 @@ constexpr std::chrono::seconds kLookAgain{1};
 // The whole queue is listed to mend its index at most this often.
 constexpr std::chrono::seconds kScanEvery{10};
 
-bool has_labels(const std::vector<std::string>& have, const std::vector<std::string>& wanted) {
-  return std::all_of(wanted.begin(), wanted.end(),
-                     [&](const std::string& l) { return std::find(have.begin(), have.end(), l) != have.end(); });
-}
-
-StateOf states_from(const TaskStore& queue) {
-  return [&queue](const std::string& id) -> std::optional<TaskState> {
-    auto e = queue.get(id);
-    if (!e || e->corrupt()) return std::nullopt;
-    return e->task->state();
-  };
-}
-
 // A task without every label join --next asked for is not its to claim.
 void require_labels_of(const Task& t, const std::vector<std::string>* labels) {
   if (labels != nullptr && !has_labels(t.labels, *labels))
@@ -70,7 +57,7 @@ void SlotLifecycle::require_queued_claimable(const std::string& slot, const std:
   // The task lease was found free (require_claimable): a working task of
   // another slot is a lapsed claim (one at its last attempt is refused by
   // the claim itself, which records the failure).
-  claim(copy, {slot, 0, me_.host}, states_from(*q), true);
+  claim(copy, {slot, 0, me_.host}, q->stored_states(), true);
 }
 
 void SlotLifecycle::claim_queued(const JoinResult& result, JoinSteps& done) const {
@@ -84,7 +71,7 @@ void SlotLifecycle::claim_queued(const JoinResult& result, JoinSteps& done) cons
   try {
     changed = q->change(s.task_id, [&](Task& t) {
       require_labels_of(t, done.labels);
-      kind = claim(t, who, states_from(*q), true);
+      kind = claim(t, who, q->stored_states(), true);
     });
   } catch (const Error& e) {
     if (e.kind() == Errc::not_found && !done.queued_only) return;  // not in the queue: a free-form id

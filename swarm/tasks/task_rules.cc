@@ -13,11 +13,6 @@ namespace {
 
 std::string named(const Task& t) { return "task " + printable(t.id); }
 
-bool has_labels(const Task& t, const std::vector<std::string>& labels) {
-  return std::all_of(labels.begin(), labels.end(),
-                     [&](const std::string& l) { return std::find(t.labels.begin(), t.labels.end(), l) != t.labels.end(); });
-}
-
 }  // namespace
 
 std::vector<std::string> waiting_for(const Task& task, const StateOf& state_of) {
@@ -203,6 +198,11 @@ void reopen(Task& task) {
   task.attempts = 0;
 }
 
+bool has_labels(const std::vector<std::string>& have, const std::vector<std::string>& wanted) {
+  return std::all_of(wanted.begin(), wanted.end(),
+                     [&](const std::string& l) { return std::find(have.begin(), have.end(), l) != have.end(); });
+}
+
 bool listed_before(const Task& a, const Task& b) {
   if (a.priority != b.priority) return a.priority < b.priority;
   const auto at = a.created_at.value_or(TimePoint{}), bt = b.created_at.value_or(TimePoint{});
@@ -220,7 +220,7 @@ std::vector<Task> claim_order(const std::vector<TaskEntry>& all, const std::vect
   };
   std::vector<Task> ready, working;
   for (const auto& e : all) {
-    if (!e.task || !has_labels(*e.task, labels)) continue;
+    if (!e.task || !has_labels(e.task->labels, labels)) continue;
     if (is_ready(*e.task, state_of)) ready.push_back(*e.task);
     else if (e.task->state() == TaskState::working) working.push_back(*e.task);
   }

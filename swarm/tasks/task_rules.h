@@ -74,6 +74,8 @@ void reopen(Task& task);
 // those whose labels include every one of `labels`. Working tasks follow
 // (a claim of one succeeds only when its lease lapsed).
 std::vector<Task> claim_order(const std::vector<TaskEntry>& all, const std::vector<std::string>& labels);
+// Whether `have` (a task's labels) holds every one of `wanted`.
+bool has_labels(const std::vector<std::string>& have, const std::vector<std::string>& wanted);
 // The listing order: priority, then age, then id.
 bool listed_before(const Task& a, const Task& b);
 

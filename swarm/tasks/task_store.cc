@@ -14,6 +14,7 @@
 #include "swarm/base/log.h"
 #include "swarm/base/names.h"
 #include "swarm/base/text.h"
+#include "swarm/tasks/task_rules.h"
 
 namespace swarm {
 
@@ -57,13 +58,19 @@ std::optional<ReadyHint> hint_of(const std::string& value) {
   return h;
 }
 
-// Ready, given the states of every task (a whole listing's).
-bool ready_among(const Task& t, const std::map<std::string, TaskState>& states) {
-  if (t.state() != TaskState::open) return false;
-  return std::all_of(t.after.begin(), t.after.end(), [&](const std::string& a) {
-    auto it = states.find(a);
-    return it != states.end() && it->second == TaskState::completed;
-  });
+// The state of each task of a whole listing, by id (corrupt ones left out).
+std::map<std::string, TaskState> states_in(const std::vector<TaskEntry>& all) {
+  std::map<std::string, TaskState> states;
+  for (const auto& e : all)
+    if (e.task) states[e.task->id] = e.task->state();
+  return states;
+}
+
+StateOf among(const std::map<std::string, TaskState>& states) {
+  return [&states](const std::string& id) -> std::optional<TaskState> {
+    auto it = states.find(id);
+    return it == states.end() ? std::nullopt : std::optional(it->second);
+  };
 }
 
 }  // namespace
@@ -263,14 +270,17 @@ std::string TaskStore::next_generated_id() const {
   }
 }
 
+StateOf TaskStore::stored_states() const {
+  return [this](const std::string& id) -> std::optional<TaskState> {
+    auto e = get(id);
+    if (!e || e->corrupt()) return std::nullopt;
+    return e->task->state();
+  };
+}
+
 void TaskStore::index(const std::optional<Task>& before, const Task& after, bool fresh) const {
   try {
-    bool ready = after.state() == TaskState::open;
-    for (std::size_t i = 0; ready && i < after.after.size(); ++i) {
-      auto first = get(after.after[i]);
-      ready = first && !first->corrupt() && first->task->state() == TaskState::completed;
-    }
-    if (ready) translating_kv([&] { return bucket_.put_hint(hint_key(after.id), hint_value(after)); });
+    if (is_ready(after, stored_states())) translating_kv([&] { return bucket_.put_hint(hint_key(after.id), hint_value(after)); });
     else if (!fresh && (!before || before->state() == TaskState::open))
       translating_kv([&] { bucket_.remove_hint(hint_key(after.id)); });
     if (after.state() == TaskState::working)
@@ -280,12 +290,10 @@ void TaskStore::index(const std::optional<Task>& before, const Task& after, bool
     if (after.state() != TaskState::completed || (before && before->state() == TaskState::completed)) return;
     // Completed: the tasks that came after it may be ready now.
     const auto all = list();
-    std::map<std::string, TaskState> states;
-    for (const auto& e : all)
-      if (e.task) states[e.task->id] = e.task->state();
+    const auto states = states_in(all);
     for (const auto& e : all)
       if (e.task && std::find(e.task->after.begin(), e.task->after.end(), after.id) != e.task->after.end() &&
-          ready_among(*e.task, states))
+          is_ready(*e.task, among(states)))
         translating_kv([&] { return bucket_.put_hint(hint_key(e.task->id), hint_value(*e.task)); });
   } catch (const Error& e) {
     swarm::log::info("the ready index of task {} was not written ({}); a whole listing mends it", printable(after.id),
@@ -300,14 +308,7 @@ void TaskStore::forget_hint(const ReadyHint& hint) const {
   try {
     if (hint.sound && hint.key == hint_key(hint.id)) {
       auto entry = get(hint.id);
-      if (entry && entry->task && entry->task->state() == TaskState::open) {
-        bool ready = true;
-        for (const auto& a : entry->task->after) {
-          auto first = get(a);
-          ready = ready && first && first->task && first->task->state() == TaskState::completed;
-        }
-        if (ready) return;
-      }
+      if (entry && entry->task && is_ready(*entry->task, stored_states())) return;
     }
     translating_kv([&] { bucket_.remove_hint(hint.key); });
   } catch (const Error& e) {
@@ -354,9 +355,7 @@ std::vector<ReadyHint> TaskStore::hints(std::string_view prefix) const {
 }
 
 std::size_t TaskStore::repair_hints(const std::vector<TaskEntry>& all) const {
-  std::map<std::string, TaskState> states;
-  for (const auto& e : all)
-    if (e.task) states[e.task->id] = e.task->state();
+  const auto states = states_in(all);
   std::size_t changed = repair(all, states, true) + repair(all, states, false);
   if (changed > 0) swarm::log::info("the index of {} mended: {} hints", bucket_.name(), changed);
   return changed;
@@ -366,7 +365,7 @@ std::size_t TaskStore::repair(const std::vector<TaskEntry>& all, const std::map<
                               bool ready_index) const {
   auto key_of = [&](const std::string& id) { return ready_index ? hint_key(id) : working_key(id); };
   auto belongs = [&](const Task& t) {
-    return ready_index ? ready_among(t, states) : t.state() == TaskState::working;
+    return ready_index ? is_ready(t, among(states)) : t.state() == TaskState::working;
   };
   std::map<std::string, std::string> hinted;  // hint key -> its task id
   std::size_t changed = 0;

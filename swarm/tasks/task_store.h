@@ -78,6 +78,10 @@ class TaskStore {
   };
   Changed change(const std::string& id, const std::function<void(Task&)>& change) const;
 
+  // Each task's state as stored now, one read per id asked (none when it
+  // is missing or corrupt).
+  std::function<std::optional<TaskState>(const std::string&)> stored_states() const;
+
   // The index (adr/0038): hints of the tasks that are ready, and of those
   // being worked (a claim of one whose lease lapsed is claimable), most
   // urgent then oldest first: a listing of a few small keys, not of every task.
