@@ -82,8 +82,11 @@ Verb add_help(CLI::App& app) {
             if (!text) {
               std::string asked;
               for (const auto& w : *words) asked += (asked.empty() ? "" : " ") + w;
+              std::string verbs;
+              for (const CLI::App* verb : verbs_of(*root))
+                if (!verb->get_group().empty()) verbs += (verbs.empty() ? "" : ", ") + verb->get_name();
               throw swarm::Error(swarm::Errc::bad_input, "no verb or topic '" + swarm::printable(asked) +
-                                                             "': the verbs are in `swarm --help`, the topics are " +
+                                                             "': the verbs are " + verbs + "; the topics are " +
                                                              topic_list());
             }
             (void)ctx;

@@ -6,7 +6,8 @@
 # slots join and commit, two close with success, one is evicted, the slot
 # branches, the done work landed after a check, the journal. The workspace
 # is left running for you to explore (the commands are printed at the end);
-# --clean stops its server and removes it instead.
+# --clean stops its server and removes it instead. With $SWARM_DEMO_SWARM
+# naming a built swarm, the packages and the build are skipped (the tests).
 #   scripts/demo.sh [--clean]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,7 +16,7 @@ clean=0
 for arg in "$@"; do
   case "$arg" in
     --clean) clean=1 ;;
-    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "demo: unknown argument '$arg' (only --clean)" >&2; exit 2 ;;
   esac
 done
@@ -27,6 +28,12 @@ took() { printf '    (%ss)\n' $((SECONDS - phase_started)); }
 
 echo "swarm demo: packages, a build, then the loop on a workspace of its own (about 5 minutes the first time)"
 
+if [ -n "${SWARM_DEMO_SWARM:-}" ]; then
+  phase "1/4 packages and 2/4 the build: skipped, \$SWARM_DEMO_SWARM names a built swarm ($SWARM_DEMO_SWARM)"
+  [ -x "$SWARM_DEMO_SWARM" ] || { echo "demo: \$SWARM_DEMO_SWARM is no program: $SWARM_DEMO_SWARM" >&2; exit 2; }
+  swarm_bin="$(cd "$(dirname "$SWARM_DEMO_SWARM")" && pwd)/$(basename "$SWARM_DEMO_SWARM")"
+  took
+else
 phase "1/4 packages: what building and running swarm needs (g++, cmake, nats-server, libnats, libgit2, cJSON, spdlog, CLI11)"
 # setup.sh says what it installs; apt-get's own chatter is cut to a line per package.
 scripts/setup.sh --tool 2>&1 | while IFS= read -r line; do
@@ -57,6 +64,7 @@ done
 [ -x "$build/swarm" ] || { echo "demo: the build failed (run: cmake --build $build --target swarm)" >&2; exit 1; }
 swarm_bin="$(cd "$build" && pwd)/swarm"
 took
+fi
 
 ws=$(mktemp -d /tmp/swarm-demo-XXXXXX)
 export SWARM_WORKSPACE="$ws"

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <optional>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -82,7 +83,24 @@ SafeDir land_checkouts(const Workspace& ws) {
 }
 
 bool withheld_from_checks(std::string_view variable) {
-  return variable.rfind("NATS_", 0) == 0 || variable.rfind("SWARM_", 0) == 0;
+  std::string name(variable);
+  for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (name.rfind("NATS_", 0) == 0 || name.rfind("SWARM_", 0) == 0 || name.rfind("AWS_", 0) == 0) return true;
+  // The words that name a credential; a word, not a part of one
+  // (GIT_AUTHOR_NAME is no AUTH, KEYBOARD no KEY).
+  static constexpr std::string_view kCredentialWords[] = {
+      "TOKEN", "TOKENS", "PASSWORD", "PASSWD", "PASS", "PASSPHRASE", "SECRET", "SECRETS", "KEY", "KEYS", "APIKEY",
+      "AUTH", "CREDS", "CRED", "CREDENTIAL", "CREDENTIALS", "COOKIE", "SESSION", "PAT"};
+  std::string_view rest = name;
+  while (!rest.empty()) {
+    const auto end = rest.find('_');
+    const std::string_view word = rest.substr(0, end);
+    for (auto credential : kCredentialWords)
+      if (word == credential) return true;
+    if (end == std::string_view::npos) break;
+    rest.remove_prefix(end + 1);
+  }
+  return false;
 }
 
 int CheckRun::run(const LandCheck& check, const std::vector<std::string>& command, const std::filesystem::path& dir,

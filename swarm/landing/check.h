@@ -37,7 +37,10 @@ struct LandCheck {
 // What a check never sees of the lander's environment (a check is code from
 // an agent's branch): every inherited NATS_* and SWARM_* variable (the NATS
 // and hub credentials, the session token, the workspace), whatever swarm
-// sets for the check itself aside.
+// sets for the check itself aside, and every variable that names a
+// credential: a word of its name (split at `_`, any case) is TOKEN,
+// PASSWORD, SECRET, KEY, AUTH, CREDENTIALS or the like (GITHUB_TOKEN,
+// AWS_SECRET_ACCESS_KEY, SSH_AUTH_SOCK), or it starts with AWS_.
 bool withheld_from_checks(std::string_view variable);
 
 // Where the checkouts the land checks of `ws` run in are kept: outside the

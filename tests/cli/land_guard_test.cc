@@ -11,6 +11,7 @@
 #include "cli/land_support.h"
 #include "cli/swarm_fixture.h"
 #include "support/json_fields.h"
+#include "swarm/landing/check.h"
 
 using namespace testing;
 using namespace testing::land;
@@ -261,4 +262,55 @@ TEST_CASE("LandGuard_ACheckGetsNoSecret") {
   CAPTURE(pwd);
   CHECK(pwd.rfind(root + "/", 0) != 0);
   CHECK(read_file(seen.string() + ".leak").empty());
+}
+
+// A batch and its retries run the check as a single land does: no NATS or
+// hub credential, and no variable that names one (a GitHub or cloud token,
+// an ssh agent) in any of its runs.
+TEST_CASE("LandGuard_ABatchAndItsRetriesGetNoCredentialEither") {
+  SwarmWorkspace ws;
+  finish(ws, "b1", "b1.txt", "one\n");
+  finish(ws, "b2", "b2.txt", "two\n");
+  const fs::path seen = ws.home() / "runs";
+  fs::create_directories(seen);
+  // Each run keeps its environment; the first fails, so the batch is retried.
+  const std::vector<std::string> check = {
+      "/bin/sh", "-c",
+      "env > " + seen.string() + "/run.$$.env; if [ ! -e " + seen.string() + "/failed ]; then touch " +
+          seen.string() + "/failed; exit 1; fi; true"};
+  auto env = kHostA;
+  env["NATS_PASSWORD"] = "nats-secret-value";
+  env["SWARM_HUB_PASSWORD"] = "hub-secret-value";
+  env["GITHUB_TOKEN"] = "gh-secret-value";
+  env["AWS_SECRET_ACCESS_KEY"] = "aws-secret-value";
+  env["OPENAI_API_KEY"] = "api-secret-value";
+  env["SSH_AUTH_SOCK"] = "/tmp/agent-secret-value";
+  env["GIT_AUTHOR_NAME"] = "kept-author";
+  auto land = ws.swarm(with_check({"land", "--ready", "--batch", "8", "--retries", "1"}, check), env);
+  REQUIRE_MESSAGE(land.exit == 0, land.err);
+  int runs = 0;
+  for (const auto& entry : fs::directory_iterator(seen)) {
+    if (entry.path().extension() != ".env") continue;
+    ++runs;
+    const std::string vars = read_file(entry.path());
+    CAPTURE(entry.path());
+    CHECK(vars.find("secret-value") == std::string::npos);
+    CHECK(vars.find("kept-author") != std::string::npos);
+  }
+  CHECK(runs >= 2);  // the failed run and its retry at least
+}
+
+// Which names count as a credential: words of the name, not parts of words.
+TEST_CASE("LandGuard_CredentialNamesAreWithheldByTheirWords") {
+  for (const char* name : {"NATS_URL", "SWARM_SESSION", "GITHUB_TOKEN", "GH_TOKEN", "AWS_REGION", "NPM_TOKEN",
+                           "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "SSH_AUTH_SOCK", "DB_PASSWORD", "my_secret",
+                           "GOOGLE_APPLICATION_CREDENTIALS", "DOCKER_AUTH_CONFIG", "PGPASS_FILE_PASS"}) {
+    CAPTURE(name);
+    CHECK(swarm::withheld_from_checks(name));
+  }
+  for (const char* name : {"PATH", "HOME", "GIT_AUTHOR_NAME", "KEYBOARD_LAYOUT", "LANG", "TOKENIZERS_PARALLELISM",
+                           "PASSAGE", "CC", "MAKEFLAGS"}) {
+    CAPTURE(name);
+    CHECK_FALSE(swarm::withheld_from_checks(name));
+  }
 }

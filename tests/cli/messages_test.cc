@@ -88,3 +88,33 @@ TEST_CASE("Messages_TablesAlignAndCountsAddUp") {
   auto down = ws.swarm({"down"});
   CHECK(down.err.find("1 live session (live) loses its server") != std::string::npos);
 }
+
+// A join this host refuses as a live session says the age status shows and
+// why it waits longer than that (the clock's margin), so the observer and
+// the taker can be told apart.
+TEST_CASE("Messages_AJoinRefusedAsLiveGivesTheAgeAndTheMargin") {
+  SwarmWorkspace ws({.up_args = {"--ttl", "6s"}});
+  REQUIRE(ws.swarm({"join", "--slot", "a", "--task", "T-1"}).exit == 0);
+  auto again = ws.swarm({"join", "--slot", "a", "--task", "T-1"});
+  CHECK(again.exit == 3);
+  CAPTURE(again.err);
+  CHECK(again.err.find("renewed ") != std::string::npos);
+  CHECK(again.err.find(" ago; a join takes it over once it is surely older than 4s") != std::string::npos);
+  CHECK(again.err.find("--force") != std::string::npos);
+}
+
+// `swarm UNKNOWN --help` is no help page: exit 2 naming the word and the verbs.
+TEST_CASE("Messages_HelpOfAnUnknownVerbIsExit2NamingTheVerbs") {
+  SwarmWorkspace ws;
+  for (const auto& args : {std::vector<std::string>{"frobnicate", "--help"},
+                                              std::vector<std::string>{"frobnicate"},
+                                              std::vector<std::string>{"help", "frobnicate"}}) {
+    auto r = ws.swarm(args);
+    CAPTURE(args.size());
+    CAPTURE(r.err);
+    CHECK(r.exit == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err.find("frobnicate") != std::string::npos);
+    CHECK(r.err.find("join") != std::string::npos);
+  }
+}

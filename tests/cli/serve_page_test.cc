@@ -174,3 +174,20 @@ TEST_CASE("ServePage_HasATasksPanelThatFollowsTheQueue") {
   REQUIRE(ws.swarm({"land", "--slot", "s1"}).exit == 0);
   CHECK(browser.wait_for(stands("A") + " === 'completed' && " + stands("B") + " === 'ready'", 3s));
 }
+
+TEST_CASE("ServePage_ShowsWhatEachAgentSays") {
+  // renew --status/--note shows in the session's row, as text (markup in a note stays text), and a new
+  // status reaches the page without a reload.
+  if (chromium_path().empty()) FAIL("chromium is not installed: scripts/setup.sh installs it");
+  SwarmWorkspace ws;
+  REQUIRE(ws.swarm({"join", "--slot", "s", "--task", "T-1"}).exit == 0);
+  REQUIRE(ws.swarm({"renew", "--slot", "s", "--status", "blocked", "--note", "waiting for <b>API</b> review"}).exit == 0);
+  Served served(ws);
+  HeadlessBrowser browser;
+  browser.open(served.link());
+  const std::string doing = "(document.querySelector('tr[data-slot=\"s\"] .doing') || {}).textContent";
+  REQUIRE(browser.wait_for(doing + " === 'blocked: waiting for <b>API</b> review'", 10s));
+  CHECK(browser.evaluate("document.querySelectorAll('#sessions b, tr[data-slot] b').length") == "0");
+  REQUIRE(ws.swarm({"renew", "--slot", "s", "--status", "working", "--note", "writing tests"}).exit == 0);
+  CHECK(browser.wait_for(doing + " === 'working: writing tests'", 5s));
+}

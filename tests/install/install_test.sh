@@ -33,13 +33,13 @@ done
 zgrep -q 'swarm lease acquire' "$prefix/share/man/man1/swarm.1.gz" || fail "the man page has no section on lease acquire"
 zgrep -q '^\.SS "swarm help leases"' "$prefix/share/man/man1/swarm.1.gz" || fail "the man page has no topic leases"
 # What a user types: man finds it in the prefix (as it does ~/.local's from PATH).
-if command -v man >/dev/null; then
-  # Read whole, then searched: grep -q would close the pipe early and, under
-  # pipefail, the writer's SIGPIPE would fail the test at random.
-  page=$(MANPATH="$prefix/share/man" MANWIDTH=100 man swarm 2>/dev/null) || page=
-  grep -q 'swarm lease acquire' <<<"$page" ||
-    fail "man swarm does not show the installed page"
-fi
+# scripts/setup.sh installs man-db for the tests: without it this is a failure, never a silent skip.
+command -v man >/dev/null || fail "man is not installed (scripts/setup.sh --tests installs man-db)"
+# Read whole, then searched: grep -q would close the pipe early and, under
+# pipefail, the writer's SIGPIPE would fail the test at random.
+page=$(MANPATH="$prefix/share/man" MANWIDTH=100 man swarm 2>/dev/null) || page=
+grep -q 'swarm lease acquire' <<<"$page" ||
+  fail "man swarm does not show the installed page"
 # And offline help says the same as --help.
 [ "$("$prefix/bin/swarm" help join)" = "$("$prefix/bin/swarm" join --help)" ] || fail "swarm help join is not join --help"
 page=$("$prefix/bin/swarm" help trust) || fail "swarm help trust failed"

@@ -1,6 +1,7 @@
 // Doctor's checks as pure functions: what was read goes in, findings come
 // out, with no server and no workspace on disk.
 #include "swarm/doctor/checks.h"
+#include "swarm/doctor/doctor.h"
 
 #include <doctest/doctest.h>
 
@@ -189,4 +190,22 @@ TEST_CASE("CheckBuckets_ConfigDriftOldServerAndMissingLeaseBucket") {
   CHECK(missing[0].message == "the lease bucket swarm-leases does not exist");
   in.server_version = "2.10.0";
   CHECK(check_server_version(in).empty());
+}
+
+// What the summary counts: a notice --fix mended is fixed, not a notice
+// that remains; one it left alone still is.
+TEST_CASE("DoctorReport_ANoticeFixMendedCountsAsFixedOnly") {
+  DoctorReport report;
+  Finding mended;
+  mended.severity = Severity::notice;
+  mended.fixed = true;
+  Finding left;
+  left.severity = Severity::notice;
+  Finding problem;
+  problem.severity = Severity::problem;
+  problem.fixed = true;
+  report.findings = {mended, left, problem};
+  CHECK(report.notices() == 1);
+  CHECK(report.fixed() == 2);
+  CHECK(report.problems_remaining() == 0);
 }
