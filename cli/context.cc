@@ -263,6 +263,17 @@ Context::Tasks Context::tasks() const {
   return {swarm::TaskStore::open(*connection_, config.task_bucket), swarm::Journal(*connection_)};
 }
 
+Context::Messages Context::messages(bool lives_on) const {
+  timeout();  // a bad --timeout is bad input before any I/O
+  swarm::WorkspaceConfig config = config_of(workspace());
+  kv::ConnectionOptions options = connection_options(&config);
+  if (lives_on) options.total_wait = std::chrono::milliseconds(0);
+  connection_ = swarm::connect_nats(options);
+  const std::string bucket = config.bucket;
+  return {std::move(config), swarm::Bus(*connection_, bucket), swarm::Cursors(*connection_, bucket),
+          swarm::Blobs(*connection_)};
+}
+
 std::string Context::task_bucket() const { return config_of(workspace()).task_bucket; }
 
 std::optional<swarm::TaskStore> Context::queue_if_exists() const {

@@ -13,6 +13,9 @@
 #include "cli/output.h"
 #include "kv/connection.h"
 #include "kv/nats_context.h"
+#include "swarm/bus/blobs.h"
+#include "swarm/bus/bus.h"
+#include "swarm/bus/cursors.h"
 #include "swarm/landing/landing.h"
 #include "swarm/lease/lease.h"
 #include "swarm/slots/lifecycle.h"
@@ -110,6 +113,17 @@ class Context {
   // The task queue on the connection sessions() made (nullopt: a workspace
   // made before tasks, with no such bucket).
   std::optional<swarm::TaskStore> queue_if_exists() const;
+  // The message bus of the workspace (its stream, inbox cursors and blob
+  // store bound, no round trip), and the workspace's config.
+  struct Messages {
+    swarm::WorkspaceConfig config;
+    swarm::Bus bus;
+    swarm::Cursors cursors;
+    swarm::Blobs blobs;
+  };
+  // `lives_on`: for a verb that waits (inbox --wait/--follow, ask): its
+  // requests are not bounded by a total wait, each has --timeout.
+  Messages messages(bool lives_on = false) const;
   // The name of the workspace's task bucket (no I/O but its config).
   std::string task_bucket() const;
   // The lease bucket: of the workspace (its NATS and lease_bucket), or with
@@ -196,6 +210,11 @@ Verb add_help(CLI::App& app);
 Verb add_run(CLI::App& app);
 Verb add_task(CLI::App& app);
 Verb add_review(CLI::App& app);
+Verb add_send(CLI::App& app);
+Verb add_inbox(CLI::App& app);
+Verb add_ack(CLI::App& app);
+Verb add_ask(CLI::App& app);
+Verb add_blob(CLI::App& app);
 // The help topics (the pages of docs/), by name, comma-separated.
 std::string topic_list();
 // What `swarm help WORDS...` prints: the verb's --help, or a topic's page;

@@ -9,7 +9,8 @@ int exit_code_for(swarm::Errc kind) {
     case Errc::bad_input: return kBadInput;
     case Errc::conflict:
     case Errc::corrupt: return kConflict;
-    case Errc::not_found: return kNotFound;
+    case Errc::not_found:
+    case Errc::blob_missing: return kNotFound;
     case Errc::foreign_host: return kForeignHost;
     case Errc::not_bootstrapped: return kNotBootstrapped;
     case Errc::unavailable: return kUnavailable;

@@ -55,6 +55,8 @@ constexpr VerbMaker kVerbMakers[] = {
     {"commit", cli::add_commit},   {"renew", cli::add_renew},       {"close", cli::add_close},
     {"evict", cli::add_evict},     {"status", cli::add_status},     {"cwd", cli::add_cwd},
     {"task", cli::add_task},       {"review", cli::add_review},
+    {"send", cli::add_send},       {"inbox", cli::add_inbox},       {"ack", cli::add_ack},
+    {"ask", cli::add_ask},         {"blob", cli::add_blob},
     {"doctor", cli::add_doctor},   {"lease", cli::add_lease},       {"lock", cli::add_lock},
     {"elect", cli::add_elect},     {"log", cli::add_log},           {"branches", cli::add_branches},
     {"land", cli::add_land},       {"sync", cli::add_sync},         {"serve", cli::add_serve},

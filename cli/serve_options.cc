@@ -60,7 +60,7 @@ CLI::App* add_serve_command(CLI::App& app, ServeFlags& flags) {
                 "address)");
   cmd->footer(
       "Paths: /metrics (Prometheus text), / (the dashboard, pushed live), /api/status, /api/leases,\n"
-      "/api/branches, /api/tasks, /api/log (the verbs' --json documents; /api/log?n=N, JSON Lines).\n"
+      "/api/branches, /api/tasks, /api/inboxes, /api/log (the verbs' --json documents; /api/log?n=N, JSON Lines).\n"
       "Every request needs the workspace's serve secret (.swarm/serve/token, made by `swarm up`): the\n"
       "page through the link printed first (it sets a cookie), /metrics and /api/* also through\n"
       "Authorization: Bearer SECRET (Prometheus: authorization.credentials_file). A request whose Host\n"

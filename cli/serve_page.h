@@ -41,6 +41,10 @@ inline constexpr const char* kDashboardPage = R"PAGE(<!doctype html>
       <col class="w-token"><col class="w-age"></colgroup>
       <thead><tr><th>task</th><th>title</th><th>stands</th><th>slot</th><th class="num">pri</th><th class="num">age</th></tr></thead>
       <tbody></tbody></table><div id="tasks-more" class="empty"></div></section>
+  <section><h2>Inboxes <span id="inbox-counts" class="muted"></span></h2>
+    <table id="inboxes"><colgroup><col class="w-detail"><col class="w-token"><col class="w-token"></colgroup>
+      <thead><tr><th>inbox</th><th class="num">unread</th><th class="num">cursor</th></tr></thead>
+      <tbody></tbody></table><div id="inboxes-more" class="empty"></div></section>
   <section><h2>Recent acts</h2>
     <table id="events"><colgroup><col class="w-time"><col class="w-kind"><col class="w-name"><col class="w-host">
       <col class="w-detail"></colgroup>
@@ -88,6 +92,7 @@ th { color: var(--muted); font-weight: 600; }
 #tasks col:nth-child(4) { width: 15%; } #tasks col:nth-child(5) { width: 8%; } #tasks col:nth-child(6) { width: 12%; }
 .ready, .approved, .completed { color: var(--fresh); } .in_review { color: var(--late); } .failed { color: var(--stale); }
 .waiting, .cancelled { color: var(--muted); }
+#inboxes col:nth-child(1) { width: 60%; } #inboxes col:nth-child(2) { width: 20%; } #inboxes col:nth-child(3) { width: 20%; }
 #events col:nth-child(1) { width: 13%; } #events col:nth-child(2) { width: 15%; } #events col:nth-child(3) { width: 24%; }
 #events col:nth-child(4) { width: 16%; } #events col:nth-child(5) { width: 32%; }
 .state { font-weight: 600; }
@@ -193,6 +198,18 @@ function tasks() {
   document.getElementById("tasks-more").textContent = t.total > t.rows.length ?
     "and " + (t.total - t.rows.length) + " more (swarm task list)" : t.total === 0 ? "no tasks" : "";
 }
+// Inboxes and their unread counts; never a message's body (see docs/messages.md).
+function inboxes() {
+  const rows = view.inboxes || [];
+  const unread = rows.reduce((n, r) => n + r.unread, 0);
+  document.getElementById("inbox-counts").textContent = rows.length === 0 ? "" : unread + " unread";
+  fill("inboxes", rows.map(r => {
+    const tr = el("tr"); tr.dataset.inbox = r.name;
+    tr.append(el("td", r.name), el("td", r.unread, "num unread"), el("td", r.cursor, "num"));
+    return tr;
+  }));
+  document.getElementById("inboxes-more").textContent = rows.length === 0 ? "no inboxes" : "";
+}
 function acts() {
   fill("events", view.events.slice(-40).reverse().map(e => {
     const tr = el("tr");
@@ -203,7 +220,7 @@ function acts() {
 }
 function render() {
   if (!view) return;
-  header(); sessions(); leases(); branches(); tasks(); acts(); timeline();
+  header(); sessions(); leases(); branches(); tasks(); inboxes(); acts(); timeline();
 }
 const ends = { success: "✓", fail: "✗", lost: "✗" };
 function timeline() {

@@ -256,6 +256,10 @@ std::string ServeView::metrics() const {
   for (const auto& [key, e] : tasks_) ++task_states[e.corrupt() ? std::string("corrupt") : e.task->state_text];
   for (const auto& [state, n] : task_states)
     out += "swarm_tasks{state=\"" + label(state) + "\"} " + std::to_string(n) + "\n";
+  out += "# HELP swarm_inbox_unread Messages to each inbox and to all after its cursor (not acked yet).\n"
+         "# TYPE swarm_inbox_unread gauge\n";
+  for (const auto& r : inboxes_)
+    out += "swarm_inbox_unread{inbox=\"" + label(r.name) + "\"} " + std::to_string(r.unread) + "\n";
   out += "# HELP swarm_events_total Journal events seen since this server started (the last day's first).\n"
          "# TYPE swarm_events_total counter\n";
   for (const auto& [kind, n] : event_counts_) out += "swarm_events_total{kind=\"" + label(kind) + "\"} " + std::to_string(n) + "\n";
@@ -328,6 +332,19 @@ std::string ServeView::tasks_document() const {
   std::lock_guard lock(mu_);
   const auto shown = listed(tasks_);
   return cli::tasks_document(shown, states_of(shown)).dump();
+}
+
+std::string ServeView::inboxes_document() const {
+  std::lock_guard lock(mu_);
+  swarm::Json rows = swarm::Json::array();
+  for (const auto& r : inboxes_) {
+    swarm::Json j = swarm::Json::object();
+    j.set("name", r.name).set("cursor", r.cursor).set("unread", r.unread);
+    rows.push(std::move(j));
+  }
+  swarm::Json doc = swarm::Json::object();
+  doc.set("schema", "swarm.inboxes.v1").set("inboxes", std::move(rows));
+  return doc.dump();
 }
 
 std::string ServeView::log_lines(std::size_t n) const {
@@ -420,6 +437,13 @@ std::string ServeView::page_body() const {
   }
   doc.set("branches", std::move(branches));
   doc.set("tasks", tasks_panel());
+  swarm::Json inboxes = swarm::Json::array();
+  for (const auto& r : inboxes_) {
+    swarm::Json j = swarm::Json::object();
+    j.set("name", r.name).set("cursor", r.cursor).set("unread", r.unread);
+    inboxes.push(std::move(j));
+  }
+  doc.set("inboxes", std::move(inboxes));
   return doc.dump();
 }
 

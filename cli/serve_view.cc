@@ -27,6 +27,10 @@ constexpr std::chrono::seconds kBranchesAtMost{1};
 constexpr std::chrono::seconds kBranchesAtLeast{30};
 // A missing task bucket (a workspace made before tasks) is looked for again this often.
 constexpr std::chrono::seconds kTasksLookAgain{5};
+// The inboxes' counts: read again this long after a send, or after this
+// long anyway (an ack moves a cursor and rings nothing).
+constexpr std::chrono::milliseconds kInboxesAfterRing{500};
+constexpr std::chrono::seconds kInboxesLookAgain{3};
 
 
 
@@ -141,6 +145,7 @@ void ServeView::serve_link(ServeLink& link) {
     limits_.clear();
     beats_.clear();
     tasks_.clear();
+    inboxes_.clear();
     table_ = swarm::SessionTable(me_, true);
     branches_stale_ = true;
   }
@@ -150,6 +155,7 @@ void ServeView::serve_link(ServeLink& link) {
   feeds_.emplace_back([this, &link] { journal_feed(link); });
   feeds_.emplace_back([this, &link] { branches_feed(link); });
   feeds_.emplace_back([this, &link] { tasks_feed(link); });
+  feeds_.emplace_back([this, &link] { inboxes_feed(link); });
   // The connection's state is known at once when the server goes (its
   // socket closes): within one poll, the view says so.
   while (running()) {
@@ -347,6 +353,56 @@ void ServeView::tasks_feed(ServeLink& link) {
       }
       ++version_;
       cv_.notify_all();
+    }
+  });
+}
+
+// The inboxes: those with a cursor or with messages sent to them, each
+// read again after a send (the bus's bell) or every few seconds. A
+// workspace made before messages has no bus: looked for again until `up`.
+void ServeView::inboxes_feed(ServeLink& link) {
+  feed("inboxes", [&] {
+    const std::string bucket = link.landing.sessions().bucket_name();
+    const swarm::Bus bus(link.connection, bucket);
+    const swarm::Cursors cursors(link.connection, bucket);
+    std::optional<kv::Doorbell> bell;
+    while (running()) {
+      if (!bus.state()) {
+        set_up("inboxes", true);
+        std::unique_lock lock(mu_);
+        cv_.wait_for(lock, kTasksLookAgain, [&] { return !running(); });
+        continue;
+      }
+      if (!bell) bell.emplace(bus.doorbell_all());
+      std::map<std::string, std::uint64_t> at;
+      try {
+        at = cursors.all();
+      } catch (const swarm::Error& e) {
+        if (e.kind() != swarm::Errc::not_found) throw;
+      }
+      std::set<std::string> names;
+      for (const auto& name : bus.inboxes()) names.insert(name);
+      for (const auto& [name, seq] : at) names.insert(name);
+      std::vector<InboxRow> rows;
+      for (const auto& name : names) {
+        const std::uint64_t cursor = at.count(name) ? at[name] : 0;
+        rows.push_back({name, cursor, bus.unread(name, cursor)});
+      }
+      {
+        std::lock_guard lock(mu_);
+        inboxes_ = std::move(rows);
+        ++version_;
+      }
+      cv_.notify_all();
+      set_up("inboxes", true);
+      // The next read: after a send (not sooner than kInboxesAfterRing), else after kInboxesLookAgain.
+      const auto read_at = Steady::now();
+      bool rung = false;
+      while (running()) {
+        const auto since = Steady::now() - read_at;
+        if (since >= kInboxesLookAgain || (rung && since >= kInboxesAfterRing)) break;
+        rung = bell->wait(kPoll) || rung;
+      }
     }
   });
 }

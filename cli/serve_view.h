@@ -23,6 +23,8 @@
 #include <vector>
 
 #include "kv/connection.h"
+#include "swarm/bus/bus.h"
+#include "swarm/bus/cursors.h"
 #include "swarm/journal/journal.h"
 #include "swarm/landing/landing.h"
 #include "swarm/lease/lease.h"
@@ -79,6 +81,8 @@ class ServeView {
   std::string branches_document() const;
   // swarm.tasks.v1 of the queue, by priority then age (as `task list --json`).
   std::string tasks_document() const;
+  // swarm.inboxes.v1: each inbox, its cursor and its unread count (never a body).
+  std::string inboxes_document() const;
   // The journal's last `n` acts seen (JSON Lines, swarm.event.v1).
   std::string log_lines(std::size_t n) const;
   // What the page draws (one JSON object), and its version.
@@ -98,6 +102,7 @@ class ServeView {
   void journal_feed(ServeLink& link);
   void branches_feed(ServeLink& link);
   void tasks_feed(ServeLink& link);
+  void inboxes_feed(ServeLink& link);
   void changed();
   void set_up(const char* what, bool up);
   bool running() const { return !stopping_ && !broken_; }
@@ -158,6 +163,14 @@ class ServeView {
 
   // The task queue by key, as its watch has it (none while the bucket is missing).
   std::map<std::string, swarm::TaskEntry> tasks_;
+  // Each inbox's cursor and unread count, read again after each send (at
+  // most once a second) and every few seconds (an ack rings no bell).
+  struct InboxRow {
+    std::string name;
+    std::uint64_t cursor = 0;
+    std::uint64_t unread = 0;
+  };
+  std::vector<InboxRow> inboxes_;
 
   // The last page built, and the version it is of.
   mutable std::string page_cache_;

@@ -5,6 +5,7 @@
 #include "swarm/base/duration.h"
 #include "swarm/base/text.h"
 #include "swarm/base/words.h"
+#include "swarm/bus/message.h"
 #include "swarm/journal/journal.h"
 #include "swarm/workspace/bootstrap.h"
 
@@ -26,6 +27,9 @@ struct UpFlags {
   CLI::Option* check_option = nullptr;
   bool require_review = false;
   bool no_require_review = false;
+  std::string bus_max_age;
+  std::string bus_max_bytes;
+  std::string blob_max_bytes;
 };
 
 // How long the journal keeps events: at least its 2-minute window of
@@ -35,6 +39,16 @@ std::chrono::milliseconds events_max_age_of(const std::string& text) {
   if (age < std::chrono::minutes(2))
     throw swarm::Error(swarm::Errc::bad_input, "bad --events-max-age '" + swarm::printable(text.substr(0, 40)) +
                                                     "': the journal keeps events at least 2m (e.g. 7d, 30d, 720h)");
+  return age;
+}
+
+// How long the bus keeps a message: at least its 2-minute window of
+// deduplication, as the journal; else bad_input naming it.
+std::chrono::milliseconds bus_max_age_of(const std::string& text) {
+  auto age = swarm::parse_long_duration(text);
+  if (age < std::chrono::minutes(2))
+    throw swarm::Error(swarm::Errc::bad_input, "bad --bus-max-age '" + swarm::printable(text.substr(0, 40)) +
+                                                    "': the bus keeps messages at least 2m (e.g. 7d, 24h)");
   return age;
 }
 
@@ -112,6 +126,9 @@ swarm::UpOptions options_of(const Context& ctx, const UpFlags& f) {
   if (f.check_option->count() > 0) options.check = f.check;
   if (f.require_review) options.require_review = true;
   if (f.no_require_review) options.require_review = false;
+  if (!f.bus_max_age.empty()) options.bus_max_age = bus_max_age_of(f.bus_max_age);
+  if (!f.bus_max_bytes.empty()) options.bus_max_bytes = parse_byte_size(f.bus_max_bytes);
+  if (!f.blob_max_bytes.empty()) options.blob_max_bytes = static_cast<std::uint64_t>(parse_byte_size(f.blob_max_bytes));
   return options;
 }
 
@@ -139,6 +156,14 @@ std::string up_text(const swarm::UpResult& r) {
     human += "  note:    " + r.workspace.root().string() + " is no git checkout, so the hub starts with one empty "
              "commit on main; run `swarm up` in a checkout to seed it from its history instead\n";
   human += "  journal: " + journal_line(r.journal) + "\n";
+  if (r.bus) {
+    const auto& c = r.bus->config;
+    human += std::string("  bus:     ") + swarm::kBusStream + " (keeps " +
+             (c.max_age.count() % (24 * 3600 * 1000) == 0 ? std::to_string(c.max_age.count() / (24 * 3600 * 1000)) + "d"
+                                                            : swarm::format_duration(c.max_age)) +
+             ", at most " + std::to_string(c.max_bytes >> 20) + " MiB; " + std::to_string(r.bus->messages) +
+             " messages; blobs up to " + std::to_string(r.config.blob_max() >> 20) + " MiB each)\n";
+  }
   if (r.config.ports)
     human += "  ports:   " + r.config.ports->text() + " (`swarm join --ports K` takes a block of K of them)\n";
   if (!r.config.check.empty())
@@ -166,6 +191,16 @@ swarm::Json up_json(const swarm::UpResult& r) {
       .set("found_buckets", r.found_buckets)
       .set("added_remote", r.added_remote);
   doc.set("journal", journal_json(r.journal));
+  {
+    swarm::Json bus = swarm::Json::object();
+    bus.set("stream", swarm::kBusStream).set("exists", r.bus.has_value());
+    if (r.bus)
+      bus.set("max_age_seconds", static_cast<double>(r.bus->config.max_age.count()) / 1000.0)
+          .set("max_bytes", static_cast<std::int64_t>(r.bus->config.max_bytes))
+          .set("messages", r.bus->messages);
+    bus.set("blob_max_bytes", r.config.blob_max());
+    doc.set("bus", std::move(bus));
+  }
   if (r.ttl_was) doc.set("ttl_was_seconds", static_cast<double>(r.ttl_was->count()) / 1000.0);
   doc.set("ttl_changed", r.ttl_changed);
   if (r.config.ports) doc.set("ports", r.config.ports->text());
@@ -183,6 +218,8 @@ int run_up(Context& ctx, const UpFlags& f) {
   for (const auto& s : r.unsafe_servers)
     ctx.out().warn(s + " is older than 2.10: this replicated workspace may lose acknowledged writes and see fencing "
                        "tokens go backwards under partitions (--accept-unsafe-server)");
+  for (const auto& d : r.bus_differs)
+    ctx.out().warn(std::string("bus ") + swarm::kBusStream + ": " + d + (d.rfind("replicas", 0) == 0 ? " (kept as it is)" : ""));
   for (const auto& d : r.journal_differs)
     ctx.out().warn(std::string("journal ") + swarm::kEventsStream + ": " + d +
                    (d.rfind("replicas", 0) == 0 ? " (kept as it is)" : ""));
@@ -223,6 +260,21 @@ Verb add_up(CLI::App& app) {
                   "to an existing journal too")
       ->option_text("SIZE")
       ->check(validator_of([](const std::string& t) { parse_byte_size(t); }, "SIZE"));
+  cmd->add_option("--bus-max-age", flags->bus_max_age,
+                  "How long the message bus (stream swarm-bus) keeps a message: 7d by default; given, it is applied "
+                  "to an existing bus too")
+      ->option_text("DUR")
+      ->check(validator_of([](const std::string& t) { bus_max_age_of(t); }, "DUR"));
+  cmd->add_option("--bus-max-bytes", flags->bus_max_bytes,
+                  "How much the bus keeps, oldest messages dropped first: 256MiB by default; given, it is applied "
+                  "to an existing bus too")
+      ->option_text("SIZE")
+      ->check(validator_of([](const std::string& t) { parse_byte_size(t); }, "SIZE"));
+  cmd->add_option("--blob-max-bytes", flags->blob_max_bytes,
+                  "The most one blob may weigh (`swarm blob put`, a long message): 1GiB by default (kept in "
+                  "config.json)")
+      ->option_text("SIZE")
+      ->check(validator_of([](const std::string& t) { parse_byte_size(t); }, "SIZE"));
   cmd->add_option("--ports", flags->ports,
                   "A range of ports FIRST-LAST that `join --ports K` hands out in blocks of K consecutive ports, "
                   "no two live slots' blocks sharing a port on any host (kept in config.json)")
@@ -256,6 +308,7 @@ Verb add_up(CLI::App& app) {
       "  swarm up --ports 20000-20999               # then: swarm join --slot a --task T-1 --ports 10\n"
       "  swarm up --check 'make test'               # every land runs it; --check '' removes it\n"
       "  swarm up --require-review                 # land only what `swarm review approve` approved\n"
+      "  swarm up --bus-max-age 2d --blob-max-bytes 100MiB\n"
       "Running it again reuses what is there; after `swarm down` it restarts the server on the same data.\n"
       "A host joining buckets that another host made takes their TTL and replicas unless given.\n"
       "SSH hubs: keys from ssh-agent, ~/.ssh/id_ed25519, id_ecdsa, id_rsa, or $SWARM_SSH_KEY; the host key must be\n"

@@ -260,6 +260,50 @@ Stream::Published Stream::publish(std::string_view subject, std::string_view dat
   });
 }
 
+void Stream::publish_unanswered(std::string_view subject, std::string_view data, const std::string& msg_id) const {
+  const std::string subj(subject);
+  const std::string what = "publish to " + stream_where(name_) + " subject " + subj;
+  natsMsg* raw = nullptr;
+  check(natsMsg_Create(&raw, subj.c_str(), nullptr, data.data(), static_cast<int>(data.size())), what);
+  detail::MsgPtr msg(raw);
+  check(natsMsgHeader_Set(raw, "Nats-Msg-Id", msg_id.c_str()), what);
+  check(natsConnection_PublishMsg(state_->connection->connection.get(), raw), what);
+  check(natsConnection_FlushTimeout(state_->connection->connection.get(), state_->connection->request_timeout.count()),
+        what);
+}
+
+namespace {
+using ConsumerInfoPtr = detail::ConsumerInfoPtr;
+// How long the server keeps a counting consumer nobody reads.
+constexpr std::chrono::seconds kCountConsumerLife{5};
+}  // namespace
+
+std::uint64_t Stream::count_from(std::string_view filter, std::uint64_t seq) const {
+  const std::string subj(filter);
+  const std::string what = "count " + subj + " in " + stream_where(name_);
+  return with_retries(*state_->connection, budget_, [&](std::chrono::milliseconds wait) -> std::uint64_t {
+    jsConsumerConfig config;
+    check(jsConsumerConfig_Init(&config), what);
+    config.FilterSubject = subj.c_str();
+    config.DeliverPolicy = js_DeliverByStartSequence;
+    config.OptStartSeq = std::max<std::uint64_t>(seq, 1);
+    config.AckPolicy = js_AckNone;
+    config.MemoryStorage = true;
+    config.Replicas = 1;
+    config.InactiveThreshold = std::chrono::duration_cast<std::chrono::nanoseconds>(kCountConsumerLife).count();
+    jsOptions options = waiting(wait);
+    jsConsumerInfo* raw = nullptr;
+    jsErrCode code = jsErrCode(0);
+    natsStatus status = js_AddConsumer(&raw, state_->js(), name_.c_str(), &config, &options, &code);
+    ConsumerInfoPtr info(raw);
+    if (status == NATS_NO_RESPONDERS) no_responder(state_->js(), name_, what, wait);
+    if (status == NATS_NOT_FOUND || code == JSStreamNotFoundErr)
+      throw Error(Errc::not_found, what + ": " + stream_where(name_) + " does not exist");
+    check(status, what, code);
+    return info->NumPending;
+  });
+}
+
 namespace {
 std::optional<StreamMessage> direct_get(detail::ConnectionState& connection, std::chrono::milliseconds budget,
                                         const std::string& stream, const jsDirectGetMsgOptions& get,

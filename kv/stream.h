@@ -114,6 +114,14 @@ class Stream {
   // Stores `data` on `subject`; a publish that got no answer is sent again
   // with the same `msg_id`, so it is stored once.
   Published publish(std::string_view subject, std::string_view data, const std::string& msg_id) const;
+  // Sends it and waits for nothing: what a client whose answer was lost
+  // did (the fault tests' way to lose one). The send is flushed.
+  void publish_unanswered(std::string_view subject, std::string_view data, const std::string& msg_id) const;
+
+  // How many messages matching `filter` have a sequence of `seq` or more:
+  // the count of a consumer made for it, which the server drops by itself
+  // a few seconds later (one round trip, never a read of the messages).
+  std::uint64_t count_from(std::string_view filter, std::uint64_t seq) const;
 
   // The last message on `subject` (a direct get, one round trip); nullopt
   // when it has none.

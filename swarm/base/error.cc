@@ -9,6 +9,7 @@ std::string_view to_string(Errc kind) {
     case Errc::conflict: return "conflict";
     case Errc::corrupt: return "corrupt";
     case Errc::not_found: return "not_found";
+    case Errc::blob_missing: return "blob_missing";
     case Errc::foreign_host: return "foreign_host";
     case Errc::not_bootstrapped: return "not_bootstrapped";
     case Errc::unavailable: return "unavailable";

@@ -19,6 +19,7 @@ enum class Errc {
   conflict,          // held by someone else, or a CAS race was lost        -> 3
   corrupt,           // a record that cannot be read; doctor/evict fix it   -> 3
   not_found,         // no session or lease by that name                    -> 4
+  blob_missing,      // a blob a message names is not in the store            -> 4
   foreign_host,      // the session belongs to another host                 -> 5
   not_bootstrapped,  // no .swarm/, no config, no hub, no bucket            -> 6
   unavailable,       // NATS unreachable or timed out                       -> 7

@@ -9,6 +9,8 @@
 #include "kv/bucket.h"
 #include "swarm/base/error.h"
 #include "swarm/base/process_info.h"
+#include "swarm/bus/bus.h"
+#include "swarm/bus/cursors.h"
 #include "swarm/doctor/checks.h"
 #include "swarm/slots/liveness.h"
 #include "swarm/lease/rules.h"
@@ -49,6 +51,8 @@ std::string_view to_string(FindingKind kind) {
     case FindingKind::orphan_port_block: return "orphan_port_block";
     case FindingKind::dead_holder: return "dead_holder";
     case FindingKind::task_bucket: return "task_bucket";
+    case FindingKind::bus: return "bus";
+    case FindingKind::inbox_gap: return "inbox_gap";
     case FindingKind::corrupt_task: return "corrupt_task";
   }
   return "unknown";
@@ -190,6 +194,37 @@ void check_tasks(DoctorReport& report, const kv::Connection& nats, const Workspa
   }
 }
 
+// The message bus: its stream (a workspace made before messages has none:
+// a notice, `swarm up` makes it), and each inbox whose unacked messages
+// retention dropped (a notice: they are gone; an ack past them says so).
+void check_bus(DoctorReport& report, const kv::Connection& nats, const WorkspaceConfig& config) {
+  const Bus bus(nats, config.bucket);
+  const auto st = bus.state();
+  if (!st) {
+    report.findings.push_back(d::make_finding(
+        Severity::notice, FindingKind::bus, kBusStream,
+        std::string("the message bus (stream ") + kBusStream + ") does not exist: `swarm send` and `inbox` need it",
+        "swarm up"));
+    return;
+  }
+  std::map<std::string, std::uint64_t> cursors;
+  try {
+    cursors = Cursors(nats, config.bucket).all();
+  } catch (const Error& e) {
+    if (e.kind() != Errc::not_found && e.kind() != Errc::not_bootstrapped) throw;
+  }
+  for (const auto& [name, seq] : cursors) {
+    if (st->first_seq <= seq + 1) continue;
+    const std::uint64_t dropped = st->first_seq - 1 - seq;
+    report.findings.push_back(d::make_finding(
+        Severity::notice, FindingKind::inbox_gap, name,
+        "inbox " + name + ": retention dropped " + std::to_string(dropped) + " bus message(s) after its cursor (seq " +
+            std::to_string(seq) + ") before it acked them; those to " + name + " or to all are lost",
+        "swarm ack --as " + name + " " + std::to_string(st->first_seq - 1) + "   (says they are gone; raise `swarm up "
+        "--bus-max-age/--bus-max-bytes` to keep more)"));
+  }
+}
+
 // The servers' URLs, joined and with any secret redacted.
 std::string shown_urls(const std::vector<std::string>& urls) {
   std::string out;
@@ -318,6 +353,7 @@ DoctorReport Doctor::run(bool fix) {
     const d::SessionListing listing = check_sessions(report, *store, host, here, clock_, fixes, fixed);
     check_leases(report, *nats, config, me_, listing.all, fixes, fixed);
     check_tasks(report, *nats, config, fixes, fixed);
+    check_bus(report, *nats, config);
   } catch (const Error& e) {
     if (e.kind() != Errc::unavailable) throw;
     report.nats_reachable = false;

@@ -50,6 +50,8 @@ enum class FindingKind {
   dead_holder,
   task_bucket,
   corrupt_task,
+  bus,
+  inbox_gap,
 };
 std::string_view to_string(FindingKind kind);
 

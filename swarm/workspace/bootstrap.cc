@@ -15,6 +15,9 @@
 #include "swarm/base/words.h"
 #include "swarm/git/hub.h"
 #include "swarm/journal/journal.h"
+#include "swarm/bus/blobs.h"
+#include "swarm/bus/bus.h"
+#include "swarm/bus/cursors.h"
 #include "swarm/tasks/task_store.h"
 #include "swarm/workspace/embedded_server.h"
 
@@ -190,6 +193,10 @@ void finish_up(const UpOptions& options, UpResult& result) {
     });
     // The task queue (swarm task): a workspace made before it gets it now.
     TaskStore::ensure(nats, config.task_bucket, config.replicas);
+    // Messages between agents: the bus, its cursors and its blobs (the same).
+    result.bus_differs = Bus::ensure(nats, config.replicas, options.bus_max_age, options.bus_max_bytes);
+    Cursors::ensure(nats, config.replicas);
+    Blobs::ensure(nats, config.replicas);
   } catch (const Error& e) {
     if (e.kind() != Errc::conflict) throw;
     throw Error(Errc::conflict, std::string(e.what()) +
@@ -198,6 +205,7 @@ void finish_up(const UpOptions& options, UpResult& result) {
   }
 
   result.journal = Journal(nats).state();
+  result.bus = Bus(nats, config.bucket).state();
 
   // Seeding an empty hub builds its first commits in .swarm/hub-seed.<pid>,
   // removed after. `up` runs alone (the up-lock): any other such folder is
@@ -393,6 +401,7 @@ UpResult up(const UpOptions& options) {
   if (options.ports) config.ports = *options.ports;
   if (options.check) config.check = *options.check;
   if (options.require_review) config.require_review = *options.require_review;
+  if (options.blob_max_bytes) config.blob_max_bytes = *options.blob_max_bytes;
   // The workspace's own hub gone (deleted, or a workspace moved with a
   // config that named it by its old path): never replaced by a new, empty
   // one, which would hide every branch landed so far.

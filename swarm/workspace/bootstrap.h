@@ -38,6 +38,12 @@ struct UpOptions {
   // Whether a task closed `success` waits for a review before it lands
   // (`up --require-review` / `--no-require-review`); else the config's.
   std::optional<bool> require_review;
+  // The message bus's limits (stream swarm-bus): given, applied to an
+  // existing stream too; else a new one keeps 7 days and 256 MiB.
+  std::optional<std::chrono::milliseconds> bus_max_age;
+  std::optional<std::int64_t> bus_max_bytes;
+  // What one blob may weigh; else the config's, else 1 GiB.
+  std::optional<std::uint64_t> blob_max_bytes;
 };
 
 struct UpResult {
@@ -58,6 +64,8 @@ struct UpResult {
   std::optional<int> server_pid;
   std::optional<kv::StreamStatus> journal;     // the journal's stream as up left it
   std::vector<std::string> journal_differs;    // how it differs from what was asked (replicas are kept)
+  std::optional<kv::StreamStatus> bus;         // the message bus's stream as up left it
+  std::vector<std::string> bus_differs;
   // "nats-server 2.9.10 at nats://…": servers too old for the replicas, taken
   // only with accept_unsafe_server.
   std::vector<std::string> unsafe_servers;

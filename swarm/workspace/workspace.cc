@@ -136,6 +136,11 @@ Workspace::ConfigFile parse_config(const std::string& text, const std::string& f
     if (!cJSON_IsBool(item)) problem = "'require_review' is not true or false";
     else config.require_review = cJSON_IsTrue(item);
   }
+  if (const cJSON* item = cJSON_GetObjectItemCaseSensitive(json.get(), "blob_max_bytes")) {
+    if (!cJSON_IsNumber(item) || item->valuedouble < 1 || item->valuedouble > 9.0e15)
+      problem = "'blob_max_bytes' is not a positive whole number";
+    else config.blob_max_bytes = static_cast<std::uint64_t>(item->valuedouble);
+  }
   if (!problem.empty()) return bad(problem);
   try {
     config.check_command();
@@ -247,6 +252,7 @@ void Workspace::save_config(const WorkspaceConfig& config) const {
   json.set("lease_bucket", config.lease_bucket);
   json.set("task_bucket", config.task_bucket);
   if (config.require_review) json.set("require_review", true);
+  if (config.blob_max_bytes > 0) json.set("blob_max_bytes", config.blob_max_bytes);
   if (config.ports) json.set("ports", config.ports->text());
   if (!config.check.empty()) json.set("check", config.check);
   // A URL with a password or token in it is for this user's eyes only.

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -27,6 +28,10 @@ inline constexpr std::chrono::minutes kDefaultSessionTtl{5};
 inline constexpr std::chrono::seconds kMinSessionTtl{1};
 inline constexpr std::chrono::hours kMaxSessionTtl{1};
 
+// What one blob (swarm blob put, a long message) may weigh unless `up
+// --blob-max-bytes` says otherwise.
+inline constexpr std::uint64_t kDefaultBlobMaxBytes = std::uint64_t(1) << 30;
+
 // .swarm/config.json, written by `swarm up`. Zero values are the defaults.
 struct WorkspaceConfig {
   std::string nats_url;  // one URL or several, comma-separated
@@ -48,6 +53,10 @@ struct WorkspaceConfig {
   // (`up --require-review`).
   std::string task_bucket = kDefaultTaskBucket;
   bool require_review = false;
+  // What one blob (`swarm blob put`, a long message) may weigh
+  // (`up --blob-max-bytes`); 0: the default, kDefaultBlobMaxBytes.
+  std::uint64_t blob_max_bytes = 0;
+  std::uint64_t blob_max() const { return blob_max_bytes > 0 ? blob_max_bytes : kDefaultBlobMaxBytes; }
 
   std::vector<std::string> check_command() const;
 

@@ -291,3 +291,24 @@ TEST_CASE("Docs_OperatingTheContractTrustAndHelpAsWritten") {
   CHECK(help.out.find("# Leases:") != std::string::npos);
 }
 
+
+TEST_CASE("Readme_MessagesBetweenAgentsAsWritten") {
+  // The README's messages recipe: a broadcast read and acked by two agents, a question answered, a 1 MB log
+  // by blob; then docs/messages.md's cursors.
+  SwarmWorkspace ws;
+  const std::map<std::string, std::string> env = {{"SWARM_WORKSPACE", ws.root().string()}};
+  auto r = run_recipe(recipe("messages"), ws.root(), ws.home(), env);
+  CHECK(r.out.find(" lead - main moved: run swarm sync") != std::string::npos);
+  CHECK(r.out.find("yes, keep the old names working") != std::string::npos);
+  // Acked: neither agent gets the broadcast again.
+  CHECK(ws.swarm({"inbox", "--as", "a1"}).out.empty());
+  CHECK(ws.swarm({"inbox", "--as", "a2"}).out.find("main moved") == std::string::npos);
+  CHECK(ws.swarm({"inbox", "--as", "a2"}).out.find("yes, keep the old names working") != std::string::npos);
+  CHECK(fs::file_size(ws.root() / "got.log") == 1000000);
+  SwarmWorkspace second;
+  const std::map<std::string, std::string> env2 = {{"SWARM_WORKSPACE", second.root().string()}};
+  auto c = run_recipe(recipe("messages-cursors"), second.root(), second.home(), env2);
+  CHECK(c.out.find(" lead note rebase on main") != std::string::npos);
+  CHECK(second.swarm({"inbox", "--as", "a1"}).out.empty());
+  CHECK(second.swarm({"inbox", "--as", "a2"}).out.find("the API freeze starts at 16:00") != std::string::npos);
+}

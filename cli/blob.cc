@@ -1,0 +1,117 @@
+// swarm blob put and get: the bus's object store by hand. A blob is named
+// by its SHA-256, stored once, and checked against its name when it is read.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+
+#include "cli/context.h"
+#include "swarm/base/random.h"
+#include "swarm/base/text.h"
+#include "swarm/bus/blobs.h"
+
+namespace cli {
+
+namespace {
+
+struct BlobFlags {
+  std::string file, sha, out;
+};
+
+int run_put(Context& ctx, const BlobFlags& f) {
+  const std::string shown = swarm::printable(f.file);
+  const int fd = ::open(f.file.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st {};
+  if (fd < 0 || ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const int saved = errno;
+    if (fd >= 0) ::close(fd);
+    throw swarm::Error(swarm::Errc::bad_input, shown + ": no regular file to read" +
+                                                   (saved != 0 ? std::string(" (") + std::strerror(saved) + ")" : ""));
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  auto messages = ctx.messages();
+  const std::uint64_t max = messages.config.blob_max();
+  if (static_cast<std::uint64_t>(st.st_size) > max)
+    throw swarm::Error(swarm::Errc::bad_input, shown + " is " + std::to_string(st.st_size) +
+                                                   " bytes, more than a blob may be (" + std::to_string(max) +
+                                                   " bytes; `swarm up --blob-max-bytes SIZE` changes it); nothing was stored");
+  auto ref = messages.blobs.put_file(fd, std::filesystem::path(f.file).filename().string(), shown);
+  swarm::Json doc = swarm::Json::object();
+  doc.set("sha256", ref.sha256).set("size", ref.size).set("name", ref.name);
+  ctx.out().result("blob", ref.sha256 + "\n", std::move(doc));
+  return 0;
+}
+
+// Writes the blob to -o FILE through a temporary file beside it, renamed
+// once verified (a failed get leaves FILE as it was), or to stdout.
+int run_get(Context& ctx, const BlobFlags& f) {
+  auto messages = ctx.messages();
+  if (f.out.empty() || f.out == "-") {
+    auto ref = messages.blobs.get(f.sha, [](const char* data, std::size_t size) { std::cout.write(data, static_cast<std::streamsize>(size)); });
+    std::cout.flush();
+    (void)ref;
+    return 0;
+  }
+  const std::filesystem::path target(f.out);
+  const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
+  const std::filesystem::path temp = dir / ("." + target.filename().string() + ".swarm-blob-" + std::to_string(swarm::thread_random()() % 1000000000));
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0)
+    throw swarm::Error(swarm::Errc::filesystem, "cannot write " + swarm::printable(temp.string()) + ": " + std::strerror(errno));
+  bool kept = false;
+  try {
+    auto ref = messages.blobs.get(f.sha, [&](const char* data, std::size_t size) {
+      std::size_t done = 0;
+      while (done < size) {
+        const ssize_t n = ::write(fd, data + done, size - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) throw swarm::Error(swarm::Errc::filesystem, "cannot write " + swarm::printable(temp.string()) + ": " + std::strerror(errno));
+        done += static_cast<std::size_t>(n);
+      }
+    });
+    if (::fsync(fd) != 0 || ::close(fd) != 0)
+      throw swarm::Error(swarm::Errc::filesystem, "cannot write " + swarm::printable(temp.string()) + ": " + std::strerror(errno));
+    kept = true;
+    std::filesystem::rename(temp, target);
+    swarm::Json doc = swarm::Json::object();
+    doc.set("sha256", ref.sha256).set("size", ref.size).set("file", target.string());
+    ctx.out().result("blob", swarm::printable(target.string()) + "\n", std::move(doc));
+    return 0;
+  } catch (...) {
+    if (!kept) ::close(fd);
+    ::unlink(temp.c_str());
+    throw;
+  }
+}
+
+}  // namespace
+
+Verb add_blob(CLI::App& app) {
+  auto f = std::make_shared<BlobFlags>();
+  CLI::App* cmd = app.add_subcommand("blob", "Large payloads by their SHA-256: put a file, get it back verified");
+  cmd->require_subcommand(1);
+  CLI::App* put = cmd->add_subcommand("put", "Store a file; prints its SHA-256 (a blob stored before is not sent again)");
+  put->add_option("file", f->file, "The file")->required();
+  CLI::App* get = cmd->add_subcommand("get", "Write a blob, checked against its SHA-256 (exit 4 blob_missing when it is not stored)");
+  get->add_option("sha256", f->sha, "Its SHA-256 (64 hex digits)")->required()->check(validator_of([](const std::string& v) { swarm::require_sha256(v); }, "SHA"));
+  get->add_option("-o", f->out, "Write it to FILE (replaced only once it is whole and verified; default: stdout)")->option_text("FILE");
+  cmd->footer(
+      "Examples:\n"
+      "  sha=$(swarm blob put build.log)\n"
+      "  swarm blob get \"$sha\" -o build.log\n"
+      "`swarm send --file F` stores F as a blob and sends a message that names it.");
+  return {cmd, [f, put, get](Context& ctx) {
+            if (put->parsed()) return run_put(ctx, *f);
+            if (get->parsed()) return run_get(ctx, *f);
+            return 2;
+          }};
+}
+
+}  // namespace cli

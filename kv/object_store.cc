@@ -1,0 +1,345 @@
+#include "kv/object_store.h"
+
+#include <cjson/cJSON.h>
+#include <openssl/evp.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <vector>
+
+#include "kv/bucket_state.h"
+#include "kv/connection_state.h"
+#include "kv/retry.h"
+#include "kv/rfc3339.h"
+
+namespace kv {
+
+using detail::check;
+using detail::waiting;
+
+namespace {
+
+constexpr const char* kRollupHeader = "Nats-Rollup";
+constexpr const char* kRollupSubject = "sub";
+// Tries at writing a description when another put or a delete moved it.
+constexpr int kDescriptionAttempts = 3;
+
+std::string base64url(const unsigned char* data, std::size_t size) {
+  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  std::string out;
+  out.reserve((size + 2) / 3 * 4);
+  for (std::size_t i = 0; i < size; i += 3) {
+    const std::uint32_t n = (std::uint32_t(data[i]) << 16) | (i + 1 < size ? std::uint32_t(data[i + 1]) << 8 : 0) |
+                            (i + 2 < size ? std::uint32_t(data[i + 2]) : 0);
+    out += kAlphabet[(n >> 18) & 63];
+    out += kAlphabet[(n >> 12) & 63];
+    out += i + 1 < size ? kAlphabet[(n >> 6) & 63] : '=';
+    out += i + 2 < size ? kAlphabet[n & 63] : '=';
+  }
+  return out;
+}
+
+std::string fresh_nuid() {
+  static constexpr char kDigits[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+  std::random_device device;
+  std::mt19937_64 engine((std::uint64_t(device()) << 32) ^ device());
+  std::string out(22, '0');
+  for (char& c : out) c = kDigits[engine() % 62];
+  return out;
+}
+
+struct DigestFree {
+  void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
+};
+
+// SHA-256 over what passes by.
+class Sha256 {
+ public:
+  Sha256() : ctx_(EVP_MD_CTX_new()) {
+    if (!ctx_ || EVP_DigestInit_ex(ctx_.get(), EVP_sha256(), nullptr) != 1)
+      throw Error(Errc::internal, "SHA-256: cannot start a digest");
+  }
+  void add(const char* data, std::size_t size) { EVP_DigestUpdate(ctx_.get(), data, size); }
+  std::string nats() {
+    unsigned char raw[EVP_MAX_MD_SIZE];
+    unsigned int size = 0;
+    EVP_DigestFinal_ex(ctx_.get(), raw, &size);
+    return nats_digest(raw);
+  }
+
+ private:
+  std::unique_ptr<EVP_MD_CTX, DigestFree> ctx_;
+};
+
+std::string format_rfc3339_utc(std::chrono::system_clock::time_point t) {
+  const auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+  const std::time_t seconds = static_cast<std::time_t>(nanos / 1000000000);
+  std::tm tm{};
+  gmtime_r(&seconds, &tm);
+  char text[64];
+  std::snprintf(text, sizeof text, "%04d-%02d-%02dT%02d:%02d:%02d.%09lldZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<long long>(nanos % 1000000000));
+  return text;
+}
+
+std::string json_text(const cJSON* object, const char* name) {
+  const cJSON* item = cJSON_GetObjectItemCaseSensitive(object, name);
+  return cJSON_IsString(item) ? item->valuestring : "";
+}
+
+std::uint64_t json_count(const cJSON* object, const char* name) {
+  const cJSON* item = cJSON_GetObjectItemCaseSensitive(object, name);
+  return cJSON_IsNumber(item) && item->valuedouble >= 0 ? static_cast<std::uint64_t>(item->valuedouble) : 0;
+}
+
+std::string description_of(const ObjectInfo& info, const std::string& store) {
+  std::unique_ptr<cJSON, decltype(&cJSON_Delete)> j(cJSON_CreateObject(), cJSON_Delete);
+  cJSON_AddStringToObject(j.get(), "name", info.name.c_str());
+  cJSON* options = cJSON_AddObjectToObject(j.get(), "options");
+  cJSON_AddNumberToObject(options, "max_chunk_size", static_cast<double>(kObjectChunkBytes));
+  cJSON_AddStringToObject(j.get(), "bucket", store.c_str());
+  cJSON_AddStringToObject(j.get(), "nuid", info.nuid.c_str());
+  cJSON_AddNumberToObject(j.get(), "size", static_cast<double>(info.size));
+  cJSON_AddStringToObject(j.get(), "mtime", format_rfc3339_utc(info.mtime).c_str());
+  cJSON_AddNumberToObject(j.get(), "chunks", static_cast<double>(info.chunks));
+  cJSON_AddStringToObject(j.get(), "digest", info.digest.c_str());
+  std::unique_ptr<char, decltype(&cJSON_free)> text(cJSON_PrintUnformatted(j.get()), cJSON_free);
+  return text.get();
+}
+
+// nullopt: not a description, or one of a deleted object.
+std::optional<ObjectInfo> parse_description(const std::string& data) {
+  std::unique_ptr<cJSON, decltype(&cJSON_Delete)> j(cJSON_ParseWithLength(data.data(), data.size()), cJSON_Delete);
+  if (!j || !cJSON_IsObject(j.get()) || cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j.get(), "deleted")))
+    return std::nullopt;
+  ObjectInfo info;
+  info.name = json_text(j.get(), "name");
+  info.nuid = json_text(j.get(), "nuid");
+  info.digest = json_text(j.get(), "digest");
+  info.size = json_count(j.get(), "size");
+  info.chunks = json_count(j.get(), "chunks");
+  if (auto t = parse_rfc3339(json_text(j.get(), "mtime"))) info.mtime = *t;
+  if (info.nuid.empty()) return std::nullopt;
+  return info;
+}
+
+}  // namespace
+
+std::string nats_digest(const unsigned char* sha256) { return "SHA-256=" + base64url(sha256, 32); }
+
+ObjectStore::ObjectStore(Connection connection, std::string store)
+    : connection_(std::move(connection)), store_(std::move(store)), stream_(Stream::bind(connection_, "OBJ_" + store_)) {}
+
+ObjectStore ObjectStore::bind(const Connection& connection, const std::string& store) {
+  require_valid_bucket_name(store);
+  return ObjectStore(connection, store);
+}
+
+ObjectStore ObjectStore::ensure(const Connection& connection, const std::string& store, int replicas,
+                                std::int64_t max_bytes) {
+  ObjectStore bound = bind(connection, store);
+  const std::string name = "OBJ_" + store;
+  const std::string what = "create object store " + store;
+  auto& state = *connection.state();
+  auto exists = detail::with_retries(state, {}, [&](std::chrono::milliseconds wait) {
+    return detail::stream_info_once(state.js.get(), name, "object store " + store, wait) != nullptr;
+  });
+  if (exists) return bound;
+  const std::string chunks = "$O." + store + ".C.>", metas = "$O." + store + ".M.>";
+  const char* subjects[] = {chunks.c_str(), metas.c_str()};
+  jsStreamConfig config;
+  check(jsStreamConfig_Init(&config), what);
+  config.Name = name.c_str();
+  config.Subjects = subjects;
+  config.SubjectsLen = 2;
+  config.MaxBytes = max_bytes;
+  config.Replicas = replicas;
+  config.Discard = js_DiscardNew;
+  config.Storage = js_FileStorage;
+  config.AllowRollup = true;
+  config.AllowDirect = true;
+  jsStreamInfo* created = nullptr;
+  jsErrCode code = jsErrCode(0);
+  natsStatus status = js_AddStream(&created, state.js.get(), &config, nullptr, &code);
+  detail::StreamInfoPtr owned(created);
+  if (status != NATS_OK) {
+    // Made by another process meanwhile: as good.
+    if (detail::stream_info_once(state.js.get(), name, "object store " + store, state.request_timeout)) return bound;
+    check(status, what, code);
+  }
+  return bound;
+}
+
+std::string ObjectStore::meta_subject(const std::string& object) const {
+  return "$O." + store_ + ".M." +
+         base64url(reinterpret_cast<const unsigned char*>(object.data()), object.size());
+}
+
+std::string ObjectStore::chunk_subject(const std::string& nuid) const { return "$O." + store_ + ".C." + nuid; }
+
+std::optional<ObjectInfo> ObjectStore::info(const std::string& object) const {
+  auto message = stream_.last(meta_subject(object));
+  if (!message) return std::nullopt;
+  auto info = parse_description(message->data);
+  if (info && info->name != object) return std::nullopt;
+  return info;
+}
+
+namespace {
+
+// What the acknowledgements of one put's chunks said.
+struct AckTally {
+  std::mutex mu;
+  std::string error;
+};
+
+void on_chunk_error(jsCtx*, jsPubAckErr* failure, void* closure) {
+  auto* tally = static_cast<AckTally*>(closure);
+  std::lock_guard<std::mutex> lock(tally->mu);
+  if (tally->error.empty())
+    tally->error = failure->ErrText != nullptr ? failure->ErrText : natsStatus_GetText(failure->Err);
+}
+
+}  // namespace
+
+ObjectInfo ObjectStore::put(const std::string& object, const std::function<std::size_t(char*, std::size_t)>& read,
+                            int in_flight) const {
+  const std::string what = "put " + object + " in object store " + store_;
+  auto& state = *connection_.state();
+  AckTally tally;
+  jsOptions options;
+  check(jsOptions_Init(&options), what);
+  options.Wait = state.request_timeout.count();
+  options.PublishAsync.MaxPending = in_flight;
+  options.PublishAsync.ErrHandler = on_chunk_error;
+  options.PublishAsync.ErrHandlerClosure = &tally;
+  options.PublishAsync.StallWait = state.request_timeout.count();
+  jsCtx* raw_js = nullptr;
+  check(natsConnection_JetStream(&raw_js, state.connection.get(), &options), what);
+  detail::JsPtr js(raw_js);
+
+  ObjectInfo info;
+  info.name = object;
+  info.nuid = fresh_nuid();
+  const std::string chunks = chunk_subject(info.nuid);
+  // Whatever stops the put before its description is written takes its chunks back.
+  auto take_back = [&] {
+    jsOptions purge = waiting(state.request_timeout);
+    purge.Stream.Purge.Subject = chunks.c_str();
+    js_PurgeStream(state.js.get(), ("OBJ_" + store_).c_str(), &purge, nullptr);
+  };
+  Sha256 digest;
+  std::vector<char> buffer(kObjectChunkBytes);
+  try {
+    for (;;) {
+      std::size_t filled = 0;
+      while (filled < buffer.size()) {
+        const std::size_t got = read(buffer.data() + filled, buffer.size() - filled);
+        if (got == 0) break;
+        filled += got;
+      }
+      if (filled == 0) break;
+      digest.add(buffer.data(), filled);
+      check(js_PublishAsync(js.get(), chunks.c_str(), buffer.data(), static_cast<int>(filled), nullptr), what);
+      info.size += filled;
+      ++info.chunks;
+      if (filled < buffer.size()) break;
+    }
+    jsPubOptions complete;
+    check(jsPubOptions_Init(&complete), what);
+    complete.MaxWait = std::max<std::int64_t>(state.request_timeout.count(), 1) * 4;
+    check(js_PublishAsyncComplete(js.get(), &complete), what + ": waiting for the chunks' acknowledgements");
+    {
+      std::lock_guard<std::mutex> lock(tally.mu);
+      if (!tally.error.empty()) throw Error(Errc::unavailable, what + ": a chunk was refused: " + tally.error);
+    }
+    info.digest = digest.nats();
+    info.mtime = std::chrono::system_clock::now();
+    const std::string description = description_of(info, store_);
+    const std::string meta = meta_subject(object);
+    // Written only where nothing is, or over what we read: another put of
+    // the same object that got there first stays.
+    std::uint64_t expected_last = 0;
+    for (int attempt = 1;; ++attempt) {
+      natsMsg* raw = nullptr;
+      check(natsMsg_Create(&raw, meta.c_str(), nullptr, description.data(), static_cast<int>(description.size())), what);
+      detail::MsgPtr msg(raw);
+      check(natsMsgHeader_Set(raw, kRollupHeader, kRollupSubject), what);
+      jsPubOptions publish;
+      check(jsPubOptions_Init(&publish), what);
+      publish.MaxWait = state.request_timeout.count();
+      if (expected_last == 0) publish.ExpectNoMessage = true;
+      else publish.ExpectLastSubjectSeq = expected_last;
+      jsPubAck* ack = nullptr;
+      jsErrCode code = jsErrCode(0);
+      natsStatus status = js_PublishMsg(&ack, state.js.get(), raw, &publish, &code);
+      detail::PubAckPtr owned(ack);
+      if (status == NATS_OK) return info;
+      if (code != JSStreamWrongLastSequenceErr || attempt >= kDescriptionAttempts) check(status, what, code);
+      auto there = stream_.last(meta);
+      if (there && parse_description(there->data)) {
+        auto theirs = parse_description(there->data);
+        take_back();
+        return *theirs;
+      }
+      expected_last = there ? there->seq : 0;  // a deleted object's marker: written over
+    }
+  } catch (...) {
+    take_back();
+    throw;
+  }
+}
+
+ObjectInfo ObjectStore::get(const std::string& object,
+                            const std::function<void(const char*, std::size_t)>& write) const {
+  const std::string what = "get " + object + " from object store " + store_;
+  auto found = info(object);
+  if (!found) throw Error(Errc::not_found, what + ": there is no such object");
+  ObjectInfo info = *found;
+  Sha256 digest;
+  std::uint64_t size = 0, chunks = 0;
+  if (info.chunks > 0) {
+    StreamReader reader = stream_.read(chunk_subject(info.nuid), ReadFrom{});
+    const auto wait = connection_.request_timeout();
+    while (chunks < info.chunks) {
+      auto message = reader.next(wait);
+      if (!message)
+        throw Error(Errc::internal, what + ": chunk " + std::to_string(chunks + 1) + " of " +
+                                        std::to_string(info.chunks) + " did not come (the object is incomplete)");
+      digest.add(message->data.data(), message->data.size());
+      write(message->data.data(), message->data.size());
+      size += message->data.size();
+      ++chunks;
+    }
+    reader.stop();
+  }
+  if (size != info.size)
+    throw Error(Errc::internal, what + ": " + std::to_string(size) + " bytes came, its description says " +
+                                    std::to_string(info.size));
+  info.digest = digest.nats();
+  return info;
+}
+
+std::vector<std::string> ObjectStore::names() const {
+  std::vector<std::string> out;
+  std::vector<std::string> subjects;
+  try {
+    subjects = stream_.subjects("$O." + store_ + ".M.>");
+  } catch (const Error& e) {
+    if (e.kind() == Errc::not_found) return out;
+    throw;
+  }
+  for (const auto& subject : subjects) {
+    auto message = stream_.last(subject);
+    if (!message) continue;
+    if (auto info = parse_description(message->data)) out.push_back(info->name);
+  }
+  return out;
+}
+
+}  // namespace kv

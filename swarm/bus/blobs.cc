@@ -1,0 +1,172 @@
+#include "swarm/bus/blobs.h"
+
+#include <openssl/evp.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+
+#include "swarm/base/error.h"
+#include "swarm/base/test_seam.h"
+#include "swarm/base/text.h"
+
+namespace swarm {
+
+namespace {
+
+struct DigestFree {
+  void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
+};
+
+class Sha256 {
+ public:
+  Sha256() : ctx_(EVP_MD_CTX_new()) {
+    if (!ctx_ || EVP_DigestInit_ex(ctx_.get(), EVP_sha256(), nullptr) != 1)
+      throw Error(Errc::internal, "SHA-256: cannot start a digest");
+  }
+  void add(const char* data, std::size_t size) { EVP_DigestUpdate(ctx_.get(), data, size); }
+  // The digest, once: its hex and NATS's name of it.
+  void finish(std::string* hex, std::string* nats) {
+    unsigned char raw[EVP_MAX_MD_SIZE];
+    unsigned int size = 0;
+    EVP_DigestFinal_ex(ctx_.get(), raw, &size);
+    static constexpr char kHex[] = "0123456789abcdef";
+    hex->clear();
+    for (unsigned i = 0; i < 32; ++i) {
+      *hex += kHex[raw[i] >> 4];
+      *hex += kHex[raw[i] & 15];
+    }
+    if (nats != nullptr) *nats = kv::nats_digest(raw);
+  }
+
+ private:
+  std::unique_ptr<EVP_MD_CTX, DigestFree> ctx_;
+};
+
+constexpr std::size_t kReadBlock = 1 << 20;
+
+// pread until `size` bytes or the end; errno-naming errors.
+std::size_t read_at(int fd, char* into, std::size_t size, std::uint64_t offset, const std::string& shown) {
+  std::size_t got = 0;
+  while (got < size) {
+    const ssize_t n = ::pread(fd, into + got, size - got, static_cast<off_t>(offset + got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw Error(Errc::filesystem, "cannot read " + shown + ": " + std::strerror(errno));
+    if (n == 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  return got;
+}
+
+}  // namespace
+
+bool is_sha256_hex(std::string_view text) {
+  if (text.size() != 64) return false;
+  for (char c : text)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  return true;
+}
+
+void require_sha256(std::string_view text) {
+  if (!is_sha256_hex(text))
+    throw Error(Errc::bad_input, "bad blob name '" + printable(text) + "': a SHA-256, 64 lowercase hex digits");
+}
+
+void Blobs::ensure(const kv::Connection& connection, int replicas) {
+  translating_kv([&] { kv::ObjectStore::ensure(connection, kBlobStore, replicas, -1); });
+}
+
+Blobs::Blobs(const kv::Connection& connection) : store_(kv::ObjectStore::bind(connection, kBlobStore)) {}
+
+bool Blobs::has(const std::string& sha256) const {
+  return translating_kv([&] { return store_.info(sha256).has_value(); });
+}
+
+BlobRef Blobs::put_file(int fd, const std::string& name, const std::string& shown) const {
+  std::vector<char> buffer(kReadBlock);
+  Sha256 first;
+  std::uint64_t size = 0;
+  for (;;) {
+    const std::size_t n = read_at(fd, buffer.data(), buffer.size(), size, shown);
+    if (n == 0) break;
+    first.add(buffer.data(), n);
+    size += n;
+  }
+  BlobRef ref;
+  ref.name = name;
+  ref.size = size;
+  std::string nats;
+  first.finish(&ref.sha256, &nats);
+  if (auto there = translating_kv([&] { return store_.info(ref.sha256); }); there && there->size == size) return ref;
+  Sha256 second;
+  std::uint64_t offset = 0;
+  auto stored = translating_kv([&] {
+    return store_.put(ref.sha256, [&](char* into, std::size_t room) -> std::size_t {
+      const std::size_t n = read_at(fd, into, room, offset, shown);
+      second.add(into, n);
+      offset += n;
+      if (n == 0) {
+        stop_here_for_test(kBusStop, "blob-read");
+        std::string again;
+        second.finish(&again, nullptr);
+        if (again != ref.sha256 || offset != size)
+          throw Error(Errc::filesystem, shown + " changed while it was stored; nothing was stored, try again");
+      }
+      return n;
+    });
+  });
+  if (stored.digest != nats || stored.size != size)
+    throw Error(Errc::internal, "blob " + ref.sha256 + " was stored, but the store names another digest");
+  return ref;
+}
+
+BlobRef Blobs::put_bytes(std::string_view data, const std::string& name) const {
+  Sha256 digest;
+  digest.add(data.data(), data.size());
+  BlobRef ref;
+  ref.name = name;
+  ref.size = data.size();
+  std::string nats;
+  digest.finish(&ref.sha256, &nats);
+  if (auto there = translating_kv([&] { return store_.info(ref.sha256); }); there && there->size == ref.size) return ref;
+  std::size_t at = 0;
+  translating_kv([&] {
+    return store_.put(ref.sha256, [&](char* into, std::size_t room) {
+      const std::size_t n = std::min(room, data.size() - at);
+      std::memcpy(into, data.data() + at, n);
+      at += n;
+      return n;
+    });
+  });
+  return ref;
+}
+
+BlobRef Blobs::get(const std::string& sha256, const std::function<void(const char*, std::size_t)>& write) const {
+  Sha256 digest;
+  kv::ObjectInfo info;
+  try {
+    info = store_.get(sha256, [&](const char* data, std::size_t size) {
+      digest.add(data, size);
+      write(data, size);
+    });
+  } catch (const kv::Error& e) {
+    if (e.kind() == kv::Errc::not_found)
+      throw Error(Errc::blob_missing, "blob_missing: blob " + sha256 + " is not in the store (" + kBlobStore +
+                                          "): it was never stored on this NATS, or it was removed");
+    throw from_kv(e);
+  }
+  BlobRef ref;
+  ref.size = info.size;
+  digest.finish(&ref.sha256, nullptr);
+  if (ref.sha256 != sha256)
+    throw Error(Errc::corrupt, "blob " + sha256 + " is corrupt in the store: its bytes hash to " + ref.sha256 +
+                                   "; nothing was kept");
+  return ref;
+}
+
+std::vector<std::string> Blobs::names() const {
+  return translating_kv([&] { return store_.names(); });
+}
+
+}  // namespace swarm

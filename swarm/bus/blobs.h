@@ -1,0 +1,52 @@
+// Large payloads beside the bus: the object store `swarm-blobs`, each blob
+// under its SHA-256 (so one stored twice is stored once), written whole
+// before any message names it, and checked against its name on the way out.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kv/connection.h"
+#include "kv/object_store.h"
+#include "swarm/bus/message.h"
+
+namespace swarm {
+
+inline constexpr const char* kBlobStore = "swarm-blobs";
+
+// 64 lowercase hex digits.
+bool is_sha256_hex(std::string_view text);
+// Exit 2 naming the value unless it is one.
+void require_sha256(std::string_view text);
+
+class Blobs {
+ public:
+  // Makes the store (what `up` does), or checks it.
+  static void ensure(const kv::Connection& connection, int replicas);
+  explicit Blobs(const kv::Connection& connection);
+
+  // Stores what the open file `fd` holds (read twice from its start: once
+  // to name it, once to store it, streamed). A blob already stored is not
+  // sent again. A file that changed between the two reads is stored not at
+  // all (exit 9 naming `shown`).
+  BlobRef put_file(int fd, const std::string& name, const std::string& shown) const;
+  // The same for bytes in memory.
+  BlobRef put_bytes(std::string_view data, const std::string& name) const;
+
+  // Hands blob `sha256`'s bytes to `write` in order; blob_missing when it
+  // is not stored, corrupt when what came does not hash to its name (the
+  // caller drops what it wrote).
+  BlobRef get(const std::string& sha256, const std::function<void(const char*, std::size_t)>& write) const;
+  // Whether it is stored (one request).
+  bool has(const std::string& sha256) const;
+  // Every blob stored.
+  std::vector<std::string> names() const;
+
+ private:
+  kv::ObjectStore store_;
+};
+
+}  // namespace swarm

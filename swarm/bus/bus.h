@@ -1,0 +1,86 @@
+// The workspace's message bus: sends to one inbox or to all, and the read
+// of an inbox (its messages and everyone's, after a cursor, oldest first)
+// as two ordered reads merged by sequence. What is read is what the stream
+// held up to one sequence taken first, so a message to everyone stored
+// while the read runs never jumps ahead of an older one to the inbox (an
+// ack after it would lose that one).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kv/connection.h"
+#include "kv/doorbell.h"
+#include "kv/stream.h"
+#include "swarm/bus/message.h"
+
+namespace swarm {
+
+struct InboxRead {
+  // Every message read after the cursor, oldest first, up to the limit of
+  // matching ones; `shown` says which ones match (corrupt ones always do).
+  std::vector<Delivered> messages;
+  std::vector<bool> shown;
+  // Bus messages retention dropped after the cursor (their sequences
+  // cursor+1 .. first_kept-1): any of them to this inbox is lost.
+  std::uint64_t dropped = 0;
+  std::uint64_t first_kept = 0;
+  // The last sequence read (matching or not); the cursor when none was.
+  std::uint64_t last_seq = 0;
+  // Whether the limit stopped the read before what the stream held.
+  bool more = false;
+};
+
+class Bus {
+ public:
+  // The bus of the workspace whose session bucket is `bucket` (no round trip).
+  Bus(const kv::Connection& connection, std::string bucket);
+
+  // Makes the stream (what `up` does) with `replicas`, or checks it; an
+  // existing one takes `max_age`/`max_bytes` when they are given. Returns
+  // what still differs from what was asked (replicas are never changed).
+  static std::vector<std::string> ensure(const kv::Connection& connection, int replicas,
+                                         std::optional<std::chrono::milliseconds> max_age,
+                                         std::optional<std::int64_t> max_bytes);
+
+  struct Sent {
+    std::uint64_t seq = 0;
+    bool duplicate = false;  // a send of this id was stored before
+  };
+  // Stores the message on its inbox's subject (or everyone's), once per id.
+  Sent send(const Message& message) const;
+  // The same, as a client that lost the answer did (the fault tests).
+  void send_unanswered(const Message& message) const;
+
+  // The messages to `name` and to all after `after`, oldest first; stops
+  // after `limit` matching ones (0: no limit). `match` says which are shown.
+  InboxRead read(const std::string& name, std::uint64_t after, std::size_t limit,
+                 const std::function<bool(const Message&)>& match) const;
+
+  // How many messages to `name` and to all have a sequence above `after`.
+  std::uint64_t unread(const std::string& name, std::uint64_t after) const;
+  // The names that have messages sent to them (of this bucket).
+  std::vector<std::string> inboxes() const;
+  // The stream's state; nullopt when it is missing.
+  std::optional<kv::StreamStatus> state() const;
+  // A bell that rings at every send to `name` or to all.
+  kv::Doorbell doorbell(const std::string& name) const;
+  // One that rings at every send of the workspace.
+  kv::Doorbell doorbell_all() const;
+  // An ordered read of the messages sent to `name` from now on (what `ask`
+  // opens before it sends, so no answer comes before it listens).
+  kv::StreamReader listen(const std::string& name) const;
+
+  const std::string& bucket() const { return bucket_; }
+
+ private:
+  kv::Connection connection_;
+  kv::Stream stream_;
+  std::string bucket_;
+};
+
+}  // namespace swarm

@@ -1,0 +1,73 @@
+// A message between agents (`swarm.message.v1`) and where it travels: the
+// stream swarm-bus, a subject per inbox (`swarm.bus.<bucket>.to.<name>`)
+// and one for everyone (`swarm.bus.<bucket>.all`). Its id is its
+// Nats-Msg-Id, so a send repeated after a lost answer is stored once; its
+// time and sequence are the server's.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "kv/stream.h"
+#include "swarm/base/clock.h"
+#include "swarm/base/json.h"
+
+namespace swarm {
+
+inline constexpr const char* kBusStream = "swarm-bus";
+inline constexpr const char* kMessageSchema = "swarm.message.v1";
+inline constexpr std::chrono::milliseconds kBusMaxAge = std::chrono::hours(24 * 7);
+inline constexpr std::int64_t kBusMaxBytes = std::int64_t(256) << 20;
+// A body longer than this goes to the blob store; the message names it.
+inline constexpr std::size_t kInlineBodyMax = 64 * 1024;
+// The `to` of a message to everyone.
+inline constexpr const char* kToAll = "*";
+
+// What a message says of a blob it carries.
+struct BlobRef {
+  std::string sha256;  // 64 lowercase hex digits
+  std::uint64_t size = 0;
+  std::string name;    // the file's name as sent ("" for a long body)
+};
+
+struct Message {
+  std::string id;
+  std::string from;
+  std::string to;  // a name, or kToAll
+  std::string type;
+  std::string corr;
+  std::string reply_to;
+  std::string body;
+  std::optional<BlobRef> blob;
+
+  std::string to_json() const;
+};
+
+// One message as the stream holds it: parsed, or corrupt with a reason
+// (not JSON, another schema, a field of the wrong type, a `to` its subject
+// does not match). Never an exception: a reader shows what it cannot read.
+struct Delivered {
+  std::uint64_t seq = 0;
+  TimePoint time{};
+  std::optional<Message> message;
+  std::string corrupt_reason;
+  bool corrupt() const { return !message.has_value(); }
+
+  // The message with its `seq` and `time`, or {seq, time, state: corrupt, error}.
+  Json to_json() const;
+};
+Delivered delivered_of(const kv::StreamMessage& stored, std::string_view bucket);
+
+std::string inbox_subject(std::string_view bucket, std::string_view name);
+std::string all_subject(std::string_view bucket);
+
+// A message's type, corr, id or reply_to: at most 255 bytes of text with no
+// control character (the task id rule); exit 2 naming `what` otherwise.
+void require_message_word(std::string_view value, const char* what);
+// A fresh message id (a random UUID, version 4).
+std::string fresh_message_id();
+
+}  // namespace swarm

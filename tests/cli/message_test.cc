@@ -1,0 +1,337 @@
+// Messages between agents through the real binary (swarm send, inbox, ack,
+// ask, blob): a send retried after a lost answer is stored once; a message
+// is delivered until acked and never after; two ackers of one inbox lose
+// nothing; retention that drops unacked messages is a gap; a blob is whole
+// before its message is sent; ask gets its reply; hostile input is data.
+#include <doctest/doctest.h>
+
+#include <signal.h>
+
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "cli/swarm_fixture.h"
+#include "kv/connection.h"
+#include "kv/stream.h"
+#include "support/eventually.h"
+#include "support/temp_dir.h"
+
+using namespace testing;
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Each line of `text` as JSON.
+std::vector<swarm::Json> json_lines(const std::string& text) {
+  std::vector<swarm::Json> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) out.push_back(swarm::Json::parse(line));
+  return out;
+}
+
+std::vector<std::uint64_t> seqs_of(const std::string& json_lines_text) {
+  std::vector<std::uint64_t> out;
+  for (const auto& j : json_lines(json_lines_text)) out.push_back(static_cast<std::uint64_t>(number(j, "seq")));
+  return out;
+}
+
+// `swarm ARGS...` with standard input from `input`.
+RunResult swarm_fed(const SwarmWorkspace& ws, const std::vector<std::string>& args, const fs::path& input) {
+  Command c = ws.command(args);
+  std::vector<std::string> wrapped = {"/bin/sh", "-c", "exec \"$@\" < \"$SWARM_TEST_INPUT\"", "sh"};
+  wrapped.insert(wrapped.end(), c.args.begin(), c.args.end());
+  c.args = wrapped;
+  c.env["SWARM_TEST_INPUT"] = input.string();
+  return run(c);
+}
+
+std::string random_bytes(std::size_t n, unsigned seed) {
+  std::mt19937 engine(seed);
+  std::string s(n, '\0');
+  for (auto& c : s) c = static_cast<char>(engine() & 0xff);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("Message_ASendRetriedAfterALostAnswerIsStoredOnce") {
+  // The first send's answer is lost (sent as a client that never read it); the retry with the same id is
+  // stored once and says so; a script's own retry with --id is stored once too.
+  SwarmWorkspace ws;
+  auto first = ws.swarm({"send", "--to", "a", "--from", "lead", "--id", "m-1", "--json", "hello"},
+                        {{"SWARM_TEST_SEND_LOSE_ANSWER", "1"}});
+  REQUIRE_MESSAGE(first.exit == 0, first.err);
+  auto doc = json_of(first);
+  CHECK(field(doc, "schema") == "swarm.send.v1");
+  CHECK(field(doc, "id") == "m-1");
+  CHECK(cJSON_IsTrue(cJSON_GetObjectItem(doc.get(), "duplicate")));
+  auto again = ws.swarm({"send", "--to", "a", "--from", "lead", "--id", "m-1", "hello"});
+  CHECK(again.exit == 0);
+  CHECK(again.out == "m-1\n");
+  auto inbox = ws.swarm({"inbox", "--as", "a", "--json"});
+  REQUIRE(inbox.exit == 0);
+  auto lines = json_lines(inbox.out);
+  REQUIRE(lines.size() == 1);
+  CHECK(field(lines[0], "id") == "m-1");
+  CHECK(field(lines[0], "body") == "hello");
+  CHECK(field(lines[0], "from") == "lead");
+}
+
+TEST_CASE("Message_DeliveredUntilAckedAndNeverAfter") {
+  // An inbox gets its own messages and everyone's, oldest first, not another's; unacked they come again;
+  // acked they never do; an ack never moves back; inbox --ack acks what it printed.
+  SwarmWorkspace ws;
+  for (const auto& [to, body] : std::vector<std::pair<std::string, std::string>>{
+           {"a", "one"}, {"b", "not for a"}, {"*", "to all"}, {"a", "two"}, {"a", "three"}}) {
+    std::vector<std::string> args = {"send", "--from", "lead", body};
+    if (to == "*") args.insert(args.begin() + 1, "--all");
+    else args.insert(args.begin() + 1, {"--to", to});
+    REQUIRE(ws.swarm(args).exit == 0);
+  }
+  auto read = [&](const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args = {"inbox", "--as", "a", "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto r = ws.swarm(args);
+    REQUIRE_MESSAGE(r.exit == 0, r.err);
+    std::vector<std::string> bodies;
+    for (const auto& j : json_lines(r.out)) bodies.push_back(field(j, "body"));
+    return std::make_pair(bodies, seqs_of(r.out));
+  };
+  auto [bodies, seqs] = read();
+  CHECK(bodies == std::vector<std::string>{"one", "to all", "two", "three"});
+  REQUIRE(seqs.size() == 4);
+  CHECK(std::is_sorted(seqs.begin(), seqs.end()));
+  CHECK(read().first == bodies);  // unacked: delivered again
+  REQUIRE(ws.swarm({"ack", "--as", "a", std::to_string(seqs[1])}).exit == 0);
+  CHECK(read().first == std::vector<std::string>{"two", "three"});
+  auto back = ws.swarm({"ack", "--as", "a", std::to_string(seqs[0]), "--json"});
+  CHECK(back.exit == 0);
+  CHECK(cJSON_IsFalse(cJSON_GetObjectItem(json_of(back).get(), "moved")));
+  CHECK(read().first == std::vector<std::string>{"two", "three"});
+  CHECK(read({"--ack", "-n", "1"}).first == std::vector<std::string>{"two"});
+  CHECK(read().first == std::vector<std::string>{"three"});
+  // b reads its own and everyone's, whatever a acked.
+  auto b = ws.swarm({"inbox", "--as", "b"});
+  CHECK(b.out.find("not for a") != std::string::npos);
+  CHECK(b.out.find("to all") != std::string::npos);
+  CHECK(b.out.find("three") == std::string::npos);
+  // An ack past the bus's last message is refused: it would skip what comes.
+  CHECK(ws.swarm({"ack", "--as", "a", "999"}).exit == 2);
+  // A filter acks only up to the first message it did not show.
+  REQUIRE(ws.swarm({"send", "--to", "c", "--from", "lead", "--type", "chat", "hi"}).exit == 0);
+  REQUIRE(ws.swarm({"send", "--to", "c", "--from", "lead", "--type", "question", "may I?"}).exit == 0);
+  auto q = ws.swarm({"inbox", "--as", "c", "--type", "question", "--ack"});
+  CHECK(q.out.find("may I?") != std::string::npos);
+  auto c_left = ws.swarm({"inbox", "--as", "c"});
+  CHECK(c_left.out.find(" chat hi") != std::string::npos);  // not lost by the filtered ack
+}
+
+TEST_CASE("Message_TwoAckersAtOnceLoseNothingAndGetNothingAfterAnAck") {
+  // Two readers of one inbox, each reading 3 at a time with --ack, until it is empty: every message is
+  // printed at least once, and none by a read that began after an ack covering it had ended.
+  SwarmWorkspace ws;
+  constexpr int kMessages = 30;
+  for (int i = 0; i < kMessages; ++i) REQUIRE(ws.swarm({"send", "--to", "a", "--from", "lead", "m" + std::to_string(i)}).exit == 0);
+  struct Call {
+    std::chrono::steady_clock::time_point start, end;
+    std::vector<std::uint64_t> seqs;
+  };
+  std::mutex mu;
+  std::vector<Call> calls;
+  auto reader = [&] {
+    for (int round = 0; round < 60; ++round) {
+      Call c;
+      c.start = std::chrono::steady_clock::now();
+      auto r = ws.swarm({"inbox", "--as", "a", "--ack", "-n", "3", "--json"});
+      c.end = std::chrono::steady_clock::now();
+      if (r.exit != 0) continue;
+      c.seqs = seqs_of(r.out);
+      const bool empty = c.seqs.empty();
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        calls.push_back(std::move(c));
+      }
+      if (empty) return;
+    }
+  };
+  std::thread one(reader), two(reader);
+  one.join();
+  two.join();
+  std::set<std::uint64_t> seen;
+  for (const auto& c : calls) seen.insert(c.seqs.begin(), c.seqs.end());
+  CHECK(seen.size() == kMessages);
+  for (const auto& earlier : calls) {
+    if (earlier.seqs.empty()) continue;
+    const std::uint64_t acked = *std::max_element(earlier.seqs.begin(), earlier.seqs.end());
+    for (const auto& later : calls)
+      if (later.start > earlier.end)
+        for (auto s : later.seqs) CHECK_MESSAGE(s > acked, "seq " << s << " delivered after an ack of " << acked);
+  }
+  CHECK(ws.swarm({"inbox", "--as", "a"}).out.empty());
+}
+
+TEST_CASE("Message_RetentionThatDropsUnackedMessagesIsAGap") {
+  // A bus of 1 MiB: a's cursor at its first message, then ~2 MiB of others' messages; the next read of a says
+  // how many bus messages were dropped after its cursor, and doctor reports [inbox_gap].
+  SwarmWorkspace ws({.up_args = {"--bus-max-bytes", "1MiB"}});
+  REQUIRE(ws.swarm({"send", "--to", "a", "--from", "lead", "first"}).exit == 0);
+  auto first = ws.swarm({"inbox", "--as", "a", "--ack", "--json"});
+  REQUIRE(seqs_of(first.out).size() == 1);
+  REQUIRE(ws.swarm({"send", "--to", "a", "--from", "lead", "second, never read"}).exit == 0);
+  const std::string big(60 * 1024, 'x');
+  for (int i = 0; i < 36; ++i) REQUIRE(ws.swarm({"send", "--to", "b", "--from", "lead", big}).exit == 0);
+  auto read = ws.swarm({"inbox", "--as", "a"});
+  CHECK(read.exit == 0);
+  CAPTURE(read.err);
+  CHECK(read.err.find("gap: ") != std::string::npos);
+  CHECK(read.err.find("dropped by retention before a acked them") != std::string::npos);
+  auto doctor = ws.swarm({"doctor"});
+  CHECK(doctor.out.find("[inbox_gap] inbox a: retention dropped ") != std::string::npos);
+  CHECK(doctor.exit == 0);  // a notice: what is gone cannot be fixed
+  // Acked past the gap, it is no longer reported.
+  REQUIRE(ws.swarm({"ack", "--as", "a", "38"}).exit == 0);  // the bus's last: 2 to a, 36 to b
+  CHECK(ws.swarm({"doctor"}).out.find("[inbox_gap]") == std::string::npos);
+}
+
+TEST_CASE("Message_ABlobIsWholeBeforeItsMessage") {
+  // A file goes by blob: the message names its SHA-256 and size, and blob get writes the same bytes. A
+  // send killed after handing the blob's bytes over, before its description, leaves no message and no blob.
+  SwarmWorkspace ws;
+  const fs::path file = ws.home() / "build.log";
+  write_file(file, random_bytes(1 << 20, 7));
+  auto sent = ws.swarm({"send", "--to", "reviewer", "--from", "a", "--file", file.string(), "--json"});
+  REQUIRE_MESSAGE(sent.exit == 0, sent.err);
+  auto blob = swarm::Json::copy(cJSON_GetObjectItem(json_of(sent).get(), "blob"));
+  const std::string sha = field(blob, "sha256");
+  CHECK(sha.size() == 64);
+  CHECK(number(blob, "size") == (1 << 20));
+  auto inbox = json_lines(ws.swarm({"inbox", "--as", "reviewer", "--json"}).out);
+  REQUIRE(inbox.size() == 1);
+  CHECK(field(swarm::Json::copy(cJSON_GetObjectItem(inbox[0].get(), "blob")), "sha256") == sha);
+  const fs::path out = ws.home() / "got.log";
+  auto got = ws.swarm({"blob", "get", sha, "-o", out.string()});
+  REQUIRE_MESSAGE(got.exit == 0, got.err);
+  CHECK(read_file(out) == read_file(file));
+  // Stored once: a put of the same file names the same blob.
+  CHECK(ws.swarm({"blob", "put", file.string()}).out == sha + "\n");
+  // Killed between its bytes and its description.
+  const fs::path other = ws.home() / "other.log";
+  write_file(other, random_bytes(3 << 20, 9));
+  Process send(ws.command({"send", "--to", "reviewer", "--from", "a", "--file", other.string()},
+                          {{"SWARM_TEST_BUS_STOP", "blob-read"}}));
+  REQUIRE(eventually([&] { return process_state(send.pid()) == 'T'; }, 20s));
+  send.signal(SIGKILL);
+  send.wait(5s);
+  auto after = json_lines(ws.swarm({"inbox", "--as", "reviewer", "--json"}).out);
+  CHECK(after.size() == 1);  // only the first
+  auto put = ws.swarm({"blob", "put", other.string()});
+  REQUIRE(put.exit == 0);
+  std::string other_sha = put.out.substr(0, 64);
+  CHECK(ws.swarm({"blob", "get", other_sha, "-o", (ws.home() / "other.got").string()}).exit == 0);
+  CHECK(read_file(ws.home() / "other.got") == read_file(other));
+}
+
+TEST_CASE("Message_AMissingBlobIsExit4BlobMissing") {
+  SwarmWorkspace ws;
+  const std::string sha(64, 'a');
+  auto r = ws.swarm({"blob", "get", sha, "--json"});
+  CHECK(r.exit == 4);
+  CHECK(r.out.empty());
+  CHECK(r.err.find("\"kind\":\"blob_missing\"") != std::string::npos);
+  const fs::path kept = ws.home() / "kept.txt";
+  write_file(kept, "mine\n");
+  CHECK(ws.swarm({"blob", "get", sha, "-o", kept.string()}).exit == 4);
+  CHECK(read_file(kept) == "mine\n");  // left as it was
+  CHECK(ws.swarm({"blob", "get", "XYZ"}).exit == 2);
+}
+
+TEST_CASE("Message_AskGetsTheFirstReplyAndWaitReturnsAtTheFirstArrival") {
+  SwarmWorkspace ws;
+  Process ask(ws.command({"ask", "--to", "lead", "--from", "a", "--wait", "20s", "may I change the API?"}));
+  // The lead waits for questions, and answers the first.
+  auto question = ws.swarm({"inbox", "--as", "lead", "--wait", "15s", "--json"});
+  REQUIRE_MESSAGE(question.exit == 0, question.err);
+  auto lines = json_lines(question.out);
+  REQUIRE(lines.size() == 1);
+  CHECK(field(lines[0], "body") == "may I change the API?");
+  REQUIRE(ws.swarm({"send", "--to", "a", "--from", "lead", "--reply-to", field(lines[0], "id"), "--corr",
+                    field(lines[0], "corr"), "yes, with a note"}).exit == 0);
+  auto answered = ask.wait(20s);
+  CHECK(answered.exit == 0);
+  CHECK(answered.out == "yes, with a note\n");
+  // No reply by the deadline: exit 4.
+  auto unanswered = ws.swarm({"ask", "--to", "nobody", "--from", "a", "--wait", "500ms", "anyone?"});
+  CHECK(unanswered.exit == 4);
+  // inbox --wait returns at the first arrival, and is exit 4 when nothing came.
+  Process waiting(ws.command({"inbox", "--as", "late", "--wait", "20s"}));
+  std::this_thread::sleep_for(300ms);
+  const auto sent_at = std::chrono::steady_clock::now();
+  REQUIRE(ws.swarm({"send", "--to", "late", "--from", "lead", "here"}).exit == 0);
+  auto woke = waiting.wait(20s);
+  CHECK(woke.exit == 0);
+  CHECK(woke.out.find(" lead - here") != std::string::npos);
+  CHECK(std::chrono::steady_clock::now() - sent_at < 5s);
+  CHECK(ws.swarm({"inbox", "--as", "empty", "--wait", "300ms"}).exit == 4);
+}
+
+TEST_CASE("Message_HostileInputIsData") {
+  // Control bytes in a body, type and name show escaped; JSON Lines stay valid; a message that is not
+  // swarm.message.v1 on an inbox's subject is shown as corrupt; bad names and a blob over the limit are exit 2
+  // before anything is stored; standard input over 64 KiB goes by blob.
+  SwarmWorkspace ws({.up_args = {"--blob-max-bytes", "1MiB"}});
+  REQUIRE(ws.swarm({"send", "--to", "a", "--from", "lead", "--type", "t\x1b[2J", "bell\x07 and\nsecond line"}).exit == 2);
+  REQUIRE(ws.swarm({"send", "--to", "a", "--from", "lead", "bell\x07 \x1b[31mred\nsecond line"}).exit == 0);
+  auto text = ws.swarm({"inbox", "--as", "a"});
+  CHECK(text.out.find('\x1b') == std::string::npos);
+  CHECK(text.out.find("\\x1b[31mred") != std::string::npos);
+  CHECK(text.out.find("second line") == std::string::npos);  // the first line only
+  auto json = ws.swarm({"inbox", "--as", "a", "--json"});
+  auto lines = json_lines(json.out);
+  REQUIRE(lines.size() == 1);
+  CHECK(field(lines[0], "body") == "bell\x07 \x1b[31mred\nsecond line");
+  // Planted on a's subject by another client.
+  {
+    auto nats = kv::Connection::connect({.urls = {ws.server()->url()}});
+    auto bus = kv::Stream::bind(nats, "swarm-bus");
+    bus.publish("swarm.bus.swarm-sessions.to.a", "{\"schema\":\"evil\",\"body\":\"\\u001b[2J\"}", "planted-1");
+    bus.publish("swarm.bus.swarm-sessions.to.a", "not json \x1b[2J", "planted-2");
+    bus.publish("swarm.bus.swarm-sessions.to.a",
+                "{\"schema\":\"swarm.message.v1\",\"id\":\"x\",\"to\":\"b\",\"body\":\"lies about to\"}", "planted-3");
+  }
+  auto shown = ws.swarm({"inbox", "--as", "a"});
+  CHECK(shown.exit == 0);
+  CHECK(shown.out.find('\x1b') == std::string::npos);
+  std::size_t corrupt = 0;
+  for (std::size_t at = shown.out.find(" corrupt "); at != std::string::npos; at = shown.out.find(" corrupt ", at + 1)) ++corrupt;
+  CHECK(corrupt == 3);
+  for (const auto& j : json_lines(ws.swarm({"inbox", "--as", "a", "--json"}).out)) CHECK(static_cast<bool>(j));
+  // Names follow the slot rule, before any I/O.
+  for (const std::string bad : {"a b", "../x", "", "a.b", "*"}) {
+    CAPTURE(bad);
+    CHECK(ws.swarm({"send", "--to", bad, "--from", "lead", "x"}).exit == 2);
+    CHECK(ws.swarm({"inbox", "--as", bad}).exit == 2);
+  }
+  // A blob over the workspace's limit: exit 2, nothing stored.
+  const fs::path big = ws.home() / "big.bin";
+  write_file(big, random_bytes((1 << 20) + 1, 3));
+  auto too_big = ws.swarm({"blob", "put", big.string()});
+  CHECK(too_big.exit == 2);
+  CHECK(too_big.err.find("more than a blob may be") != std::string::npos);
+  CHECK(ws.swarm({"send", "--to", "a", "--from", "lead", "--file", big.string()}).exit == 2);
+  // Standard input over 64 KiB, and within the limit, goes by blob.
+  const fs::path input = ws.home() / "input.txt";
+  write_file(input, std::string(100 * 1024, 'y'));
+  auto fed = swarm_fed(ws, {"send", "--to", "d", "--from", "lead", "--json", "-"}, input);
+  REQUIRE_MESSAGE(fed.exit == 0, fed.err);
+  auto fed_blob = swarm::Json::copy(cJSON_GetObjectItem(json_of(fed).get(), "blob"));
+  CHECK(number(fed_blob, "size") == 100 * 1024);
+  auto over = swarm_fed(ws, {"send", "--to", "d", "--from", "lead", "-"}, big);
+  CHECK(over.exit == 2);
+  CHECK(json_lines(ws.swarm({"inbox", "--as", "d", "--json"}).out).size() == 1);
+}
