@@ -43,7 +43,8 @@ OptionInfo info_of(const CLI::Option* option) {
   OptionInfo info;
   if (option->get_expected_max() == 0) return info;
   info.kind = ValueKind::free;
-  if (option->check_lname("slot")) {
+  // An inbox is a slot's name, or another name under the same rule (lead): the slots are offered.
+  if (option->check_lname("slot") || option->get_option_text() == "INBOX") {
     info.kind = ValueKind::slot;
     return info;
   }

@@ -306,9 +306,9 @@ CLI::Validator word_validator(const char* what) {
 
 void add_send_options(CLI::App* cmd, MessageFlags& f) {
   cmd->add_option("--type", f.type, "What kind of message (free text: note, question, review ...)")->option_text("T")->check(word_validator("--type"));
-  cmd->add_option("--from", f.from, "Who sends it (default: the slot, $SWARM_SLOT or the worktree's)")->option_text("NAME")->check(slot_name_validator());
+  cmd->add_option("--from", f.from, "Who sends it (default: the slot, $SWARM_SLOT or the worktree's)")->option_text("INBOX")->check(slot_name_validator());
   cmd->add_option("--id", f.id, "The message's id (default: a fresh UUID); a send repeated with it is stored once")->option_text("ID")->check(word_validator("--id"));
-  cmd->add_option("--file", f.file, "The body is this file, sent as a blob")->option_text("F");
+  cmd->add_option("--file", f.file, "The body is this file, sent as a blob")->option_text("FILE");
   cmd->add_option("text", f.text, "The body (words joined by spaces), or - for standard input")->option_text("TEXT...");
 }
 
@@ -317,7 +317,7 @@ void add_send_options(CLI::App* cmd, MessageFlags& f) {
 Verb add_send(CLI::App& app) {
   auto f = std::make_shared<MessageFlags>();
   CLI::App* cmd = app.add_subcommand("send", "Send a message to one inbox or to all; prints its id");
-  cmd->add_option("--to", f->to, "The inbox: a slot's name, or any name under the slot rule (lead, ci)")->option_text("NAME")->check(slot_name_validator());
+  cmd->add_option("--to", f->to, "The inbox: a slot's name, or any name under the slot rule (lead, ci)")->option_text("INBOX")->check(slot_name_validator());
   cmd->add_flag("--all", f->all, "To every inbox");
   cmd->add_option("--corr", f->corr, "A correlation id, to find the messages of one conversation")->option_text("C")->check(word_validator("--corr"));
   cmd->add_option("--reply-to", f->reply_to, "The id of the message this answers (what `swarm ask` waits for)")->option_text("ID")->check(word_validator("--reply-to"));
@@ -335,7 +335,7 @@ Verb add_send(CLI::App& app) {
 Verb add_inbox(CLI::App& app) {
   auto f = std::make_shared<MessageFlags>();
   CLI::App* cmd = app.add_subcommand("inbox", "The messages to an inbox and to all after its cursor, oldest first: SEQ TIME FROM TYPE BODY");
-  cmd->add_option("--as", f->as, "The inbox (default: the slot, $SWARM_SLOT or the worktree's)")->option_text("NAME")->check(slot_name_validator());
+  cmd->add_option("--as", f->as, "The inbox (default: the slot, $SWARM_SLOT or the worktree's)")->option_text("INBOX")->check(slot_name_validator());
   cmd->add_option("--type", f->type, "Only messages of this type")->option_text("T")->check(word_validator("--type"));
   cmd->add_option("--corr", f->corr, "Only messages with this correlation id")->option_text("C")->check(word_validator("--corr"));
   cmd->add_option("--wait", f->wait, "Wait up to DUR for a message when there is none; exit 4 if none came")->option_text("DUR")->check(duration_validator());
@@ -355,7 +355,7 @@ Verb add_inbox(CLI::App& app) {
 Verb add_ack(CLI::App& app) {
   auto f = std::make_shared<MessageFlags>();
   CLI::App* cmd = app.add_subcommand("ack", "Move an inbox's cursor to SEQ: every message up to it was read (never backwards)");
-  cmd->add_option("--as", f->as, "The inbox (default: the slot, $SWARM_SLOT or the worktree's)")->option_text("NAME")->check(slot_name_validator());
+  cmd->add_option("--as", f->as, "The inbox (default: the slot, $SWARM_SLOT or the worktree's)")->option_text("INBOX")->check(slot_name_validator());
   cmd->add_option("seq", f->seq, "The sequence of the last message read")->required()->check(validator_of([](const std::string& v) {
     if (v.empty() || v.size() > 19 || v.find_first_not_of("0123456789") != std::string::npos || std::stoull(v) == 0)
       throw swarm::Error(swarm::Errc::bad_input, "bad SEQ '" + swarm::printable(v) + "': a message's sequence, 1 or more, in decimal");
@@ -366,7 +366,7 @@ Verb add_ack(CLI::App& app) {
 Verb add_ask(CLI::App& app) {
   auto f = std::make_shared<MessageFlags>();
   CLI::App* cmd = app.add_subcommand("ask", "Send a question and print the first reply to it (exit 4 if none by --wait)");
-  cmd->add_option("--to", f->to, "Whom to ask")->option_text("NAME")->required()->check(slot_name_validator());
+  cmd->add_option("--to", f->to, "Whom to ask")->option_text("INBOX")->required()->check(slot_name_validator());
   cmd->add_option("--wait", f->wait, "How long to wait for the reply (default 60s)")->option_text("DUR")->check(duration_validator());
   add_send_options(cmd, *f);
   cmd->footer(

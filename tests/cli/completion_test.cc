@@ -98,6 +98,8 @@ TEST_CASE("Completion_EachShellOffersWhatTheCommandLineDefines") {
     auto slots = offered(ws, shell, {"swarm", "commit", "--slot", ""});
     CHECK(has(slots, "render"));
     CHECK(!has(slots, "gone"));  // an evicted slot's leftover folder
+    CHECK(has(offered(ws, shell, {"swarm", "send", "--to", ""}), "render"));  // inboxes: the slots
+    CHECK(has(offered(ws, shell, {"swarm", "inbox", "--as", ""}), "render"));
     CHECK(offered(ws, shell, {"swarm", "up", "--ttl", ""}).empty());  // a free value: nothing
     CHECK(offered(ws, shell, {"swarm", "lock", "x", "--wait", ""}).empty());
     auto options = offered(ws, shell, {"swarm", "close", "--re"});

@@ -191,3 +191,22 @@ TEST_CASE("ServePage_ShowsWhatEachAgentSays") {
   REQUIRE(ws.swarm({"renew", "--slot", "s", "--status", "working", "--note", "writing tests"}).exit == 0);
   CHECK(browser.wait_for(doing + " === 'working: writing tests'", 5s));
 }
+
+TEST_CASE("ServePage_ShowsInboxesAndNeverABody") {
+  // The inboxes panel: each inbox and its unread count, following sends and acks; no message's body anywhere
+  // on the page (the dashboard's readers are not every message's).
+  if (chromium_path().empty()) FAIL("chromium is not installed: scripts/setup.sh installs it");
+  SwarmWorkspace ws;
+  REQUIRE(ws.swarm({"send", "--to", "a", "--from", "lead", "secret-body-one"}).exit == 0);
+  REQUIRE(ws.swarm({"send", "--all", "--from", "lead", "secret-body-all"}).exit == 0);
+  Served served(ws);
+  HeadlessBrowser browser;
+  browser.open(served.link());
+  const std::string unread = "(document.querySelector('tr[data-inbox=\"a\"] .unread') || {}).textContent";
+  REQUIRE(browser.wait_for(unread + " === '2'", 10s));
+  REQUIRE(ws.swarm({"send", "--to", "a", "--from", "lead", "secret-body-two"}).exit == 0);
+  CHECK(browser.wait_for(unread + " === '3'", 10s));
+  REQUIRE(ws.swarm({"inbox", "--as", "a", "--ack"}).exit == 0);
+  CHECK(browser.wait_for(unread + " === '0'", 10s));
+  CHECK(browser.evaluate("document.body.textContent.includes('secret-body')") == "false");
+}

@@ -667,3 +667,33 @@ TEST_CASE("Serve_FollowsTheTaskQueueInMetricsApiAndPage") {
            sample(m, "swarm_events_total{kind=\"task.state\"}") >= 1;
   }));
 }
+
+TEST_CASE("Serve_ShowsInboxesWithUnreadCountsAndNoBodies") {
+  // /metrics has swarm_inbox_unread{inbox} (an inbox's own messages and everyone's after its cursor);
+  // /api/inboxes has each inbox's cursor and count; an ack lowers the count within seconds; neither, nor the
+  // page, carries a message's body.
+  SwarmWorkspace ws;
+  REQUIRE(ws.swarm({"send", "--to", "a", "--from", "lead", "secret-body-one"}).exit == 0);
+  REQUIRE(ws.swarm({"send", "--to", "a", "--from", "lead", "secret-body-two"}).exit == 0);
+  REQUIRE(ws.swarm({"send", "--all", "--from", "lead", "secret-body-all"}).exit == 0);
+  Served served(ws);
+  CHECK(eventually_body(served, "/metrics", [](const std::string& m) {
+    return sample(m, "swarm_inbox_unread{inbox=\"a\"}") == 3;
+  }));
+  REQUIRE(ws.swarm({"ack", "--as", "a", "2"}).exit == 0);
+  CHECK(eventually_body(served, "/metrics", [](const std::string& m) {
+    return sample(m, "swarm_inbox_unread{inbox=\"a\"}") == 1;
+  }, 10s));
+  // A send is seen soon after (the bus's bell), not only at the next look.
+  REQUIRE(ws.swarm({"send", "--to", "b", "--from", "lead", "secret-body-b"}).exit == 0);
+  CHECK(eventually_body(served, "/api/inboxes", [](const std::string& body) {
+    return body.find("\"name\":\"b\",\"cursor\":0,\"unread\":2") != std::string::npos;
+  }, 10s));
+  const std::string inboxes = served.body("/api/inboxes");
+  CHECK(inboxes.find("\"schema\":\"swarm.inboxes.v1\"") != std::string::npos);
+  CHECK(inboxes.find("\"name\":\"a\",\"cursor\":2,\"unread\":1") != std::string::npos);
+  for (const std::string path : {"/api/inboxes", "/metrics", "/api/status"}) {
+    CAPTURE(path);
+    CHECK(served.body(path).find("secret-body") == std::string::npos);
+  }
+}
