@@ -65,15 +65,17 @@ class Sha256 {
       throw Error(Errc::internal, "SHA-256: cannot start a digest");
   }
   void add(const char* data, std::size_t size) { EVP_DigestUpdate(ctx_.get(), data, size); }
-  std::string nats() {
-    unsigned char raw[EVP_MAX_MD_SIZE];
+  // The 32 bytes, once.
+  const unsigned char* raw() {
     unsigned int size = 0;
-    EVP_DigestFinal_ex(ctx_.get(), raw, &size);
-    return nats_digest(raw);
+    EVP_DigestFinal_ex(ctx_.get(), raw_, &size);
+    return raw_;
   }
+  std::string nats() { return nats_digest(raw()); }
 
  private:
   std::unique_ptr<EVP_MD_CTX, DigestFree> ctx_;
+  unsigned char raw_[EVP_MAX_MD_SIZE] = {};
 };
 
 std::string format_rfc3339_utc(std::chrono::system_clock::time_point t) {
@@ -209,7 +211,12 @@ void on_chunk_error(jsCtx*, jsPubAckErr* failure, void* closure) {
 
 ObjectInfo ObjectStore::put(const std::string& object, const std::function<std::size_t(char*, std::size_t)>& read,
                             int in_flight) const {
-  const std::string what = "put " + object + " in object store " + store_;
+  return put_named([&](const unsigned char*) { return object; }, read, in_flight);
+}
+
+ObjectInfo ObjectStore::put_named(const std::function<std::string(const unsigned char* sha256)>& name_of,
+                                  const std::function<std::size_t(char*, std::size_t)>& read, int in_flight) const {
+  std::string what = "put an object in object store " + store_;
   auto& state = *connection_.state();
   AckTally tally;
   jsOptions options;
@@ -224,7 +231,6 @@ ObjectInfo ObjectStore::put(const std::string& object, const std::function<std::
   detail::JsPtr js(raw_js);
 
   ObjectInfo info;
-  info.name = object;
   info.nuid = fresh_nuid();
   const std::string chunks = chunk_subject(info.nuid);
   // Whatever stops the put before its description is written takes its chunks back.
@@ -258,10 +264,13 @@ ObjectInfo ObjectStore::put(const std::string& object, const std::function<std::
       std::lock_guard<std::mutex> lock(tally.mu);
       if (!tally.error.empty()) throw Error(Errc::unavailable, what + ": a chunk was refused: " + tally.error);
     }
-    info.digest = digest.nats();
+    const unsigned char* sha256 = digest.raw();
+    info.digest = nats_digest(sha256);
+    info.name = name_of(sha256);
+    what = "put " + info.name + " in object store " + store_;
     info.mtime = std::chrono::system_clock::now();
     const std::string description = description_of(info, store_);
-    const std::string meta = meta_subject(object);
+    const std::string meta = meta_subject(info.name);
     // Written only where nothing is, or over what we read: another put of
     // the same object that got there first stays.
     std::uint64_t expected_last = 0;

@@ -52,6 +52,10 @@ class ObjectStore {
   // result is what is stored either way.
   ObjectInfo put(const std::string& object, const std::function<std::size_t(char*, std::size_t)>& read,
                  int in_flight = 64) const;
+  // The same, the object named by `name_of` from the SHA-256 of what was
+  // read (32 bytes), once it is all stored: content addressed in one pass.
+  ObjectInfo put_named(const std::function<std::string(const unsigned char* sha256)>& name_of,
+                       const std::function<std::size_t(char*, std::size_t)>& read, int in_flight = 64) const;
 
   // Hands the object's bytes to `write` in order and returns its
   // description with `digest` as computed from what came (the caller

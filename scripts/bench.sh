@@ -18,6 +18,6 @@ fi
 
 build=${SWARM_BUILD_DIR:-build}
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$build" -j"$(nproc)" --target swarm swarm_git swarm_bench minimal_get >/dev/null
+cmake --build "$build" -j"$(nproc)" --target swarm swarm_git swarm_bench minimal_get minimal_bus >/dev/null
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr), $(nats-server --version), git $(git --version | awk '{print $3}')"
 exec "$build/tests/swarm_bench" "$@"

@@ -1,6 +1,7 @@
 #include "swarm/bus/blobs.h"
 
 #include <openssl/evp.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,6 +15,22 @@
 namespace swarm {
 
 namespace {
+
+constexpr std::size_t kReadBlock = 1 << 20;
+// Files up to this size are hashed before they are sent (a blob stored
+// before is then not sent again); larger ones are named by the hash taken
+// while they are sent, one pass instead of two (adr/0040).
+constexpr std::uint64_t kNameFirstMax = std::uint64_t(8) << 20;
+
+std::string hex_of(const unsigned char* sha256) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  for (unsigned i = 0; i < 32; ++i) {
+    hex += kHex[sha256[i] >> 4];
+    hex += kHex[sha256[i] & 15];
+  }
+  return hex;
+}
 
 struct DigestFree {
   void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
@@ -31,20 +48,13 @@ class Sha256 {
     unsigned char raw[EVP_MAX_MD_SIZE];
     unsigned int size = 0;
     EVP_DigestFinal_ex(ctx_.get(), raw, &size);
-    static constexpr char kHex[] = "0123456789abcdef";
-    hex->clear();
-    for (unsigned i = 0; i < 32; ++i) {
-      *hex += kHex[raw[i] >> 4];
-      *hex += kHex[raw[i] & 15];
-    }
+    *hex = hex_of(raw);
     if (nats != nullptr) *nats = kv::nats_digest(raw);
   }
 
  private:
   std::unique_ptr<EVP_MD_CTX, DigestFree> ctx_;
 };
-
-constexpr std::size_t kReadBlock = 1 << 20;
 
 // pread until `size` bytes or the end; errno-naming errors.
 std::size_t read_at(int fd, char* into, std::size_t size, std::uint64_t offset, const std::string& shown) {
@@ -84,40 +94,45 @@ bool Blobs::has(const std::string& sha256) const {
 }
 
 BlobRef Blobs::put_file(int fd, const std::string& name, const std::string& shown) const {
-  std::vector<char> buffer(kReadBlock);
-  Sha256 first;
-  std::uint64_t size = 0;
-  for (;;) {
-    const std::size_t n = read_at(fd, buffer.data(), buffer.size(), size, shown);
-    if (n == 0) break;
-    first.add(buffer.data(), n);
-    size += n;
-  }
+  std::uint64_t offset = 0;
+  auto reader = [&](char* into, std::size_t room) -> std::size_t {
+    const std::size_t n = read_at(fd, into, room, offset, shown);
+    offset += n;
+    if (n == 0) stop_here_for_test(kBusStop, "blob-read");
+    return n;
+  };
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw Error(Errc::filesystem, "cannot read " + shown + ": " + std::strerror(errno));
   BlobRef ref;
   ref.name = name;
-  ref.size = size;
-  std::string nats;
-  first.finish(&ref.sha256, &nats);
-  if (auto there = translating_kv([&] { return store_.info(ref.sha256); }); there && there->size == size) return ref;
-  Sha256 second;
-  std::uint64_t offset = 0;
+  if (static_cast<std::uint64_t>(st.st_size) <= kNameFirstMax) {
+    // Small: named first, so one stored before is not sent again.
+    std::vector<char> buffer(kReadBlock);
+    Sha256 first;
+    std::uint64_t size = 0;
+    for (;;) {
+      const std::size_t n = read_at(fd, buffer.data(), buffer.size(), size, shown);
+      if (n == 0) break;
+      first.add(buffer.data(), n);
+      size += n;
+    }
+    std::string nats;
+    first.finish(&ref.sha256, &nats);
+    ref.size = size;
+    if (auto there = translating_kv([&] { return store_.info(ref.sha256); }); there && there->size == size) return ref;
+    auto stored = translating_kv([&] { return store_.put(ref.sha256, reader); });
+    // What was stored is not what was named: the file changed between the reads.
+    if (stored.digest != nats || stored.size != size)
+      throw Error(Errc::filesystem, shown + " changed while it was stored; try again");
+    return ref;
+  }
+  // Large: named by what was stored, in one pass (the content's own hash;
+  // one stored before keeps its place and this copy is taken back).
   auto stored = translating_kv([&] {
-    return store_.put(ref.sha256, [&](char* into, std::size_t room) -> std::size_t {
-      const std::size_t n = read_at(fd, into, room, offset, shown);
-      second.add(into, n);
-      offset += n;
-      if (n == 0) {
-        stop_here_for_test(kBusStop, "blob-read");
-        std::string again;
-        second.finish(&again, nullptr);
-        if (again != ref.sha256 || offset != size)
-          throw Error(Errc::filesystem, shown + " changed while it was stored; nothing was stored, try again");
-      }
-      return n;
-    });
+    return store_.put_named([](const unsigned char* sha256) { return hex_of(sha256); }, reader);
   });
-  if (stored.digest != nats || stored.size != size)
-    throw Error(Errc::internal, "blob " + ref.sha256 + " was stored, but the store names another digest");
+  ref.sha256 = stored.name;
+  ref.size = stored.size;
   return ref;
 }
 

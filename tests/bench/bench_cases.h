@@ -78,4 +78,10 @@ void task_list_ready(Bench& b);       // 30
 void join_next_among_many(Bench& b);  // 31
 void claimers_settle(Bench& b);       // 32
 
+// bench_messages.cc
+void send_message(Bench& b);          // 33
+void inbox_of_many(Bench& b);         // 34
+void ask_round_trip(Bench& b);        // 35
+void blob_put(Bench& b);              // 36
+
 }  // namespace bench

@@ -237,6 +237,26 @@ TEST_CASE("Message_ABlobIsWholeBeforeItsMessage") {
   CHECK(read_file(ws.home() / "other.got") == read_file(other));
 }
 
+TEST_CASE("Message_ALargeBlobIsStoredOnceInOnePass") {
+  // Over 8 MiB a blob is named by the hash taken while it is sent: the same file put twice is one blob in
+  // the store (the second copy taken back), and it comes back whole.
+  SwarmWorkspace ws;
+  const fs::path file = ws.home() / "large.bin";
+  write_file(file, random_bytes(9 << 20, 11));
+  auto first = ws.swarm({"blob", "put", file.string()});
+  REQUIRE_MESSAGE(first.exit == 0, first.err);
+  auto second = ws.swarm({"blob", "put", file.string()});
+  REQUIRE(second.exit == 0);
+  CHECK(first.out == second.out);
+  auto nats = kv::Connection::connect({.urls = {ws.server()->url()}});
+  auto st = kv::Stream::bind(nats, "OBJ_swarm-blobs").state();
+  REQUIRE(st.has_value());
+  CHECK(st->bytes < (10u << 20));  // one copy of 9 MiB and its description
+  const fs::path out = ws.home() / "large.got";
+  REQUIRE(ws.swarm({"blob", "get", first.out.substr(0, 64), "-o", out.string()}).exit == 0);
+  CHECK(read_file(out) == read_file(file));
+}
+
 TEST_CASE("Message_AMissingBlobIsExit4BlobMissing") {
   SwarmWorkspace ws;
   const std::string sha(64, 'a');
