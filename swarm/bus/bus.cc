@@ -127,6 +127,24 @@ InboxRead Bus::read(const std::string& name, std::uint64_t after, std::size_t li
   });
 }
 
+void Bus::for_each_message(const std::function<void(const Delivered&)>& visit) const {
+  translating_kv([&] {
+    auto st = stream_.state();
+    if (!st || st->messages == 0) return;
+    auto reader = stream_.read(kBusSubjects, kv::ReadFrom{.seq = st->first_seq});
+    const auto wait = connection_.request_timeout();
+    for (;;) {
+      auto m = reader.next(wait);
+      if (!m) throw Error(Errc::unavailable, std::string("the read of the bus stopped before its end; try again"));
+      // The workspace's bucket is the subject's third token: each message is judged against its own.
+      const std::string_view rest = std::string_view(m->subject).substr(std::string_view("swarm.bus.").size());
+      visit(delivered_of(*m, rest.substr(0, rest.find('.'))));
+      if (m->seq >= st->last_seq) break;
+    }
+    reader.stop();
+  });
+}
+
 std::uint64_t Bus::unread(const std::string& name, std::uint64_t after) const {
   return translating_kv([&] {
     std::uint64_t n = 0;

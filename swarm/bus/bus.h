@@ -61,6 +61,10 @@ class Bus {
   InboxRead read(const std::string& name, std::uint64_t after, std::size_t limit,
                  const std::function<bool(const Message&)>& match) const;
 
+  // Every message the bus keeps, of every workspace of the server (a
+  // read to the last sequence there is when it starts; blobs are shared).
+  void for_each_message(const std::function<void(const Delivered&)>& visit) const;
+
   // How many messages to `name` and to all have a sequence above `after`.
   std::uint64_t unread(const std::string& name, std::uint64_t after) const;
   // The names that have messages sent to them (of this bucket).

@@ -4,11 +4,14 @@
 #include "swarm/doctor/doctor.h"
 
 #include <algorithm>
+#include <map>
+#include <set>
 #include <span>
 
 #include "kv/bucket.h"
 #include "swarm/base/error.h"
 #include "swarm/base/process_info.h"
+#include "swarm/bus/blobs.h"
 #include "swarm/bus/bus.h"
 #include "swarm/bus/cursors.h"
 #include "swarm/doctor/checks.h"
@@ -53,6 +56,8 @@ std::string_view to_string(FindingKind kind) {
     case FindingKind::task_bucket: return "task_bucket";
     case FindingKind::bus: return "bus";
     case FindingKind::inbox_gap: return "inbox_gap";
+    case FindingKind::blob_orphan: return "blob_orphan";
+    case FindingKind::blob_missing: return "blob_missing";
     case FindingKind::corrupt_task: return "corrupt_task";
   }
   return "unknown";
@@ -194,6 +199,35 @@ void check_tasks(DoctorReport& report, const kv::Connection& nats, const Workspa
   }
 }
 
+// The blobs against the messages the bus keeps (every workspace's: the
+// store is shared): a blob no kept message names any more (retention
+// dropped them) is only taking room; a kept message whose blob is gone
+// cannot be read whole. Both notices: nothing here is safe to remove, a
+// blob may be about to be named by a send under way.
+void check_blobs(DoctorReport& report, const kv::Connection& nats, const Bus& bus) {
+  const std::vector<std::string> stored = Blobs(nats).names();
+  std::set<std::string> named;
+  std::map<std::string, std::uint64_t> named_at;  // a missing blob: the first message that names it
+  bus.for_each_message([&](const Delivered& d) {
+    if (!d.message || !d.message->blob) return;
+    if (named.insert(d.message->blob->sha256).second) named_at[d.message->blob->sha256] = d.seq;
+  });
+  const std::set<std::string> have(stored.begin(), stored.end());
+  for (const auto& sha : stored)
+    if (!named.count(sha))
+      report.findings.push_back(d::make_finding(
+          Severity::notice, FindingKind::blob_orphan, sha,
+          "blob " + sha + " is named by no message the bus keeps (retention dropped them); it only takes room",
+          "nats object rm swarm-blobs " + sha + "   (once no send under way names it)"));
+  for (const auto& sha : named)
+    if (!have.count(sha))
+      report.findings.push_back(d::make_finding(
+          Severity::notice, FindingKind::blob_missing, sha,
+          "blob " + sha + " is not in the store, but message " + std::to_string(named_at[sha]) +
+              " of the bus names it: `swarm blob get` of it is exit 4",
+          "nothing to repair here: send it again (`swarm send --file`)"));
+}
+
 // The message bus: its stream (a workspace made before messages has none:
 // a notice, `swarm up` makes it), and each inbox whose unacked messages
 // retention dropped (a notice: they are gone; an ack past them says so).
@@ -223,6 +257,7 @@ void check_bus(DoctorReport& report, const kv::Connection& nats, const Workspace
         "swarm ack --as " + name + " " + std::to_string(st->first_seq - 1) + "   (says they are gone; raise `swarm up "
         "--bus-max-age/--bus-max-bytes` to keep more)"));
   }
+  check_blobs(report, nats, bus);
 }
 
 // The servers' URLs, joined and with any secret redacted.

@@ -52,6 +52,8 @@ enum class FindingKind {
   corrupt_task,
   bus,
   inbox_gap,
+  blob_orphan,
+  blob_missing,
 };
 std::string_view to_string(FindingKind kind);
 

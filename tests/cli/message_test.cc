@@ -5,6 +5,7 @@
 // before its message is sent; ask gets its reply; hostile input is data.
 #include <doctest/doctest.h>
 
+#include <nats/nats.h>
 #include <signal.h>
 
 #include <fstream>
@@ -255,6 +256,44 @@ TEST_CASE("Message_ALargeBlobIsStoredOnceInOnePass") {
   const fs::path out = ws.home() / "large.got";
   REQUIRE(ws.swarm({"blob", "get", first.out.substr(0, 64), "-o", out.string()}).exit == 0);
   CHECK(read_file(out) == read_file(file));
+}
+
+TEST_CASE("Message_DoctorReportsBlobsRetentionLeftAndMessagesWhoseBlobIsGone") {
+  // A blob whose message retention dropped is [blob_orphan]; a kept message whose blob is gone is
+  // [blob_missing]; both notices (exit 0), and a blob still named is neither.
+  SwarmWorkspace ws({.up_args = {"--bus-max-bytes", "1MiB"}});
+  const fs::path early = ws.home() / "early.bin", kept = ws.home() / "kept.bin";
+  write_file(early, random_bytes(200 * 1024, 21));
+  write_file(kept, random_bytes(200 * 1024, 22));
+  auto sent = ws.swarm({"send", "--to", "a", "--from", "lead", "--file", early.string(), "--json"});
+  REQUIRE(sent.exit == 0);
+  const std::string early_sha = field(swarm::Json::copy(cJSON_GetObjectItem(json_of(sent).get(), "blob")), "sha256");
+  const std::string big(60 * 1024, 'x');
+  for (int i = 0; i < 36; ++i) REQUIRE(ws.swarm({"send", "--to", "b", "--from", "lead", big}).exit == 0);
+  auto kept_sent = ws.swarm({"send", "--to", "a", "--from", "lead", "--file", kept.string(), "--json"});
+  REQUIRE(kept_sent.exit == 0);
+  const std::string kept_sha = field(swarm::Json::copy(cJSON_GetObjectItem(json_of(kept_sent).get(), "blob")), "sha256");
+  auto doctor = ws.swarm({"doctor"});
+  CHECK(doctor.exit == 0);
+  CAPTURE(doctor.out);
+  CHECK(doctor.out.find("[blob_orphan] blob " + early_sha) != std::string::npos);
+  CHECK(doctor.out.find(kept_sha) == std::string::npos);
+  // The store emptied behind swarm's back: the kept message's blob is gone.
+  {
+    natsConnection* nc = nullptr;
+    jsCtx* js = nullptr;
+    REQUIRE(natsConnection_ConnectTo(&nc, ws.server()->url().c_str()) == NATS_OK);
+    REQUIRE(natsConnection_JetStream(&js, nc, nullptr) == NATS_OK);
+    CHECK(js_PurgeStream(js, "OBJ_swarm-blobs", nullptr, nullptr) == NATS_OK);
+    jsCtx_Destroy(js);
+    natsConnection_Destroy(nc);
+  }
+  auto after = ws.swarm({"doctor"});
+  CHECK(after.exit == 0);
+  CAPTURE(after.out);
+  CHECK(after.out.find("[blob_missing] blob " + kept_sha + " is not in the store, but message") != std::string::npos);
+  CHECK(after.out.find("[blob_orphan]") == std::string::npos);
+  CHECK(ws.swarm({"blob", "get", kept_sha}).exit == 4);
 }
 
 TEST_CASE("Message_AMissingBlobIsExit4BlobMissing") {
