@@ -10,7 +10,6 @@
 #include <iostream>
 
 #include "cli/context.h"
-#include "swarm/base/random.h"
 #include "swarm/base/text.h"
 #include "swarm/bus/blobs.h"
 
@@ -24,22 +23,16 @@ struct BlobFlags {
 
 int run_put(Context& ctx, const BlobFlags& f) {
   const std::string shown = swarm::printable(f.file);
-  const int fd = ::open(f.file.c_str(), O_RDONLY | O_CLOEXEC);
-  struct stat st {};
-  if (fd < 0 || ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    const int saved = errno;
-    if (fd >= 0) ::close(fd);
-    throw swarm::Error(swarm::Errc::bad_input, shown + ": no regular file to read" +
-                                                   (saved != 0 ? std::string(" (") + std::strerror(saved) + ")" : ""));
-  }
+  std::uint64_t size = 0;
+  const int fd = open_regular_file(f.file, shown, &size);
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }
   } closer{fd};
   auto messages = ctx.messages();
   const std::uint64_t max = messages.config.blob_max();
-  if (static_cast<std::uint64_t>(st.st_size) > max)
-    throw swarm::Error(swarm::Errc::bad_input, shown + " is " + std::to_string(st.st_size) +
+  if (size > max)
+    throw swarm::Error(swarm::Errc::bad_input, shown + " is " + std::to_string(size) +
                                                    " bytes, more than a blob may be (" + std::to_string(max) +
                                                    " bytes; `swarm up --blob-max-bytes SIZE` changes it); nothing was stored");
   auto ref = messages.blobs.put_file(fd, std::filesystem::path(f.file).filename().string(), shown);
@@ -49,46 +42,63 @@ int run_put(Context& ctx, const BlobFlags& f) {
   return 0;
 }
 
-// Writes the blob to -o FILE through a temporary file beside it, renamed
-// once verified (a failed get leaves FILE as it was), or to stdout.
+// Writes the blob to -o FILE through an unnamed file in FILE's folder,
+// given its name only once it is whole and verified (a get that fails or
+// is killed leaves nothing and FILE as it was), or to stdout (bytes go out
+// as they come: a corrupt blob is said after them).
 int run_get(Context& ctx, const BlobFlags& f) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!f.out.empty() && f.out != "-" && fs::is_directory(f.out, ec))
+    throw swarm::Error(swarm::Errc::bad_input, "-o " + swarm::printable(f.out) + " is a folder: name the file to write");
   auto messages = ctx.messages();
   if (f.out.empty() || f.out == "-") {
-    auto ref = messages.blobs.get(f.sha, [](const char* data, std::size_t size) { std::cout.write(data, static_cast<std::streamsize>(size)); });
+    messages.blobs.get(f.sha, [](const char* data, std::size_t size) { std::cout.write(data, static_cast<std::streamsize>(size)); });
     std::cout.flush();
-    (void)ref;
+    if (!std::cout) throw swarm::Error(swarm::Errc::filesystem, "standard output refused the blob (a closed pipe?)");
     return 0;
   }
-  const std::filesystem::path target(f.out);
-  const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
-  const std::filesystem::path temp = dir / ("." + target.filename().string() + ".swarm-blob-" + std::to_string(swarm::thread_random()() % 1000000000));
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
-  if (fd < 0)
-    throw swarm::Error(swarm::Errc::filesystem, "cannot write " + swarm::printable(temp.string()) + ": " + std::strerror(errno));
-  bool kept = false;
-  try {
-    auto ref = messages.blobs.get(f.sha, [&](const char* data, std::size_t size) {
-      std::size_t done = 0;
-      while (done < size) {
-        const ssize_t n = ::write(fd, data + done, size - done);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) throw swarm::Error(swarm::Errc::filesystem, "cannot write " + swarm::printable(temp.string()) + ": " + std::strerror(errno));
-        done += static_cast<std::size_t>(n);
+  const fs::path target(f.out);
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  const int fd = ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    const int saved = errno;
+    throw swarm::Error(swarm::Errc::filesystem, "cannot write in " + swarm::printable(dir.string()) + ": " + std::strerror(saved));
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  auto ref = messages.blobs.get(f.sha, [&](const char* data, std::size_t size) {
+    std::size_t done = 0;
+    while (done < size) {
+      const ssize_t n = ::write(fd, data + done, size - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        const int saved = errno;
+        throw swarm::Error(swarm::Errc::filesystem, "cannot write " + swarm::printable(f.out) + ": " + std::strerror(saved));
       }
-    });
-    if (::fsync(fd) != 0 || ::close(fd) != 0)
-      throw swarm::Error(swarm::Errc::filesystem, "cannot write " + swarm::printable(temp.string()) + ": " + std::strerror(errno));
-    kept = true;
-    std::filesystem::rename(temp, target);
-    swarm::Json doc = swarm::Json::object();
-    doc.set("sha256", ref.sha256).set("size", ref.size).set("file", target.string());
-    ctx.out().result("blob", swarm::printable(target.string()) + "\n", std::move(doc));
-    return 0;
-  } catch (...) {
-    if (!kept) ::close(fd);
-    ::unlink(temp.c_str());
-    throw;
+      done += static_cast<std::size_t>(n);
+    }
+  });
+  if (::fsync(fd) != 0) {
+    const int saved = errno;
+    throw swarm::Error(swarm::Errc::filesystem, "cannot write " + swarm::printable(f.out) + ": " + std::strerror(saved));
   }
+  // Named beside FILE first (linkat does not replace), then renamed over it.
+  const fs::path temp = dir / ("." + target.filename().string() + ".swarm-blob-" + std::to_string(::getpid()));
+  const std::string proc = "/proc/self/fd/" + std::to_string(fd);
+  ::unlink(temp.c_str());
+  if (::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, temp.c_str(), AT_SYMLINK_FOLLOW) != 0 ||
+      ::rename(temp.c_str(), target.c_str()) != 0) {
+    const int saved = errno;
+    ::unlink(temp.c_str());
+    throw swarm::Error(swarm::Errc::filesystem, "cannot write " + swarm::printable(f.out) + ": " + std::strerror(saved));
+  }
+  swarm::Json doc = swarm::Json::object();
+  doc.set("sha256", ref.sha256).set("size", ref.size).set("file", target.string());
+  ctx.out().result("blob", swarm::printable(target.string()) + "\n", std::move(doc));
+  return 0;
 }
 
 }  // namespace

@@ -210,6 +210,11 @@ Verb add_help(CLI::App& app);
 Verb add_run(CLI::App& app);
 Verb add_task(CLI::App& app);
 Verb add_review(CLI::App& app);
+// A regular file opened for reading (`shown` names it in errors, exit 2):
+// without waiting (a FIFO would block the open until a writer came), and
+// nothing but a regular file is taken. `size` gets its size.
+int open_regular_file(const std::string& path, const std::string& shown, std::uint64_t* size);
+
 Verb add_send(CLI::App& app);
 Verb add_inbox(CLI::App& app);
 Verb add_ack(CLI::App& app);

@@ -20,6 +20,24 @@
 
 namespace cli {
 
+// A file to send as it is: opened without waiting (a FIFO would block the
+// open until a writer came), and only a regular file is taken.
+int open_regular_file(const std::string& path, const std::string& shown, std::uint64_t* size) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    const int saved = errno;
+    throw swarm::Error(swarm::Errc::bad_input, shown + ": cannot open it (" + std::strerror(saved) + ")");
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw swarm::Error(swarm::Errc::bad_input, shown + ": not a regular file");
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  *size = static_cast<std::uint64_t>(st.st_size);
+  return fd;
+}
+
 namespace {
 
 // The fault tests' seam: the first send of a message is sent as a client
@@ -29,6 +47,8 @@ constexpr auto kDefaultAskWait = std::chrono::seconds(60);
 // Reads again after a ring found nothing new: the bell may ring before
 // the stream stored the message (a cluster's replicas).
 constexpr int kRereads = 6;
+// A waiting inbox reads again at least this often, rung or not.
+constexpr std::chrono::milliseconds kLookAgain{1000};
 
 struct MessageFlags {
   std::string to, as, from, type, corr, reply_to, id, file, wait;
@@ -41,6 +61,10 @@ struct MessageFlags {
 // The inbox a verb speaks for: `given` (--as, --from), else the slot's.
 std::string name_of(const Context& ctx, const std::string& given, const char* option) {
   if (!given.empty()) return given;
+  if (const char* env = std::getenv("SWARM_SLOT"); env != nullptr && *env != '\0') {
+    swarm::require_slot_name(env);  // a bad one is named as such
+    return env;
+  }
   try {
     return ctx.slot_of("");
   } catch (const swarm::Error&) {
@@ -76,19 +100,17 @@ void read_body(const MessageFlags& f, std::uint64_t max, Body& body) {
   if (!f.file.empty()) {
     if (!f.text.empty()) throw swarm::Error(swarm::Errc::bad_input, "give the body as TEXT, - or --file, not two of them");
     body.shown = swarm::printable(f.file);
-    body.fd = ::open(f.file.c_str(), O_RDONLY | O_CLOEXEC);
-    struct stat st {};
-    if (body.fd < 0 || ::fstat(body.fd, &st) != 0 || !S_ISREG(st.st_mode))
-      throw swarm::Error(swarm::Errc::bad_input, "--file " + body.shown + ": no regular file to read" +
-                                                     (errno != 0 ? std::string(" (") + std::strerror(errno) + ")" : ""));
-    if (static_cast<std::uint64_t>(st.st_size) > max) too_big("--file " + body.shown, st.st_size, max);
+    std::uint64_t size = 0;
+    body.fd = open_regular_file(f.file, "--file " + body.shown, &size);
+    if (size > max) too_big("--file " + body.shown, size, max);
     body.blob_from_fd = true;
     body.name = std::filesystem::path(f.file).filename().string();
     return;
   }
   if (!from_stdin) {
     for (const auto& t : f.text) body.text += (body.text.empty() ? "" : " ") + t;
-    if (body.text.size() > swarm::kInlineBodyMax || !swarm::is_valid_utf8(body.text)) {
+    if (body.text.size() > swarm::kInlineBodyMax || !swarm::is_valid_utf8(body.text) ||
+        body.text.find('\0') != std::string::npos) {
       if (body.text.size() > max) too_big("the body", body.text.size(), max);
       body.blob_from_text = true;
     }
@@ -115,12 +137,14 @@ void read_body(const MessageFlags& f, std::uint64_t max, Body& body) {
     if (::write(body.fd, buffer, static_cast<std::size_t>(n)) != n)
       throw swarm::Error(swarm::Errc::filesystem, std::string("cannot keep standard input: ") + std::strerror(errno));
     if (static_cast<std::uint64_t>(::lseek(body.fd, 0, SEEK_CUR)) > max)
-      too_big("standard input", static_cast<std::uint64_t>(::lseek(body.fd, 0, SEEK_CUR)), max);
+      throw swarm::Error(swarm::Errc::bad_input, "standard input is more than a blob may be (" + std::to_string(max) +
+                                                     " bytes; `swarm up --blob-max-bytes SIZE` changes it); nothing "
+                                                     "was sent");
   }
   body.name = "stdin";
   if (body.fd >= 0) {
     body.blob_from_fd = true;
-  } else if (!swarm::is_valid_utf8(head)) {
+  } else if (!swarm::is_valid_utf8(head) || head.find('\0') != std::string::npos) {
     body.text = std::move(head);
     body.blob_from_text = true;
   } else {
@@ -190,25 +214,70 @@ std::string line_of(const swarm::Delivered& d) {
   return line + "\n";
 }
 
+// The bus's state, or exit 6 when the workspace has none.
+kv::StreamStatus bus_state(const swarm::Bus& bus) {
+  auto st = bus.state();
+  if (!st)
+    throw swarm::Error(swarm::Errc::not_bootstrapped, std::string("the message bus (stream ") + swarm::kBusStream +
+                                                          ") does not exist on this NATS: run `swarm up` in the workspace");
+  return *st;
+}
+
+// Everything printed so far reached stdout, or the error that says it did
+// not (an --ack must never pass what nobody read).
+void require_written(const char* what) {
+  std::cout.flush();
+  if (!std::cout)
+    throw swarm::Error(swarm::Errc::filesystem, std::string("standard output refused the ") + what +
+                                                    " (a closed pipe?); nothing more was acked");
+}
+
 int run_inbox(Context& ctx, const MessageFlags& f) {
   const std::string name = name_of(ctx, f.as, "--as");
   const auto wait = f.wait.empty() ? std::chrono::milliseconds(0) : swarm::parse_duration(f.wait);
   const bool waits = !f.wait.empty() || f.follow;
   auto messages = ctx.messages(waits);
-  const auto cursor = messages.cursors.get(name);
+  const bool filtered = !f.type.empty() || !f.corr.empty();
   auto match = [&](const swarm::Message& m) {
     return (f.type.empty() || m.type == f.type) && (f.corr.empty() || m.corr == f.corr);
   };
+  // Rung before the first read: nothing sent after it is missed.
   std::optional<kv::Doorbell> bell;
   if (waits) bell.emplace(messages.bus.doorbell(name));
   const auto deadline = std::chrono::steady_clock::now() + wait;
+  kv::StreamStatus bus = bus_state(messages.bus);
+  const std::int64_t generation = swarm::generation_of(bus);
+  const auto cursor = messages.cursors.get(name, generation);
+  if (cursor.of_old_bus)
+    ctx.out().note("inbox " + name + "'s cursor was of a bus made before this one: reading this bus from its start");
   std::uint64_t after = cursor.seq;
+  // What --ack may move the cursor to: the last message of an unbroken run
+  // of shown ones. Once one was not shown (a filter), nothing after it.
+  std::uint64_t ackable = cursor.seq, acked = cursor.seq;
+  bool blocked = false;
   std::size_t printed = 0;
   bool gap_said = false;
+  auto ack_now = [&] {
+    if (!f.ack || ackable <= acked) return;
+    require_written("messages");
+    messages.cursors.ack(name, ackable, generation);
+    acked = ackable;
+  };
   for (int rereads = 0;;) {
     const std::size_t room = f.count > 0 ? static_cast<std::size_t>(f.count) - printed : 0;
-    auto read = messages.bus.read(name, after, room, match);
-    if (read.dropped > 0 && cursor.revision != 0 && !gap_said) {
+    std::size_t since_ack = 0;
+    auto read = messages.bus.read(name, after, room, match, [&](const swarm::Delivered& d, bool shown) {
+      if (!shown) blocked = true;
+      if (shown) {
+        if (ctx.out().json()) ctx.out().json_line(d.to_json());
+        else std::cout << line_of(d);
+        ++printed;
+      }
+      if (!blocked) ackable = d.seq;
+      // Acked as it goes (every 100), so a long read holds nothing back.
+      if (++since_ack % 100 == 0) ack_now();
+    }, bus);
+    if (read.dropped > 0 && cursor.revision != 0 && !cursor.of_old_bus && !gap_said && after == cursor.seq) {
       gap_said = true;
       ctx.out().warn("gap: " + swarm::counted(read.dropped, "message") + " of the bus (seq " +
                      std::to_string(after + 1) + " to " + std::to_string(read.first_kept - 1) +
@@ -216,33 +285,32 @@ int run_inbox(Context& ctx, const MessageFlags& f) {
                      " or to all are lost (`swarm ack --as " + name + " " + std::to_string(read.first_kept - 1) +
                      "` says so)");
     }
-    std::uint64_t ackable = after;
-    bool all_shown = true;
-    for (std::size_t i = 0; i < read.messages.size(); ++i) {
-      all_shown = all_shown && read.shown[i];
-      if (all_shown) ackable = read.messages[i].seq;
-      if (!read.shown[i]) continue;
-      if (ctx.out().json()) ctx.out().json_line(read.messages[i].to_json());
-      else std::cout << line_of(read.messages[i]) << std::flush;
-      ++printed;
-    }
-    if (f.ack && ackable > after) messages.cursors.ack(name, ackable);
+    // Read to the end with nothing held back: the cursor may pass what the
+    // bus holds for others too, so an idle inbox keeps up with the bus.
+    if (!blocked && !read.more && !filtered && f.count == 0) ackable = std::max(ackable, read.end);
+    require_written("messages");
+    ack_now();
     const bool moved = read.last_seq > after;
-    after = read.last_seq;
+    after = std::max(read.last_seq, after);
     if (f.count > 0 && printed >= static_cast<std::size_t>(f.count)) break;
-    if (read.more) continue;
+    if (read.more) {
+      bus = bus_state(messages.bus);
+      continue;
+    }
     if (!waits || (!f.follow && printed > 0)) break;
     // Rung but nothing new yet: the stream may not have stored it; look again shortly.
     if (!moved && rereads > 0 && rereads < kRereads) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1 << rereads));
       ++rereads;
+      bus = bus_state(messages.bus);
       continue;
     }
     rereads = 0;
-    auto left = f.follow ? std::chrono::milliseconds(1000)
-                         : std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (!f.follow && left.count() <= 0) break;
-    if (bell->wait(left)) rereads = 1;
+    // A ring, or a look anyway every second (a ring may be missed).
+    if (bell->wait(f.follow ? kLookAgain : std::min(left, kLookAgain))) rereads = 1;
+    bus = bus_state(messages.bus);
   }
   if (!f.wait.empty() && !f.follow && printed == 0)
     throw swarm::Error(swarm::Errc::not_found, "no message for " + name + " within " + f.wait);
@@ -253,12 +321,11 @@ int run_ack(Context& ctx, const MessageFlags& f) {
   const std::string name = name_of(ctx, f.as, "--as");
   const std::uint64_t seq = std::stoull(f.seq);
   auto messages = ctx.messages();
-  auto st = messages.bus.state();
-  if (!st) throw swarm::Error(swarm::Errc::not_bootstrapped, std::string("the message bus (stream ") + swarm::kBusStream + ") does not exist on this NATS: run `swarm up` in the workspace");
-  if (seq > st->last_seq)
+  const kv::StreamStatus st = bus_state(messages.bus);
+  if (seq > st.last_seq)
     throw swarm::Error(swarm::Errc::bad_input, "no message " + std::to_string(seq) + " on the bus yet (its last is " +
-                                                   std::to_string(st->last_seq) + "): an ack past it would skip what comes");
-  auto acked = messages.cursors.ack(name, seq);
+                                                   std::to_string(st.last_seq) + "): an ack past it would skip what comes");
+  auto acked = messages.cursors.ack(name, seq, swarm::generation_of(st));
   swarm::Json doc = swarm::Json::object();
   doc.set("inbox", name).set("seq", acked.now).set("was", acked.was).set("moved", acked.moved);
   ctx.out().result("ack", acked.moved ? name + " acked to " + std::to_string(acked.now) + " (was " + std::to_string(acked.was) + ")\n"
@@ -368,6 +435,7 @@ Verb add_ask(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("ask", "Send a question and print the first reply to it (exit 4 if none by --wait)");
   cmd->add_option("--to", f->to, "Whom to ask")->option_text("INBOX")->required()->check(slot_name_validator());
   cmd->add_option("--wait", f->wait, "How long to wait for the reply (default 60s)")->option_text("DUR")->check(duration_validator());
+  cmd->add_option("--reply-to", f->reply_to, "The id of a message this question answers")->option_text("ID")->check(word_validator("--reply-to"));
   add_send_options(cmd, *f);
   cmd->footer(
       "Example:\n"

@@ -4,12 +4,15 @@
 #include <openssl/evp.h>
 
 #include <atomic>
+#include <cctype>
+#include <thread>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <memory>
 #include <mutex>
 #include <random>
+#include <set>
 #include <vector>
 
 #include "kv/bucket_state.h"
@@ -28,6 +31,9 @@ constexpr const char* kRollupHeader = "Nats-Rollup";
 constexpr const char* kRollupSubject = "sub";
 // Tries at writing a description when another put or a delete moved it.
 constexpr int kDescriptionAttempts = 3;
+// Reads of a chunk a lagging replica does not have yet, and the pause between.
+constexpr int kChunkAttempts = 5;
+constexpr std::chrono::milliseconds kChunkPause{50};
 
 std::string base64url(const unsigned char* data, std::size_t size) {
   static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
@@ -126,7 +132,11 @@ std::optional<ObjectInfo> parse_description(const std::string& data) {
   info.size = json_count(j.get(), "size");
   info.chunks = json_count(j.get(), "chunks");
   if (auto t = parse_rfc3339(json_text(j.get(), "mtime"))) info.mtime = *t;
-  if (info.nuid.empty()) return std::nullopt;
+  // A nuid is one token of letters and digits: a planted '>' or '*' would
+  // make a read of its chunks a read of every object's.
+  if (info.nuid.empty() || info.nuid.size() > 64) return std::nullopt;
+  for (char c : info.nuid)
+    if (!std::isalnum(static_cast<unsigned char>(c))) return std::nullopt;
   return info;
 }
 
@@ -289,8 +299,13 @@ ObjectInfo ObjectStore::put_named(const std::function<std::string(const unsigned
       natsStatus status = js_PublishMsg(&ack, state.js.get(), raw, &publish, &code);
       detail::PubAckPtr owned(ack);
       if (status == NATS_OK) return info;
-      if (code != JSStreamWrongLastSequenceErr || attempt >= kDescriptionAttempts) check(status, what, code);
       auto there = stream_.last(meta);
+      // The answer may be what was lost: our description stored is success.
+      if (there) {
+        auto stored = parse_description(there->data);
+        if (stored && stored->nuid == info.nuid) return info;
+      }
+      if (code != JSStreamWrongLastSequenceErr || attempt >= kDescriptionAttempts) check(status, what, code);
       if (there && parse_description(there->data)) {
         auto theirs = parse_description(there->data);
         take_back();
@@ -311,21 +326,28 @@ ObjectInfo ObjectStore::get(const std::string& object,
   if (!found) throw Error(Errc::not_found, what + ": there is no such object");
   ObjectInfo info = *found;
   Sha256 digest;
-  std::uint64_t size = 0, chunks = 0;
-  if (info.chunks > 0) {
-    StreamReader reader = stream_.read(chunk_subject(info.nuid), ReadFrom{});
-    const auto wait = connection_.request_timeout();
-    while (chunks < info.chunks) {
-      auto message = reader.next(wait);
-      if (!message)
-        throw Error(Errc::internal, what + ": chunk " + std::to_string(chunks + 1) + " of " +
-                                        std::to_string(info.chunks) + " did not come (the object is incomplete)");
-      digest.add(message->data.data(), message->data.size());
-      write(message->data.data(), message->data.size());
-      size += message->data.size();
-      ++chunks;
+  std::uint64_t size = 0, chunks = 0, seq = 1;
+  const std::string subject = chunk_subject(info.nuid);
+  // One chunk at a time (direct gets in order): memory stays one chunk
+  // whatever the object weighs and however slowly `write` takes it.
+  while (chunks < info.chunks) {
+    std::optional<StreamMessage> chunk;
+    // A replica that lags may not have a chunk the description names yet.
+    for (int attempt = 0; attempt < kChunkAttempts && !chunk; ++attempt) {
+      if (attempt > 0) std::this_thread::sleep_for(kChunkPause);
+      chunk = stream_.next(subject, seq);
     }
-    reader.stop();
+    if (!chunk)
+      throw Error(Errc::internal, what + ": chunk " + std::to_string(chunks + 1) + " of " +
+                                      std::to_string(info.chunks) + " is missing (the object is incomplete)");
+    size += chunk->data.size();
+    if (size > info.size)
+      throw Error(Errc::internal, what + ": its chunks hold more than the " + std::to_string(info.size) +
+                                      " bytes its description says");
+    digest.add(chunk->data.data(), chunk->data.size());
+    write(chunk->data.data(), chunk->data.size());
+    ++chunks;
+    seq = chunk->seq + 1;
   }
   if (size != info.size)
     throw Error(Errc::internal, what + ": " + std::to_string(size) + " bytes came, its description says " +
@@ -350,5 +372,33 @@ std::vector<std::string> ObjectStore::names() const {
   }
   return out;
 }
+
+std::vector<ObjectStore::Leftover> ObjectStore::leftovers() const {
+  std::vector<Leftover> out;
+  const std::string chunk_prefix = "$O." + store_ + ".C.";
+  std::vector<std::string> chunk_subjects, metas;
+  try {
+    chunk_subjects = stream_.subjects(chunk_prefix + "*");
+    metas = stream_.subjects("$O." + store_ + ".M.*");
+  } catch (const Error& e) {
+    if (e.kind() == Errc::not_found) return out;
+    throw;
+  }
+  std::set<std::string> named;
+  for (const auto& subject : metas)
+    if (auto m = stream_.last(subject))
+      if (auto info = parse_description(m->data)) named.insert(info->nuid);
+  for (const auto& subject : chunk_subjects) {
+    const std::string nuid = subject.substr(chunk_prefix.size());
+    if (named.count(nuid)) continue;
+    Leftover l;
+    l.nuid = nuid;
+    if (auto m = stream_.last(subject)) l.last = m->time;
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+void ObjectStore::remove_chunks(const std::string& nuid) const { stream_.purge(chunk_subject(nuid)); }
 
 }  // namespace kv

@@ -66,6 +66,17 @@ class ObjectStore {
   // The names of the objects stored (descriptions that are not deleted).
   std::vector<std::string> names() const;
 
+  // Chunks no description names: what a put killed before its description
+  // left. Each with when its last chunk was stored (a put under way writes
+  // its chunks now).
+  struct Leftover {
+    std::string nuid;
+    std::chrono::system_clock::time_point last{};
+  };
+  std::vector<Leftover> leftovers() const;
+  // Removes the chunks of `nuid`.
+  void remove_chunks(const std::string& nuid) const;
+
  private:
   ObjectStore(Connection connection, std::string store);
   std::string meta_subject(const std::string& object) const;

@@ -237,6 +237,7 @@ std::optional<StreamStatus> Stream::state() const {
   s.bytes = info->State.Bytes;
   s.sealed = info->Config->Sealed;
   if (info->Cluster != nullptr && info->Cluster->Leader != nullptr) s.leader = info->Cluster->Leader;
+  s.created = time_of(info->Created);
   return s;
 }
 
@@ -361,6 +362,21 @@ std::vector<std::string> Stream::subjects(std::string_view filter) const {
     for (int i = 0; i < info->State.Subjects->Count; ++i) out.emplace_back(info->State.Subjects->List[i].Subject);
   std::sort(out.begin(), out.end());
   return out;
+}
+
+void Stream::purge(std::string_view subject) const {
+  const std::string subj(subject);
+  const std::string what = "purge " + subj + " from " + stream_where(name_);
+  with_retries(*state_->connection, budget_, [&](std::chrono::milliseconds wait) {
+    jsOptions options = waiting(wait);
+    options.Stream.Purge.Subject = subj.c_str();
+    jsErrCode code = jsErrCode(0);
+    natsStatus status = js_PurgeStream(state_->js(), name_.c_str(), &options, &code);
+    if (status == NATS_NOT_FOUND || code == JSStreamNotFoundErr)
+      throw Error(Errc::not_found, what + ": " + stream_where(name_) + " does not exist");
+    check(status, what, code);
+    return true;
+  });
 }
 
 Stream Stream::with_budget(std::chrono::milliseconds budget) const {

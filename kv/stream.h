@@ -56,6 +56,9 @@ struct StreamStatus {
   std::uint64_t bytes = 0;
   bool sealed = false;
   std::string leader;  // the server that leads it (empty when not clustered)
+  // When it was made: a stream deleted and made again has another, and
+  // sequences that start over.
+  std::chrono::system_clock::time_point created{};
 };
 
 // Where a read starts: at a sequence, or only with what comes after it
@@ -128,6 +131,9 @@ class Stream {
   std::optional<StreamMessage> last(std::string_view subject) const;
   // The first message at or after `seq` whose subject matches `filter`.
   std::optional<StreamMessage> next(std::string_view filter, std::uint64_t seq) const;
+
+  // Removes every message on `subject` (one subject, or a pattern).
+  void purge(std::string_view subject) const;
 
   // The subjects matching `filter` that hold messages, sorted.
   std::vector<std::string> subjects(std::string_view filter) const;

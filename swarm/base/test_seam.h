@@ -22,8 +22,9 @@ inline constexpr const char* kJoinStop = "SWARM_TEST_JOIN_STOP";
 // the agent not started), renew (a keeper's renewal about to be sent).
 inline constexpr const char* kRunStop = "SWARM_TEST_RUN_STOP";
 
-// $SWARM_TEST_BUS_STOP: the steps of a send: blob-read (a blob's bytes all
-// handed to the store, its description not written, no message sent).
+// $SWARM_TEST_BUS_STOP: the steps of a send: blob-named (a file up to
+// 8 MiB hashed, nothing sent yet), blob-read (a blob's bytes all handed to
+// the store, its description not written, no message sent).
 inline constexpr const char* kBusStop = "SWARM_TEST_BUS_STOP";
 
 void stop_here_for_test(const char* variable, const char* stage);

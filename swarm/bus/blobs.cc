@@ -71,13 +71,6 @@ std::size_t read_at(int fd, char* into, std::size_t size, std::uint64_t offset, 
 
 }  // namespace
 
-bool is_sha256_hex(std::string_view text) {
-  if (text.size() != 64) return false;
-  for (char c : text)
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  return true;
-}
-
 void require_sha256(std::string_view text) {
   if (!is_sha256_hex(text))
     throw Error(Errc::bad_input, "bad blob name '" + printable(text) + "': a SHA-256, 64 lowercase hex digits");
@@ -119,11 +112,19 @@ BlobRef Blobs::put_file(int fd, const std::string& name, const std::string& show
     std::string nats;
     first.finish(&ref.sha256, &nats);
     ref.size = size;
+    stop_here_for_test(kBusStop, "blob-named");
     if (auto there = translating_kv([&] { return store_.info(ref.sha256); }); there && there->size == size) return ref;
-    auto stored = translating_kv([&] { return store_.put(ref.sha256, reader); });
-    // What was stored is not what was named: the file changed between the reads.
-    if (stored.digest != nats || stored.size != size)
-      throw Error(Errc::filesystem, shown + " changed while it was stored; try again");
+    // Its description is written only if what was sent hashes to the name:
+    // a file that changed between the two reads stores nothing.
+    translating_kv([&] {
+      return store_.put_named(
+          [&](const unsigned char* sha256) {
+            if (hex_of(sha256) != ref.sha256 || offset != size)
+              throw Error(Errc::filesystem, shown + " changed while it was stored; nothing was stored, try again");
+            return ref.sha256;
+          },
+          reader);
+    });
     return ref;
   }
   // Large: named by what was stored, in one pass (the content's own hash;
@@ -181,7 +182,18 @@ BlobRef Blobs::get(const std::string& sha256, const std::function<void(const cha
 }
 
 std::vector<std::string> Blobs::names() const {
-  return translating_kv([&] { return store_.names(); });
+  auto all = translating_kv([&] { return store_.names(); });
+  // Only what swarm names a blob: anything else in the store is another's (or planted).
+  std::erase_if(all, [](const std::string& name) { return !is_sha256_hex(name); });
+  return all;
+}
+
+std::vector<kv::ObjectStore::Leftover> Blobs::leftovers() const {
+  return translating_kv([&] { return store_.leftovers(); });
+}
+
+void Blobs::remove_leftover(const std::string& nuid) const {
+  translating_kv([&] { store_.remove_chunks(nuid); });
 }
 
 }  // namespace swarm

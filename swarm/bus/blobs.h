@@ -17,8 +17,6 @@ namespace swarm {
 
 inline constexpr const char* kBlobStore = "swarm-blobs";
 
-// 64 lowercase hex digits.
-bool is_sha256_hex(std::string_view text);
 // Exit 2 naming the value unless it is one.
 void require_sha256(std::string_view text);
 
@@ -44,6 +42,9 @@ class Blobs {
   bool has(const std::string& sha256) const;
   // Every blob stored.
   std::vector<std::string> names() const;
+  // Chunks no blob's description names (a put killed halfway), and their removal.
+  std::vector<kv::ObjectStore::Leftover> leftovers() const;
+  void remove_leftover(const std::string& nuid) const;
 
  private:
   kv::ObjectStore store_;

@@ -10,21 +10,20 @@ namespace {
 
 constexpr const char* kBusSubjects = "swarm.bus.>";
 
-[[noreturn]] void no_bus() {
-  throw Error(Errc::not_bootstrapped, std::string("the message bus (stream ") + kBusStream +
-                                          ") does not exist on this NATS: run `swarm up` in the workspace");
-}
 
-// One of the two subjects an inbox read merges: its reader, the last
-// sequence to read, and the message read but not yet taken.
+// One of the two subjects an inbox read merges: its reader, and the
+// message read but not yet taken.
 struct Source {
   kv::StreamReader reader;
-  std::uint64_t end = 0;
   std::optional<kv::StreamMessage> head;
   bool done = false;
 };
 
 }  // namespace
+
+std::int64_t generation_of(const kv::StreamStatus& bus) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(bus.created.time_since_epoch()).count();
+}
 
 Bus::Bus(const kv::Connection& connection, std::string bucket)
     : connection_(connection), stream_(kv::Stream::bind(connection, kBusStream)), bucket_(std::move(bucket)) {}
@@ -57,13 +56,13 @@ std::vector<std::string> Bus::ensure(const kv::Connection& connection, int repli
 
 Bus::Sent Bus::send(const Message& message) const {
   const std::string subject = message.to == kToAll ? all_subject(bucket_) : inbox_subject(bucket_, message.to);
-  auto published = translating_kv([&] { return stream_.publish(subject, message.to_json(), message.id); });
+  auto published = translating_kv([&] { return stream_.publish(subject, message.to_json(), dedup_id(bucket_, message)); });
   return {published.seq, published.duplicate};
 }
 
 void Bus::send_unanswered(const Message& message) const {
   const std::string subject = message.to == kToAll ? all_subject(bucket_) : inbox_subject(bucket_, message.to);
-  translating_kv([&] { stream_.publish_unanswered(subject, message.to_json(), message.id); });
+  translating_kv([&] { stream_.publish_unanswered(subject, message.to_json(), dedup_id(bucket_, message)); });
 }
 
 std::optional<kv::StreamStatus> Bus::state() const {
@@ -71,23 +70,25 @@ std::optional<kv::StreamStatus> Bus::state() const {
 }
 
 InboxRead Bus::read(const std::string& name, std::uint64_t after, std::size_t limit,
-                    const std::function<bool(const Message&)>& match) const {
+                    const std::function<bool(const Message&)>& match,
+                    const std::function<void(const Delivered&, bool shown)>& visit,
+                    const kv::StreamStatus& bus) const {
   return translating_kv([&] {
-    auto st = stream_.state();
-    if (!st) no_bus();
     InboxRead out;
     out.last_seq = after;
-    out.first_kept = st->first_seq;
-    if (st->first_seq > after + 1) out.dropped = st->first_seq - 1 - after;
-    const std::uint64_t end = st->last_seq;  // what is read: no later message jumps ahead
+    out.first_kept = bus.first_seq;
+    if (bus.first_seq > after + 1) out.dropped = bus.first_seq - 1 - after;
+    out.end = bus.last_seq;
+    const std::uint64_t end = bus.last_seq;  // what is read: no later message jumps ahead
     if (end <= after) return out;
     const auto wait = connection_.request_timeout();
     std::vector<Source> sources;
     for (const std::string& subject : {inbox_subject(bucket_, name), all_subject(bucket_)}) {
-      auto last = stream_.last(subject);
-      if (!last || last->seq <= after) continue;
-      Source s{stream_.read(subject, kv::ReadFrom{.seq = after + 1}), std::min(last->seq, end), std::nullopt, false};
-      sources.push_back(std::move(s));
+      // The server's own count (from the stream's leader), never a replica's
+      // idea of the subject's last message: a subject with none after the
+      // cursor is not read at all (a read of nothing would never end).
+      if (stream_.count_from(subject, after + 1) == 0) continue;
+      sources.push_back(Source{stream_.read(subject, kv::ReadFrom{.seq = after + 1}), std::nullopt, false});
     }
     auto advance = [&](Source& s) {
       s.head.reset();
@@ -100,26 +101,26 @@ InboxRead Bus::read(const std::string& name, std::uint64_t after, std::size_t li
         s.done = true;
         return;
       }
-      if (m->seq >= s.end) s.done = true;  // this one is its last
+      if (s.reader.caught_up()) s.done = true;  // nothing after this one (yet)
       s.head = std::move(m);
     };
     for (auto& s : sources) advance(s);
-    std::size_t matched = 0;
+    std::size_t shown_count = 0;
     for (;;) {
       Source* next = nullptr;
       for (auto& s : sources)
         if (s.head && (next == nullptr || s.head->seq < next->head->seq)) next = &s;
       if (next == nullptr) break;
-      if (limit > 0 && matched == limit) {
+      if (limit > 0 && shown_count == limit) {
         out.more = true;
         break;
       }
-      Delivered d = delivered_of(*next->head, bucket_);
+      const Delivered d = delivered_of(*next->head, bucket_);
       const bool shown = d.corrupt() || !match || match(*d.message);
-      matched += shown ? 1 : 0;
+      shown_count += shown ? 1 : 0;
+      out.all_shown = out.all_shown && shown;
       out.last_seq = d.seq;
-      out.messages.push_back(std::move(d));
-      out.shown.push_back(shown);
+      visit(d, shown);
       advance(*next);
     }
     for (auto& s : sources) s.reader.stop();
@@ -142,18 +143,6 @@ void Bus::for_each_message(const std::function<void(const Delivered&)>& visit) c
       if (m->seq >= st->last_seq) break;
     }
     reader.stop();
-  });
-}
-
-std::uint64_t Bus::unread(const std::string& name, std::uint64_t after) const {
-  return translating_kv([&] {
-    std::uint64_t n = 0;
-    for (const std::string& subject : {inbox_subject(bucket_, name), all_subject(bucket_)}) {
-      auto last = stream_.last(subject);
-      if (!last || last->seq <= after) continue;
-      n += stream_.count_from(subject, after + 1);
-    }
-    return n;
   });
 }
 

@@ -20,20 +20,26 @@
 
 namespace swarm {
 
+// What one read of an inbox went through (the messages themselves went to
+// the reader's visitor, oldest first, as they came).
 struct InboxRead {
-  // Every message read after the cursor, oldest first, up to the limit of
-  // matching ones; `shown` says which ones match (corrupt ones always do).
-  std::vector<Delivered> messages;
-  std::vector<bool> shown;
   // Bus messages retention dropped after the cursor (their sequences
   // cursor+1 .. first_kept-1): any of them to this inbox is lost.
   std::uint64_t dropped = 0;
   std::uint64_t first_kept = 0;
-  // The last sequence read (matching or not); the cursor when none was.
+  // The last sequence read (shown or not); the cursor when none was.
   std::uint64_t last_seq = 0;
-  // Whether the limit stopped the read before what the stream held.
+  // The stream's last sequence when the read began: what it read up to.
+  std::uint64_t end = 0;
+  // Whether every message read up to last_seq was shown.
+  bool all_shown = true;
+  // Whether the limit stopped the read before `end`.
   bool more = false;
 };
+
+// Which bus a cursor is of: the stream's creation time (unix ms). A bus
+// deleted and made again has another, and its sequences start over.
+std::int64_t generation_of(const kv::StreamStatus& bus);
 
 class Bus {
  public:
@@ -56,17 +62,21 @@ class Bus {
   // The same, as a client that lost the answer did (the fault tests).
   void send_unanswered(const Message& message) const;
 
-  // The messages to `name` and to all after `after`, oldest first; stops
-  // after `limit` matching ones (0: no limit). `match` says which are shown.
+  // The messages to `name` and to all after `after`, up to the stream's
+  // last sequence as `bus` (its state, read first) has it, oldest first,
+  // each handed to `visit` with whether `match` shows it (a corrupt one is
+  // always shown); stops after `limit` shown ones (0: no limit). Each
+  // subject is read only when a count says it has messages after `after`,
+  // and until its reader has caught up or passed the end.
   InboxRead read(const std::string& name, std::uint64_t after, std::size_t limit,
-                 const std::function<bool(const Message&)>& match) const;
+                 const std::function<bool(const Message&)>& match,
+                 const std::function<void(const Delivered&, bool shown)>& visit,
+                 const kv::StreamStatus& bus) const;
 
   // Every message the bus keeps, of every workspace of the server (a
   // read to the last sequence there is when it starts; blobs are shared).
   void for_each_message(const std::function<void(const Delivered&)>& visit) const;
 
-  // How many messages to `name` and to all have a sequence above `after`.
-  std::uint64_t unread(const std::string& name, std::uint64_t after) const;
   // The names that have messages sent to them (of this bucket).
   std::vector<std::string> inboxes() const;
   // The stream's state; nullopt when it is missing.

@@ -13,18 +13,13 @@ namespace {
 // but a fault.
 constexpr int kAckAttempts = 16;
 
-std::string record_of(const std::string& name, std::uint64_t seq) {
-  Json j = Json::object();
-  j.add("schema", kCursorSchema).add("inbox", name).add("seq", static_cast<std::int64_t>(seq));
-  return j.dump();
-}
+// Exact in the doubles JSON numbers are read as.
+constexpr double kMaxExact = 9007199254740992.0;
 
-// The sequence a record holds; 0 for a record it cannot read (an ack
-// writes over it: a cursor only ever says where reading resumes).
-std::uint64_t seq_of(const std::string& value) {
-  Json j = Json::parse(value);
-  const cJSON* seq = j ? cJSON_GetObjectItemCaseSensitive(j.get(), "seq") : nullptr;
-  return cJSON_IsNumber(seq) && seq->valuedouble >= 0 ? static_cast<std::uint64_t>(seq->valuedouble) : 0;
+std::string record_of(const std::string& name, std::uint64_t seq, std::int64_t bus) {
+  Json j = Json::object();
+  j.add("schema", kCursorSchema).add("inbox", name).add("seq", static_cast<std::int64_t>(seq)).add("bus", bus);
+  return j.dump();
 }
 
 }  // namespace
@@ -36,7 +31,18 @@ void Cursors::ensure(const kv::Connection& connection, int replicas) {
 Cursors::Cursors(const kv::Connection& connection, std::string bucket)
     : keys_(kv::Bucket::bind(connection, kCursorBucket)), bucket_(std::move(bucket)) {}
 
-Cursors::Cursor Cursors::get(const std::string& name) const {
+// The sequence a record holds and its bus; 0 for a record it cannot read
+// (an ack writes over it: a cursor only ever says where reading resumes).
+std::pair<std::uint64_t, std::int64_t> Cursors::parse(const std::string& value) {
+  Json j = Json::parse(value);
+  const cJSON* seq = j ? cJSON_GetObjectItemCaseSensitive(j.get(), "seq") : nullptr;
+  const cJSON* bus = j ? cJSON_GetObjectItemCaseSensitive(j.get(), "bus") : nullptr;
+  auto whole = [](const cJSON* n) { return cJSON_IsNumber(n) && n->valuedouble >= 0 && n->valuedouble <= kMaxExact; };
+  return {whole(seq) ? static_cast<std::uint64_t>(seq->valuedouble) : 0,
+          whole(bus) ? static_cast<std::int64_t>(bus->valuedouble) : -1};
+}
+
+Cursors::Cursor Cursors::get(const std::string& name, std::int64_t bus) const {
   auto entry = translating_kv([&] {
     try {
       return keys_.get(key_of(name));
@@ -47,18 +53,20 @@ Cursors::Cursor Cursors::get(const std::string& name) const {
     }
   });
   if (!entry) return {};
-  return {seq_of(entry->value), entry->revision};
+  const auto [seq, of] = parse(entry->value);
+  if (of != bus) return {0, entry->revision, true};
+  return {seq, entry->revision, false};
 }
 
-Cursors::Acked Cursors::ack(const std::string& name, std::uint64_t seq) const {
+Cursors::Acked Cursors::ack(const std::string& name, std::uint64_t seq, std::int64_t bus) const {
   for (int attempt = 1;; ++attempt) {
-    const Cursor now = get(name);
+    const Cursor now = get(name, bus);
     Acked acked{now.seq, std::max(now.seq, seq), false};
     if (now.seq >= seq) return acked;  // never backwards
     try {
       translating_kv([&] {
-        if (now.revision == 0) keys_.create(key_of(name), record_of(name, seq));
-        else keys_.update(key_of(name), record_of(name, seq), now.revision);
+        if (now.revision == 0) keys_.create(key_of(name), record_of(name, seq, bus));
+        else keys_.update(key_of(name), record_of(name, seq, bus), now.revision);
       });
       acked.moved = true;
       return acked;
@@ -68,12 +76,14 @@ Cursors::Acked Cursors::ack(const std::string& name, std::uint64_t seq) const {
   }
 }
 
-std::map<std::string, std::uint64_t> Cursors::all() const {
+std::map<std::string, std::uint64_t> Cursors::all(std::int64_t bus) const {
   std::map<std::string, std::uint64_t> out;
   const std::string prefix = bucket_ + ".";
   translating_kv([&] {
     keys_.for_each([&](kv::Entry&& e) {
-      if (e.key.rfind(prefix, 0) == 0) out[e.key.substr(prefix.size())] = seq_of(e.value);
+      if (e.key.rfind(prefix, 0) != 0) return;
+      const auto [seq, of] = parse(e.value);
+      out[e.key.substr(prefix.size())] = of == bus ? seq : 0;
     }, false, prefix + "*");
   });
   return out;

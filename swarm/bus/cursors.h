@@ -1,10 +1,14 @@
 // Where each inbox has read to: KV `swarm-cursors`, a key per inbox
 // (`<bucket>.<name>`), moved by CAS and never backwards. A message is
 // delivered until its inbox's cursor passes it ("ack after processing").
+// A cursor names the bus it was written for (the stream's creation time):
+// a bus deleted and made again starts its sequences over, and a cursor of
+// the old one reads as 0 (and is written over by the next ack).
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <utility>
 #include <optional>
 #include <string>
 
@@ -24,10 +28,12 @@ class Cursors {
   Cursors(const kv::Connection& connection, std::string bucket);
 
   struct Cursor {
-    std::uint64_t seq = 0;       // 0: nothing acked yet
+    std::uint64_t seq = 0;       // 0: nothing acked yet (on this bus)
     std::uint64_t revision = 0;  // 0: no record
+    bool of_old_bus = false;     // the record was of a bus made before this one
   };
-  Cursor get(const std::string& name) const;
+  // `bus`: the creation time of the bus the cursor is read for.
+  Cursor get(const std::string& name, std::int64_t bus) const;
 
   struct Acked {
     std::uint64_t was = 0;
@@ -37,10 +43,13 @@ class Cursors {
   // Moves the cursor of `name` to `seq` unless it is there or past it: a
   // CAS write, read again and retried (a bounded number of times) when
   // another ack moved it meanwhile.
-  Acked ack(const std::string& name, std::uint64_t seq) const;
+  Acked ack(const std::string& name, std::uint64_t seq, std::int64_t bus) const;
 
-  // Every inbox of the workspace with a cursor, and its sequence.
-  std::map<std::string, std::uint64_t> all() const;
+  // Every inbox of the workspace with a cursor on bus `bus`, and its sequence.
+  std::map<std::string, std::uint64_t> all(std::int64_t bus) const;
+
+  // What a cursor record says: its sequence, and the bus it is of.
+  static std::pair<std::uint64_t, std::int64_t> parse(const std::string& value);
 
  private:
   std::string key_of(const std::string& name) const { return bucket_ + "." + name; }

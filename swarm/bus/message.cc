@@ -76,7 +76,8 @@ Delivered delivered_of(const kv::StreamMessage& stored, std::string_view bucket)
     ref.sha256 = text_of(blob, "sha256", &wrong);
     ref.name = text_of(blob, "name", &wrong);
     const cJSON* size = cJSON_GetObjectItemCaseSensitive(blob, "size");
-    if (wrong || !cJSON_IsNumber(size) || size->valuedouble < 0 || ref.sha256.size() != 64)
+    if (wrong || !cJSON_IsNumber(size) || size->valuedouble < 0 || size->valuedouble > 9.0e15 ||
+        !is_sha256_hex(ref.sha256))
       return corrupt("blob does not name a SHA-256 and a size");
     ref.size = static_cast<std::uint64_t>(size->valuedouble);
     m.blob = std::move(ref);
@@ -104,6 +105,17 @@ void require_message_word(std::string_view value, const char* what) {
   if (value.size() > kMaxWordBytes || !is_valid_utf8(value) || !is_plain_text(value))
     throw Error(Errc::bad_input, std::string("bad ") + what + " '" + printable(value) + "': at most " +
                                      std::to_string(kMaxWordBytes) + " bytes of text, no control characters");
+}
+
+std::string dedup_id(std::string_view bucket, const Message& message) {
+  return std::string(bucket) + "/" + message.to + "/" + message.id;
+}
+
+bool is_sha256_hex(std::string_view text) {
+  if (text.size() != 64) return false;
+  for (char c : text)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  return true;
 }
 
 std::string fresh_message_id() {

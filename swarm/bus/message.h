@@ -69,5 +69,12 @@ std::string all_subject(std::string_view bucket);
 void require_message_word(std::string_view value, const char* what);
 // A fresh message id (a random UUID, version 4).
 std::string fresh_message_id();
+// The Nats-Msg-Id a message is sent with: its id within its workspace and
+// inbox (`<bucket>/<to>/<id>`), so one id sent to two inboxes, or by two
+// workspaces of one server, is two messages; a retry of one is stored once.
+std::string dedup_id(std::string_view bucket, const Message& message);
+
+// 64 lowercase hex digits.
+bool is_sha256_hex(std::string_view text);
 
 }  // namespace swarm

@@ -58,6 +58,7 @@ std::string_view to_string(FindingKind kind) {
     case FindingKind::inbox_gap: return "inbox_gap";
     case FindingKind::blob_orphan: return "blob_orphan";
     case FindingKind::blob_missing: return "blob_missing";
+    case FindingKind::blob_leftover: return "blob_leftover";
     case FindingKind::corrupt_task: return "corrupt_task";
   }
   return "unknown";
@@ -199,13 +200,17 @@ void check_tasks(DoctorReport& report, const kv::Connection& nats, const Workspa
   }
 }
 
+// Chunks no description names, younger than this, may be a put's under way.
+constexpr std::chrono::minutes kLeftoverAge{10};
+
 // The blobs against the messages the bus keeps (every workspace's: the
 // store is shared): a blob no kept message names any more (retention
 // dropped them) is only taking room; a kept message whose blob is gone
 // cannot be read whole. Both notices: nothing here is safe to remove, a
 // blob may be about to be named by a send under way.
-void check_blobs(DoctorReport& report, const kv::Connection& nats, const Bus& bus) {
-  const std::vector<std::string> stored = Blobs(nats).names();
+void check_blobs(DoctorReport& report, const kv::Connection& nats, const Bus& bus, bool fix) {
+  const Blobs blobs(nats);
+  const std::vector<std::string> stored = blobs.names();
   std::set<std::string> named;
   std::map<std::string, std::uint64_t> named_at;  // a missing blob: the first message that names it
   bus.for_each_message([&](const Delivered& d) {
@@ -217,8 +222,9 @@ void check_blobs(DoctorReport& report, const kv::Connection& nats, const Bus& bu
     if (!named.count(sha))
       report.findings.push_back(d::make_finding(
           Severity::notice, FindingKind::blob_orphan, sha,
-          "blob " + sha + " is named by no message the bus keeps (retention dropped them); it only takes room",
-          "nats object rm swarm-blobs " + sha + "   (once no send under way names it)"));
+          "blob " + sha + " is named by no message the bus keeps (retention dropped the ones that did, or it was "
+          "stored by `swarm blob put` and named elsewhere); it only takes room unless someone still has its name",
+          "nats object rm swarm-blobs " + sha + "   (once nobody needs it)"));
   for (const auto& sha : named)
     if (!have.count(sha))
       report.findings.push_back(d::make_finding(
@@ -226,12 +232,28 @@ void check_blobs(DoctorReport& report, const kv::Connection& nats, const Bus& bu
           "blob " + sha + " is not in the store, but message " + std::to_string(named_at[sha]) +
               " of the bus names it: `swarm blob get` of it is exit 4",
           "nothing to repair here: send it again (`swarm send --file`)"));
+  // Chunks a put killed halfway left, named by no blob: removed by --fix
+  // once they are old enough that no put can be writing them now.
+  const auto now = std::chrono::system_clock::now();
+  for (const auto& left : blobs.leftovers()) {
+    const bool old = now - left.last > kLeftoverAge;
+    Finding f = d::make_finding(Severity::notice, FindingKind::blob_leftover, left.nuid,
+                                "chunks " + left.nuid + " of the blob store are named by no blob (a put killed before "
+                                "it finished" + (old ? "" : ", or one under way") + ")",
+                                old ? "swarm doctor --fix" : "nothing yet: look again in a few minutes");
+    if (fix && old) {
+      blobs.remove_leftover(left.nuid);
+      f.fixed = true;
+      f.fix_note = "removed them";
+    }
+    report.findings.push_back(std::move(f));
+  }
 }
 
 // The message bus: its stream (a workspace made before messages has none:
 // a notice, `swarm up` makes it), and each inbox whose unacked messages
 // retention dropped (a notice: they are gone; an ack past them says so).
-void check_bus(DoctorReport& report, const kv::Connection& nats, const WorkspaceConfig& config) {
+void check_bus(DoctorReport& report, const kv::Connection& nats, const WorkspaceConfig& config, bool fix) {
   const Bus bus(nats, config.bucket);
   const auto st = bus.state();
   if (!st) {
@@ -243,12 +265,12 @@ void check_bus(DoctorReport& report, const kv::Connection& nats, const Workspace
   }
   std::map<std::string, std::uint64_t> cursors;
   try {
-    cursors = Cursors(nats, config.bucket).all();
+    cursors = Cursors(nats, config.bucket).all(generation_of(*st));
   } catch (const Error& e) {
     if (e.kind() != Errc::not_found && e.kind() != Errc::not_bootstrapped) throw;
   }
   for (const auto& [name, seq] : cursors) {
-    if (st->first_seq <= seq + 1) continue;
+    if (seq == 0 || st->first_seq <= seq + 1) continue;  // 0: a cursor of a bus made before this one
     const std::uint64_t dropped = st->first_seq - 1 - seq;
     report.findings.push_back(d::make_finding(
         Severity::notice, FindingKind::inbox_gap, name,
@@ -257,7 +279,7 @@ void check_bus(DoctorReport& report, const kv::Connection& nats, const Workspace
         "swarm ack --as " + name + " " + std::to_string(st->first_seq - 1) + "   (says they are gone; raise `swarm up "
         "--bus-max-age/--bus-max-bytes` to keep more)"));
   }
-  check_blobs(report, nats, bus);
+  check_blobs(report, nats, bus, fix);
 }
 
 // The servers' URLs, joined and with any secret redacted.
@@ -388,7 +410,7 @@ DoctorReport Doctor::run(bool fix) {
     const d::SessionListing listing = check_sessions(report, *store, host, here, clock_, fixes, fixed);
     check_leases(report, *nats, config, me_, listing.all, fixes, fixed);
     check_tasks(report, *nats, config, fixes, fixed);
-    check_bus(report, *nats, config);
+    check_bus(report, *nats, config, fix);
   } catch (const Error& e) {
     if (e.kind() != Errc::unavailable) throw;
     report.nats_reachable = false;

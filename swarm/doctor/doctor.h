@@ -54,6 +54,7 @@ enum class FindingKind {
   inbox_gap,
   blob_orphan,
   blob_missing,
+  blob_leftover,
 };
 std::string_view to_string(FindingKind kind);
 
