@@ -1,7 +1,6 @@
 #include "kv/object_store.h"
 
 #include <cjson/cJSON.h>
-#include <openssl/evp.h>
 
 #include <atomic>
 #include <cctype>
@@ -19,6 +18,7 @@
 #include "kv/connection_state.h"
 #include "kv/retry.h"
 #include "kv/rfc3339.h"
+#include "kv/sha256.h"
 
 namespace kv {
 
@@ -58,31 +58,6 @@ std::string fresh_nuid() {
   for (char& c : out) c = kDigits[engine() % 62];
   return out;
 }
-
-struct DigestFree {
-  void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
-};
-
-// SHA-256 over what passes by.
-class Sha256 {
- public:
-  Sha256() : ctx_(EVP_MD_CTX_new()) {
-    if (!ctx_ || EVP_DigestInit_ex(ctx_.get(), EVP_sha256(), nullptr) != 1)
-      throw Error(Errc::internal, "SHA-256: cannot start a digest");
-  }
-  void add(const char* data, std::size_t size) { EVP_DigestUpdate(ctx_.get(), data, size); }
-  // The 32 bytes, once.
-  const unsigned char* raw() {
-    unsigned int size = 0;
-    EVP_DigestFinal_ex(ctx_.get(), raw_, &size);
-    return raw_;
-  }
-  std::string nats() { return nats_digest(raw()); }
-
- private:
-  std::unique_ptr<EVP_MD_CTX, DigestFree> ctx_;
-  unsigned char raw_[EVP_MAX_MD_SIZE] = {};
-};
 
 std::string format_rfc3339_utc(std::chrono::system_clock::time_point t) {
   const auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
@@ -274,9 +249,9 @@ ObjectInfo ObjectStore::put_named(const std::function<std::string(const unsigned
       std::lock_guard<std::mutex> lock(tally.mu);
       if (!tally.error.empty()) throw Error(Errc::unavailable, what + ": a chunk was refused: " + tally.error);
     }
-    const unsigned char* sha256 = digest.raw();
-    info.digest = nats_digest(sha256);
-    info.name = name_of(sha256);
+    const auto sha256 = digest.finish();
+    info.digest = nats_digest(sha256.data());
+    info.name = name_of(sha256.data());
     what = "put " + info.name + " in object store " + store_;
     info.mtime = std::chrono::system_clock::now();
     const std::string description = description_of(info, store_);
@@ -352,7 +327,7 @@ ObjectInfo ObjectStore::get(const std::string& object,
   if (size != info.size)
     throw Error(Errc::internal, what + ": " + std::to_string(size) + " bytes came, its description says " +
                                     std::to_string(info.size));
-  info.digest = digest.nats();
+  info.digest = nats_digest(digest.finish().data());
   return info;
 }
 

@@ -224,6 +224,28 @@ Stream Stream::ensure(const Connection& connection, const StreamConfig& want, bo
   return stream;
 }
 
+std::vector<std::string> Stream::ensure_log(const Connection& connection, StreamConfig defaults,
+                                            std::optional<std::chrono::milliseconds> max_age,
+                                            std::optional<std::int64_t> max_bytes) {
+  // A limit not given is the stream's own (another host, or an earlier up,
+  // may have set it), or the default for a new stream.
+  auto existing = bind(connection, defaults.name).state();
+  StreamConfig want = std::move(defaults);
+  if (max_age) want.max_age = *max_age;
+  else if (existing) want.max_age = existing->config.max_age;
+  if (max_bytes) want.max_bytes = *max_bytes;
+  else if (existing) want.max_bytes = existing->config.max_bytes;
+  want.shrink_to_fit = !max_bytes.has_value();
+  std::vector<std::string> changed;
+  ensure(connection, want, true, &changed);
+  // What ensure applied (limits, subjects) is no difference left; replicas
+  // (never changed) and a stream smaller than asked (no room) are.
+  std::erase_if(changed, [](const std::string& d) {
+    return d.rfind("replicas", 0) != 0 && d.find("no room") == std::string::npos;
+  });
+  return changed;
+}
+
 std::optional<StreamStatus> Stream::state() const {
   auto info = with_retries(*state_->connection, budget_, [&](std::chrono::milliseconds wait) {
     return info_once(state_->js(), name_, wait);

@@ -105,6 +105,16 @@ class Stream {
   static Stream ensure(const Connection& connection, const StreamConfig& want, bool update,
                        std::vector<std::string>* changed = nullptr);
 
+  // What `up` does for a log (the journal, the bus): a missing stream is
+  // made with `defaults` (shrunk to fit unless `max_bytes` is given); an
+  // existing one takes `max_age` and `max_bytes` when given (each on its
+  // own), keeps its own otherwise, and gets its subjects back. Returns what
+  // still differs: other replicas (never changed), less room than asked.
+  // no_room when the server has no room for it.
+  static std::vector<std::string> ensure_log(const Connection& connection, StreamConfig defaults,
+                                             std::optional<std::chrono::milliseconds> max_age,
+                                             std::optional<std::int64_t> max_bytes);
+
   const std::string& name() const { return name_; }
 
   // The stream's config and counts now; nullopt when it does not exist.

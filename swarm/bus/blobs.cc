@@ -1,6 +1,5 @@
 #include "swarm/bus/blobs.h"
 
-#include <openssl/evp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -8,6 +7,7 @@
 #include <cstring>
 #include <memory>
 
+#include "kv/sha256.h"
 #include "swarm/base/error.h"
 #include "swarm/base/test_seam.h"
 #include "swarm/base/text.h"
@@ -23,38 +23,17 @@ constexpr std::size_t kReadBlock = 1 << 20;
 constexpr std::uint64_t kNameFirstMax = std::uint64_t(8) << 20;
 
 std::string hex_of(const unsigned char* sha256) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string hex;
-  for (unsigned i = 0; i < 32; ++i) {
-    hex += kHex[sha256[i] >> 4];
-    hex += kHex[sha256[i] & 15];
-  }
-  return hex;
+  std::array<unsigned char, 32> digest{};
+  std::copy(sha256, sha256 + 32, digest.begin());
+  return kv::hex_of(digest);
 }
 
-struct DigestFree {
-  void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
-};
-
-class Sha256 {
- public:
-  Sha256() : ctx_(EVP_MD_CTX_new()) {
-    if (!ctx_ || EVP_DigestInit_ex(ctx_.get(), EVP_sha256(), nullptr) != 1)
-      throw Error(Errc::internal, "SHA-256: cannot start a digest");
-  }
-  void add(const char* data, std::size_t size) { EVP_DigestUpdate(ctx_.get(), data, size); }
-  // The digest, once: its hex and NATS's name of it.
-  void finish(std::string* hex, std::string* nats) {
-    unsigned char raw[EVP_MAX_MD_SIZE];
-    unsigned int size = 0;
-    EVP_DigestFinal_ex(ctx_.get(), raw, &size);
-    *hex = hex_of(raw);
-    if (nats != nullptr) *nats = kv::nats_digest(raw);
-  }
-
- private:
-  std::unique_ptr<EVP_MD_CTX, DigestFree> ctx_;
-};
+// A file's SHA-256 as its hex and as NATS names it.
+void finish(kv::Sha256& digest, std::string* hex, std::string* nats) {
+  const auto raw = digest.finish();
+  *hex = kv::hex_of(raw);
+  if (nats != nullptr) *nats = kv::nats_digest(raw.data());
+}
 
 // pread until `size` bytes or the end; errno-naming errors.
 std::size_t read_at(int fd, char* into, std::size_t size, std::uint64_t offset, const std::string& shown) {
@@ -101,7 +80,7 @@ BlobRef Blobs::put_file(int fd, const std::string& name, const std::string& show
   if (static_cast<std::uint64_t>(st.st_size) <= kNameFirstMax) {
     // Small: named first, so one stored before is not sent again.
     std::vector<char> buffer(kReadBlock);
-    Sha256 first;
+    kv::Sha256 first;
     std::uint64_t size = 0;
     for (;;) {
       const std::size_t n = read_at(fd, buffer.data(), buffer.size(), size, shown);
@@ -110,7 +89,7 @@ BlobRef Blobs::put_file(int fd, const std::string& name, const std::string& show
       size += n;
     }
     std::string nats;
-    first.finish(&ref.sha256, &nats);
+    finish(first, &ref.sha256, &nats);
     ref.size = size;
     stop_here_for_test(kBusStop, "blob-named");
     if (auto there = translating_kv([&] { return store_.info(ref.sha256); }); there && there->size == size) return ref;
@@ -138,13 +117,13 @@ BlobRef Blobs::put_file(int fd, const std::string& name, const std::string& show
 }
 
 BlobRef Blobs::put_bytes(std::string_view data, const std::string& name) const {
-  Sha256 digest;
+  kv::Sha256 digest;
   digest.add(data.data(), data.size());
   BlobRef ref;
   ref.name = name;
   ref.size = data.size();
   std::string nats;
-  digest.finish(&ref.sha256, &nats);
+  finish(digest, &ref.sha256, &nats);
   if (auto there = translating_kv([&] { return store_.info(ref.sha256); }); there && there->size == ref.size) return ref;
   std::size_t at = 0;
   translating_kv([&] {
@@ -159,7 +138,7 @@ BlobRef Blobs::put_bytes(std::string_view data, const std::string& name) const {
 }
 
 BlobRef Blobs::get(const std::string& sha256, const std::function<void(const char*, std::size_t)>& write) const {
-  Sha256 digest;
+  kv::Sha256 digest;
   kv::ObjectInfo info;
   try {
     info = store_.get(sha256, [&](const char* data, std::size_t size) {
@@ -174,7 +153,7 @@ BlobRef Blobs::get(const std::string& sha256, const std::function<void(const cha
   }
   BlobRef ref;
   ref.size = info.size;
-  digest.finish(&ref.sha256, nullptr);
+  finish(digest, &ref.sha256, nullptr);
   if (ref.sha256 != sha256)
     throw Error(Errc::corrupt, "blob " + sha256 + " is corrupt in the store: its bytes hash to " + ref.sha256 +
                                    "; nothing was kept");

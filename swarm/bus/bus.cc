@@ -31,27 +31,20 @@ Bus::Bus(const kv::Connection& connection, std::string bucket)
 std::vector<std::string> Bus::ensure(const kv::Connection& connection, int replicas,
                                      std::optional<std::chrono::milliseconds> max_age,
                                      std::optional<std::int64_t> max_bytes) {
-  auto existing = translating_kv([&] { return kv::Stream::bind(connection, kBusStream).state(); });
-  kv::StreamConfig want;
-  want.name = kBusStream;
-  want.subjects = {kBusSubjects};
-  want.max_age = max_age.value_or(existing ? existing->config.max_age : kBusMaxAge);
-  want.max_bytes = max_bytes.value_or(existing ? existing->config.max_bytes : kBusMaxBytes);
-  want.replicas = replicas;
-  want.shrink_to_fit = !max_bytes.has_value();
-  std::vector<std::string> changed;
+  kv::StreamConfig defaults;
+  defaults.name = kBusStream;
+  defaults.subjects = {kBusSubjects};
+  defaults.max_age = kBusMaxAge;
+  defaults.max_bytes = kBusMaxBytes;
+  defaults.replicas = replicas;
   try {
-    kv::Stream::ensure(connection, want, true, &changed);
+    return kv::Stream::ensure_log(connection, defaults, max_age, max_bytes);
   } catch (const kv::Error& e) {
     if (e.kind() != kv::Errc::no_room) throw from_kv(e);
     throw Error(Errc::filesystem, std::string("the NATS server has no room for the message bus (stream ") +
                                       kBusStream + "); free room where it keeps its store, or give `swarm up "
                                       "--bus-max-bytes SIZE` with the room it has (at least 1MiB) (" + e.what() + ")");
   }
-  std::erase_if(changed, [](const std::string& d) {
-    return d.rfind("replicas", 0) != 0 && d.find("no room") == std::string::npos;
-  });
-  return changed;
 }
 
 Bus::Sent Bus::send(const Message& message) const {

@@ -230,37 +230,26 @@ Journal::Journal(const kv::Connection& connection)
 std::vector<std::string> Journal::ensure(const kv::Connection& connection, int replicas,
                                          std::optional<std::chrono::milliseconds> max_age,
                                          std::optional<std::int64_t> max_bytes) {
-  // A limit not given is the stream's own (another host, or an earlier up,
-  // may have set it), or the default for a new stream.
-  auto existing = Journal(connection).state();
-  kv::StreamConfig want;
-  want.name = kEventsStream;
-  want.subjects = {std::string(kSubjectRoot) + ">"};
-  want.max_age = max_age.value_or(existing ? existing->config.max_age : kEventsMaxAge);
-  want.max_bytes = max_bytes.value_or(existing ? existing->config.max_bytes : kEventsMaxBytes);
-  want.replicas = replicas;
-  want.shrink_to_fit = !max_bytes.has_value();
-  std::vector<std::string> changed;
+  kv::StreamConfig defaults;
+  defaults.name = kEventsStream;
+  defaults.subjects = {std::string(kSubjectRoot) + ">"};
+  defaults.max_age = kEventsMaxAge;
+  defaults.max_bytes = kEventsMaxBytes;
+  defaults.replicas = replicas;
   try {
-    kv::Stream::ensure(connection, want, true, &changed);
+    return kv::Stream::ensure_log(connection, defaults, max_age, max_bytes);
   } catch (const kv::Error& e) {
     if (e.kind() != kv::Errc::no_room) throw from_kv(e);
     // The server keeps a stream's whole size in reserve: a store smaller than
     // that refuses it (exit 9), and --events-max-bytes is the way out.
-    const std::int64_t smallest = want.shrink_to_fit ? kv::kSmallestStream : want.max_bytes;
+    const std::int64_t smallest = max_bytes ? *max_bytes : kv::kSmallestStream;
     throw Error(Errc::filesystem,
                 std::string("the NATS server has no room for the journal (stream ") + kEventsStream + "): it needs " +
                     std::to_string(smallest >> 20) + " MiB of free store at least" +
-                    (want.shrink_to_fit ? " (tried from " + std::to_string(want.max_bytes >> 20) + " MiB down)" : "") +
+                    (max_bytes ? "" : " (tried from " + std::to_string(kEventsMaxBytes >> 20) + " MiB down)") +
                     "; free room where the server keeps its store, or give `swarm up --events-max-bytes SIZE` with "
                     "the room it has (at least 1MiB); nothing was made (" + e.what() + ")");
   }
-  // What ensure applied (limits, subjects) is no difference left; replicas
-  // (never changed) and a journal smaller than asked (no room) are.
-  std::erase_if(changed, [](const std::string& d) {
-    return d.rfind("replicas", 0) != 0 && d.find("no room") == std::string::npos;
-  });
-  return changed;
 }
 
 std::optional<kv::StreamStatus> Journal::state() const {

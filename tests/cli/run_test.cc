@@ -197,21 +197,28 @@ TEST_CASE("Run_ALostSessionStopsTheAgentBeforeASuccessorOfThisHostStarts") {
   CHECK(log.out.find("evicted") != std::string::npos);
 }
 
-TEST_CASE("Run_AKilledRunKillsItsAgentAndItsSessionIsDeadAtOnce") {
-  // TTL 1m: a run SIGKILLed takes its agent with it within a second, and status and doctor say dead at once (not
-  // after TTL/3); doctor --fix salvages the folder's files and removes the record; a join takes it after.
-  SwarmWorkspace ws({.up_args = {"--ttl", "1m"}});
+// `run` of slot s (task T-1) whose agent writes draft.txt and sleeps: the
+// run, and its agent's pid once the session's record names the agent.
+std::pair<Process, pid_t> drafting_run(const SwarmWorkspace& ws) {
   auto pid_file = ws.root() / "agent.pid";
   Process run(ws.command({"run", "--slot", "s", "--task", "T-1", "--", "sh", "-c",
                           "echo $$ > " + pid_file.string() + "; echo draft > draft.txt; sleep 60"}));
   const std::string pid = first_line_of(pid_file);
   REQUIRE(!pid.empty());
   REQUIRE(eventually([&] { return session_of(ws, "s") && number(session_of(ws, "s"), "agent_pid") > 0; }));
+  return {std::move(run), static_cast<pid_t>(std::stol(pid))};
+}
+
+TEST_CASE("Run_AKilledRunKillsItsAgentAndItsSessionIsDeadAtOnce") {
+  // TTL 1m: a run SIGKILLed takes its agent with it within a second, and status and doctor say dead at once (not
+  // after TTL/3); doctor --fix salvages the folder's files and removes the record; a join takes it after.
+  SwarmWorkspace ws({.up_args = {"--ttl", "1m"}});
+  auto [run, pid] = drafting_run(ws);
   CHECK(state_of(ws, "s") == "fresh");
   run.signal(SIGKILL);
   run.wait(5s);
   const auto killed_at = std::chrono::steady_clock::now();
-  CHECK(eventually([&] { return process_gone(static_cast<pid_t>(std::stol(pid))); }, 1s));
+  CHECK(eventually([&] { return process_gone(pid); }, 1s));
   // At once: the first status after the run is gone says dead.
   CHECK(state_of(ws, "s") == "dead");
   CHECK(std::chrono::steady_clock::now() - killed_at < 1s + 1s);  // the agent's 1 s to go, and one status
@@ -234,17 +241,12 @@ TEST_CASE("Run_AJoinTakesADeadSessionOverWithoutForce") {
   // TTL 1m: a killed run's session is dead at once, and a join of this host takes it over as it would a stale
   // one (no --force, no doctor first), with the worktree as the dead agent left it.
   SwarmWorkspace ws({.up_args = {"--ttl", "1m"}});
-  auto pid_file = ws.root() / "agent.pid";
-  Process run(ws.command({"run", "--slot", "s", "--task", "T-1", "--", "sh", "-c",
-                          "echo $$ > " + pid_file.string() + "; echo draft > draft.txt; sleep 60"}));
-  const std::string pid = first_line_of(pid_file);
-  REQUIRE(!pid.empty());
-  REQUIRE(eventually([&] { return session_of(ws, "s") && number(session_of(ws, "s"), "agent_pid") > 0; }));
+  auto [run, pid] = drafting_run(ws);
   auto early = ws.swarm({"join", "--slot", "s", "--task", "T-2"});
   CHECK(early.exit == 3);  // alive: refused
   run.signal(SIGKILL);
   run.wait(5s);
-  REQUIRE(eventually([&] { return process_gone(static_cast<pid_t>(std::stol(pid))); }, 2s));
+  REQUIRE(eventually([&] { return process_gone(pid); }, 2s));
   auto joined = ws.swarm({"join", "--slot", "s", "--task", "T-2"});
   REQUIRE_MESSAGE(joined.exit == 0, joined.err);
   CHECK(field(session_of(ws, "s"), "task_id") == "T-2");
