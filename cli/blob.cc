@@ -24,18 +24,14 @@ struct BlobFlags {
 int run_put(Context& ctx, const BlobFlags& f) {
   const std::string shown = swarm::printable(f.file);
   std::uint64_t size = 0;
-  const int fd = open_regular_file(f.file, shown, &size);
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
+  const swarm::UniqueFd fd = open_regular_file(f.file, shown, &size);
   auto messages = ctx.messages();
   const std::uint64_t max = messages.config.blob_max();
   if (size > max)
     throw swarm::Error(swarm::Errc::bad_input, shown + " is " + std::to_string(size) +
                                                    " bytes, more than a blob may be (" + std::to_string(max) +
                                                    " bytes; `swarm up --blob-max-bytes SIZE` changes it); nothing was stored");
-  auto ref = messages.blobs.put_file(fd, std::filesystem::path(f.file).filename().string(), shown);
+  auto ref = messages.blobs.put_file(fd.get(), std::filesystem::path(f.file).filename().string(), shown);
   swarm::Json doc = swarm::Json::object();
   doc.set("sha256", ref.sha256).set("size", ref.size).set("name", ref.name);
   ctx.out().result("blob", ref.sha256 + "\n", std::move(doc));
@@ -60,15 +56,12 @@ int run_get(Context& ctx, const BlobFlags& f) {
   }
   const fs::path target(f.out);
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  const int fd = ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
-  if (fd < 0) {
+  const swarm::UniqueFd file(::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666));
+  const int fd = file.get();
+  if (!file) {
     const int saved = errno;
     throw swarm::Error(swarm::Errc::filesystem, "cannot write in " + swarm::printable(dir.string()) + ": " + std::strerror(saved));
   }
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
   auto ref = messages.blobs.get(f.sha, [&](const char* data, std::size_t size) {
     std::size_t done = 0;
     while (done < size) {

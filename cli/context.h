@@ -13,6 +13,7 @@
 #include "cli/output.h"
 #include "kv/connection.h"
 #include "kv/nats_context.h"
+#include "swarm/base/safe_dir.h"
 #include "swarm/bus/blobs.h"
 #include "swarm/bus/bus.h"
 #include "swarm/bus/cursors.h"
@@ -213,7 +214,7 @@ Verb add_review(CLI::App& app);
 // A regular file opened for reading (`shown` names it in errors, exit 2):
 // without waiting (a FIFO would block the open until a writer came), and
 // nothing but a regular file is taken. `size` gets its size.
-int open_regular_file(const std::string& path, const std::string& shown, std::uint64_t* size);
+swarm::UniqueFd open_regular_file(const std::string& path, const std::string& shown, std::uint64_t* size);
 
 Verb add_send(CLI::App& app);
 Verb add_inbox(CLI::App& app);

@@ -22,18 +22,16 @@ namespace cli {
 
 // A file to send as it is: opened without waiting (a FIFO would block the
 // open until a writer came), and only a regular file is taken.
-int open_regular_file(const std::string& path, const std::string& shown, std::uint64_t* size) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) {
+swarm::UniqueFd open_regular_file(const std::string& path, const std::string& shown, std::uint64_t* size) {
+  swarm::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (!fd) {
     const int saved = errno;
     throw swarm::Error(swarm::Errc::bad_input, shown + ": cannot open it (" + std::strerror(saved) + ")");
   }
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
     throw swarm::Error(swarm::Errc::bad_input, shown + ": not a regular file");
-  }
-  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
   *size = static_cast<std::uint64_t>(st.st_size);
   return fd;
 }
@@ -78,12 +76,9 @@ struct Body {
   std::string text;
   bool blob_from_fd = false;
   bool blob_from_text = false;
-  int fd = -1;
-  std::string name;   // the blob's name
-  std::string shown;  // how errors name where it came from
-  ~Body() {
-    if (fd >= 0) ::close(fd);
-  }
+  swarm::UniqueFd fd;  // the file it is in (--file, or standard input kept)
+  std::string name;    // the blob's name
+  std::string shown;   // how errors name where it came from
 };
 
 [[noreturn]] void too_big(const std::string& what, std::uint64_t size, std::uint64_t max) {
@@ -124,25 +119,25 @@ void read_body(const MessageFlags& f, std::uint64_t max, Body& body) {
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) throw swarm::Error(swarm::Errc::filesystem, std::string("cannot read standard input: ") + std::strerror(errno));
     if (n == 0) break;
-    if (body.fd < 0) {
+    if (!body.fd) {
       head.append(buffer, static_cast<std::size_t>(n));
       if (head.size() <= swarm::kInlineBodyMax) continue;
       const char* tmp = std::getenv("TMPDIR");
-      body.fd = ::open(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-      if (body.fd < 0) throw swarm::Error(swarm::Errc::filesystem, std::string("cannot keep standard input in a temporary file: ") + std::strerror(errno));
-      if (::write(body.fd, head.data(), head.size()) != static_cast<ssize_t>(head.size()))
+      body.fd = swarm::UniqueFd(::open(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
+      if (!body.fd) throw swarm::Error(swarm::Errc::filesystem, std::string("cannot keep standard input in a temporary file: ") + std::strerror(errno));
+      if (::write(body.fd.get(), head.data(), head.size()) != static_cast<ssize_t>(head.size()))
         throw swarm::Error(swarm::Errc::filesystem, std::string("cannot keep standard input: ") + std::strerror(errno));
       continue;
     }
-    if (::write(body.fd, buffer, static_cast<std::size_t>(n)) != n)
+    if (::write(body.fd.get(), buffer, static_cast<std::size_t>(n)) != n)
       throw swarm::Error(swarm::Errc::filesystem, std::string("cannot keep standard input: ") + std::strerror(errno));
-    if (static_cast<std::uint64_t>(::lseek(body.fd, 0, SEEK_CUR)) > max)
+    if (static_cast<std::uint64_t>(::lseek(body.fd.get(), 0, SEEK_CUR)) > max)
       throw swarm::Error(swarm::Errc::bad_input, "standard input is more than a blob may be (" + std::to_string(max) +
                                                      " bytes; `swarm up --blob-max-bytes SIZE` changes it); nothing "
                                                      "was sent");
   }
   body.name = "stdin";
-  if (body.fd >= 0) {
+  if (body.fd) {
     body.blob_from_fd = true;
   } else if (!swarm::is_valid_utf8(head) || head.find('\0') != std::string::npos) {
     body.text = std::move(head);
@@ -154,7 +149,7 @@ void read_body(const MessageFlags& f, std::uint64_t max, Body& body) {
 
 // Stores the body's blob, if it has one, before the message names it.
 void store_blob(const swarm::Blobs& blobs, Body& body, swarm::Message& m) {
-  if (body.blob_from_fd) m.blob = blobs.put_file(body.fd, body.name, body.shown);
+  if (body.blob_from_fd) m.blob = blobs.put_file(body.fd.get(), body.name, body.shown);
   else if (body.blob_from_text) m.blob = blobs.put_bytes(body.text, body.name);
   else m.body = body.text;
 }

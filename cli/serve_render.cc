@@ -334,16 +334,20 @@ std::string ServeView::tasks_document() const {
   return cli::tasks_document(shown, states_of(shown)).dump();
 }
 
-std::string ServeView::inboxes_document() const {
-  std::lock_guard lock(mu_);
+swarm::Json ServeView::inbox_rows() const {
   swarm::Json rows = swarm::Json::array();
   for (const auto& r : inboxes_) {
     swarm::Json j = swarm::Json::object();
     j.set("name", r.name).set("cursor", r.cursor).set("unread", r.unread);
     rows.push(std::move(j));
   }
+  return rows;
+}
+
+std::string ServeView::inboxes_document() const {
+  std::lock_guard lock(mu_);
   swarm::Json doc = swarm::Json::object();
-  doc.set("schema", "swarm.inboxes.v1").set("inboxes", std::move(rows));
+  doc.set("schema", "swarm.inboxes.v1").set("inboxes", inbox_rows());
   return doc.dump();
 }
 
@@ -437,13 +441,7 @@ std::string ServeView::page_body() const {
   }
   doc.set("branches", std::move(branches));
   doc.set("tasks", tasks_panel());
-  swarm::Json inboxes = swarm::Json::array();
-  for (const auto& r : inboxes_) {
-    swarm::Json j = swarm::Json::object();
-    j.set("name", r.name).set("cursor", r.cursor).set("unread", r.unread);
-    inboxes.push(std::move(j));
-  }
-  doc.set("inboxes", std::move(inboxes));
+  doc.set("inboxes", inbox_rows());
   return doc.dump();
 }
 

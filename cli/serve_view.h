@@ -121,6 +121,8 @@ class ServeView {
   // The page without the server's time, built from what the feeds hold (mu_ held).
   std::string page_body() const;
   swarm::Json tasks_panel() const;
+  // Each inbox: name, cursor, unread (mu_ held): /api/inboxes and the page.
+  swarm::Json inbox_rows() const;
 
   ServeConnect connect_;
   swarm::HostIdentity me_;

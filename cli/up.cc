@@ -32,24 +32,25 @@ struct UpFlags {
   std::string blob_max_bytes;
 };
 
-// How long the journal keeps events: at least its 2-minute window of
-// deduplication (JetStream's own floor); else bad_input naming it.
-std::chrono::milliseconds events_max_age_of(const std::string& text) {
+// How long a log stream (the journal, the bus) keeps what it holds: at
+// least its 2-minute window of deduplication (JetStream's own floor); else
+// bad_input naming `option`, what it keeps and `examples`.
+std::chrono::milliseconds log_max_age_of(const std::string& text, const char* option, const char* keeps,
+                                         const char* examples) {
   auto age = swarm::parse_long_duration(text);
   if (age < std::chrono::minutes(2))
-    throw swarm::Error(swarm::Errc::bad_input, "bad --events-max-age '" + swarm::printable(text.substr(0, 40)) +
-                                                    "': the journal keeps events at least 2m (e.g. 7d, 30d, 720h)");
+    throw swarm::Error(swarm::Errc::bad_input, std::string("bad ") + option + " '" +
+                                                   swarm::printable(text.substr(0, 40)) + "': " + keeps +
+                                                   " at least 2m (e.g. " + examples + ")");
   return age;
 }
 
-// How long the bus keeps a message: at least its 2-minute window of
-// deduplication, as the journal; else bad_input naming it.
+std::chrono::milliseconds events_max_age_of(const std::string& text) {
+  return log_max_age_of(text, "--events-max-age", "the journal keeps events", "7d, 30d, 720h");
+}
+
 std::chrono::milliseconds bus_max_age_of(const std::string& text) {
-  auto age = swarm::parse_long_duration(text);
-  if (age < std::chrono::minutes(2))
-    throw swarm::Error(swarm::Errc::bad_input, "bad --bus-max-age '" + swarm::printable(text.substr(0, 40)) +
-                                                    "': the bus keeps messages at least 2m (e.g. 7d, 24h)");
-  return age;
+  return log_max_age_of(text, "--bus-max-age", "the bus keeps messages", "7d, 24h");
 }
 
 // "1GiB", "500MiB", "100MB", "2000000": at least 1 MiB; else bad_input naming it.
@@ -80,24 +81,29 @@ std::int64_t parse_byte_size(const std::string& text) {
                                                     "at least 1MiB, e.g. 1GiB");
   return value * scale;
 }
-std::string journal_line(const std::optional<kv::StreamStatus>& journal) {
-  if (!journal) return std::string(swarm::kEventsStream) + " (missing)";
-  const auto& c = journal->config;
-  return std::string(swarm::kEventsStream) + " (keeps " +
+// A log stream's limits and count for people: "keeps 30d, at most 1024 MiB; 12 events".
+std::string log_limits(const kv::StreamStatus& log, const char* noun) {
+  const auto& c = log.config;
+  return "keeps " +
          (c.max_age.count() % (24 * 3600 * 1000) == 0 ? std::to_string(c.max_age.count() / (24 * 3600 * 1000)) + "d"
                                                         : swarm::format_duration(c.max_age)) +
-         ", at most " + std::to_string(c.max_bytes >> 20) + " MiB; " + std::to_string(journal->messages) +
-         " events)";
+         ", at most " + std::to_string(c.max_bytes >> 20) + " MiB; " + std::to_string(log.messages) + " " + noun;
 }
 
-swarm::Json journal_json(const std::optional<kv::StreamStatus>& journal) {
+std::string journal_line(const std::optional<kv::StreamStatus>& journal) {
+  if (!journal) return std::string(swarm::kEventsStream) + " (missing)";
+  return std::string(swarm::kEventsStream) + " (" + log_limits(*journal, "events") + ")";
+}
+
+// The same for `--json`: {stream, exists, max_age_seconds, max_bytes, replicas, <count_key>}.
+swarm::Json log_json(const char* stream, const std::optional<kv::StreamStatus>& log, const char* count_key) {
   swarm::Json j = swarm::Json::object();
-  j.set("stream", swarm::kEventsStream).set("exists", journal.has_value());
-  if (!journal) return j;
-  j.set("max_age_seconds", static_cast<double>(journal->config.max_age.count()) / 1000.0)
-      .set("max_bytes", static_cast<std::int64_t>(journal->config.max_bytes))
-      .set("replicas", journal->config.replicas)
-      .set("events", journal->messages);
+  j.set("stream", stream).set("exists", log.has_value());
+  if (!log) return j;
+  j.set("max_age_seconds", static_cast<double>(log->config.max_age.count()) / 1000.0)
+      .set("max_bytes", static_cast<std::int64_t>(log->config.max_bytes))
+      .set("replicas", log->config.replicas)
+      .set(count_key, log->messages);
   return j;
 }
 // What `up` was asked, from the globals and its own options. Given at all,
@@ -156,14 +162,9 @@ std::string up_text(const swarm::UpResult& r) {
     human += "  note:    " + r.workspace.root().string() + " is no git checkout, so the hub starts with one empty "
              "commit on main; run `swarm up` in a checkout to seed it from its history instead\n";
   human += "  journal: " + journal_line(r.journal) + "\n";
-  if (r.bus) {
-    const auto& c = r.bus->config;
-    human += std::string("  bus:     ") + swarm::kBusStream + " (keeps " +
-             (c.max_age.count() % (24 * 3600 * 1000) == 0 ? std::to_string(c.max_age.count() / (24 * 3600 * 1000)) + "d"
-                                                            : swarm::format_duration(c.max_age)) +
-             ", at most " + std::to_string(c.max_bytes >> 20) + " MiB; " + std::to_string(r.bus->messages) +
-             " messages; blobs up to " + std::to_string(r.config.blob_max() >> 20) + " MiB each)\n";
-  }
+  if (r.bus)
+    human += std::string("  bus:     ") + swarm::kBusStream + " (" + log_limits(*r.bus, "messages") + "; blobs up to " +
+             std::to_string(r.config.blob_max() >> 20) + " MiB each)\n";
   if (r.config.ports)
     human += "  ports:   " + r.config.ports->text() + " (`swarm join --ports K` takes a block of K of them)\n";
   if (!r.config.check.empty())
@@ -190,17 +191,10 @@ swarm::Json up_json(const swarm::UpResult& r) {
       .set("created_hub", r.created_hub)
       .set("found_buckets", r.found_buckets)
       .set("added_remote", r.added_remote);
-  doc.set("journal", journal_json(r.journal));
-  {
-    swarm::Json bus = swarm::Json::object();
-    bus.set("stream", swarm::kBusStream).set("exists", r.bus.has_value());
-    if (r.bus)
-      bus.set("max_age_seconds", static_cast<double>(r.bus->config.max_age.count()) / 1000.0)
-          .set("max_bytes", static_cast<std::int64_t>(r.bus->config.max_bytes))
-          .set("messages", r.bus->messages);
-    bus.set("blob_max_bytes", r.config.blob_max());
-    doc.set("bus", std::move(bus));
-  }
+  doc.set("journal", log_json(swarm::kEventsStream, r.journal, "events"));
+  swarm::Json bus = log_json(swarm::kBusStream, r.bus, "messages");
+  bus.set("blob_max_bytes", r.config.blob_max());
+  doc.set("bus", std::move(bus));
   if (r.ttl_was) doc.set("ttl_was_seconds", static_cast<double>(r.ttl_was->count()) / 1000.0);
   doc.set("ttl_changed", r.ttl_changed);
   if (r.config.ports) doc.set("ports", r.config.ports->text());
