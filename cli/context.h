@@ -221,6 +221,8 @@ Verb add_inbox(CLI::App& app);
 Verb add_ack(CLI::App& app);
 Verb add_ask(CLI::App& app);
 Verb add_blob(CLI::App& app);
+Verb add_hold(CLI::App& app);
+Verb add_holds(CLI::App& app);
 // The help topics (the pages of docs/), by name, comma-separated.
 std::string topic_list();
 // What `swarm help WORDS...` prints: the verb's --help, or a topic's page;

@@ -25,6 +25,12 @@ std::string status_document(const std::string& bucket, std::chrono::milliseconds
 // swarm.lease.v1 of a listing (as `lease list --json`), its semaphores included.
 swarm::Json leases_document(const std::vector<swarm::LeaseEntry>& entries, const std::map<std::string, int>& waiting,
                             const std::vector<swarm::SemaphoreSummary>& semaphores, swarm::TimePoint server_now);
+// Holds (live ones, as HoldStore::live lists them) as swarm.holds.v1 lists
+// them: [{"name","slot","host","patterns","kind","token","session","reason",
+// "state","age_seconds","expires_in_seconds"}] (a corrupt one: {"name",
+// "state":"corrupt","error",...}); and the whole document.
+swarm::Json hold_rows(const std::vector<swarm::LeaseEntry>& holds, swarm::TimePoint server_now);
+swarm::Json holds_document(const std::vector<swarm::LeaseEntry>& holds, swarm::TimePoint server_now);
 // The state of each task of a listing by id (corrupt ones left out); `all`
 // must outlive it (its ids are not copied).
 swarm::StateOf states_of(const std::vector<const swarm::TaskEntry*>& all);

@@ -4,7 +4,7 @@
 #include <unistd.h>
 
 
-#include "cli/hold.h"
+#include "cli/lease_wait.h"
 #include "swarm/base/child_process.h"
 #include "swarm/base/duration.h"
 #include "swarm/base/error.h"

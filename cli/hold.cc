@@ -1,224 +1,211 @@
-#include "cli/hold.h"
+// swarm hold PATTERN... | hold --release (PATTERN... | --all): a slot says
+// which paths it edits; swarm holds: every live hold.
+#include <algorithm>
 
-#include <signal.h>
-
-#include <condition_variable>
-#include <cstdio>
-#include <iostream>
-#include <mutex>
-#include <thread>
-#include <unistd.h>
-
-#include "swarm/base/boot_clock.h"
+#include "cli/context.h"
+#include "cli/documents.h"
 #include "swarm/base/duration.h"
 #include "swarm/base/error.h"
-#include "swarm/base/names.h"
-#include "swarm/base/test_seam.h"
 #include "swarm/base/text.h"
-#include "swarm/lease/held_command.h"
-#include "swarm/lease/lease_keeper.h"
-#include "swarm/lease/semaphore.h"
-#include "swarm/lease/lease.h"
+#include "swarm/holds/hold_store.h"
+#include "swarm/holds/patterns.h"
 
 namespace cli {
 
-CLI::Validator lease_name_validator() { return validator_of(swarm::require_lease_name, "NAME"); }
+namespace {
 
-CLI::Validator user_lease_name_validator() { return validator_of(swarm::require_user_lease_name, "NAME"); }
+// The longest reason a hold takes, in bytes of UTF-8 (as a renewal's note).
+constexpr std::size_t kMaxReasonBytes = 200;
 
-std::chrono::milliseconds lease_ttl_option(const std::string& text) {
-  auto ttl = swarm::parse_duration(text);
-  swarm::require_lease_ttl(ttl, "--ttl " + text);
-  return ttl;
+struct HoldFlags {
+  std::string slot;
+  std::string session;
+  std::vector<std::string> patterns;
+  bool shared = false;
+  std::string reason;
+  bool release = false;
+  bool all = false;
+};
+
+double seconds(std::chrono::milliseconds d) { return static_cast<double>(d.count()) / 1000.0; }
+
+std::string joined_printable(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& i : items) out += (out.empty() ? "" : ", ") + swarm::printable(i);
+  return out;
 }
 
-std::vector<std::string> command_after_dashes(const std::vector<std::string>& command, const char* verb) {
-  if (command.empty())
-    throw swarm::Error(swarm::Errc::bad_input,
-                       std::string("no command to run: give it after --, e.g. swarm ") + verb + " NAME -- ./run.sh");
-  return command;
+// Before any I/O: what the flags ask makes sense together (exit 2 otherwise).
+void require_hold_flags(const HoldFlags& f) {
+  if (f.release) {
+    if (f.all && !f.patterns.empty())
+      throw swarm::Error(swarm::Errc::bad_input, "--release --all lets go of every hold; name patterns or --all, not both");
+    if (!f.all && f.patterns.empty())
+      throw swarm::Error(swarm::Errc::bad_input, "--release of what? name the patterns, or --all");
+    if (f.shared || !f.reason.empty())
+      throw swarm::Error(swarm::Errc::bad_input, "--shared and --reason describe a new hold, not a release");
+    return;
+  }
+  if (f.all) throw swarm::Error(swarm::Errc::bad_input, "--all goes with --release");
+  if (f.patterns.empty())
+    throw swarm::Error(swarm::Errc::bad_input, "no pattern to hold; name the paths, e.g. swarm hold 'src/api/**'");
 }
 
-std::optional<swarm::Lease> wait_in_line(const Context& ctx, const swarm::LeaseStore& store, swarm::Mutex& mutex,
-                                         const std::string& name, std::optional<std::chrono::milliseconds> wait,
-                                         SignalRouter& signals) {
-  signals.on_signal([&](int) { mutex.cancel(); });
-  // However the wait ends, a later signal no longer reaches `mutex`, which
-  // may be gone by then (the router calls its handler under its lock, so
-  // none is running once this returns).
-  struct Forget {
-    SignalRouter& signals;
-    ~Forget() { signals.on_signal({}); }
-  } forget{signals};
-  // Granted at once (the usual case) costs nothing more; a wait past this
-  // moment is said, with who holds the lease and this waiter's place in
-  // line: once in a log, and kept up to date on a terminal as the line
-  // moves (a listing of the line every 2 s, for the display only: the wait
-  // itself watches). The teller has copies of what it reads and is left to
-  // end by itself once the wait is over: a slow read of its never delays
-  // the holder's first renewal.
-  static constexpr std::chrono::milliseconds kMoment{300};
-  static constexpr std::chrono::milliseconds kRefresh{2000};
-  struct Shared {
-    std::mutex mu;
-    std::condition_variable cv;
-    bool done = false, said = false;
-    std::uint64_t order = 0;  // this waiter's place's order, copied from the mutex while it waits
-  };
-  auto shared = std::make_shared<Shared>();
-  const bool tty = isatty(STDERR_FILENO) != 0;
-  std::thread teller([shared, tty, store, name, &mutex] {
-    std::string shown;
-    for (auto pause = kMoment;; pause = kRefresh) {
-      std::uint64_t order = 0;
-      {
-        std::unique_lock lock(shared->mu);
-        if (shared->cv.wait_for(lock, pause, [&] { return shared->done; })) return;
-        order = shared->order = mutex.place_order();  // the mutex lives while done is false
-      }
-      std::string line = "waiting for lease " + name;
-      try {
-        if (auto held = store.get(name); held && held->record)
-          line += " (held by " + swarm::printable(held->record->holder) + " on " +
-                  swarm::printable(held->record->host) + ", token " + std::to_string(held->token()) + ")";
-        if (order != 0) line += "; place " + std::to_string(store.place_in_line(name, order)) + " in line";
-      } catch (const std::exception&) {
-        // Said without the details.
-      }
-      std::lock_guard lock(shared->mu);
-      if (shared->done) return;
-      if (line != shown) {
-        std::fputs(tty ? ("\033[2K\rswarm: " + line + "\r").c_str() : ("swarm: " + line + "\n").c_str(), stderr);
-        std::fflush(stderr);
-        shown = line;
-        shared->said = true;
-      }
-      if (!tty) return;  // a log gets it once
+int take(Context& ctx, const HoldFlags& f) {
+  auto lifecycle = ctx.lifecycle();
+  const auto kind = f.shared ? swarm::HoldKind::shared : swarm::HoldKind::exclusive;
+  const swarm::HoldResult r = lifecycle.hold(f.slot, f.patterns, kind, f.reason, session_of(f.session));
+  swarm::Json doc = swarm::Json::object();
+  doc.set("slot", f.slot)
+      .set("name", r.lease.name)
+      .set("token", r.lease.token)
+      .set("session", r.session)
+      .set("patterns", swarm::Json::strings(f.patterns))
+      .set("kind", swarm::to_string(kind))
+      .set("reason", f.reason)
+      .set("ttl_seconds", seconds(r.lease.record.ttl));
+  ctx.out().result("hold",
+                   "slot " + f.slot + " holds " + joined_printable(f.patterns) + " " +
+                       (f.shared ? "shared" : "exclusively") + " (" + r.lease.name + ", token " +
+                       std::to_string(r.lease.token) + "); renewed with the session, released by close or "
+                       "`swarm hold --release`",
+                   std::move(doc));
+  return 0;
+}
+
+int let_go(Context& ctx, const HoldFlags& f) {
+  auto lifecycle = ctx.lifecycle();
+  const swarm::HoldRelease r = lifecycle.release_holds(f.slot, f.all ? std::vector<std::string>{} : f.patterns,
+                                                       session_of(f.session));
+  for (const auto& w : r.warnings) ctx.out().warn(w);
+  swarm::Json doc = swarm::Json::object();
+  doc.set("slot", f.slot).set("released", swarm::Json::strings(r.released)).set("narrowed", swarm::Json::strings(r.narrowed));
+  std::string text;
+  if (!r.released.empty()) text += "released " + joined_printable(r.released);
+  if (!r.narrowed.empty()) text += std::string(text.empty() ? "" : "; ") + "narrowed " + joined_printable(r.narrowed);
+  if (text.empty()) text = "slot " + f.slot + " held nothing";
+  ctx.out().result("hold", text, std::move(doc));
+  return 0;
+}
+
+std::string holds_table(const std::vector<swarm::LeaseEntry>& holds, swarm::TimePoint now) {
+  if (holds.empty()) return "no holds\n";
+  std::vector<std::vector<std::string>> rows = {{"SLOT", "HOST", "KIND", "TOKEN", "AGE", "PATTERNS", "REASON"}};
+  for (const auto& e : holds) {
+    const auto age = swarm::format_duration(
+        std::chrono::duration_cast<std::chrono::seconds>(swarm::standing_of(e, now).age));
+    if (e.corrupt()) {
+      rows.push_back({swarm::printable(e.name), "-", "corrupt", "-", age,
+                      "(" + swarm::printable(e.corrupt_reason) + ")", "-"});
+      continue;
     }
-  });
-  auto finish = [&] {
-    {
-      std::lock_guard lock(shared->mu);
-      shared->done = true;
-      if (shared->said && tty) std::fputs("\033[2K\r", stderr);  // the waiting line goes once granted
-    }
-    shared->cv.notify_all();
-    teller.detach();
-  };
-  try {
-    auto lease = mutex.lock(wait);
-    finish();
-    return lease;
-  } catch (const swarm::Cancelled&) {
-    finish();
-    ctx.out().note("stopped waiting for lease " + name + " (a signal); left the line");
-    return std::nullopt;
-  } catch (...) {
-    finish();
-    throw;
+    const swarm::LeaseRecord& r = *e.record;
+    rows.push_back({swarm::printable(r.slot), swarm::printable(r.host), r.kind == "shared" ? "shared" : "exclusive",
+                    std::to_string(e.token()), age, joined_printable(r.patterns),
+                    r.reason.empty() ? "-" : swarm::printable(r.reason)});
   }
+  return aligned(rows);
 }
 
-CLI::Validator holder_validator() {
-  return CLI::Validator(
-      [](std::string& value) -> std::string {
-        bool printable = !value.empty() && value.size() <= 200;
-        for (unsigned char c : value) printable = printable && c >= 0x20 && c != 0x7f;
-        if (!printable) return "--holder '" + value + "' must be 1 to 200 printable characters on one line";
-        return {};
-      },
-      "ID");
+}  // namespace
+
+swarm::Json hold_rows(const std::vector<swarm::LeaseEntry>& holds, swarm::TimePoint server_now) {
+  swarm::Json list = swarm::Json::array();
+  for (const auto& e : holds) {
+    const auto standing = swarm::standing_of(e, server_now);
+    swarm::Json one = swarm::Json::object();
+    one.set("name", e.name);
+    if (e.corrupt()) {
+      one.set("state", "corrupt").set("error", e.corrupt_reason);
+    } else {
+      const swarm::LeaseRecord& r = *e.record;
+      one.set("slot", r.slot)
+          .set("host", r.host)
+          .set("patterns", swarm::Json::strings(r.patterns))
+          .set("kind", r.kind == "shared" ? "shared" : "exclusive")
+          .set("token", e.token())
+          .set("session", r.session)
+          .set("reason", r.reason)
+          .set("state", swarm::to_string(standing.state));
+    }
+    one.set("age_seconds", seconds(standing.age)).set("expires_in_seconds", seconds(standing.left));
+    list.push(std::move(one));
+  }
+  return list;
 }
 
-int hold_while_running(const Context& ctx, const swarm::LeaseStore& store, swarm::Lease lease,
-                       const HoldOptions& options, SignalRouter& signals) {
-  // Told to stop after the wait and before the command: run nothing.
-  if (signals.received() != 0) {
-    try {
-      store.release(lease);
-    } catch (const swarm::Error&) {
-      // It expires by itself.
-    }
-    ctx.out().note("stopped by a signal before " + options.command.front() + " started; lease " + lease.name +
-                   " released");
-    return exit_for_signal(signals.received());
-  }
-  swarm::HeldCommand held;
-  held.command = options.command;
-  held.hear_resign = options.hear_resign;
-  const std::optional<int> permit = options.permit;
-  if (permit) held.env.emplace_back("SWARM_PERMIT", std::to_string(*permit));
-  held.note = [&ctx](const std::string& what) { ctx.out().note(what); };
-  held.warn = [&ctx](const std::string& what) { ctx.out().warn(what); };
-  held.running = [&signals](swarm::ChildProcess* child) { signals.forward_to(child); };
-  const std::string name = lease.name;
-  const std::uint64_t token = lease.token;
-  swarm::HeldEnd end = swarm::HeldEnd::by_itself;
-  const int status = swarm::run_holding(store, std::move(lease), held, &end);
-  std::string ended(swarm::to_string(end));
-  if (end == swarm::HeldEnd::by_itself && signals.received() != 0) ended = "signalled";
-  const int exit = end == swarm::HeldEnd::resigned ? 0 : status;
-  if (ctx.out().json()) {
-    swarm::Json doc = swarm::Json::object();
-    doc.set("name", name)
-        .set("token", static_cast<std::int64_t>(token));
-    if (permit) doc.set("permit", *permit);
-    doc
-        .set("waited_ms", static_cast<std::int64_t>(options.waited.count()))
-        .set("status", status)
-        .set("ended", ended)
-        .set("exit", exit);
-    ctx.out().result("lock", "", std::move(doc));
-  }
-  return exit;
+swarm::Json holds_document(const std::vector<swarm::LeaseEntry>& holds, swarm::TimePoint server_now) {
+  swarm::Json doc = swarm::Json::object();
+  doc.set("holds", hold_rows(holds, server_now));
+  return with_schema("holds", std::move(doc));
 }
 
-std::optional<swarm::Lease> wait_for_permit(const Context& ctx, const swarm::LeaseStore& store, const std::string& name,
-                                            int limit, const swarm::LeaseHolder& who, std::chrono::milliseconds ttl,
-                                            std::optional<std::chrono::milliseconds> wait, SignalRouter& signals) {
-  swarm::Semaphore semaphore(store, name);
-  semaphore.require(limit);
-  const std::string gate_name = swarm::gate_lease(name);
-  if (wait && wait->count() == 0) {
-    // Once, and never ahead of those already waiting: first come, first granted.
-    const auto at_gate = store.get(gate_name);
-    const int behind = store.waiting(gate_name, ctx.me().host, ctx.me().host_id)[gate_name];
-    const bool gate_held = at_gate && swarm::standing_of(*at_gate, store.server_clock().now()).state ==
-                                          swarm::LeaseState::held;
-    if (gate_held || behind > 0)
-      throw swarm::Error(swarm::Errc::conflict, std::to_string(behind + (gate_held ? 1 : 0)) +
-                                                    " waiter(s) are in line for a permit of " + name +
-                                                    "; nothing was taken (wait in line with --wait DUR)");
-    return semaphore.try_permit(who, ttl);
-  }
-  const auto until = wait ? std::chrono::steady_clock::now() + *wait : std::chrono::steady_clock::time_point::max();
-  swarm::Mutex gate(store, gate_name, who, ttl);
-  auto at_gate = wait_in_line(ctx, store, gate, gate_name, wait, signals);
-  if (!at_gate) return std::nullopt;
-  // The gate is kept while this waiter waits for a permit, and left however
-  // that ends: the next in line comes to the gate.
-  swarm::LeaseKeeper keeper(store, *at_gate, [](const std::string&, swarm::BootTime) {});
-  struct Leave {
-    const swarm::LeaseStore& store;
-    swarm::LeaseKeeper& keeper;
-    ~Leave() {
-      keeper.stop();
-      try {
-        store.release(keeper.lease());
-      } catch (const swarm::Error&) {
-        // It expires by itself.
-      }
-    }
-  } leave{store, keeper};
-  try {
-    swarm::stop_here_for_test(swarm::kLeaseStop, "gate");
-    auto permit = semaphore.take_permit(who, ttl, until, [&signals] { return signals.received() != 0; });
-    swarm::stop_here_for_test(swarm::kLeaseStop, "granted");
-    return permit;
-  } catch (const swarm::Cancelled&) {
-    ctx.out().note("stopped waiting for a permit of " + name + " (left the line)");
-    return std::nullopt;
-  }
+Verb add_hold(CLI::App& app) {
+  auto f = std::make_shared<HoldFlags>();
+  CLI::App* cmd = app.add_subcommand("hold", "Say which paths the slot edits: a fenced hold, renewed with the session");
+  add_slot_option(*cmd, f->slot);
+  add_session_option(*cmd, f->session);
+  cmd->add_option("pattern", f->patterns, "Paths the slot edits, as git pathspec globs from the repository's root")
+      ->option_text("PATTERN...")
+      ->check(validator_of([](const std::string& p) { swarm::require_hold_pattern(p); }, "PATTERN"));
+  cmd->add_flag("--shared", f->shared, "A shared hold: it conflicts only with exclusive ones (others may share it)");
+  cmd->add_option("--reason", f->reason, "Why, in a line others see (at most 200 bytes)")
+      ->option_text("TEXT")
+      ->check(validator_of(
+          [](const std::string& t) {
+            if (t.size() > kMaxReasonBytes || !swarm::is_plain_text(t))
+              throw swarm::Error(swarm::Errc::bad_input, "bad --reason '" + swarm::printable(t.substr(0, 60)) +
+                                                             "': at most 200 bytes of UTF-8, one line, no control "
+                                                             "character");
+          },
+          "TEXT"));
+  cmd->add_flag("--release", f->release, "Let go of the holds on PATTERN... (or of all of them with --all)");
+  cmd->add_flag("--all", f->all, "With --release: every hold of the slot");
+  cmd->footer(
+      "Examples:\n"
+      "  swarm hold 'src/api/**' --reason 'reworking the API'\n"
+      "  swarm hold docs/guide.md --shared\n"
+      "  swarm hold --release 'src/api/**'\n"
+      "  swarm hold --release --all\n"
+      "Each hold is a lease hold.<slot>.<n> with its own fencing token. It lives with the slot's\n"
+      "session: renewed by every renewal (renew, commit, sync, swarm run), released by close, evict,\n"
+      "expiry or --release. An exclusive hold (the default) conflicts with any other slot's live hold\n"
+      "whose patterns can match a common path; a shared one only with exclusive ones. A conflict is\n"
+      "exit 3 naming the holder's slot, host and patterns, and takes nothing. Overlap is judged from\n"
+      "the patterns' literal parts, erring towards \"overlap\" (`**/*.md` overlaps almost anything).\n"
+      "commit warns about (or, with `swarm up --holds refuse`, refuses) paths others hold; land\n"
+      "refuses a branch that changes them unless --force.");
+  return {cmd, [f](Context& ctx) {
+            require_hold_flags(*f);
+            f->slot = ctx.slot_of(f->slot);
+            return f->release ? let_go(ctx, *f) : take(ctx, *f);
+          }};
+}
+
+Verb add_holds(CLI::App& app) {
+  auto slot = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand("holds", "Every live hold: slot, host, kind, token, age, patterns, reason");
+  cmd->add_option("--slot", *slot, "Only this slot's holds")->option_text("SLOT")->check(slot_name_validator());
+  cmd->footer(
+      "Examples:\n"
+      "  swarm holds\n"
+      "  swarm holds --slot render --json\n"
+      "Lists the holds someone may still hold (not past their TTL), by name; --json gives\n"
+      "swarm.holds.v1 {\"schema\",\"holds\":[{\"name\",\"slot\",\"host\",\"patterns\",\"kind\",\"token\",...}]}.");
+  return {cmd, [slot](Context& ctx) {
+            const auto leases = ctx.leases();
+            swarm::HoldStore store(leases, ctx.me(), swarm::kDefaultLeaseTtl);
+            std::vector<swarm::LeaseEntry> holds = store.live();
+            if (!slot->empty())
+              holds.erase(std::remove_if(holds.begin(), holds.end(),
+                                         [&](const swarm::LeaseEntry& e) { return swarm::hold_slot_of(e.name) != *slot; }),
+                          holds.end());
+            const auto now = holds.empty() ? swarm::TimePoint{} : store.store().server_clock().now();
+            swarm::Json doc = swarm::Json::object();
+            doc.set("holds", hold_rows(holds, now));
+            ctx.out().result("holds", holds_table(holds, now), std::move(doc));
+            return 0;
+          }};
 }
 
 }  // namespace cli

@@ -7,7 +7,7 @@
 
 #include "cli/documents.h"
 #include "cli/exit_code.h"
-#include "cli/hold.h"
+#include "cli/lease_wait.h"
 #include "cli/land.h"
 #include "swarm/base/duration.h"
 #include "swarm/base/error.h"
@@ -417,6 +417,7 @@ int run_land(Context& ctx, const LandFlags& f) {
   if (!f.wait.empty()) swarm::parse_duration(f.wait);
   SignalRouter signals;  // before any thread is made
   auto landing = ctx.landing(true);
+  landing.land_past_holds(f.force);
   const std::string onto = landing.onto(f.onto);
   auto store = ctx.leases(true);
   SlotLander lander(ctx, f, landing, store, onto, signals, std::move(checks.commands), checks.forced);
@@ -563,8 +564,8 @@ Verb add_land(CLI::App& app) {
   cmd->add_flag("--no-check", f->no_check,
                 "Skip the check the workspace requires (`swarm up --check`); journaled as forced");
   cmd->add_flag("--force", f->force,
-                "Land --slot S even though its last close was not success or its session is live (journaled as "
-                "forced)")
+                "Land --slot S even though its last close was not success, its session is live, or it changes "
+                "paths another live slot holds (journaled as forced)")
       ->excludes("--ready");
   cmd->add_option("--batch", f->batch,
                   "With --ready: merge up to N ready slots into one candidate and check it once; a failed check is "
@@ -589,7 +590,9 @@ Verb add_land(CLI::App& app) {
       "requires (`swarm up --check`) runs first on every land, unless --no-check. Without any check, a\n"
       "tree that cannot be checked out is refused. A slot a check refused stays refused until its branch\n"
       "moves past the refused head, or --force. --slot S refuses (exit 3) a slot whose last close was not\n"
-      "success or whose session is live, unless --force. --ready reports each slot as it lands: slots\n"
+      "success or whose session is live, unless --force. A branch that changes paths another live slot\n"
+      "holds exclusively (`swarm hold`) is refused (reason hold) unless --force; journaled hold.conflict.\n"
+      "--ready reports each slot as it lands: slots\n"
       "closed with --priority high first, then in the order they were closed.\n"
       "--batch N merges up to N ready slots in turn into one candidate and runs CHECK once on it (with\n"
       "SWARM_LAND_SLOT the slots, space-separated, and SWARM_LAND_BATCH the batch's id). When it fails the\n"

@@ -6,7 +6,7 @@
 #include <cstdlib>
 
 #include "cli/documents.h"
-#include "cli/hold.h"
+#include "cli/lease_wait.h"
 #include "swarm/lease/semaphore.h"
 #include "swarm/base/duration.h"
 #include "swarm/base/error.h"

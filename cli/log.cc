@@ -18,10 +18,10 @@ namespace {
 const std::set<std::string> kKinds = {"join",         "commit",      "close",         "evict",
                                       "fix",          "lease.grant", "lease.release", "lease.lost",
                                       "elect.resign", "land",        "land.refused",  "sync",
-                                      "overlap",      "session.lost"};
+                                      "overlap",      "session.lost", "hold.conflict"};
 constexpr const char* kKindList =
     "join, commit, close, evict, fix, lease.grant, lease.release, lease.lost, elect.resign, land, land.refused, "
-    "sync, overlap, session.lost, task.add, task.claim, task.state, task.edit, review.approve, review.reject";
+    "sync, overlap, session.lost, hold.conflict, task.add, task.claim, task.state, task.edit, review.approve, review.reject";
 // With --follow and neither -n nor --since, the last this many first (as tail -f).
 constexpr std::size_t kFollowBacklog = 10;
 constexpr std::chrono::milliseconds kFollowPoll{250};

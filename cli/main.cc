@@ -57,6 +57,7 @@ constexpr VerbMaker kVerbMakers[] = {
     {"task", cli::add_task},       {"review", cli::add_review},
     {"send", cli::add_send},       {"inbox", cli::add_inbox},       {"ack", cli::add_ack},
     {"ask", cli::add_ask},         {"blob", cli::add_blob},
+    {"hold", cli::add_hold},       {"holds", cli::add_holds},
     {"doctor", cli::add_doctor},   {"lease", cli::add_lease},       {"lock", cli::add_lock},
     {"elect", cli::add_elect},     {"log", cli::add_log},           {"branches", cli::add_branches},
     {"land", cli::add_land},       {"sync", cli::add_sync},         {"serve", cli::add_serve},

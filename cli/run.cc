@@ -8,7 +8,7 @@
 
 #include "cli/exit_code.h"
 #include "swarm/git/backend.h"
-#include "cli/hold.h"
+#include "cli/lease_wait.h"
 #include "cli/land.h"
 #include "swarm/base/child_process.h"
 #include "swarm/base/duration.h"

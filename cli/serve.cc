@@ -255,6 +255,7 @@ void add_routes(HttpServer& server, const ServeView& view) {
   server.get("/api/leases", [&view](const HttpRequest&) { return json_reply(view.leases_document()); });
   server.get("/api/tasks", [&view](const HttpRequest&) { return json_reply(view.tasks_document()); });
   server.get("/api/inboxes", [&view](const HttpRequest&) { return json_reply(view.inboxes_document()); });
+  server.get("/api/holds", [&view](const HttpRequest&) { return json_reply(view.holds_document()); });
   server.get("/api/log", [&view](const HttpRequest& req) { return log_reply(view, req); });
   server.get("/api/branches", [&view](const HttpRequest&) {
     std::string doc = view.branches_document();

@@ -45,6 +45,11 @@ inline constexpr const char* kDashboardPage = R"PAGE(<!doctype html>
     <table id="inboxes"><colgroup><col class="w-detail"><col class="w-token"><col class="w-token"></colgroup>
       <thead><tr><th>inbox</th><th class="num">unread</th><th class="num">cursor</th></tr></thead>
       <tbody></tbody></table><div id="inboxes-more" class="empty"></div></section>
+  <section><h2>Holds <span id="hold-counts" class="muted"></span></h2>
+    <table id="holds"><colgroup><col class="w-name"><col class="w-state"><col class="w-detail"><col class="w-token">
+      <col class="w-detail"></colgroup>
+      <thead><tr><th>slot</th><th>kind</th><th>paths</th><th class="num">token</th><th>why</th></tr></thead>
+      <tbody></tbody></table><div id="holds-more" class="empty"></div></section>
   <section><h2>Recent acts</h2>
     <table id="events"><colgroup><col class="w-time"><col class="w-kind"><col class="w-name"><col class="w-host">
       <col class="w-detail"></colgroup>
@@ -93,6 +98,8 @@ th { color: var(--muted); font-weight: 600; }
 .ready, .approved, .completed { color: var(--fresh); } .in_review { color: var(--late); } .failed { color: var(--stale); }
 .waiting, .cancelled { color: var(--muted); }
 #inboxes col:nth-child(1) { width: 60%; } #inboxes col:nth-child(2) { width: 20%; } #inboxes col:nth-child(3) { width: 20%; }
+#holds col:nth-child(1) { width: 18%; } #holds col:nth-child(2) { width: 14%; } #holds col:nth-child(3) { width: 34%; }
+#holds col:nth-child(4) { width: 10%; } #holds col:nth-child(5) { width: 24%; }
 #events col:nth-child(1) { width: 13%; } #events col:nth-child(2) { width: 15%; } #events col:nth-child(3) { width: 24%; }
 #events col:nth-child(4) { width: 16%; } #events col:nth-child(5) { width: 32%; }
 .state { font-weight: 600; }
@@ -210,6 +217,18 @@ function inboxes() {
   }));
   document.getElementById("inboxes-more").textContent = rows.length === 0 ? "no inboxes" : "";
 }
+// Who says they edit what (swarm hold): one row per hold, as text.
+function holds() {
+  const rows = view.holds || [];
+  document.getElementById("hold-counts").textContent = rows.length === 0 ? "" : rows.length + " held";
+  fill("holds", rows.map(h => {
+    const tr = el("tr"); tr.dataset.hold = h.name;
+    tr.append(el("td", h.slot || h.name), el("td", h.kind || h.state), el("td", (h.patterns || []).join(", ") || h.error),
+              el("td", h.token || "-", "num"), el("td", h.reason || ""));
+    return tr;
+  }));
+  document.getElementById("holds-more").textContent = rows.length === 0 ? "no holds" : "";
+}
 function acts() {
   fill("events", view.events.slice(-40).reverse().map(e => {
     const tr = el("tr");
@@ -220,7 +239,7 @@ function acts() {
 }
 function render() {
   if (!view) return;
-  header(); sessions(); leases(); branches(); tasks(); inboxes(); acts(); timeline();
+  header(); sessions(); leases(); branches(); tasks(); inboxes(); holds(); acts(); timeline();
 }
 const ends = { success: "✓", fail: "✗", lost: "✗" };
 function timeline() {

@@ -7,6 +7,7 @@
 
 #include "cli/documents.h"
 #include "cli/serve_view.h"
+#include "swarm/holds/hold_store.h"
 #include "cli/status_table.h"
 #include "swarm/base/text.h"
 #include "swarm/slots/liveness.h"
@@ -260,6 +261,12 @@ std::string ServeView::metrics() const {
          "# TYPE swarm_inbox_unread gauge\n";
   for (const auto& r : inboxes_)
     out += "swarm_inbox_unread{inbox=\"" + label(r.name) + "\"} " + std::to_string(r.unread) + "\n";
+  out += "# HELP swarm_holds Live holds (swarm hold) by kind.\n# TYPE swarm_holds gauge\n";
+  std::map<std::string, int> hold_kinds = {{"exclusive", 0}, {"shared", 0}};
+  for (const auto& e : live_holds(now))
+    if (!e.corrupt()) ++hold_kinds[e.record->kind == "shared" ? "shared" : "exclusive"];
+  for (const auto& [kind, n] : hold_kinds)
+    out += "swarm_holds{kind=\"" + kind + "\"} " + std::to_string(n) + "\n";
   out += "# HELP swarm_events_total Journal events seen since this server started (the last day's first).\n"
          "# TYPE swarm_events_total counter\n";
   for (const auto& [kind, n] : event_counts_) out += "swarm_events_total{kind=\"" + label(kind) + "\"} " + std::to_string(n) + "\n";
@@ -349,6 +356,19 @@ std::string ServeView::inboxes_document() const {
   swarm::Json doc = swarm::Json::object();
   doc.set("schema", "swarm.inboxes.v1").set("inboxes", inbox_rows());
   return doc.dump();
+}
+
+std::vector<swarm::LeaseEntry> ServeView::live_holds(swarm::TimePoint now) const {
+  std::vector<swarm::LeaseEntry> out;
+  for (const auto& [name, e] : leases_)
+    if (swarm::hold_slot_of(name) && swarm::standing_of(e, now).state != swarm::LeaseState::expired) out.push_back(e);
+  return out;
+}
+
+std::string ServeView::holds_document() const {
+  std::lock_guard lock(mu_);
+  const auto now = server_now();
+  return cli::holds_document(live_holds(now), now).dump();
 }
 
 std::string ServeView::log_lines(std::size_t n) const {
@@ -442,6 +462,7 @@ std::string ServeView::page_body() const {
   doc.set("branches", std::move(branches));
   doc.set("tasks", tasks_panel());
   doc.set("inboxes", inbox_rows());
+  doc.set("holds", hold_rows(live_holds(now), now));
   return doc.dump();
 }
 

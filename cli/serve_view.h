@@ -83,6 +83,8 @@ class ServeView {
   std::string tasks_document() const;
   // swarm.inboxes.v1: each inbox, its cursor and its unread count (never a body).
   std::string inboxes_document() const;
+  // swarm.holds.v1: the holds followed that are held now (as `swarm holds --json`).
+  std::string holds_document() const;
   // The journal's last `n` acts seen (JSON Lines, swarm.event.v1).
   std::string log_lines(std::size_t n) const;
   // What the page draws (one JSON object), and its version.
@@ -110,6 +112,8 @@ class ServeView {
   std::map<std::string, int> waiting(swarm::TimePoint now) const;
   // The leases followed, in name order.
   std::vector<swarm::LeaseEntry> lease_entries() const;
+  // The holds among them that are not expired at `now` (mu_ held).
+  std::vector<swarm::LeaseEntry> live_holds(swarm::TimePoint now) const;
   bool nats_up() const;
   // The sessions as of now: ages moved on since the last update, states again.
   std::vector<swarm::SessionRow> sessions_now(swarm::TimePoint* now) const;

@@ -30,6 +30,7 @@ struct UpFlags {
   std::string bus_max_age;
   std::string bus_max_bytes;
   std::string blob_max_bytes;
+  std::string holds;
 };
 
 // How long a log stream (the journal, the bus) keeps what it holds: at
@@ -135,6 +136,7 @@ swarm::UpOptions options_of(const Context& ctx, const UpFlags& f) {
   if (!f.bus_max_age.empty()) options.bus_max_age = bus_max_age_of(f.bus_max_age);
   if (!f.bus_max_bytes.empty()) options.bus_max_bytes = parse_byte_size(f.bus_max_bytes);
   if (!f.blob_max_bytes.empty()) options.blob_max_bytes = static_cast<std::uint64_t>(parse_byte_size(f.blob_max_bytes));
+  if (!f.holds.empty()) options.holds = swarm::parse_hold_policy(f.holds);
   return options;
 }
 
@@ -169,6 +171,8 @@ std::string up_text(const swarm::UpResult& r) {
     human += "  ports:   " + r.config.ports->text() + " (`swarm join --ports K` takes a block of K of them)\n";
   if (!r.config.check.empty())
     human += "  check:   " + swarm::printable(r.config.check) + " (every land runs it; `land --no-check` skips it)\n";
+  if (r.config.holds == swarm::HoldPolicy::refuse)
+    human += "  holds:   refuse (a commit that changes paths another live slot holds exclusively commits nothing)\n";
   if (r.config.require_review)
     human += "  review:  required (a task closed success lands once `swarm review approve` approved its head)\n";
   if (r.added_remote) human += "  remote:  swarm, added to this checkout (`git fetch swarm` brings the slots' branches)\n";
@@ -202,6 +206,7 @@ swarm::Json up_json(const swarm::UpResult& r) {
   if (r.config.check.empty()) doc.set_null("check");
   else doc.set("check", r.config.check);
   doc.set("require_review", r.config.require_review);
+  doc.set("holds", swarm::to_string(r.config.holds));
   if (r.server_pid) doc.set("server_pid", static_cast<std::int64_t>(*r.server_pid));
   else doc.set_null("server_pid");
   return doc;
@@ -290,6 +295,21 @@ Verb add_up(CLI::App& app) {
                                "head; `land --ready` takes only approved heads (kept in config.json)");
   cmd->add_flag("--no-require-review", flags->no_require_review, "Turn --require-review off again")
       ->excludes(review);
+  cmd->add_option("--holds", flags->holds,
+                  "What commit does with paths another live slot holds exclusively (`swarm hold`): warn (the "
+                  "default: commits, says so and journals hold.conflict) or refuse (commits nothing, exit 3); kept "
+                  "in config.json")
+      ->option_text("warn|refuse")
+      ->check(CLI::Validator(  // described as a set, so that completion offers its values
+          [](std::string& t) -> std::string {
+            try {
+              swarm::parse_hold_policy(t);
+            } catch (const std::exception& e) {
+              return e.what();
+            }
+            return {};
+          },
+          "{warn,refuse}", "POLICY"));
   cmd->add_flag("--accept-unsafe-server", flags->accept_unsafe_server,
                 "Run --replicas N>1 on nats-server older than 2.10 all the same (it loses acknowledged writes "
                 "and lets fencing tokens go backwards under partitions; doctor reports it)");

@@ -133,6 +133,8 @@ struct SessionBrief {
   bool corrupt = false;
   bool here = false;  // a record of this workspace (Here::has_record_here)
   std::optional<PortBlock> ports;  // its block of ports, if any
+  std::uint64_t token = 0;           // its session token (0 when corrupt)
+  std::vector<std::string> holds;    // the holds it names (swarm hold)
 };
 struct SessionListing {
   std::vector<SessionBrief> all;       // sorted by slot
@@ -201,6 +203,9 @@ struct LeaseInput {
 Findings check_leases(const LeaseInput& in);
 // A task lease whose slot has no session for its task (removed ones left out).
 bool task_is_orphan(const LeaseRecord& r, const LeaseInput& in);
+// A hold whose session is gone: its slot has no session, or one with
+// another token (removed ones left out).
+bool hold_is_orphan(const LeaseEntry& hold, const LeaseInput& in);
 
 // ---- the fix pass ----
 

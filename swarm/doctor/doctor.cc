@@ -52,6 +52,7 @@ std::string_view to_string(FindingKind kind) {
     case FindingKind::expired_lease: return "expired_lease";
     case FindingKind::orphan_task_lease: return "orphan_task_lease";
     case FindingKind::orphan_port_block: return "orphan_port_block";
+    case FindingKind::orphan_hold: return "orphan_hold";
     case FindingKind::dead_holder: return "dead_holder";
     case FindingKind::task_bucket: return "task_bucket";
     case FindingKind::bus: return "bus";

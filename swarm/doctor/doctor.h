@@ -47,6 +47,7 @@ enum class FindingKind {
   expired_lease,
   orphan_task_lease,
   orphan_port_block,
+  orphan_hold,
   dead_holder,
   task_bucket,
   corrupt_task,

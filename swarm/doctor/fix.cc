@@ -41,6 +41,7 @@ constexpr FixRow kFixers[] = {
     {FindingKind::corrupt_lease, fix_lease},
     {FindingKind::expired_lease, fix_lease},
     {FindingKind::orphan_task_lease, fix_lease},
+    {FindingKind::orphan_hold, fix_lease},
     {FindingKind::dead_holder, fix_lease},
     {FindingKind::corrupt_task, fix_corrupt_task},
 };
@@ -139,7 +140,8 @@ void journal_fix(const Finding& f, const FixInput& in) {
     return;
   }
   const bool about_lease = f.kind == FindingKind::corrupt_lease || f.kind == FindingKind::expired_lease ||
-                           f.kind == FindingKind::orphan_task_lease || f.kind == FindingKind::dead_holder;
+                           f.kind == FindingKind::orphan_task_lease || f.kind == FindingKind::dead_holder ||
+                           f.kind == FindingKind::orphan_hold;
   if (about_lease && in.leases != nullptr) {
     auto it = in.lease_entries.find(f.subject);
     const std::uint64_t revision = it != in.lease_entries.end() ? it->second->revision : 0;

@@ -1,9 +1,13 @@
 // Doctor's checks of the leases, and their fixes: corrupt records, leases
-// held by a process of this host that is gone, task leases whose session is
-// gone (problems: --fix removes or releases them, this host's only), and
-// expired leases (a notice).
-#include "swarm/doctor/checks.h"
+// held by a process of this host that is gone, task leases and holds whose
+// session is gone (problems: --fix removes or releases them, this host's
+// only), and expired leases (a notice).
+#include <algorithm>
+
 #include "swarm/base/duration.h"
+#include "swarm/base/text.h"
+#include "swarm/doctor/checks.h"
+#include "swarm/holds/hold_store.h"
 #include "swarm/slots/port_block.h"
 
 namespace swarm::doctor {
@@ -22,7 +26,41 @@ bool task_is_orphan(const LeaseRecord& r, const LeaseInput& in) {
   return !has_session;
 }
 
+bool hold_is_orphan(const LeaseEntry& hold, const LeaseInput& in) {
+  if (hold.corrupt() || !hold_slot_of(hold.name)) return false;
+  const LeaseRecord& r = *hold.record;
+  const SessionBrief* b = find_brief(in.sessions, r.slot);
+  return b == nullptr || b->corrupt || in.erased_slots.count(r.slot) != 0 || b->token != r.session;
+}
+
 namespace {
+
+// Whether the slot's session (the same one the hold was taken for) names it.
+bool hold_is_named(const LeaseEntry& hold, const LeaseInput& in) {
+  const SessionBrief* b = find_brief(in.sessions, hold.record->slot);
+  return b != nullptr && std::find(b->holds.begin(), b->holds.end(), hold.name) != b->holds.end();
+}
+
+Finding orphan_hold(const LeaseEntry& lease, const LeaseStanding& standing, bool mine) {
+  const LeaseRecord& r = *lease.record;
+  return make_finding(mine ? Severity::problem : Severity::notice, FindingKind::orphan_hold, lease.name,
+                      "hold " + lease.name + " of slot " + printable(r.slot) + " (host " + printable(r.host) +
+                          ") outlived its session " + std::to_string(r.session) +
+                          ", so nothing renews it; it stands in others' way for up to " +
+                          format_duration(std::chrono::duration_cast<std::chrono::seconds>(standing.left)),
+                      mine ? "swarm doctor --fix" : "on " + printable(r.host) + ": swarm doctor --fix");
+}
+
+// A hold its own session does not name: one being taken now (it is named
+// right after its grant), or one a killed `swarm hold` left. Only said.
+Finding unnamed_hold(const LeaseEntry& lease, const LeaseStanding& standing) {
+  const LeaseRecord& r = *lease.record;
+  return make_finding(Severity::notice, FindingKind::orphan_hold, lease.name,
+                      "hold " + lease.name + " of slot " + printable(r.slot) +
+                          " is named by no session (a `swarm hold` under way, or one that was killed); it expires "
+                          "within " + format_duration(std::chrono::duration_cast<std::chrono::seconds>(standing.left)),
+                      "nothing to do");
+}
 
 Finding corrupt_lease(const LeaseEntry& lease) {
   return make_finding(Severity::problem, FindingKind::corrupt_lease, lease.name,
@@ -83,6 +121,12 @@ std::optional<Finding> lease_finding(const LeaseInput& in, const LeaseEntry& lea
     if (!block_is_orphan(lease, in)) return std::nullopt;
     return orphan_port_block(lease, standing);
   }
+  // A hold lives with its session too.
+  if (hold_slot_of(lease.name)) {
+    if (hold_is_orphan(lease, in)) return orphan_hold(lease, standing, mine);
+    if (!hold_is_named(lease, in)) return unnamed_hold(lease, standing);
+    return std::nullopt;
+  }
   // A task lease lives with its session.
   if (!r.slot.empty()) {
     if (!task_is_orphan(r, in)) return std::nullopt;
@@ -140,6 +184,18 @@ void fix_orphan_task_lease(const FixInput& in, const LeaseEntry& lease, Finding&
   }
 }
 
+// Looked at again first: a session of that token (a join that replaced
+// it cannot have one) means the hold still has its session.
+void fix_orphan_hold(const FixInput& in, const LeaseEntry& lease, Finding& f) {
+  const LeaseRecord& r = *lease.record;
+  if (auto now = in.sessions->get(r.slot); now && !now->corrupt() && now->token() == r.session) {
+    f.severity = Severity::notice;
+    f.fix_note = "its session is there after all; left alone";
+  } else {
+    release_lease(*in.leases, lease, f);
+  }
+}
+
 }  // namespace
 
 void fix_lease(Finding& f, const FixInput& in, FixResult&) {
@@ -152,13 +208,19 @@ void fix_lease(Finding& f, const FixInput& in, FixResult&) {
     case FindingKind::expired_lease:
       // This host's task lease of a session that is gone: tidied away.
       if (listed.me.owns(lease.record->host, lease.record->host_id) && !port_block_of(lease.name) &&
-          task_is_orphan(*lease.record, listed))
+          (hold_slot_of(lease.name) ? hold_is_orphan(lease, listed) : task_is_orphan(*lease.record, listed)))
         release_lease(*in.leases, lease, f);
       break;
     case FindingKind::orphan_task_lease:
       if (listed.me.owns(lease.record->host, lease.record->host_id)) fix_orphan_task_lease(in, lease, f);
       break;
     case FindingKind::dead_holder: release_lease(*in.leases, lease, f); break;
+    case FindingKind::orphan_hold:
+      // Only one whose session is gone (a notice of an unnamed hold is
+      // left to expire: it may be a hold being taken), and this host's.
+      if (f.severity == Severity::problem && listed.me.owns(lease.record->host, lease.record->host_id))
+        fix_orphan_hold(in, lease, f);
+      break;
     default: break;
   }
 }

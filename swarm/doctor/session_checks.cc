@@ -25,7 +25,9 @@ SessionListing list_sessions(const SessionStore& store, std::chrono::millisecond
     if (!out.server) out.server = store.server_clock(clock);  // records came to an empty bucket (a small listing)
     out.all.push_back({entry.slot, entry.corrupt() ? std::string() : entry.session->task_id, entry.revision,
                        entry.corrupt(), here.has_record_here(entry),
-                       entry.corrupt() ? std::nullopt : entry.session->port_block()});
+                       entry.corrupt() ? std::nullopt : entry.session->port_block(),
+                       entry.corrupt() ? 0 : entry.token(),
+                       entry.corrupt() ? std::vector<std::string>{} : entry.session->holds});
     const bool notable = entry.corrupt() || here.me.owns(*entry.session) ||
                          state_of(age_of(entry.stored_at, out.server->now()), ttl) != State::fresh;
     if (notable) out.notable.push_back(std::move(entry));

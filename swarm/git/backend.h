@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <future>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -59,11 +60,18 @@ struct SyncResult {
   std::vector<std::string> conflicts;  // conflict: the paths left for the agent
 };
 
+// Told the paths a commit would change (sorted) before it is written: a
+// throw refuses the commit, and nothing of the worktree, its index or its
+// branch has changed.
+using CommitGuard = std::function<void(const std::vector<std::string>& paths)>;
+
 class WorktreeBackend {
  public:
   virtual ~WorktreeBackend() = default;
+  // A merge in progress is finished without `guard` (its paths are the
+  // merged branch's, not the slot's own changes).
   virtual std::optional<std::string> commit(const std::string& message, const std::vector<std::string>& paths,
-                                            const CommitAuthor& author) = 0;
+                                            const CommitAuthor& author, const CommitGuard& guard) = 0;
   virtual void push() = 0;
   virtual std::optional<PreservedHistory> preserve_unpushed(const std::string& prefix) = 0;
   virtual std::vector<Change> changes() const = 0;
@@ -143,6 +151,9 @@ class LandBackend {
   // only what differs from `base`'s tree (a commit; "" for none); nullopt
   // when it can be.
   virtual std::optional<std::string> unusable(const std::string& commit, const std::string& base) = 0;
+  // The paths `branch` changed since its merge base with `onto` (all of
+  // its tree when they share no history), sorted.
+  virtual std::vector<std::string> branch_changes(const std::string& onto, const std::string& branch) = 0;
   // Moves `onto` from `from` to `to`, only if it is still at `from`: false
   // when it moved meanwhile (nothing changed).
   virtual bool advance(const std::string& onto, const std::string& from, const std::string& to) = 0;

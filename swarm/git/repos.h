@@ -65,6 +65,13 @@ std::vector<std::string> delete_refs(const std::string& hub, const std::vector<s
 std::unique_ptr<LandBackend> open_land(const std::string& hub, const std::filesystem::path& cache);
 // The paths `index` (a merge's) holds in conflict, in index order.
 std::vector<std::string> conflict_paths(git_index* index);
+// The tree of commit `oid`; null for a null oid (the empty tree).
+TreePtr tree_of(git_repository* repo, const git_oid* oid);
+// The paths added, changed or removed from tree `from` to tree `to` (either
+// null: no tree), or between two commits' trees (`from` null: none); sorted,
+// unique (tree_diff.cc).
+std::vector<std::string> changed_paths(git_repository* repo, const git_tree* from, const git_tree* to);
+std::vector<std::string> changed_paths(git_repository* repo, const git_oid* from, const git_oid& to);
 // See LandBackend::foresee (land_foresee.cc): `branches` by name and tip.
 std::vector<Foreseen> foresee_conflicts(git_repository* repo, const std::string& onto, const git_oid& onto_tip,
                                         const std::vector<std::pair<std::string, git_oid>>& branches,
@@ -109,7 +116,7 @@ class WorktreeRepo : public WorktreeBackend {
                                             const std::string& hub);
 
   std::optional<std::string> commit(const std::string& message, const std::vector<std::string>& paths,
-                                    const CommitAuthor& author) override;
+                                    const CommitAuthor& author, const CommitGuard& guard) override;
   void push() override;
   std::optional<PreservedHistory> preserve_unpushed(const std::string& prefix) override;
   std::vector<Change> changes() const override;
@@ -133,7 +140,7 @@ class WorktreeRepo : public WorktreeBackend {
   // and leave the index as the user will see it. `named` empty: everything.
   std::optional<std::string> commit_index(git_index* index, git_commit* parent, git_tree* parent_tree,
                                           const std::string& message, const std::vector<std::string>& named,
-                                          const CommitAuthor& author);
+                                          const CommitAuthor& author, const CommitGuard& guard);
   // Stages `paths` (every change when empty) into `index`.
   void stage(git_index* index, const std::vector<std::string>& paths) const;
   // A commit of `tree` on the branch with `parents` (the branch's tip first:

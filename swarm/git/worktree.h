@@ -50,9 +50,10 @@ class Worktree {
   // Commits `paths` (relative to the worktree; empty: every change, untracked
   // included, ignored files not) with the branch tip as parent, and moves the
   // branch. Returns the new commit, or nullopt when there is nothing to commit.
+  // `guard` is told the paths the commit would change first (CommitGuard).
   std::optional<std::string> commit(const std::string& message, const std::vector<std::string>& paths,
-                                    const CommitAuthor& author) {
-    return repo_->commit(message, paths, author);
+                                    const CommitAuthor& author, const CommitGuard& guard = {}) {
+    return repo_->commit(message, paths, author, guard);
   }
 
   // Pushes swarm/<slot> to the hub. Throws when the push fails or is rejected.

@@ -242,7 +242,7 @@ void WorktreeRepo::stage(git_index* index, const std::vector<std::string>& paths
 }
 
 std::optional<std::string> WorktreeRepo::commit(const std::string& message, const std::vector<std::string>& paths,
-                                                const CommitAuthor& author) {
+                                                const CommitAuthor& author, const CommitGuard& guard) {
   require_on_branch();
   // A merge in progress (swarm sync's, or git pull's) is finished with both parents.
   if (merging()) return commit_merge(message, paths, author);
@@ -269,7 +269,7 @@ std::optional<std::string> WorktreeRepo::commit(const std::string& message, cons
   // also when anything below fails.
   if (!everything) check(git_index_read_tree(index.get(), parent_tree.get()), "reset the index in memory");
   try {
-    return commit_index(index.get(), parent.get(), parent_tree.get(), message, named, author);
+    return commit_index(index.get(), parent.get(), parent_tree.get(), message, named, author, guard);
   } catch (...) {
     if (!everything) git_index_read(index.get(), true);
     throw;
@@ -278,7 +278,7 @@ std::optional<std::string> WorktreeRepo::commit(const std::string& message, cons
 
 std::optional<std::string> WorktreeRepo::commit_index(git_index* index, git_commit* parent, git_tree* parent_tree,
                                                       const std::string& message, const std::vector<std::string>& named,
-                                                      const CommitAuthor& author) {
+                                                      const CommitAuthor& author, const CommitGuard& guard) {
   const bool everything = named.empty();
   stage(index, named);
   git_oid tree_id;
@@ -289,6 +289,8 @@ std::optional<std::string> WorktreeRepo::commit_index(git_index* index, git_comm
     git_tree* tree_raw = nullptr;
     check(git_tree_lookup(&tree_raw, repo_.get(), &tree_id), "read the tree of the commit");
     TreePtr tree(tree_raw);
+    // Asked before anything is written: the index on disk is still the user's.
+    if (guard) guard(changed_paths(repo_.get(), parent_tree, tree.get()));
     made = write_commit(tree.get(), {parent}, message, author);
   }
   if (!everything) {

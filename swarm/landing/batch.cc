@@ -2,6 +2,7 @@
 // checked once, bisected when the check fails (adr/0028). The onto branch
 // moves once, at the end, from the tip the batch was built on.
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "swarm/base/names.h"
@@ -217,9 +218,37 @@ std::vector<LandResult> Landing::land_batch(const std::vector<std::string>& slot
                                             Lease& lease, const LandCheck& check) {
   for (const auto& slot : slots) require_slot_name(slot);
   if (slots.empty()) return {};
+  // A branch touching what another live slot holds is refused before the
+  // batch is built: it never fails its batch-mates' check.
+  std::map<std::string, LandResult> held;
+  std::vector<std::string> free;
+  for (const auto& slot : slots) {
+    LandResult r;
+    r.slot = slot;
+    r.onto = onto;
+    r.token = lease.token;
+    r.head = git().tip("swarm/" + slot).value_or("");
+    r.from = r.to = git().tip(onto).value_or("");
+    if (auto refused = refused_for_holds(r, task_of(slot))) held.emplace(slot, std::move(*refused));
+    else free.push_back(slot);
+  }
+  auto in_order = [&](std::vector<LandResult> landed) {
+    std::vector<LandResult> out;
+    for (const auto& slot : slots) {
+      if (auto it = held.find(slot); it != held.end()) {
+        out.push_back(it->second);
+        continue;
+      }
+      auto it = std::find_if(landed.begin(), landed.end(), [&](const LandResult& r) { return r.slot == slot; });
+      if (it != landed.end()) out.push_back(std::move(*it));
+    }
+    return out;
+  };
+  if (free.empty()) return in_order({});
+  const std::vector<std::string>& batch_slots = free;
   CheckRun run;
-  LandHold hold(leases_, lease, run, "the batch of " + joined(slots), onto);
-  Batch batch(*this, slots, onto, lease, check, run, hold);
+  LandHold hold(leases_, lease, run, "the batch of " + joined(batch_slots), onto);
+  Batch batch(*this, batch_slots, onto, lease, check, run, hold);
   for (int attempt = 1; attempt <= kMaxLandAttempts; ++attempt) {
     git().refresh();
     const auto from = git().tip(onto);
@@ -236,9 +265,9 @@ std::vector<LandResult> Landing::land_batch(const std::vector<std::string>& slot
           journal_.record(land_event(store_.bucket_name(), r, batch.task(r.slot), Actor::here(me_)));
         move_task(r, batch.closed_task(r.slot));
       }
-      return results;
+      return in_order(std::move(results));
     }
-    swarm::log::info("{} moved while batch of {} was landing; merging again", onto, joined(slots));
+    swarm::log::info("{} moved while batch of {} was landing; merging again", onto, joined(batch_slots));
   }
   throw Error(Errc::conflict, onto + " moved " + std::to_string(kMaxLandAttempts) + " times while the batch of " +
                                   joined(slots) + " was landing (pushes from outside the queue?); nothing was moved, "

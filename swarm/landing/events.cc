@@ -10,7 +10,7 @@ Event land_event(std::string_view bucket, const LandResult& result, std::string_
   if (!result.head.empty()) e.detail.set("head", result.head);
   if (refused) {
     e.detail.set("reason", result.reason);
-    if (result.reason == "conflict") {
+    if (result.reason == "conflict" || result.reason == "hold") {
       e.detail.set("paths", Json::strings(result.paths));
     } else {
       e.detail.set("status", static_cast<std::int64_t>(result.check_status));

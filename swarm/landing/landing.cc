@@ -20,11 +20,13 @@
 #include "swarm/base/text.h"
 #include "swarm/git/hub.h"
 #include "swarm/git/worktree.h"
+#include "swarm/holds/hold_store.h"
 #include "swarm/landing/check.h"
 #include "swarm/landing/events.h"
 #include "swarm/landing/land_hold.h"
 #include "swarm/lease/lease_keeper.h"
 #include "swarm/lease/mutex.h"
+#include "swarm/slots/events.h"
 #include "swarm/tasks/task_rules.h"
 
 namespace swarm {
@@ -439,6 +441,28 @@ LandResult Landing::refuse(LandResult& result, const std::string& reason, const 
   return result;
 }
 
+std::optional<LandResult> Landing::refused_for_holds(LandResult& result, const std::string& task) {
+  std::vector<LeaseEntry> others;
+  for (auto& e : translating_kv([&] { return HoldStore(leases_, me_, kDefaultLeaseTtl).live(); }))
+    if (!e.corrupt() && e.record->slot != result.slot && e.record->kind != to_string(HoldKind::shared))
+      others.push_back(std::move(e));
+  if (others.empty()) return std::nullopt;  // nothing to compare: no diff read
+  const auto held = held_elsewhere(others, result.slot, git().branch_changes(result.onto, "swarm/" + result.slot));
+  if (held.empty()) return std::nullopt;
+  journal_.record(hold_conflict_event(store_.bucket_name(), result.slot, task, result.token, result.token, "land",
+                                      held, past_holds_ ? "forced" : "refuse", Actor::here(me_)));
+  if (past_holds_) {
+    result.forced = true;
+    return std::nullopt;
+  }
+  result.paths.clear();
+  for (const auto& h : held) result.paths.push_back(printable(h.path));
+  return refuse(result, "hold", "swarm/" + result.slot + " changes paths other live slots hold exclusively: " +
+                                    held_paths_text(held) + "; " + result.onto + " was not moved (land it once "
+                                    "their holds end, or anyway with --force)",
+                task);
+}
+
 LandResult Landing::land(const std::string& slot, const std::string& onto, Lease& lease, const LandCheck& check,
                          bool forced) {
   require_slot_name(slot);
@@ -495,6 +519,7 @@ LandResult Landing::land(const std::string& slot, const std::string& onto, Lease
                     task);
     }
     result.kind = plan.kind == MergePlan::Kind::fast_forward ? "fast-forward" : "merge";
+    if (auto refused = refused_for_holds(result, task)) return *refused;
     if (!check.commands.empty()) {
       if (auto refused = check_merged(plan, result, lease, check, run, task, require_held)) return *refused;
     } else if (auto problem = git().unusable(plan.to, plan.from)) {

@@ -87,8 +87,8 @@ struct LandResult {
   std::string to;    // and after (== from unless landed)
   std::uint64_t token = 0;
   int attempts = 0;
-  std::string reason;              // refused: conflict, check
-  std::vector<std::string> paths;  // conflict
+  std::string reason;              // refused: conflict, check, checkout, hold
+  std::vector<std::string> paths;  // conflict, hold
   int check_status = 0;            // check
   std::string message;             // refused: what happened, for people
   bool forced = false;             // landed with --force past a guard (see Landing::not_ready), or --no-check
@@ -123,6 +123,10 @@ class Landing {
   // (`up --require-review`). A land moves the slot's task (completed; a
   // refusal is kept in its record).
   void use_tasks(std::string bucket, bool review_required);
+  // land --force: a branch touching paths another live slot holds
+  // exclusively lands anyway (journaled hold.conflict, policy forced);
+  // otherwise it is refused (reason hold).
+  void land_past_holds(bool yes) { past_holds_ = yes; }
   const std::string& task_bucket() const { return task_bucket_; }
 
   // `swarm review approve|reject`: the task of `slot`'s last close, or
@@ -230,6 +234,10 @@ class Landing {
   std::optional<LandResult> check_merged(const MergePlan& plan, LandResult& result, const Lease& lease,
                                          const LandCheck& check, CheckRun& run, const std::string& task,
                                          const std::function<void(const char*)>& require_held);
+  // The refusal of `slot`'s branch (reason hold) when it changed paths
+  // that another live slot holds exclusively; nullopt when it did not (or
+  // land_past_holds). Journals hold.conflict either way it found some.
+  std::optional<LandResult> refused_for_holds(LandResult& result, const std::string& task);
   // `result` refused for `reason`, journaled.
   LandResult refuse(LandResult& result, const std::string& reason, const std::string& message,
                     const std::string& task);
@@ -245,6 +253,7 @@ class Landing {
   int batches_ = 0;
   std::string task_bucket_ = kDefaultTaskBucket;
   bool review_required_ = false;
+  bool past_holds_ = false;
   mutable std::optional<std::optional<TaskStore>> queue_;  // made by this Landing: a batch's id is <lease token>.<this count>
 };
 

@@ -177,6 +177,10 @@ LeaseRecord record_for(const std::string& name, const LeaseHolder& who, millisec
   r.ttl = ttl;
   r.slot = who.slot;
   r.task = who.task;
+  r.patterns = who.patterns;
+  r.kind = who.kind;
+  r.reason = who.reason;
+  r.session = who.session;
   r.acquired_at = std::chrono::system_clock::now();
   r.renewed_at = r.acquired_at;
   return r;

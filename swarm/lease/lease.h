@@ -38,6 +38,11 @@ struct LeaseHolder {
   std::uint64_t pid_start = 0;   // its start time, so that a reused pid is told apart
   std::string slot;              // a task lease's slot and task id
   std::string task;
+  // A hold's patterns, kind, reason and session (see LeaseRecord).
+  std::vector<std::string> patterns;
+  std::string kind;
+  std::string reason;
+  std::uint64_t session = 0;
 
   // Process `pid` of this host (its start time read from /proc).
   static LeaseHolder process(const HostIdentity& me, std::int64_t pid, const std::string& holder = {});

@@ -23,7 +23,9 @@ const record::Schema<LeaseRecord>& schema() {
        time("acquired_at", &R::acquired_at, &R::acquired_at_text),
        time("renewed_at", &R::renewed_at, &R::renewed_at_text),
        count("transitions", &R::transitions, kMaxCount, "a count", true), text("slot", &R::slot),
-       text("task", &R::task), count("order", &R::order, kMaxCount, "a revision")},
+       text("task", &R::task), count("order", &R::order, kMaxCount, "a revision"),
+       list("patterns", &R::patterns), text("kind", &R::kind), text("reason", &R::reason),
+       count("session", &R::session, kMaxCount, "a session token")},
       &R::unknown_fields};
   return kSchema;
 }

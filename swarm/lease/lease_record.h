@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "swarm/base/clock.h"
 #include "swarm/base/record.h"
@@ -39,6 +40,13 @@ struct LeaseRecord {
   // its order in line. Written from its first renewal on; before, the order
   // is the entry's revision (see LeaseQueue).
   std::uint64_t order = 0;
+  // A hold (hold.<slot>.<n>, swarm hold): the paths it announces, as
+  // patterns; "exclusive" or "shared"; why, in the holder's words; and the
+  // token of the slot's session it lives with.
+  std::vector<std::string> patterns;
+  std::string kind;
+  std::string reason;
+  std::uint64_t session = 0;
   std::string acquired_at_text, renewed_at_text;  // as read (see record::time_text)
   record::UnknownFields unknown_fields;
 };

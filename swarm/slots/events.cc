@@ -29,6 +29,22 @@ Event commit_event(std::string_view bucket, const SessionEntry& entry, const Com
   return e;
 }
 
+Event hold_conflict_event(std::string_view bucket, std::string_view slot, std::string_view task_id,
+                          std::uint64_t token, std::uint64_t revision, std::string_view act,
+                          const std::vector<HeldPath>& held, std::string_view policy, const Actor& actor) {
+  Event e = slot_event("hold.conflict", bucket, slot, actor, task_id, token, revision);
+  std::vector<std::string> paths;
+  Json holds = Json::array();
+  for (const auto& h : held) {
+    paths.push_back(h.path);
+    Json one = Json::object();
+    one.set("path", h.path).set("hold", h.hold).set("slot", h.slot).set("host", h.host).set("token", h.token);
+    holds.push(std::move(one));
+  }
+  e.detail.set("act", act).set("policy", policy).set("paths", Json::strings(paths)).set("holds", std::move(holds));
+  return e;
+}
+
 Event sync_event(std::string_view bucket, const SessionEntry& entry, const SyncOutcome& sync, const Actor& actor) {
   Event e = slot_event("sync", bucket, entry.slot, actor, entry.session ? entry.session->task_id : "", entry.token(),
                        sync.revision != 0 ? sync.revision : entry.revision);

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "swarm/journal/journal.h"
 #include "swarm/slots/lifecycle.h"
@@ -27,6 +28,12 @@ Event session_lost_event(std::string_view bucket, const Session& session, std::u
 Event close_event(std::string_view bucket, const std::string& slot, const CloseResult& result, Outcome outcome,
                   const std::optional<std::string>& head, const Actor& actor, bool priority_high = false);
 Event evict_event(std::string_view bucket, const SessionEntry& removed, const Actor& actor);
+// Paths of an act (`act`: commit, land) that other live slots hold
+// exclusively: hold.conflict, with the paths, the holds and what the policy
+// made of it (`policy`: warn, refuse; a land's: refuse, or forced).
+Event hold_conflict_event(std::string_view bucket, std::string_view slot, std::string_view task_id,
+                          std::uint64_t token, std::uint64_t revision, std::string_view act,
+                          const std::vector<HeldPath>& held, std::string_view policy, const Actor& actor);
 // A sync: the onto branch, how it came (fast-forward, merge, conflict), the head after.
 Event sync_event(std::string_view bucket, const SessionEntry& entry, const SyncOutcome& sync, const Actor& actor);
 

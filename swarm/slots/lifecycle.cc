@@ -54,7 +54,8 @@ SlotLifecycle::SlotLifecycle(Workspace workspace, WorkspaceConfig config, Sessio
       hub_(config_.hub_location()),
       store_(std::move(store)),
       tasks_(leases, me, store_.ttl()),
-      ports_(std::move(leases), me, store_.ttl()),
+      ports_(leases, me, store_.ttl()),
+      holds_(std::move(leases), me, store_.ttl()),
       me_(std::move(me)),
       clock_(std::move(clock)),
       journal_(store_.connection()) {}
@@ -64,6 +65,7 @@ SlotLifecycle SlotLifecycle::with_budget(std::chrono::milliseconds budget) const
   copy.store_ = store_.with_budget(budget);
   copy.tasks_ = tasks_.with_budget(budget);
   copy.ports_ = ports_.with_budget(budget);
+  copy.holds_ = holds_.with_budget(budget);
   copy.journal_ = journal_.with_budget(budget);
   return copy;
 }
@@ -142,7 +144,7 @@ std::uint64_t SlotLifecycle::renew(const SessionEntry& entry, std::optional<Leas
     if (warnings != nullptr && !w.empty()) warnings->push_back(w);
   };
   const std::optional<PortBlock> block = s.port_block();
-  if (s.task_id.empty() && !block) return renew(entry, presence, written);
+  if (s.task_id.empty() && !block && s.holds.empty()) return renew(entry, presence, written);
   // The leases that live with the session, as held now: each one the slot
   // still holds is renewed in the session's round trip; one released or
   // taken meanwhile is claimed again after, if it is free.
@@ -150,8 +152,11 @@ std::uint64_t SlotLifecycle::renew(const SessionEntry& entry, std::optional<Leas
   renewed.last_renewed = clock_();
   renewed.session_token = entry.token();
   presence.apply_to(renewed);
-  std::vector<kv::Bucket::Write> writes = {{&store_.bucket(), s.slot, to_json(renewed), entry.revision}};
+  std::vector<kv::Bucket::Write> writes = {{&store_.bucket(), s.slot, "", entry.revision}};
   int task_write = -1, block_write = -1;
+  // Read before the session's value is written out: a lost hold leaves its list.
+  const HoldsRenewal holds = renew_holds(entry, renewed, writes, warn);
+  writes[0].value = to_json(renewed);
   if (!s.task_id.empty()) {
     if (!task_lease) task_lease = translating_kv([&] { return tasks_.read(s.task_id); });
     if (task_lease && TaskLeases::held_by(*task_lease, s.slot, s.task_id)) {
@@ -171,7 +176,7 @@ std::uint64_t SlotLifecycle::renew(const SessionEntry& entry, std::optional<Leas
   std::uint64_t revision = 0;
   std::vector<kv::Bucket::WriteResult> results;
   auto kept = [&](int index) { return index > 0 && !results[static_cast<std::size_t>(index)].error; };
-  if (writes.size() == 1) {
+  if (writes.size() == 1 && renewed.holds == s.holds) {
     revision = renew(entry, presence, written);
   } else {
     results = kv::Bucket::update_together(writes);
@@ -188,8 +193,12 @@ std::uint64_t SlotLifecycle::renew(const SessionEntry& entry, std::optional<Leas
         revision = renew(entry, presence, written);  // lost a race: reread, and go on only for the same session
       } catch (const Error& e) {
         // The session is gone (or another's now): a block renewed beside it is given up.
-        if ((e.kind() == Errc::not_found || e.kind() == Errc::conflict) && kept(block_write))
-          ports_.give_up(*block_held);
+        if (e.kind() == Errc::not_found || e.kind() == Errc::conflict) {
+          if (kept(block_write)) ports_.give_up(*block_held);
+          // Its holds too: nothing renews them any more.
+          for (std::size_t i = 0; i < holds.held.size(); ++i)
+            if (kept(holds.at[i])) holds_.release(holds.held[i].name, holds.held[i].token());
+        }
         throw;
       }
     }
@@ -206,7 +215,37 @@ std::uint64_t SlotLifecycle::renew(const SessionEntry& entry, std::optional<Leas
   if (block && !kept(block_write)) warn(ports_.reclaim(s.slot, *block, s.leaf_pid));
   if (kept(block_write))
     warn(ports_.confirm_renewal(s.slot, *block, *block_held, results[static_cast<std::size_t>(block_write)].revision));
+  for (std::size_t i = 0; i < holds.held.size(); ++i) {
+    if (kept(holds.at[i]))
+      warn(holds_.confirm_renewal(holds.held[i], results[static_cast<std::size_t>(holds.at[i])].revision));
+    else if (holds.at[i] > 0 && !results.empty())
+      warn("the hold " + holds.held[i].name + " was not renewed (it changed meanwhile); the next renewal looks again");
+  }
   return revision;
+}
+
+SlotLifecycle::HoldsRenewal SlotLifecycle::renew_holds(const SessionEntry& entry, Session& renewed,
+                                                       std::vector<kv::Bucket::Write>& writes,
+                                                       const std::function<void(const std::string&)>& warn) const {
+  HoldsRenewal out;
+  const Session& s = *entry.session;
+  if (s.holds.empty()) return out;
+  auto read = translating_kv([&] { return holds_.read(s.holds); });
+  renewed.holds.clear();
+  for (const auto& name : s.holds) {
+    auto it = std::find_if(read.value.begin(), read.value.end(), [&](const LeaseEntry& e) { return e.name == name; });
+    if (it != read.value.end() && translating_kv([&] { return holds_.renewable(*it, read.at, s.slot, entry.token()); })) {
+      out.at.push_back(static_cast<int>(writes.size()));
+      writes.push_back(holds_.renewal(*it, store_.ttl()));
+      out.held.push_back(*it);
+      renewed.holds.push_back(name);
+      continue;
+    }
+    warn("the hold " + name + " of slot " + s.slot + " was lost (" +
+         (it == read.value.end() ? std::string("released") : hold_of(*it, s.slot, entry.token()) ? "expired" : "now another's") +
+         "); hold its paths again with `swarm hold`");
+  }
+  return out;
 }
 
 std::vector<std::string> SlotLifecycle::release_leases(const Session& s) const {
@@ -214,6 +253,7 @@ std::vector<std::string> SlotLifecycle::release_leases(const Session& s) const {
   if (auto w = tasks_.release(s.slot, s.task_id); !w.empty()) warnings.push_back(w);
   if (auto block = s.port_block())
     if (auto w = ports_.release(s.slot, *block); !w.empty()) warnings.push_back(w);
+  for (auto& w : holds_.release_all(s.slot, s.holds)) warnings.push_back(std::move(w));
   return warnings;
 }
 
@@ -326,7 +366,8 @@ CommitResult SlotLifecycle::commit(const std::string& slot, const std::string& m
   result.branch = worktree.branch();
   result.token = entry.token();
   result.task_id = entry.session->task_id;
-  result.commit = worktree.commit(with_provenance(message, *entry.session, entry.token()), paths, author_of(*entry.session));
+  result.commit = worktree.commit(with_provenance(message, *entry.session, entry.token()), paths,
+                                  author_of(*entry.session), holds_guard(entry, result.held));
   // Also with nothing new to commit, when the hub lacks what the branch has
   // (an earlier push did not get through, plain git commits, a hub branch
   // deleted or moved back).
@@ -346,7 +387,33 @@ CommitResult SlotLifecycle::commit(const std::string& slot, const std::string& m
   // A commit that made nothing and pushed nothing is no act (a renewal).
   if (result.commit || result.pushed)
     journal_.record(commit_event(store_.bucket_name(), entry, result, Actor::here(me_)));
+  if (!result.held.empty()) {
+    result.warnings.push_back("this commit changes paths other slots hold: " + held_paths_text(result.held) +
+                              "; tell them (`swarm send`), or let the workspace refuse such commits with "
+                              "`swarm up --holds refuse`");
+    journal_.record(hold_conflict_event(store_.bucket_name(), entry.slot, entry.session->task_id, entry.token(),
+                                        result.revision != 0 ? result.revision : entry.revision, "commit",
+                                        result.held, "warn", Actor::here(me_)));
+  }
   return result;
+}
+
+CommitGuard SlotLifecycle::holds_guard(const SessionEntry& entry, std::vector<HeldPath>& held) const {
+  std::vector<LeaseEntry> others;
+  for (auto& e : translating_kv([&] { return holds_.live(); }))
+    if (!e.corrupt() && e.record->slot != entry.slot && e.record->kind != to_string(HoldKind::shared))
+      others.push_back(std::move(e));
+  if (others.empty()) return {};
+  return [this, &entry, &held, others = std::move(others)](const std::vector<std::string>& paths) {
+    held = held_elsewhere(others, entry.slot, paths);
+    if (held.empty() || config_.holds != HoldPolicy::refuse) return;
+    journal_.record(hold_conflict_event(store_.bucket_name(), entry.slot, entry.session->task_id, entry.token(),
+                                        entry.revision, "commit", held, "refuse", Actor::here(me_)));
+    throw Error(Errc::conflict, "nothing was committed: this commit changes paths other slots hold exclusively: " +
+                                    held_paths_text(held) + ", and the workspace refuses such commits "
+                                    "(`swarm up --holds refuse`); wait for their holds to end (`swarm holds`), "
+                                    "or leave those paths out");
+  };
 }
 
 Worktree SlotLifecycle::open_worktree(const std::string& slot) const {

@@ -15,6 +15,7 @@
 #include "swarm/base/error.h"
 #include "swarm/base/host.h"
 #include "swarm/git/worktree.h"
+#include "swarm/holds/hold_store.h"
 #include "swarm/journal/journal.h"
 #include "swarm/slots/liveness.h"
 #include "swarm/slots/port_block.h"
@@ -77,6 +78,22 @@ struct CommitResult {
   std::vector<std::string> warnings;  // push or renewal failures: the commit stands
   std::uint64_t token = 0;            // the session's
   std::string task_id;                // the session's
+  // Paths of the commit that other live slots hold exclusively (under
+  // `up --holds warn`: committed, said and journaled as hold.conflict).
+  std::vector<HeldPath> held;
+};
+
+// `swarm hold`: the hold taken, and the session it lives with.
+struct HoldResult {
+  Lease lease;
+  std::uint64_t session = 0;
+};
+
+// `swarm hold --release`: the holds let go, and those narrowed to fewer patterns.
+struct HoldRelease {
+  std::vector<std::string> released;  // lease names
+  std::vector<std::string> narrowed;
+  std::vector<std::string> warnings;
 };
 
 struct SyncOutcome {
@@ -195,6 +212,20 @@ class SlotLifecycle {
                       std::vector<std::string>* warnings, const Presence& presence = {},
                       SessionEntry* written = nullptr, std::optional<LeaseEntry>* task_written = nullptr) const;
 
+  // Takes a hold on `patterns` for the slot's session (HoldStore::take), and
+  // names it in the session's record (by CAS, while it is the same session),
+  // so that renewals keep it and close releases it. A hold the session
+  // could not name is given back.
+  HoldResult hold(const std::string& slot, const std::vector<std::string>& patterns, HoldKind kind,
+                  const std::string& reason, ExpectedSession session = {});
+  // Lets go of the slot's holds on `patterns` (a hold left with none is
+  // released, one with others narrowed), or of all of them (`patterns`
+  // empty). A pattern no hold of the slot names is not_found, before
+  // anything is released.
+  HoldRelease release_holds(const std::string& slot, const std::vector<std::string>& patterns,
+                            ExpectedSession session = {});
+  const HoldStore& holds() const { return holds_; }
+
   // Releases the slot: artifact gate, salvage, CAS delete, then the folder.
   CloseResult close(const std::string& slot, const CloseOptions& options);
 
@@ -286,7 +317,8 @@ class SlotLifecycle {
   void push_branch(const std::string& slot, Outcome outcome, CloseResult& result) const;
   void salvage_history(const std::string& slot, TimePoint now, CloseResult& result) const;
   // Releases the leases that live with session `s` (its task's, its port
-  // block) where the slot still holds them; warnings for those that failed.
+  // block, its holds) where the slot still holds them; warnings for those
+  // that failed.
   std::vector<std::string> release_leases(const Session& s) const;
   void release_record(const std::string& slot, const std::optional<SessionEntry>& entry, CloseResult& result) const;
   // The worktree's files to .swarm/recovery/, then its folder removed.
@@ -298,6 +330,21 @@ class SlotLifecycle {
   // session-base, or (a slot joined before session-base existed) it has
   // commits beyond the default branch.
   bool committed_in_this_run(const std::string& slot, const std::optional<Worktree>& worktree) const;
+  // commit's side of holds: the guard that compares the paths a commit
+  // would change with other live slots' exclusive holds (none when no
+  // other slot holds anything exclusively), refusing it under
+  // `up --holds refuse`; what it found goes to `held`.
+  CommitGuard holds_guard(const SessionEntry& entry, std::vector<HeldPath>& held) const;
+  // The renewal's side of holds: for each hold the session names, its
+  // renewing write (appended to `writes`, its index in `at`) when it is
+  // still the session's and live; the others are said lost and left out
+  // of `renewed`'s list.
+  struct HoldsRenewal {
+    std::vector<LeaseEntry> held;
+    std::vector<int> at;
+  };
+  HoldsRenewal renew_holds(const SessionEntry& entry, Session& renewed, std::vector<kv::Bucket::Write>& writes,
+                           const std::function<void(const std::string&)>& warn) const;
   // Throws not_bootstrapped naming the hub when it is not there.
   void require_hub() const;
   // The tip of the slot's branch in its worktree, for the journal; nullopt
@@ -327,6 +374,7 @@ class SlotLifecycle {
   SessionStore store_;
   TaskLeases tasks_;
   PortBlocks ports_;
+  HoldStore holds_;
   HostIdentity me_;
   Clock clock_;
   Journal journal_;

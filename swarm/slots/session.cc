@@ -26,7 +26,7 @@ const record::Schema<Session>& schema() {
        count("leaf_start", &Session::leaf_start, kMaxRevision, "a process start time"),
        signed_count("agent_pid", &Session::agent_pid, kMaxPid, "a process id"),
        count("agent_start", &Session::agent_start, kMaxRevision, "a process start time"),
-       text("status", &Session::status), text("note", &Session::note)},
+       text("status", &Session::status), text("note", &Session::note), list("holds", &Session::holds)},
       &Session::unknown_fields};
   return kSchema;
 }

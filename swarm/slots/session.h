@@ -45,6 +45,9 @@ struct Session {
   // blocked, idle or waiting, and a line of its own; empty when unsaid.
   std::string status;
   std::string note;
+  // The session's holds (swarm hold): their lease names, hold.<slot>.<n>,
+  // renewed with it and released with it.
+  std::vector<std::string> holds;
   // The times as read: written back as they were while unchanged, so a
   // renewal never rewrites another writer's started_at (its precision, its
   // offset) into ours.

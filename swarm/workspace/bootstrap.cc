@@ -402,6 +402,7 @@ UpResult up(const UpOptions& options) {
   if (options.check) config.check = *options.check;
   if (options.require_review) config.require_review = *options.require_review;
   if (options.blob_max_bytes) config.blob_max_bytes = *options.blob_max_bytes;
+  if (options.holds) config.holds = *options.holds;
   // The workspace's own hub gone (deleted, or a workspace moved with a
   // config that named it by its old path): never replaced by a new, empty
   // one, which would hide every branch landed so far.

@@ -44,6 +44,7 @@ struct UpOptions {
   std::optional<std::int64_t> bus_max_bytes;
   // What one blob may weigh; else the config's, else 1 GiB.
   std::optional<std::uint64_t> blob_max_bytes;
+  std::optional<HoldPolicy> holds;  // up --holds warn|refuse
 };
 
 struct UpResult {

@@ -136,6 +136,12 @@ Workspace::ConfigFile parse_config(const std::string& text, const std::string& f
     if (!cJSON_IsBool(item)) problem = "'require_review' is not true or false";
     else config.require_review = cJSON_IsTrue(item);
   }
+  if (const cJSON* item = cJSON_GetObjectItemCaseSensitive(json.get(), "holds")) {
+    if (!cJSON_IsString(item) || (std::string_view(item->valuestring) != "warn" &&
+                                  std::string_view(item->valuestring) != "refuse"))
+      problem = "'holds' is not \"warn\" or \"refuse\"";
+    else config.holds = parse_hold_policy(item->valuestring);
+  }
   if (const cJSON* item = cJSON_GetObjectItemCaseSensitive(json.get(), "blob_max_bytes")) {
     if (!cJSON_IsNumber(item) || item->valuedouble < 1 || item->valuedouble > 9.0e15)
       problem = "'blob_max_bytes' is not a positive whole number";
@@ -253,12 +259,21 @@ void Workspace::save_config(const WorkspaceConfig& config) const {
   json.set("task_bucket", config.task_bucket);
   if (config.require_review) json.set("require_review", true);
   if (config.blob_max_bytes > 0) json.set("blob_max_bytes", config.blob_max_bytes);
+  if (config.holds != HoldPolicy::warn) json.set("holds", to_string(config.holds));
   if (config.ports) json.set("ports", config.ports->text());
   if (!config.check.empty()) json.set("check", config.check);
   // A URL with a password or token in it is for this user's eyes only.
   HubLocation hub = config.hub_location();
   const bool secret = hub.shown() != hub.text || kv::redact_urls(config.nats_url) != config.nats_url;
   swarm_folder().write_file(kConfigName, json.dump_pretty() + "\n", secret ? 0600 : 0644);
+}
+
+std::string_view to_string(HoldPolicy policy) { return policy == HoldPolicy::refuse ? "refuse" : "warn"; }
+
+HoldPolicy parse_hold_policy(std::string_view text) {
+  if (text == "warn") return HoldPolicy::warn;
+  if (text == "refuse") return HoldPolicy::refuse;
+  throw Error(Errc::bad_input, "bad --holds '" + printable(text.substr(0, 40)) + "': use warn or refuse");
 }
 
 }  // namespace swarm

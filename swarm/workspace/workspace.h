@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "swarm/base/port_range.h"
@@ -33,6 +34,11 @@ inline constexpr std::chrono::hours kMaxSessionTtl{1};
 inline constexpr std::uint64_t kDefaultBlobMaxBytes = std::uint64_t(1) << 30;
 
 // .swarm/config.json, written by `swarm up`. Zero values are the defaults.
+enum class HoldPolicy { warn, refuse };
+std::string_view to_string(HoldPolicy policy);
+// "warn" or "refuse"; else bad_input naming it.
+HoldPolicy parse_hold_policy(std::string_view text);
+
 struct WorkspaceConfig {
   std::string nats_url;  // one URL or several, comma-separated
   std::string bucket = kDefaultSessionBucket;
@@ -57,6 +63,9 @@ struct WorkspaceConfig {
   // (`up --blob-max-bytes`); 0: the default, kDefaultBlobMaxBytes.
   std::uint64_t blob_max_bytes = 0;
   std::uint64_t blob_max() const { return blob_max_bytes > 0 ? blob_max_bytes : kDefaultBlobMaxBytes; }
+  // What `commit` does with paths another live slot holds exclusively
+  // (`up --holds`): says so and journals it (warn), or commits nothing (refuse).
+  HoldPolicy holds = HoldPolicy::warn;
 
   std::vector<std::string> check_command() const;
 
