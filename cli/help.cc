@@ -18,7 +18,7 @@ constexpr std::pair<std::string_view, std::string_view> kAliases[] = {
     {"semaphores", "leases"}, {"locks", "leases"},       {"ports", "leases"},     {"journal", "history"},
     {"metrics", "operating"}, {"dashboard", "operating"}, {"nats", "hosts"},      {"security", "trust"},
     {"exit-codes", "contract"}, {"records", "contract"}, {"json", "contract"},  {"options", "reference"},
-    {"inbox", "messages"},    {"blobs", "messages"},     {"bus", "messages"},
+    {"inbox", "messages"},    {"blobs", "messages"},     {"bus", "messages"},     {"paths", "editing"},
 };
 
 const HelpTopic* topic_named(std::string_view name) {

@@ -87,7 +87,7 @@ swarm::Json land_json(const swarm::LandResult& r) {
   if (!r.check.empty()) doc.set("check", r.check).set("check_attempts", r.check_attempts);
   if (r.outcome == swarm::LandResult::Outcome::refused) {
     doc.set("reason", r.reason);
-    if (r.reason == "conflict") {
+    if (r.reason == "conflict" || r.reason == "hold") {
       doc.set("paths", swarm::Json::strings(r.paths));
     } else {
       doc.set("status", r.check_status);

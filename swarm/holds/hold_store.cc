@@ -119,8 +119,10 @@ std::vector<LeaseEntry> HoldStore::still_live(std::vector<LeaseEntry> listed, St
 }
 
 std::vector<LeaseEntry> HoldStore::live() const {
-  auto listed = read_arriving([&] { return store_.list(std::string(kPrefix) + ">"); });
-  return still_live(std::move(listed.value), listed.at);
+  auto listed = read_arriving([&] { return store_.list_with_clock(std::string(kPrefix) + ">"); });
+  auto out = still_live(std::move(listed.value), listed.at);
+  std::sort(out.begin(), out.end(), [](const LeaseEntry& a, const LeaseEntry& b) { return a.name < b.name; });
+  return out;
 }
 
 Arrived<std::vector<LeaseEntry>> HoldStore::read(const std::vector<std::string>& names) const {
@@ -138,7 +140,7 @@ std::optional<LeaseEntry> HoldStore::earlier_conflict(const std::string& slot, H
 Lease HoldStore::take(const HoldRequest& request) const {
   const LeaseHolder who = holder(request);
   for (int attempt = 1; attempt <= kMaxTakeAttempts; ++attempt) {
-    auto listed = read_arriving([&] { return store_.list(std::string(kPrefix) + ">"); });
+    auto listed = read_arriving([&] { return store_.list_with_clock(std::string(kPrefix) + ">"); });
     std::uint64_t next = 1;
     for (const auto& e : listed.value) next = std::max(next, number_of(e.name, request.slot) + 1);
     std::vector<std::string> in_the_way;

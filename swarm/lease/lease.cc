@@ -137,6 +137,14 @@ const ServerClock& LeaseStore::server_clock() const {
   return *server_clock_;
 }
 
+std::vector<LeaseEntry> LeaseStore::list_with_clock(const std::string& pattern) const {
+  if (server_clock_) return list(pattern);
+  PendingServerClock pending(bucket());
+  auto listed = list(pattern);
+  server_clock_ = pending.get();
+  return listed;
+}
+
 std::optional<LeaseEntry> LeaseStore::get(const std::string& name) const {
   require_lease_name(name);
   auto entry = keys_.get(name);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <fstream>
+#include <future>
 #include <sstream>
 
 #include "swarm/base/duration.h"
@@ -399,16 +400,24 @@ CommitResult SlotLifecycle::commit(const std::string& slot, const std::string& m
 }
 
 CommitGuard SlotLifecycle::holds_guard(const SessionEntry& entry, std::vector<HeldPath>& held) const {
-  std::vector<LeaseEntry> others;
-  for (auto& e : translating_kv([&] { return holds_.live(); }))
-    if (!e.corrupt() && e.record->slot != entry.slot && e.record->kind != to_string(HoldKind::shared))
-      others.push_back(std::move(e));
-  if (others.empty()) return {};
-  return [this, &entry, &held, others = std::move(others)](const std::vector<std::string>& paths) {
+  // Listed while git stages and writes the tree: the guard waits for it
+  // only when the commit has changes to compare.
+  std::shared_future<std::vector<LeaseEntry>> listed =
+      std::async(std::launch::async, [this, slot = entry.slot] {
+        std::vector<LeaseEntry> others;
+        for (auto& e : translating_kv([&] { return holds_.live(); }))
+          if (!e.corrupt() && e.record->slot != slot && e.record->kind != to_string(HoldKind::shared))
+            others.push_back(std::move(e));
+        return others;
+      }).share();
+  return [this, &entry, &held, listed](const std::vector<std::string>& paths) {
+    const std::vector<LeaseEntry>& others = listed.get();
+    if (others.empty()) return;
     held = held_elsewhere(others, entry.slot, paths);
     if (held.empty() || config_.holds != HoldPolicy::refuse) return;
-    journal_.record(hold_conflict_event(store_.bucket_name(), entry.slot, entry.session->task_id, entry.token(),
-                                        entry.revision, "commit", held, "refuse", Actor::here(me_)));
+    // Revision 0: a refused commit wrote nothing (the event gets an id of its own).
+    journal_.record(hold_conflict_event(store_.bucket_name(), entry.slot, entry.session->task_id, entry.token(), 0,
+                                        "commit", held, "refuse", Actor::here(me_)));
     throw Error(Errc::conflict, "nothing was committed: this commit changes paths other slots hold exclusively: " +
                                     held_paths_text(held) + ", and the workspace refuses such commits "
                                     "(`swarm up --holds refuse`); wait for their holds to end (`swarm holds`), "

@@ -84,4 +84,8 @@ void inbox_of_many(Bench& b);         // 34
 void ask_round_trip(Bench& b);        // 35
 void blob_put(Bench& b);              // 36
 
+// bench_holds.cc
+void hold_one_pattern(Bench& b);      // 37
+void commit_among_holds(Bench& b);    // 38
+
 }  // namespace bench

@@ -110,6 +110,14 @@ TEST_CASE("Completion_EachShellOffersWhatTheCommandLineDefines") {
     CHECK(has(offered(ws, shell, {"swarm", "review", "approve", "--task", ""}), "T-7"));
     CHECK(!has(offered(ws, shell, {"swarm", "task", "show", ""}), "x;touch y"));
     CHECK(has(offered(ws, shell, {"swarm", "task", "list", "--state", ""}), "in_review"));
+    // Holds: the workspace's policy and the slots that hold.
+    auto policies = offered(ws, shell, {"swarm", "up", "--holds", ""});
+    CHECK(has(policies, "warn"));
+    CHECK(has(policies, "refuse"));
+    CHECK(policies.size() == 2);
+    CHECK(has(offered(ws, shell, {"swarm", "hold", "--slot", ""}), "render"));
+    CHECK(has(offered(ws, shell, {"swarm", "hold", "--sh"}), "--shared"));
+    CHECK(has(offered(ws, shell, {"swarm", "holds", "--slot", ""}), "render"));
     // Paths to commit: the shell's own file completion.
     auto paths = offered(ws, shell, {"swarm", "commit", "no"});
     if (shell == "zsh") CHECK(has(paths, "FILES"));

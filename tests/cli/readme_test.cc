@@ -312,3 +312,25 @@ TEST_CASE("Readme_MessagesBetweenAgentsAsWritten") {
   CHECK(second.swarm({"inbox", "--as", "a1"}).out.empty());
   CHECK(second.swarm({"inbox", "--as", "a2"}).out.find("the API freeze starts at 16:00") != std::string::npos);
 }
+
+TEST_CASE("Readme_HoldsAsWritten") {
+  // The README's holds recipe: a2 is refused a1's paths, its commit of them warns, its land is refused until
+  // a1's session ends; then docs/editing.md's release recipe.
+  SwarmWorkspace ws;
+  const std::map<std::string, std::string> env = {{"SWARM_WORKSPACE", ws.root().string()}};
+  auto r = run_recipe(recipe("holds"), ws.root(), ws.home(), env);
+  CHECK(r.out.find("refused (exit 3)") != std::string::npos);
+  CHECK(r.err.find("src/api/v2.go (held by slot a1") != std::string::npos);
+  CHECK(r.out.find("not landed (exit 3)") != std::string::npos);
+  CHECK(r.out.find("landed a2 on main") != std::string::npos);
+  CHECK(ws.git({"--git-dir", (ws.root() / ".swarm/hub.git").string(), "show", "main:src/api/v2.go"}).out == "v2\n");
+  SwarmWorkspace second;
+  const std::map<std::string, std::string> env2 = {{"SWARM_WORKSPACE", second.root().string()}};
+  auto release = run_recipe(recipe("holds-release"), second.root(), second.home(), env2);
+  CHECK(release.out.find("refused: exit 3") != std::string::npos);
+  CHECK(release.out.find("\"schema\":\"swarm.holds.v1\"") != std::string::npos);
+  CHECK(release.out.find("\"patterns\":[\"src/api/**\"]") != std::string::npos);  // narrowed
+  auto left = second.swarm({"holds", "--json"});
+  CHECK(left.out.find("\"slot\":\"a2\",\"host\"") != std::string::npos);
+  CHECK(left.out.find("\"slot\":\"a1\"") == std::string::npos);
+}
