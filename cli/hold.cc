@@ -55,6 +55,7 @@ int take(Context& ctx, const HoldFlags& f) {
   auto lifecycle = ctx.lifecycle();
   const auto kind = f.shared ? swarm::HoldKind::shared : swarm::HoldKind::exclusive;
   const swarm::HoldResult r = lifecycle.hold(f.slot, f.patterns, kind, f.reason, session_of(f.session));
+  for (const auto& w : r.warnings) ctx.out().warn(w);
   swarm::Json doc = swarm::Json::object();
   doc.set("slot", f.slot)
       .set("name", r.lease.name)

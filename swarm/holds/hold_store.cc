@@ -36,6 +36,13 @@ std::uint64_t number_of(std::string_view name, const std::string& slot) {
 
 }  // namespace
 
+std::vector<std::string> names_of_slot(const std::string& slot, const std::vector<std::string>& names) {
+  std::vector<std::string> out;
+  for (const auto& n : names)
+    if (number_of(n, slot) != 0 && std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
+  return out;
+}
+
 std::string_view to_string(HoldKind kind) { return kind == HoldKind::shared ? kShared : kExclusive; }
 
 std::string hold_lease_name(const std::string& slot, std::uint64_t n) {
@@ -125,6 +132,15 @@ std::vector<LeaseEntry> HoldStore::live() const {
   return out;
 }
 
+std::vector<LeaseEntry> HoldStore::live_exclusive_of_others(const std::string& slot) const {
+  auto listed = read_arriving([&] { return store_.list(std::string(kPrefix) + ">"); });
+  std::vector<LeaseEntry> others;
+  for (auto& e : listed.value)
+    if (!e.corrupt() && e.record->slot != slot && e.record->kind != kShared) others.push_back(std::move(e));
+  if (others.empty()) return others;
+  return still_live(std::move(others), listed.at);
+}
+
 Arrived<std::vector<LeaseEntry>> HoldStore::read(const std::vector<std::string>& names) const {
   return read_arriving([&] { return store_.get_together(names); });
 }
@@ -188,8 +204,15 @@ kv::Bucket::Write HoldStore::renewal(const LeaseEntry& held, std::chrono::millis
   return store_.renewal_of(held, ttl);
 }
 
-std::string HoldStore::confirm_renewal(const LeaseEntry& before, std::uint64_t renewed) const {
+std::string HoldStore::confirm_renewal(const LeaseEntry& before, Steady::time_point arrived,
+                                      std::uint64_t renewed) const {
+  if (before.corrupt()) return {};
   try {
+    // Younger than 2/3 of its TTL still now (by the read's arrival): the
+    // renewal landed before it could have expired.
+    const auto age_now = age_at_arrival(store_.server_clock(), arrived, before.stored_at) +
+                         std::chrono::duration_cast<std::chrono::milliseconds>(Steady::now() - arrived);
+    if (age_now < before.record->ttl * 2 / 3) return {};
     auto after = store_.get(before.name);
     if (!after || after->revision != renewed || before.corrupt()) return {};
     // As a port block's (both times the server's): a renewal that landed
@@ -197,7 +220,9 @@ std::string HoldStore::confirm_renewal(const LeaseEntry& before, std::uint64_t r
     // may overlap. It stands only as a new grant would.
     if (after->stored_at - before.stored_at < before.record->ttl * 2 / 3) return {};
     const HoldKind kind = before.record->kind == kShared ? HoldKind::shared : HoldKind::exclusive;
-    auto earlier = earlier_conflict(before.record->slot, kind, before.record->patterns, after->token());
+    // Ordered by the renewal's revision: a hold granted since it expired
+    // is earlier than this renewal, though not than its original grant.
+    auto earlier = earlier_conflict(before.record->slot, kind, before.record->patterns, renewed);
     if (!earlier) return {};
     release(after->name, after->token());
     return "the hold " + before.name + " (" + patterns_text(before.record->patterns) +
@@ -207,14 +232,26 @@ std::string HoldStore::confirm_renewal(const LeaseEntry& before, std::uint64_t r
   }
 }
 
-void HoldStore::narrow(const LeaseEntry& held, const std::vector<std::string>& patterns) const {
-  Lease lease;
-  lease.name = held.name;
-  lease.token = held.token();
-  lease.revision = held.revision;
-  lease.record = *held.record;
-  lease.record.patterns = patterns;
-  store_.renew(lease);
+std::uint64_t HoldStore::narrow(const LeaseEntry& held, const std::vector<std::string>& patterns) const {
+  LeaseEntry current = held;
+  for (int attempt = 1;; ++attempt) {
+    Lease lease;
+    lease.name = current.name;
+    lease.token = current.token();
+    lease.revision = current.revision;
+    lease.record = *current.record;
+    lease.record.patterns = patterns;
+    try {
+      return store_.renew(lease).revision;
+    } catch (const Error& e) {
+      if (e.kind() != Errc::conflict || attempt == 3) throw;
+    }
+    // Renewed meanwhile (the session's keeper): the same grant is narrowed again.
+    auto now = store_.get(held.name);
+    if (!now || now->corrupt() || now->token() != held.token())
+      throw Error(Errc::conflict, "the hold " + held.name + " changed hands while it was narrowed; nothing of it changed");
+    current = std::move(*now);
+  }
 }
 
 std::string HoldStore::release(const std::string& name, std::uint64_t token) const {
@@ -223,7 +260,17 @@ std::string HoldStore::release(const std::string& name, std::uint64_t token) con
       store_.release(name, token);
       return {};
     } catch (const Error& e) {
-      if (e.kind() == Errc::conflict || e.kind() == Errc::not_found) return {};  // not that grant's any more
+      if (e.kind() == Errc::not_found) return {};
+      if (e.kind() == Errc::conflict) {
+        // A renewal of the same grant moved it between the read and the
+        // delete: read again; another grant's (or none) is not ours to release.
+        std::optional<LeaseEntry> now;
+        try {
+          now = store_.get(name);
+        } catch (const Error&) {
+        }
+        if (!now || now->token() != token) return {};
+      }
       if (attempt == 3) {
         log::debug("hold {}: not released ({}); it expires by itself", name, e.what());
         return "the hold " + name + " was not released (it expires by itself): " + e.what();
@@ -232,12 +279,14 @@ std::string HoldStore::release(const std::string& name, std::uint64_t token) con
   }
 }
 
-std::vector<std::string> HoldStore::release_all(const std::string& slot, const std::vector<std::string>& names) const {
+std::vector<std::string> HoldStore::release_all(const std::string& slot, std::uint64_t session,
+                                                const std::vector<std::string>& names) const {
   std::vector<std::string> warnings;
-  if (names.empty()) return warnings;
+  const auto mine = names_of_slot(slot, names);
+  if (mine.empty()) return warnings;
   try {
-    for (const auto& e : read(names).value)
-      if (hold_of(e, slot))
+    for (const auto& e : read(mine).value)
+      if (hold_of(e, slot, session))
         if (auto w = release(e.name, e.token()); !w.empty()) warnings.push_back(w);
   } catch (const Error& e) {
     warnings.push_back("the holds of slot " + slot + " were not released (they expire by themselves): " + e.what());

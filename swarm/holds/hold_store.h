@@ -38,6 +38,9 @@ struct HoldRequest {
 std::string hold_lease_name(const std::string& slot, std::uint64_t n);
 std::optional<std::string> hold_slot_of(std::string_view lease_name);
 
+// Those of `names` (a session record's, as read: anything may be planted
+// there) that name holds of `slot`, each once, in their order.
+std::vector<std::string> names_of_slot(const std::string& slot, const std::vector<std::string>& names);
 // Whether `entry` is a hold of `slot` (its record names the slot), and of its
 // session `session` when that is not 0.
 bool hold_of(const LeaseEntry& entry, const std::string& slot, std::uint64_t session = 0);
@@ -78,6 +81,10 @@ class HoldStore {
   // Every hold someone may still hold (not certainly expired), corrupt ones
   // included, in name order: one listing of hold.>.
   std::vector<LeaseEntry> live() const;
+  // The live exclusive holds of slots other than `slot` (what commit and
+  // land compare paths with): the server's clock is read only when the
+  // listing has some, so a workspace without holds pays one listing.
+  std::vector<LeaseEntry> live_exclusive_of_others(const std::string& slot) const;
   // The holds of `names` as they are now, read in one round trip, with when
   // the answer arrived.
   Arrived<std::vector<LeaseEntry>> read(const std::vector<std::string>& names) const;
@@ -96,19 +103,25 @@ class HoldStore {
                  std::uint64_t session) const;
   // The write that renews it, sent with the session's, with the TTL of now.
   kv::Bucket::Write renewal(const LeaseEntry& held, std::chrono::milliseconds ttl) const;
-  // After a renewal of `before` that landed as revision `renewed`: when it
-  // landed so late that the hold may have expired first, it stands only if
-  // no conflicting hold was granted before it; else it is given up. What to
-  // say ("" when all is well).
-  std::string confirm_renewal(const LeaseEntry& before, std::uint64_t renewed) const;
+  // After a renewal of `before` (read at `arrived`) that landed as revision
+  // `renewed`: when it may have landed so late that the hold had expired
+  // first, it stands only as a new grant would, if no conflicting hold was
+  // granted before that revision; else it is given up. What to say ("" when
+  // all is well). One that cannot have been late costs no request.
+  std::string confirm_renewal(const LeaseEntry& before, Steady::time_point arrived, std::uint64_t renewed) const;
   // The same hold, narrowed to `patterns` (a release of some of them), its
-  // token kept; conflict when it moved meanwhile.
-  void narrow(const LeaseEntry& held, const std::vector<std::string>& patterns) const;
-  // Releases `name` when it is still the hold `token` granted (not when it
-  // moved on): tried up to three times; "" or what to say.
+  // token kept, by CAS; a renewal that moved it meanwhile is read again (the
+  // same token: narrowed again, at most three times). Returns the new
+  // revision; conflict when it changed hands.
+  std::uint64_t narrow(const LeaseEntry& held, const std::vector<std::string>& patterns) const;
+  // Releases `name` while it is still the hold `token` granted (a renewal
+  // meanwhile is read again, at most three times; one that changed hands is
+  // left alone); "" or what to say.
   std::string release(const std::string& name, std::uint64_t token) const;
-  // Releases those of `names` that `slot` holds; warnings for those that failed.
-  std::vector<std::string> release_all(const std::string& slot, const std::vector<std::string>& names) const;
+  // Releases those of `names` that `slot`'s session `session` holds;
+  // warnings for those that failed.
+  std::vector<std::string> release_all(const std::string& slot, std::uint64_t session,
+                                       const std::vector<std::string>& names) const;
 
   const LeaseStore& store() const { return store_; }
 

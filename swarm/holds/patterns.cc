@@ -2,6 +2,8 @@
 
 #include <fnmatch.h>
 
+#include <cstdint>
+
 #include "swarm/base/error.h"
 #include "swarm/base/text.h"
 
@@ -43,17 +45,23 @@ bool segment_matches(std::string_view pattern, std::string_view name) {
 }
 
 // Whether pattern segments [i..] match path segments [j..] or a leading
-// part of them (a folder that holds the rest).
+// part of them (a folder that holds the rest). Each (i, j) is decided once
+// (`seen`: 0 unknown, 1 no, 2 yes): a pattern of many `**` would otherwise
+// take exponential time, and other slots' patterns are matched at every
+// commit and land.
 bool match_from(const std::vector<std::string_view>& p, std::size_t i, const std::vector<std::string_view>& s,
-                std::size_t j) {
+                std::size_t j, std::vector<std::uint8_t>& seen) {
   if (i == p.size()) return true;  // the pattern named a folder the path is in (or the path itself)
+  std::uint8_t& known = seen[i * (s.size() + 1) + j];
+  if (known != 0) return known == 2;
+  bool yes = false;
   if (p[i] == "**") {
-    for (std::size_t k = j; k <= s.size(); ++k)
-      if (match_from(p, i + 1, s, k)) return true;
-    return false;
+    for (std::size_t k = j; k <= s.size() && !yes; ++k) yes = match_from(p, i + 1, s, k, seen);
+  } else {
+    yes = j < s.size() && segment_matches(p[i], s[j]) && match_from(p, i + 1, s, j + 1, seen);
   }
-  if (j == s.size()) return false;
-  return segment_matches(p[i], s[j]) && match_from(p, i + 1, s, j + 1);
+  known = yes ? 2 : 1;
+  return yes;
 }
 
 // Whether two segments could both match one name (true when in doubt).
@@ -85,7 +93,9 @@ void require_hold_pattern(std::string_view pattern) {
 }
 
 bool pattern_matches(std::string_view pattern, std::string_view path) {
-  return match_from(segments_of(pattern), 0, segments_of(path), 0);
+  const auto p = segments_of(pattern), s = segments_of(path);
+  std::vector<std::uint8_t> seen(p.size() * (s.size() + 1), 0);
+  return match_from(p, 0, s, 0, seen);
 }
 
 bool patterns_overlap(std::string_view a, std::string_view b) {

@@ -8,6 +8,7 @@
 #include "swarm/base/names.h"
 #include "swarm/base/text.h"
 #include "swarm/git/worktree.h"
+#include "swarm/holds/hold_store.h"
 #include "swarm/landing/events.h"
 #include "swarm/landing/land_hold.h"
 #include "swarm/landing/landing.h"
@@ -218,8 +219,13 @@ std::vector<LandResult> Landing::land_batch(const std::vector<std::string>& slot
                                             Lease& lease, const LandCheck& check) {
   for (const auto& slot : slots) require_slot_name(slot);
   if (slots.empty()) return {};
+  CheckRun run;
+  LandHold hold(leases_, lease, run, "the batch of " + joined(slots), onto);
   // A branch touching what another live slot holds is refused before the
-  // batch is built: it never fails its batch-mates' check.
+  // batch is built (the lease kept alive meanwhile, the holds listed once):
+  // it never fails its batch-mates' check.
+  git().refresh();
+  const auto live = translating_kv([&] { return HoldStore(leases_, me_, kDefaultLeaseTtl).live(); });
   std::map<std::string, LandResult> held;
   std::vector<std::string> free;
   for (const auto& slot : slots) {
@@ -229,7 +235,7 @@ std::vector<LandResult> Landing::land_batch(const std::vector<std::string>& slot
     r.token = lease.token;
     r.head = git().tip("swarm/" + slot).value_or("");
     r.from = r.to = git().tip(onto).value_or("");
-    if (auto refused = refused_for_holds(r, task_of(slot))) held.emplace(slot, std::move(*refused));
+    if (auto refused = refused_for_holds(r, task_of(slot), &live)) held.emplace(slot, std::move(*refused));
     else free.push_back(slot);
   }
   auto in_order = [&](std::vector<LandResult> landed) {
@@ -246,8 +252,6 @@ std::vector<LandResult> Landing::land_batch(const std::vector<std::string>& slot
   };
   if (free.empty()) return in_order({});
   const std::vector<std::string>& batch_slots = free;
-  CheckRun run;
-  LandHold hold(leases_, lease, run, "the batch of " + joined(batch_slots), onto);
   Batch batch(*this, batch_slots, onto, lease, check, run, hold);
   for (int attempt = 1; attempt <= kMaxLandAttempts; ++attempt) {
     git().refresh();

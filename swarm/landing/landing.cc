@@ -441,11 +441,16 @@ LandResult Landing::refuse(LandResult& result, const std::string& reason, const 
   return result;
 }
 
-std::optional<LandResult> Landing::refused_for_holds(LandResult& result, const std::string& task) {
+std::optional<LandResult> Landing::refused_for_holds(LandResult& result, const std::string& task,
+                                                    const std::vector<LeaseEntry>* live) {
   std::vector<LeaseEntry> others;
-  for (auto& e : translating_kv([&] { return HoldStore(leases_, me_, kDefaultLeaseTtl).live(); }))
-    if (!e.corrupt() && e.record->slot != result.slot && e.record->kind != to_string(HoldKind::shared))
-      others.push_back(std::move(e));
+  if (live == nullptr) {
+    others = translating_kv([&] { return HoldStore(leases_, me_, kDefaultLeaseTtl).live_exclusive_of_others(result.slot); });
+  } else {
+    for (const auto& e : *live)
+      if (!e.corrupt() && e.record->slot != result.slot && e.record->kind != to_string(HoldKind::shared))
+        others.push_back(e);
+  }
   if (others.empty()) return std::nullopt;  // nothing to compare: no diff read
   const auto held = held_elsewhere(others, result.slot, git().branch_changes(result.onto, "swarm/" + result.slot));
   if (held.empty()) return std::nullopt;
@@ -519,7 +524,9 @@ LandResult Landing::land(const std::string& slot, const std::string& onto, Lease
                     task);
     }
     result.kind = plan.kind == MergePlan::Kind::fast_forward ? "fast-forward" : "merge";
-    if (auto refused = refused_for_holds(result, task)) return *refused;
+    // Once: the branch is the same on a retry (it is refused if it moved).
+    if (attempt == 1)
+      if (auto refused = refused_for_holds(result, task)) return *refused;
     if (!check.commands.empty()) {
       if (auto refused = check_merged(plan, result, lease, check, run, task, require_held)) return *refused;
     } else if (auto problem = git().unusable(plan.to, plan.from)) {

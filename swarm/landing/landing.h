@@ -234,10 +234,12 @@ class Landing {
   std::optional<LandResult> check_merged(const MergePlan& plan, LandResult& result, const Lease& lease,
                                          const LandCheck& check, CheckRun& run, const std::string& task,
                                          const std::function<void(const char*)>& require_held);
-  // The refusal of `slot`'s branch (reason hold) when it changed paths
-  // that another live slot holds exclusively; nullopt when it did not (or
-  // land_past_holds). Journals hold.conflict either way it found some.
-  std::optional<LandResult> refused_for_holds(LandResult& result, const std::string& task);
+  // The refusal of `result.slot`'s branch (reason hold) when it changed
+  // paths that another live slot holds exclusively (of `live`, the holds
+  // listed: HoldStore::live; nullopt: listed here); nullopt when it did not
+  // (or land_past_holds). Journals hold.conflict either way it found some.
+  std::optional<LandResult> refused_for_holds(LandResult& result, const std::string& task,
+                                              const std::vector<LeaseEntry>* live = nullptr);
   // `result` refused for `reason`, journaled.
   LandResult refuse(LandResult& result, const std::string& reason, const std::string& message,
                     const std::string& task);

@@ -132,16 +132,38 @@ LeaseStore LeaseStore::open(const kv::Connection& connection, const std::string&
   }
 }
 
+const ServerClock* LeaseStore::SharedClock::usable() const {
+  if (readings.empty()) return nullptr;
+  const ServerClock* last = readings.back().get();
+  if (last->measured || std::chrono::steady_clock::now() - last_read < std::chrono::seconds(1)) return last;
+  return nullptr;
+}
+
+void LeaseStore::SharedClock::keep(std::unique_ptr<const ServerClock> reading) {
+  // Readings older than the last few are used by no caller any more.
+  constexpr std::size_t kKept = 64;
+  if (readings.size() >= kKept) readings.erase(readings.begin(), readings.begin() + kKept / 2);
+  readings.push_back(std::move(reading));
+  last_read = std::chrono::steady_clock::now();
+}
+
 const ServerClock& LeaseStore::server_clock() const {
-  if (!server_clock_) server_clock_ = read_server_clock(bucket());
-  return *server_clock_;
+  std::lock_guard lock(server_clock_->mu);
+  if (const ServerClock* kept = server_clock_->usable()) return *kept;
+  server_clock_->keep(std::make_unique<const ServerClock>(read_server_clock(bucket())));
+  return *server_clock_->readings.back();
 }
 
 std::vector<LeaseEntry> LeaseStore::list_with_clock(const std::string& pattern) const {
-  if (server_clock_) return list(pattern);
+  {
+    std::lock_guard lock(server_clock_->mu);
+    if (server_clock_->usable()) return list(pattern);
+  }
   PendingServerClock pending(bucket());
   auto listed = list(pattern);
-  server_clock_ = pending.get();
+  auto read = std::make_unique<const ServerClock>(pending.get());
+  std::lock_guard lock(server_clock_->mu);
+  if (!server_clock_->usable()) server_clock_->keep(std::move(read));
   return listed;
 }
 

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -157,7 +158,7 @@ class LeaseStore {
     copy.keys_ = keys_.with_budget(budget);
     return copy;
   }
-  // The server's clock, read on first use and kept.
+  // The server's clock, read on first use and kept (by this store and its copies).
   const ServerClock& server_clock() const;
 
   std::optional<LeaseEntry> get(const std::string& name) const;
@@ -229,7 +230,20 @@ class LeaseStore {
                                        const std::string& host_id = {}) const;
   LeaseKeys keys_;
   Journal journal_;
-  mutable std::optional<ServerClock> server_clock_;
+  // The server's clock, read once and shared by this store's copies (a
+  // keeper's renewals each use a copy with their own budget); a reading
+  // that could not measure it is not kept, so the next use reads again.
+  // (Readings are kept a while: a caller may still hold one when the next
+  // is taken. One that could not measure is read again at most once a second.)
+  struct SharedClock {
+    std::mutex mu;
+    std::vector<std::unique_ptr<const ServerClock>> readings;
+    std::chrono::steady_clock::time_point last_read{};
+    // The reading to use now; null when it is time to read again.
+    const ServerClock* usable() const;
+    void keep(std::unique_ptr<const ServerClock> reading);
+  };
+  std::shared_ptr<SharedClock> server_clock_ = std::make_shared<SharedClock>();
   std::shared_ptr<const TokenWatermark> watermark_;
 };
 

@@ -108,12 +108,15 @@ void SlotLifecycle::release_record(const std::string& slot, const std::optional<
     result.warnings.push_back("slot " + slot + " had no record (it expired); cleaned up its folder only");
     return;
   }
+  // What is released is the record as deleted (a hold named since the read included).
+  SessionEntry removed = *entry;
   same_session_cas(*entry, "closing", [&](SessionEntry& current) {
     store_.erase(slot, current.revision);
+    removed = current;
     return current.revision;
   });
-  result.released = entry;
-  for (auto& w : release_leases(*entry->session)) result.warnings.push_back(std::move(w));
+  result.released = removed;
+  for (auto& w : release_leases(removed)) result.warnings.push_back(std::move(w));
 }
 
 void SlotLifecycle::salvage_files_and_remove(const std::string& slot, TimePoint now, CloseResult& result) const {

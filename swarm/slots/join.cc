@@ -270,7 +270,7 @@ JoinResult SlotLifecycle::join(const std::string& slot, const std::string& task,
     if (auto w = ports_.release(slot, *old); !w.empty()) warn(w);
   // The replaced session's holds were its own: the new one holds nothing yet.
   if (result.replaced && result.replaced->session)
-    for (const auto& w : holds_.release_all(slot, result.replaced->session->holds)) warn(w);
+    for (const auto& w : holds_.release_all(slot, result.replaced->token(), result.replaced->session->holds)) warn(w);
   result.worktree = fs::weakly_canonical(workspace_.worktree(slot));
   journal_.record(join_event(store_.bucket_name(), result, result.replaced_state));
   log::phase("join: journaled");

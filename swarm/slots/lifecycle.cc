@@ -104,6 +104,9 @@ void Presence::apply_to(Session& s) const {
     s.agent_start = agent->second;
   }
   if (leaf_start) s.leaf_start = *leaf_start;
+  for (const auto& name : add_holds)
+    if (std::find(s.holds.begin(), s.holds.end(), name) == s.holds.end()) s.holds.push_back(name);
+  for (const auto& name : drop_holds) s.holds.erase(std::remove(s.holds.begin(), s.holds.end(), name), s.holds.end());
 }
 
 void require_presence(const Presence& presence) {
@@ -145,7 +148,8 @@ std::uint64_t SlotLifecycle::renew(const SessionEntry& entry, std::optional<Leas
     if (warnings != nullptr && !w.empty()) warnings->push_back(w);
   };
   const std::optional<PortBlock> block = s.port_block();
-  if (s.task_id.empty() && !block && s.holds.empty()) return renew(entry, presence, written);
+  if (s.task_id.empty() && !block && s.holds.empty() && presence.add_holds.empty())
+    return renew(entry, presence, written);
   // The leases that live with the session, as held now: each one the slot
   // still holds is renewed in the session's round trip; one released or
   // taken meanwhile is claimed again after, if it is free.
@@ -218,8 +222,9 @@ std::uint64_t SlotLifecycle::renew(const SessionEntry& entry, std::optional<Leas
     warn(ports_.confirm_renewal(s.slot, *block, *block_held, results[static_cast<std::size_t>(block_write)].revision));
   for (std::size_t i = 0; i < holds.held.size(); ++i) {
     if (kept(holds.at[i]))
-      warn(holds_.confirm_renewal(holds.held[i], results[static_cast<std::size_t>(holds.at[i])].revision));
-    else if (holds.at[i] > 0 && !results.empty())
+      warn(holds_.confirm_renewal(holds.held[i], holds.arrived,
+                                  results[static_cast<std::size_t>(holds.at[i])].revision));
+    else if (!results.empty())
       warn("the hold " + holds.held[i].name + " was not renewed (it changed meanwhile); the next renewal looks again");
   }
   return revision;
@@ -230,10 +235,19 @@ SlotLifecycle::HoldsRenewal SlotLifecycle::renew_holds(const SessionEntry& entry
                                                        const std::function<void(const std::string&)>& warn) const {
   HoldsRenewal out;
   const Session& s = *entry.session;
-  if (s.holds.empty()) return out;
-  auto read = translating_kv([&] { return holds_.read(s.holds); });
+  if (renewed.holds.empty()) return out;
+  // The names as the record has them after this write's changes; one that
+  // names no hold of this slot (planted) is dropped.
+  const std::vector<std::string> named = renewed.holds;
+  renewed.holds = names_of_slot(s.slot, named);
+  if (renewed.holds.size() != named.size())
+    warn("the record of slot " + s.slot + " named holds that are none of its own; they are no longer named");
+  if (renewed.holds.empty()) return out;
+  auto read = translating_kv([&] { return holds_.read(renewed.holds); });
+  out.arrived = read.at;
+  const std::vector<std::string> names = std::move(renewed.holds);
   renewed.holds.clear();
-  for (const auto& name : s.holds) {
+  for (const auto& name : names) {
     auto it = std::find_if(read.value.begin(), read.value.end(), [&](const LeaseEntry& e) { return e.name == name; });
     if (it != read.value.end() && translating_kv([&] { return holds_.renewable(*it, read.at, s.slot, entry.token()); })) {
       out.at.push_back(static_cast<int>(writes.size()));
@@ -249,12 +263,13 @@ SlotLifecycle::HoldsRenewal SlotLifecycle::renew_holds(const SessionEntry& entry
   return out;
 }
 
-std::vector<std::string> SlotLifecycle::release_leases(const Session& s) const {
+std::vector<std::string> SlotLifecycle::release_leases(const SessionEntry& entry) const {
   std::vector<std::string> warnings;
+  const Session& s = *entry.session;
   if (auto w = tasks_.release(s.slot, s.task_id); !w.empty()) warnings.push_back(w);
   if (auto block = s.port_block())
     if (auto w = ports_.release(s.slot, *block); !w.empty()) warnings.push_back(w);
-  for (auto& w : holds_.release_all(s.slot, s.holds)) warnings.push_back(std::move(w));
+  for (auto& w : holds_.release_all(s.slot, entry.token(), s.holds)) warnings.push_back(std::move(w));
   return warnings;
 }
 
@@ -368,7 +383,7 @@ CommitResult SlotLifecycle::commit(const std::string& slot, const std::string& m
   result.token = entry.token();
   result.task_id = entry.session->task_id;
   result.commit = worktree.commit(with_provenance(message, *entry.session, entry.token()), paths,
-                                  author_of(*entry.session), holds_guard(entry, result.held));
+                                  author_of(*entry.session), holds_guard(entry, result));
   // Also with nothing new to commit, when the hub lacks what the branch has
   // (an earlier push did not get through, plain git commits, a hub branch
   // deleted or moved back).
@@ -399,27 +414,32 @@ CommitResult SlotLifecycle::commit(const std::string& slot, const std::string& m
   return result;
 }
 
-CommitGuard SlotLifecycle::holds_guard(const SessionEntry& entry, std::vector<HeldPath>& held) const {
+CommitGuard SlotLifecycle::holds_guard(const SessionEntry& entry, CommitResult& result) const {
   // Listed while git stages and writes the tree: the guard waits for it
   // only when the commit has changes to compare.
   std::shared_future<std::vector<LeaseEntry>> listed =
       std::async(std::launch::async, [this, slot = entry.slot] {
-        std::vector<LeaseEntry> others;
-        for (auto& e : translating_kv([&] { return holds_.live(); }))
-          if (!e.corrupt() && e.record->slot != slot && e.record->kind != to_string(HoldKind::shared))
-            others.push_back(std::move(e));
-        return others;
+        return translating_kv([&] { return holds_.live_exclusive_of_others(slot); });
       }).share();
-  return [this, &entry, &held, listed](const std::vector<std::string>& paths) {
-    const std::vector<LeaseEntry>& others = listed.get();
+  return [this, &entry, &result, listed](const std::vector<std::string>& paths) {
+    std::vector<LeaseEntry> others;
+    try {
+      others = listed.get();
+    } catch (const Error& e) {
+      // Under warn the comparison is advice: the commit goes on, saying so.
+      if (config_.holds == HoldPolicy::refuse) throw;
+      result.warnings.push_back(std::string("the holds of other slots could not be read, so this commit was not "
+                                            "compared with them: ") + e.what());
+      return;
+    }
     if (others.empty()) return;
-    held = held_elsewhere(others, entry.slot, paths);
-    if (held.empty() || config_.holds != HoldPolicy::refuse) return;
+    result.held = held_elsewhere(others, entry.slot, paths);
+    if (result.held.empty() || config_.holds != HoldPolicy::refuse) return;
     // Revision 0: a refused commit wrote nothing (the event gets an id of its own).
     journal_.record(hold_conflict_event(store_.bucket_name(), entry.slot, entry.session->task_id, entry.token(), 0,
-                                        "commit", held, "refuse", Actor::here(me_)));
+                                        "commit", result.held, "refuse", Actor::here(me_)));
     throw Error(Errc::conflict, "nothing was committed: this commit changes paths other slots hold exclusively: " +
-                                    held_paths_text(held) + ", and the workspace refuses such commits "
+                                    held_paths_text(result.held) + ", and the workspace refuses such commits "
                                     "(`swarm up --holds refuse`); wait for their holds to end (`swarm holds`), "
                                     "or leave those paths out");
   };
@@ -492,7 +512,7 @@ SessionEntry SlotLifecycle::evict(const std::string& slot) {
   });
   // Its claim on its task and its ports go with it (whichever host held them).
   if (!removed.corrupt())
-    for (const auto& w : release_leases(*removed.session)) warn(w);
+    for (const auto& w : release_leases(removed)) warn(w);
   journal_.record(evict_event(store_.bucket_name(), removed, Actor::here(me_)));
   return removed;
 }

@@ -83,10 +83,17 @@ struct CommitResult {
   std::vector<HeldPath> held;
 };
 
+// A session names at most this many holds, and a hold at most this many
+// patterns (more is bad_input): each commit and land compares every path
+// with every pattern of other slots' holds.
+inline constexpr std::size_t kMaxHoldsPerSession = 100;
+inline constexpr std::size_t kMaxPatternsPerHold = 64;
+
 // `swarm hold`: the hold taken, and the session it lives with.
 struct HoldResult {
   Lease lease;
   std::uint64_t session = 0;
+  std::vector<std::string> warnings;  // of the renewal that named it (a task lease not kept, ...)
 };
 
 // `swarm hold --release`: the holds let go, and those narrowed to fewer patterns.
@@ -112,8 +119,12 @@ struct Presence {
   std::optional<std::string> note;
   std::optional<std::pair<std::int64_t, std::uint64_t>> agent;  // its pid and /proc start time ({0, 0}: none)
   std::optional<std::uint64_t> leaf_start;  // the run's start time (0: no run keeps the session any more)
+  // Holds the record starts or stops naming (swarm hold): as changes, so
+  // that a write retried on a record read again keeps others' holds.
+  std::vector<std::string> add_holds;
+  std::vector<std::string> drop_holds;
 
-  bool empty() const { return !status && !note && !agent && !leaf_start; }
+  bool empty() const { return !status && !note && !agent && !leaf_start && add_holds.empty() && drop_holds.empty(); }
   void apply_to(Session& s) const;
 };
 // `status` one of kAgentStatuses and `note` at most kMaxNoteBytes of UTF-8
@@ -316,10 +327,10 @@ class SlotLifecycle {
   // commits go to refs/recovery/ with the rest of the history).
   void push_branch(const std::string& slot, Outcome outcome, CloseResult& result) const;
   void salvage_history(const std::string& slot, TimePoint now, CloseResult& result) const;
-  // Releases the leases that live with session `s` (its task's, its port
-  // block, its holds) where the slot still holds them; warnings for those
-  // that failed.
-  std::vector<std::string> release_leases(const Session& s) const;
+  // Releases the leases that live with the session `entry` (its task's,
+  // its port block, its holds) where the slot still holds them; warnings
+  // for those that failed.
+  std::vector<std::string> release_leases(const SessionEntry& entry) const;
   void release_record(const std::string& slot, const std::optional<SessionEntry>& entry, CloseResult& result) const;
   // The worktree's files to .swarm/recovery/, then its folder removed.
   void salvage_files_and_remove(const std::string& slot, TimePoint now, CloseResult& result) const;
@@ -334,7 +345,7 @@ class SlotLifecycle {
   // would change with other live slots' exclusive holds (none when no
   // other slot holds anything exclusively), refusing it under
   // `up --holds refuse`; what it found goes to `held`.
-  CommitGuard holds_guard(const SessionEntry& entry, std::vector<HeldPath>& held) const;
+  CommitGuard holds_guard(const SessionEntry& entry, CommitResult& result) const;
   // The renewal's side of holds: for each hold the session names, its
   // renewing write (appended to `writes`, its index in `at`) when it is
   // still the session's and live; the others are said lost and left out
@@ -342,6 +353,7 @@ class SlotLifecycle {
   struct HoldsRenewal {
     std::vector<LeaseEntry> held;
     std::vector<int> at;
+    Steady::time_point arrived{};  // when the read of the holds arrived
   };
   HoldsRenewal renew_holds(const SessionEntry& entry, Session& renewed, std::vector<kv::Bucket::Write>& writes,
                            const std::function<void(const std::string&)>& warn) const;

@@ -207,6 +207,25 @@ TEST_CASE("Hold_LetGoByReleaseCloseEvictAndAReplacingJoin") {
   CHECK(holds_of(ws).empty());
 }
 
+TEST_CASE("Hold_OfAnotherHostsSlotOrOfAReplacedSessionTakesNothing") {
+  // another host's slot is exit 5 (hold and release); the token of a session a join --force replaced is exit 3;
+  // neither leaves a hold lease behind.
+  SwarmWorkspace ws;
+  auto first = ws.swarm({"join", "--slot", "a", "--task", "T-1", "--json"});
+  REQUIRE(first.exit == 0);
+  const std::string old_token = std::to_string(static_cast<long long>(number(json_of(first), "session_token")));
+  auto foreign = ws.swarm({"hold", "--slot", "a", "src/**"}, kHostB);
+  CHECK(foreign.exit == 5);
+  CHECK(foreign.err.find("host-a") != std::string::npos);
+  CHECK(ws.swarm({"hold", "--slot", "a", "--release", "--all"}, kHostB).exit == 5);
+  REQUIRE(ws.swarm({"join", "--slot", "a", "--task", "T-2", "--force"}).exit == 0);
+  auto replaced = ws.swarm({"hold", "--slot", "a", "--session", old_token, "src/**"});
+  CHECK(replaced.exit == 3);
+  CHECK(replaced.err.find("T-2") != std::string::npos);
+  CHECK(ws.swarm({"lease", "list"}).out.find("hold.") == std::string::npos);
+  CHECK(holds_of(ws).empty());
+}
+
 TEST_CASE("Hold_BadInputIsExit2BeforeAnyIo") {
   // no workspace at all: each is refused by its parse, naming the bad value.
   TempDir nowhere;

@@ -93,7 +93,8 @@ use "$tmp/moved" "$ws" two
 cmake -S "$src/examples/lease_client" -B "$tmp/example" -DCMAKE_PREFIX_PATH="$tmp/moved" >/dev/null ||
   fail "the example does not configure against the installed package"
 cmake --build "$tmp/example" >/dev/null || fail "the example does not build against the installed package"
-out=$("$tmp/example/lease_client" "$url" example-job) || fail "the example failed: $out"
+out=$("$tmp/example/lease_client" "$url" example-job 2>"$tmp/example.err") ||
+  fail "the example failed: $out $(cat "$tmp/example.err")"
 [[ $out =~ ^example-job\ [0-9]+$ ]] || fail "the example printed '$out', not the lease and its token"
 # Running a command under the lease (swarm::run_holding): it sees the token,
 # its exit status comes back, and the lease is free again after.

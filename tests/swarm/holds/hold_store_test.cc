@@ -5,6 +5,9 @@
 
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
+#include "kv/bucket.h"
 #include "support/nats_server.h"
 #include "swarm/slots/lifecycle.h"
 #include "swarm/workspace/bootstrap.h"
@@ -104,4 +107,42 @@ TEST_CASE("SlotLifecycle_RenewalKeepsItsHoldsAndDropsOneLost") {
   warnings.clear();
   life.renew("s", &warnings);
   CHECK(warnings.empty());
+}
+
+TEST_CASE("HoldStore_ALateRenewalStandsOnlyIfNoConflictingHoldCameMeanwhile") {
+  // a renewal that may have landed after its hold expired is ordered by its own revision, not by the hold's
+  // token: a conflicting hold granted before the renewal wins, and the renewed hold is given up; a renewal
+  // that cannot have been late stands, and costs no request.
+  testing::NatsServer server;
+  testing::TempDir dir{"swarm-holds"};
+  auto made = up({.root = dir.path(), .nats_url = server.url(), .connection = {}});
+  auto connection = connect_nats({.urls = {server.url()}});
+  const LeaseStore leases = LeaseStore::open(connection);
+  const HoldStore store(leases, {"host-a", "id-a"}, 10s);
+  const Lease mine = store.take({"a", 1, ::getpid(), {"src/**"}, HoldKind::exclusive, ""});
+  const LeaseEntry before = *leases.get(mine.name);
+  auto renew = [&](const LeaseEntry& e) {
+    Lease l;
+    l.name = e.name;
+    l.token = e.token();
+    l.revision = e.revision;
+    l.record = *e.record;
+    return leases.renew(l).revision;
+  };
+  // On time: it stands.
+  const std::uint64_t on_time = renew(before);
+  CHECK(store.confirm_renewal(before, Steady::now(), on_time).empty());
+  // Late: b's overlapping hold was granted (as if a's had expired), then a's renewal landed. Seen from a read
+  // of a TTL ago, the renewal may have come after the expiry.
+  kv::Bucket::open(connection, "swarm-leases")
+      .create("hold.b.1", R"({"name":"hold.b.1","holder":"b","host":"h","ttl_ms":10000,"slot":"b",)"
+                          R"("patterns":["src/x/**"],"kind":"exclusive","session":1})");
+  LeaseEntry read_long_ago = *leases.get(mine.name);
+  const std::uint64_t late = renew(read_long_ago);
+  read_long_ago.stored_at -= 10s;
+  const std::string said = store.confirm_renewal(read_long_ago, Steady::now() - 10s, late);
+  CHECK(said.find("expired before its renewal landed") != std::string::npos);
+  CHECK(said.find("slot b") != std::string::npos);
+  CHECK_FALSE(leases.get(mine.name));  // given up
+  CHECK(leases.get("hold.b.1"));
 }
