@@ -68,15 +68,9 @@ std::vector<HeldPath> held_elsewhere(const std::vector<LeaseEntry>& live, const 
 // "a.go (held by slot S on host H), b.go (...)", at most five then how many more.
 std::string held_paths_text(const std::vector<HeldPath>& held);
 
-class HoldStore {
+class HoldStore : public SlotLeases<HoldStore> {
  public:
-  HoldStore(LeaseStore store, HostIdentity me, std::chrono::milliseconds ttl)
-      : store_(std::move(store)), me_(std::move(me)), ttl_(ttl) {}
-  HoldStore with_budget(std::chrono::milliseconds budget) const {
-    HoldStore copy = *this;
-    copy.store_ = store_.with_budget(budget);
-    return copy;
-  }
+  using SlotLeases::SlotLeases;
 
   // Every hold someone may still hold (not certainly expired), corrupt ones
   // included, in name order: one listing of hold.>.
@@ -123,7 +117,6 @@ class HoldStore {
   std::vector<std::string> release_all(const std::string& slot, std::uint64_t session,
                                        const std::vector<std::string>& names) const;
 
-  const LeaseStore& store() const { return store_; }
 
  private:
   LeaseHolder holder(const HoldRequest& request) const;
@@ -133,9 +126,6 @@ class HoldStore {
   // `token`) and was granted before it; nullopt when there is none.
   std::optional<LeaseEntry> earlier_conflict(const std::string& slot, HoldKind kind,
                                              const std::vector<std::string>& patterns, std::uint64_t token) const;
-  LeaseStore store_;
-  HostIdentity me_;
-  std::chrono::milliseconds ttl_;
 };
 
 }  // namespace swarm

@@ -247,6 +247,28 @@ class LeaseStore {
   std::shared_ptr<const TokenWatermark> watermark_;
 };
 
+// What the leases a slot takes beside its session share (its task's, its
+// port block, its holds): the store, who takes them (this host), their TTL
+// (the session's); and the same whose requests take at most `budget` each
+// (a keeper's renewal must end before its session's deadline).
+template <typename Self>
+class SlotLeases {
+ public:
+  SlotLeases(LeaseStore store, HostIdentity me, std::chrono::milliseconds ttl)
+      : store_(std::move(store)), me_(std::move(me)), ttl_(ttl) {}
+  Self with_budget(std::chrono::milliseconds budget) const {
+    Self copy = static_cast<const Self&>(*this);
+    copy.store_ = store_.with_budget(budget);
+    return copy;
+  }
+  const LeaseStore& store() const { return store_; }
+
+ protected:
+  LeaseStore store_;
+  HostIdentity me_;
+  std::chrono::milliseconds ttl_;
+};
+
 // The lease a waiter's place ("_wait.<name>.<id>") waits for; nullopt for another key.
 std::optional<std::string> place_of(std::string_view key);
 // The place a beat ("_beat.<name>.<id>") keeps alive; nullopt for another key.

@@ -27,16 +27,9 @@ std::string port_block_lease_name(const PortBlock& block);
 // The block a lease name stands for; nullopt for any other name.
 std::optional<PortBlock> port_block_of(std::string_view lease_name);
 
-class PortBlocks {
+class PortBlocks : public SlotLeases<PortBlocks> {
  public:
-  PortBlocks(LeaseStore store, HostIdentity me, std::chrono::milliseconds ttl)
-      : store_(std::move(store)), me_(std::move(me)), ttl_(ttl) {}
-  // The same, whose requests take at most `budget` (LeaseStore::with_budget).
-  PortBlocks with_budget(std::chrono::milliseconds budget) const {
-    PortBlocks copy = *this;
-    copy.store_ = store_.with_budget(budget);
-    return copy;
-  }
+  using SlotLeases::SlotLeases;
 
   // Takes a block of `count` ports in `range` for `slot`, or keeps `keep`
   // (the block the session this join replaces names) when it has that size
@@ -93,9 +86,6 @@ class PortBlocks {
                                     const std::vector<PortBlock>& ours) const;
   // Releases the grant of `name` with `token`, tried up to three times.
   void give_back(const std::string& name, std::uint64_t token) const;
-  LeaseStore store_;
-  HostIdentity me_;
-  std::chrono::milliseconds ttl_;
 };
 
 }  // namespace swarm

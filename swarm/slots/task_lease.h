@@ -15,16 +15,9 @@
 
 namespace swarm {
 
-class TaskLeases {
+class TaskLeases : public SlotLeases<TaskLeases> {
  public:
-  TaskLeases(LeaseStore store, HostIdentity me, std::chrono::milliseconds ttl)
-      : store_(std::move(store)), me_(std::move(me)), ttl_(ttl) {}
-  // The same, whose requests take at most `budget` (LeaseStore::with_budget).
-  TaskLeases with_budget(std::chrono::milliseconds budget) const {
-    TaskLeases copy = *this;
-    copy.store_ = store_.with_budget(budget);
-    return copy;
-  }
+  using SlotLeases::SlotLeases;
 
   // Takes the lease of `task` for `slot`, or keeps it when `slot` holds it
   // already (`kept` says which). Conflict naming the slot that holds it otherwise.
@@ -45,13 +38,6 @@ class TaskLeases {
   // Releases the lease of `task` when `slot` holds it; a warning when that
   // failed, "" otherwise (also when it was not this slot's to release).
   std::string release(const std::string& slot, const std::string& task) const;
-
-  const LeaseStore& store() const { return store_; }
-
- private:
-  LeaseStore store_;
-  HostIdentity me_;
-  std::chrono::milliseconds ttl_;
 };
 
 }  // namespace swarm
