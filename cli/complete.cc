@@ -18,6 +18,33 @@
 
 namespace cli {
 
+std::vector<std::string> enumerated_values(const CLI::Option* option) {
+  std::vector<std::string> values;
+  auto* mutable_option = const_cast<CLI::Option*>(option);
+  for (int i = 0;; ++i) {
+    CLI::Validator* v = nullptr;
+    try {
+      v = mutable_option->get_validator(i);
+    } catch (const CLI::OptionNotFound&) {
+      break;
+    }
+    const std::string desc = v->get_description();
+    if (desc.size() <= 2 || desc.front() != '{' || desc.back() != '}') continue;
+    std::string item;
+    for (char c : desc.substr(1, desc.size() - 2)) {
+      if (c == ',') {
+        values.push_back(item);
+        item.clear();
+      } else {
+        item += c;
+      }
+    }
+    values.push_back(item);
+    return values;
+  }
+  return values;
+}
+
 std::vector<const CLI::App*> verbs_of(const CLI::App& app) {
   std::vector<const CLI::App*> out;
   for (const auto* sub : app.get_subcommands([](const CLI::App*) { return true; }))
@@ -52,29 +79,10 @@ OptionInfo info_of(const CLI::Option* option) {
     info.kind = ValueKind::task;
     return info;
   }
-  auto* mutable_option = const_cast<CLI::Option*>(option);
-  for (int i = 0;; ++i) {
-    CLI::Validator* v = nullptr;
-    try {
-      v = mutable_option->get_validator(i);
-    } catch (const CLI::OptionNotFound&) {
-      break;
-    }
-    const std::string desc = v->get_description();
-    if (desc.size() > 2 && desc.front() == '{' && desc.back() == '}') {
-      info.kind = ValueKind::enumerated;
-      std::string item;
-      for (char c : desc.substr(1, desc.size() - 2)) {
-        if (c == ',') {
-          info.values.push_back(item);
-          item.clear();
-        } else {
-          item += c;
-        }
-      }
-      info.values.push_back(item);
-      return info;
-    }
+  info.values = enumerated_values(option);
+  if (!info.values.empty()) {
+    info.kind = ValueKind::enumerated;
+    return info;
   }
   const std::string text = option->get_option_text();
   if (text == "DIR") info.kind = ValueKind::folder;

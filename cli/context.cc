@@ -1,5 +1,9 @@
 #include "cli/context.h"
 
+#include <mutex>
+
+#include <map>
+
 #include <filesystem>
 
 #include "kv/bucket.h"
@@ -205,6 +209,43 @@ const swarm::HostIdentity& Context::me() const {
   return *me_;
 }
 
+namespace {
+
+// swarm mcp: one connection per server and credentials, for every Context.
+std::mutex g_shared_mu;
+std::map<std::string, kv::Connection>* g_shared = nullptr;
+
+std::string connection_key(const kv::ConnectionOptions& o) {
+  std::string key;
+  for (const auto& u : o.urls) key += u + ",";
+  for (const std::string* part : {&o.user, &o.password, &o.token, &o.creds_file, &o.nkey_file, &o.tls_ca, &o.tls_cert,
+                                  &o.tls_key})
+    key += "\n" + *part;
+  return key;
+}
+
+}  // namespace
+
+void share_connections() {
+  std::lock_guard lock(g_shared_mu);
+  if (g_shared == nullptr) g_shared = new std::map<std::string, kv::Connection>();  // lives as long as the process
+}
+
+kv::Connection Context::connect(kv::ConnectionOptions options) const {
+  {
+    std::lock_guard lock(g_shared_mu);
+    if (g_shared == nullptr) return swarm::connect_nats(options);
+  }
+  // Kept for later calls: no total wait (each request still has --timeout).
+  options.total_wait = std::chrono::milliseconds(0);
+  const std::string key = connection_key(options);
+  std::lock_guard lock(g_shared_mu);
+  if (auto it = g_shared->find(key); it != g_shared->end()) return it->second;
+  kv::Connection made = swarm::connect_nats(options);
+  g_shared->emplace(key, made);
+  return made;
+}
+
 swarm::LeaseStore Context::leases(bool lives_on) const {
   timeout();  // a bad --timeout is bad input before any I/O
   std::optional<swarm::WorkspaceConfig> config;
@@ -217,7 +258,7 @@ swarm::LeaseStore Context::leases(bool lives_on) const {
   }
   kv::ConnectionOptions options = connection_options(config ? &*config : nullptr);
   if (lives_on) options.total_wait = std::chrono::milliseconds(0);
-  connection_ = swarm::connect_nats(options);
+  connection_ = connect(options);
   auto store = swarm::LeaseStore::open(*connection_, config ? config->lease_bucket : swarm::kDefaultLeaseBucket);
   return config ? store.with_watermark(watermark_of(*config)) : store;
 }
@@ -238,7 +279,7 @@ swarm::Landing Context::landing(bool lives_on) const {
   const swarm::WorkspaceConfig config = config_of(ws);
   kv::ConnectionOptions options = connection_options(&config);
   if (lives_on) options.total_wait = std::chrono::milliseconds(0);
-  connection_ = swarm::connect_nats(options);
+  connection_ = connect(options);
   const auto watermark = watermark_of(config);
   swarm::Landing landing(ws, config.hub_location(),
                          swarm::SessionStore::open(*connection_, config.bucket).with_watermark(watermark),
@@ -248,7 +289,7 @@ swarm::Landing Context::landing(bool lives_on) const {
 }
 
 Context::Sessions Context::sessions_of(const swarm::WorkspaceConfig& config) const {
-  connection_ = swarm::connect_nats(connection_options(&config));
+  connection_ = connect(connection_options(&config));
   const auto watermark = watermark_of(config);
   // Bound with no round trip: evict and status may never touch a task lease.
   swarm::LeaseStore leases = swarm::LeaseStore::bind(*connection_, config.lease_bucket).with_watermark(watermark);
@@ -259,7 +300,7 @@ Context::Sessions Context::sessions_of(const swarm::WorkspaceConfig& config) con
 Context::Tasks Context::tasks() const {
   timeout();  // a bad --timeout is bad input before any I/O
   const swarm::WorkspaceConfig config = config_of(workspace());
-  connection_ = swarm::connect_nats(connection_options(&config));
+  connection_ = connect(connection_options(&config));
   return {swarm::TaskStore::open(*connection_, config.task_bucket), swarm::Journal(*connection_)};
 }
 
@@ -268,7 +309,7 @@ Context::Messages Context::messages(bool lives_on) const {
   swarm::WorkspaceConfig config = config_of(workspace());
   kv::ConnectionOptions options = connection_options(&config);
   if (lives_on) options.total_wait = std::chrono::milliseconds(0);
-  connection_ = swarm::connect_nats(options);
+  connection_ = connect(options);
   const std::string bucket = config.bucket;
   return {std::move(config), swarm::Bus(*connection_, bucket), swarm::Cursors(*connection_, bucket),
           swarm::Blobs(*connection_)};
@@ -278,7 +319,7 @@ std::string Context::task_bucket() const { return config_of(workspace()).task_bu
 
 std::optional<swarm::TaskStore> Context::queue_if_exists() const {
   const swarm::WorkspaceConfig config = config_of(workspace());
-  if (!connection_) connection_ = swarm::connect_nats(connection_options(&config));
+  if (!connection_) connection_ = connect(connection_options(&config));
   return swarm::TaskStore::open_if_exists(*connection_, config.task_bucket);
 }
 

@@ -72,6 +72,11 @@ CLI::Option* add_session_option(CLI::App& cmd, std::string& session);
 // The token given, if any (checked by the option's validator).
 swarm::ExpectedSession session_of(const std::string& session);
 
+// For swarm mcp: every Context of this process from now on reuses one NATS
+// connection per server and credentials (kept without a total wait: each
+// request still has --timeout), instead of connecting for each verb run.
+void share_connections();
+
 // Registers the global options on the top-level app; with fallthrough they
 // are accepted before or after the verb.
 void add_global_options(CLI::App& app, Globals& globals);
@@ -147,6 +152,8 @@ class Context {
   // The workspace's config, its session bucket replaced by --bucket.
   swarm::WorkspaceConfig config_of(const swarm::Workspace& ws) const;
   Sessions sessions_of(const swarm::WorkspaceConfig& config) const;
+  // A connection made with `options` (or the shared one: share_connections).
+  kv::Connection connect(kv::ConnectionOptions options) const;
   // The token watermark of the workspace, for stores on its own NATS (null
   // on another server, named by --nats-url).
   std::shared_ptr<const swarm::TokenWatermark> watermark_of(const swarm::WorkspaceConfig& config) const;
@@ -222,12 +229,16 @@ Verb add_ack(CLI::App& app);
 Verb add_ask(CLI::App& app);
 Verb add_blob(CLI::App& app);
 Verb add_hold(CLI::App& app);
+Verb add_mcp(CLI::App& app);
 Verb add_holds(CLI::App& app);
 // The help topics (the pages of docs/), by name, comma-separated.
 std::string topic_list();
 // What `swarm help WORDS...` prints: the verb's --help, or a topic's page;
 // nullopt when the words name neither.
 std::optional<std::string> help_text(const CLI::App& root, const std::vector<std::string>& words);
+// The values an option takes when it takes one of a set (its validator's
+// "{a,b,c}"); empty otherwise.
+std::vector<std::string> enumerated_values(const CLI::Option* option);
 // The verbs (or sub-verbs) of `app` a user sees: hidden ones left out.
 std::vector<const CLI::App*> verbs_of(const CLI::App& app);
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <set>
+#include <unordered_map>
 
 #include "cli/documents.h"
 #include "cli/serve_view.h"
@@ -202,6 +203,13 @@ std::vector<swarm::SessionRow> ServeView::sessions_now(swarm::TimePoint* now) co
         swarm::run_is_gone(row.leaf_pid, row.leaf_start, row.agent_pid, row.agent_start))
       row.state = swarm::State::dead;
   }
+  // Each session's task state, from the queue this view follows (as
+  // `status` notes it from the queue it reads).
+  std::unordered_map<std::string_view, std::string_view> state_of;
+  for (const auto& [key, e] : tasks_)
+    if (e.task) state_of[e.task->id] = swarm::to_string(e.task->state());
+  for (auto& row : rows)
+    if (auto it = state_of.find(row.task_id); !row.corrupt && it != state_of.end()) row.task_state = it->second;
   return rows;
 }
 

@@ -4,7 +4,8 @@
 # nats-server release into the build tree (scripts/current-nats-server.sh)
 # where Go 1.24 or later is on the machine, for the tests' second server leg.
 # With --tests, also what only the tests use: the Prometheus server and
-# Chromium (swarm serve's tests), zsh and fish (the completion tests), man.
+# Chromium (swarm serve's tests), zsh and fish (the completion tests), man,
+# and Python's venv (for the MCP SDK's client, scripts/mcp-sdk.sh).
 # With --tool, only what building and running swarm needs (the demo): no
 # test packages, no package tools, no second nats-server.
 set -euo pipefail
@@ -16,7 +17,7 @@ if [ "$mode" != "--tool" ]; then
   packages+=(openssh-server doctest-dev dpkg-dev file lintian)
 fi
 if [ "$mode" = "--tests" ]; then
-  packages+=(prometheus chromium zsh fish man-db)
+  packages+=(prometheus chromium zsh fish man-db python3-venv)
 fi
 # The current nats-server release, for the tests' second server leg (not for --tool).
 second_leg() {
@@ -41,6 +42,7 @@ have() {
     libcpp-httplib-dev) [ -f /usr/include/httplib.h ] ;;
     prometheus|chromium|zsh|fish) command -v "$1" >/dev/null ;;
     man-db) command -v man >/dev/null ;;
+    python3-venv) python3 -c 'import venv, ensurepip' 2>/dev/null ;;
     lintian|file) command -v "$1" >/dev/null ;;
     dpkg-dev) command -v dpkg-shlibdeps >/dev/null ;;
     *) dpkg -s "$1" >/dev/null 2>&1 ;;

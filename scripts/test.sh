@@ -10,6 +10,7 @@ scripts/setup.sh --tests
 
 build=${SWARM_BUILD_DIR:-build}
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSWARM_WERROR=ON
+scripts/mcp-sdk.sh "$build"  # the MCP SDK's client, for swarm mcp's tests
 cmake --build "$build" -j"$(nproc)"
 ctest --test-dir "$build" --output-on-failure -j"$(nproc)" "$@"
 # The Debian package: built with CPack, checked by lintian, unpacked and run.

@@ -88,4 +88,7 @@ void blob_put(Bench& b);              // 36
 void hold_one_pattern(Bench& b);      // 37
 void commit_among_holds(Bench& b);    // 38
 
+// bench_mcp.cc
+void mcp_tool_call(Bench& b);         // 39
+
 }  // namespace bench

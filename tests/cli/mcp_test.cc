@@ -1,0 +1,158 @@
+// swarm mcp through the real binary, on both server legs (the SDK's own
+// sessions are tests/mcp/sdk_session.py): the three front ends (the command
+// line, serve's /api, mcp's structuredContent) hand out the same documents;
+// tools/list stays small; nothing but protocol reaches stdout; --slot fills
+// in a call's slot.
+#include <doctest/doctest.h>
+
+#include <functional>
+#include <sstream>
+
+#include "cli/serve_fixture.h"
+#include "cli/swarm_fixture.h"
+#include "support/eventually.h"
+#include "support/json_fields.h"
+
+using namespace testing;
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+namespace {
+
+// `swarm mcp ARGS...` fed `lines` (an initialize first), its input closed
+// after them: every JSON message it wrote, by id.
+std::map<int, swarm::Json> mcp_session(const SwarmWorkspace& ws, const std::vector<std::string>& lines,
+                                       const std::vector<std::string>& args = {}, std::string* raw = nullptr) {
+  TempDir dir("swarm-mcp-in");
+  std::string input =
+      R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},)"
+      R"("clientInfo":{"name":"test","version":"1"}}})"
+      "\n";
+  for (const auto& l : lines) input += l + "\n";
+  write_file(dir.path() / "in", input);
+  std::vector<std::string> argv = {"mcp"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  Command c = ws.command(argv);
+  std::vector<std::string> wrapped = {"/bin/sh", "-c", "exec \"$@\" < \"$SWARM_TEST_INPUT\"", "sh"};
+  wrapped.insert(wrapped.end(), c.args.begin(), c.args.end());
+  c.args = wrapped;
+  c.env["SWARM_TEST_INPUT"] = (dir.path() / "in").string();
+  auto r = run(c, 120s);
+  REQUIRE_MESSAGE(r.exit == 0, r.err);
+  if (raw != nullptr) *raw = r.out;
+  std::map<int, swarm::Json> out;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) {
+    auto j = swarm::Json::parse(line);
+    REQUIRE_MESSAGE(j, "not JSON on stdout: " << line);
+    const cJSON* id = cJSON_GetObjectItemCaseSensitive(j.get(), "id");
+    if (cJSON_IsNumber(id)) out[static_cast<int>(id->valuedouble)] = std::move(j);
+  }
+  return out;
+}
+
+std::string call(int id, const std::string& tool, const std::string& arguments = "{}") {
+  return R"({"jsonrpc":"2.0","id":)" + std::to_string(id) + R"(,"method":"tools/call","params":{"name":")" + tool +
+         R"(","arguments":)" + arguments + "}}";
+}
+
+const cJSON* result_of(const std::map<int, swarm::Json>& by_id, int id) {
+  auto it = by_id.find(id);
+  REQUIRE(it != by_id.end());
+  return cJSON_GetObjectItemCaseSensitive(it->second.get(), "result");
+}
+
+// A document without what moves between two reads of it (ages, times left).
+std::string steady(const cJSON* doc) {
+  swarm::Json copy = swarm::Json::copy(doc);
+  std::function<void(cJSON*)> strip = [&](cJSON* node) {
+    for (const char* moving : {"age_seconds", "expires_in_seconds", "state"}) cJSON_DeleteItemFromObject(node, moving);
+    for (cJSON* child = node ? node->child : nullptr; child != nullptr; child = child->next)
+      if (cJSON_IsObject(child) || cJSON_IsArray(child)) strip(child);
+  };
+  strip(copy.get());
+  return copy.dump();
+}
+
+}  // namespace
+
+TEST_CASE("Mcp_TheThreeFrontEndsHandOutTheSameDocuments") {
+  // for every verb that has a --json document, an /api path and a tool (status, task list, holds, lease list,
+  // branches): the three are the same document (ages aside).
+  SwarmWorkspace ws;
+  REQUIRE(ws.swarm({"task", "add", "A task", "--id", "T-1"}).exit == 0);
+  REQUIRE(ws.swarm({"join", "--slot", "s1", "--task", "T-1"}).exit == 0);
+  REQUIRE(ws.swarm({"hold", "--slot", "s1", "src/**", "--reason", "api"}).exit == 0);
+  REQUIRE(ws.swarm({"lease", "acquire", "job", "--ttl", "1m"}).exit == 0);
+  Served served(ws);
+  const std::vector<std::tuple<std::string, std::vector<std::string>, std::string>> fronts = {
+      {"status", {"status", "--json"}, "/api/status"},
+      {"task_list", {"task", "list", "--json"}, "/api/tasks"},
+      {"holds", {"holds", "--json"}, "/api/holds"},
+      {"lease_list", {"lease", "list", "--json"}, "/api/leases"},
+      {"branches", {"branches", "--json"}, "/api/branches"}};
+  std::vector<std::string> lines;
+  for (std::size_t i = 0; i < fronts.size(); ++i) lines.push_back(call(static_cast<int>(i) + 1, std::get<0>(fronts[i])));
+  // The view has caught up with what was written before it started.
+  REQUIRE(eventually_body(served, "/api/holds", [](const std::string& b) { return b.find("src/**") != std::string::npos; }));
+  const auto by_id = mcp_session(ws, lines, {"--tools", "all"});
+  for (std::size_t i = 0; i < fronts.size(); ++i) {
+    const auto& [tool, verb, path] = fronts[i];
+    CAPTURE(tool);
+    const cJSON* result = result_of(by_id, static_cast<int>(i) + 1);
+    REQUIRE(result != nullptr);
+    CHECK_FALSE(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result, "isError")));
+    const std::string from_mcp = steady(cJSON_GetObjectItemCaseSensitive(result, "structuredContent"));
+    auto cli = ws.swarm(verb);
+    REQUIRE(cli.exit == 0);
+    const std::string from_cli = steady(json_of(cli).get());
+    std::string from_api;
+    eventually([&] {
+      auto r = served.get(path);  // branches: 503 while they are first read
+      if (!r || r->status != 200) return false;
+      auto api = swarm::Json::parse(r->body);
+      from_api = api ? steady(api.get()) : "";
+      return from_api == from_cli;
+    }, 10s);
+    INFO("cli: " << from_cli << "\napi: " << from_api << "\nmcp: " << from_mcp);
+    CHECK(from_mcp == from_cli);
+    CHECK(from_api == from_cli);
+  }
+}
+
+TEST_CASE("Mcp_ToolsListIsSmallAndNothingButProtocolReachesStdout") {
+  // tools/list of the core set stays under 8 KB (it costs an agent's context); every line of stdout is a
+  // JSON-RPC message, also when a verb prints warnings or fails; --slot fills in a call's slot.
+  SwarmWorkspace ws;
+  REQUIRE(ws.swarm({"join", "--slot", "s1", "--task", "T-1"}).exit == 0);
+  std::string raw;
+  const auto by_id = mcp_session(ws,
+                                 {R"({"jsonrpc":"2.0","id":1,"method":"tools/list"})", call(2, "renew"),
+                                  call(3, "close", R"({"result":"success"})"), call(4, "hold", R"({"pattern":["/abs"]})")},
+                                 {"--slot", "s1"}, &raw);
+  const cJSON* listed = result_of(by_id, 1);
+  CHECK(std::string(cJSON_PrintUnformatted(listed)).size() < 8192);
+  CHECK(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(listed, "tools")) >= 13);
+  // renew with no slot named: the server's --slot.
+  const cJSON* renewed = result_of(by_id, 2);
+  CHECK_FALSE(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(renewed, "isError")));
+  CHECK(text_of(cJSON_GetObjectItemCaseSensitive(renewed, "structuredContent"), "slot") == "s1");
+  // close --result success without a commit: an error result carrying swarm.error.v1 and the verb's message.
+  const cJSON* refused = result_of(by_id, 3);
+  CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(refused, "isError")));
+  const cJSON* error = cJSON_GetObjectItemCaseSensitive(refused, "structuredContent");
+  CHECK(text_of(error, "schema") == "swarm.error.v1");
+  CHECK(number_of(error, "exit") == 3);
+  // A bad pattern is the verb's exit 2, as an error result.
+  CHECK(number_of(cJSON_GetObjectItemCaseSensitive(result_of(by_id, 4), "structuredContent"), "exit") == 2);
+  std::istringstream lines(raw);
+  for (std::string line; std::getline(lines, line);) {
+    auto j = swarm::Json::parse(line);
+    REQUIRE(j);
+    CHECK(text_of(j.get(), "jsonrpc") == "2.0");
+  }
+  // The all set is larger, and says so.
+  const auto all = mcp_session(ws, {R"({"jsonrpc":"2.0","id":1,"method":"tools/list"})"}, {"--tools", "all"});
+  CHECK(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(result_of(all, 1), "tools")) >
+        cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(listed, "tools")));
+}
