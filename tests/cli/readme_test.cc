@@ -334,3 +334,15 @@ TEST_CASE("Readme_HoldsAsWritten") {
   CHECK(left.out.find("\"slot\":\"a2\",\"host\"") != std::string::npos);
   CHECK(left.out.find("\"slot\":\"a1\"") == std::string::npos);
 }
+
+TEST_CASE("Readme_McpOverStdioAsWritten") {
+  // docs/mcp.md's recipe: a session over a pipe answers each request once, nothing else on stdout, and a
+  // token that is not the slot's session is an error result.
+  SwarmWorkspace ws;
+  const std::map<std::string, std::string> env = {{"SWARM_WORKSPACE", ws.root().string()}};
+  auto r = run_recipe(recipe("mcp-stdio"), ws.root(), ws.home(), env);
+  CHECK(r.out.find("3\n") == 0);
+  CHECK(r.out.find("\"isError\":true") != std::string::npos);
+  const std::string answers = read_file(ws.root() / "answers.jsonl");
+  CHECK(answers.find("\"structuredContent\":{\"schema\":\"swarm.status.v1\"") != std::string::npos);
+}
