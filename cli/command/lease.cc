@@ -1,0 +1,325 @@
+// swarm lease acquire|renew|release|show|list: leases by hand, for scripts
+// and long-lived agents that heartbeat themselves.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "cli/documents/documents.h"
+#include "cli/command/lease_wait.h"
+#include "swarm/lease/semaphore.h"
+#include "swarm/base/duration.h"
+#include "swarm/base/error.h"
+#include "swarm/base/names.h"
+#include "swarm/base/text.h"
+#include "swarm/lease/lease.h"
+#include "swarm/lease/mutex.h"
+
+namespace cli {
+
+namespace {
+
+struct LeaseFlags {
+  std::string name;
+  std::string ttl = "15s";
+  std::string wait = "0";
+  int limit = 0;
+  std::string holder;
+  std::int64_t pid = 0;
+  std::uint64_t token = 0;
+};
+
+double seconds(std::chrono::milliseconds d) { return static_cast<double>(d.count()) / 1000.0; }
+
+// One lease as swarm.lease.v1 has it: the record's fields, then ours.
+swarm::Json lease_json(const swarm::LeaseEntry& e, const swarm::LeaseStanding& s, int waiters) {
+  swarm::Json item = e.corrupt() ? swarm::Json::object() : swarm::Json::parse(swarm::to_json(*e.record));
+  if (e.corrupt()) item.set("name", e.name);
+  else item.set("token", e.token());
+  item.set("revision", e.revision)
+      .set("state", swarm::to_string(s.state))
+      .set("age_seconds", seconds(s.age))
+      .set("expires_in_seconds", seconds(s.left))
+      .set("waiters", waiters);
+  if (e.corrupt()) item.set("error", e.corrupt_reason);
+  return item;
+}
+
+std::string table(const std::vector<swarm::LeaseEntry>& entries, const std::map<std::string, int>& waiting,
+                  swarm::TimePoint now) {
+  if (entries.empty()) return "no leases\n";
+  std::vector<std::vector<std::string>> rows = {{"NAME", "STATE", "HOLDER", "HOST", "TOKEN", "AGE", "LEFT", "WAITERS"}};
+  for (const auto& e : entries) {
+    auto s = swarm::standing_of(e, now);
+    auto w = waiting.find(e.name);
+    auto fmt = [](std::chrono::milliseconds d) {
+      return swarm::format_duration(std::chrono::duration_cast<std::chrono::seconds>(d));
+    };
+    // Record text is escaped: a holder with control characters cannot drive the terminal.
+    if (e.corrupt())
+      rows.push_back({swarm::printable(e.name), "corrupt: " + swarm::printable(e.corrupt_reason), "-", "-", "-",
+                      fmt(s.age), "-", "-"});
+    else
+      rows.push_back({swarm::printable(e.name), std::string(swarm::to_string(s.state)),
+                      swarm::printable(e.record->holder), swarm::printable(e.record->host),
+                      std::to_string(e.token()), fmt(s.age), fmt(s.left),
+                      std::to_string(w == waiting.end() ? 0 : w->second)});
+  }
+  return aligned(rows);
+}
+
+swarm::Json semaphore_json(const swarm::SemaphoreSummary& s) {
+  swarm::Json about = swarm::Json::object();
+  about.set("name", s.name).set("limit", s.limit).set("held", s.held).set("waiters", s.waiters);
+  return about;
+}
+
+// The semaphores of a listing, as a table ("" when there are none).
+std::string semaphore_table(const std::vector<swarm::SemaphoreSummary>& semaphores) {
+  if (semaphores.empty()) return {};
+  std::vector<std::vector<std::string>> rows = {{"SEMAPHORE", "LIMIT", "HELD", "WAITING"}};
+  for (const auto& s : semaphores)
+    rows.push_back({swarm::printable(s.name), std::to_string(s.limit), std::to_string(s.held),
+                    std::to_string(s.waiters)});
+  return "\n" + aligned(rows);
+}
+
+swarm::Json leases_of(const std::vector<swarm::LeaseEntry>& entries, const std::map<std::string, int>& waiting,
+                      swarm::TimePoint now) {
+  swarm::Json list = swarm::Json::array();
+  for (const auto& e : entries) {
+    auto w = waiting.find(e.name);
+    list.push(lease_json(e, swarm::standing_of(e, now), w == waiting.end() ? 0 : w->second));
+  }
+  swarm::Json doc = swarm::Json::object();
+  doc.set("leases", std::move(list));
+  return doc;
+}
+
+// A whole listing: its leases, and its semaphores.
+swarm::Json listing_of(const std::vector<swarm::LeaseEntry>& entries, const std::map<std::string, int>& waiting,
+                       const std::vector<swarm::SemaphoreSummary>& semaphores, swarm::TimePoint now) {
+  swarm::Json doc = leases_of(entries, waiting, now);
+  swarm::Json list = swarm::Json::array();
+  for (const auto& s : semaphores) list.push(semaphore_json(s));
+  doc.set("semaphores", std::move(list));
+  return doc;
+}
+
+// Prints leases as a table or swarm.lease.v1.
+void print(const Context& ctx, const swarm::LeaseStore& store, const std::vector<swarm::LeaseEntry>& entries,
+           const std::map<std::string, int>& waiting) {
+  auto now = store.server_clock().now();
+  ctx.out().result("lease", table(entries, waiting, now), leases_of(entries, waiting, now));
+}
+
+// `lease list`: every lease, then the semaphores (their limits, permits held, lines).
+void print_all(const Context& ctx, const swarm::LeaseStore& store, const std::vector<swarm::LeaseEntry>& entries,
+               const std::map<std::string, int>& waiting) {
+  auto now = store.server_clock().now();
+  const auto semaphores = swarm::summarize_semaphores(swarm::semaphore_limits(store), entries, waiting, now);
+  ctx.out().result("lease", table(entries, waiting, now) + semaphore_table(semaphores),
+                   listing_of(entries, waiting, semaphores, now));
+}
+
+// A lease this process was just granted or renewed, as swarm.lease.v1: stored
+// a moment ago, so 0 old.
+swarm::Json granted_doc(const swarm::LeaseStore& store, const swarm::Lease& lease) {
+  swarm::LeaseEntry entry;
+  entry.name = lease.name;
+  entry.revision = lease.revision;
+  entry.record = lease.record;
+  entry.record->token = lease.token;
+  entry.stored_at = store.server_clock().now();
+  swarm::Json list = swarm::Json::array();
+  list.push(lease_json(entry, swarm::standing_of(entry, entry.stored_at), 0));
+  swarm::Json doc = swarm::Json::object();
+  doc.set("leases", std::move(list));
+  return doc;
+}
+
+// The sub-verbs, each with its options into `f`.
+CLI::App* add_acquire(CLI::App& cmd, LeaseFlags& f) {
+  CLI::App* acquire = cmd.add_subcommand("acquire", "Take the lease and print its fencing token");
+  acquire->add_option("name", f.name, "Lease name, e.g. claim.T-42")->required()->check(user_lease_name_validator());
+  acquire->add_option("--ttl", f.ttl, "How long it lives unless renewed, 1s to 1h")
+      ->capture_default_str()
+      ->option_text("DUR")
+      ->check(duration_validator());
+  acquire->add_option("--wait", f.wait, "Wait in line this long when it is held (0: try once, exit 3 if held)")
+      ->capture_default_str()
+      ->option_text("DUR")
+      ->check(duration_validator());
+  acquire->add_option("--holder", f.holder, "Who holds it, shown to others (default: HOST:PID)")->check(holder_validator());
+  acquire->add_option("--pid", f.pid, "The process it belongs to (default: the caller of swarm)")
+      ->transform(decimal_in(1, 4194304));
+  acquire->add_option("--limit", f.limit,
+                      "A semaphore: one of at most N permits of NAME (lease NAME.permit.K; its token is printed)")
+      ->option_text("N")
+      ->transform(decimal_in(1, swarm::kMaxPermits));
+  acquire->footer("Example:\n  tok=$(swarm lease acquire merge-main --ttl 60s --wait 5m)\n"
+                  "  swarm lease acquire sim-licence --limit 2 --json   # names the permit's lease");
+  return acquire;
+}
+
+// renew or release: the name and the token of the grant.
+CLI::App* add_by_token(CLI::App& cmd, LeaseFlags& f, const char* name, const char* what) {
+  CLI::App* sub = cmd.add_subcommand(name, what);
+  sub->add_option("name", f.name, "Lease name")->required()->check(lease_name_validator());
+  sub->add_option("--token", f.token, "The fencing token `acquire` printed")
+      ->required()
+      ->option_text("N")
+      ->check(CLI::Validator(
+          [](std::string& value) -> std::string {
+            // Digits only: strtoull would take "-1", "+7" or "0x47" and wrap or guess.
+            bool digits = !value.empty() && value.size() <= 19 &&
+                          value.find_first_not_of("0123456789") == std::string::npos;
+            if (!digits || std::strtoull(value.c_str(), nullptr, 10) == 0)
+              return "--token " + value + " is not a fencing token: give the number `swarm lease acquire` printed";
+            return {};
+          },
+          "N"));
+  sub->footer(std::string("Example:\n  swarm lease ") + name + " claim.T-42 --token 1234");
+  return sub;
+}
+
+int run_acquire(Context& ctx, const LeaseFlags& f) {
+  auto ttl = lease_ttl_option(f.ttl);
+  auto wait = swarm::parse_duration(f.wait);
+  SignalRouter signals;  // before any thread: a signal leaves the line
+  auto store = ctx.leases(wait.count() > 0);
+  // The lease belongs to whoever called swarm: its own pid ends now.
+  auto who = swarm::LeaseHolder::process(ctx.me(), f.pid != 0 ? f.pid : getppid(), f.holder);
+  std::optional<swarm::Lease> lease;
+  if (f.limit > 0) {
+    lease = wait_for_permit(ctx, store, f.name, f.limit, who, ttl, wait, signals);
+  } else {
+    swarm::Mutex mutex(store, f.name, who, ttl);
+    lease = wait_in_line(ctx, store, mutex, f.name, wait, signals);
+  }
+  if (!lease) return exit_for_signal(signals.received());
+  ctx.out().result("lease", std::to_string(lease->token),
+                   ctx.out().json() ? granted_doc(store, *lease) : swarm::Json::object());
+  return 0;
+}
+
+int run_renew(Context& ctx, const swarm::LeaseStore& store, const LeaseFlags& f) {
+  auto lease = store.renew(f.name, f.token);
+  ctx.out().result("lease",
+                   "renewed lease " + f.name + " (token " + std::to_string(lease.token) + ") for " +
+                       swarm::format_duration(lease.record.ttl),
+                   ctx.out().json() ? granted_doc(store, lease) : swarm::Json::object());
+  return 0;
+}
+
+int run_release(Context& ctx, const swarm::LeaseStore& store, const LeaseFlags& f) {
+  store.release(f.name, f.token);
+  swarm::Json released = swarm::Json::object();
+  released.set("name", f.name).set("token", f.token);
+  swarm::Json doc = swarm::Json::object();
+  doc.set("leases", swarm::Json::array()).set("released", std::move(released));
+  ctx.out().result("lease", "released lease " + f.name + " (token " + std::to_string(f.token) + ")", std::move(doc));
+  return 0;
+}
+
+// `lease show NAME` of a semaphore: its limit, its permits as leases (holders,
+// tokens) and its line (the waiters at its gate). nullopt: no semaphore NAME.
+std::optional<int> show_semaphore(const Context& ctx, const swarm::LeaseStore& store, const std::string& name) {
+  std::optional<int> limit;
+  try {
+    limit = swarm::Semaphore(store, name).limit();
+  } catch (const swarm::Error& e) {
+    if (e.kind() != swarm::Errc::bad_input) throw;  // a name too long for a semaphore's permits: none
+  }
+  if (!limit) return std::nullopt;
+  std::vector<swarm::LeaseEntry> permits;
+  for (auto& e : store.list(name + ".permit.*"))
+    if (swarm::permit_of(e.name)) permits.push_back(std::move(e));
+  std::sort(permits.begin(), permits.end(), [](const auto& a, const auto& b) {
+    return *swarm::permit_of(a.name) < *swarm::permit_of(b.name);
+  });
+  const auto now = store.server_clock().now();
+  const std::string gate = swarm::gate_lease(name);
+  std::vector<swarm::LeaseEntry> counted = permits;
+  if (auto at_gate = store.get(gate)) counted.push_back(std::move(*at_gate));
+  const auto summary = swarm::summarize_semaphores({{name, *limit}}, counted,
+                                                   store.waiting(gate, ctx.me().host, ctx.me().host_id), now)
+                           .front();
+  swarm::Json doc = leases_of(permits, {}, now);
+  doc.set("semaphore", semaphore_json(summary));
+  const std::string text = "semaphore " + name + ": limit " + std::to_string(summary.limit) + ", " +
+                           std::to_string(summary.held) + " held, " + std::to_string(summary.waiters) + " waiting\n" +
+                           table(permits, {}, now);
+  ctx.out().result("lease", text, std::move(doc));
+  return 0;
+}
+
+int run_limit(Context& ctx, const swarm::LeaseStore& store, const LeaseFlags& f) {
+  const int was = swarm::Semaphore(store, f.name).change(f.limit);
+  swarm::Json doc = swarm::Json::object();
+  doc.set("name", f.name).set("limit", f.limit).set("was", was);
+  ctx.out().result("lease", "semaphore " + f.name + ": limit " + std::to_string(was) + " -> " + std::to_string(f.limit),
+                   std::move(doc));
+  return 0;
+}
+
+}  // namespace
+
+swarm::Json leases_document(const std::vector<swarm::LeaseEntry>& entries, const std::map<std::string, int>& waiting,
+                            const std::vector<swarm::SemaphoreSummary>& semaphores, swarm::TimePoint server_now) {
+  return with_schema("lease", listing_of(entries, waiting, semaphores, server_now));
+}
+
+Verb add_lease(CLI::App& app) {
+  auto f = std::make_shared<LeaseFlags>();
+  CLI::App* cmd = app.add_subcommand("lease", "Leases by hand: acquire, renew, release, show, list");
+  cmd->require_subcommand(1);
+  cmd->footer(
+      "Examples:\n"
+      "  tok=$(swarm lease acquire claim.T-42 --ttl 60s)     # prints the fencing token\n"
+      "  swarm lease renew claim.T-42 --token \"$tok\"         # every 20s\n"
+      "  swarm lease release claim.T-42 --token \"$tok\"\n"
+      "  swarm lease list\n"
+      "  swarm lease limit integration 6                  # a semaphore's limit\n"
+      "A token that is no longer the lease's is exit 3, and changes nothing.");
+  CLI::App* acquire = add_acquire(*cmd, *f);
+  CLI::App* renew = add_by_token(*cmd, *f, "renew", "Renew the lease, for the grant its token names");
+  CLI::App* release = add_by_token(*cmd, *f, "release", "Release the lease, for the grant its token names");
+  CLI::App* show = cmd->add_subcommand("show", "One lease: state, holder, token, age, time left, waiters");
+  show->add_option("name", f->name, "Lease name")->required()->check(lease_name_validator());
+  show->footer("Example:\n  swarm lease show merge-main --json\n"
+               "A semaphore's name shows its limit, its permits (NAME.permit.K) and how many wait.");
+  CLI::App* limit = cmd->add_subcommand("limit", "Change a semaphore's limit (a raise admits waiters at once)");
+  limit->add_option("name", f->name, "Semaphore name")->required()->check(lease_name_validator());
+  limit->add_option("limit", f->limit, "The new limit, 1 to 1000")
+      ->required()
+      ->transform(decimal_in(1, swarm::kMaxPermits));
+  limit->footer("Example:\n  swarm lease limit integration 6\n"
+                "A cut lets the holders finish and grants nothing until they are under the new limit.");
+  CLI::App* list = cmd->add_subcommand("list", "Every lease: state, holder, token, age, time left, waiters; then "
+                                               "each semaphore's limit, permits held and waiters");
+  list->footer("Example:\n  swarm lease list");
+
+  return {cmd, [f, acquire, renew, release, show, limit](Context& ctx) {
+            if (acquire->parsed()) return run_acquire(ctx, *f);
+            auto store = ctx.leases();
+            if (limit->parsed()) return run_limit(ctx, store, *f);
+            if (renew->parsed()) return run_renew(ctx, store, *f);
+            if (release->parsed()) return run_release(ctx, store, *f);
+            if (show->parsed()) {
+              auto entry = store.get(f->name);
+              if (!entry) {
+                if (auto shown = show_semaphore(ctx, store, f->name)) return *shown;
+                throw swarm::Error(swarm::Errc::not_found, "no lease " + f->name);
+              }
+              print(ctx, store, {*entry}, store.waiting(f->name, ctx.me().host, ctx.me().host_id));
+              return 0;
+            }
+            auto entries = store.list();  // list
+            std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+            print_all(ctx, store, entries, store.waiting({}, ctx.me().host, ctx.me().host_id));
+            return 0;
+          }};
+}
+
+}  // namespace cli

@@ -1,0 +1,19 @@
+// swarm: one owner per slot, leases with fencing tokens, on NATS JetStream.
+#include <cstdlib>
+#include <iostream>
+
+#include "cli/command/command_line.h"
+#include "cli/serve/serve.h"
+#include "swarm/base/log.h"
+
+int main(int argc, char** argv) {
+  cli::set_program_args(argc, argv);
+  const int code = cli::run_command_line(argc, argv, {}, true);
+  // The verb is done: every KV write it made was acknowledged and every file
+  // it wrote is closed. Leave without the NATS client's orderly close (a PING
+  // round trip and joining its threads); the kernel closes the socket.
+  std::cout.flush();
+  std::cerr.flush();
+  swarm::log::shutdown();
+  std::_Exit(code);
+}

@@ -1,0 +1,652 @@
+// swarm mcp: a Model Context Protocol server on standard input and output,
+// newline-delimited JSON-RPC 2.0, answering revision 2025-11-25 (opened by
+// `initialize`) and 2026-07-28 (`server/discover`, the version in each
+// request's _meta). Each tool call runs the verb as the command line would
+// (cli/command_line.h) with --json: in this process, its stdout and stderr
+// captured (one call at a time); or, for a verb that may wait long, as a
+// process of its own that a cancellation stops as Ctrl-C would. Nothing but
+// protocol reaches stdout: the verbs' own stdout is never the client's.
+// The server keeps nothing between calls but a NATS connection (adr/0043).
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "cli/command/command_line.h"
+#include "cli/command/context.h"
+#include "cli/command/exit_code.h"
+#include "cli/mcp/mcp_tools.h"
+#include "swarm/base/duration.h"
+#include "swarm/base/error.h"
+#include "swarm/base/text.h"
+
+namespace cli {
+
+namespace {
+
+constexpr const char* kModern = "2026-07-28";
+constexpr const char* kLegacy = "2025-11-25";
+constexpr const char* kVersionKey = "io.modelcontextprotocol/protocolVersion";
+// Earlier revisions a client may open with; the answer is the one it asked for.
+const char* const kLegacyVersions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
+// A line longer than this is refused (and skipped to its end).
+constexpr std::size_t kMaxLine = 16u << 20;
+// With a progress token and no output, a long call says it still runs this often.
+constexpr std::chrono::seconds kProgressBeat{5};
+
+enum Code { kParseError = -32700, kInvalidRequest = -32600, kMethodNotFound = -32601, kInvalidParams = -32602,
+            kInternalError = -32603, kUnsupportedVersion = -32022 };
+
+const cJSON* member(const cJSON* object, const char* name) {
+  return cJSON_IsObject(object) ? cJSON_GetObjectItemCaseSensitive(object, name) : nullptr;
+}
+
+// A JSON-RPC error, thrown by a handler; `data` optional.
+struct RpcError {
+  int code;
+  std::string message;
+  swarm::Json data;
+};
+
+std::string read_all(int fd) {
+  std::string out;
+  char buf[65536];
+  ::lseek(fd, 0, SEEK_SET);
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<std::size_t>(n));
+  return out;
+}
+
+// What a verb run left: its exit code, stdout and stderr.
+struct Ran {
+  int exit = 0;
+  std::string out;
+  std::string err;
+};
+
+// The JSON lines of `text` (the others dropped).
+std::vector<swarm::Json> json_lines(const std::string& text) {
+  std::vector<swarm::Json> out;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const auto end = text.find('\n', at);
+    const std::string line = text.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    at = end == std::string::npos ? text.size() : end + 1;
+    if (line.empty() || line.front() != '{') continue;
+    if (auto j = swarm::Json::parse(line)) out.push_back(std::move(j));
+  }
+  return out;
+}
+
+// The lines of `text` that are not JSON (warnings and notes of stderr).
+std::string text_lines(const std::string& text) {
+  std::string out;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const auto end = text.find('\n', at);
+    const std::string line = text.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    at = end == std::string::npos ? text.size() : end + 1;
+    if (line.empty() || line.front() == '{') continue;
+    out += line + "\n";
+  }
+  return out;
+}
+
+class McpServer {
+ public:
+  McpServer(std::vector<Tool> tools, std::vector<std::string> globals, std::string slot,
+            std::chrono::milliseconds ttl)
+      : tools_(std::move(tools)), globals_(std::move(globals)), slot_(std::move(slot)), ttl_(ttl) {}
+
+  int serve() {
+    // The protocol's own stdout; fd 1 itself goes nowhere from now on, so
+    // nothing a verb or a library prints can reach the client.
+    rpc_fd_ = ::dup(STDOUT_FILENO);
+    const int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (rpc_fd_ < 0 || null < 0) throw swarm::Error(swarm::Errc::internal, "cannot set up stdout for the protocol");
+    ::fcntl(rpc_fd_, F_SETFD, FD_CLOEXEC);
+    ::dup2(null, STDOUT_FILENO);
+    ::close(null);
+    err_fd_ = ::dup(STDERR_FILENO);
+    ::fcntl(err_fd_, F_SETFD, FD_CLOEXEC);
+    std::string line;
+    bool too_long = false;
+    char buf[65536];
+    for (;;) {
+      const ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      for (ssize_t i = 0; i < n; ++i) {
+        if (buf[i] != '\n') {
+          if (line.size() < kMaxLine) line.push_back(buf[i]);
+          else too_long = true;
+          continue;
+        }
+        if (too_long) send_error(nullptr, {kInvalidRequest, "a message longer than 16 MiB", {}});
+        else if (!line.empty() && line != "\r") handle_line(line);
+        line.clear();
+        too_long = false;
+      }
+    }
+    finish();
+    return 0;
+  }
+
+ private:
+  struct Call {
+    pid_t child = 0;
+    bool cancelled = false;
+  };
+
+  void finish() {
+    // The client went: calls still running are stopped, as a Ctrl-C would.
+    std::unique_lock lock(calls_mu_);
+    for (auto& [id, call] : calls_)
+      if (call.child > 0) ::kill(call.child, SIGINT);
+    calls_cv_.wait_for(lock, std::chrono::seconds(10), [&] { return running_ == 0; });
+  }
+
+  void write_line(const swarm::Json& message) {
+    std::string text = message.dump();
+    text.push_back('\n');
+    std::lock_guard lock(write_mu_);
+    for (std::size_t at = 0; at < text.size();) {
+      const ssize_t n = ::write(rpc_fd_, text.data() + at, text.size() - at);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return;  // the client is gone
+      at += static_cast<std::size_t>(n);
+    }
+  }
+
+  static swarm::Json id_copy(const cJSON* id) { return id ? swarm::Json::copy(id) : swarm::Json(); }
+
+  void send_result(const cJSON* id, swarm::Json result) {
+    swarm::Json m = swarm::Json::object();
+    m.set("jsonrpc", "2.0");
+    m.set("id", id_copy(id));
+    m.set("result", std::move(result));
+    write_line(m);
+  }
+
+  void send_error(const cJSON* id, const RpcError& e) {
+    swarm::Json m = swarm::Json::object();
+    m.set("jsonrpc", "2.0");
+    if (id) m.set("id", id_copy(id));
+    else m.set_null("id");
+    swarm::Json err = swarm::Json::object();
+    err.set("code", e.code).set("message", e.message);
+    if (e.data) err.set("data", swarm::Json::copy(e.data.get()));
+    m.set("error", std::move(err));
+    write_line(m);
+  }
+
+  void handle_line(const std::string& line) {
+    swarm::Json message = swarm::Json::parse(line);
+    if (!message) return send_error(nullptr, {kParseError, "Parse error: the line is not one JSON value", {}});
+    const cJSON* m = message.get();
+    const cJSON* id = member(m, "id");
+    if (id && !cJSON_IsString(id) && !(cJSON_IsNumber(id) && id->valuedouble == std::floor(id->valuedouble)))
+      return send_error(nullptr, {kInvalidRequest, "Invalid Request: the id is neither a string nor an integer", {}});
+    const cJSON* method = member(m, "method");
+    if (!cJSON_IsObject(m) || !cJSON_IsString(member(m, "jsonrpc")) ||
+        std::string(member(m, "jsonrpc")->valuestring) != "2.0") {
+      if (cJSON_IsObject(m) && (member(m, "result") || member(m, "error"))) return;  // a response: nothing asked
+      return send_error(id, {kInvalidRequest, "Invalid Request: not a JSON-RPC 2.0 object", {}});
+    }
+    if (!cJSON_IsString(method)) {
+      if (member(m, "result") || member(m, "error")) return;
+      return send_error(id, {kInvalidRequest, "Invalid Request: no method", {}});
+    }
+    const std::string name = method->valuestring;
+    const cJSON* params = member(m, "params");
+    if (params && !cJSON_IsObject(params)) return send_error(id, {kInvalidParams, "params is not an object", {}});
+    if (!id) return notified(name, params);
+    try {
+      const bool modern = is_modern(params);
+      if (name == "tools/call") return call_tool(message, modern);  // answers on its own
+      swarm::Json result = answer(name, params, modern);
+      if (modern) result.set("resultType", "complete");
+      send_result(id, std::move(result));
+    } catch (const RpcError& e) {
+      send_error(id, e);
+    } catch (const std::exception& e) {
+      send_error(id, {kInternalError, swarm::printable(e.what()), {}});
+    }
+  }
+
+  // Whether the request is of revision 2026-07-28 (its version in _meta);
+  // another version there is refused as the revision asks.
+  static bool is_modern(const cJSON* params) {
+    const cJSON* version = member(member(params, "_meta"), kVersionKey);
+    if (!version) return false;
+    if (!cJSON_IsString(version) || std::string(version->valuestring) != kModern) {
+      swarm::Json data = swarm::Json::object();
+      data.set("supported", swarm::Json::strings({kModern}));
+      if (cJSON_IsString(version)) data.set("requested", version->valuestring);
+      throw RpcError{kUnsupportedVersion, "Unsupported protocol version", std::move(data)};
+    }
+    return true;
+  }
+
+  void notified(const std::string& name, const cJSON* params) {
+    if (name != "notifications/cancelled") return;  // initialized, progress, ...: nothing to do
+    const cJSON* request = member(params, "requestId");
+    if (!request) return;
+    const std::string key = swarm::Json::copy(request).dump();
+    std::lock_guard lock(calls_mu_);
+    auto it = calls_.find(key);
+    if (it == calls_.end()) return;
+    it->second.cancelled = true;
+    if (it->second.child > 0) ::kill(it->second.child, SIGINT);  // as Ctrl-C: a land leaves main as it was
+  }
+
+  swarm::Json server_info() const {
+    swarm::Json info = swarm::Json::object();
+    info.set("name", "swarm").set("version", std::string(version()).substr(6));
+    return info;
+  }
+
+  static swarm::Json capabilities() {
+    swarm::Json tools = swarm::Json::object();
+    tools.set("listChanged", false);
+    swarm::Json caps = swarm::Json::object();
+    caps.set("tools", std::move(tools));
+    return caps;
+  }
+
+  static const char* instructions() {
+    return "swarm coordinates coding agents on one workspace: join a slot (its session token is your handle; "
+           "pass it as session), commit, sync, hold the paths you edit, send and read messages, close, land. "
+           "Renew within the session's TTL (commit and sync renew too).";
+  }
+
+  swarm::Json answer(const std::string& name, const cJSON* params, bool modern) {
+    if (name == "initialize") {
+      const cJSON* asked = member(params, "protocolVersion");
+      std::string version = kLegacy;
+      for (const char* v : kLegacyVersions)
+        if (cJSON_IsString(asked) && asked->valuestring == std::string(v)) version = v;
+      swarm::Json r = swarm::Json::object();
+      r.set("protocolVersion", version).set("capabilities", capabilities()).set("serverInfo", server_info())
+          .set("instructions", instructions());
+      return r;
+    }
+    if (name == "server/discover") {
+      swarm::Json meta = swarm::Json::object();
+      meta.set("io.modelcontextprotocol/serverInfo", server_info());
+      swarm::Json r = swarm::Json::object();
+      r.set("supportedVersions", swarm::Json::strings({kModern})).set("capabilities", capabilities())
+          .set("instructions", instructions()).set("ttlMs", 0).set("cacheScope", "private")
+          .set("_meta", std::move(meta));
+      return r;
+    }
+    if (name == "ping") return swarm::Json::object();
+    if (name == "tools/list") {
+      swarm::Json list = swarm::Json::array();
+      for (const auto& t : tools_) {
+        swarm::Json tool = swarm::Json::object();
+        tool.set("name", t.name).set("description", t.description)
+            .set("inputSchema", swarm::Json::copy(t.input_schema.get()))
+            .set("outputSchema", swarm::Json::copy(t.output_schema.get()));
+        list.push(std::move(tool));
+      }
+      swarm::Json r = swarm::Json::object();
+      r.set("tools", std::move(list));
+      if (modern) r.set("ttlMs", 0).set("cacheScope", "private");
+      return r;
+    }
+    throw RpcError{kMethodNotFound, "Method not found", swarm::Json::parse("\"" + swarm::printable(name) + "\"")};
+  }
+
+  const Tool* tool_named(const std::string& name) const {
+    for (const auto& t : tools_)
+      if (t.name == name) return &t;
+    return nullptr;
+  }
+
+  // tools/call: checked here (protocol errors), run on a thread of its own
+  // (its answer sent when it ends, none when it was cancelled).
+  void call_tool(const swarm::Json& message, bool modern) {
+    const cJSON* id = member(message.get(), "id");
+    const cJSON* params = member(message.get(), "params");
+    const cJSON* name = member(params, "name");
+    if (!cJSON_IsString(name)) throw RpcError{kInvalidParams, "tools/call without a tool name", {}};
+    const Tool* tool = tool_named(name->valuestring);
+    if (tool == nullptr)
+      throw RpcError{kInvalidParams, "Unknown tool: " + swarm::printable(name->valuestring) + " (tools/list gives them)", {}};
+    std::vector<std::string> args;
+    try {
+      args = call_arguments(*tool, member(params, "arguments"));
+    } catch (const swarm::Error& e) {
+      throw RpcError{kInvalidParams, "Invalid params: " + std::string(e.what()), {}};
+    }
+    const cJSON* token = member(member(params, "_meta"), "progressToken");
+    auto work = std::make_shared<swarm::Json>(swarm::Json::copy(message.get()));
+    const std::string key = swarm::Json::copy(id).dump();
+    {
+      std::lock_guard lock(calls_mu_);
+      calls_[key] = Call{};
+      ++running_;
+    }
+    std::thread([this, tool, args, key, modern, work, has_token = token != nullptr] {
+      const cJSON* wid = member(work->get(), "id");
+      const cJSON* wtoken = has_token ? member(member(member(work->get(), "params"), "_meta"), "progressToken") : nullptr;
+      swarm::Json result;
+      try {
+        const Ran ran = tool->own_process ? run_process(*tool, args, key, wtoken) : run_here(*tool, args);
+        result = result_of(*tool, ran);
+      } catch (const std::exception& e) {
+        result = error_result(swarm::Errc::internal, e.what(), {});
+      }
+      if (modern) result.set("resultType", "complete");
+      bool cancelled;
+      {
+        std::lock_guard lock(calls_mu_);
+        cancelled = calls_[key].cancelled;
+        calls_.erase(key);
+      }
+      if (!cancelled) send_result(wid, std::move(result));
+      std::lock_guard lock(calls_mu_);
+      --running_;
+      calls_cv_.notify_all();
+    }).detach();
+  }
+
+  std::vector<std::string> argv_of(const Tool& tool, const std::vector<std::string>& args) const {
+    std::vector<std::string> argv = {"swarm"};
+    argv.insert(argv.end(), tool.words.begin(), tool.words.end());
+    argv.insert(argv.end(), globals_.begin(), globals_.end());
+    argv.push_back("--json");
+    const bool has_slot = std::find(args.begin(), args.end(), "--slot") != args.end();
+    if (tool.takes_slot && !has_slot && !slot_.empty()) {
+      argv.push_back("--slot");
+      argv.push_back(slot_);
+    }
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
+  }
+
+  // In this process, one call at a time: fd 1 and 2 captured for its run.
+  Ran run_here(const Tool& tool, const std::vector<std::string>& args) {
+    std::vector<std::string> argv = argv_of(tool, args);
+    std::vector<char*> raw;
+    for (auto& a : argv) raw.push_back(a.data());
+    raw.push_back(nullptr);
+    std::lock_guard lock(here_mu_);
+    const int out = ::memfd_create("swarm-mcp-out", MFD_CLOEXEC), err = ::memfd_create("swarm-mcp-err", MFD_CLOEXEC);
+    if (out < 0 || err < 0) throw swarm::Error(swarm::Errc::filesystem, "cannot capture a verb's output (memfd)");
+    std::cout.flush();
+    std::fflush(stdout);
+    std::cerr.flush();
+    std::fflush(stderr);
+    const int saved_out = ::dup(STDOUT_FILENO);
+    ::dup2(out, STDOUT_FILENO);
+    ::dup2(err, STDERR_FILENO);
+    Ran ran;
+    try {
+      ran.exit = run_command_line(static_cast<int>(argv.size()), raw.data());
+    } catch (const std::exception& e) {
+      ran.exit = kInternal;
+      std::cerr << "swarm: error: " << e.what() << "\n";
+    }
+    std::cout.flush();
+    std::fflush(stdout);
+    std::cerr.flush();
+    std::fflush(stderr);
+    ::dup2(saved_out, STDOUT_FILENO);
+    ::dup2(err_fd_, STDERR_FILENO);
+    ::close(saved_out);
+    ran.out = read_all(out);
+    ran.err = read_all(err);
+    ::close(out);
+    ::close(err);
+    return ran;
+  }
+
+  void progress(const cJSON* token, double done, const std::string& line) {
+    swarm::Json params = swarm::Json::object();
+    params.set("progressToken", swarm::Json::copy(token)).set("progress", done).set("message", line);
+    swarm::Json m = swarm::Json::object();
+    m.set("jsonrpc", "2.0").set("method", "notifications/progress").set("params", std::move(params));
+    write_line(m);
+  }
+
+  // As a process of its own (this binary), its stderr lines sent as
+  // progress; a cancellation sends it SIGINT.
+  Ran run_process(const Tool& tool, const std::vector<std::string>& args, const std::string& key,
+                  const cJSON* token) {
+    std::vector<std::string> argv = argv_of(tool, args);
+    std::vector<char*> raw;
+    for (auto& a : argv) raw.push_back(a.data());
+    raw.push_back(nullptr);
+    int out[2], err[2];
+    if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0)
+      throw swarm::Error(swarm::Errc::filesystem, "cannot make pipes for a tool's process");
+    const pid_t pid = ::fork();
+    if (pid < 0) throw swarm::Error(swarm::Errc::internal, "cannot start a tool's process");
+    if (pid == 0) {
+      const int in = ::open("/dev/null", O_RDONLY);
+      ::dup2(in, STDIN_FILENO);
+      ::dup2(out[1], STDOUT_FILENO);
+      ::dup2(err[1], STDERR_FILENO);
+      sigset_t none;
+      sigemptyset(&none);
+      ::sigprocmask(SIG_SETMASK, &none, nullptr);
+      ::execv("/proc/self/exe", raw.data());
+      ::_exit(127);
+    }
+    ::close(out[1]);
+    ::close(err[1]);
+    {
+      std::lock_guard lock(calls_mu_);
+      calls_[key].child = pid;
+      if (calls_[key].cancelled) ::kill(pid, SIGINT);
+    }
+    Ran ran;
+    std::string pending;
+    double done = 0;
+    auto last = std::chrono::steady_clock::now();
+    const auto started = last;
+    pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+    int open_fds = 2;
+    while (open_fds > 0) {
+      ::poll(fds, 2, 1000);
+      char buf[65536];
+      for (int i = 0; i < 2; ++i) {
+        if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+        const ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
+        if (n <= 0) {
+          ::close(fds[i].fd);
+          fds[i].fd = -1;
+          --open_fds;
+          continue;
+        }
+        (i == 0 ? ran.out : ran.err).append(buf, static_cast<std::size_t>(n));
+        if (i == 1 && token) {
+          pending.append(buf, static_cast<std::size_t>(n));
+          for (std::size_t nl; (nl = pending.find('\n')) != std::string::npos; pending.erase(0, nl + 1)) {
+            const std::string line = pending.substr(0, nl);
+            if (!line.empty() && line.front() != '{') progress(token, ++done, swarm::printable(line));
+            last = std::chrono::steady_clock::now();
+          }
+        }
+      }
+      if (token && std::chrono::steady_clock::now() - last >= kProgressBeat) {
+        last = std::chrono::steady_clock::now();
+        progress(token, ++done, "still running (" + swarm::format_duration(std::chrono::duration_cast<std::chrono::seconds>(
+                                                        last - started)) + ")");
+      }
+    }
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    ran.exit = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return ran;
+  }
+
+  swarm::Json error_result(swarm::Errc kind, const std::string& message, swarm::Json doc) const {
+    swarm::Json error = swarm::Json::object();
+    error.set("schema", "swarm.error.v1").set("kind", swarm::to_string(kind)).set("message", swarm::printable(message))
+        .set("exit", exit_code_for(kind));
+    return error_result_of(std::move(error), std::move(doc));
+  }
+
+  static swarm::Json error_result_of(swarm::Json error, swarm::Json doc) {
+    std::string text = "error: ";
+    if (const cJSON* m = member(error.get(), "message"); cJSON_IsString(m)) text += m->valuestring;
+    if (doc) error.set("result", std::move(doc));
+    swarm::Json content = swarm::Json::array();
+    swarm::Json item = swarm::Json::object();
+    item.set("type", "text").set("text", text);
+    content.push(std::move(item));
+    swarm::Json r = swarm::Json::object();
+    r.set("content", std::move(content)).set("structuredContent", std::move(error)).set("isError", true);
+    return r;
+  }
+
+  // The handle a join or a lease's grant returns: its token, its lifetime
+  // and how to keep it.
+  swarm::Json handle_of(const Tool& tool, const swarm::Json& doc) const {
+    swarm::Json h = swarm::Json::object();
+    if (tool.name == "join") {
+      const cJSON* token = member(doc.get(), "session_token");
+      const cJSON* slot = member(doc.get(), "slot");
+      const auto every = std::chrono::duration_cast<std::chrono::seconds>(ttl_ / 3);
+      h.set("kind", "session").set("token", token ? swarm::Json::copy(token) : swarm::Json())
+          .set("slot", cJSON_IsString(slot) ? slot->valuestring : "")
+          .set("ttl_seconds", static_cast<double>(ttl_.count()) / 1000.0)
+          .set("keep", "pass it as session to commit, sync, renew, hold, close and land; call renew at least every " +
+                           swarm::format_duration(every) + " (commit and sync renew too). Once another session "
+                           "replaces it, every call with it is an error: join again");
+      return h;
+    }
+    const cJSON* leases = member(doc.get(), "leases");
+    const cJSON* lease = cJSON_GetArrayItem(leases, 0);
+    const cJSON* ttl_ms = member(lease, "ttl_ms");
+    h.set("kind", "fencing").set("lease", cJSON_IsString(member(lease, "name")) ? member(lease, "name")->valuestring : "")
+        .set("token", member(lease, "token") ? swarm::Json::copy(member(lease, "token")) : swarm::Json())
+        .set("ttl_seconds", cJSON_IsNumber(ttl_ms) ? ttl_ms->valuedouble / 1000.0 : 0.0)
+        .set("keep", "call lease_renew with name and token before the TTL ends, lease_release when done; pass the "
+                     "token to whatever you write so a stale holder's writes can be refused");
+    return h;
+  }
+
+  swarm::Json result_of(const Tool& tool, const Ran& ran) const {
+    // The document: one JSON object on stdout, or JSON Lines as items.
+    swarm::Json doc;
+    if (tool.lines) {
+      doc = swarm::Json::object();
+      swarm::Json items = swarm::Json::array();
+      for (auto& j : json_lines(ran.out)) items.push(std::move(j));
+      doc.set("items", std::move(items));
+    } else {
+      auto docs = json_lines(ran.out);
+      if (!docs.empty()) doc = std::move(docs.back());
+    }
+    const std::string warnings = text_lines(ran.err);
+    if (ran.exit != 0) {
+      swarm::Json error;
+      for (auto& j : json_lines(ran.err))
+        if (const cJSON* s = member(j.get(), "schema"); cJSON_IsString(s) && std::string(s->valuestring) == "swarm.error.v1")
+          error = std::move(j);
+      if (!error) {
+        error = swarm::Json::object();
+        error.set("schema", "swarm.error.v1").set("kind", "internal")
+            .set("message", warnings.empty() ? "exit " + std::to_string(ran.exit) : swarm::printable(warnings))
+            .set("exit", ran.exit);
+      }
+      return error_result_of(std::move(error), std::move(doc));
+    }
+    if (!doc) {
+      doc = swarm::Json::object();
+      doc.set("schema", "swarm." + tool.words.front() + ".v1").set("text", swarm::printable(ran.out));
+    }
+    if (tool.handle) doc.set("handle", handle_of(tool, doc));
+    swarm::Json content = swarm::Json::array();
+    swarm::Json item = swarm::Json::object();
+    item.set("type", "text").set("text", doc.dump() + (warnings.empty() ? "" : "\n" + warnings));
+    content.push(std::move(item));
+    swarm::Json r = swarm::Json::object();
+    r.set("content", std::move(content)).set("structuredContent", std::move(doc)).set("isError", false);
+    return r;
+  }
+
+  std::vector<Tool> tools_;
+  std::vector<std::string> globals_;
+  std::string slot_;
+  std::chrono::milliseconds ttl_;
+  int rpc_fd_ = -1;
+  int err_fd_ = -1;
+  std::mutex write_mu_;
+  std::mutex here_mu_;
+  std::mutex calls_mu_;
+  std::condition_variable calls_cv_;
+  std::map<std::string, Call> calls_;
+  int running_ = 0;
+};
+
+// The global options a call runs with: those this server was given, and
+// its workspace found once (a call never depends on the server's folder).
+std::vector<std::string> globals_of(const Context& ctx) {
+  const Globals& g = ctx.globals();
+  std::vector<std::string> out = {"--workspace", ctx.workspace().root().string()};
+  const std::pair<const char*, const std::string*> given[] = {
+      {"--nats-url", &g.nats_url}, {"--bucket", &g.bucket},   {"--timeout", &g.timeout},   {"--creds", &g.creds},
+      {"--user", &g.user},         {"--password", &g.password}, {"--token", &g.token},     {"--nkey", &g.nkey},
+      {"--tls-ca", &g.tls_ca},     {"--tls-cert", &g.tls_cert}, {"--tls-key", &g.tls_key}, {"--context", &g.context}};
+  for (const auto& [option, value] : given) {
+    if (value->empty()) continue;
+    out.push_back(option);
+    out.push_back(*value);
+  }
+  return out;
+}
+
+}  // namespace
+
+Verb add_mcp(CLI::App& app) {
+  auto slot = std::make_shared<std::string>();
+  auto set = std::make_shared<std::string>("core");
+  CLI::App* cmd = app.add_subcommand("mcp", "A Model Context Protocol server on stdin and stdout: the verbs as tools");
+  cmd->add_option("--slot", *slot, "The slot tools act on when a call names none (default: each call's --slot)")
+      ->option_text("SLOT")
+      ->check(slot_name_validator());
+  cmd->add_option("--tools", *set, "Which verbs are tools: core (the agent's loop) or all (leases, locks, elections, "
+                                   "review too)")
+      ->option_text("core|all")
+      ->check(CLI::IsMember({"core", "all"}));
+  cmd->footer(
+      "Examples:\n"
+      "  swarm mcp --slot render              # in an agent host's MCP configuration\n"
+      "  swarm mcp --tools all\n"
+      "Newline-delimited JSON-RPC 2.0 on stdin and stdout (nothing else on stdout; logs on stderr),\n"
+      "revisions 2025-11-25 (initialize) and 2026-07-28 (server/discover). Each tool is a verb: its\n"
+      "arguments the verb's options (dashes as underscores), its result the verb's --json document as\n"
+      "structuredContent and as text; a failure is a result with isError and swarm.error.v1. join and\n"
+      "lease_acquire return a handle (the token, its TTL, how to keep it). land, inbox, lock, elect and\n"
+      "lease_acquire run as processes of their own: notifications/cancelled stops one as Ctrl-C would,\n"
+      "and their output lines are progress. It keeps no state between calls: restart it at any time.");
+  return {cmd, [slot, set](Context& ctx) {
+            const std::vector<std::string> globals = globals_of(ctx);
+            const auto ttl = ctx.workspace().load_config().ttl;
+            share_connections();
+            // A client that goes away mid-write must not kill the server with SIGPIPE.
+            ::signal(SIGPIPE, SIG_IGN);
+            McpServer server(mcp_tools(*set == "all"), globals, *slot, ttl);
+            return server.serve();
+          }};
+}
+
+}  // namespace cli

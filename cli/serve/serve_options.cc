@@ -1,0 +1,75 @@
+#include <arpa/inet.h>
+
+#include "cli/serve/serve.h"
+#include "swarm/base/error.h"
+#include "swarm/base/text.h"
+
+namespace cli {
+
+namespace {
+char** g_argv = nullptr;
+}  // namespace
+
+void set_program_args(int /*argc*/, char** argv) { g_argv = argv; }
+char** program_args() { return g_argv; }
+
+ListenAddress parse_listen(const std::string& text) {
+  auto bad = [&](const std::string& why) {
+    return swarm::Error(swarm::Errc::bad_input, "bad --listen '" + swarm::printable(text.substr(0, 80)) + "': " + why +
+                                                    " (use ADDR:PORT, e.g. 127.0.0.1:" +
+                                                    std::to_string(kDefaultServePort) + ")");
+  };
+  ListenAddress out;
+  std::string port_text = text;
+  if (auto colon = text.rfind(':'); colon != std::string::npos) {
+    out.host = text.substr(0, colon);
+    port_text = text.substr(colon + 1);
+  } else {
+    out.host = "127.0.0.1";
+  }
+  if (out.host.size() >= 2 && out.host.front() == '[' && out.host.back() == ']') out.host = out.host.substr(1, out.host.size() - 2);
+  if (out.host.empty()) throw bad("no address");
+  if (port_text.empty() || port_text.size() > 5 || port_text.find_first_not_of("0123456789") != std::string::npos)
+    throw bad("the port is not a number");
+  out.port = std::stoi(port_text);
+  if (out.port > 65535) throw bad("the port is above 65535");
+  in_addr v4{};
+  in6_addr v6{};
+  if (out.host == "localhost") {
+    out.host = "127.0.0.1";
+  } else if (inet_pton(AF_INET, out.host.c_str(), &v4) == 1) {
+    out.loopback = (ntohl(v4.s_addr) >> 24) == 127;
+  } else if (inet_pton(AF_INET6, out.host.c_str(), &v6) == 1) {
+    out.loopback = IN6_IS_ADDR_LOOPBACK(&v6);
+  } else {
+    throw bad("the address is not an IP address");
+  }
+  return out;
+}
+
+CLI::App* add_serve_command(CLI::App& app, ServeFlags& flags) {
+  CLI::App* cmd = app.add_subcommand(
+      "serve", "Serve a read-only view over HTTP: Prometheus metrics, a live dashboard, the verbs' JSON");
+  cmd->add_option("--listen", flags.listen,
+                  "ADDR:PORT to listen on (default 127.0.0.1:" + std::to_string(kDefaultServePort) +
+                      "; port 0: any free one). Only loopback unless an address beyond it is given")
+      ->option_text("ADDR:PORT")
+      ->check(validator_of([](const std::string& t) { parse_listen(t); }, "ADDR:PORT"));
+  cmd->add_flag("--no-auth", flags.no_auth,
+                "Serve without the secret: every local user reads the workspace's state (only with a loopback "
+                "address)");
+  cmd->footer(
+      "Paths: /metrics (Prometheus text), / (the dashboard, pushed live), /api/status, /api/leases,\n"
+      "/api/branches, /api/tasks, /api/inboxes, /api/log (the verbs' --json documents; /api/log?n=N, JSON Lines).\n"
+      "Every request needs the workspace's serve secret (.swarm/serve/token, made by `swarm up`): the\n"
+      "page through the link printed first (it sets a cookie), /metrics and /api/* also through\n"
+      "Authorization: Bearer SECRET (Prometheus: authorization.credentials_file). A request whose Host\n"
+      "is not the listen address, localhost or a loopback address is refused (421); methods other than\n"
+      "GET and HEAD are 405. It never writes to NATS, the hub or the workspace, follows the buckets and\n"
+      "the journal by watching them, and follows a NATS restart by itself. It serves until Ctrl-C.\n"
+      "Example:\n"
+      "  swarm serve --listen 127.0.0.1:9477");
+  return cmd;
+}
+
+}  // namespace cli
