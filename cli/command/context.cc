@@ -240,7 +240,12 @@ kv::Connection Context::connect(kv::ConnectionOptions options) const {
   options.total_wait = std::chrono::milliseconds(0);
   const std::string key = connection_key(options);
   std::lock_guard lock(g_shared_mu);
-  if (auto it = g_shared->find(key); it != g_shared->end()) return it->second;
+  // One that is down (closed after its reconnects ran out, or reconnecting)
+  // is replaced: a server that came back may be on another port.
+  if (auto it = g_shared->find(key); it != g_shared->end()) {
+    if (it->second.connected()) return it->second;
+    g_shared->erase(it);
+  }
   kv::Connection made = swarm::connect_nats(options);
   g_shared->emplace(key, made);
   return made;

@@ -106,9 +106,9 @@ std::string text_lines(const std::string& text) {
 
 class McpServer {
  public:
-  McpServer(std::vector<Tool> tools, std::vector<std::string> globals, std::string slot,
-            std::chrono::milliseconds ttl)
-      : tools_(std::move(tools)), globals_(std::move(globals)), slot_(std::move(slot)), ttl_(ttl) {}
+  McpServer(std::vector<Tool> tools, std::vector<std::string> globals, std::string slot, swarm::Workspace workspace)
+      : tools_(std::move(tools)), globals_(std::move(globals)), slot_(std::move(slot)),
+        workspace_(std::move(workspace)), ttl_(workspace_.load_config().ttl) {}
 
   int serve() {
     // The protocol's own stdout; fd 1 itself goes nowhere from now on, so
@@ -121,11 +121,20 @@ class McpServer {
     ::close(null);
     err_fd_ = ::dup(STDERR_FILENO);
     ::fcntl(err_fd_, F_SETFD, FD_CLOEXEC);
+    // The same for stdin: the protocol reads its own copy, and a verb that
+    // reads its standard input (send's "-", a body file /dev/stdin) reads
+    // nothing, never the requests that follow.
+    in_fd_ = ::dup(STDIN_FILENO);
+    ::fcntl(in_fd_, F_SETFD, FD_CLOEXEC);
+    const int null_in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (in_fd_ < 0 || null_in < 0) throw swarm::Error(swarm::Errc::internal, "cannot set up stdin for the protocol");
+    ::dup2(null_in, STDIN_FILENO);
+    ::close(null_in);
     std::string line;
     bool too_long = false;
     char buf[65536];
     for (;;) {
-      const ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
+      const ssize_t n = ::read(in_fd_, buf, sizeof buf);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) break;
       for (ssize_t i = 0; i < n; ++i) {
@@ -146,7 +155,8 @@ class McpServer {
 
  private:
   struct Call {
-    pid_t child = 0;
+    bool own_process = false;
+    pid_t child = 0;  // while it runs (0 once reaped: its pid may be another's)
     bool cancelled = false;
   };
 
@@ -165,17 +175,32 @@ class McpServer {
     for (std::size_t at = 0; at < text.size();) {
       const ssize_t n = ::write(rpc_fd_, text.data() + at, text.size() - at);
       if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        pollfd out{rpc_fd_, POLLOUT, 0};
+        ::poll(&out, 1, 1000);
+        continue;
+      }
       if (n <= 0) return;  // the client is gone
       at += static_cast<std::size_t>(n);
     }
   }
 
-  static swarm::Json id_copy(const cJSON* id) { return id ? swarm::Json::copy(id) : swarm::Json(); }
+  // Sets "id" as the client wrote it: a whole number printed whole (cJSON
+  // would print 2^53-1 as 9.00719925474099e+15, which no client matches).
+  static void set_id(swarm::Json& m, const cJSON* id) {
+    if (id == nullptr) {
+      m.set_null("id");
+    } else if (cJSON_IsNumber(id) && std::fabs(id->valuedouble) < 9.2e18) {
+      m.add_raw("id", std::to_string(static_cast<long long>(id->valuedouble)));
+    } else {
+      m.set("id", swarm::Json::copy(id));
+    }
+  }
 
   void send_result(const cJSON* id, swarm::Json result) {
     swarm::Json m = swarm::Json::object();
     m.set("jsonrpc", "2.0");
-    m.set("id", id_copy(id));
+    set_id(m, id);
     m.set("result", std::move(result));
     write_line(m);
   }
@@ -183,8 +208,7 @@ class McpServer {
   void send_error(const cJSON* id, const RpcError& e) {
     swarm::Json m = swarm::Json::object();
     m.set("jsonrpc", "2.0");
-    if (id) m.set("id", id_copy(id));
-    else m.set_null("id");
+    set_id(m, id);
     swarm::Json err = swarm::Json::object();
     err.set("code", e.code).set("message", e.message);
     if (e.data) err.set("data", swarm::Json::copy(e.data.get()));
@@ -211,13 +235,16 @@ class McpServer {
     }
     const std::string name = method->valuestring;
     const cJSON* params = member(m, "params");
+    if (!id) {
+      if (params == nullptr || cJSON_IsObject(params)) notified(name, params);
+      return;  // a notification gets no answer, not even an error
+    }
     if (params && !cJSON_IsObject(params)) return send_error(id, {kInvalidParams, "params is not an object", {}});
-    if (!id) return notified(name, params);
     try {
       const bool modern = is_modern(params);
       if (name == "tools/call") return call_tool(message, modern);  // answers on its own
       swarm::Json result = answer(name, params, modern);
-      if (modern) result.set("resultType", "complete");
+      if (modern || name == "server/discover") result.set("resultType", "complete");
       send_result(id, std::move(result));
     } catch (const RpcError& e) {
       send_error(id, e);
@@ -247,7 +274,9 @@ class McpServer {
     const std::string key = swarm::Json::copy(request).dump();
     std::lock_guard lock(calls_mu_);
     auto it = calls_.find(key);
-    if (it == calls_.end()) return;
+    // A call in this process cannot be stopped part way: it is not
+    // cancelled, and its result (a join's handle) is sent.
+    if (it == calls_.end() || !it->second.own_process) return;
     it->second.cancelled = true;
     if (it->second.child > 0) ::kill(it->second.child, SIGINT);  // as Ctrl-C: a land leaves main as it was
   }
@@ -287,7 +316,7 @@ class McpServer {
       swarm::Json meta = swarm::Json::object();
       meta.set("io.modelcontextprotocol/serverInfo", server_info());
       swarm::Json r = swarm::Json::object();
-      r.set("supportedVersions", swarm::Json::strings({kModern})).set("capabilities", capabilities())
+      r.set("supportedVersions", swarm::Json::strings({kModern, kLegacy})).set("capabilities", capabilities())
           .set("instructions", instructions()).set("ttlMs", 0).set("cacheScope", "private")
           .set("_meta", std::move(meta));
       return r;
@@ -327,25 +356,41 @@ class McpServer {
     if (tool == nullptr)
       throw RpcError{kInvalidParams, "Unknown tool: " + swarm::printable(name->valuestring) + " (tools/list gives them)", {}};
     std::vector<std::string> args;
+    const cJSON* arguments = member(params, "arguments");
     try {
-      args = call_arguments(*tool, member(params, "arguments"));
+      args = call_arguments(*tool, arguments);
     } catch (const swarm::Error& e) {
       throw RpcError{kInvalidParams, "Invalid params: " + std::string(e.what()), {}};
     }
+    // The server's --slot for a call that names none: its slot, or the
+    // inbox it sends from or reads.
+    if (!slot_.empty())
+      for (const char* key : {"slot", "from", "as"}) {
+        const auto it = std::find_if(tool->args.begin(), tool->args.end(), [&](const ToolArg& a) { return a.key == key; });
+        if (it == tool->args.end() || member(arguments, key) != nullptr) continue;
+        args.insert(args.begin(), {it->option, slot_});
+      }
+    // A lease is the agent host's, whose life outlives this server's.
+    if (tool->name == "lease_acquire" && member(arguments, "pid") == nullptr)
+      args.insert(args.begin(), {"--pid", std::to_string(::getppid())});
+    // What may wait (a land's check, an inbox's or a join's --wait) runs as
+    // a process of its own: cancellable, and never holding up other calls.
+    const bool own = tool->own_process || member(arguments, "wait") != nullptr;
     const cJSON* token = member(member(params, "_meta"), "progressToken");
     auto work = std::make_shared<swarm::Json>(swarm::Json::copy(message.get()));
     const std::string key = swarm::Json::copy(id).dump();
     {
       std::lock_guard lock(calls_mu_);
-      calls_[key] = Call{};
+      if (calls_.count(key) != 0) throw RpcError{kInvalidRequest, "a call with this id is still running", {}};
+      calls_[key] = Call{own, 0, false};
       ++running_;
     }
-    std::thread([this, tool, args, key, modern, work, has_token = token != nullptr] {
+    std::thread([this, tool, args, key, modern, work, own, has_token = token != nullptr] {
       const cJSON* wid = member(work->get(), "id");
       const cJSON* wtoken = has_token ? member(member(member(work->get(), "params"), "_meta"), "progressToken") : nullptr;
       swarm::Json result;
       try {
-        const Ran ran = tool->own_process ? run_process(*tool, args, key, wtoken) : run_here(*tool, args);
+        const Ran ran = own ? run_process(*tool, args, key, wtoken) : run_here(*tool, args);
         result = result_of(*tool, ran);
       } catch (const std::exception& e) {
         result = error_result(swarm::Errc::internal, e.what(), {});
@@ -369,11 +414,6 @@ class McpServer {
     argv.insert(argv.end(), tool.words.begin(), tool.words.end());
     argv.insert(argv.end(), globals_.begin(), globals_.end());
     argv.push_back("--json");
-    const bool has_slot = std::find(args.begin(), args.end(), "--slot") != args.end();
-    if (tool.takes_slot && !has_slot && !slot_.empty()) {
-      argv.push_back("--slot");
-      argv.push_back(slot_);
-    }
     argv.insert(argv.end(), args.begin(), args.end());
     return argv;
   }
@@ -431,21 +471,30 @@ class McpServer {
     std::vector<char*> raw;
     for (auto& a : argv) raw.push_back(a.data());
     raw.push_back(nullptr);
-    int out[2], err[2];
-    if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0)
+    int out[2] = {-1, -1}, err[2] = {-1, -1};
+    const int in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (in < 0 || ::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
+      for (int fd : {in, out[0], out[1], err[0], err[1]})
+        if (fd >= 0) ::close(fd);
       throw swarm::Error(swarm::Errc::filesystem, "cannot make pipes for a tool's process");
+    }
     const pid_t pid = ::fork();
-    if (pid < 0) throw swarm::Error(swarm::Errc::internal, "cannot start a tool's process");
     if (pid == 0) {
-      const int in = ::open("/dev/null", O_RDONLY);
       ::dup2(in, STDIN_FILENO);
       ::dup2(out[1], STDOUT_FILENO);
       ::dup2(err[1], STDERR_FILENO);
+      // Nothing of the server's (its NATS socket, the protocol's pipes) goes along.
+      ::close_range(3, ~0U, 0);
       sigset_t none;
       sigemptyset(&none);
       ::sigprocmask(SIG_SETMASK, &none, nullptr);
       ::execv("/proc/self/exe", raw.data());
       ::_exit(127);
+    }
+    ::close(in);
+    if (pid < 0) {
+      for (int fd : {out[0], out[1], err[0], err[1]}) ::close(fd);
+      throw swarm::Error(swarm::Errc::internal, "cannot start a tool's process");
     }
     ::close(out[1]);
     ::close(err[1]);
@@ -489,6 +538,12 @@ class McpServer {
                                                         last - started)) + ")");
       }
     }
+    {
+      // Its output ended: from now on no cancellation signals this pid,
+      // which may be another process's once it is reaped.
+      std::lock_guard lock(calls_mu_);
+      calls_[key].child = 0;
+    }
     int status = 0;
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
@@ -523,10 +578,16 @@ class McpServer {
     if (tool.name == "join") {
       const cJSON* token = member(doc.get(), "session_token");
       const cJSON* slot = member(doc.get(), "slot");
-      const auto every = std::chrono::duration_cast<std::chrono::seconds>(ttl_ / 3);
+      // The TTL of now (`up --ttl` changes it in place).
+      std::chrono::milliseconds ttl = ttl_;
+      try {
+        ttl = workspace_.load_config().ttl;
+      } catch (const std::exception&) {
+      }
+      const auto every = std::chrono::duration_cast<std::chrono::seconds>(ttl / 3);
       h.set("kind", "session").set("token", token ? swarm::Json::copy(token) : swarm::Json())
           .set("slot", cJSON_IsString(slot) ? slot->valuestring : "")
-          .set("ttl_seconds", static_cast<double>(ttl_.count()) / 1000.0)
+          .set("ttl_seconds", static_cast<double>(ttl.count()) / 1000.0)
           .set("keep", "pass it as session to commit, sync, renew, hold, close and land; call renew at least every " +
                            swarm::format_duration(every) + " (commit and sync renew too). Once another session "
                            "replaces it, every call with it is an error: join again");
@@ -557,11 +618,19 @@ class McpServer {
     }
     const std::string warnings = text_lines(ran.err);
     if (ran.exit != 0) {
+      // swarm's own error is the last line it writes: a line a command or
+      // a check printed before it is theirs, never taken for swarm's.
       swarm::Json error;
-      for (auto& j : json_lines(ran.err))
+      std::string last = ran.err;
+      while (!last.empty() && last.back() == '\n') last.pop_back();
+      last = last.substr(last.rfind('\n') == std::string::npos ? 0 : last.rfind('\n') + 1);
+      if (auto j = swarm::Json::parse(last))
         if (const cJSON* s = member(j.get(), "schema"); cJSON_IsString(s) && std::string(s->valuestring) == "swarm.error.v1")
           error = std::move(j);
-      if (!error) {
+      if (error) {
+        cJSON_DeleteItemFromObject(error.get(), "exit");
+        error.set("exit", ran.exit);
+      } else {
         error = swarm::Json::object();
         error.set("schema", "swarm.error.v1").set("kind", "internal")
             .set("message", warnings.empty() ? "exit " + std::to_string(ran.exit) : swarm::printable(warnings))
@@ -571,7 +640,7 @@ class McpServer {
     }
     if (!doc) {
       doc = swarm::Json::object();
-      doc.set("schema", "swarm." + tool.words.front() + ".v1").set("text", swarm::printable(ran.out));
+      doc.set("schema", "swarm." + tool.words.front() + ".v1").set("text", ran.out);
     }
     if (tool.handle) doc.set("handle", handle_of(tool, doc));
     swarm::Json content = swarm::Json::array();
@@ -586,9 +655,11 @@ class McpServer {
   std::vector<Tool> tools_;
   std::vector<std::string> globals_;
   std::string slot_;
-  std::chrono::milliseconds ttl_;
+  swarm::Workspace workspace_;
+  std::chrono::milliseconds ttl_;  // at start: what a handle says when the config cannot be read
   int rpc_fd_ = -1;
   int err_fd_ = -1;
+  int in_fd_ = -1;
   std::mutex write_mu_;
   std::mutex here_mu_;
   std::mutex calls_mu_;
@@ -597,20 +668,23 @@ class McpServer {
   int running_ = 0;
 };
 
-// The global options a call runs with: those this server was given, and
-// its workspace found once (a call never depends on the server's folder).
+// The global options every call runs with: the workspace found once (a
+// call never depends on the server's folder), --bucket and --timeout as
+// arguments; the server, credentials and TLS files through the environment
+// every call reads them from (in this process, or in its own), so that no
+// secret is ever on a command line.
 std::vector<std::string> globals_of(const Context& ctx) {
   const Globals& g = ctx.globals();
+  const std::pair<const char*, const std::string*> by_env[] = {
+      {"NATS_URL", &g.nats_url},   {"NATS_CONTEXT", &g.context}, {"NATS_CREDS", &g.creds},
+      {"NATS_NKEY", &g.nkey},      {"NATS_USER", &g.user},       {"NATS_PASSWORD", &g.password},
+      {"NATS_TOKEN", &g.token},    {"NATS_CA", &g.tls_ca},       {"NATS_CERT", &g.tls_cert},
+      {"NATS_KEY", &g.tls_key}};
+  for (const auto& [name, value] : by_env)
+    if (!value->empty()) ::setenv(name, value->c_str(), 1);
   std::vector<std::string> out = {"--workspace", ctx.workspace().root().string()};
-  const std::pair<const char*, const std::string*> given[] = {
-      {"--nats-url", &g.nats_url}, {"--bucket", &g.bucket},   {"--timeout", &g.timeout},   {"--creds", &g.creds},
-      {"--user", &g.user},         {"--password", &g.password}, {"--token", &g.token},     {"--nkey", &g.nkey},
-      {"--tls-ca", &g.tls_ca},     {"--tls-cert", &g.tls_cert}, {"--tls-key", &g.tls_key}, {"--context", &g.context}};
-  for (const auto& [option, value] : given) {
-    if (value->empty()) continue;
-    out.push_back(option);
-    out.push_back(*value);
-  }
+  if (!g.bucket.empty()) out.insert(out.end(), {"--bucket", g.bucket});
+  if (!g.timeout.empty()) out.insert(out.end(), {"--timeout", g.timeout});
   return out;
 }
 
@@ -640,12 +714,13 @@ Verb add_mcp(CLI::App& app) {
       "and their output lines are progress. It keeps no state between calls: restart it at any time.");
   return {cmd, [slot, set](Context& ctx) {
             const std::vector<std::string> globals = globals_of(ctx);
-            const auto ttl = ctx.workspace().load_config().ttl;
             share_connections();
             // A client that goes away mid-write must not kill the server with SIGPIPE.
             ::signal(SIGPIPE, SIG_IGN);
-            McpServer server(mcp_tools(*set == "all"), globals, *slot, ttl);
-            return server.serve();
+            // Never destroyed: a call still running when the client leaves
+            // may use it until the process exits (main.cc exits at once).
+            auto* server = new McpServer(mcp_tools(*set == "all"), globals, *slot, ctx.workspace());
+            return server->serve();
           }};
 }
 

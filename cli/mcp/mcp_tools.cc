@@ -195,6 +195,8 @@ std::vector<std::string> call_arguments(const Tool& tool, const cJSON* arguments
           value = item->valuestring;
         }
         if (a.kind == ToolArg::Kind::positional) {
+          // Before a command's "--" nothing protects it: a name must not be taken for an option.
+          if (!value.empty() && value.front() == '-') bad(key, "may not start with '-'");
           positionals.push_back(value);
         } else {
           options.push_back(a.option);

@@ -22,7 +22,8 @@ namespace {
 // `swarm mcp ARGS...` fed `lines` (an initialize first), its input closed
 // after them: every JSON message it wrote, by id.
 std::map<int, swarm::Json> mcp_session(const SwarmWorkspace& ws, const std::vector<std::string>& lines,
-                                       const std::vector<std::string>& args = {}, std::string* raw = nullptr) {
+                                       const std::vector<std::string>& args = {}, std::string* raw = nullptr,
+                                       const std::map<std::string, std::string>& env = kHostA) {
   TempDir dir("swarm-mcp-in");
   std::string input =
       R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},)"
@@ -32,7 +33,7 @@ std::map<int, swarm::Json> mcp_session(const SwarmWorkspace& ws, const std::vect
   write_file(dir.path() / "in", input);
   std::vector<std::string> argv = {"mcp"};
   argv.insert(argv.end(), args.begin(), args.end());
-  Command c = ws.command(argv);
+  Command c = ws.command(argv, env);
   std::vector<std::string> wrapped = {"/bin/sh", "-c", "exec \"$@\" < \"$SWARM_TEST_INPUT\"", "sh"};
   wrapped.insert(wrapped.end(), c.args.begin(), c.args.end());
   c.args = wrapped;
@@ -155,4 +156,34 @@ TEST_CASE("Mcp_ToolsListIsSmallAndNothingButProtocolReachesStdout") {
   const auto all = mcp_session(ws, {R"({"jsonrpc":"2.0","id":1,"method":"tools/list"})"}, {"--tools", "all"});
   CHECK(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(result_of(all, 1), "tools")) >
         cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(listed, "tools")));
+}
+
+TEST_CASE("Mcp_OddRequestsNeverReachTheProtocolOrAVerbTheyShouldNot") {
+  // a verb reading its stdin reads nothing (never the requests after it); a large id comes back whole; a lock's
+  // name that looks like an option is refused before anything runs; a notification with bad params gets no
+  // answer; credentials from the environment never become arguments; --slot names the inbox too.
+  SwarmWorkspace ws;
+  REQUIRE(ws.swarm({"join", "--slot", "s1", "--task", "T-1"}).exit == 0);
+  auto env = kHostA;
+  env["NATS_TOKEN"] = "not-needed-here";
+  std::string raw;
+  const auto by_id = mcp_session(
+      ws,
+      {call(1, "send", R"({"to":"x","from":"y","text":["-"]})"), R"({"jsonrpc":"2.0","id":2,"method":"ping"})",
+       call(3, "status"), R"({"jsonrpc":"2.0","id":9007199254740991,"method":"ping"})",
+       R"({"jsonrpc":"2.0","method":"notifications/initialized","params":[1]})",
+       call(4, "lock", R"({"name":"--holder","command":["n","--nats-url=nats://127.0.0.1:1","true"]})"),
+       call(5, "inbox")},
+      {"--slot", "s1", "--tools", "all"}, &raw, env);
+  CHECK(by_id.count(2) == 1);
+  CHECK_FALSE(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result_of(by_id, 3), "isError")));
+  CHECK(raw.find("\"id\":9007199254740991,") != std::string::npos);
+  auto lock = by_id.find(4);
+  REQUIRE(lock != by_id.end());
+  CHECK(number_of(cJSON_GetObjectItemCaseSensitive(lock->second.get(), "error"), "code") == -32602);
+  CHECK_FALSE(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result_of(by_id, 5), "isError")));  // as s1
+  CHECK(raw.find("\"id\":null") == std::string::npos);  // the notification got no answer
+  // Nothing of the protocol reached x's inbox.
+  auto inbox = ws.swarm({"inbox", "--as", "x", "--json"});
+  CHECK(inbox.out.find("jsonrpc") == std::string::npos);
 }
