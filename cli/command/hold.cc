@@ -110,37 +110,6 @@ std::string holds_table(const std::vector<swarm::LeaseEntry>& holds, swarm::Time
 
 }  // namespace
 
-swarm::Json hold_rows(const std::vector<swarm::LeaseEntry>& holds, swarm::TimePoint server_now) {
-  swarm::Json list = swarm::Json::array();
-  for (const auto& e : holds) {
-    const auto standing = swarm::standing_of(e, server_now);
-    swarm::Json one = swarm::Json::object();
-    one.set("name", e.name);
-    if (e.corrupt()) {
-      one.set("state", "corrupt").set("error", e.corrupt_reason);
-    } else {
-      const swarm::LeaseRecord& r = *e.record;
-      one.set("slot", r.slot)
-          .set("host", r.host)
-          .set("patterns", swarm::Json::strings(r.patterns))
-          .set("kind", r.kind == "shared" ? "shared" : "exclusive")
-          .set("token", e.token())
-          .set("session", r.session)
-          .set("reason", r.reason)
-          .set("state", swarm::to_string(standing.state));
-    }
-    one.set("age_seconds", seconds(standing.age)).set("expires_in_seconds", seconds(standing.left));
-    list.push(std::move(one));
-  }
-  return list;
-}
-
-swarm::Json holds_document(const std::vector<swarm::LeaseEntry>& holds, swarm::TimePoint server_now) {
-  swarm::Json doc = swarm::Json::object();
-  doc.set("holds", hold_rows(holds, server_now));
-  return with_schema("holds", std::move(doc));
-}
-
 Verb add_hold(CLI::App& app) {
   auto f = std::make_shared<HoldFlags>();
   CLI::App* cmd = app.add_subcommand("hold", "Say which paths the slot edits: a fenced hold, renewed with the session");

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <map>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -19,9 +20,27 @@ namespace cli {
 
 // swarm.<verb>.v1: "schema" first, then `doc`'s members.
 swarm::Json with_schema(const std::string& verb, swarm::Json doc);
+// swarm.status.v1 of `rows` to `out` in pieces of about 64 KiB, ending
+// with a newline; a watch adds "change" (null on its first line).
+void write_status_json(std::ostream& out, const std::string& bucket, std::chrono::milliseconds ttl,
+                       const std::vector<swarm::SessionRow>& rows, bool watching = false,
+                       const swarm::Json* change = nullptr);
+// The same as one line without its newline.
+std::string status_json(const std::string& bucket, std::chrono::milliseconds ttl,
+                        const std::vector<swarm::SessionRow>& rows, bool watching, const swarm::Json* change);
 // swarm.status.v1 of `rows` (one line, no newline).
 std::string status_document(const std::string& bucket, std::chrono::milliseconds ttl,
                             const std::vector<swarm::SessionRow>& rows);
+// One lease as swarm.lease.v1 has it (the record's fields, then its state,
+// age, time left and waiters); a listing's {"leases"} and, with its
+// semaphores, {"leases","semaphores"}.
+swarm::Json lease_json(const swarm::LeaseEntry& e, const swarm::LeaseStanding& s, int waiters);
+swarm::Json leases_of(const std::vector<swarm::LeaseEntry>& entries, const std::map<std::string, int>& waiting,
+                      swarm::TimePoint now);
+swarm::Json listing_of(const std::vector<swarm::LeaseEntry>& entries, const std::map<std::string, int>& waiting,
+                       const std::vector<swarm::SemaphoreSummary>& semaphores, swarm::TimePoint now);
+// A semaphore as `lease limit --json` and a listing give it.
+swarm::Json semaphore_json(const swarm::SemaphoreSummary& s);
 // swarm.lease.v1 of a listing (as `lease list --json`), its semaphores included.
 swarm::Json leases_document(const std::vector<swarm::LeaseEntry>& entries, const std::map<std::string, int>& waiting,
                             const std::vector<swarm::SemaphoreSummary>& semaphores, swarm::TimePoint server_now);
@@ -43,7 +62,8 @@ void sort_listed(std::vector<const swarm::TaskEntry*>& entries);
 swarm::Json task_json(const swarm::TaskEntry& e, const swarm::StateOf& state_of);
 // swarm.tasks.v1 of `shown` (in their order), members of `all`.
 swarm::Json tasks_document(const std::vector<const swarm::TaskEntry*>& shown, const swarm::StateOf& state_of);
-// swarm.branches.v1.
+// swarm.branches.v1's members; and the whole document.
+swarm::Json branches_of(const swarm::Branches& report);
 swarm::Json branches_document(const swarm::Branches& report);
 // Foreseen conflicts as branches' `conflicts` and commit's `overlaps`:
 // [{"with","slot","paths"}], `slot` null for the onto branch.
