@@ -29,12 +29,6 @@ struct HoldFlags {
 
 double seconds(std::chrono::milliseconds d) { return static_cast<double>(d.count()) / 1000.0; }
 
-std::string joined_printable(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& i : items) out += (out.empty() ? "" : ", ") + swarm::printable(i);
-  return out;
-}
-
 // Before any I/O: what the flags ask makes sense together (exit 2 otherwise).
 void require_hold_flags(const HoldFlags& f) {
   if (f.release) {
@@ -66,7 +60,7 @@ int take(Context& ctx, const HoldFlags& f) {
       .set("reason", f.reason)
       .set("ttl_seconds", seconds(r.lease.record.ttl));
   ctx.out().result("hold",
-                   "slot " + f.slot + " holds " + joined_printable(f.patterns) + " " +
+                   "slot " + f.slot + " holds " + swarm::patterns_text(f.patterns) + " " +
                        (f.shared ? "shared" : "exclusively") + " (" + r.lease.name + ", token " +
                        std::to_string(r.lease.token) + "); renewed with the session, released by close or "
                        "`swarm hold --release`",
@@ -82,8 +76,8 @@ int let_go(Context& ctx, const HoldFlags& f) {
   swarm::Json doc = swarm::Json::object();
   doc.set("slot", f.slot).set("released", swarm::Json::strings(r.released)).set("narrowed", swarm::Json::strings(r.narrowed));
   std::string text;
-  if (!r.released.empty()) text += "released " + joined_printable(r.released);
-  if (!r.narrowed.empty()) text += std::string(text.empty() ? "" : "; ") + "narrowed " + joined_printable(r.narrowed);
+  if (!r.released.empty()) text += "released " + swarm::patterns_text(r.released);
+  if (!r.narrowed.empty()) text += std::string(text.empty() ? "" : "; ") + "narrowed " + swarm::patterns_text(r.narrowed);
   if (text.empty()) text = "slot " + f.slot + " held nothing";
   ctx.out().result("hold", text, std::move(doc));
   return 0;
@@ -102,7 +96,7 @@ std::string holds_table(const std::vector<swarm::LeaseEntry>& holds, swarm::Time
     }
     const swarm::LeaseRecord& r = *e.record;
     rows.push_back({swarm::printable(r.slot), swarm::printable(r.host), r.kind == "shared" ? "shared" : "exclusive",
-                    std::to_string(e.token()), age, joined_printable(r.patterns),
+                    std::to_string(e.token()), age, swarm::patterns_text(r.patterns),
                     r.reason.empty() ? "-" : swarm::printable(r.reason)});
   }
   return aligned(rows);

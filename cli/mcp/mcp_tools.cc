@@ -122,7 +122,6 @@ Tool tool_of(const CLI::App& command, const std::vector<std::string>& words) {
     ToolArg a = arg_of(option);
     props.set(a.key.c_str(), schema_of(a, option));
     if (a.required) required.push_back(a.key);
-    t.takes_slot = t.takes_slot || a.option == "--slot";
     t.args.push_back(std::move(a));
   }
   t.input_schema = swarm::Json::object();

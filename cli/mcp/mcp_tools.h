@@ -37,7 +37,6 @@ struct Tool {
   bool lines = false;
   // Returns a handle: a session token (join) or a fencing token (lease_acquire).
   bool handle = false;
-  bool takes_slot = false;         // has --slot (swarm mcp --slot fills it in)
 };
 
 // The tools of the set `all` (false: core), in the order tools/list gives them.

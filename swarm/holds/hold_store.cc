@@ -18,12 +18,6 @@ constexpr int kMaxTakeAttempts = 8;
 constexpr const char* kExclusive = "exclusive";
 constexpr const char* kShared = "shared";
 
-std::string patterns_text(const std::vector<std::string>& patterns) {
-  std::string out;
-  for (const auto& p : patterns) out += (out.empty() ? "" : ", ") + printable(p);
-  return out;
-}
-
 // The n of hold.<slot>.<n>; 0 for another name.
 std::uint64_t number_of(std::string_view name, const std::string& slot) {
   const std::string head = std::string(kPrefix) + slot + ".";
@@ -40,6 +34,12 @@ std::vector<std::string> names_of_slot(const std::string& slot, const std::vecto
   std::vector<std::string> out;
   for (const auto& n : names)
     if (number_of(n, slot) != 0 && std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
+  return out;
+}
+
+std::string patterns_text(const std::vector<std::string>& patterns) {
+  std::string out;
+  for (const auto& p : patterns) out += (out.empty() ? "" : ", ") + printable(p);
   return out;
 }
 

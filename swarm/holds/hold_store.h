@@ -50,6 +50,8 @@ bool hold_of(const LeaseEntry& entry, const std::string& slot, std::uint64_t ses
 // what it holds) stands in the way of every exclusive hold.
 bool hold_conflicts(const LeaseEntry& entry, const std::string& slot, HoldKind kind,
                     const std::vector<std::string>& patterns);
+// Patterns as people read them: escaped, ", " between them.
+std::string patterns_text(const std::vector<std::string>& patterns);
 // One line naming a hold for people: "slot S (host H) holds P, Q exclusively, token T".
 std::string hold_text(const LeaseEntry& entry);
 

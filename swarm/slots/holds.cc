@@ -13,16 +13,6 @@
 
 namespace swarm {
 
-namespace {
-
-std::string patterns_text(const std::vector<std::string>& patterns) {
-  std::string out;
-  for (const auto& p : patterns) out += (out.empty() ? "" : ", ") + printable(p);
-  return out;
-}
-
-}  // namespace
-
 HoldResult SlotLifecycle::hold(const std::string& slot, const std::vector<std::string>& patterns, HoldKind kind,
                                const std::string& reason, ExpectedSession session) {
   require_slot_name(slot);
