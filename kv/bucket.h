@@ -84,6 +84,15 @@ class Bucket {
   // time is read again alone, as get() would.
   std::vector<std::optional<Entry>> get_together(const std::vector<std::string>& keys) const;
 
+  // The current value of every key matching `pattern` ("hold.>", "a.*"):
+  // the keys the stream holds, named by one stream-info request, then read
+  // together. Unlike a pass of for_each it never misses a key that another
+  // writer rewrites while it reads (a filtered replay can end before that
+  // key's newer revision comes: adr/0044), at a request per key, delete
+  // markers included; so it serves small sets whose completeness matters
+  // (holds, port blocks, permits, a lease's queue). Ordered by key.
+  std::vector<Entry> current(std::string_view pattern) const;
+
   // The key's last message, a delete marker included (`deleted` says which):
   // a marker may carry data (see erase), e.g. what a released lease was.
   std::optional<Entry> last(std::string_view key, bool* deleted) const { return latest(key, deleted); }

@@ -202,4 +202,38 @@ std::vector<std::optional<Entry>> Bucket::get_together(const std::vector<std::st
   return out;
 }
 
+std::vector<Entry> Bucket::current(std::string_view pattern) const {
+  require_valid_pattern(name_, pattern);
+  const std::string subjects = state_->prefix + std::string(pattern);
+  const std::string what = "list " + where(name_, pattern);
+  // The stream names its subjects under its lock, as they stand at once: a
+  // key there now is read below, whatever is written to it meanwhile.
+  std::vector<std::string> keys = detail::with_retries(*state_->connection, budget_, [&](std::chrono::milliseconds wait) {
+    jsStreamInfo* raw = nullptr;
+    jsErrCode code = jsErrCode(0);
+    jsOptions options = detail::waiting(wait);
+    options.Stream.Info.SubjectsFilter = subjects.c_str();
+    natsStatus status = js_GetStreamInfo(&raw, state_->js(), state_->stream.c_str(), &options, &code);
+    if (status == NATS_NOT_FOUND || code == JSStreamNotFoundErr)
+      throw Error(Errc::not_found, where(name_) + " no longer exists");
+    detail::check(status, what, code);
+    detail::StreamInfoPtr info(raw);
+    std::vector<std::string> names;
+    if (const jsStreamStateSubjects* listed = info->State.Subjects) {
+      names.reserve(static_cast<std::size_t>(listed->Count));
+      for (int i = 0; i < listed->Count; ++i) {
+        const std::string_view subject = listed->List[i].Subject ? listed->List[i].Subject : "";
+        if (subject.size() > state_->prefix.size() && subject.substr(0, state_->prefix.size()) == state_->prefix)
+          names.emplace_back(subject.substr(state_->prefix.size()));
+      }
+    }
+    return names;
+  });
+  std::sort(keys.begin(), keys.end());
+  std::vector<Entry> out;
+  for (auto& entry : get_together(keys))
+    if (entry) out.push_back(std::move(*entry));
+  return out;
+}
+
 }  // namespace kv

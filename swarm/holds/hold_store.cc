@@ -126,14 +126,14 @@ std::vector<LeaseEntry> HoldStore::still_live(std::vector<LeaseEntry> listed, St
 }
 
 std::vector<LeaseEntry> HoldStore::live() const {
-  auto listed = read_arriving([&] { return store_.list_with_clock(std::string(kPrefix) + ">"); });
+  auto listed = read_arriving([&] { return store_.current_with_clock(std::string(kPrefix) + ">"); });
   auto out = still_live(std::move(listed.value), listed.at);
   std::sort(out.begin(), out.end(), [](const LeaseEntry& a, const LeaseEntry& b) { return a.name < b.name; });
   return out;
 }
 
 std::vector<LeaseEntry> HoldStore::live_exclusive_of_others(const std::string& slot) const {
-  auto listed = read_arriving([&] { return store_.list(std::string(kPrefix) + ">"); });
+  auto listed = read_arriving([&] { return store_.current(std::string(kPrefix) + ">"); });
   std::vector<LeaseEntry> others;
   for (auto& e : listed.value)
     if (!e.corrupt() && e.record->slot != slot && e.record->kind != kShared) others.push_back(std::move(e));
@@ -156,7 +156,7 @@ std::optional<LeaseEntry> HoldStore::earlier_conflict(const std::string& slot, H
 Lease HoldStore::take(const HoldRequest& request) const {
   const LeaseHolder who = holder(request);
   for (int attempt = 1; attempt <= kMaxTakeAttempts; ++attempt) {
-    auto listed = read_arriving([&] { return store_.list_with_clock(std::string(kPrefix) + ">"); });
+    auto listed = read_arriving([&] { return store_.current_with_clock(std::string(kPrefix) + ">"); });
     std::uint64_t next = 1;
     for (const auto& e : listed.value) next = std::max(next, number_of(e.name, request.slot) + 1);
     std::vector<std::string> in_the_way;

@@ -154,13 +154,22 @@ const ServerClock& LeaseStore::server_clock() const {
   return *server_clock_->readings.back();
 }
 
-std::vector<LeaseEntry> LeaseStore::list_with_clock(const std::string& pattern) const {
+std::vector<LeaseEntry> LeaseStore::current(const std::string& pattern) const {
+  std::vector<LeaseEntry> out;
+  translating_kv([&] {
+    for (auto& e : bucket().current(pattern))
+      if (is_lease_key(e.key)) out.push_back(lease_entry_of(std::move(e)));
+  });
+  return out;
+}
+
+std::vector<LeaseEntry> LeaseStore::current_with_clock(const std::string& pattern) const {
   {
     std::lock_guard lock(server_clock_->mu);
-    if (server_clock_->usable()) return list(pattern);
+    if (server_clock_->usable()) return current(pattern);
   }
   PendingServerClock pending(bucket());
-  auto listed = list(pattern);
+  auto listed = current(pattern);
   auto read = std::make_unique<const ServerClock>(pending.get());
   std::lock_guard lock(server_clock_->mu);
   if (!server_clock_->usable()) server_clock_->keep(std::move(read));

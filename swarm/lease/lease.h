@@ -168,10 +168,14 @@ class LeaseStore {
   // Every lease record (queue and resign keys left out), corrupt ones
   // included; or those matching `pattern` ("task.>").
   std::vector<LeaseEntry> list(const std::string& pattern = ">") const;
+  // Those matching `pattern`, none missed though renewed as they are read
+  // (kv::Bucket::current: a request per key): for a small set that decides
+  // a grant, as holds, port blocks and permits do.
+  std::vector<LeaseEntry> current(const std::string& pattern) const;
   // The same, with the server's clock read beside it when it was not yet
   // (its probe sent first, so that the two round trips overlap): for a
   // reader that judges what it lists by age.
-  std::vector<LeaseEntry> list_with_clock(const std::string& pattern) const;
+  std::vector<LeaseEntry> current_with_clock(const std::string& pattern) const;
   // Live waiters in each lease's queue, or in `name`'s only (a waiter whose
   // place expired is gone).
   // (A place of a process of this host (`host`, `host_id`) that is gone is

@@ -142,7 +142,7 @@ Semaphore::Look Semaphore::look() const {
   Look seen;
   seen.limit = limit().value_or(0);
   const ServerClock& clock = store_.server_clock();
-  auto listed = read_arriving([&] { return store_.list(name_ + kPermitPart + "*"); });
+  auto listed = read_arriving([&] { return store_.current(name_ + kPermitPart + "*"); });
   const auto now = Steady::now();
   for (auto& e : listed.value) {
     auto k = permit_of(e.name);

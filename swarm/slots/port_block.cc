@@ -122,7 +122,7 @@ struct PortBlocks::Taken {
 };
 
 PortBlocks::Taken PortBlocks::taken(const std::string& slot, const std::vector<PortBlock>& ours) const {
-  auto listed = read_arriving([&] { return store_.list(std::string(kPrefix) + ">"); });
+  auto listed = read_arriving([&] { return store_.current(std::string(kPrefix) + ">"); });
   const ServerClock& clock = store_.server_clock();
   Taken out;
   for (auto& entry : listed.value) {

@@ -345,6 +345,45 @@ TEST_CASE("Bucket_SnapshotEndsWhileWritersKeepWriting") {
   CHECK(ended == kRounds);
 }
 
+TEST_CASE("Bucket_CurrentMissesNoKeyRewrittenWhileItReads") {
+  // current(pattern) names every key of the pattern, however often writers rewrite them as it reads (a filtered
+  // replay could end on a message "with nothing pending" before a rewritten key's newer revision came: that let two
+  // conflicting holds both stand, and on nats-server 2.15 missed 2 of these 12 keys at once), and leaves out other
+  // keys and deleted ones.
+  Fixture f;
+  auto b = f.bucket();
+  constexpr int kKeys = 12;
+  constexpr int kWriters = 3;
+  for (int i = 0; i < kKeys; ++i) b.create("hold.s" + std::to_string(i) + ".1", "0");
+  b.create("other.x", "0");
+  b.erase("hold.gone.1", b.create("hold.gone.1", "0"));
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> writers;
+  for (int w = 0; w < kWriters; ++w)
+    writers.emplace_back([&, w] {
+      auto writer_connection = kv::Connection::connect({.urls = {f.server.url()}});
+      auto wb = kv::Bucket::open(writer_connection, "test");
+      std::vector<std::uint64_t> revisions;
+      for (int i = w; i < kKeys; i += kWriters) revisions.push_back(wb.get("hold.s" + std::to_string(i) + ".1")->revision);
+      for (int n = 1; !stop; ++n)
+        for (std::size_t j = 0; j < revisions.size(); ++j)
+          revisions[j] = wb.update("hold.s" + std::to_string(w + static_cast<int>(j) * kWriters) + ".1",
+                                   std::to_string(n), revisions[j]);
+    });
+  for (int round = 0; round < 300; ++round) {
+    auto entries = b.current("hold.>");
+    CHECK(entries.size() == kKeys);
+    if (entries.size() != kKeys) break;  // (the writers are stopped below)
+    for (std::size_t i = 0; i + 1 < entries.size(); ++i) CHECK(entries[i].key < entries[i + 1].key);
+    for (const auto& e : entries) CHECK(e.key.rfind("hold.s", 0) == 0);
+  }
+  stop = true;
+  for (auto& w : writers) w.join();
+  CHECK(b.current("other.*").size() == 1);
+  CHECK(b.current("none.>").empty());
+  CHECK(kv_kind_of([&] { b.current("bad pattern"); }) == kv::Errc::bad_request);
+}
+
 TEST_CASE("Bucket_UpdateTogetherWritesEachByItsOwnCas") {
   // several CAS updates of keys in two buckets sent together: each succeeds or fails on its own, as update() would.
   Fixture f;
