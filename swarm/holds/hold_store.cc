@@ -125,15 +125,20 @@ std::vector<LeaseEntry> HoldStore::still_live(std::vector<LeaseEntry> listed, St
   return out;
 }
 
-std::vector<LeaseEntry> HoldStore::live() const {
-  auto listed = read_arriving([&] { return store_.current_with_clock(std::string(kPrefix) + ">"); });
+std::vector<LeaseEntry> HoldStore::live(Listing how) const {
+  const std::string pattern = std::string(kPrefix) + ">";
+  auto listed = read_arriving([&] {
+    return how == Listing::exact ? store_.current_with_clock(pattern) : store_.list_with_clock(pattern);
+  });
   auto out = still_live(std::move(listed.value), listed.at);
   std::sort(out.begin(), out.end(), [](const LeaseEntry& a, const LeaseEntry& b) { return a.name < b.name; });
   return out;
 }
 
-std::vector<LeaseEntry> HoldStore::live_exclusive_of_others(const std::string& slot) const {
-  auto listed = read_arriving([&] { return store_.current(std::string(kPrefix) + ">"); });
+std::vector<LeaseEntry> HoldStore::live_exclusive_of_others(const std::string& slot, Listing how) const {
+  const std::string pattern = std::string(kPrefix) + ">";
+  auto listed =
+      read_arriving([&] { return how == Listing::exact ? store_.current(pattern) : store_.list(pattern); });
   std::vector<LeaseEntry> others;
   for (auto& e : listed.value)
     if (!e.corrupt() && e.record->slot != slot && e.record->kind != kShared) others.push_back(std::move(e));
@@ -148,7 +153,7 @@ Arrived<std::vector<LeaseEntry>> HoldStore::read(const std::vector<std::string>&
 std::optional<LeaseEntry> HoldStore::earlier_conflict(const std::string& slot, HoldKind kind,
                                                       const std::vector<std::string>& patterns,
                                                       std::uint64_t token) const {
-  for (auto& e : live())
+  for (auto& e : live(Listing::exact))
     if (e.token() < token && hold_conflicts(e, slot, kind, patterns)) return std::move(e);
   return std::nullopt;
 }
@@ -156,7 +161,9 @@ std::optional<LeaseEntry> HoldStore::earlier_conflict(const std::string& slot, H
 Lease HoldStore::take(const HoldRequest& request) const {
   const LeaseHolder who = holder(request);
   for (int attempt = 1; attempt <= kMaxTakeAttempts; ++attempt) {
-    auto listed = read_arriving([&] { return store_.current_with_clock(std::string(kPrefix) + ">"); });
+    // A replay: a conflicting hold it misses (renewed as it ran) is found by
+    // the exact listing after the grant, which then gives this one back.
+    auto listed = read_arriving([&] { return store_.list_with_clock(std::string(kPrefix) + ">"); });
     std::uint64_t next = 1;
     for (const auto& e : listed.value) next = std::max(next, number_of(e.name, request.slot) + 1);
     std::vector<std::string> in_the_way;

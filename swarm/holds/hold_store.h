@@ -74,13 +74,17 @@ class HoldStore : public SlotLeases<HoldStore> {
  public:
   using SlotLeases::SlotLeases;
 
+  // How holds are listed: a replay, which may miss a hold renewed as it
+  // runs (for what is shown, and commit's warning, which land repeats), or
+  // by name, which misses none (what decides a grant or a land: adr/0044).
+  enum class Listing { replay, exact };
   // Every hold someone may still hold (not certainly expired), corrupt ones
   // included, in name order: one listing of hold.>.
-  std::vector<LeaseEntry> live() const;
+  std::vector<LeaseEntry> live(Listing how = Listing::replay) const;
   // The live exclusive holds of slots other than `slot` (what commit and
   // land compare paths with): the server's clock is read only when the
   // listing has some, so a workspace without holds pays one listing.
-  std::vector<LeaseEntry> live_exclusive_of_others(const std::string& slot) const;
+  std::vector<LeaseEntry> live_exclusive_of_others(const std::string& slot, Listing how) const;
   // The holds of `names` as they are now, read in one round trip, with when
   // the answer arrived.
   Arrived<std::vector<LeaseEntry>> read(const std::vector<std::string>& names) const;

@@ -225,7 +225,7 @@ std::vector<LandResult> Landing::land_batch(const std::vector<std::string>& slot
   // batch is built (the lease kept alive meanwhile, the holds listed once):
   // it never fails its batch-mates' check.
   git().refresh();
-  const auto live = translating_kv([&] { return HoldStore(leases_, me_, kDefaultLeaseTtl).live(); });
+  const auto live = translating_kv([&] { return HoldStore(leases_, me_, kDefaultLeaseTtl).live(HoldStore::Listing::exact); });
   std::map<std::string, LandResult> held;
   std::vector<std::string> free;
   for (const auto& slot : slots) {

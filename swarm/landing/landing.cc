@@ -445,7 +445,7 @@ std::optional<LandResult> Landing::refused_for_holds(LandResult& result, const s
                                                     const std::vector<LeaseEntry>* live) {
   std::vector<LeaseEntry> others;
   if (live == nullptr) {
-    others = translating_kv([&] { return HoldStore(leases_, me_, kDefaultLeaseTtl).live_exclusive_of_others(result.slot); });
+    others = translating_kv([&] { return HoldStore(leases_, me_, kDefaultLeaseTtl).live_exclusive_of_others(result.slot, HoldStore::Listing::exact); });
   } else {
     for (const auto& e : *live)
       if (!e.corrupt() && e.record->slot != result.slot && e.record->kind != to_string(HoldKind::shared))

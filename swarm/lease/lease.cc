@@ -163,16 +163,24 @@ std::vector<LeaseEntry> LeaseStore::current(const std::string& pattern) const {
   return out;
 }
 
+std::vector<LeaseEntry> LeaseStore::list_with_clock(const std::string& pattern) const {
+  return with_clock([&] { return list(pattern); });
+}
+
 std::vector<LeaseEntry> LeaseStore::current_with_clock(const std::string& pattern) const {
+  return with_clock([&] { return current(pattern); });
+}
+
+std::vector<LeaseEntry> LeaseStore::with_clock(const std::function<std::vector<LeaseEntry>()>& listing) const {
   {
     std::lock_guard lock(server_clock_->mu);
-    if (server_clock_->usable()) return current(pattern);
+    if (server_clock_->usable()) return listing();
   }
   PendingServerClock pending(bucket());
-  auto listed = current(pattern);
-  auto read = std::make_unique<const ServerClock>(pending.get());
+  auto listed = listing();
+  auto clock = std::make_unique<const ServerClock>(pending.get());
   std::lock_guard lock(server_clock_->mu);
-  if (!server_clock_->usable()) server_clock_->keep(std::move(read));
+  if (!server_clock_->usable()) server_clock_->keep(std::move(clock));
   return listed;
 }
 

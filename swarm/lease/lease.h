@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -172,9 +173,10 @@ class LeaseStore {
   // (kv::Bucket::current: a request per key): for a small set that decides
   // a grant, as holds, port blocks and permits do.
   std::vector<LeaseEntry> current(const std::string& pattern) const;
-  // The same, with the server's clock read beside it when it was not yet
-  // (its probe sent first, so that the two round trips overlap): for a
-  // reader that judges what it lists by age.
+  // list and current, with the server's clock read beside them when it was
+  // not yet (its probe sent first, so that the two round trips overlap): for
+  // a reader that judges what it lists by age.
+  std::vector<LeaseEntry> list_with_clock(const std::string& pattern) const;
   std::vector<LeaseEntry> current_with_clock(const std::string& pattern) const;
   // Live waiters in each lease's queue, or in `name`'s only (a waiter whose
   // place expired is gone).
@@ -229,6 +231,7 @@ class LeaseStore {
   explicit LeaseStore(kv::Bucket bucket) : keys_(std::move(bucket)), journal_(keys_.bucket_.connection()) {}
   const kv::Bucket& bucket() const { return keys_.bucket_; }
   Lease write_grant(const std::string& name, LeaseRecord record, const LastWrite& over) const;
+  std::vector<LeaseEntry> with_clock(const std::function<std::vector<LeaseEntry>()>& listing) const;
   // The live places in each lease's line, or in `name`'s (see waiting).
   std::vector<LiveWaiter> live_waiters(const std::string& name, const std::string& host = {},
                                        const std::string& host_id = {}) const;

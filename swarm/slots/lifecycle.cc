@@ -419,7 +419,7 @@ CommitGuard SlotLifecycle::holds_guard(const SessionEntry& entry, CommitResult& 
   // only when the commit has changes to compare.
   std::shared_future<std::vector<LeaseEntry>> listed =
       std::async(std::launch::async, [this, slot = entry.slot] {
-        return translating_kv([&] { return holds_.live_exclusive_of_others(slot); });
+        return translating_kv([&] { return holds_.live_exclusive_of_others(slot, HoldStore::Listing::replay); });
       }).share();
   return [this, &entry, &result, listed](const std::vector<std::string>& paths) {
     std::vector<LeaseEntry> others;
