@@ -19,6 +19,18 @@
 namespace cli {
 
 
+CLI::Validator fencing_token_validator() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        // Digits only: strtoull would take "-1", "+7" or "0x47" and wrap or guess.
+        bool digits = !value.empty() && value.size() <= 19 && value.find_first_not_of("0123456789") == std::string::npos;
+        if (!digits || std::strtoull(value.c_str(), nullptr, 10) == 0)
+          return "--token " + value + " is not a fencing token: give the number `swarm lease acquire` printed";
+        return {};
+      },
+      "N");
+}
+
 CLI::Validator decimal_in(std::int64_t min, std::int64_t max) {
   return CLI::Validator(
       [min, max](std::string& value) -> std::string {

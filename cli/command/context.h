@@ -56,6 +56,9 @@ CLI::Validator validator_of(Require require, const char* name) {
 // read 010 as octal): exit 2 naming the value otherwise.
 CLI::Validator decimal_in(std::int64_t min, std::int64_t max);
 
+// A fencing token: decimal digits, not 0 (exit 2 naming the value otherwise).
+CLI::Validator fencing_token_validator();
+
 // Option validators that refuse bad names at parse time, before any I/O (exit 2).
 CLI::Validator slot_name_validator();
 CLI::Validator task_id_validator();

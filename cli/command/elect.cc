@@ -3,13 +3,18 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <fstream>
+#include <iostream>
+#include <iterator>
 
 #include "cli/command/lease_wait.h"
 #include "swarm/base/child_process.h"
 #include "swarm/base/duration.h"
 #include "swarm/base/error.h"
 #include "swarm/base/names.h"
+#include "swarm/base/text.h"
 #include "swarm/lease/election.h"
+#include "swarm/lease/election_state.h"
 
 namespace cli {
 
@@ -20,7 +25,11 @@ struct ElectFlags {
   std::string ttl = "15s";
   bool observe = false;
   bool resign = false;
+  bool check = false;
+  std::uint64_t token = 0;
   std::string holder;
+  // elect state NAME put FILE | get
+  std::string state_name, state_action, state_file;
   std::vector<std::string> command;
 };
 
@@ -82,19 +91,120 @@ int resign(Context& ctx, const std::string& name) {
                                                 "by itself unless it renews");
 }
 
+// Exit 0 when `token` leads `name` now, 3 (conflict) naming who does when not.
+int check(Context& ctx, const std::string& name, std::uint64_t token) {
+  auto store = ctx.leases(true);
+  swarm::LeaseEntry leader = swarm::require_leader(store, name, token);
+  swarm::Json doc = swarm::Json::object();
+  doc.set("schema", "swarm.elect.v1")
+      .set("name", name)
+      .set("leader", leader.record->holder)
+      .set("host", leader.record->host)
+      .set("token", token)
+      .set("leads", true);
+  ctx.out().result("elect", "token " + std::to_string(token) + " leads " + name, std::move(doc));
+  return 0;
+}
+
+std::string read_state_file(const std::string& file) {
+  if (file == "-") {
+    std::string data((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+    if (std::cin.bad()) throw swarm::Error(swarm::Errc::filesystem, "could not read the state from standard input");
+    return data;
+  }
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw swarm::Error(swarm::Errc::bad_input, "cannot read " + swarm::printable(file));
+  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw swarm::Error(swarm::Errc::filesystem, "could not read " + swarm::printable(file));
+  return data;
+}
+
+swarm::Json state_doc(const swarm::ElectionState& s) {
+  swarm::Json doc = swarm::Json::object();
+  doc.set("schema", "swarm.elect.v1")
+      .set("name", s.name)
+      .set("token", s.token)
+      .set("holder", s.holder)
+      .set("host", s.host)
+      .set("sha256", s.sha256)
+      .set("size", static_cast<std::uint64_t>(s.data.size()))
+      .set("revision", s.revision);
+  return doc;
+}
+
+int run_state(Context& ctx, const ElectFlags& f) {
+  if (f.state_action != "put" && f.state_action != "get")
+    throw swarm::Error(swarm::Errc::bad_input, "elect state " + swarm::printable(f.state_name) + ": " +
+                                                   swarm::printable(f.state_action) + " is neither put nor get");
+  if (f.state_action == "put" && f.state_file.empty())
+    throw swarm::Error(swarm::Errc::bad_input, "elect state put needs the FILE to store (- for standard input)");
+  if (f.state_action == "get" && !f.state_file.empty())
+    throw swarm::Error(swarm::Errc::bad_input, "elect state get takes no FILE: it prints the state");
+  if (f.state_action == "put") {
+    std::string data = read_state_file(f.state_file);  // before any NATS round trip
+    if (data.size() > swarm::kMaxElectionState)
+      throw swarm::Error(swarm::Errc::bad_input, swarm::printable(f.state_file) + " is " + std::to_string(data.size()) +
+                                                     " bytes; a state holds at most " +
+                                                     std::to_string(swarm::kMaxElectionState));
+    auto store = ctx.leases(true);
+    auto s = swarm::put_election_state(store, f.state_name, f.token,
+                                       swarm::LeaseHolder::process(ctx.me(), getpid()), std::move(data));
+    ctx.out().result("elect",
+                     "stored " + std::to_string(s.data.size()) + " bytes as the state of " + f.state_name +
+                         " (token " + std::to_string(s.token) + ", sha256 " + s.sha256 + ")",
+                     state_doc(s));
+    return 0;
+  }
+  auto store = ctx.leases(true);
+  auto s = swarm::get_election_state(store, f.state_name, f.token);
+  if (ctx.out().json()) {
+    swarm::Json doc = state_doc(s);
+    doc.set("written_at", swarm::format_rfc3339(s.written_at)).set("data", s.data);
+    ctx.out().result("elect", "", std::move(doc));
+    return 0;
+  }
+  std::cout.write(s.data.data(), static_cast<std::streamsize>(s.data.size()));
+  std::cout.flush();
+  if (!std::cout) throw swarm::Error(swarm::Errc::filesystem, "standard output refused the state (a closed pipe?)");
+  return 0;
+}
+
 }  // namespace
 
 Verb add_elect(CLI::App& app) {
   auto f = std::make_shared<ElectFlags>();
   CLI::App* cmd = app.add_subcommand("elect", "Leader election: one leader runs CMD, the others wait and take over");
-  cmd->add_option("name", f->name, "Election (lease) name, e.g. scheduler")->required()->check(user_lease_name_validator());
+  // Not required of CLI11: `elect state …` names its election after the sub-verb.
+  cmd->add_option("name", f->name, "Election (lease) name, e.g. scheduler")->check(user_lease_name_validator());
   cmd->add_option("--ttl", f->ttl, "Lease TTL, 1s to 1h: a dead leader is replaced within TTL + TTL/3")
       ->capture_default_str()
       ->option_text("DUR")
       ->check(duration_validator());
   auto* observe_flag = cmd->add_flag("--observe", f->observe, "Print who leads (swarm.elect.v1 lines), then each change");
   auto* resign_flag = cmd->add_flag("--resign", f->resign, "Ask the current leader to step down (from any host)");
+  auto* check_flag =
+      cmd->add_flag("--check", f->check, "Exit 0 if --token is the current leader's token, 3 if not (one round trip)");
+  auto* token_option = cmd->add_option("--token", f->token, "A leader's fencing token ($SWARM_FENCING_TOKEN), for --check")
+                           ->option_text("N")
+                           ->check(fencing_token_validator());
   observe_flag->excludes(resign_flag);
+  check_flag->excludes(observe_flag)->excludes(resign_flag);
+  check_flag->needs(token_option);
+  token_option->needs(check_flag);
+  CLI::App* state = cmd->add_subcommand("state", "The leader's state for its successor: put FILE, or get, under --token");
+  state->add_option("name", f->state_name, "Election name")->required()->check(user_lease_name_validator());
+  state->add_option("action", f->state_action, "put or get")->required()->check(CLI::IsMember({"put", "get"}));
+  state->add_option("file", f->state_file, "put: the file to store (- for standard input)");
+  state->add_option("--token", f->token, "The fencing token of the leader ($SWARM_FENCING_TOKEN)")
+      ->required()
+      ->option_text("N")
+      ->check(fencing_token_validator());
+  state->footer(
+      "Examples:\n"
+      "  swarm elect state scheduler put state.json --token \"$SWARM_FENCING_TOKEN\"\n"
+      "  swarm elect state scheduler get --token \"$SWARM_FENCING_TOKEN\" > state.json\n"
+      "Only the token that leads now may put or get (exit 3 otherwise); get checks the SHA-256 written with the\n"
+      "state and refuses one that a deposed leader wrote after this leader was granted. At most 512 KiB.");
   cmd->add_option("--holder", f->holder, "Who leads, shown to others (default: HOST:PID)")->check(holder_validator());
   cmd->add_option("command", f->command, "The leader's command, after --")->option_text("-- CMD...");
   cmd->footer(
@@ -102,8 +212,19 @@ Verb add_elect(CLI::App& app) {
       "  swarm elect scheduler -- ./scheduler        # on each of three machines\n"
       "  swarm elect scheduler --observe             # one JSON line per change of leader\n"
       "  swarm elect scheduler --resign              # the leader stops ./scheduler, the next takes over\n"
+      "  swarm elect scheduler --check --token \"$SWARM_FENCING_TOKEN\" && act   # gate each act on leading\n"
       "When CMD ends the leader resigns and swarm exits with CMD's status.");
-  return {cmd, [f](Context& ctx) {
+  return {cmd, [f, state](Context& ctx) {
+            if (state->parsed()) {
+              if (!f->name.empty() || !f->command.empty())
+                throw swarm::Error(swarm::Errc::bad_input, "elect state takes its own NAME: swarm elect state NAME put FILE|get --token T");
+              return run_state(ctx, *f);
+            }
+            if (f->name.empty()) throw swarm::Error(swarm::Errc::bad_input, "elect needs the election's NAME");
+            if (f->check) {
+              if (!f->command.empty()) throw swarm::Error(swarm::Errc::bad_input, "--check runs no command: drop the -- part");
+              return check(ctx, f->name, f->token);
+            }
             if (f->observe || f->resign) {
               if (!f->command.empty())
                 throw swarm::Error(swarm::Errc::bad_input, "--observe and --resign run no command: drop the -- part");

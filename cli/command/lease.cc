@@ -126,16 +126,7 @@ CLI::App* add_by_token(CLI::App& cmd, LeaseFlags& f, const char* name, const cha
   sub->add_option("--token", f.token, "The fencing token `acquire` printed")
       ->required()
       ->option_text("N")
-      ->check(CLI::Validator(
-          [](std::string& value) -> std::string {
-            // Digits only: strtoull would take "-1", "+7" or "0x47" and wrap or guess.
-            bool digits = !value.empty() && value.size() <= 19 &&
-                          value.find_first_not_of("0123456789") == std::string::npos;
-            if (!digits || std::strtoull(value.c_str(), nullptr, 10) == 0)
-              return "--token " + value + " is not a fencing token: give the number `swarm lease acquire` printed";
-            return {};
-          },
-          "N"));
+      ->check(fencing_token_validator());
   sub->footer(std::string("Example:\n  swarm lease ") + name + " claim.T-42 --token 1234");
   return sub;
 }

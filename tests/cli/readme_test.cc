@@ -335,6 +335,15 @@ TEST_CASE("Readme_HoldsAsWritten") {
   CHECK(left.out.find("\"slot\":\"a1\"") == std::string::npos);
 }
 
+TEST_CASE("Readme_ElectionStateAsWritten") {
+  // The README's election recipe: the first leader checks its token and puts its state; the next reads it.
+  SwarmWorkspace ws;
+  const std::map<std::string, std::string> env = {{"SWARM_WORKSPACE", ws.root().string()}};
+  auto r = run_recipe(recipe("elect"), ws.root(), ws.home(), env);
+  CHECK(r.out.find("cursor=42\n") != std::string::npos);
+  CHECK(r.out.find("elect.state") != std::string::npos);
+}
+
 TEST_CASE("Readme_McpOverStdioAsWritten") {
   // docs/mcp.md's recipe: a session over a pipe answers each request once, nothing else on stdout, and a
   // token that is not the slot's session is an error result.

@@ -1,0 +1,163 @@
+#include "swarm/lease/election_state.h"
+
+#include "kv/sha256.h"
+#include "swarm/base/error.h"
+#include "swarm/base/json.h"
+#include "swarm/base/text.h"
+#include "swarm/lease/events.h"
+#include "swarm/lease/lease_keys.h"
+
+namespace swarm {
+
+namespace {
+
+constexpr const char* kStateRoot = "_state.";
+// A CAS lost to another write of the same leader (two puts at once) is
+// tried again over what it wrote, this many times.
+constexpr int kPutAttempts = 3;
+
+std::string state_key(const std::string& name) { return kStateRoot + name; }
+
+std::string digest_of(const std::string& data) {
+  kv::Sha256 sha;
+  sha.add(data.data(), data.size());
+  return kv::hex_of(sha.finish());
+}
+
+// The stored bytes: one line of JSON (what, by whom, its digest), then the
+// data as given.
+std::string stored_bytes(const ElectionState& s) {
+  Json head = Json::object();
+  head.set("name", s.name)
+      .set("token", s.token)
+      .set("holder", s.holder)
+      .set("host", s.host)
+      .set("sha256", s.sha256)
+      .set("size", static_cast<std::uint64_t>(s.data.size()));
+  return head.dump() + "\n" + s.data;
+}
+
+const cJSON* member(const Json& doc, const char* key) { return cJSON_GetObjectItemCaseSensitive(doc.get(), key); }
+
+std::string text_of(const Json& doc, const char* key) {
+  const cJSON* item = member(doc, key);
+  return cJSON_IsString(item) ? item->valuestring : "";
+}
+
+// The state as stored, or corrupt naming what is wrong with it.
+ElectionState parse_state(const std::string& name, const kv::Entry& entry) {
+  const auto corrupt = [&](const std::string& why) {
+    return Error(Errc::corrupt, "the state of election " + printable(name) + " (revision " +
+                                    std::to_string(entry.revision) + ") cannot be read: " + why +
+                                    "; the leader can put a new one");
+  };
+  const auto newline = entry.value.find('\n');
+  if (newline == std::string::npos) throw corrupt("no header line");
+  Json head = Json::parse(std::string_view(entry.value).substr(0, newline));
+  if (!head || !cJSON_IsObject(head.get())) throw corrupt("its header is not a JSON object");
+  ElectionState s;
+  s.name = name;
+  s.data = entry.value.substr(newline + 1);
+  s.sha256 = text_of(head, "sha256");
+  s.holder = text_of(head, "holder");
+  s.host = text_of(head, "host");
+  const cJSON* token = member(head, "token");
+  if (!cJSON_IsNumber(token) || token->valuedouble < 1) throw corrupt("no token");
+  s.token = static_cast<std::uint64_t>(token->valuedouble);
+  s.revision = entry.revision;
+  s.written_at = entry.created;
+  if (digest_of(s.data) != s.sha256)
+    throw corrupt("its SHA-256 is not the one written with it (" + printable(s.sha256.substr(0, 64)) + ")");
+  return s;
+}
+
+std::string who_leads(const std::optional<LeaseEntry>& now) {
+  if (!now) return "nobody leads it now";
+  if (now->corrupt()) return "its lease record is corrupt";
+  return "token " + std::to_string(now->token()) + " (" + printable(now->record->holder) + " on " +
+         printable(now->record->host) + ") leads it";
+}
+
+}  // namespace
+
+LeaseEntry require_leader(const LeaseStore& store, const std::string& name, std::uint64_t token) {
+  auto now = store.get(name);
+  if (now && now->corrupt()) throw Error::corrupt_lease(name, now->corrupt_reason);
+  const std::string refused = "token " + std::to_string(token) + " does not lead " + printable(name) + ": ";
+  if (!now || now->token() != token) throw Error(Errc::conflict, refused + who_leads(now));
+  if (standing_of(*now, std::chrono::system_clock::now()).state != LeaseState::held)
+    throw Error(Errc::conflict, refused + "its lease ran out (TTL " + std::to_string(now->record->ttl.count()) +
+                                    " ms) and nobody took it over yet");
+  return std::move(*now);
+}
+
+ElectionState put_election_state(const LeaseStore& store, const std::string& name, std::uint64_t token,
+                                 const LeaseHolder& by, std::string data) {
+  if (data.size() > kMaxElectionState)
+    throw Error(Errc::bad_input, "the state is " + std::to_string(data.size()) + " bytes; at most " +
+                                     std::to_string(kMaxElectionState) + " are kept");
+  LeaseEntry leader = require_leader(store, name, token);
+  ElectionState s;
+  s.name = name;
+  s.token = token;
+  s.holder = leader.record->holder;
+  s.host = by.host;
+  s.sha256 = digest_of(data);
+  s.data = std::move(data);
+  const std::string value = stored_bytes(s);
+  const std::string key = state_key(name);
+  for (int attempt = 1;; ++attempt) {
+    bool released = false;
+    auto last = store.keys().last(key, &released);
+    if (last && !released) {
+      const auto newline = last->value.find('\n');
+      Json head = Json::parse(std::string_view(last->value).substr(0, newline == std::string::npos ? 0 : newline));
+      const cJSON* theirs = head ? member(head, "token") : nullptr;
+      if (cJSON_IsNumber(theirs) && theirs->valuedouble > static_cast<double>(token))
+        throw Error(Errc::conflict, "a later leader (token " + std::to_string(static_cast<std::uint64_t>(theirs->valuedouble)) +
+                                        ") put the state of " + printable(name) + "; token " + std::to_string(token) +
+                                        " leads it no longer");
+    }
+    try {
+      s.revision = last ? store.keys().update(key, value, last->revision) : store.keys().create(key, value);
+      break;
+    } catch (const Error& e) {
+      if (e.kind() != Errc::conflict || attempt == kPutAttempts) throw;
+    }
+  }
+  // The lease's grant and this write are in one stream: a later grant has a
+  // lower revision than this write when the lease changed hands first.
+  auto after = store.get(name);
+  if (!after || after->corrupt() || after->token() != token)
+    throw Error(Errc::conflict, "the state of " + printable(name) + " was written (revision " +
+                                    std::to_string(s.revision) + ") but token " + std::to_string(token) +
+                                    " no longer leads it: " + who_leads(after) +
+                                    ", and its get refuses a state written after its grant");
+  Event e = lease_event("elect.state", store.bucket_name(), name, {by.host, by.host_id, by.pid}, token, s.revision);
+  e.detail.set("sha256", s.sha256).set("size", static_cast<std::uint64_t>(s.data.size())).set("holder", s.holder);
+  store.journal().record(e);
+  return s;
+}
+
+ElectionState get_election_state(const LeaseStore& store, const std::string& name, std::uint64_t token) {
+  LeaseEntry leader = require_leader(store, name, token);
+  bool released = false;
+  auto last = store.keys().last(state_key(name), &released);
+  if (!last || released)
+    throw Error(Errc::not_found, "no state was put for election " + printable(name) + " (`swarm elect state " +
+                                     printable(name) + " put FILE --token T` stores one)");
+  ElectionState s = parse_state(name, *last);
+  // Granted as revision `token`: an earlier leader's write after that was
+  // made when it no longer led (its lease had run out).
+  if (s.token < token && s.revision > token)
+    throw Error(Errc::conflict, "the state of " + printable(name) + " was written by token " +
+                                    std::to_string(s.token) + " (" + printable(s.holder) + ") after token " +
+                                    std::to_string(token) + " was granted: a deposed leader's write, not handed out; "
+                                    "put a new state");
+  if (s.token > token)
+    throw Error(Errc::conflict, "the state of " + printable(name) + " was put by a later token (" +
+                                    std::to_string(s.token) + ")");
+  return s;
+}
+
+}  // namespace swarm
