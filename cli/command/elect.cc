@@ -26,6 +26,8 @@ struct ElectFlags {
   bool observe = false;
   bool resign = false;
   bool check = false;
+  std::int64_t priority = 0;
+  std::string min_term;
   std::uint64_t token = 0;
   std::string holder;
   // elect state NAME put FILE | get
@@ -70,9 +72,23 @@ int resign(Context& ctx, const std::string& name) {
   auto asked = swarm::request_resignation(store, name, me);
   const auto token = asked.token();
   const auto ttl = asked.record->ttl;
+  // A leader with a minimum term holds the request until it has led that
+  // long (timed from its grant; here by the server's stamp of it).
+  std::chrono::milliseconds term_left{0};
+  if (asked.record->min_term.count() > 0 && asked.record->acquired_at) {
+    term_left = std::chrono::duration_cast<std::chrono::milliseconds>(*asked.record->acquired_at +
+                                                                      asked.record->min_term -
+                                                                      std::chrono::system_clock::now());
+    if (term_left.count() > 0)
+      ctx.out().note("leader " + swarm::printable(asked.record->holder) + " has a minimum term of " +
+                     swarm::format_duration(asked.record->min_term) + ": it steps down when that ends, in about " +
+                     swarm::format_duration(term_left));
+    else
+      term_left = std::chrono::milliseconds(0);
+  }
   // The leader stops its command, then releases; one that is gone lets its
   // lease run out. Either way the answer comes within its TTL and a grace.
-  const auto deadline = std::chrono::steady_clock::now() + ttl + std::chrono::seconds(15);
+  const auto deadline = std::chrono::steady_clock::now() + term_left + ttl + std::chrono::seconds(15);
   while (std::chrono::steady_clock::now() < deadline) {
     auto change = leaders.next(std::chrono::milliseconds(250));
     if (!change || (change->leader && change->token == token)) continue;
@@ -206,6 +222,16 @@ Verb add_elect(CLI::App& app) {
       "Only the token that leads now may put or get (exit 3 otherwise); get checks the SHA-256 written with the\n"
       "state and refuses one that a deposed leader wrote after this leader was granted. At most 512 KiB.");
   cmd->add_option("--holder", f->holder, "Who leads, shown to others (default: HOST:PID)")->check(holder_validator());
+  cmd->add_option("--priority", f->priority,
+                  "0 to 1000 (default 0): waiting candidates are granted by priority, higher first, then arrival; "
+                  "a leader is never unseated")
+      ->option_text("N")
+      ->transform(decimal_in(0, 1000));
+  cmd->add_option("--min-term", f->min_term,
+                  "Once leader, step down when asked (--resign) only after leading this long (up to 1h); a lost "
+                  "lease still stops CMD at once")
+      ->option_text("DUR")
+      ->check(duration_validator());
   cmd->add_option("command", f->command, "The leader's command, after --")->option_text("-- CMD...");
   cmd->footer(
       "Examples:\n"
@@ -228,14 +254,23 @@ Verb add_elect(CLI::App& app) {
             if (f->observe || f->resign) {
               if (!f->command.empty())
                 throw swarm::Error(swarm::Errc::bad_input, "--observe and --resign run no command: drop the -- part");
+              if (f->priority != 0 || !f->min_term.empty())
+                throw swarm::Error(swarm::Errc::bad_input, "--priority and --min-term are a candidate's: give them with -- CMD");
               return f->observe ? observe(ctx, f->name) : resign(ctx, f->name);
             }
             auto command = command_after_dashes(f->command, "elect");
             swarm::require_runnable(command.front());  // before waiting or writing anything
             auto ttl = lease_ttl_option(f->ttl);
+            auto who = swarm::LeaseHolder::process(ctx.me(), getpid(), f->holder);
+            who.priority = static_cast<std::uint64_t>(f->priority);
+            if (!f->min_term.empty()) {
+              who.min_term = swarm::parse_duration(f->min_term);
+              if (who.min_term > std::chrono::hours(1))
+                throw swarm::Error(swarm::Errc::bad_input, "--min-term " + f->min_term + " is over 1h");
+            }
             SignalRouter signals;  // before any thread is made
             auto store = ctx.leases(true);
-            swarm::Election election(store, f->name, swarm::LeaseHolder::process(ctx.me(), getpid(), f->holder), ttl);
+            swarm::Election election(store, f->name, std::move(who), ttl);
             signals.on_signal([&](int) { election.cancel(); });
             swarm::Lease lease;
             const auto asked = std::chrono::steady_clock::now();

@@ -67,7 +67,18 @@ std::string semaphore_table(const std::vector<swarm::SemaphoreSummary>& semaphor
 void print(const Context& ctx, const swarm::LeaseStore& store, const std::vector<swarm::LeaseEntry>& entries,
            const std::map<std::string, int>& waiting) {
   auto now = store.server_clock().now();
-  ctx.out().result("lease", table(entries, waiting, now), leases_of(entries, waiting, now));
+  std::string text = table(entries, waiting, now);
+  // An election's candidate: its priority and minimum term, and how long it has led.
+  for (const auto& e : entries) {
+    if (e.corrupt() || (e.record->priority == 0 && e.record->min_term.count() == 0)) continue;
+    text += swarm::printable(e.name) + ": priority " + std::to_string(e.record->priority);
+    if (e.record->min_term.count() > 0) text += ", minimum term " + swarm::format_duration(e.record->min_term);
+    if (e.record->acquired_at)
+      text += ", leading for " + swarm::format_duration(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                     std::max(now - *e.record->acquired_at, swarm::TimePoint::duration(0))));
+    text += "\n";
+  }
+  ctx.out().result("lease", text, leases_of(entries, waiting, now));
 }
 
 // `lease list`: every lease, then the semaphores (their limits, permits held, lines).

@@ -127,6 +127,12 @@ Field<T> millis(const char* name, std::chrono::milliseconds T::*m, std::uint64_t
           .required = true, .always = true};
 }
 
+// Milliseconds that may be absent (0), unlike a TTL.
+template <typename T>
+Field<T> optional_millis(const char* name, std::chrono::milliseconds T::*m, std::uint64_t max, const char* what) {
+  return {.name = name, .kind = Field<T>::Kind::millis, .millis = m, .min = 0, .max = max, .what = what};
+}
+
 // A record type's fields, and where its unknown ones are kept.
 template <typename T>
 struct Schema {

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "swarm/base/boot_clock.h"
+#include "swarm/base/duration.h"
 #include "swarm/base/error.h"
 #include "swarm/base/test_seam.h"
 #include "swarm/lease/election.h"
@@ -98,13 +99,28 @@ int run_holding(const LeaseStore& store, Lease lease, const HeldCommand& held, H
   std::optional<ResignWatch> resign;
   std::thread resigner;
   std::atomic<bool> resigned{false};
+  std::atomic<bool> command_ended{false};
+  // A leader with a minimum term steps down when asked only once it has led
+  // that long (timed from its grant, as its deadline is); a lost lease still
+  // stops it at once (the keeper's rule, above).
+  const BootTime term_ends = lease.deadline - lease.record.ttl + lease.record.min_term;
   if (held.hear_resign)
     resign.emplace(store, lease.name, lease.token, [&] {
       resigned = true;
-      say(held.note, "asked to step down as leader of " + lease.name + ": stopping " + program);
-      resigner = std::thread([&] { stopper.stop_by(BootClock::now() + kResignGrace); });
+      const auto held_for = term_ends - BootClock::now();
+      if (held_for > std::chrono::milliseconds(0))
+        say(held.note, "asked to step down as leader of " + lease.name + ": its minimum term ends in " +
+                           format_duration(std::chrono::duration_cast<std::chrono::milliseconds>(held_for)) +
+                           "; stopping " + program + " then");
+      else
+        say(held.note, "asked to step down as leader of " + lease.name + ": stopping " + program);
+      resigner = std::thread([&] {
+        while (!command_ended && BootClock::now() < term_ends) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        if (!command_ended) stopper.stop_by(BootClock::now() + kResignGrace);
+      });
     });
   const int status = child->wait();
+  command_ended = true;
   stopper.finished();
   running.done();
   if (resign) resign->withdraw();

@@ -228,6 +228,8 @@ LeaseRecord record_for(const std::string& name, const LeaseHolder& who, millisec
   r.kind = who.kind;
   r.reason = who.reason;
   r.session = who.session;
+  r.priority = who.priority;
+  r.min_term = who.min_term;
   r.acquired_at = std::chrono::system_clock::now();
   r.renewed_at = r.acquired_at;
   return r;

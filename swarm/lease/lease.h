@@ -45,6 +45,9 @@ struct LeaseHolder {
   std::string kind;
   std::string reason;
   std::uint64_t session = 0;
+  // An election's candidate: its priority and minimum term (see LeaseRecord).
+  std::uint64_t priority = 0;
+  std::chrono::milliseconds min_term{0};
 
   // Process `pid` of this host (its start time read from /proc).
   static LeaseHolder process(const HostIdentity& me, std::int64_t pid, const std::string& holder = {});

@@ -23,6 +23,11 @@ std::string fresh_id() {
   return hex;
 }
 
+// Whether a place of priority `p` and order `o` goes before one of `q`, `r`.
+bool ranks_ahead(std::uint64_t p, std::uint64_t o, std::uint64_t q, std::uint64_t r) {
+  return p != q ? p > q : o < r;
+}
+
 }  // namespace
 
 LeaseQueue::LeaseQueue(LeaseStore store, std::string lease) : store_(std::move(store)), lease_(std::move(lease)) {}
@@ -132,14 +137,16 @@ bool LeaseQueue::look_ahead(const ServerClock& clock) {
     if (!parsed.lease) continue;  // not a place any waiter wrote: no one waits there
     Place place{entry.key.substr(queue_prefix(lease_).size()), token_of(parsed.lease->order, entry.revision),
                 entry.revision, {}, std::move(*parsed.lease)};
-    if (place.order >= order_) continue;
+    if (!ranks_ahead(place.waiter.priority, place.order, record_.priority, order_)) continue;
     place.expires = expiry_of(place, entry.created, arrived, clock, true);
     if (Steady::now() >= place.expires || gone_from(place.waiter, record_.host, record_.host_id)) {
       remove(place);
       continue;
     }
     ++ahead_count_;
-    if (!ahead_ || place.order > ahead_->order) ahead_ = std::move(place);
+    // Just ahead: the one that ranks last of those ahead.
+    if (!ahead_ || ranks_ahead(ahead_->waiter.priority, ahead_->order, place.waiter.priority, place.order))
+      ahead_ = std::move(place);
   }
   if (ahead_) swarm::log::debug("lease {}: {} waiter(s) ahead; watching {}", lease_, ahead_count_, place_key(ahead_->id));
   return ahead_.has_value();

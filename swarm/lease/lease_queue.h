@@ -52,7 +52,10 @@ class LeaseQueue {
 
   // Reads the line (one listing of its places) and finds the live place just
   // ahead of this one, removing dead places ahead on the way (by CAS).
-  // false: none is ahead, this waiter is first.
+  // false: none is ahead, this waiter is first. A place is ahead when its
+  // priority is higher, or equal and it came first (its order is lower).
+  // A place that arrives later with a higher priority goes ahead of one that
+  // was first: the first in line looks again before it takes the lease.
   bool look_ahead(const ServerClock& clock);
   // Live places ahead of this one, as the last look_ahead counted them.
   int ahead() const { return ahead_count_; }

@@ -47,6 +47,11 @@ struct LeaseRecord {
   std::string kind;
   std::string reason;
   std::uint64_t session = 0;
+  // An election's candidate (elect --priority, --min-term): waiting
+  // candidates are granted by priority (higher first), then arrival; a leader
+  // holds requests to step down until it has led min_term.
+  std::uint64_t priority = 0;
+  std::chrono::milliseconds min_term{0};
   std::string acquired_at_text, renewed_at_text;  // as read (see record::time_text)
   record::UnknownFields unknown_fields;
 };

@@ -74,6 +74,7 @@ class Mutex::InLine {
           rejoin();
           continue;
         }
+        if (someone_came_ahead()) continue;
         if (auto granted = try_grant()) {
           granted_ = true;
           return *granted;
@@ -101,6 +102,24 @@ class Mutex::InLine {
     pump_.add(line_.watch_ahead(), ahead_source_);
   }
 
+  // First in line after a wait: a candidate of a higher priority that came
+  // meanwhile goes first (it saw this one behind it, and waits for the lease
+  // too). One listing, only when the lease was held since the last look.
+  bool someone_came_ahead() {
+    if (!look_again_) return false;
+    look_again_ = false;
+    if (!line_.look_ahead(clock_)) return false;
+    swarm::log::debug("lease {}: a waiter of a higher priority came; it goes first", m_.name_);
+    pump_.remove(kLeaseSource);
+    first_ = false;
+    lease_ = {};
+    lease_live_ = false;
+    ahead_source_ = ++last_source_;
+    ahead_heard_ = false;
+    pump_.add(line_.watch_ahead(), ahead_source_);
+    return true;
+  }
+
   void become_first() {
     first_ = true;
     swarm::log::debug("lease {}: first in line", m_.name_);
@@ -123,6 +142,7 @@ class Mutex::InLine {
     auto parsed = parse_lease(value);
     lease_.last.record = parsed.lease;
     lease_.held = revision != 0 && !released;
+    if (lease_.held) look_again_ = true;
     lease_.corrupt = lease_.held && !parsed.lease;
     lease_.expires = Steady::time_point::max();
     if (!lease_.held || !parsed.lease) return;
@@ -157,6 +177,7 @@ class Mutex::InLine {
       // first): the lease's watch tells what it is now.
       swarm::log::debug("lease {}: {}", m_.name_, e.what());
       lease_.held = true;
+      look_again_ = true;
       lease_.expires = Steady::time_point::max();
       return std::nullopt;
     }
@@ -230,6 +251,7 @@ class Mutex::InLine {
   bool lease_live_ = false;  // the lease's watch replayed what was there: what comes now is new
   bool told_corrupt_ = false;
   bool granted_ = false;  // leaving because the lease is ours
+  bool look_again_ = false;  // the lease was held since the line was read: read it before taking the lease
 };
 
 Mutex::Mutex(LeaseStore store, std::string name, LeaseHolder who, milliseconds ttl)

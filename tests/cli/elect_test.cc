@@ -185,3 +185,77 @@ TEST_CASE("ElectState_ADeposedLeadersLateWriteAndABadDigestAreNeverHandedOut") {
   a.signal(SIGTERM);
   a.wait(10s);
 }
+
+TEST_CASE("Elect_APriorityCandidateNeverUnseatsTheLeaderAndGoesBeforeEarlierLowerOnes") {
+  // a leads; b and c (priority 0) wait, then d (priority 5) comes: a keeps leading; when a dies d leads, not b or
+  // c, which came earlier; when d dies, b (then c) by arrival. lease show names d's priority.
+  SwarmWorkspace ws;
+  const fs::path log = ws.root() / "leaders";
+  auto start = [&](const std::string& who, const std::string& priority) {
+    return Process(ws.command({"elect", "sched", "--ttl", "2s", "--holder", who, "--priority", priority, "--", "sh",
+                               "-c", "echo " + who + " >> " + log.string() + "; exec sleep 60"}));
+  };
+  auto leaders = [&] { return read_file(log); };
+  Process a = start("a", "0");
+  REQUIRE(wait_until([&] { return leaders() == "a\n"; }, 10s));
+  Process b = start("b", "0");
+  std::this_thread::sleep_for(200ms);
+  Process c = start("c", "0");
+  std::this_thread::sleep_for(200ms);
+  Process d = start("d", "5");
+  REQUIRE(wait_until([&] { return ws.swarm({"lease", "show", "sched", "--json"}).out.find("\"waiters\":3") != std::string::npos; }, 10s));
+  std::this_thread::sleep_for(1s);
+  CHECK(leaders() == "a\n");  // never unseated
+  a.signal(SIGKILL);
+  a.wait(5s);
+  REQUIRE(wait_until([&] { return leaders() == "a\nd\n"; }, 10s));
+  auto shown = ws.swarm({"lease", "show", "sched"});
+  CHECK(shown.out.find("sched: priority 5") != std::string::npos);
+  CHECK(ws.swarm({"lease", "show", "sched", "--json"}).out.find("\"priority\":5") != std::string::npos);
+  d.signal(SIGKILL);
+  d.wait(5s);
+  REQUIRE(wait_until([&] { return leaders() == "a\nd\nb\n"; }, 10s));
+  b.signal(SIGKILL);
+  b.wait(5s);
+  REQUIRE(wait_until([&] { return leaders() == "a\nd\nb\nc\n"; }, 10s));
+  c.signal(SIGTERM);
+  c.wait(10s);
+}
+
+TEST_CASE("Elect_AMinimumTermHoldsAResignUntilItEnds") {
+  // a leader with --min-term 3s asked at once to step down says so, and so does the one who asked; it steps down
+  // only once it has led 3s, and then the next candidate leads. Bad values are exit 2 before any I/O.
+  SwarmWorkspace ws;
+  const fs::path log = ws.root() / "leaders";
+  auto start = [&](const std::string& who) {
+    return Process(ws.command({"elect", "sched", "--ttl", "2s", "--holder", who, "--min-term", "3s", "--", "sh", "-c",
+                               "echo " + who + " >> " + log.string() + "; exec sleep 60"}));
+  };
+  Process a = start("a");
+  REQUIRE(wait_until([&] { return read_file(log) == "a\n"; }, 10s));
+  const auto led = std::chrono::steady_clock::now();
+  Process b = start("b");
+  REQUIRE(wait_until([&] { return ws.swarm({"lease", "show", "sched", "--json"}).out.find("\"waiters\":1") != std::string::npos; }, 10s));
+  auto resign = ws.swarm({"elect", "sched", "--resign"});
+  const auto stepped_down = std::chrono::steady_clock::now();
+  CHECK_MESSAGE(resign.exit == 0, resign.err);
+  CHECK(resign.err.find("minimum term of 3s") != std::string::npos);
+  CHECK(stepped_down - led >= 2800ms);
+  MESSAGE("stepped down " << std::chrono::duration_cast<std::chrono::milliseconds>(stepped_down - led).count()
+                          << " ms after it was elected (minimum term 3s)");
+  auto a_end = a.wait(15s);
+  CHECK(a_end.exit == 0);
+  CHECK(a_end.err.find("minimum term ends in") != std::string::npos);
+  REQUIRE(wait_until([&] { return read_file(log) == "a\nb\n"; }, 10s));
+  b.signal(SIGTERM);
+  b.wait(10s);
+  for (const auto& bad : std::vector<std::vector<std::string>>{{"elect", "sched", "--min-term", "2h", "--", "true"},
+                                                              {"elect", "sched", "--min-term", "soon", "--", "true"},
+                                                              {"elect", "sched", "--priority", "1001", "--", "true"},
+                                                              {"elect", "sched", "--priority", "-1", "--", "true"},
+                                                              {"elect", "sched", "--priority", "3", "--observe"},
+                                                              {"elect", "sched", "--min-term", "3s", "--resign"}}) {
+    auto r = ws.swarm(bad);
+    CHECK_MESSAGE(r.exit == 2, r.err);
+  }
+}
