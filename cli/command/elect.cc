@@ -28,6 +28,7 @@ struct ElectFlags {
   bool check = false;
   std::int64_t priority = 0;
   std::string min_term;
+  std::string to;  // --resign --to HOLDER
   std::uint64_t token = 0;
   std::string holder;
   // elect state NAME put FILE | get
@@ -61,15 +62,28 @@ int observe(Context& ctx, const std::string& name) {
   return 0;
 }
 
-// Asks the leader to step down and waits until it did (or its lease ran out).
-int resign(Context& ctx, const std::string& name) {
+// Asks the leader to step down (in favour of the waiting candidate `to`, when
+// given) and waits until it did (or its lease ran out).
+int resign(Context& ctx, const std::string& name, const std::string& to) {
   auto store = ctx.leases(true);
   auto me = swarm::LeaseHolder::process(ctx.me(), getpid());
   swarm::LeaderWatch leaders(store, name);
   auto current = leaders.next(std::chrono::milliseconds(0));
   if (!current || !current->leader)
     throw swarm::Error(swarm::Errc::not_found, "nobody leads " + name + " now: nothing to resign");
-  auto asked = swarm::request_resignation(store, name, me);
+  std::optional<swarm::LiveWaiter> successor;
+  if (!to.empty()) {
+    std::string waiting;
+    for (auto& w : store.live_waiters(name, ctx.me().host, ctx.me().host_id)) {
+      if (w.holder == to && !successor) successor = w;
+      waiting += (waiting.empty() ? "" : ", ") + swarm::printable(w.holder);
+    }
+    if (!successor)
+      throw swarm::Error(swarm::Errc::not_found, "candidate " + swarm::printable(to) + " is not waiting for " + name +
+                                                     " (waiting: " + (waiting.empty() ? "nobody" : waiting) +
+                                                     "); nothing was asked");
+  }
+  auto asked = swarm::request_resignation(store, name, me, successor);
   const auto token = asked.token();
   const auto ttl = asked.record->ttl;
   // A leader with a minimum term holds the request until it has led that
@@ -96,6 +110,21 @@ int resign(Context& ctx, const std::string& name) {
                                            : std::string("nobody yet");
     swarm::Json doc = elect_line(name, *change);
     doc.set("resigned", asked.record->holder).set("resigned_token", token);
+    if (successor) {
+      // Released to the candidate: the next change says whether it took it.
+      while (!change->leader && std::chrono::steady_clock::now() < deadline) {
+        auto next = leaders.next(std::chrono::milliseconds(250));
+        if (next) change = next;
+      }
+      now_leads = change->leader ? change->leader->holder + " (token " + std::to_string(change->token) + ")"
+                                 : std::string("nobody yet");
+      doc = elect_line(name, *change);
+      doc.set("resigned", asked.record->holder).set("resigned_token", token).set("handed_to", to);
+      if (!change->leader || change->leader->holder != to)
+        throw swarm::Error(swarm::Errc::conflict, "leader " + swarm::printable(asked.record->holder) + " of " + name +
+                                                      " stepped down for " + swarm::printable(to) + ", but now " +
+                                                      swarm::printable(now_leads) + " leads (the candidate left or froze)");
+    }
     ctx.out().result("elect",
                      "leader " + asked.record->holder + " (token " + std::to_string(token) + ") stepped down; now " +
                          now_leads + " leads " + name,
@@ -198,6 +227,11 @@ Verb add_elect(CLI::App& app) {
       ->check(duration_validator());
   auto* observe_flag = cmd->add_flag("--observe", f->observe, "Print who leads (swarm.elect.v1 lines), then each change");
   auto* resign_flag = cmd->add_flag("--resign", f->resign, "Ask the current leader to step down (from any host)");
+  cmd->add_option("--to", f->to, "With --resign: the waiting candidate (its --holder) that leads next; exit 4 if it is "
+                                 "not waiting")
+      ->option_text("HOLDER")
+      ->check(holder_validator())
+      ->needs(resign_flag);
   auto* check_flag =
       cmd->add_flag("--check", f->check, "Exit 0 if --token is the current leader's token, 3 if not (one round trip)");
   auto* token_option = cmd->add_option("--token", f->token, "A leader's fencing token ($SWARM_FENCING_TOKEN), for --check")
@@ -256,7 +290,7 @@ Verb add_elect(CLI::App& app) {
                 throw swarm::Error(swarm::Errc::bad_input, "--observe and --resign run no command: drop the -- part");
               if (f->priority != 0 || !f->min_term.empty())
                 throw swarm::Error(swarm::Errc::bad_input, "--priority and --min-term are a candidate's: give them with -- CMD");
-              return f->observe ? observe(ctx, f->name) : resign(ctx, f->name);
+              return f->observe ? observe(ctx, f->name) : resign(ctx, f->name, f->to);
             }
             auto command = command_after_dashes(f->command, "elect");
             swarm::require_runnable(command.front());  // before waiting or writing anything

@@ -17,10 +17,10 @@ namespace {
 // The kinds the contract names; --kind takes only these.
 const std::set<std::string> kKinds = {"join",         "commit",      "close",         "evict",
                                       "fix",          "lease.grant", "lease.release", "lease.lost",
-                                      "elect.resign", "elect.state", "land",        "land.refused",  "sync",
+                                      "elect.resign", "elect.handover", "elect.state", "land",        "land.refused",  "sync",
                                       "overlap",      "session.lost", "hold.conflict"};
 constexpr const char* kKindList =
-    "join, commit, close, evict, fix, lease.grant, lease.release, lease.lost, elect.resign, elect.state, land, land.refused, "
+    "join, commit, close, evict, fix, lease.grant, lease.release, lease.lost, elect.resign, elect.handover, elect.state, land, land.refused, "
     "sync, overlap, session.lost, hold.conflict, task.add, task.claim, task.state, task.edit, review.approve, review.reject";
 // With --follow and neither -n nor --since, the last this many first (as tail -f).
 constexpr std::size_t kFollowBacklog = 10;

@@ -17,13 +17,18 @@ constexpr std::chrono::minutes kResignRequestTtl{1};
 
 }  // namespace
 
-LeaseEntry request_resignation(const LeaseStore& store, const std::string& name, const LeaseHolder& by) {
+LeaseEntry request_resignation(const LeaseStore& store, const std::string& name, const LeaseHolder& by,
+                               const std::optional<LiveWaiter>& to) {
   auto entry = store.get(name);
   if (!entry) throw Error(Errc::not_found, "nobody leads " + name + " (no lease by that name)");
   if (entry->corrupt())
     throw Error::corrupt_lease(name, entry->corrupt_reason);
   LeaseRecord request = record_for(name, by, kResignRequestTtl);
   request.token = entry->token();
+  if (to) {
+    request.handover_to = to->id;
+    request.handover_holder = to->holder;
+  }
   const std::string key = resign_key(name);
   bool released = false;
   auto last = store.keys().last(key, &released);
@@ -33,7 +38,7 @@ LeaseEntry request_resignation(const LeaseStore& store, const std::string& name,
 }
 
 ResignWatch::ResignWatch(const LeaseStore& store, const std::string& name, std::uint64_t token,
-                         std::function<void()> on_request)
+                         std::function<void(const LeaseRecord&)> on_request)
     : store_(store), name_(name), token_(token), on_request_(std::move(on_request)) {
   watch_.emplace(store_.keys().watch(resign_key(name_)));
   thread_ = std::thread([this] {
@@ -50,7 +55,7 @@ ResignWatch::ResignWatch(const LeaseStore& store, const std::string& name, std::
       if (!parsed.lease || parsed.lease->token != token_) continue;  // another leader's request
       request_revision_ = event->entry.revision;
       swarm::log::debug("lease {}: {} asked the leader (token {}) to step down", name_, parsed.lease->holder, token_);
-      if (on_request_) on_request_();
+      if (on_request_) on_request_(*parsed.lease);
       return;
     }
   });

@@ -19,8 +19,9 @@ namespace swarm {
 
 class Election {
  public:
+  // A candidate hears requests that name it to take over (elect --resign --to).
   Election(LeaseStore store, std::string name, LeaseHolder who, std::chrono::milliseconds ttl)
-      : mutex_(std::move(store), std::move(name), std::move(who), ttl) {}
+      : mutex_(std::move(store), std::move(name), std::move(who), ttl, true) {}
   // Waits in line until this candidate leads (for ever); Cancelled after cancel().
   Lease campaign() { return mutex_.lock(std::nullopt); }
   void cancel() { mutex_.cancel(); }
@@ -30,16 +31,19 @@ class Election {
 };
 
 // Asks whoever leads `name` now to step down: writes a request naming the
-// leader's token (a later leader is not asked). not_found when nobody leads.
-// Returns the lease as it was when asked.
-LeaseEntry request_resignation(const LeaseStore& store, const std::string& name, const LeaseHolder& by);
+// leader's token (a later leader is not asked), and with `to` the waiting
+// candidate it hands over to. not_found when nobody leads. Returns the lease
+// as it was when asked.
+LeaseEntry request_resignation(const LeaseStore& store, const std::string& name, const LeaseHolder& by,
+                               const std::optional<LiveWaiter>& to = std::nullopt);
 
 // Hears requests that the leader holding `token` step down: calls
-// `on_request` once, on a thread of its own. Withdraw() removes the request
-// (the leader did step down).
+// `on_request` with the request once, on a thread of its own. Withdraw()
+// removes the request (the leader did step down).
 class ResignWatch {
  public:
-  ResignWatch(const LeaseStore& store, const std::string& name, std::uint64_t token, std::function<void()> on_request);
+  ResignWatch(const LeaseStore& store, const std::string& name, std::uint64_t token,
+              std::function<void(const LeaseRecord&)> on_request);
   ~ResignWatch();
   ResignWatch(const ResignWatch&) = delete;
   ResignWatch& operator=(const ResignWatch&) = delete;
@@ -49,7 +53,7 @@ class ResignWatch {
   LeaseStore store_;
   std::string name_;
   std::uint64_t token_;
-  std::function<void()> on_request_;
+  std::function<void(const LeaseRecord&)> on_request_;
   std::atomic<bool> stopping_{false};
   std::optional<kv::Watch> watch_;
   std::uint64_t request_revision_ = 0;

@@ -40,9 +40,12 @@ Event lease_lost_event(std::string_view bucket, const Lease& lease, const std::s
   return e;
 }
 
-Event elect_resign_event(std::string_view bucket, const Lease& lease) {
-  return with_lease_fields(
-      lease_event("elect.resign", bucket, lease.name, actor_of(lease.record), lease.token, lease.revision), lease);
+Event elect_resign_event(std::string_view bucket, const Lease& lease, const std::string& to) {
+  Event e = with_lease_fields(lease_event(to.empty() ? "elect.resign" : "elect.handover", bucket, lease.name,
+                                          actor_of(lease.record), lease.token, lease.revision),
+                              lease);
+  if (!to.empty()) e.detail.set("to", to);
+  return e;
 }
 
 }  // namespace swarm

@@ -14,6 +14,7 @@ namespace swarm {
 Event lease_grant_event(std::string_view bucket, const Lease& lease, const LastWrite& over);
 Event lease_release_event(std::string_view bucket, const Lease& lease);
 Event lease_lost_event(std::string_view bucket, const Lease& lease, const std::string& why);
-Event elect_resign_event(std::string_view bucket, const Lease& lease);
+// With `to` (elect --resign --to): elect.handover, naming the candidate.
+Event elect_resign_event(std::string_view bucket, const Lease& lease, const std::string& to = {});
 
 }  // namespace swarm

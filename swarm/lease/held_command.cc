@@ -100,12 +100,19 @@ int run_holding(const LeaseStore& store, Lease lease, const HeldCommand& held, H
   std::thread resigner;
   std::atomic<bool> resigned{false};
   std::atomic<bool> command_ended{false};
+  std::mutex handover_mu;
+  std::string handover_to, handover_holder;  // the candidate it steps down in favour of
   // A leader with a minimum term steps down when asked only once it has led
   // that long (timed from its grant, as its deadline is); a lost lease still
   // stops it at once (the keeper's rule, above).
   const BootTime term_ends = lease.deadline - lease.record.ttl + lease.record.min_term;
   if (held.hear_resign)
-    resign.emplace(store, lease.name, lease.token, [&] {
+    resign.emplace(store, lease.name, lease.token, [&](const LeaseRecord& request) {
+      {
+        std::lock_guard lock(handover_mu);
+        handover_to = request.handover_to;
+        handover_holder = request.handover_holder;
+      }
       resigned = true;
       const auto held_for = term_ends - BootClock::now();
       if (held_for > std::chrono::milliseconds(0))
@@ -130,9 +137,16 @@ int run_holding(const LeaseStore& store, Lease lease, const HeldCommand& held, H
   if (!keeper.lost()) {
     try {
       stop_here_for_test(kLeaseStop, "release");
-      store.release(keeper.lease());
+      std::string to, to_holder;
+      {
+        std::lock_guard lock(handover_mu);
+        to = handover_to;
+        to_holder = handover_holder;
+      }
+      if (!resigned) to.clear(), to_holder.clear();
+      store.release(keeper.lease(), to, to_holder);
       stop_here_for_test(kLeaseStop, "released");
-      if (resigned) store.journal().record(elect_resign_event(store.bucket_name(), keeper.lease()));
+      if (resigned) store.journal().record(elect_resign_event(store.bucket_name(), keeper.lease(), to_holder));
     } catch (const Error& e) {
       say(held.warn, "could not release lease " + lease.name + " (it expires by itself): " + e.what());
     }

@@ -289,7 +289,8 @@ std::vector<LiveWaiter> LeaseStore::live_waiters(const std::string& name, const 
     }
     if (!place_is_live(place, beat, now, host, host_id)) continue;
     auto parsed = parse_lease(place.value);
-    out.push_back({*lease, token_of(parsed.lease ? parsed.lease->order : 0, place.revision)});
+    out.push_back({*lease, token_of(parsed.lease ? parsed.lease->order : 0, place.revision),
+                   place.key.substr(place.key.rfind('.') + 1), parsed.lease ? parsed.lease->holder : ""});
   }
   return out;
 }
@@ -403,9 +404,12 @@ Lease LeaseStore::renew(const Lease& lease) const {
   return next;
 }
 
-void LeaseStore::release(const Lease& lease) const {
+void LeaseStore::release(const Lease& lease, const std::string& handover_to,
+                         const std::string& handover_holder) const {
   LeaseRecord marker = lease.record;
   marker.token = lease.token;
+  marker.handover_to = handover_to;
+  marker.handover_holder = handover_holder;
   cas("lease " + lease.name + " is no longer held by token " + std::to_string(lease.token) +
           ": it was released, or granted to another",
       [&] {

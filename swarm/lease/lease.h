@@ -140,6 +140,8 @@ struct LastWrite {
 struct LiveWaiter {
   std::string lease;
   std::uint64_t order = 0;
+  std::string id;      // its place: "_wait.<lease>.<id>"
+  std::string holder;  // who waits there
 };
 
 class LeaseStore {
@@ -187,6 +189,9 @@ class LeaseStore {
   // not counted.)
   std::map<std::string, int> waiting(const std::string& name = {}, const std::string& host = {},
                                      const std::string& host_id = {}) const;
+  // The live places in each lease's line, or in `name`'s (see waiting).
+  std::vector<LiveWaiter> live_waiters(const std::string& name, const std::string& host = {},
+                                       const std::string& host_id = {}) const;
   // A waiter's place in `name`'s line (1: next), from its place's `order`
   // (Mutex::place_order): one more than the live places before it.
   int place_in_line(const std::string& name, std::uint64_t order) const;
@@ -205,7 +210,11 @@ class LeaseStore {
   // when it is no longer that grant's (taken, released).
   Lease renew(const Lease& lease) const;
   // Releases it (CAS delete; the marker keeps the record, for transitions).
-  void release(const Lease& lease) const;
+  // Its marker names a waiting candidate's place when the holder hands the
+  // lease over (`handover_to`, `handover_holder`): only that candidate may
+  // take it while its place is live (see Mutex).
+  void release(const Lease& lease, const std::string& handover_to = {},
+               const std::string& handover_holder = {}) const;
 
   // For a holder that knows only the token (swarm lease renew/release):
   // conflict when the lease's token is another, or it expired; not_found when
@@ -235,9 +244,6 @@ class LeaseStore {
   const kv::Bucket& bucket() const { return keys_.bucket_; }
   Lease write_grant(const std::string& name, LeaseRecord record, const LastWrite& over) const;
   std::vector<LeaseEntry> with_clock(const std::function<std::vector<LeaseEntry>()>& listing) const;
-  // The live places in each lease's line, or in `name`'s (see waiting).
-  std::vector<LiveWaiter> live_waiters(const std::string& name, const std::string& host = {},
-                                       const std::string& host_id = {}) const;
   LeaseKeys keys_;
   Journal journal_;
   // The server's clock, read once and shared by this store's copies (a

@@ -193,6 +193,16 @@ bool LeaseQueue::ahead_dead(Steady::time_point now, const ServerClock& clock) {
   return true;
 }
 
+bool LeaseQueue::place_dead(const std::string& id, const ServerClock& clock) const {
+  auto place = store_.keys().get(place_key(id));
+  if (!place) return true;
+  const TimePoint now = clock.now();
+  if (place_is_live(*place, std::nullopt, now, record_.host, record_.host_id)) return false;
+  auto beat = store_.keys().get(beat_key(id));
+  return !place_is_live(*place, beat ? std::optional<TimePoint>(beat->created) : std::nullopt, now, record_.host,
+                        record_.host_id);
+}
+
 void LeaseQueue::remove(const Place& place) noexcept {
   try {
     store_.keys().erase(place_key(place.id), place.revision);

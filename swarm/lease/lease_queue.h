@@ -48,6 +48,11 @@ class LeaseQueue {
   // waiter need not read the line again.
   void leave(bool granted = false) noexcept;
   bool joined() const { return !id_.empty(); }
+  const std::string& id() const { return id_; }
+  // Whether the place `id` of this line is dead (gone, or its waiter's TTL
+  // passed since its last write or heartbeat, or its process of this host is
+  // gone), on the server's clock `clock`: two reads.
+  bool place_dead(const std::string& id, const ServerClock& clock) const;
   std::uint64_t order() const { return order_; }
 
   // Reads the line (one listing of its places) and finds the live place just

@@ -28,7 +28,8 @@ const record::Schema<LeaseRecord>& schema() {
        list("patterns", &R::patterns), text("kind", &R::kind), text("reason", &R::reason),
        count("session", &R::session, kMaxCount, "a session token"),
        count("priority", &R::priority, kMaxPriority, "a priority of 0 to 1000"),
-       optional_millis("min_term_ms", &R::min_term, kMaxMs, "a term of up to 1h in milliseconds")},
+       optional_millis("min_term_ms", &R::min_term, kMaxMs, "a term of up to 1h in milliseconds"),
+       text("handover_to", &R::handover_to), text("handover_holder", &R::handover_holder)},
       &R::unknown_fields};
   return kSchema;
 }

@@ -52,6 +52,10 @@ struct LeaseRecord {
   // holds requests to step down until it has led min_term.
   std::uint64_t priority = 0;
   std::chrono::milliseconds min_term{0};
+  // A request to step down in favour of a waiting candidate (elect --resign
+  // --to), and the release marker of a leader that did: the id of that
+  // candidate's place in line ("_wait.<name>.<id>"), and its holder.
+  std::string handover_to, handover_holder;
   std::string acquired_at_text, renewed_at_text;  // as read (see record::time_text)
   record::UnknownFields unknown_fields;
 };

@@ -17,6 +17,11 @@ using std::chrono::milliseconds;
 // The pump's sources: the lease itself, and the place ahead (a new source
 // each time the place ahead changes, so events of an old one are told apart).
 constexpr int kLeaseSource = 0;
+// Requests to the leader to step down (heard for a handover to this waiter).
+constexpr int kHandoverSource = -1;
+// While a lease released to another candidate waits for it, how often the
+// others look whether that candidate's place is still live.
+constexpr milliseconds kHandoverPoll{250};
 
 // The lease as the first in line sees it through its watch.
 struct LeaseView {
@@ -24,6 +29,7 @@ struct LeaseView {
   LastWrite last;             // what to grant over
   Steady::time_point expires = Steady::time_point::max();
   bool corrupt = false;
+  std::string handover_to;    // released to this waiter's place id (elect --resign --to)
 };
 
 }  // namespace
@@ -52,6 +58,7 @@ class Mutex::InLine {
     m_.order_ = line_.order();
     clock_ = line_.clock();
     next_renewal_ = start + m_.ttl_ / 3;
+    if (m_.hear_handover_) pump_.add(m_.store_.keys().watch(resign_key(m_.name_)), kHandoverSource);
     look_ahead();
     while (true) {
       if (m_.cancelled_) throw Cancelled("stopped waiting for lease " + m_.name_);
@@ -108,6 +115,7 @@ class Mutex::InLine {
   bool someone_came_ahead() {
     if (!look_again_) return false;
     look_again_ = false;
+    if (!lease_.handover_to.empty() && lease_.handover_to == line_.id()) return false;  // handed to this one
     if (!line_.look_ahead(clock_)) return false;
     swarm::log::debug("lease {}: a waiter of a higher priority came; it goes first", m_.name_);
     pump_.remove(kLeaseSource);
@@ -143,6 +151,7 @@ class Mutex::InLine {
     lease_.last.record = parsed.lease;
     lease_.held = revision != 0 && !released;
     if (lease_.held) look_again_ = true;
+    lease_.handover_to = released && parsed.lease ? parsed.lease->handover_to : std::string();
     lease_.corrupt = lease_.held && !parsed.lease;
     lease_.expires = Steady::time_point::max();
     if (!lease_.held || !parsed.lease) return;
@@ -162,7 +171,17 @@ class Mutex::InLine {
       told_corrupt_ = true;
       return false;
     }
-    return !lease_.held || now >= lease_.expires;
+    if (lease_.held) return now >= lease_.expires;
+    // Released to another candidate: only once its place is dead (it left,
+    // or froze past its TTL) may the line go on without it.
+    if (!lease_.handover_to.empty() && lease_.handover_to != line_.id()) {
+      if (now < next_handover_look_) return false;
+      next_handover_look_ = now + kHandoverPoll;
+      if (!line_.place_dead(lease_.handover_to, clock_)) return false;
+      swarm::log::debug("lease {}: the candidate it was handed to is gone; the line goes on", m_.name_);
+      lease_.handover_to.clear();
+    }
+    return true;
   }
 
   // First in line, the lease free or expired: granted over what was seen.
@@ -198,6 +217,18 @@ class Mutex::InLine {
 
   void on_event(const WatchPump::Event& event) {
     const kv::WatchEvent& e = event.event;
+    if (event.source == kHandoverSource) {
+      if (e.kind != kv::WatchEvent::Kind::put || first_) return;
+      auto request = parse_lease(e.entry.value);
+      if (!request.lease || request.lease->handover_to != line_.id()) return;
+      // The leader is asked to hand over to this waiter: it watches the lease
+      // from now on, wherever it stands in line.
+      swarm::log::debug("lease {}: the leader is asked to hand over to this waiter", m_.name_);
+      if (ahead_source_ != 0) pump_.remove(ahead_source_);
+      ahead_source_ = 0;
+      become_first();
+      return;
+    }
     if (event.source == kLeaseSource) {
       if (e.kind == kv::WatchEvent::Kind::caught_up) lease_live_ = true;
       // The replay repeats what the read saw; only newer revisions count.
@@ -224,6 +255,7 @@ class Mutex::InLine {
     (void)now;
     auto wake = std::min(deadline_, next_renewal_);
     if (first_ && lease_.held) wake = std::min(wake, lease_.expires);
+    if (first_ && !lease_.held && !lease_.handover_to.empty()) wake = std::min(wake, next_handover_look_);
     if (!first_) wake = std::min(wake, line_.ahead_expires());
     return wake;
   }
@@ -252,10 +284,11 @@ class Mutex::InLine {
   bool told_corrupt_ = false;
   bool granted_ = false;  // leaving because the lease is ours
   bool look_again_ = false;  // the lease was held since the line was read: read it before taking the lease
+  Steady::time_point next_handover_look_{};  // when to look again whether the candidate handed to is live
 };
 
-Mutex::Mutex(LeaseStore store, std::string name, LeaseHolder who, milliseconds ttl)
-    : store_(std::move(store)), name_(std::move(name)), who_(std::move(who)), ttl_(ttl) {
+Mutex::Mutex(LeaseStore store, std::string name, LeaseHolder who, milliseconds ttl, bool hear_handover)
+    : store_(std::move(store)), name_(std::move(name)), who_(std::move(who)), hear_handover_(hear_handover), ttl_(ttl) {
   require_lease_name(name_);
 }
 

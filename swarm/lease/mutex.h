@@ -26,7 +26,11 @@ struct Cancelled : std::runtime_error {
 
 class Mutex {
  public:
-  Mutex(LeaseStore store, std::string name, LeaseHolder who, std::chrono::milliseconds ttl);
+  // `hear_handover` (an election's candidate): while in line it also hears
+  // requests to its leader to hand over to it (elect --resign --to), and
+  // then takes the lease as soon as the leader releases it to it.
+  Mutex(LeaseStore store, std::string name, LeaseHolder who, std::chrono::milliseconds ttl,
+        bool hear_handover = false);
   // Waits until a granted lock() has left the line.
   ~Mutex();
 
@@ -58,6 +62,7 @@ class Mutex {
   LeaseStore store_;
   std::string name_;
   LeaseHolder who_;
+  bool hear_handover_ = false;
   std::chrono::milliseconds ttl_;
   std::atomic<bool> cancelled_{false};
   std::mutex pump_mu_;

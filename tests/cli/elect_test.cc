@@ -259,3 +259,74 @@ TEST_CASE("Elect_AMinimumTermHoldsAResignUntilItEnds") {
     CHECK_MESSAGE(r.exit == 2, r.err);
   }
 }
+
+TEST_CASE("Elect_ResignToHandsOverToTheNamedCandidateAndNobodyElse") {
+  // a leads, b, c and d wait in that order: --resign --to d makes d the leader, not b that came first; the
+  // journal says elect.handover to d. A candidate that is not waiting is exit 4, and nothing is asked.
+  SwarmWorkspace ws;
+  const fs::path log = ws.root() / "leaders";
+  auto start = [&](const std::string& who) {
+    return Process(ws.command({"elect", "sched", "--ttl", "2s", "--holder", who, "--", "sh", "-c",
+                               "echo " + who + " >> " + log.string() + "; exec sleep 60"}));
+  };
+  Process a = start("a");
+  REQUIRE(wait_until([&] { return read_file(log) == "a\n"; }, 10s));
+  Process b = start("b");
+  std::this_thread::sleep_for(200ms);  // b, c, d join the line in that order
+  Process c = start("c");
+  std::this_thread::sleep_for(200ms);
+  Process d = start("d");
+  REQUIRE(wait_until([&] { return ws.swarm({"lease", "show", "sched", "--json"}).out.find("\"waiters\":3") != std::string::npos; }, 10s));
+  auto nobody = ws.swarm({"elect", "sched", "--resign", "--to", "e"});
+  CHECK(nobody.exit == 4);
+  CHECK(nobody.err.find("waiting: ") != std::string::npos);
+  std::this_thread::sleep_for(300ms);
+  CHECK(read_file(log) == "a\n");
+  auto handed = ws.swarm({"elect", "sched", "--resign", "--to", "d", "--json"});
+  CHECK_MESSAGE(handed.exit == 0, handed.err);
+  CHECK(field(json_of(handed), "leader") == "d");
+  CHECK(field(json_of(handed), "handed_to") == "d");
+  REQUIRE(wait_until([&] { return read_file(log) == "a\nd\n"; }, 10s));
+  CHECK(a.wait(10s).exit == 0);
+  auto journal = ws.swarm({"log", "--kind", "elect.handover", "--json"});
+  CHECK(journal.out.find("\"to\":\"d\"") != std::string::npos);
+  // then the line goes on in order: d resigns plainly, b leads
+  CHECK(ws.swarm({"elect", "sched", "--resign"}).exit == 0);
+  REQUIRE(wait_until([&] { return read_file(log) == "a\nd\nb\n"; }, 10s));
+  for (Process* p : {&b, &c, &d}) p->signal(SIGTERM);
+  for (Process* p : {&b, &c, &d}) p->wait(10s);
+}
+
+TEST_CASE("Elect_AHandoverToAFrozenCandidateIsNeverTakenWhileItIsFrozen") {
+  // a leads, b then c wait; c is frozen (SIGSTOP) and a is asked to hand over to it: a steps down, c cannot take
+  // the lease, and the others wait for it only until its place is past its TTL: then b leads. Thawed, c does
+  // not unseat b.
+  SwarmWorkspace ws;
+  const fs::path log = ws.root() / "leaders";
+  auto start = [&](const std::string& who) {
+    return Process(ws.command({"elect", "sched", "--ttl", "2s", "--holder", who, "--", "sh", "-c",
+                               "echo " + who + " >> " + log.string() + "; exec sleep 60"}));
+  };
+  Process a = start("a");
+  REQUIRE(wait_until([&] { return read_file(log) == "a\n"; }, 10s));
+  Process b = start("b");
+  std::this_thread::sleep_for(200ms);
+  Process c = start("c");
+  REQUIRE(wait_until([&] { return ws.swarm({"lease", "show", "sched", "--json"}).out.find("\"waiters\":2") != std::string::npos; }, 10s));
+  c.signal(SIGSTOP);
+  const auto frozen = std::chrono::steady_clock::now();
+  auto handed = ws.swarm({"elect", "sched", "--resign", "--to", "c"});
+  CHECK(handed.exit == 3);  // stepped down for c, but b leads
+  CHECK(handed.err.find("now b") != std::string::npos);
+  REQUIRE(wait_until([&] { return read_file(log) == "a\nb\n"; }, 10s));
+  const auto b_led = std::chrono::steady_clock::now();
+  CHECK(b_led - frozen >= 1500ms);  // the line waited for c until its place was past its TTL (2s after its last beat)
+  MESSAGE("b led " << std::chrono::duration_cast<std::chrono::milliseconds>(b_led - frozen).count()
+                   << " ms after c froze (TTL 2s)");
+  c.signal(SIGCONT);
+  std::this_thread::sleep_for(1500ms);
+  CHECK(read_file(log) == "a\nb\n");
+  CHECK(ws.swarm({"elect", "sched", "--check", "--token", std::to_string(leader_token(ws, "sched"))}).exit == 0);
+  for (Process* p : {&b, &c}) p->signal(SIGTERM);
+  for (Process* p : {&a, &b, &c}) p->wait(10s);
+}

@@ -73,8 +73,14 @@ use() {  # use PREFIX WORKSPACE SLOT
   [[ " $words " == *" $slot "* ]] || fail "completion of --slot gave '$words', not $slot"
   # The HTTP server from the private folder: swarm serve runs it.
   (cd "$ws" && exec "$swarm" serve --listen 127.0.0.1:0 > "$tmp/serve.out" 2>&1) & local serving=$!
-  for _ in $(seq 100); do grep -q '^serving http' "$tmp/serve.out" 2>/dev/null && break; sleep 0.1; done
-  grep -q '^serving http://127.0.0.1:' "$tmp/serve.out" || fail "serve from $1: $(cat "$tmp/serve.out")"
+  # Bounded, and generous: on a machine busy with a parallel build serve took over 10 s to say it serves.
+  for _ in $(seq 600); do
+    grep -q '^serving http' "$tmp/serve.out" 2>/dev/null && break
+    kill -0 "$serving" 2>/dev/null || break
+    sleep 0.1
+  done
+  grep -q '^serving http://127.0.0.1:' "$tmp/serve.out" ||
+    fail "serve from $1 ($(kill -0 "$serving" 2>/dev/null && echo 'still running after 60 s' || echo 'exited')): $(cat "$tmp/serve.out")"
   kill -TERM "$serving"
   wait "$serving" || fail "serve from $1 did not end cleanly"
   (cd "$ws" && "$swarm" close --slot "$slot" --result success >/dev/null) || fail "close from $1"
