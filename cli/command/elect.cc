@@ -47,6 +47,8 @@ swarm::Json elect_line(const std::string& name, const swarm::Leadership& l) {
     doc.set_null("leader").set_null("host").set_null("token").set_null("since");
   }
   doc.set("change", swarm::to_string(l.change));
+  if (l.reason.empty()) doc.set_null("reason");
+  else doc.set("reason", l.reason);
   return doc;
 }
 

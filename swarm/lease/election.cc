@@ -109,6 +109,8 @@ std::optional<Leadership> LeaderWatch::next(milliseconds timeout) {
     out.change = change;
     out.leader = leader_;
     out.token = leader_ ? token_ : 0;
+    if (change != Leadership::Change::current) out.reason = reason_;
+    if (change == Leadership::Change::elected) reason_.clear();
     return out;
   };
   if (!told_current_) {
@@ -121,6 +123,7 @@ std::optional<Leadership> LeaderWatch::next(milliseconds timeout) {
     if (leader_ && now >= expires_) {
       leader_.reset();
       token_ = 0;
+      reason_ = "expired";
       return report(Leadership::Change::expired);
     }
     if (now >= until) return std::nullopt;
@@ -134,6 +137,8 @@ std::optional<Leadership> LeaderWatch::next(milliseconds timeout) {
       leader_.reset();
       token_ = 0;
       expires_ = Steady::time_point::max();
+      auto marker = parse_lease(entry.value);
+      reason_ = marker.lease && !marker.lease->handover_to.empty() ? "handed_over" : "resigned";
       if (had) return report(Leadership::Change::released);
       continue;
     }
@@ -142,6 +147,7 @@ std::optional<Leadership> LeaderWatch::next(milliseconds timeout) {
     const std::uint64_t token = token_of(parsed.lease->token, entry.revision);
     expires_ = observed_expiry_of_new(store_.server_clock(), event->arrived, parsed.lease->ttl);
     bool changed = !leader_ || token != token_;
+    if (leader_ && changed) reason_ = "expired";  // taken over before its expiry was seen here
     leader_ = parsed.lease;
     token_ = token;
     if (changed) return report(Leadership::Change::elected);

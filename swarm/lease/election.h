@@ -66,6 +66,10 @@ struct Leadership {
   Change change = Change::current;
   std::optional<LeaseRecord> leader;  // empty: nobody leads
   std::uint64_t token = 0;
+  // Why the last leader ended (released, expired, and the election after):
+  // "expired", "resigned" (it released the lease) or "handed_over" (to a
+  // named candidate); empty when no end was seen.
+  std::string reason;
 };
 std::string_view to_string(Leadership::Change change);
 
@@ -86,6 +90,7 @@ class LeaderWatch {
   std::optional<LeaseRecord> leader_;
   std::uint64_t token_ = 0;
   std::uint64_t revision_ = 0;
+  std::string reason_;  // why the last leader ended, for the next report
   std::chrono::steady_clock::time_point expires_ = std::chrono::steady_clock::time_point::max();
 };
 

@@ -4,6 +4,8 @@
 
 #include <signal.h>
 
+#include <algorithm>
+
 #include <fstream>
 #include <functional>
 #include <thread>
@@ -277,6 +279,8 @@ TEST_CASE("Elect_ResignToHandsOverToTheNamedCandidateAndNobodyElse") {
   std::this_thread::sleep_for(200ms);
   Process d = start("d");
   REQUIRE(wait_until([&] { return ws.swarm({"lease", "show", "sched", "--json"}).out.find("\"waiters\":3") != std::string::npos; }, 10s));
+  Process observer(ws.command({"elect", "sched", "--observe"}));
+  REQUIRE(observer.read_line(10s));  // who leads now
   auto nobody = ws.swarm({"elect", "sched", "--resign", "--to", "e"});
   CHECK(nobody.exit == 4);
   CHECK(nobody.err.find("waiting: ") != std::string::npos);
@@ -288,11 +292,31 @@ TEST_CASE("Elect_ResignToHandsOverToTheNamedCandidateAndNobodyElse") {
   CHECK(field(json_of(handed), "handed_to") == "d");
   REQUIRE(wait_until([&] { return read_file(log) == "a\nd\n"; }, 10s));
   CHECK(a.wait(10s).exit == 0);
+  // --observe says why each leader ended: handed over to d.
+  std::vector<std::string> seen;
+  for (int i = 0; i < 4; ++i) {
+    auto line = observer.read_line(5s);
+    if (!line) break;
+    auto doc = swarm::Json::parse(*line);
+    seen.push_back(field(doc, "change") + "/" + field(doc, "reason"));
+    if (field(doc, "leader") == "d") break;
+  }
+  CHECK(std::find(seen.begin(), seen.end(), "released/handed_over") != seen.end());
+  CHECK(std::find(seen.begin(), seen.end(), "elected/handed_over") != seen.end());
   auto journal = ws.swarm({"log", "--kind", "elect.handover", "--json"});
   CHECK(journal.out.find("\"to\":\"d\"") != std::string::npos);
   // then the line goes on in order: d resigns plainly, b leads
   CHECK(ws.swarm({"elect", "sched", "--resign"}).exit == 0);
   REQUIRE(wait_until([&] { return read_file(log) == "a\nd\nb\n"; }, 10s));
+  bool resigned = false;
+  for (int i = 0; i < 4 && !resigned; ++i) {
+    auto line = observer.read_line(5s);
+    if (!line) break;
+    resigned = field(swarm::Json::parse(*line), "reason") == "resigned";
+  }
+  CHECK(resigned);
+  observer.signal(SIGINT);
+  observer.wait(10s);
   for (Process* p : {&b, &c, &d}) p->signal(SIGTERM);
   for (Process* p : {&b, &c, &d}) p->wait(10s);
 }

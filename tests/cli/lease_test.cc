@@ -252,13 +252,16 @@ TEST_CASE("Elect_OneLeaderObserversSilentTakeoverAfterKillAndResign") {
   CHECK(takeover < 2s + 2s / 3 + 1s);  // TTL + a renew period, and the margin
   MESSAGE("took over " << std::chrono::duration_cast<std::chrono::milliseconds>(takeover).count() << " ms after the "
                        << "leader died (TTL 2s)");
-  bool saw_b = false;
+  bool saw_b = false, saw_expired = false;
   for (int i = 0; i < 4 && !saw_b; ++i) {
     auto line = observer.read_line(5s);
     if (!line) break;
-    saw_b = field(swarm::Json::parse(*line), "leader") == "b";
+    auto doc = swarm::Json::parse(*line);
+    saw_b = field(doc, "leader") == "b";
+    saw_expired = saw_expired || field(doc, "reason") == "expired";  // a's lease ran out
   }
   CHECK(saw_b);
+  CHECK(saw_expired);
 
   auto resign = ws.swarm({"elect", "sched", "--resign", "--json"});
   CHECK_MESSAGE(resign.exit == 0, resign.err);
