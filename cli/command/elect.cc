@@ -153,16 +153,22 @@ int check(Context& ctx, const std::string& name, std::uint64_t token) {
   return 0;
 }
 
+// At most one byte more than a state may hold (so that a larger one is told
+// apart without reading it all: /dev/zero ends here too).
 std::string read_state_file(const std::string& file) {
-  if (file == "-") {
-    std::string data((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
-    if (std::cin.bad()) throw swarm::Error(swarm::Errc::filesystem, "could not read the state from standard input");
-    return data;
+  std::ifstream opened;
+  if (file != "-") {
+    opened.open(file, std::ios::binary);
+    if (!opened) throw swarm::Error(swarm::Errc::bad_input, "cannot read " + swarm::printable(file));
   }
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw swarm::Error(swarm::Errc::bad_input, "cannot read " + swarm::printable(file));
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw swarm::Error(swarm::Errc::filesystem, "could not read " + swarm::printable(file));
+  std::istream& in = file == "-" ? std::cin : opened;
+  std::string data(swarm::kMaxElectionState + 1, '\0');
+  in.read(data.data(), static_cast<std::streamsize>(data.size()));
+  if (in.bad())
+    throw swarm::Error(swarm::Errc::filesystem,
+                       file == "-" ? std::string("could not read the state from standard input")
+                                   : "could not read " + swarm::printable(file));
+  data.resize(static_cast<std::size_t>(in.gcount()));
   return data;
 }
 
@@ -190,9 +196,9 @@ int run_state(Context& ctx, const ElectFlags& f) {
   if (f.state_action == "put") {
     std::string data = read_state_file(f.state_file);  // before any NATS round trip
     if (data.size() > swarm::kMaxElectionState)
-      throw swarm::Error(swarm::Errc::bad_input, swarm::printable(f.state_file) + " is " + std::to_string(data.size()) +
-                                                     " bytes; a state holds at most " +
-                                                     std::to_string(swarm::kMaxElectionState));
+      throw swarm::Error(swarm::Errc::bad_input, swarm::printable(f.state_file) + " is over " +
+                                                     std::to_string(swarm::kMaxElectionState) +
+                                                     " bytes: a state holds at most that");
     auto store = ctx.leases(true);
     auto s = swarm::put_election_state(store, f.state_name, f.token,
                                        swarm::LeaseHolder::process(ctx.me(), getpid()), std::move(data));

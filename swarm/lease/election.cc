@@ -137,9 +137,10 @@ std::optional<Leadership> LeaderWatch::next(milliseconds timeout) {
       leader_.reset();
       token_ = 0;
       expires_ = Steady::time_point::max();
+      if (!had) continue;  // its end was reported (expired) already
       auto marker = parse_lease(entry.value);
       reason_ = marker.lease && !marker.lease->handover_to.empty() ? "handed_over" : "resigned";
-      if (had) return report(Leadership::Change::released);
+      return report(Leadership::Change::released);
       continue;
     }
     auto parsed = parse_lease(entry.value);

@@ -113,7 +113,6 @@ int run_holding(const LeaseStore& store, Lease lease, const HeldCommand& held, H
         handover_to = request.handover_to;
         handover_holder = request.handover_holder;
       }
-      resigned = true;
       const auto held_for = term_ends - BootClock::now();
       if (held_for > std::chrono::milliseconds(0))
         say(held.note, "asked to step down as leader of " + lease.name + ": its minimum term ends in " +
@@ -123,7 +122,9 @@ int run_holding(const LeaseStore& store, Lease lease, const HeldCommand& held, H
         say(held.note, "asked to step down as leader of " + lease.name + ": stopping " + program);
       resigner = std::thread([&] {
         while (!command_ended && BootClock::now() < term_ends) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        if (!command_ended) stopper.stop_by(BootClock::now() + kResignGrace);
+        if (command_ended) return;  // it ended by itself first: no resignation
+        resigned = true;
+        stopper.stop_by(BootClock::now() + kResignGrace);
       });
     });
   const int status = child->wait();

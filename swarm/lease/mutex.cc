@@ -30,6 +30,7 @@ struct LeaseView {
   Steady::time_point expires = Steady::time_point::max();
   bool corrupt = false;
   std::string handover_to;    // released to this waiter's place id (elect --resign --to)
+  Steady::time_point handover_until = Steady::time_point::min();  // the others wait for it until then
 };
 
 }  // namespace
@@ -58,7 +59,15 @@ class Mutex::InLine {
     m_.order_ = line_.order();
     clock_ = line_.clock();
     next_renewal_ = start + m_.ttl_ / 3;
-    if (m_.hear_handover_) pump_.add(m_.store_.keys().watch(resign_key(m_.name_)), kHandoverSource);
+    if (m_.hear_handover_) {
+      // Best effort: a candidate that does not hear it is not handed the
+      // lease, and the line waits for it one TTL at most (see may_take).
+      try {
+        pump_.add(m_.store_.keys().watch(resign_key(m_.name_)), kHandoverSource, true);
+      } catch (const Error& e) {
+        swarm::log::debug("lease {}: not hearing requests to hand over: {}", m_.name_, e.what());
+      }
+    }
     look_ahead();
     while (true) {
       if (m_.cancelled_) throw Cancelled("stopped waiting for lease " + m_.name_);
@@ -152,6 +161,12 @@ class Mutex::InLine {
     lease_.held = revision != 0 && !released;
     if (lease_.held) look_again_ = true;
     lease_.handover_to = released && parsed.lease ? parsed.lease->handover_to : std::string();
+    // One TTL (the leader's) from the release at most, whatever becomes of
+    // the candidate: one that does not hear it, or stepped back, never
+    // stalls the line.
+    if (!lease_.handover_to.empty())
+      lease_.handover_until = live ? observed_expiry_of_new(clock_, arrived, parsed.lease->ttl)
+                                   : observed_expiry(clock_, arrived, stored_at, parsed.lease->ttl);
     lease_.corrupt = lease_.held && !parsed.lease;
     lease_.expires = Steady::time_point::max();
     if (!lease_.held || !parsed.lease) return;
@@ -174,7 +189,7 @@ class Mutex::InLine {
     if (lease_.held) return now >= lease_.expires;
     // Released to another candidate: only once its place is dead (it left,
     // or froze past its TTL) may the line go on without it.
-    if (!lease_.handover_to.empty() && lease_.handover_to != line_.id()) {
+    if (!lease_.handover_to.empty() && lease_.handover_to != line_.id() && now < lease_.handover_until) {
       if (now < next_handover_look_) return false;
       next_handover_look_ = now + kHandoverPoll;
       if (!line_.place_dead(lease_.handover_to, clock_)) return false;
@@ -221,6 +236,10 @@ class Mutex::InLine {
       if (e.kind != kv::WatchEvent::Kind::put || first_) return;
       auto request = parse_lease(e.entry.value);
       if (!request.lease || request.lease->handover_to != line_.id()) return;
+      // Only a request to the leader of now: an old one (its leader gone, or
+      // one it acted on already) would let this waiter jump the line.
+      auto leader = m_.store_.get(m_.name_);
+      if (!leader || leader->token() != request.lease->token) return;
       // The leader is asked to hand over to this waiter: it watches the lease
       // from now on, wherever it stands in line.
       swarm::log::debug("lease {}: the leader is asked to hand over to this waiter", m_.name_);
@@ -255,7 +274,8 @@ class Mutex::InLine {
     (void)now;
     auto wake = std::min(deadline_, next_renewal_);
     if (first_ && lease_.held) wake = std::min(wake, lease_.expires);
-    if (first_ && !lease_.held && !lease_.handover_to.empty()) wake = std::min(wake, next_handover_look_);
+    if (first_ && !lease_.held && !lease_.handover_to.empty())
+      wake = std::min(wake, std::min(next_handover_look_, lease_.handover_until));
     if (!first_) wake = std::min(wake, line_.ahead_expires());
     return wake;
   }

@@ -1,5 +1,7 @@
 #include "swarm/lease/watch_pump.h"
 
+#include "swarm/base/log.h"
+
 namespace swarm {
 
 using namespace std::chrono_literals;
@@ -11,12 +13,12 @@ constexpr std::chrono::milliseconds kReadSlice{250};
 
 WatchPump::~WatchPump() { stop(); }
 
-void WatchPump::add(kv::Watch watch, int source) {
+void WatchPump::add(kv::Watch watch, int source, bool optional) {
   Source s;
   s.id = source;
   s.watch = std::make_unique<kv::Watch>(std::move(watch));
   kv::Watch* w = s.watch.get();
-  s.reader = std::thread([this, w, source, stop = s.stop] {
+  s.reader = std::thread([this, w, source, optional, stop = s.stop] {
     while (true) {
       {
         std::lock_guard lock(mu_);
@@ -28,8 +30,12 @@ void WatchPump::add(kv::Watch watch, int source) {
         std::lock_guard lock(mu_);
         if (*stop) return;
         events_.push_back({source, std::move(*event), std::chrono::steady_clock::now()});
-      } catch (...) {
+      } catch (const std::exception& e) {
         std::lock_guard lock(mu_);
+        if (optional) {
+          swarm::log::debug("a watch that may end ended: {}", e.what());
+          return;
+        }
         if (!stopping_ && !*stop && !broken_) broken_ = std::current_exception();
         ready_.notify_all();
         return;

@@ -32,8 +32,9 @@ class WatchPump {
   WatchPump& operator=(const WatchPump&) = delete;
   ~WatchPump();
 
-  // Starts reading `watch` on a thread of its own.
-  void add(kv::Watch watch, int source);
+  // Starts reading `watch` on a thread of its own. An `optional` source that
+  // breaks just ends (logged); any other's break is rethrown by next().
+  void add(kv::Watch watch, int source, bool optional = false);
   // Stops reading the watches of `source` and drops their events not yet
   // handed out (a waiter whose predecessor changed watches another key).
   void remove(int source);

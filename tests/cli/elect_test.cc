@@ -354,3 +354,30 @@ TEST_CASE("Elect_AHandoverToAFrozenCandidateIsNeverTakenWhileItIsFrozen") {
   for (Process* p : {&b, &c}) p->signal(SIGTERM);
   for (Process* p : {&a, &b, &c}) p->wait(10s);
 }
+
+TEST_CASE("Elect_AHandoverToAWaiterThatDoesNotHearItHoldsTheLineOneTtlAtMost") {
+  // a leads, b waits first, w waits behind it through `swarm lock` (which does not hear hand-overs): a steps down
+  // for w, w never takes the lease, and b leads once one TTL has passed since the release; the line never stalls.
+  SwarmWorkspace ws;
+  const fs::path log = ws.root() / "leaders";
+  auto start = [&](const std::string& verb, const std::string& who) {
+    return Process(ws.command({verb, "sched", "--ttl", "2s", "--holder", who, "--", "sh", "-c",
+                               "echo " + who + " >> " + log.string() + "; exec sleep 60"}));
+  };
+  Process a = start("elect", "a");
+  REQUIRE(wait_until([&] { return read_file(log) == "a\n"; }, 10s));
+  Process b = start("elect", "b");
+  std::this_thread::sleep_for(200ms);
+  Process w = start("lock", "w");
+  REQUIRE(wait_until([&] { return ws.swarm({"lease", "show", "sched", "--json"}).out.find("\"waiters\":2") != std::string::npos; }, 10s));
+  const auto asked = std::chrono::steady_clock::now();
+  auto handed = ws.swarm({"elect", "sched", "--resign", "--to", "w"});
+  CHECK(handed.exit == 3);
+  REQUIRE(wait_until([&] { return read_file(log) == "a\nb\n"; }, 15s));
+  const auto waited = std::chrono::steady_clock::now() - asked;
+  CHECK(waited < 8s);
+  MESSAGE("b led " << std::chrono::duration_cast<std::chrono::milliseconds>(waited).count()
+                   << " ms after the hand-over to w was asked (TTL 2s)");
+  for (Process* p : {&b, &w}) p->signal(SIGTERM);
+  for (Process* p : {&a, &b, &w}) p->wait(10s);
+}
