@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "cli/swarm_fixture.h"
+#include "support/eventually.h"
 #include "kv/bucket.h"
 #include "kv/connection.h"
 #include "kv/sha256.h"
@@ -21,13 +22,16 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds limit) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(20ms);
-  }
-  return true;
+// One candidate (`verb`: elect, or lock) for lease sched, TTL 2 s, whose command writes its holder to `log` when
+// it starts leading, then sleeps; `extra` options before the --.
+Process contender(const SwarmWorkspace& ws, const fs::path& log, const std::string& who,
+                  const std::vector<std::string>& extra = {}, const std::string& verb = "elect") {
+  std::vector<std::string> args = {verb, "sched", "--ttl", "2s", "--holder", who};
+  args.insert(args.end(), extra.begin(), extra.end());
+  for (const std::string& word : {std::string("--"), std::string("sh"), std::string("-c"),
+                                  "echo " + who + " >> " + log.string() + "; exec sleep 60"})
+    args.push_back(word);
+  return Process(ws.command(args));
 }
 
 // The token of whoever leads `name` now, by lease show (0: nobody).
@@ -60,7 +64,7 @@ TEST_CASE("Elect_CheckIsExit0ForTheLeadersTokenAnd3ForAnyOther") {
   SwarmWorkspace ws;
   Process a = candidate(ws, "a");
   std::uint64_t ta = 0;
-  REQUIRE(wait_until([&] { return (ta = leader_token(ws, "sched")) != 0; }, 10s));
+  REQUIRE(eventually([&] { return (ta = leader_token(ws, "sched")) != 0; }, 10s));
   auto ok = ws.swarm({"elect", "sched", "--check", "--token", std::to_string(ta), "--json"});
   CHECK_MESSAGE(ok.exit == 0, ok.err);
   CHECK(field(json_of(ok), "leader") == "a");
@@ -73,7 +77,7 @@ TEST_CASE("Elect_CheckIsExit0ForTheLeadersTokenAnd3ForAnyOther") {
   a.signal(SIGKILL);
   a.wait(5s);
   std::uint64_t tb = 0;
-  REQUIRE(wait_until([&] { return (tb = leader_token(ws, "sched")) != 0 && tb != ta; }, 10s));
+  REQUIRE(eventually([&] { return (tb = leader_token(ws, "sched")) != 0 && tb != ta; }, 10s));
   CHECK(ws.swarm({"elect", "sched", "--check", "--token", std::to_string(ta)}).exit == 3);
   CHECK(ws.swarm({"elect", "sched", "--check", "--token", std::to_string(tb)}).exit == 0);
   b.signal(SIGTERM);
@@ -104,7 +108,7 @@ TEST_CASE("ElectState_ASuccessorReadsWhatItsPredecessorPut") {
   { std::ofstream(file, std::ios::binary) << data; }
   Process a = candidate(ws, "a");
   std::uint64_t ta = 0;
-  REQUIRE(wait_until([&] { return (ta = leader_token(ws, "sched")) != 0; }, 10s));
+  REQUIRE(eventually([&] { return (ta = leader_token(ws, "sched")) != 0; }, 10s));
   const std::string token_a = std::to_string(ta);
 
   auto none = ws.swarm({"elect", "state", "sched", "get", "--token", token_a});
@@ -129,7 +133,7 @@ TEST_CASE("ElectState_ASuccessorReadsWhatItsPredecessorPut") {
   a.signal(SIGKILL);
   a.wait(5s);
   std::uint64_t tb = 0;
-  REQUIRE(wait_until([&] { return (tb = leader_token(ws, "sched")) != 0 && tb != ta; }, 10s));
+  REQUIRE(eventually([&] { return (tb = leader_token(ws, "sched")) != 0 && tb != ta; }, 10s));
   auto successor = ws.swarm({"elect", "state", "sched", "get", "--token", std::to_string(tb)});
   CHECK_MESSAGE(successor.exit == 0, successor.err);
   CHECK(successor.out == data);
@@ -149,7 +153,7 @@ TEST_CASE("ElectState_ADeposedLeadersLateWriteAndABadDigestAreNeverHandedOut") {
   SwarmWorkspace ws;
   Process a = candidate(ws, "a");
   std::uint64_t ta = 0;
-  REQUIRE(wait_until([&] { return (ta = leader_token(ws, "sched")) != 0; }, 10s));
+  REQUIRE(eventually([&] { return (ta = leader_token(ws, "sched")) != 0; }, 10s));
   const std::string token_a = std::to_string(ta);
   auto connection = kv::Connection::connect({.urls = {ws.server()->url()}});
   auto leases = kv::Bucket::open(connection, "swarm-leases");
@@ -194,32 +198,31 @@ TEST_CASE("Elect_APriorityCandidateNeverUnseatsTheLeaderAndGoesBeforeEarlierLowe
   SwarmWorkspace ws;
   const fs::path log = ws.root() / "leaders";
   auto start = [&](const std::string& who, const std::string& priority) {
-    return Process(ws.command({"elect", "sched", "--ttl", "2s", "--holder", who, "--priority", priority, "--", "sh",
-                               "-c", "echo " + who + " >> " + log.string() + "; exec sleep 60"}));
+    return contender(ws, log, who, {"--priority", priority});
   };
   auto leaders = [&] { return read_file(log); };
   Process a = start("a", "0");
-  REQUIRE(wait_until([&] { return leaders() == "a\n"; }, 10s));
+  REQUIRE(eventually([&] { return leaders() == "a\n"; }, 10s));
   Process b = start("b", "0");
   std::this_thread::sleep_for(200ms);
   Process c = start("c", "0");
   std::this_thread::sleep_for(200ms);
   Process d = start("d", "5");
-  REQUIRE(wait_until([&] { return ws.swarm({"lease", "show", "sched", "--json"}).out.find("\"waiters\":3") != std::string::npos; }, 10s));
+  REQUIRE(eventually([&] { return ws.swarm({"lease", "show", "sched", "--json"}).out.find("\"waiters\":3") != std::string::npos; }, 10s));
   std::this_thread::sleep_for(1s);
   CHECK(leaders() == "a\n");  // never unseated
   a.signal(SIGKILL);
   a.wait(5s);
-  REQUIRE(wait_until([&] { return leaders() == "a\nd\n"; }, 10s));
+  REQUIRE(eventually([&] { return leaders() == "a\nd\n"; }, 10s));
   auto shown = ws.swarm({"lease", "show", "sched"});
   CHECK(shown.out.find("sched: priority 5") != std::string::npos);
   CHECK(ws.swarm({"lease", "show", "sched", "--json"}).out.find("\"priority\":5") != std::string::npos);
   d.signal(SIGKILL);
   d.wait(5s);
-  REQUIRE(wait_until([&] { return leaders() == "a\nd\nb\n"; }, 10s));
+  REQUIRE(eventually([&] { return leaders() == "a\nd\nb\n"; }, 10s));
   b.signal(SIGKILL);
   b.wait(5s);
-  REQUIRE(wait_until([&] { return leaders() == "a\nd\nb\nc\n"; }, 10s));
+  REQUIRE(eventually([&] { return leaders() == "a\nd\nb\nc\n"; }, 10s));
   c.signal(SIGTERM);
   c.wait(10s);
 }
@@ -229,15 +232,12 @@ TEST_CASE("Elect_AMinimumTermHoldsAResignUntilItEnds") {
   // only once it has led 3s, and then the next candidate leads. Bad values are exit 2 before any I/O.
   SwarmWorkspace ws;
   const fs::path log = ws.root() / "leaders";
-  auto start = [&](const std::string& who) {
-    return Process(ws.command({"elect", "sched", "--ttl", "2s", "--holder", who, "--min-term", "3s", "--", "sh", "-c",
-                               "echo " + who + " >> " + log.string() + "; exec sleep 60"}));
-  };
+  auto start = [&](const std::string& who) { return contender(ws, log, who, {"--min-term", "3s"}); };
   Process a = start("a");
-  REQUIRE(wait_until([&] { return read_file(log) == "a\n"; }, 10s));
+  REQUIRE(eventually([&] { return read_file(log) == "a\n"; }, 10s));
   const auto led = std::chrono::steady_clock::now();
   Process b = start("b");
-  REQUIRE(wait_until([&] { return ws.swarm({"lease", "show", "sched", "--json"}).out.find("\"waiters\":1") != std::string::npos; }, 10s));
+  REQUIRE(eventually([&] { return ws.swarm({"lease", "show", "sched", "--json"}).out.find("\"waiters\":1") != std::string::npos; }, 10s));
   auto resign = ws.swarm({"elect", "sched", "--resign"});
   const auto stepped_down = std::chrono::steady_clock::now();
   CHECK_MESSAGE(resign.exit == 0, resign.err);
@@ -248,7 +248,7 @@ TEST_CASE("Elect_AMinimumTermHoldsAResignUntilItEnds") {
   auto a_end = a.wait(15s);
   CHECK(a_end.exit == 0);
   CHECK(a_end.err.find("minimum term ends in") != std::string::npos);
-  REQUIRE(wait_until([&] { return read_file(log) == "a\nb\n"; }, 10s));
+  REQUIRE(eventually([&] { return read_file(log) == "a\nb\n"; }, 10s));
   b.signal(SIGTERM);
   b.wait(10s);
   for (const auto& bad : std::vector<std::vector<std::string>>{{"elect", "sched", "--min-term", "2h", "--", "true"},
@@ -267,18 +267,15 @@ TEST_CASE("Elect_ResignToHandsOverToTheNamedCandidateAndNobodyElse") {
   // journal says elect.handover to d. A candidate that is not waiting is exit 4, and nothing is asked.
   SwarmWorkspace ws;
   const fs::path log = ws.root() / "leaders";
-  auto start = [&](const std::string& who) {
-    return Process(ws.command({"elect", "sched", "--ttl", "2s", "--holder", who, "--", "sh", "-c",
-                               "echo " + who + " >> " + log.string() + "; exec sleep 60"}));
-  };
+  auto start = [&](const std::string& who) { return contender(ws, log, who); };
   Process a = start("a");
-  REQUIRE(wait_until([&] { return read_file(log) == "a\n"; }, 10s));
+  REQUIRE(eventually([&] { return read_file(log) == "a\n"; }, 10s));
   Process b = start("b");
   std::this_thread::sleep_for(200ms);  // b, c, d join the line in that order
   Process c = start("c");
   std::this_thread::sleep_for(200ms);
   Process d = start("d");
-  REQUIRE(wait_until([&] { return ws.swarm({"lease", "show", "sched", "--json"}).out.find("\"waiters\":3") != std::string::npos; }, 10s));
+  REQUIRE(eventually([&] { return ws.swarm({"lease", "show", "sched", "--json"}).out.find("\"waiters\":3") != std::string::npos; }, 10s));
   Process observer(ws.command({"elect", "sched", "--observe"}));
   REQUIRE(observer.read_line(10s));  // who leads now
   auto nobody = ws.swarm({"elect", "sched", "--resign", "--to", "e"});
@@ -290,7 +287,7 @@ TEST_CASE("Elect_ResignToHandsOverToTheNamedCandidateAndNobodyElse") {
   CHECK_MESSAGE(handed.exit == 0, handed.err);
   CHECK(field(json_of(handed), "leader") == "d");
   CHECK(field(json_of(handed), "handed_to") == "d");
-  REQUIRE(wait_until([&] { return read_file(log) == "a\nd\n"; }, 10s));
+  REQUIRE(eventually([&] { return read_file(log) == "a\nd\n"; }, 10s));
   CHECK(a.wait(10s).exit == 0);
   // --observe says why each leader ended: handed over to d.
   std::vector<std::string> seen;
@@ -307,7 +304,7 @@ TEST_CASE("Elect_ResignToHandsOverToTheNamedCandidateAndNobodyElse") {
   CHECK(journal.out.find("\"to\":\"d\"") != std::string::npos);
   // then the line goes on in order: d resigns plainly, b leads
   CHECK(ws.swarm({"elect", "sched", "--resign"}).exit == 0);
-  REQUIRE(wait_until([&] { return read_file(log) == "a\nd\nb\n"; }, 10s));
+  REQUIRE(eventually([&] { return read_file(log) == "a\nd\nb\n"; }, 10s));
   bool resigned = false;
   for (int i = 0; i < 4 && !resigned; ++i) {
     auto line = observer.read_line(5s);
@@ -327,22 +324,19 @@ TEST_CASE("Elect_AHandoverToAFrozenCandidateIsNeverTakenWhileItIsFrozen") {
   // not unseat b.
   SwarmWorkspace ws;
   const fs::path log = ws.root() / "leaders";
-  auto start = [&](const std::string& who) {
-    return Process(ws.command({"elect", "sched", "--ttl", "2s", "--holder", who, "--", "sh", "-c",
-                               "echo " + who + " >> " + log.string() + "; exec sleep 60"}));
-  };
+  auto start = [&](const std::string& who) { return contender(ws, log, who); };
   Process a = start("a");
-  REQUIRE(wait_until([&] { return read_file(log) == "a\n"; }, 10s));
+  REQUIRE(eventually([&] { return read_file(log) == "a\n"; }, 10s));
   Process b = start("b");
   std::this_thread::sleep_for(200ms);
   Process c = start("c");
-  REQUIRE(wait_until([&] { return ws.swarm({"lease", "show", "sched", "--json"}).out.find("\"waiters\":2") != std::string::npos; }, 10s));
+  REQUIRE(eventually([&] { return ws.swarm({"lease", "show", "sched", "--json"}).out.find("\"waiters\":2") != std::string::npos; }, 10s));
   c.signal(SIGSTOP);
   const auto frozen = std::chrono::steady_clock::now();
   auto handed = ws.swarm({"elect", "sched", "--resign", "--to", "c"});
   CHECK(handed.exit == 3);  // stepped down for c, but b leads
   CHECK(handed.err.find("now b") != std::string::npos);
-  REQUIRE(wait_until([&] { return read_file(log) == "a\nb\n"; }, 10s));
+  REQUIRE(eventually([&] { return read_file(log) == "a\nb\n"; }, 10s));
   const auto b_led = std::chrono::steady_clock::now();
   CHECK(b_led - frozen >= 1500ms);  // the line waited for c until its place was past its TTL (2s after its last beat)
   MESSAGE("b led " << std::chrono::duration_cast<std::chrono::milliseconds>(b_led - frozen).count()
@@ -360,20 +354,17 @@ TEST_CASE("Elect_AHandoverToAWaiterThatDoesNotHearItHoldsTheLineOneTtlAtMost") {
   // for w, w never takes the lease, and b leads once one TTL has passed since the release; the line never stalls.
   SwarmWorkspace ws;
   const fs::path log = ws.root() / "leaders";
-  auto start = [&](const std::string& verb, const std::string& who) {
-    return Process(ws.command({verb, "sched", "--ttl", "2s", "--holder", who, "--", "sh", "-c",
-                               "echo " + who + " >> " + log.string() + "; exec sleep 60"}));
-  };
+  auto start = [&](const std::string& verb, const std::string& who) { return contender(ws, log, who, {}, verb); };
   Process a = start("elect", "a");
-  REQUIRE(wait_until([&] { return read_file(log) == "a\n"; }, 10s));
+  REQUIRE(eventually([&] { return read_file(log) == "a\n"; }, 10s));
   Process b = start("elect", "b");
   std::this_thread::sleep_for(200ms);
   Process w = start("lock", "w");
-  REQUIRE(wait_until([&] { return ws.swarm({"lease", "show", "sched", "--json"}).out.find("\"waiters\":2") != std::string::npos; }, 10s));
+  REQUIRE(eventually([&] { return ws.swarm({"lease", "show", "sched", "--json"}).out.find("\"waiters\":2") != std::string::npos; }, 10s));
   const auto asked = std::chrono::steady_clock::now();
   auto handed = ws.swarm({"elect", "sched", "--resign", "--to", "w"});
   CHECK(handed.exit == 3);
-  REQUIRE(wait_until([&] { return read_file(log) == "a\nb\n"; }, 15s));
+  REQUIRE(eventually([&] { return read_file(log) == "a\nb\n"; }, 15s));
   const auto waited = std::chrono::steady_clock::now() - asked;
   CHECK(waited < 8s);
   MESSAGE("b led " << std::chrono::duration_cast<std::chrono::milliseconds>(waited).count()
