@@ -238,7 +238,15 @@ class Mutex::InLine {
       if (!request.lease || request.lease->handover_to != line_.id()) return;
       // Only a request to the leader of now: an old one (its leader gone, or
       // one it acted on already) would let this waiter jump the line.
-      auto leader = m_.store_.get(m_.name_);
+      std::optional<LeaseEntry> leader;
+      try {
+        leader = m_.store_.get(m_.name_);
+      } catch (const Error& failed) {
+        // Best effort, as the watch: not handed the lease, the line waits for
+        // this waiter one TTL at most.
+        swarm::log::debug("lease {}: could not read the lease to check a hand-over: {}", m_.name_, failed.what());
+        return;
+      }
       if (!leader || leader->token() != request.lease->token) return;
       // The leader is asked to hand over to this waiter: it watches the lease
       // from now on, wherever it stands in line.
