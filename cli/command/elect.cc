@@ -108,20 +108,18 @@ int resign(Context& ctx, const std::string& name, const std::string& to) {
   while (std::chrono::steady_clock::now() < deadline) {
     auto change = leaders.next(std::chrono::milliseconds(250));
     if (!change || (change->leader && change->token == token)) continue;
-    std::string now_leads = change->leader ? change->leader->holder + " (token " + std::to_string(change->token) + ")"
-                                           : std::string("nobody yet");
+    // Released to the candidate: the next change says whether it took it.
+    while (successor && !change->leader && std::chrono::steady_clock::now() < deadline) {
+      auto next = leaders.next(std::chrono::milliseconds(250));
+      if (next) change = next;
+    }
+    const std::string now_leads = change->leader
+                                      ? change->leader->holder + " (token " + std::to_string(change->token) + ")"
+                                      : std::string("nobody yet");
     swarm::Json doc = elect_line(name, *change);
     doc.set("resigned", asked.record->holder).set("resigned_token", token);
     if (successor) {
-      // Released to the candidate: the next change says whether it took it.
-      while (!change->leader && std::chrono::steady_clock::now() < deadline) {
-        auto next = leaders.next(std::chrono::milliseconds(250));
-        if (next) change = next;
-      }
-      now_leads = change->leader ? change->leader->holder + " (token " + std::to_string(change->token) + ")"
-                                 : std::string("nobody yet");
-      doc = elect_line(name, *change);
-      doc.set("resigned", asked.record->holder).set("resigned_token", token).set("handed_to", to);
+      doc.set("handed_to", to);
       if (!change->leader || change->leader->holder != to)
         throw swarm::Error(swarm::Errc::conflict, "leader " + swarm::printable(asked.record->holder) + " of " + name +
                                                       " stepped down for " + swarm::printable(to) + ", but now " +
@@ -268,7 +266,7 @@ Verb add_elect(CLI::App& app) {
                   "0 to 1000 (default 0): waiting candidates are granted by priority, higher first, then arrival; "
                   "a leader is never unseated")
       ->option_text("N")
-      ->transform(decimal_in(0, 1000));
+      ->transform(decimal_in(0, static_cast<std::int64_t>(swarm::kMaxElectionPriority)));
   cmd->add_option("--min-term", f->min_term,
                   "Once leader, step down when asked (--resign) only after leading this long (up to 1h); a lost "
                   "lease still stops CMD at once")

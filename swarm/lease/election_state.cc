@@ -44,6 +44,19 @@ std::string text_of(const Json& doc, const char* key) {
   return cJSON_IsString(item) ? item->valuestring : "";
 }
 
+// The stored state's header line, parsed (no tree when there is none).
+Json header_of(const std::string& value) {
+  const auto newline = value.find('\n');
+  if (newline == std::string::npos) return {};
+  return Json::parse(std::string_view(value).substr(0, newline));
+}
+
+// The token a header names (0: none that is a token).
+std::uint64_t token_in(const Json& head) {
+  const cJSON* token = head ? member(head, "token") : nullptr;
+  return cJSON_IsNumber(token) && token->valuedouble >= 1 ? static_cast<std::uint64_t>(token->valuedouble) : 0;
+}
+
 // The state as stored, or corrupt naming what is wrong with it.
 ElectionState parse_state(const std::string& name, const kv::Entry& entry) {
   const auto corrupt = [&](const std::string& why) {
@@ -53,7 +66,7 @@ ElectionState parse_state(const std::string& name, const kv::Entry& entry) {
   };
   const auto newline = entry.value.find('\n');
   if (newline == std::string::npos) throw corrupt("no header line");
-  Json head = Json::parse(std::string_view(entry.value).substr(0, newline));
+  Json head = header_of(entry.value);
   if (!head || !cJSON_IsObject(head.get())) throw corrupt("its header is not a JSON object");
   ElectionState s;
   s.name = name;
@@ -61,9 +74,8 @@ ElectionState parse_state(const std::string& name, const kv::Entry& entry) {
   s.sha256 = text_of(head, "sha256");
   s.holder = text_of(head, "holder");
   s.host = text_of(head, "host");
-  const cJSON* token = member(head, "token");
-  if (!cJSON_IsNumber(token) || token->valuedouble < 1) throw corrupt("no token");
-  s.token = static_cast<std::uint64_t>(token->valuedouble);
+  s.token = token_in(head);
+  if (s.token == 0) throw corrupt("no token");
   s.revision = entry.revision;
   s.written_at = entry.created;
   if (digest_of(s.data) != s.sha256)
@@ -110,13 +122,9 @@ ElectionState put_election_state(const LeaseStore& store, const std::string& nam
     bool released = false;
     auto last = store.keys().last(key, &released);
     if (last && !released) {
-      const auto newline = last->value.find('\n');
-      Json head = Json::parse(std::string_view(last->value).substr(0, newline == std::string::npos ? 0 : newline));
-      const cJSON* theirs = head ? member(head, "token") : nullptr;
-      if (cJSON_IsNumber(theirs) && theirs->valuedouble > static_cast<double>(token))
-        throw Error(Errc::conflict, "a later leader (token " + std::to_string(static_cast<std::uint64_t>(theirs->valuedouble)) +
-                                        ") put the state of " + printable(name) + "; token " + std::to_string(token) +
-                                        " leads it no longer");
+      if (const std::uint64_t theirs = token_in(header_of(last->value)); theirs > token)
+        throw Error(Errc::conflict, "a later leader (token " + std::to_string(theirs) + ") put the state of " +
+                                        printable(name) + "; token " + std::to_string(token) + " leads it no longer");
     }
     try {
       s.revision = last ? store.keys().update(key, value, last->revision) : store.keys().create(key, value);

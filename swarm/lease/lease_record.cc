@@ -6,8 +6,7 @@ namespace swarm {
 namespace {
 
 constexpr std::uint64_t kMaxPid = 4194304ULL * 1024;
-constexpr std::uint64_t kMaxCount = 1ULL << 53;
-constexpr std::uint64_t kMaxPriority = 1000;  // exact in the double JSON numbers are read as
+constexpr std::uint64_t kMaxCount = 1ULL << 53;  // exact in the double JSON numbers are read as
 
 // The lease record's known fields, in the order a writer puts them.
 const record::Schema<LeaseRecord>& schema() {
@@ -27,7 +26,7 @@ const record::Schema<LeaseRecord>& schema() {
        text("task", &R::task), count("order", &R::order, kMaxCount, "a revision"),
        list("patterns", &R::patterns), text("kind", &R::kind), text("reason", &R::reason),
        count("session", &R::session, kMaxCount, "a session token"),
-       count("priority", &R::priority, kMaxPriority, "a priority of 0 to 1000"),
+       count("priority", &R::priority, kMaxElectionPriority, "a priority of 0 to 1000"),
        optional_millis("min_term_ms", &R::min_term, kMaxMs, "a term of up to 1h in milliseconds"),
        text("handover_to", &R::handover_to), text("handover_holder", &R::handover_holder)},
       &R::unknown_fields};

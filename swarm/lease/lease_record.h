@@ -18,6 +18,9 @@ inline constexpr std::chrono::seconds kMinLeaseTtl{1};
 inline constexpr std::chrono::hours kMaxLeaseTtl{1};
 inline constexpr std::chrono::seconds kDefaultLeaseTtl{15};
 
+// The highest priority of an election's candidate (elect --priority).
+inline constexpr std::uint64_t kMaxElectionPriority = 1000;
+
 struct LeaseRecord {
   std::string name;    // required: the key
   std::string holder;  // required: --holder, default "<host>:<pid>"
