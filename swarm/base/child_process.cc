@@ -25,8 +25,11 @@ namespace {
 // The guard: a process between swarm and its command, leader of the
 // command's process group and the subreaper of everything the command
 // starts. The parent-death signal reaches only a direct child, so the guard
-// takes it (SIGUSR2, handled) and kills the whole group: the command and
-// everything it started die with swarm. When the command ends, the guard
+// takes it (a realtime signal, handled) and kills the whole group: the
+// command and everything it started die with swarm. SIGUSR1 and SIGUSR2
+// sent to the guard alone go on to the command alone (`elect --all` tells
+// its command it leads, or no longer does): the guard knows the command's
+// pid is still the command's, as it reaps it itself. When the command ends, the guard
 // leaves the group, kills what the command left in it and reaps it all
 // before it ends itself: when swarm sees the guard end, nothing of the
 // command runs any more, so the lease can go. It ignores the signals swarm
@@ -34,6 +37,9 @@ namespace {
 // status (128 + signal when one ended it). Only async-signal-safe calls
 // here: it is a fork of a threaded process.
 volatile sig_atomic_t g_group = 0;  // the command's process group (the guard's pid)
+// The command's pid while it is not reaped (0 before it is forked and from
+// just before it is reaped, with SIGUSR1 and SIGUSR2 blocked).
+volatile sig_atomic_t g_command = 0;
 
 // What the guard and the command say to start() on the report pipe: the
 // command's pid (from the guard, once forked), or why its exec failed.
@@ -44,6 +50,11 @@ struct Report {
 
 void kill_group(int) { kill(-static_cast<pid_t>(g_group), SIGKILL); }
 
+void pass_to_command(int signo) {
+  const pid_t command = static_cast<pid_t>(g_command);
+  if (command > 0) kill(command, signo);
+}
+
 // `terminal`: the terminal (0) whose foreground the command's group takes
 // before the command starts (an interactive command must not meet a
 // background group's SIGTTIN/SIGTTOU), -1 for none. With it the guard also
@@ -52,7 +63,7 @@ void kill_group(int) { kill(-static_cast<pid_t>(g_group), SIGKILL); }
 // command reads /dev/null (an interactive command run in the background of
 // a terminal must not stop on a read no one answers).
 [[noreturn]] void run_guard(pid_t parent, pid_t parent_group, char* const* argv, char* const* envp, int report,
-                            const char* cwd, int output_fd, int terminal, bool null_stdin) {
+                            const char* cwd, int output_fd, int terminal, bool null_stdin, int death_signal) {
   setpgid(0, 0);
   g_group = getpid();
   if (terminal >= 0) {
@@ -65,12 +76,20 @@ void kill_group(int) { kill(-static_cast<pid_t>(g_group), SIGKILL); }
   prctl(PR_SET_CHILD_SUBREAPER, 1);
   struct sigaction on_death {};
   on_death.sa_handler = kill_group;
-  sigaction(SIGUSR2, &on_death, nullptr);
-  prctl(PR_SET_PDEATHSIG, SIGUSR2);
+  sigaction(death_signal, &on_death, nullptr);
+  prctl(PR_SET_PDEATHSIG, death_signal);
   if (getppid() != parent) kill_group(0);  // swarm died before the line above
   struct sigaction ignore {};
   ignore.sa_handler = SIG_IGN;
   for (int signo : {SIGINT, SIGTERM, SIGHUP}) sigaction(signo, &ignore, nullptr);
+  struct sigaction pass {};
+  pass.sa_handler = pass_to_command;
+  pass.sa_flags = SA_RESTART;
+  for (int signo : {SIGUSR1, SIGUSR2}) sigaction(signo, &pass, nullptr);
+  sigset_t passed;
+  sigemptyset(&passed);
+  sigaddset(&passed, SIGUSR1);
+  sigaddset(&passed, SIGUSR2);
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -106,16 +125,27 @@ void kill_group(int) { kill(-static_cast<pid_t>(g_group), SIGKILL); }
     (void)!write(report, &failed, sizeof failed);
     _exit(127);
   }
+  g_command = command;
   const Report forked{'P', static_cast<int>(command)};
   (void)!write(report, &forked, sizeof forked);
   close(report);
   // Every child is reaped as it ends, the command's orphans too (they are
   // the guard's as its subreaper): none is left a zombie while CMD runs.
+  // Each is seen ended before it is reaped: the command's pid is forgotten
+  // (no signal passed on to it any more) while it is still a zombie of ours.
   int status = 0;
   while (true) {
-    int child_status = 0;
-    pid_t ended = waitpid(-1, &child_status, terminal >= 0 ? WUNTRACED : 0);
-    if (ended == command && WIFSTOPPED(child_status)) {
+    siginfo_t seen{};
+    if (waitid(P_ALL, 0, &seen, WEXITED | WNOWAIT | (terminal >= 0 ? WSTOPPED : 0)) != 0) {
+      if (errno == EINTR) continue;
+      break;  // no child left: cannot happen before CMD ends
+    }
+    const pid_t ended = seen.si_pid;
+    if (seen.si_code == CLD_STOPPED) {
+      siginfo_t taken{};
+      while (waitid(P_PID, static_cast<id_t>(ended), &taken, WSTOPPED | WNOHANG) != 0 && errno == EINTR) {
+      }
+      if (ended != command) continue;
       // Stopped as the command is (unless it was continued meanwhile: a
       // report this guard, stopped with its group, took only after the
       // group's SIGCONT); continued with it (SIGCONT to the group).
@@ -127,10 +157,15 @@ void kill_group(int) { kill(-static_cast<pid_t>(g_group), SIGKILL); }
       continue;
     }
     if (ended == command) {
-      status = child_status;
+      sigprocmask(SIG_BLOCK, &passed, nullptr);
+      g_command = 0;
+      while (waitpid(command, &status, 0) < 0 && errno == EINTR) {
+      }
       break;
     }
-    if (ended < 0 && errno != EINTR) break;  // no child left: cannot happen before CMD ends
+    int ignored = 0;
+    while (waitpid(ended, &ignored, 0) < 0 && errno == EINTR) {
+    }
   }
   // Out of the group (into swarm's, whose signals it ignores), then the
   // group's rest is killed and reaped, until it is empty, or for at most a
@@ -220,6 +255,7 @@ std::unique_ptr<ChildProcess> ChildProcess::start(const std::vector<std::string>
     ignore.sa_handler = SIG_IGN;
     sigaction(SIGTTOU, &ignore, nullptr);  // giving the terminal back from the background must not stop us
   }
+  const int death_signal = SIGRTMIN + 4;  // one nothing sends the guard (cli's SignalRouter wakes itself with +3)
   pid_t pid = fork();
   if (pid < 0) {
     close(report[0]);
@@ -230,7 +266,7 @@ std::unique_ptr<ChildProcess> ChildProcess::start(const std::vector<std::string>
     close(report[0]);
     run_guard(parent, parent_group, args.data(), envp.data(), report[1],
               options.cwd.empty() ? nullptr : options.cwd.c_str(), options.output_fd, take_terminal ? STDIN_FILENO : -1,
-              background_of_a_terminal);
+              background_of_a_terminal, death_signal);
   }
   // The guard makes the group itself, first thing; start() returns only
   // after the command's exec, so no signal goes to the group before it
@@ -275,6 +311,13 @@ void ChildProcess::signal(int signo) {
   std::lock_guard lock(mu_);
   if (exited_) return;
   kill(-pid_, signo);
+}
+
+void ChildProcess::signal_command(int signo) {
+  if (signo != SIGUSR1 && signo != SIGUSR2) throw Error(Errc::internal, "only SIGUSR1 and SIGUSR2 go to the command alone");
+  std::lock_guard lock(mu_);
+  if (exited_) return;
+  kill(pid_, signo);  // the guard's pid: it passes the signal on
 }
 
 bool ChildProcess::exited() const {

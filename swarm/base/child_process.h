@@ -77,6 +77,10 @@ class ChildProcess {
   pid_t command_pid() const { return command_pid_; }
   // Sends `signo` to its process group, unless it was reaped already.
   void signal(int signo);
+  // Sends SIGUSR1 or SIGUSR2 to the command alone, not its group (what it
+  // started does not get it), unless it ended: through its guard, which
+  // passes it on only while the command's pid is still the command's.
+  void signal_command(int signo);
   // Waits until it ends and reaps it: its status as a shell reports it
   // (128 + signal when a signal ended it).
   int wait();
