@@ -13,6 +13,7 @@
 #include "swarm/base/error.h"
 #include "swarm/base/names.h"
 #include "swarm/base/text.h"
+#include "swarm/lease/candidate.h"
 #include "swarm/lease/election.h"
 #include "swarm/lease/election_state.h"
 
@@ -26,6 +27,7 @@ struct ElectFlags {
   bool observe = false;
   bool resign = false;
   bool check = false;
+  bool all = false;  // --all: CMD on every candidate
   std::int64_t priority = 0;
   std::string min_term;
   std::string to;  // --resign --to HOLDER
@@ -220,6 +222,30 @@ int run_state(Context& ctx, const ElectFlags& f) {
   return 0;
 }
 
+// --all: CMD on this candidate whether it leads or not, told by signals
+// (swarm::run_as_candidate); swarm's signals go to it, and swarm ends with it.
+int run_everywhere(Context& ctx, const swarm::LeaseStore& store, const std::string& name, const swarm::LeaseHolder& who,
+                   std::chrono::milliseconds ttl, const std::vector<std::string>& command, SignalRouter& signals) {
+  swarm::CandidateCommand candidate;
+  candidate.command = command;
+  candidate.note = [&ctx](const std::string& what) { ctx.out().note(what); };
+  candidate.warn = [&ctx](const std::string& what) { ctx.out().warn(what); };
+  candidate.running = [&signals](swarm::ChildProcess* child) { signals.forward_to(child); };
+  const swarm::CandidateRun run = swarm::run_as_candidate(store, name, who, ttl, candidate);
+  if (ctx.out().json()) {
+    swarm::Json terms = swarm::Json::array();
+    for (const auto& term : run.terms) {
+      swarm::Json t = swarm::Json::object();
+      t.set("token", term.token).set("ended", swarm::to_string(term.end));
+      terms.push(std::move(t));
+    }
+    swarm::Json doc = swarm::Json::object();
+    doc.set("name", name).set("status", run.status).set("exit", run.status).set("terms", std::move(terms));
+    ctx.out().result("elect", "", std::move(doc));
+  }
+  return run.status;
+}
+
 }  // namespace
 
 Verb add_elect(CLI::App& app) {
@@ -243,8 +269,12 @@ Verb add_elect(CLI::App& app) {
   auto* token_option = cmd->add_option("--token", f->token, "A leader's fencing token ($SWARM_FENCING_TOKEN), for --check")
                            ->option_text("N")
                            ->check(fencing_token_validator());
+  auto* all_flag = cmd->add_flag("--all", f->all,
+                                 "Run CMD on every candidate, leader or not: SWARM_LEADER=1|0 at start, SIGUSR1 when it "
+                                 "becomes leader, SIGUSR2 when it stops (the token is in $SWARM_FENCING_TOKEN_FILE)");
+  all_flag->excludes(observe_flag)->excludes(resign_flag);
   observe_flag->excludes(resign_flag);
-  check_flag->excludes(observe_flag)->excludes(resign_flag);
+  check_flag->excludes(observe_flag)->excludes(resign_flag)->excludes(all_flag);
   check_flag->needs(token_option);
   token_option->needs(check_flag);
   CLI::App* state = cmd->add_subcommand("state", "The leader's state for its successor: put FILE, or get, under --token");
@@ -279,7 +309,12 @@ Verb add_elect(CLI::App& app) {
       "  swarm elect scheduler --observe             # one JSON line per change of leader\n"
       "  swarm elect scheduler --resign              # the leader stops ./scheduler, the next takes over\n"
       "  swarm elect scheduler --check --token \"$SWARM_FENCING_TOKEN\" && act   # gate each act on leading\n"
-      "When CMD ends the leader resigns and swarm exits with CMD's status.");
+      "  swarm elect dispatch --all -- ./agent       # every candidate runs ./agent; only the leader dispatches\n"
+      "When CMD ends the leader resigns and swarm exits with CMD's status.\n"
+      "With --all, CMD starts at once on every candidate and is never stopped by swarm: SIGUSR1 says it\n"
+      "leads (the token is in $SWARM_FENCING_TOKEN_FILE), SIGUSR2 that it no longer does, at least TTL/5\n"
+      "before anyone else can lead; it must not act as leader after it. Asked to step down, it gets\n"
+      "SIGUSR2 and waits in line again.");
   return {cmd, [f, state](Context& ctx) {
             if (state->parsed()) {
               if (!f->name.empty() || !f->command.empty())
@@ -310,6 +345,7 @@ Verb add_elect(CLI::App& app) {
             }
             SignalRouter signals;  // before any thread is made
             auto store = ctx.leases(true);
+            if (f->all) return run_everywhere(ctx, store, f->name, who, ttl, command, signals);
             swarm::Election election(store, f->name, std::move(who), ttl);
             signals.on_signal([&](int) { election.cancel(); });
             swarm::Lease lease;

@@ -1,5 +1,6 @@
 #include "swarm/lease/election.h"
 
+#include "swarm/base/duration.h"
 #include "swarm/base/error.h"
 #include "swarm/base/log.h"
 #include "swarm/base/warnings.h"
@@ -74,6 +75,63 @@ void ResignWatch::withdraw() {
   } catch (const std::exception&) {
     // A newer request, or removed already: it names another token anyway.
   }
+}
+
+StepDownWatch::StepDownWatch(const LeaseStore& store, const Lease& lease, std::string doing,
+                             std::function<void(const std::string&)> note, std::function<void()> step_down)
+    : term_ends_(lease.deadline - lease.record.ttl + lease.record.min_term), step_down_(std::move(step_down)) {
+  const std::string name = lease.name;
+  watch_.emplace(store, name, lease.token,
+                 [this, name, doing = std::move(doing), note = std::move(note)](const LeaseRecord& request) {
+                   {
+                     std::lock_guard lock(mu_);
+                     to_ = request.handover_to;
+                     to_holder_ = request.handover_holder;
+                   }
+                   const auto held_for = term_ends_ - BootClock::now();
+                   std::string what = "asked to step down as leader of " + name + ": ";
+                   if (held_for > milliseconds(0))
+                     what += "its minimum term ends in " +
+                             format_duration(std::chrono::duration_cast<milliseconds>(held_for)) + "; " + doing +
+                             " then";
+                   else
+                     what += doing;
+                   if (note) note(what);
+                   // Its own thread: the watch's thread ends now, and the
+                   // term may be long.
+                   waiter_ = std::thread([this] {
+                     std::unique_lock lock(mu_);
+                     while (!cancelled_ && BootClock::now() < term_ends_)
+                       cv_.wait_for(lock, std::min<BootClock::duration>(term_ends_ - BootClock::now(), milliseconds(100)));
+                     if (cancelled_) return;  // its work ended by itself first: no step down
+                     stepped_down_ = true;
+                     lock.unlock();
+                     step_down_();
+                   });
+                 });
+}
+
+StepDownWatch::~StepDownWatch() {
+  cancel();
+  watch_.reset();  // its thread may start the waiter: joined below, after it
+  if (waiter_.joinable()) waiter_.join();
+}
+
+void StepDownWatch::cancel() {
+  {
+    std::lock_guard lock(mu_);
+    cancelled_ = true;
+  }
+  cv_.notify_all();
+}
+
+std::pair<std::string, std::string> StepDownWatch::handover() const {
+  std::lock_guard lock(mu_);
+  return {to_, to_holder_};
+}
+
+void StepDownWatch::withdraw() {
+  if (watch_) watch_->withdraw();
 }
 
 std::string_view to_string(Leadership::Change change) {

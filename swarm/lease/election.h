@@ -5,12 +5,17 @@
 // (request_resignation), which the leader hears through a ResignWatch.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
+#include <utility>
 
+#include "swarm/base/boot_clock.h"
 #include "swarm/lease/lease.h"
 #include "swarm/lease/mutex.h"
 #include "swarm/lease/watch_pump.h"
@@ -24,6 +29,8 @@ class Election {
       : mutex_(std::move(store), std::move(name), std::move(who), ttl, true) {}
   // Waits in line until this candidate leads (for ever); Cancelled after cancel().
   Lease campaign() { return mutex_.lock(std::nullopt); }
+  // Leads at once when nobody leads and nobody waits; conflict otherwise.
+  Lease try_lead() { return mutex_.lock(std::chrono::milliseconds(0)); }
   void cancel() { mutex_.cancel(); }
 
  private:
@@ -58,6 +65,41 @@ class ResignWatch {
   std::optional<kv::Watch> watch_;
   std::uint64_t request_revision_ = 0;
   std::thread thread_;
+};
+
+// What a leader does when asked to step down (elect, elect --all): hears
+// the request (ResignWatch), says so (`note`: "asked to step down as leader
+// of NAME: <doing>", with its minimum term's end when that is still ahead),
+// and once its minimum term has ended (timed from its grant, as its deadline
+// is) calls `step_down` on a thread of its own, unless cancel() came first.
+class StepDownWatch {
+ public:
+  StepDownWatch(const LeaseStore& store, const Lease& lease, std::string doing,
+                std::function<void(const std::string&)> note, std::function<void()> step_down);
+  ~StepDownWatch();
+  StepDownWatch(const StepDownWatch&) = delete;
+  StepDownWatch& operator=(const StepDownWatch&) = delete;
+
+  // No step down starts from now on (the leader's work ended by itself).
+  void cancel();
+  // step_down was called.
+  bool stepped_down() const { return stepped_down_; }
+  // The waiting candidate the request named (its place id, and its holder),
+  // for the release: empty when none was named.
+  std::pair<std::string, std::string> handover() const;
+  // Removes the request (the leader did step down).
+  void withdraw();
+
+ private:
+  BootTime term_ends_;
+  std::function<void()> step_down_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool cancelled_ = false;
+  std::atomic<bool> stepped_down_{false};
+  std::string to_, to_holder_;
+  std::thread waiter_;
+  std::optional<ResignWatch> watch_;  // last: destroyed first, as its thread uses the above
 };
 
 // Who leads, as an observer sees each change.

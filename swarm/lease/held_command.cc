@@ -96,58 +96,26 @@ int run_holding(const LeaseStore& store, Lease lease, const HeldCommand& held, H
     say(held.note, "lease " + lease.name + " was lost (" + why + "): stopping " + program + " before its deadline");
     stopper.stop_by(deadline - kill_lead(ttl));
   });
-  std::optional<ResignWatch> resign;
-  std::thread resigner;
-  std::atomic<bool> resigned{false};
-  std::atomic<bool> command_ended{false};
-  std::mutex handover_mu;
-  std::string handover_to, handover_holder;  // the candidate it steps down in favour of
-  // A leader with a minimum term steps down when asked only once it has led
-  // that long (timed from its grant, as its deadline is); a lost lease still
-  // stops it at once (the keeper's rule, above).
-  const BootTime term_ends = lease.deadline - lease.record.ttl + lease.record.min_term;
+  std::optional<StepDownWatch> step_down;
   if (held.hear_resign)
-    resign.emplace(store, lease.name, lease.token, [&](const LeaseRecord& request) {
-      {
-        std::lock_guard lock(handover_mu);
-        handover_to = request.handover_to;
-        handover_holder = request.handover_holder;
-      }
-      const auto held_for = term_ends - BootClock::now();
-      if (held_for > std::chrono::milliseconds(0))
-        say(held.note, "asked to step down as leader of " + lease.name + ": its minimum term ends in " +
-                           format_duration(std::chrono::duration_cast<std::chrono::milliseconds>(held_for)) +
-                           "; stopping " + program + " then");
-      else
-        say(held.note, "asked to step down as leader of " + lease.name + ": stopping " + program);
-      resigner = std::thread([&] {
-        while (!command_ended && BootClock::now() < term_ends) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        if (command_ended) return;  // it ended by itself first: no resignation
-        resigned = true;
-        stopper.stop_by(BootClock::now() + kResignGrace);
-      });
-    });
+    step_down.emplace(store, lease, "stopping " + program, held.note,
+                      [&] { stopper.stop_by(BootClock::now() + kResignGrace); });
   const int status = child->wait();
-  command_ended = true;
+  if (step_down) step_down->cancel();
   stopper.finished();
   running.done();
-  if (resign) resign->withdraw();
-  resign.reset();
-  if (resigner.joinable()) resigner.join();
+  const bool resigned = step_down && step_down->stepped_down();
+  std::pair<std::string, std::string> handover;
+  if (resigned) handover = step_down->handover();
+  if (step_down) step_down->withdraw();
+  step_down.reset();
   keeper.stop();
   if (!keeper.lost()) {
     try {
       stop_here_for_test(kLeaseStop, "release");
-      std::string to, to_holder;
-      {
-        std::lock_guard lock(handover_mu);
-        to = handover_to;
-        to_holder = handover_holder;
-      }
-      if (!resigned) to.clear(), to_holder.clear();
-      store.release(keeper.lease(), to, to_holder);
+      store.release(keeper.lease(), handover.first, handover.second);
       stop_here_for_test(kLeaseStop, "released");
-      if (resigned) store.journal().record(elect_resign_event(store.bucket_name(), keeper.lease(), to_holder));
+      if (resigned) store.journal().record(elect_resign_event(store.bucket_name(), keeper.lease(), handover.second));
     } catch (const Error& e) {
       say(held.warn, "could not release lease " + lease.name + " (it expires by itself): " + e.what());
     }
