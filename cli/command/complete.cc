@@ -101,6 +101,15 @@ const CLI::Option* option_named(const CLI::App* app, const std::string& word) {
   return nullptr;
 }
 
+// What `app`'s positional number `index` (from 0) takes, as info_of says.
+OptionInfo positional_info(const CLI::App* app, std::size_t index) {
+  for (const CLI::Option* option : app->get_options()) {
+    if (!option->get_lnames().empty() || !option->get_snames().empty()) continue;
+    if (index-- == 0) return info_of(option);
+  }
+  return {};
+}
+
 // The long (and short) names of `app`'s options and its parents'.
 std::vector<std::string> option_words(const CLI::App* app) {
   std::vector<std::string> out;
@@ -205,6 +214,10 @@ void complete_words(Context& ctx, const CLI::App& root, const std::vector<std::s
     offer = option_words(app);
   } else if (!verbs_of(*app).empty() && positionals == 0) {
     for (const auto* v : verbs_of(*app)) offer.push_back(v->get_name());
+  } else if (const OptionInfo info = positional_info(app, positionals); info.kind == ValueKind::enumerated) {
+    offer = info.values;  // elect state NAME put|get, completion bash|zsh|fish
+  } else if (info.kind == ValueKind::file) {
+    mode = "files";
   } else if (app->get_name() == "commit") {
     mode = "files";  // PATH...
   } else if (positionals == 0 && app->get_parent() != nullptr && app->get_parent()->get_name() == "task" &&

@@ -280,7 +280,7 @@ Verb add_elect(CLI::App& app) {
   CLI::App* state = cmd->add_subcommand("state", "The leader's state for its successor: put FILE, or get, under --token");
   state->add_option("name", f->state_name, "Election name")->required()->check(user_lease_name_validator());
   state->add_option("action", f->state_action, "put or get")->required()->check(CLI::IsMember({"put", "get"}));
-  state->add_option("file", f->state_file, "put: the file to store (- for standard input)");
+  state->add_option("file", f->state_file, "put: the file to store (- for standard input)")->option_text("FILE");
   state->add_option("--token", f->token, "The fencing token of the leader ($SWARM_FENCING_TOKEN)")
       ->required()
       ->option_text("N")

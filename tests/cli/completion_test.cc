@@ -118,6 +118,12 @@ TEST_CASE("Completion_EachShellOffersWhatTheCommandLineDefines") {
     CHECK(has(offered(ws, shell, {"swarm", "hold", "--slot", ""}), "render"));
     CHECK(has(offered(ws, shell, {"swarm", "hold", "--sh"}), "--shared"));
     CHECK(has(offered(ws, shell, {"swarm", "holds", "--slot", ""}), "render"));
+    // Elections: --all among elect's options, put or get for a state (a positional's members), then a file.
+    CHECK(has(offered(ws, shell, {"swarm", "elect", "sched", "--a"}), "--all"));
+    auto actions = offered(ws, shell, {"swarm", "elect", "state", "sched", ""});
+    CHECK(has(actions, "put"));
+    CHECK(has(actions, "get"));
+    CHECK(actions.size() == 2);
     // Paths to commit: the shell's own file completion.
     auto paths = offered(ws, shell, {"swarm", "commit", "no"});
     if (shell == "zsh") CHECK(has(paths, "FILES"));

@@ -219,6 +219,31 @@ TEST_CASE("Docs_LeasesSemaphoresAndTheJournalAsWritten") {
   CHECK(history.out.find("lease.grant") != std::string::npos);
 }
 
+TEST_CASE("Docs_EveryCandidateRunsAsWritten") {
+  // docs/leases.md's elect --all: both agents run; first dispatches from the start, second watches and, once
+  // first ends, dispatches under a higher token; never both.
+  SwarmWorkspace ws;
+  auto r = run_recipe(recipe("elect-all"), ws.root(), ws.home(), {{"SWARM_WORKSPACE", ws.root().string()}});
+  CHECK(r.exit == 0);
+  std::istringstream lines(r.out);
+  std::uint64_t first_token = 0, second_token = 0;
+  bool second_watched = false, first_after_second = false;
+  for (std::string line; std::getline(lines, line);) {
+    const auto under = line.find("under token ");
+    const std::uint64_t token = under == std::string::npos ? 0 : std::stoull(line.substr(under + 12));
+    if (line.rfind("first: dispatching", 0) == 0) {
+      first_token = token;
+      first_after_second = first_after_second || second_token != 0;
+    }
+    if (line == "second: watching") second_watched = true;
+    if (line.rfind("second: dispatching", 0) == 0) second_token = token;
+  }
+  CHECK(first_token > 0);
+  CHECK(second_watched);
+  CHECK(second_token > first_token);
+  CHECK_FALSE(first_after_second);
+}
+
 TEST_CASE("Docs_RunThreeAgentsAsWritten") {
   // the README's agents under run: a TTL of 2s changed in place; the thinker keeps its slot for 3 TTLs and closes as success with
   // its answer committed; the killed run is dead at once and doctor --fix clears it; the failing one is a fail.
