@@ -10,7 +10,9 @@ namespace swarm {
 // $SWARM_TEST_LAND_STOP: the steps of a land (landing/).
 inline constexpr const char* kLandStop = "SWARM_TEST_LAND_STOP";
 // $SWARM_TEST_LEASE_STOP: the steps of a hold (a lock's, a permit's): gate,
-// granted, renew, renewed, release, released.
+// granted, renew, renewed, release, released; stepping-down (elect --all:
+// SIGUSR2 sent, the lease not released yet); state-checked (elect state
+// put: the leader checked, nothing written yet).
 inline constexpr const char* kLeaseStop = "SWARM_TEST_LEASE_STOP";
 
 // $SWARM_TEST_JOIN_STOP: the steps of a join's port block: ports-listed

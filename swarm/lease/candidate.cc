@@ -61,6 +61,10 @@ class TokenFile {
 
   std::string path() const { return folder_ + "/token"; }
 
+  // No token: the file gone (what a reader takes as empty), when it cannot
+  // be written empty (a full disk, no inodes).
+  void remove() { ::unlinkat(dir_, "token", 0); }
+
   // The token (and a newline), or nothing: throws when it cannot be written.
   void write(const std::string& text) {
     const std::string content = text.empty() ? text : text + "\n";
@@ -135,14 +139,32 @@ class Candidacy {
           continue;
         }
         if (!tell(child, SIGUSR1, std::to_string(lease->token))) {
-          release_quietly(store_, *lease);
-          return;
+          release_quietly(store_, *lease);  // not told it leads: it must not lead
+          lease.reset();
+          pause(std::chrono::seconds(1));
+          continue;
         }
         say(candidate_.note, "leads " + name_ + " now (token " + std::to_string(lease->token) + "): SIGUSR1 to " +
                                  candidate_.command.front());
       }
-      terms_.push_back({lease->token, lead(child, std::move(*lease))});
+      const std::uint64_t token = lease->token;
+      try {
+        terms_.push_back({token, lead(child, std::move(*lease))});
+      } catch (const std::exception& e) {
+        // Cannot happen but by a bug: the command is told it does not lead
+        // (the lease, no longer renewed, runs out), and the candidate goes on.
+        tell(child, SIGUSR2, "");
+        say(candidate_.warn, "leading " + name_ + " failed (" + std::string(e.what()) + "): SIGUSR2 to " +
+                                 candidate_.command.front());
+        terms_.push_back({token, HeldEnd::lease_lost});
+        pause(give_up_lead(ttl_));
+      }
       lease.reset();
+    }
+    // The command ended before this thread took the first grant over.
+    if (lease) {
+      release_quietly(store_, *lease);
+      terms_.push_back({lease->token, HeldEnd::by_itself});
     }
   }
 
@@ -175,15 +197,20 @@ class Candidacy {
   }
 
   // The token file first, then the signal: a command that hears SIGUSR1
-  // reads the new token; one that hears SIGUSR2 finds none. False when the
-  // file cannot be written (the command is not told it leads, and the
-  // candidate gives up leading).
+  // reads the new token; one that hears SIGUSR2 finds none (the file empty,
+  // or gone when even that could not be written). False when the file
+  // cannot be written for SIGUSR1 (the command is not told it leads, and
+  // the candidate gives that grant up).
   bool tell(ChildProcess& child, int signo, const std::string& token) {
     try {
       file_.write(token);
     } catch (const Error& e) {
-      say(candidate_.warn, std::string(e.what()) + (signo == SIGUSR1 ? "; not leading " + name_ : ""));
-      if (signo == SIGUSR1) return false;
+      if (signo == SIGUSR1) {
+        say(candidate_.warn, std::string(e.what()) + "; not leading " + name_ + " this time");
+        return false;
+      }
+      file_.remove();  // needs no room: never a stale token after SIGUSR2
+      say(candidate_.warn, std::string(e.what()) + "; removed it instead");
     }
     child.signal_command(signo);
     return true;
@@ -205,27 +232,34 @@ class Candidacy {
       wake();
     });
     std::atomic<bool> asked{false};
-    StepDownWatch step_down(store_, lease, "SIGUSR2 to " + program, candidate_.note, [&] {
-      asked = true;
-      wake();
-    });
+    // Best effort, as a waiter's hearing of hand-overs: a leader that cannot
+    // hear requests to step down still leads, and says so.
+    std::optional<StepDownWatch> step_down;
+    try {
+      step_down.emplace(store_, lease, "SIGUSR2 to " + program, candidate_.note, [&] {
+        asked = true;
+        wake();
+      });
+    } catch (const std::exception& e) {
+      say(candidate_.warn, "leading " + name_ + " without hearing requests to step down: " + e.what());
+    }
     {
       std::unique_lock lock(mu_);
       cv_.wait(lock, [&] { return ended_ || lost || asked; });
     }
-    step_down.cancel();
+    if (step_down) step_down->cancel();
     HeldEnd end = HeldEnd::by_itself;
     std::pair<std::string, std::string> handover;
     if (!lost && asked) {
       // Told, then the lease kept TTL/5 more (renewed as ever): the next
       // leader is granted only after the command had that long to hear it.
-      handover = step_down.handover();
+      handover = step_down->handover();
       no_longer();
       stop_here_for_test(kLeaseStop, "stepping-down");
       pause(give_up_lead(ttl_));
       end = HeldEnd::resigned;
     }
-    step_down.withdraw();
+    if (step_down) step_down->withdraw();
     keeper.stop();
     if (keeper.lost()) return HeldEnd::lease_lost;
     try {

@@ -6,7 +6,8 @@
 // - Its environment: SWARM_LEASE (the election), SWARM_LEADER (1 when it
 //   starts as leader, else 0), SWARM_FENCING_TOKEN_FILE (a file that holds
 //   the current token and a newline while this candidate leads, and nothing
-//   while it does not: written before SIGUSR1, emptied before SIGUSR2), and,
+//   while it does not: written before SIGUSR1, emptied, or removed when it
+//   cannot be, before SIGUSR2), and,
 //   when it starts as leader, SWARM_FENCING_TOKEN.
 // - A lease lost (a renewal refused, or none possible before the deadline)
 //   is told at once, at the latest TTL/5 before anyone else can be granted

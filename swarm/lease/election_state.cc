@@ -3,6 +3,7 @@
 #include "kv/sha256.h"
 #include "swarm/base/error.h"
 #include "swarm/base/json.h"
+#include "swarm/base/test_seam.h"
 #include "swarm/base/text.h"
 #include "swarm/lease/events.h"
 #include "swarm/lease/lease_keys.h"
@@ -17,6 +18,8 @@ constexpr const char* kStateRoot = "_state.";
 constexpr int kPutAttempts = 3;
 
 std::string state_key(const std::string& name) { return kStateRoot + name; }
+// The revision of the last state its writer confirmed: {"revision", "token"}.
+std::string confirmed_key(const std::string& name) { return "_state_ok." + name; }
 
 std::string digest_of(const std::string& data) {
   kv::Sha256 sha;
@@ -33,7 +36,8 @@ std::string stored_bytes(const ElectionState& s) {
       .set("holder", s.holder)
       .set("host", s.host)
       .set("sha256", s.sha256)
-      .set("size", static_cast<std::uint64_t>(s.data.size()));
+      .set("size", static_cast<std::uint64_t>(s.data.size()))
+      .set("confirm", true);
   return head.dump() + "\n" + s.data;
 }
 
@@ -78,6 +82,7 @@ ElectionState parse_state(const std::string& name, const kv::Entry& entry) {
   if (s.token == 0) throw corrupt("no token");
   s.revision = entry.revision;
   s.written_at = entry.created;
+  s.to_confirm = cJSON_IsTrue(member(head, "confirm"));
   if (digest_of(s.data) != s.sha256)
     throw corrupt("its SHA-256 is not the one written with it (" + printable(s.sha256.substr(0, 64)) + ")");
   return s;
@@ -88,6 +93,42 @@ std::string who_leads(const std::optional<LeaseEntry>& now) {
   if (now->corrupt()) return "its lease record is corrupt";
   return "token " + std::to_string(now->token()) + " (" + printable(now->record->holder) + " on " +
          printable(now->record->host) + ") leads it";
+}
+
+// The revision a confirmation's value names (0: not one).
+std::uint64_t revision_in(const std::string& confirmation) {
+  Json doc = Json::parse(confirmation);
+  const cJSON* revision = doc ? member(doc, "revision") : nullptr;
+  return cJSON_IsNumber(revision) && revision->valuedouble >= 1 ? static_cast<std::uint64_t>(revision->valuedouble)
+                                                                : 0;
+}
+
+// The revision of the last state confirmed (0: none).
+std::uint64_t confirmed_revision(const LeaseStore& store, const std::string& name) {
+  bool released = false;
+  auto last = store.keys().last(confirmed_key(name), &released);
+  return last && !released ? revision_in(last->value) : 0;
+}
+
+// Confirms the state written at `revision` under `token`, unless a later one
+// was confirmed: by CAS, tried again over a concurrent confirmation a few
+// times (each reread says whether it is still behind ours).
+void confirm_state(const LeaseStore& store, const std::string& name, std::uint64_t token, std::uint64_t revision) {
+  Json doc = Json::object();
+  doc.set("revision", revision).set("token", token);
+  const std::string key = confirmed_key(name);
+  for (int attempt = 1;; ++attempt) {
+    bool released = false;
+    auto last = store.keys().last(key, &released);
+    if (last && !released && revision_in(last->value) >= revision) return;  // a later put confirmed its own
+    try {
+      if (last) store.keys().update(key, doc.dump(), last->revision);
+      else store.keys().create(key, doc.dump());
+      return;
+    } catch (const Error& e) {
+      if (e.kind() != Errc::conflict || attempt == kPutAttempts) throw;
+    }
+  }
 }
 
 }  // namespace
@@ -118,6 +159,7 @@ ElectionState put_election_state(const LeaseStore& store, const std::string& nam
   s.data = std::move(data);
   const std::string value = stored_bytes(s);
   const std::string key = state_key(name);
+  stop_here_for_test(kLeaseStop, "state-checked");
   for (int attempt = 1;; ++attempt) {
     bool released = false;
     auto last = store.keys().last(key, &released);
@@ -140,7 +182,9 @@ ElectionState put_election_state(const LeaseStore& store, const std::string& nam
     throw Error(Errc::conflict, "the state of " + printable(name) + " was written (revision " +
                                     std::to_string(s.revision) + ") but token " + std::to_string(token) +
                                     " no longer leads it: " + who_leads(after) +
-                                    ", and its get refuses a state written after its grant");
+                                    ", and no get hands it out: it stays unconfirmed");
+  confirm_state(store, name, token, s.revision);
+  s.to_confirm = true;
   Event e = lease_event("elect.state", store.bucket_name(), name, {by.host, by.host_id, by.pid}, token, s.revision);
   e.detail.set("sha256", s.sha256).set("size", static_cast<std::uint64_t>(s.data.size())).set("holder", s.holder);
   store.journal().record(e);
@@ -165,6 +209,17 @@ ElectionState get_election_state(const LeaseStore& store, const std::string& nam
   if (s.token > token)
     throw Error(Errc::conflict, "the state of " + printable(name) + " was put by a later token (" +
                                     std::to_string(s.token) + ")");
+  // Its writer saw, after writing it, that it still led: no grant came
+  // between its token and its revision. Unconfirmed, it may be a late write
+  // of a leader deposed before it landed (one that never checked, or died
+  // first): never handed out. (A state written before confirmations were
+  // made has no "confirm", and only the rule above.)
+  if (s.to_confirm && confirmed_revision(store, name) != s.revision)
+    throw Error(Errc::conflict, "the state of " + printable(name) + " (revision " + std::to_string(s.revision) +
+                                    ", token " + std::to_string(s.token) + ", " + printable(s.holder) +
+                                    ") was never confirmed by its writer: it may have been written after that "
+                                    "leader lost the lead, or it is being written now; not handed out. Put a new "
+                                    "state, or get again once a put under way has returned");
   return s;
 }
 

@@ -93,7 +93,9 @@ void LeaseKeeper::run() {
         return;
       }
       warn(log::format("lease {}: renewal failed, trying again: {}", current.name, e.what()));
-      next = BootClock::now() + kRetryPause;
+      // Never past the moment to give up: a renewal that used all it had
+      // is given up at once, so the work hears it TTL/5 before the deadline.
+      next = std::min(BootClock::now() + kRetryPause, give_up);
     }
   }
 }

@@ -192,6 +192,52 @@ TEST_CASE("ElectState_ADeposedLeadersLateWriteAndABadDigestAreNeverHandedOut") {
   a.wait(10s);
 }
 
+TEST_CASE("ElectState_ALateWriteNobodyConfirmedIsRefusedByEveryLaterLeader") {
+  // a's put is held after its leader check, before its write (the test seam); a dies, b leads; the put lands
+  // (after b's grant) and says exit 3, unconfirmed. b dies without a put of its own, c leads: c's get refuses the
+  // late write (its token is older than c's and it landed before c's grant, so the revision rule alone would hand
+  // it out). c's own put is confirmed and handed out.
+  SwarmWorkspace ws;
+  const fs::path file = ws.root() / "state.txt";
+  { std::ofstream(file) << "cursor=7\n"; }
+  Process a = candidate(ws, "a");
+  std::uint64_t ta = 0;
+  REQUIRE(eventually([&] { return (ta = leader_token(ws, "sched")) != 0; }, 10s));
+  auto held_put = ws.command({"elect", "state", "sched", "put", file.string(), "--token", std::to_string(ta)});
+  held_put.env["SWARM_TEST_LEASE_STOP"] = "state-checked";
+  Process late(held_put);
+  REQUIRE(eventually([&] { return process_state(late.pid()) == 'T'; }, 10s));
+  Process b = candidate(ws, "b");
+  std::this_thread::sleep_for(300ms);
+  a.signal(SIGKILL);
+  a.wait(5s);
+  std::uint64_t tb = 0;
+  REQUIRE(eventually([&] { return (tb = leader_token(ws, "sched")) != 0 && tb != ta; }, 10s));
+  late.signal(SIGCONT);
+  auto landed = late.wait(20s);
+  CHECK(landed.exit == 3);
+  CHECK(landed.err.find("unconfirmed") != std::string::npos);
+
+  Process c = candidate(ws, "c");
+  std::this_thread::sleep_for(300ms);
+  b.signal(SIGKILL);
+  b.wait(5s);
+  std::uint64_t tc = 0;
+  REQUIRE(eventually([&] { return (tc = leader_token(ws, "sched")) != 0 && tc != tb; }, 10s));
+  auto refused = ws.swarm({"elect", "state", "sched", "get", "--token", std::to_string(tc)});
+  CHECK(refused.exit == 3);
+  CHECK_MESSAGE(refused.err.find("never confirmed") != std::string::npos, refused.err);
+  CHECK(refused.out.empty());
+  { std::ofstream(file, std::ios::trunc) << "cursor=8\n"; }
+  auto put = ws.swarm({"elect", "state", "sched", "put", file.string(), "--token", std::to_string(tc)});
+  CHECK_MESSAGE(put.exit == 0, put.err);
+  auto got = ws.swarm({"elect", "state", "sched", "get", "--token", std::to_string(tc)});
+  CHECK_MESSAGE(got.exit == 0, got.err);
+  CHECK(got.out == "cursor=8\n");
+  c.signal(SIGTERM);
+  c.wait(10s);
+}
+
 TEST_CASE("Elect_APriorityCandidateNeverUnseatsTheLeaderAndGoesBeforeEarlierLowerOnes") {
   // a leads; b and c (priority 0) wait, then d (priority 5) comes: a keeps leading; when a dies d leads, not b or
   // c, which came earlier; when d dies, b (then c) by arrival. lease show names d's priority.
