@@ -116,6 +116,13 @@ Process start_candidate(const SwarmWorkspace& ws, const std::string& name, const
   return Process(ws.command(args, host));
 }
 
+// Ends each candidate as a service manager would (SIGTERM, which swarm
+// passes to its command): each exits with its command's status, 143.
+void stop_candidates(const std::vector<Process*>& candidates) {
+  for (Process* p : candidates) p->signal(SIGTERM);
+  for (Process* p : candidates) CHECK(p->wait(60s).exit == 128 + SIGTERM);
+}
+
 bool alive(pid_t pid) { return pid > 0 && ::kill(pid, 0) == 0 && process_state(pid) != 'Z'; }
 
 }  // namespace
@@ -179,8 +186,7 @@ TEST_CASE("ElectAll_EveryCandidateRunsAndSignalsTellWhichLeads") {
   CHECK(std::string(cJSON_GetObjectItem(cJSON_GetArrayItem(terms, 1), "ended")->valuestring) == "exited");
   CHECK(eventually([&] { return !alive(std::stoi(a_start.fields[2])); }, 10s));  // what it left is gone
   REQUIRE(eventually([&] { return lines_of(log, "lead", "b").size() == 2; }, 20s));
-  b.signal(SIGTERM);
-  CHECK(b.wait(20s).exit == 128 + SIGTERM);
+  stop_candidates({&b});
 }
 
 TEST_CASE("ElectAll_AKilledCandidateTakesItsCommandAlongAndALostLeaseIsTold") {
@@ -211,10 +217,7 @@ TEST_CASE("ElectAll_AKilledCandidateTakesItsCommandAlongAndALostLeaseIsTold") {
   // b waits again: c hands the lead back to it, once b is back in line (exit 4 until then, nothing asked).
   CHECK(eventually([&] { return ws.swarm({"elect", "sched", "--resign", "--to", "b"}).exit == 0; }, 20s));
   CHECK(eventually([&] { return lines_of(log, "lead", "b").size() == 2; }, 20s));
-  b.signal(SIGTERM);
-  c.signal(SIGTERM);
-  CHECK(b.wait(20s).exit == 128 + SIGTERM);
-  CHECK(c.wait(20s).exit == 128 + SIGTERM);
+  stop_candidates({&b, &c});
 }
 
 TEST_CASE("ElectAll_BadInputIsExit2BeforeAnything") {
@@ -252,10 +255,7 @@ TEST_CASE("ElectAll_TheLeaderHearsSIGUSR2BeforeItsLeaseIsReleased") {
   a.signal(SIGCONT);
   CHECK(eventually([&] { return lines_of(log, "lead", "b").size() == 1; }, 20s));
   CHECK(resign.wait(30s).exit == 0);
-  a.signal(SIGTERM);
-  b.signal(SIGTERM);
-  CHECK(a.wait(30s).exit == 128 + SIGTERM);
-  CHECK(b.wait(30s).exit == 128 + SIGTERM);
+  stop_candidates({&a, &b});
 }
 
 TEST_CASE("ElectAll_ACommandThatEndsAtOnceStillReleasesTheLease") {

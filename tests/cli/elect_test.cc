@@ -46,6 +46,18 @@ std::uint64_t leader_token(const SwarmWorkspace& ws, const std::string& name) {
   return static_cast<std::uint64_t>(token->valuedouble);
 }
 
+// Kills the leader `leading` (token `token`) once the candidate started just
+// before had a moment to join the line, and returns the token of whoever
+// leads next.
+std::uint64_t take_over(const SwarmWorkspace& ws, Process& leading, std::uint64_t token) {
+  std::this_thread::sleep_for(300ms);
+  leading.signal(SIGKILL);
+  leading.wait(5s);
+  std::uint64_t next = 0;
+  REQUIRE(eventually([&] { return (next = leader_token(ws, "sched")) != 0 && next != token; }, 10s));
+  return next;
+}
+
 Process candidate(const SwarmWorkspace& ws, const std::string& who) {
   return Process(ws.command({"elect", "sched", "--ttl", "2s", "--holder", who, "--", "sleep", "60"}));
 }
@@ -73,11 +85,7 @@ TEST_CASE("Elect_CheckIsExit0ForTheLeadersTokenAnd3ForAnyOther") {
   CHECK(other.err.find("token " + std::to_string(ta) + " (a on ") != std::string::npos);  // names who leads
 
   Process b = candidate(ws, "b");
-  std::this_thread::sleep_for(300ms);
-  a.signal(SIGKILL);
-  a.wait(5s);
-  std::uint64_t tb = 0;
-  REQUIRE(eventually([&] { return (tb = leader_token(ws, "sched")) != 0 && tb != ta; }, 10s));
+  const std::uint64_t tb = take_over(ws, a, ta);
   CHECK(ws.swarm({"elect", "sched", "--check", "--token", std::to_string(ta)}).exit == 3);
   CHECK(ws.swarm({"elect", "sched", "--check", "--token", std::to_string(tb)}).exit == 0);
   b.signal(SIGTERM);
@@ -129,11 +137,7 @@ TEST_CASE("ElectState_ASuccessorReadsWhatItsPredecessorPut") {
   CHECK(log.out.find(sha256_of(data)) != std::string::npos);
 
   Process b = candidate(ws, "b");
-  std::this_thread::sleep_for(300ms);
-  a.signal(SIGKILL);
-  a.wait(5s);
-  std::uint64_t tb = 0;
-  REQUIRE(eventually([&] { return (tb = leader_token(ws, "sched")) != 0 && tb != ta; }, 10s));
+  const std::uint64_t tb = take_over(ws, a, ta);
   auto successor = ws.swarm({"elect", "state", "sched", "get", "--token", std::to_string(tb)});
   CHECK_MESSAGE(successor.exit == 0, successor.err);
   CHECK(successor.out == data);
@@ -208,22 +212,14 @@ TEST_CASE("ElectState_ALateWriteNobodyConfirmedIsRefusedByEveryLaterLeader") {
   Process late(held_put);
   REQUIRE(eventually([&] { return process_state(late.pid()) == 'T'; }, 10s));
   Process b = candidate(ws, "b");
-  std::this_thread::sleep_for(300ms);
-  a.signal(SIGKILL);
-  a.wait(5s);
-  std::uint64_t tb = 0;
-  REQUIRE(eventually([&] { return (tb = leader_token(ws, "sched")) != 0 && tb != ta; }, 10s));
+  const std::uint64_t tb = take_over(ws, a, ta);
   late.signal(SIGCONT);
   auto landed = late.wait(20s);
   CHECK(landed.exit == 3);
   CHECK(landed.err.find("unconfirmed") != std::string::npos);
 
   Process c = candidate(ws, "c");
-  std::this_thread::sleep_for(300ms);
-  b.signal(SIGKILL);
-  b.wait(5s);
-  std::uint64_t tc = 0;
-  REQUIRE(eventually([&] { return (tc = leader_token(ws, "sched")) != 0 && tc != tb; }, 10s));
+  const std::uint64_t tc = take_over(ws, b, tb);
   auto refused = ws.swarm({"elect", "state", "sched", "get", "--token", std::to_string(tc)});
   CHECK(refused.exit == 3);
   CHECK_MESSAGE(refused.err.find("never confirmed") != std::string::npos, refused.err);
