@@ -63,7 +63,7 @@ class TokenFile {
 
   // No token: the file gone (what a reader takes as empty), when it cannot
   // be written empty (a full disk, no inodes).
-  void remove() { ::unlinkat(dir_, "token", 0); }
+  bool remove() { return ::unlinkat(dir_, "token", 0) == 0 || errno == ENOENT; }
 
   // The token (and a newline), or nothing: throws when it cannot be written.
   void write(const std::string& text) {
@@ -117,6 +117,7 @@ class Candidacy {
   void run(ChildProcess& child, std::optional<Lease> first) {
     std::optional<Lease> lease = std::move(first);
     bool failing = false;
+    milliseconds unwritable{1000};  // the wait after a grant whose token could not be written
     while (!ended()) {
       if (!lease) {
         try {
@@ -141,9 +142,11 @@ class Candidacy {
         if (!tell(child, SIGUSR1, std::to_string(lease->token))) {
           release_quietly(store_, *lease);  // not told it leads: it must not lead
           lease.reset();
-          pause(std::chrono::seconds(1));
+          pause(unwritable);  // a full disk: longer each time, up to the TTL
+          unwritable = std::min(unwritable * 2, ttl_);
           continue;
         }
+        unwritable = std::chrono::seconds(1);
         say(candidate_.note, "leads " + name_ + " now (token " + std::to_string(lease->token) + "): SIGUSR1 to " +
                                  candidate_.command.front());
       }
@@ -209,8 +212,8 @@ class Candidacy {
         say(candidate_.warn, std::string(e.what()) + "; not leading " + name_ + " this time");
         return false;
       }
-      file_.remove();  // needs no room: never a stale token after SIGUSR2
-      say(candidate_.warn, std::string(e.what()) + "; removed it instead");
+      // Needs no room: never a stale token after SIGUSR2.
+      say(candidate_.warn, std::string(e.what()) + (file_.remove() ? "; removed it instead" : "; nor could it be removed"));
     }
     child.signal_command(signo);
     return true;

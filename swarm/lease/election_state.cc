@@ -1,5 +1,7 @@
 #include "swarm/lease/election_state.h"
 
+#include <cmath>
+
 #include "kv/sha256.h"
 #include "swarm/base/error.h"
 #include "swarm/base/json.h"
@@ -16,6 +18,8 @@ constexpr const char* kStateRoot = "_state.";
 // A CAS lost to another write of the same leader (two puts at once) is
 // tried again over what it wrote, this many times.
 constexpr int kPutAttempts = 3;
+// Each confirmation lost to another is one that moved on: rarely more than one.
+constexpr int kConfirmAttempts = 10;
 
 std::string state_key(const std::string& name) { return kStateRoot + name; }
 // The revision of the last state its writer confirmed: {"revision", "token"}.
@@ -55,11 +59,18 @@ Json header_of(const std::string& value) {
   return Json::parse(std::string_view(value).substr(0, newline));
 }
 
-// The token a header names (0: none that is a token).
-std::uint64_t token_in(const Json& head) {
-  const cJSON* token = head ? member(head, "token") : nullptr;
-  return cJSON_IsNumber(token) && token->valuedouble >= 1 ? static_cast<std::uint64_t>(token->valuedouble) : 0;
+// A whole number from 1 to 2^53, as JSON carries a token or a revision
+// exactly; 0 for anything else another client may have planted (a
+// fraction, a string, a number too large to be one).
+std::uint64_t count_in(const cJSON* item) {
+  if (!cJSON_IsNumber(item)) return 0;
+  const double value = item->valuedouble;
+  if (!(value >= 1 && value <= 9007199254740992.0) || value != std::floor(value)) return 0;
+  return static_cast<std::uint64_t>(value);
 }
+
+// The token a header names (0: none that is a token).
+std::uint64_t token_in(const Json& head) { return head ? count_in(member(head, "token")) : 0; }
 
 // The state as stored, or corrupt naming what is wrong with it.
 ElectionState parse_state(const std::string& name, const kv::Entry& entry) {
@@ -98,9 +109,7 @@ std::string who_leads(const std::optional<LeaseEntry>& now) {
 // The revision a confirmation's value names (0: not one).
 std::uint64_t revision_in(const std::string& confirmation) {
   Json doc = Json::parse(confirmation);
-  const cJSON* revision = doc ? member(doc, "revision") : nullptr;
-  return cJSON_IsNumber(revision) && revision->valuedouble >= 1 ? static_cast<std::uint64_t>(revision->valuedouble)
-                                                                : 0;
+  return doc ? count_in(member(doc, "revision")) : 0;
 }
 
 // The revision of the last state confirmed (0: none).
@@ -110,9 +119,11 @@ std::uint64_t confirmed_revision(const LeaseStore& store, const std::string& nam
   return last && !released ? revision_in(last->value) : 0;
 }
 
-// Confirms the state written at `revision` under `token`, unless a later one
-// was confirmed: by CAS, tried again over a concurrent confirmation a few
-// times (each reread says whether it is still behind ours).
+// Confirms the state written at `revision` under `token`, unless a later
+// write of the state was confirmed (a revision from ours to the state's
+// own now: a number above that is none of ours, planted, and is replaced).
+// By CAS: a lost race means another confirmation moved on, which the
+// reread sees; bounded all the same.
 void confirm_state(const LeaseStore& store, const std::string& name, std::uint64_t token, std::uint64_t revision) {
   Json doc = Json::object();
   doc.set("revision", revision).set("token", token);
@@ -120,13 +131,17 @@ void confirm_state(const LeaseStore& store, const std::string& name, std::uint64
   for (int attempt = 1;; ++attempt) {
     bool released = false;
     auto last = store.keys().last(key, &released);
-    if (last && !released && revision_in(last->value) >= revision) return;  // a later put confirmed its own
+    if (const std::uint64_t theirs = last && !released ? revision_in(last->value) : 0; theirs >= revision) {
+      bool state_released = false;
+      auto state = store.keys().last(state_key(name), &state_released);
+      if (state && !state_released && theirs <= state->revision) return;  // a later put confirmed its own
+    }
     try {
       if (last) store.keys().update(key, doc.dump(), last->revision);
       else store.keys().create(key, doc.dump());
       return;
     } catch (const Error& e) {
-      if (e.kind() != Errc::conflict || attempt == kPutAttempts) throw;
+      if (e.kind() != Errc::conflict || attempt == kConfirmAttempts) throw;
     }
   }
 }
@@ -213,8 +228,11 @@ ElectionState get_election_state(const LeaseStore& store, const std::string& nam
   // between its token and its revision. Unconfirmed, it may be a late write
   // of a leader deposed before it landed (one that never checked, or died
   // first): never handed out. (A state written before confirmations were
-  // made has no "confirm", and only the rule above.)
-  if (s.to_confirm && confirmed_revision(store, name) != s.revision)
+  // made has no "confirm", and only the rule above, until any state of the
+  // election was confirmed: from then on an older swarm's write is refused
+  // as well.)
+  const std::uint64_t confirmed = confirmed_revision(store, name);
+  if ((s.to_confirm || confirmed != 0) && confirmed != s.revision)
     throw Error(Errc::conflict, "the state of " + printable(name) + " (revision " + std::to_string(s.revision) +
                                     ", token " + std::to_string(s.token) + ", " + printable(s.holder) +
                                     ") was never confirmed by its writer: it may have been written after that "

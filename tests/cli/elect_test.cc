@@ -200,7 +200,7 @@ TEST_CASE("ElectState_ALateWriteNobodyConfirmedIsRefusedByEveryLaterLeader") {
   // a's put is held after its leader check, before its write (the test seam); a dies, b leads; the put lands
   // (after b's grant) and says exit 3, unconfirmed. b dies without a put of its own, c leads: c's get refuses the
   // late write (its token is older than c's and it landed before c's grant, so the revision rule alone would hand
-  // it out). c's own put is confirmed and handed out.
+  // it out). c's own put is confirmed and handed out. Then planted records: see below.
   SwarmWorkspace ws;
   const fs::path file = ws.root() / "state.txt";
   { std::ofstream(file) << "cursor=7\n"; }
@@ -230,6 +230,34 @@ TEST_CASE("ElectState_ALateWriteNobodyConfirmedIsRefusedByEveryLaterLeader") {
   auto got = ws.swarm({"elect", "state", "sched", "get", "--token", std::to_string(tc)});
   CHECK_MESSAGE(got.exit == 0, got.err);
   CHECK(got.out == "cursor=8\n");
+
+  // Planted by another client: a state without a confirmation (as an older swarm writes it) once one exists is
+  // refused; a confirmation naming no state of ours (too large to be a revision, or above the state's own) is
+  // replaced by the next put, which is handed out again.
+  auto connection = kv::Connection::connect({.urls = {ws.server()->url()}});
+  auto leases = kv::Bucket::open(connection, "swarm-leases");
+  auto state = leases.get("_state.sched");
+  REQUIRE(state);
+  leases.update("_state.sched",
+                R"({"name":"sched","token":)" + std::to_string(tc) + R"(,"holder":"old","host":"h","sha256":")" +
+                    sha256_of("old") + R"(","size":3})" + "\nold",
+                state->revision);
+  auto legacy = ws.swarm({"elect", "state", "sched", "get", "--token", std::to_string(tc)});
+  CHECK(legacy.exit == 3);
+  CHECK(legacy.err.find("never confirmed") != std::string::npos);
+  for (const std::string planted : {"1e300", "9007199254740000"}) {
+    CAPTURE(planted);
+    REQUIRE(ws.swarm({"elect", "state", "sched", "put", file.string(), "--token", std::to_string(tc)}).exit == 0);
+    auto ok = leases.get("_state_ok.sched");
+    REQUIRE(ok);
+    leases.update("_state_ok.sched", R"({"revision":)" + planted + R"(,"token":1})", ok->revision);
+    CHECK(ws.swarm({"elect", "state", "sched", "get", "--token", std::to_string(tc)}).exit == 3);
+    auto again = ws.swarm({"elect", "state", "sched", "put", file.string(), "--token", std::to_string(tc)});
+    CHECK_MESSAGE(again.exit == 0, again.err);
+    auto healed = ws.swarm({"elect", "state", "sched", "get", "--token", std::to_string(tc)});
+    CHECK_MESSAGE(healed.exit == 0, healed.err);
+    CHECK(healed.out == "cursor=8\n");
+  }
   c.signal(SIGTERM);
   c.wait(10s);
 }
