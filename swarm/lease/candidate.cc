@@ -80,18 +80,6 @@ class TokenFile {
   int dir_ = -1;
 };
 
-// Releases a lease quietly: one that cannot be released expires by itself.
-void release_quietly(const LeaseStore& store, const Lease& lease) {
-  try {
-    store.release(lease);
-  } catch (const Error&) {
-  }
-}
-
-// A grant this process sat on too long (frozen, starved) is no grant:
-// another may hold the lease by now.
-bool ran_out(const Lease& lease) { return BootClock::now() >= lease.deadline - give_up_lead(lease.record.ttl); }
-
 // The candidate's life beside its command: in line, leading, stepping down,
 // in line again, until the command ends (ended()).
 class Candidacy {
@@ -104,7 +92,7 @@ class Candidacy {
   std::optional<Lease> try_first() {
     try {
       Lease lease = election_.try_lead();
-      if (!ran_out(lease)) return lease;
+      if (!grant_ran_out(lease)) return lease;
       release_quietly(store_, lease);
     } catch (const Error& e) {
       if (e.kind() != Errc::conflict) throw;
@@ -134,7 +122,7 @@ class Candidacy {
           pause(std::chrono::seconds(1));
           continue;
         }
-        if (ended() || ran_out(*lease)) {
+        if (ended() || grant_ran_out(*lease)) {
           release_quietly(store_, *lease);
           lease.reset();
           continue;
@@ -287,20 +275,6 @@ class Candidacy {
   std::vector<Term> terms_;
 };
 
-// Tells the caller the command runs, and, on every way out, that it does
-// no longer.
-struct Running {
-  const CandidateCommand& candidate;
-  Running(const CandidateCommand& c, ChildProcess& child) : candidate(c) {
-    if (candidate.running) candidate.running(&child);
-  }
-  ~Running() {
-    if (candidate.running) candidate.running(nullptr);
-  }
-  Running(const Running&) = delete;
-  Running& operator=(const Running&) = delete;
-};
-
 }  // namespace
 
 CandidateRun run_as_candidate(const LeaseStore& store, const std::string& name, const LeaseHolder& who,
@@ -322,7 +296,7 @@ CandidateRun run_as_candidate(const LeaseStore& store, const std::string& name, 
     if (first) release_quietly(store, *first);
     throw;
   }
-  Running running(candidate, *child);
+  RunningNotice running(candidate.running, *child);
   std::thread life([&] { candidacy.run(*child, std::move(first)); });
   CandidateRun out;
   out.status = child->wait();

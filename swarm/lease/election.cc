@@ -199,7 +199,6 @@ std::optional<Leadership> LeaderWatch::next(milliseconds timeout) {
       auto marker = parse_lease(entry.value);
       reason_ = marker.lease && !marker.lease->handover_to.empty() ? "handed_over" : "resigned";
       return report(Leadership::Change::released);
-      continue;
     }
     auto parsed = parse_lease(entry.value);
     if (!parsed.lease) continue;

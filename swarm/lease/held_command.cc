@@ -2,15 +2,10 @@
 
 #include <signal.h>
 
-#include <atomic>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <thread>
 
 #include "swarm/base/boot_clock.h"
-#include "swarm/base/duration.h"
 #include "swarm/base/error.h"
 #include "swarm/base/test_seam.h"
 #include "swarm/lease/election.h"
@@ -21,19 +16,8 @@ namespace swarm {
 
 namespace {
 
-using namespace std::chrono_literals;
-
 void say(const std::function<void(const std::string&)>& to, const std::string& what) {
   if (to) to(what);
-}
-
-// Releases a lease nothing ran under, or nothing runs under any more; one
-// that cannot be released expires by itself.
-void release_quietly(const LeaseStore& store, const Lease& lease) {
-  try {
-    store.release(lease);
-  } catch (const Error&) {
-  }
 }
 
 // Starts the command, unless the grant ran out meanwhile: a grant this
@@ -42,7 +26,7 @@ void release_quietly(const LeaseStore& store, const Lease& lease) {
 std::unique_ptr<ChildProcess> start(const LeaseStore& store, const Lease& lease, const HeldCommand& held) {
   const std::string token = std::to_string(lease.token);
   try {
-    if (BootClock::now() >= lease.deadline - give_up_lead(lease.record.ttl))
+    if (grant_ran_out(lease))
       throw Error(Errc::conflict,
                   "lease " + lease.name + " (token " + token + ") ran out before its command could start; nothing was run");
     std::vector<std::pair<std::string, std::string>> env = {{"SWARM_LEASE", lease.name}, {"SWARM_FENCING_TOKEN", token}};
@@ -54,28 +38,16 @@ std::unique_ptr<ChildProcess> start(const LeaseStore& store, const Lease& lease,
   }
 }
 
-// Tells the caller the command runs, and, on every way out (a throw
-// included), that it does no longer: no signal is forwarded to a process
-// object that is gone.
-class Running {
- public:
-  Running(const HeldCommand& held, ChildProcess& child) : held_(held) {
-    if (held_.running) held_.running(&child);
-  }
-  ~Running() { done(); }
-  void done() {
-    if (held_.running && !done_) held_.running(nullptr);
-    done_ = true;
-  }
-  Running(const Running&) = delete;
-  Running& operator=(const Running&) = delete;
-
- private:
-  const HeldCommand& held_;
-  bool done_ = false;
-};
-
 }  // namespace
+
+void release_quietly(const LeaseStore& store, const Lease& lease) {
+  try {
+    store.release(lease);
+  } catch (const Error&) {
+  }
+}
+
+bool grant_ran_out(const Lease& lease) { return BootClock::now() >= lease.deadline - give_up_lead(lease.record.ttl); }
 
 std::string_view to_string(HeldEnd end) {
   switch (end) {
@@ -88,7 +60,7 @@ std::string_view to_string(HeldEnd end) {
 
 int run_holding(const LeaseStore& store, Lease lease, const HeldCommand& held, HeldEnd* ended) {
   std::unique_ptr<ChildProcess> child = start(store, lease, held);
-  Running running(held, *child);
+  RunningNotice running(held.running, *child);
   const std::string& program = held.command.front();
   const auto ttl = lease.record.ttl;
   ChildStopper stopper(*child);

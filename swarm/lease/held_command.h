@@ -48,4 +48,33 @@ std::string_view to_string(HeldEnd end);
 
 int run_holding(const LeaseStore& store, Lease lease, const HeldCommand& held, HeldEnd* ended = nullptr);
 
+// What run_holding and run_as_candidate (candidate.h) share.
+// Releases a lease nothing runs under (any more); one that cannot be
+// released expires by itself.
+void release_quietly(const LeaseStore& store, const Lease& lease);
+// A grant this process sat on too long (frozen, starved) is no grant: past
+// the moment its holder must give up (TTL/5 before its deadline), another
+// may hold the lease by now.
+bool grant_ran_out(const Lease& lease);
+// Tells `running` the command runs, and, on every way out (a throw
+// included), that it does no longer: no signal is forwarded to a process
+// object that is gone.
+class RunningNotice {
+ public:
+  RunningNotice(const std::function<void(ChildProcess*)>& running, ChildProcess& child) : running_(running) {
+    if (running_) running_(&child);
+  }
+  ~RunningNotice() { done(); }
+  void done() {
+    if (running_ && !done_) running_(nullptr);
+    done_ = true;
+  }
+  RunningNotice(const RunningNotice&) = delete;
+  RunningNotice& operator=(const RunningNotice&) = delete;
+
+ private:
+  const std::function<void(ChildProcess*)>& running_;
+  bool done_ = false;
+};
+
 }  // namespace swarm

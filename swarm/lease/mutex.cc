@@ -107,15 +107,24 @@ class Mutex::InLine {
   // Finds the place just ahead and watches it, or, with none ahead, becomes
   // first and watches the lease.
   void look_ahead() {
-    if (ahead_source_ != 0) pump_.remove(ahead_source_);
-    ahead_source_ = 0;
+    stop_watching_ahead();
     if (!line_.look_ahead(clock_)) {
       become_first();
       return;
     }
+    watch_ahead();
+  }
+
+  // The place ahead (as line_ last read it) watched, as a new source.
+  void watch_ahead() {
     ahead_source_ = ++last_source_;
     ahead_heard_ = false;
     pump_.add(line_.watch_ahead(), ahead_source_);
+  }
+
+  void stop_watching_ahead() {
+    if (ahead_source_ != 0) pump_.remove(ahead_source_);
+    ahead_source_ = 0;
   }
 
   // First in line after a wait: a candidate of a higher priority that came
@@ -131,9 +140,7 @@ class Mutex::InLine {
     first_ = false;
     lease_ = {};
     lease_live_ = false;
-    ahead_source_ = ++last_source_;
-    ahead_heard_ = false;
-    pump_.add(line_.watch_ahead(), ahead_source_);
+    watch_ahead();
     return true;
   }
 
@@ -251,8 +258,7 @@ class Mutex::InLine {
       // The leader is asked to hand over to this waiter: it watches the lease
       // from now on, wherever it stands in line.
       swarm::log::debug("lease {}: the leader is asked to hand over to this waiter", m_.name_);
-      if (ahead_source_ != 0) pump_.remove(ahead_source_);
-      ahead_source_ = 0;
+      stop_watching_ahead();
       become_first();
       return;
     }
@@ -272,8 +278,7 @@ class Mutex::InLine {
     if (ahead == LeaseQueue::Ahead::gone) look_ahead();
     if (ahead == LeaseQueue::Ahead::granted) {
       // The waiter ahead was first and got the lease: now this one is.
-      pump_.remove(ahead_source_);
-      ahead_source_ = 0;
+      stop_watching_ahead();
       become_first();
     }
   }

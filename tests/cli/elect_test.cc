@@ -58,6 +58,15 @@ std::uint64_t take_over(const SwarmWorkspace& ws, Process& leading, std::uint64_
   return next;
 }
 
+// Until `waiters` candidates wait in sched's line (bounded): the order they
+// were started in is then their order in line.
+void require_waiting(const SwarmWorkspace& ws, int waiters) {
+  const std::string want = "\"waiters\":" + std::to_string(waiters);
+  REQUIRE_MESSAGE(eventually([&] { return ws.swarm({"lease", "show", "sched", "--json"}).out.find(want) != std::string::npos; },
+                             10s),
+                  waiters << " candidates never waited in line together");
+}
+
 Process candidate(const SwarmWorkspace& ws, const std::string& who) {
   return Process(ws.command({"elect", "sched", "--ttl", "2s", "--holder", who, "--", "sleep", "60"}));
 }
@@ -278,7 +287,7 @@ TEST_CASE("Elect_APriorityCandidateNeverUnseatsTheLeaderAndGoesBeforeEarlierLowe
   Process c = start("c", "0");
   std::this_thread::sleep_for(200ms);
   Process d = start("d", "5");
-  REQUIRE(eventually([&] { return ws.swarm({"lease", "show", "sched", "--json"}).out.find("\"waiters\":3") != std::string::npos; }, 10s));
+  require_waiting(ws, 3);
   std::this_thread::sleep_for(1s);
   CHECK(leaders() == "a\n");  // never unseated
   a.signal(SIGKILL);
@@ -307,7 +316,7 @@ TEST_CASE("Elect_AMinimumTermHoldsAResignUntilItEnds") {
   REQUIRE(eventually([&] { return read_file(log) == "a\n"; }, 10s));
   const auto led = std::chrono::steady_clock::now();
   Process b = start("b");
-  REQUIRE(eventually([&] { return ws.swarm({"lease", "show", "sched", "--json"}).out.find("\"waiters\":1") != std::string::npos; }, 10s));
+  require_waiting(ws, 1);
   auto resign = ws.swarm({"elect", "sched", "--resign"});
   const auto stepped_down = std::chrono::steady_clock::now();
   CHECK_MESSAGE(resign.exit == 0, resign.err);
@@ -345,7 +354,7 @@ TEST_CASE("Elect_ResignToHandsOverToTheNamedCandidateAndNobodyElse") {
   Process c = start("c");
   std::this_thread::sleep_for(200ms);
   Process d = start("d");
-  REQUIRE(eventually([&] { return ws.swarm({"lease", "show", "sched", "--json"}).out.find("\"waiters\":3") != std::string::npos; }, 10s));
+  require_waiting(ws, 3);
   Process observer(ws.command({"elect", "sched", "--observe"}));
   REQUIRE(observer.read_line(10s));  // who leads now
   auto nobody = ws.swarm({"elect", "sched", "--resign", "--to", "e"});
@@ -400,7 +409,7 @@ TEST_CASE("Elect_AHandoverToAFrozenCandidateIsNeverTakenWhileItIsFrozen") {
   Process b = start("b");
   std::this_thread::sleep_for(200ms);
   Process c = start("c");
-  REQUIRE(eventually([&] { return ws.swarm({"lease", "show", "sched", "--json"}).out.find("\"waiters\":2") != std::string::npos; }, 10s));
+  require_waiting(ws, 2);
   c.signal(SIGSTOP);
   const auto frozen = std::chrono::steady_clock::now();
   auto handed = ws.swarm({"elect", "sched", "--resign", "--to", "c"});
@@ -430,7 +439,7 @@ TEST_CASE("Elect_AHandoverToAWaiterThatDoesNotHearItHoldsTheLineOneTtlAtMost") {
   Process b = start("elect", "b");
   std::this_thread::sleep_for(200ms);
   Process w = start("lock", "w");
-  REQUIRE(eventually([&] { return ws.swarm({"lease", "show", "sched", "--json"}).out.find("\"waiters\":2") != std::string::npos; }, 10s));
+  require_waiting(ws, 2);
   const auto asked = std::chrono::steady_clock::now();
   auto handed = ws.swarm({"elect", "sched", "--resign", "--to", "w"});
   CHECK(handed.exit == 3);
