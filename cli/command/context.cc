@@ -276,7 +276,7 @@ swarm::LeaseStore Context::leases(bool lives_on) const {
   kv::ConnectionOptions options = connection_options(config ? &*config : nullptr);
   if (lives_on) options.total_wait = std::chrono::milliseconds(0);
   connection_ = connect(options);
-  auto store = swarm::LeaseStore::open(*connection_, config ? config->lease_bucket : swarm::kDefaultLeaseBucket);
+  auto store = swarm::LeaseStore::open(*connection_, config ? config->names() : swarm::WorkspaceNames::unnamed());
   return config ? store.with_watermark(watermark_of(*config)) : store;
 }
 
@@ -300,7 +300,7 @@ swarm::Landing Context::landing(bool lives_on) const {
   const auto watermark = watermark_of(config);
   swarm::Landing landing(ws, config.hub_location(),
                          swarm::SessionStore::open(*connection_, config.bucket).with_watermark(watermark),
-                         swarm::LeaseStore::open(*connection_, config.lease_bucket).with_watermark(watermark), me());
+                         swarm::LeaseStore::open(*connection_, config.names()).with_watermark(watermark), me());
   landing.use_tasks(config.task_bucket, config.require_review);
   return landing;
 }
@@ -309,7 +309,7 @@ Context::Sessions Context::sessions_of(const swarm::WorkspaceConfig& config) con
   connection_ = connect(connection_options(&config));
   const auto watermark = watermark_of(config);
   // Bound with no round trip: evict and status may never touch a task lease.
-  swarm::LeaseStore leases = swarm::LeaseStore::bind(*connection_, config.lease_bucket).with_watermark(watermark);
+  swarm::LeaseStore leases = swarm::LeaseStore::bind(*connection_, config.names()).with_watermark(watermark);
   swarm::SessionStore store = swarm::SessionStore::open(*connection_, config.bucket).with_watermark(watermark);
   return {std::move(store), std::move(leases)};
 }
@@ -318,7 +318,7 @@ Context::Tasks Context::tasks() const {
   timeout();  // a bad --timeout is bad input before any I/O
   const swarm::WorkspaceConfig config = config_of(workspace());
   connection_ = connect(connection_options(&config));
-  return {swarm::TaskStore::open(*connection_, config.task_bucket), swarm::Journal(*connection_)};
+  return {swarm::TaskStore::open(*connection_, config.task_bucket), swarm::Journal(*connection_, config.names())};
 }
 
 Context::Messages Context::messages(bool lives_on) const {
@@ -327,12 +327,14 @@ Context::Messages Context::messages(bool lives_on) const {
   kv::ConnectionOptions options = connection_options(&config);
   if (lives_on) options.total_wait = std::chrono::milliseconds(0);
   connection_ = connect(options);
-  const std::string bucket = config.bucket;
-  return {std::move(config), swarm::Bus(*connection_, bucket), swarm::Cursors(*connection_, bucket),
-          swarm::Blobs(*connection_)};
+  const swarm::WorkspaceNames names = config.names();
+  return {std::move(config), swarm::Bus(*connection_, names), swarm::Cursors(*connection_, names),
+          swarm::Blobs(*connection_, names)};
 }
 
 std::string Context::task_bucket() const { return config_of(workspace()).task_bucket; }
+
+swarm::WorkspaceNames Context::names() const { return config_of(workspace()).names(); }
 
 std::optional<swarm::TaskStore> Context::queue_if_exists() const {
   const swarm::WorkspaceConfig config = config_of(workspace());

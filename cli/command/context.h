@@ -135,6 +135,8 @@ class Context {
   Messages messages(bool lives_on = false) const;
   // The name of the workspace's task bucket (no I/O but its config).
   std::string task_bucket() const;
+  // Where the workspace's records live on its server (no I/O but its config).
+  swarm::WorkspaceNames names() const;
   // The lease bucket: of the workspace (its NATS and lease_bucket), or with
   // no workspace, of --nats-url's server. `lives_on`: for a process that
   // holds or waits long (lock, elect): its requests are not bounded by a
@@ -221,6 +223,8 @@ Verb add_help(CLI::App& app);
 Verb add_run(CLI::App& app);
 Verb add_task(CLI::App& app);
 Verb add_review(CLI::App& app);
+// `swarm review show` (review_show.cc), a sub-verb of `review`.
+Verb add_review_show(CLI::App& review);
 // A regular file opened for reading (`shown` names it in errors, exit 2):
 // without waiting (a FIFO would block the open until a writer came), and
 // nothing but a regular file is taken. `size` gets its size.

@@ -25,6 +25,7 @@ struct HoldFlags {
   std::string reason;
   bool release = false;
   bool all = false;
+  bool force = false;  // a pattern of the whole tree
 };
 
 double seconds(std::chrono::milliseconds d) { return static_cast<double>(d.count()) / 1000.0; }
@@ -43,6 +44,12 @@ void require_hold_flags(const HoldFlags& f) {
   if (f.all) throw swarm::Error(swarm::Errc::bad_input, "--all goes with --release");
   if (f.patterns.empty())
     throw swarm::Error(swarm::Errc::bad_input, "no pattern to hold; name the paths, e.g. swarm hold 'src/api/**'");
+  for (const auto& p : f.patterns)
+    if (swarm::covers_whole_tree(p) && !f.force)
+      throw swarm::Error(swarm::Errc::bad_input,
+                         "hold '" + swarm::printable(p) + "' holds the whole tree: every other slot's hold, commit "
+                         "and land would stand in its way while its session lives; name the paths it edits, or "
+                         "take it anyway with --force");
 }
 
 int take(Context& ctx, const HoldFlags& f) {
@@ -125,6 +132,9 @@ Verb add_hold(CLI::App& app) {
           "TEXT"));
   cmd->add_flag("--release", f->release, "Let go of the holds on PATTERN... (or of all of them with --all)");
   cmd->add_flag("--all", f->all, "With --release: every hold of the slot");
+  cmd->add_flag("--force", f->force,
+                "Hold a pattern of the whole tree (`**`, `*`): refused without it, since it stands in every other "
+                "slot's way");
   cmd->footer(
       "Examples:\n"
       "  swarm hold 'src/api/**' --reason 'reworking the API'\n"

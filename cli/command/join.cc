@@ -96,6 +96,10 @@ Verb add_join(CLI::App& app) {
             progress.done();
             if (!r.started.kept_ref.empty())
               ctx.out().note("kept the unlanded branch swarm/" + flags->slot + " under " + r.started.kept_ref);
+            if (!r.started.parked.empty())
+              ctx.out().note("the branch's earlier task stays reviewable and landable by itself, as " +
+                             r.started.parked + "; this task starts from " +
+                             (r.started.from == "parked" ? "its own earlier head" : "the onto branch's tip"));
             if (r.replaced)
               ctx.out().note("replaced the earlier session of slot " + flags->slot + " (task " +
                              swarm::printable(r.replaced->session->task_id) + ")");
@@ -112,6 +116,8 @@ Verb add_join(CLI::App& app) {
             if (!r.started.from.empty()) doc.set("started_from", r.started.from);
             if (!r.base.empty()) doc.set("base", r.base);
             if (!r.started.kept_ref.empty()) doc.set("kept_ref", r.started.kept_ref);
+            if (!r.started.parked.empty()) doc.set("parked", r.started.parked);
+            if (!r.set_aside.folder.empty()) doc.set("set_aside", r.set_aside.folder.string());
             const auto block = r.session.port_block();
             if (block) doc.set("port_base", static_cast<std::uint64_t>(block->base)).set("ports", static_cast<std::uint64_t>(block->count));
             // With --env the agent's later verbs act only for this session

@@ -47,6 +47,7 @@ std::string land_text(const swarm::LandResult& r) {
 
 struct LandFlags {
   std::string slot;
+  std::string task;  // --task ID: the branch that holds its closed head
   bool ready = false;
   std::string onto;
   std::string wait;
@@ -182,7 +183,7 @@ void require_check_runnable(const std::vector<std::string>& check) {
 // ready (its last close not success, its session live) is refused before
 // the lease is waited for, unless --force.
 int land_one(Context& ctx, const LandFlags& f, swarm::Landing& landing, SlotLander& lander, SignalRouter& signals) {
-  landing.require_session(f.slot, session_of(f.session));
+  if (!swarm::is_parked_lane(f.slot)) landing.require_session(f.slot, session_of(f.session));
   const std::string why = landing.not_ready(f.slot);
   if (!why.empty() && !f.force)
     throw swarm::Error(swarm::Errc::conflict, "slot " + f.slot + " is not ready to land: " + why +
@@ -328,10 +329,11 @@ Checks checks_of(const Context& ctx, const LandFlags& f) {
   return checks;
 }
 
-int run_land(Context& ctx, const LandFlags& f) {
-  if (f.slot.empty() && !f.ready)
-    throw swarm::Error(swarm::Errc::bad_input, "name the slot to land with --slot SLOT, or land every finished one "
-                                               "with --ready");
+int run_land(Context& ctx, const LandFlags& given) {
+  LandFlags f = given;
+  if (f.slot.empty() && f.task.empty() && !f.ready)
+    throw swarm::Error(swarm::Errc::bad_input, "name the slot to land with --slot SLOT (or a task with --task ID), "
+                                               "or land every finished one with --ready");
   if (f.batch > 0 && !f.ready)
     throw swarm::Error(swarm::Errc::bad_input, "--batch " + std::to_string(f.batch) + " lands ready slots together: "
                                                "use it with --ready");
@@ -346,6 +348,7 @@ int run_land(Context& ctx, const LandFlags& f) {
   landing.land_past_holds(f.force);
   const std::string onto = landing.onto(f.onto);
   auto store = ctx.leases(true);
+  if (!f.task.empty()) f.slot = landing.lane_of_task(onto, f.task);
   SlotLander lander(ctx, f, landing, store, onto, signals, std::move(checks.commands), checks.forced);
   if (!f.ready) return land_one(ctx, f, landing, lander, signals);
   return land_ready(ctx, f, landing, lander, onto, signals);
@@ -442,10 +445,17 @@ Verb add_land(CLI::App& app) {
   auto* slot = cmd->add_option("--slot", f->slot, "The slot whose branch lands")
                    ->option_text("SLOT")
                    ->check(slot_name_validator());
+  auto* task = cmd->add_option("--task", f->task,
+                               "The task whose closed head lands: its slot's branch, or the branch it was parked at "
+                               "when its slot took up another task (swarm/<slot>.<task>)")
+                   ->option_text("ID")
+                   ->check(task_id_validator())
+                   ->excludes(slot);
   cmd->add_flag("--ready", f->ready,
-                "Land every slot whose last close was success and whose branch is not landed: those closed with "
-                "--priority high first, each lane in the order they were closed")
-      ->excludes(slot);
+                "Land every slot whose last close was success and whose branch is not landed, and every task "
+                "parked so: those closed with --priority high first, each lane in the order they were closed")
+      ->excludes(slot)
+      ->excludes(task);
   cmd->add_option("--onto", f->onto, "The branch to land on (default: the hub's default branch)")
       ->option_text("BRANCH")
       ->check(onto_validator());

@@ -99,7 +99,7 @@ std::pair<swarm::Journal, swarm::JournalQuery> query_of(Context& ctx, const LogF
     query.buckets = {leases.bucket_name()};
   } else {
     auto s = ctx.sessions();
-    journal.emplace(s.store.connection());
+    journal.emplace(s.leases.journal());
     query.buckets = {s.store.bucket_name()};
     if (!f.slot.empty()) {
       query.thing = swarm::Thing::slot;
@@ -129,9 +129,7 @@ int run_log(Context& ctx, const LogFlags& f) {
   std::uint64_t end_before = 0;
   if (f.follow) {
     auto state = journal.state();
-    if (!state)
-      throw swarm::Error(swarm::Errc::not_bootstrapped, std::string("no journal: stream ") + swarm::kEventsStream +
-                                                            " does not exist; `swarm up` makes it");
+    if (!state) throw swarm::Error(swarm::Errc::not_bootstrapped, "no journal: `swarm up` makes it");
     end_before = state->last_seq;
   }
   std::uint64_t printed = 0;

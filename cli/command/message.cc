@@ -213,7 +213,7 @@ std::string line_of(const swarm::Delivered& d) {
 kv::StreamStatus bus_state(const swarm::Bus& bus) {
   auto st = bus.state();
   if (!st)
-    throw swarm::Error(swarm::Errc::not_bootstrapped, std::string("the message bus (stream ") + swarm::kBusStream +
+    throw swarm::Error(swarm::Errc::not_bootstrapped, "the message bus (stream " + bus.stream_name() +
                                                           ") does not exist on this NATS: run `swarm up` in the workspace");
   return *st;
 }
@@ -348,7 +348,7 @@ int run_ask(Context& ctx, const MessageFlags& f) {
     if (left.count() <= 0) break;
     auto got = answers.next(left);
     if (!got) continue;
-    swarm::Delivered d = swarm::delivered_of(*got, messages.bus.bucket());
+    swarm::Delivered d = messages.bus.delivered(*got);
     if (d.corrupt() || d.message->reply_to != m.id) continue;
     swarm::Json doc = swarm::Json::object();
     doc.set("id", m.id).set("seq", sent.seq).set("corr", m.corr).set("reply", d.to_json());

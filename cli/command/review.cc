@@ -82,7 +82,9 @@ Verb add_review(CLI::App& app) {
   CLI::App* reject = with_target(cmd->add_subcommand("reject", "Send the task back to open with a reason"));
   reject->add_option("--reason", f->reason, "Why, kept in the record (required)")->option_text("TEXT");
   reject->footer("The slot that worked it may take it up again (`join --task ID`) as rework.");
-  return {cmd, [f, approve, reject](Context& ctx) {
+  const Verb show = add_review_show(*cmd);
+  return {cmd, [f, approve, reject, show](Context& ctx) {
+            if (show.command->parsed()) return show.run(ctx);
             if (approve->parsed()) return run_review(ctx, *f, true);
             if (reject->parsed()) return run_review(ctx, *f, false);
             return 2;

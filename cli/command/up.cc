@@ -5,6 +5,7 @@
 #include "swarm/base/duration.h"
 #include "swarm/base/text.h"
 #include "swarm/base/words.h"
+#include "swarm/base/workspace_names.h"
 #include "swarm/bus/message.h"
 #include "swarm/journal/journal.h"
 #include "swarm/workspace/bootstrap.h"
@@ -13,6 +14,8 @@ namespace cli {
 
 namespace {
 struct UpFlags {
+  std::string name;
+  CLI::Option* name_option = nullptr;
   std::string hub;
   CLI::Option* hub_option = nullptr;
   std::string ttl;
@@ -91,9 +94,9 @@ std::string log_limits(const kv::StreamStatus& log, const char* noun) {
          ", at most " + std::to_string(c.max_bytes >> 20) + " MiB; " + std::to_string(log.messages) + " " + noun;
 }
 
-std::string journal_line(const std::optional<kv::StreamStatus>& journal) {
-  if (!journal) return std::string(swarm::kEventsStream) + " (missing)";
-  return std::string(swarm::kEventsStream) + " (" + log_limits(*journal, "events") + ")";
+std::string journal_line(const std::string& stream, const std::optional<kv::StreamStatus>& journal) {
+  if (!journal) return stream + " (missing)";
+  return stream + " (" + log_limits(*journal, "events") + ")";
 }
 
 // The same for `--json`: {stream, exists, max_age_seconds, max_bytes, replicas, <count_key>}.
@@ -124,6 +127,7 @@ swarm::UpOptions options_of(const Context& ctx, const UpFlags& f) {
   if (f.ttl_option->count() > 0) options.ttl = swarm::parse_duration(f.ttl);
   if (f.replicas_option->count() > 0) options.replicas = f.replicas;
   if (!g.bucket.empty()) options.bucket = g.bucket;
+  if (f.name_option->count() > 0) options.name = f.name;
   if (f.hub_option->count() > 0) options.hub = f.hub;
   if (!f.events_max_age.empty()) options.events_max_age = events_max_age_of(f.events_max_age);
   if (!f.events_max_bytes.empty()) options.events_max_bytes = parse_byte_size(f.events_max_bytes);
@@ -140,6 +144,17 @@ swarm::UpOptions options_of(const Context& ctx, const UpFlags& f) {
   return options;
 }
 
+// The workspace's name and where it came from, for people.
+std::string name_line(const swarm::UpResult& r) {
+  if (r.config.name.empty())
+    return "none (made before workspace names: it keeps the shared names swarm-events, swarm-bus, ...; alone on its "
+           "server only with no other such workspace there)";
+  const std::string from = r.name_from == "hub"   ? " (the hub's workspace, joined)"
+                           : r.name_from == "new" ? " (new; every bucket and stream of the workspace carries it)"
+                                                  : "";
+  return r.config.name + from;
+}
+
 // What `up` made or found, for people.
 std::string up_text(const swarm::UpResult& r) {
   const std::string hub = r.config.hub_location().shown();
@@ -152,7 +167,8 @@ std::string up_text(const swarm::UpResult& r) {
                         : "NATS " + nats_url;
   const bool empty_hub =
       r.created_hub && !r.config.hub_location().remote() && !std::filesystem::exists(r.workspace.root() / ".git");
-  std::string human = "workspace " + r.workspace.root().string() + " is ready\n" + "  nats:    " + server + "\n" +
+  std::string human = "workspace " + r.workspace.root().string() + " is ready\n" + "  name:    " + name_line(r) + "\n" +
+                      "  nats:    " + server + "\n" +
                       "  bucket:  " + r.config.bucket + " (TTL " + swarm::format_duration(r.config.ttl) +
                       ", replicas " + std::to_string(r.config.replicas) +
                       (r.ttl_was ? (r.ttl_changed ? ", changed from " : ", as the bucket has it; the config said ") +
@@ -163,9 +179,9 @@ std::string up_text(const swarm::UpResult& r) {
   if (empty_hub)
     human += "  note:    " + r.workspace.root().string() + " is no git checkout, so the hub starts with one empty "
              "commit on main; run `swarm up` in a checkout to seed it from its history instead\n";
-  human += "  journal: " + journal_line(r.journal) + "\n";
+  human += "  journal: " + journal_line(r.config.names().events, r.journal) + "\n";
   if (r.bus)
-    human += std::string("  bus:     ") + swarm::kBusStream + " (" + log_limits(*r.bus, "messages") + "; blobs up to " +
+    human += "  bus:     " + r.config.names().bus + " (" + log_limits(*r.bus, "messages") + "; blobs up to " +
              std::to_string(r.config.blob_max() >> 20) + " MiB each)\n";
   if (r.config.ports)
     human += "  ports:   " + r.config.ports->text() + " (`swarm join --ports K` takes a block of K of them)\n";
@@ -183,7 +199,10 @@ std::string up_text(const swarm::UpResult& r) {
 
 swarm::Json up_json(const swarm::UpResult& r) {
   swarm::Json doc = swarm::Json::object();
-  doc.set("workspace", r.workspace.root().string())
+  doc.set("workspace", r.workspace.root().string());
+  if (r.config.name.empty()) doc.set_null("name");
+  else doc.set("name", r.config.name);
+  doc.set("name_from", r.name_from)
       .set("nats_url", kv::redact_urls(r.config.nats_url))
       .set("embedded", r.config.embedded)
       .set("started_server", r.started_server)
@@ -195,8 +214,8 @@ swarm::Json up_json(const swarm::UpResult& r) {
       .set("created_hub", r.created_hub)
       .set("found_buckets", r.found_buckets)
       .set("added_remote", r.added_remote);
-  doc.set("journal", log_json(swarm::kEventsStream, r.journal, "events"));
-  swarm::Json bus = log_json(swarm::kBusStream, r.bus, "messages");
+  doc.set("journal", log_json(r.config.names().events.c_str(), r.journal, "events"));
+  swarm::Json bus = log_json(r.config.names().bus.c_str(), r.bus, "messages");
   bus.set("blob_max_bytes", r.config.blob_max());
   doc.set("bus", std::move(bus));
   if (r.ttl_was) doc.set("ttl_was_seconds", static_cast<double>(r.ttl_was->count()) / 1000.0);
@@ -218,9 +237,9 @@ int run_up(Context& ctx, const UpFlags& f) {
     ctx.out().warn(s + " is older than 2.10: this replicated workspace may lose acknowledged writes and see fencing "
                        "tokens go backwards under partitions (--accept-unsafe-server)");
   for (const auto& d : r.bus_differs)
-    ctx.out().warn(std::string("bus ") + swarm::kBusStream + ": " + d + (d.rfind("replicas", 0) == 0 ? " (kept as it is)" : ""));
+    ctx.out().warn("bus " + r.config.names().bus + ": " + d + (d.rfind("replicas", 0) == 0 ? " (kept as it is)" : ""));
   for (const auto& d : r.journal_differs)
-    ctx.out().warn(std::string("journal ") + swarm::kEventsStream + ": " + d +
+    ctx.out().warn("journal " + r.config.names().events + ": " + d +
                    (d.rfind("replicas", 0) == 0 ? " (kept as it is)" : ""));
   if (!r.replaced_config.empty())
     ctx.out().warn("config.json was corrupt: rebuilt it, and kept the corrupt one as " + r.replaced_config);
@@ -234,6 +253,14 @@ Verb add_up(CLI::App& app) {
   auto flags = std::make_shared<UpFlags>();
   CLI::App* cmd = app.add_subcommand("up", "Bootstrap the workspace: .swarm/, the hub, the buckets, and (without "
                                            "--nats-url) an embedded nats-server");
+  flags->name_option =
+      cmd->add_option("--name", flags->name,
+                      "The workspace's name on its NATS server: every bucket, stream and subject it uses carries it, "
+                      "so workspaces sharing a server see nothing of each other. Default for a new workspace: the "
+                      "name its hub is marked with (another host's workspace), else the folder's name and 6 random "
+                      "hex digits. Kept in config.json; it never changes")
+          ->option_text("NAME")
+          ->check(validator_of([](const std::string& t) { swarm::require_workspace_name(t); }, "NAME"));
   flags->ttl_option = cmd->add_option("--ttl", flags->ttl,
                                       "Session TTL, 1s to 1h: a record not renewed within it expires (default 5m); on a "
                                       "workspace set up already, changes it in place, live sessions kept")
@@ -250,7 +277,7 @@ Verb add_up(CLI::App& app) {
                       "(default: the config's, else .swarm/hub.git). An empty one is seeded from this checkout")
           ->option_text("URL");
   cmd->add_option("--events-max-age", flags->events_max_age,
-                  "How long the journal (stream swarm-events) keeps an event: 30d by default; given, it is applied "
+                  "How long the journal (stream swarm-<name>-events) keeps an event: 30d by default; given, it is applied "
                   "to an existing journal too")
       ->option_text("DUR")
       ->check(validator_of([](const std::string& t) { events_max_age_of(t); }, "DUR"));
@@ -260,7 +287,7 @@ Verb add_up(CLI::App& app) {
       ->option_text("SIZE")
       ->check(validator_of([](const std::string& t) { parse_byte_size(t); }, "SIZE"));
   cmd->add_option("--bus-max-age", flags->bus_max_age,
-                  "How long the message bus (stream swarm-bus) keeps a message: 7d by default; given, it is applied "
+                  "How long the message bus (stream swarm-<name>-bus) keeps a message: 7d by default; given, it is applied "
                   "to an existing bus too")
       ->option_text("DUR")
       ->check(validator_of([](const std::string& t) { bus_max_age_of(t); }, "DUR"));

@@ -9,14 +9,20 @@ namespace cli {
 
 namespace {
 
-// The slot a foreseen conflict is with: "" for the onto branch.
+// The slot a foreseen conflict is with (a parked task's branch is its
+// slot's): "" for the onto branch.
 std::string slot_of_branch(const std::string& branch) {
-  return branch.rfind("swarm/", 0) == 0 ? branch.substr(6) : "";
+  return branch.rfind("swarm/", 0) == 0 ? swarm::lane_slot(branch.substr(6)) : "";
 }
 
 swarm::Json branch_json(const swarm::BranchRow& row) {
   swarm::Json b = swarm::Json::object();
-  b.set("slot", row.git.slot);
+  // A parked task's branch (swarm/<slot>.<key>) is its slot's too.
+  b.set("slot", swarm::lane_slot(row.git.slot))
+      .set("branch", "swarm/" + row.git.slot)
+      .set("parked", swarm::is_parked_lane(row.git.slot));
+  if (row.task_id.empty()) b.set_null("task_id");
+  else b.set("task_id", row.task_id);
   if (row.state) b.set("state", swarm::to_string(*row.state));
   else b.set_null("state");
   if (row.result.empty()) b.set_null("result");
@@ -63,7 +69,8 @@ swarm::Json branches_of(const swarm::Branches& report) {
 
 swarm::Json land_document(const swarm::LandResult& r) {
   swarm::Json doc = swarm::Json::object();
-  doc.set("slot", r.slot)
+  doc.set("slot", swarm::lane_slot(r.slot))
+      .set("branch", "swarm/" + r.slot)
       .set("onto", r.onto)
       .set("outcome", swarm::to_string(r.outcome))
       .set("how", r.kind)

@@ -296,7 +296,7 @@ int run_serve(Context& ctx, const ServeFlags& flags) {
       [&ctx, cache_dir] {
         swarm::Landing landing = ctx.landing(true);
         landing.read_only(cache_dir);
-        return ServeLink{landing.sessions().connection(), std::move(landing)};
+        return ServeLink{landing.sessions().connection(), std::move(landing), ctx.names()};
       },
       ctx.me());
 

@@ -368,7 +368,7 @@ void ServeView::tasks_feed(ServeLink& link) {
 void ServeView::inboxes_feed(ServeLink& link) {
   feed("inboxes", [&] {
     const std::string bucket = link.landing.sessions().bucket_name();
-    const swarm::Bus bus(link.connection, bucket);
+    const swarm::Bus bus(link.connection, link.names);
     std::optional<kv::StreamStatus> st;
     while (running()) {
       st = bus.state();
@@ -379,9 +379,9 @@ void ServeView::inboxes_feed(ServeLink& link) {
     }
     if (!st) return;
     const std::int64_t generation = swarm::generation_of(*st);
-    const std::string prefix = "swarm.bus." + bucket + ".";
-    auto reader = kv::Stream::bind(link.connection, swarm::kBusStream).read(prefix + ">", {.seq = st->first_seq});
-    kv::Watch cursors = kv::Bucket::bind(link.connection, swarm::kCursorBucket).watch(bucket + ".*");
+    const std::string prefix = link.names.bus_root + bucket + ".";
+    auto reader = kv::Stream::bind(link.connection, link.names.bus).read(prefix + ">", {.seq = st->first_seq});
+    kv::Watch cursors = kv::Bucket::bind(link.connection, link.names.cursors).watch(bucket + ".*");
     std::map<std::string, std::vector<std::uint64_t>> to;  // each inbox's sequences, ascending
     std::vector<std::uint64_t> all;
     std::map<std::string, std::uint64_t> at;

@@ -52,6 +52,7 @@ inline constexpr std::size_t kViewTasks = 200;
 struct ServeLink {
   kv::Connection connection;
   swarm::Landing landing;  // read-only: its sessions, leases, journal and hub
+  swarm::WorkspaceNames names;  // where the rest of the workspace is (its bus, cursors)
 };
 using ServeConnect = std::function<ServeLink()>;
 

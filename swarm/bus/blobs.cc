@@ -55,11 +55,12 @@ void require_sha256(std::string_view text) {
     throw Error(Errc::bad_input, "bad blob name '" + printable(text) + "': a SHA-256, 64 lowercase hex digits");
 }
 
-void Blobs::ensure(const kv::Connection& connection, int replicas) {
-  translating_kv([&] { kv::ObjectStore::ensure(connection, kBlobStore, replicas, -1); });
+void Blobs::ensure(const kv::Connection& connection, const WorkspaceNames& names, int replicas) {
+  translating_kv([&] { kv::ObjectStore::ensure(connection, names.blobs, replicas, -1); });
 }
 
-Blobs::Blobs(const kv::Connection& connection) : store_(kv::ObjectStore::bind(connection, kBlobStore)) {}
+Blobs::Blobs(const kv::Connection& connection, const WorkspaceNames& names)
+    : store_(kv::ObjectStore::bind(connection, names.blobs)) {}
 
 bool Blobs::has(const std::string& sha256) const {
   return translating_kv([&] { return store_.info(sha256).has_value(); });
@@ -147,7 +148,7 @@ BlobRef Blobs::get(const std::string& sha256, const std::function<void(const cha
     });
   } catch (const kv::Error& e) {
     if (e.kind() == kv::Errc::not_found)
-      throw Error(Errc::blob_missing, "blob_missing: blob " + sha256 + " is not in the store (" + kBlobStore +
+      throw Error(Errc::blob_missing, "blob_missing: blob " + sha256 + " is not in the store (" + store_.name() +
                                           "): it was never stored on this NATS, or it was removed");
     throw from_kv(e);
   }

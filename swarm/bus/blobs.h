@@ -1,4 +1,4 @@
-// Large payloads beside the bus: the object store `swarm-blobs`, each blob
+// Large payloads beside the bus: the workspace's object store, each blob
 // under its SHA-256 (so one stored twice is stored once), written whole
 // before any message names it, and checked against its name on the way out.
 #pragma once
@@ -11,11 +11,10 @@
 
 #include "kv/connection.h"
 #include "kv/object_store.h"
+#include "swarm/base/workspace_names.h"
 #include "swarm/bus/message.h"
 
 namespace swarm {
-
-inline constexpr const char* kBlobStore = "swarm-blobs";
 
 // Exit 2 naming the value unless it is one.
 void require_sha256(std::string_view text);
@@ -23,8 +22,8 @@ void require_sha256(std::string_view text);
 class Blobs {
  public:
   // Makes the store (what `up` does), or checks it.
-  static void ensure(const kv::Connection& connection, int replicas);
-  explicit Blobs(const kv::Connection& connection);
+  static void ensure(const kv::Connection& connection, const WorkspaceNames& names, int replicas);
+  Blobs(const kv::Connection& connection, const WorkspaceNames& names);
 
   // Stores what the open file `fd` holds (read twice from its start: once
   // to name it, once to store it, streamed). A blob already stored is not

@@ -8,8 +8,6 @@ namespace swarm {
 
 namespace {
 
-constexpr const char* kBusSubjects = "swarm.bus.>";
-
 
 // One of the two subjects an inbox read merges: its reader, and the
 // message read but not yet taken.
@@ -25,15 +23,18 @@ std::int64_t generation_of(const kv::StreamStatus& bus) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(bus.created.time_since_epoch()).count();
 }
 
-Bus::Bus(const kv::Connection& connection, std::string bucket)
-    : connection_(connection), stream_(kv::Stream::bind(connection, kBusStream)), bucket_(std::move(bucket)) {}
+Bus::Bus(const kv::Connection& connection, const WorkspaceNames& names)
+    : connection_(connection),
+      stream_(kv::Stream::bind(connection, names.bus)),
+      root_(names.bus_root),
+      bucket_(names.sessions) {}
 
-std::vector<std::string> Bus::ensure(const kv::Connection& connection, int replicas,
+std::vector<std::string> Bus::ensure(const kv::Connection& connection, const WorkspaceNames& names, int replicas,
                                      std::optional<std::chrono::milliseconds> max_age,
                                      std::optional<std::int64_t> max_bytes) {
   kv::StreamConfig defaults;
-  defaults.name = kBusStream;
-  defaults.subjects = {kBusSubjects};
+  defaults.name = names.bus;
+  defaults.subjects = {names.bus_subjects()};
   defaults.max_age = kBusMaxAge;
   defaults.max_bytes = kBusMaxBytes;
   defaults.replicas = replicas;
@@ -41,20 +42,20 @@ std::vector<std::string> Bus::ensure(const kv::Connection& connection, int repli
     return kv::Stream::ensure_log(connection, defaults, max_age, max_bytes);
   } catch (const kv::Error& e) {
     if (e.kind() != kv::Errc::no_room) throw from_kv(e);
-    throw Error(Errc::filesystem, std::string("the NATS server has no room for the message bus (stream ") +
-                                      kBusStream + "); free room where it keeps its store, or give `swarm up "
+    throw Error(Errc::filesystem, "the NATS server has no room for the message bus (stream " + names.bus +
+                                      "); free room where it keeps its store, or give `swarm up "
                                       "--bus-max-bytes SIZE` with the room it has (at least 1MiB) (" + e.what() + ")");
   }
 }
 
 Bus::Sent Bus::send(const Message& message) const {
-  const std::string subject = message.to == kToAll ? all_subject(bucket_) : inbox_subject(bucket_, message.to);
+  const std::string subject = message.to == kToAll ? all_subject_of() : inbox_subject_of(message.to);
   auto published = translating_kv([&] { return stream_.publish(subject, message.to_json(), dedup_id(bucket_, message)); });
   return {published.seq, published.duplicate};
 }
 
 void Bus::send_unanswered(const Message& message) const {
-  const std::string subject = message.to == kToAll ? all_subject(bucket_) : inbox_subject(bucket_, message.to);
+  const std::string subject = message.to == kToAll ? all_subject_of() : inbox_subject_of(message.to);
   translating_kv([&] { stream_.publish_unanswered(subject, message.to_json(), dedup_id(bucket_, message)); });
 }
 
@@ -76,7 +77,7 @@ InboxRead Bus::read(const std::string& name, std::uint64_t after, std::size_t li
     if (end <= after) return out;
     const auto wait = connection_.request_timeout();
     std::vector<Source> sources;
-    for (const std::string& subject : {inbox_subject(bucket_, name), all_subject(bucket_)}) {
+    for (const std::string& subject : {inbox_subject_of(name), all_subject_of()}) {
       // The server's own count (from the stream's leader), never a replica's
       // idea of the subject's last message: a subject with none after the
       // cursor is not read at all (a read of nothing would never end).
@@ -108,7 +109,7 @@ InboxRead Bus::read(const std::string& name, std::uint64_t after, std::size_t li
         out.more = true;
         break;
       }
-      const Delivered d = delivered_of(*next->head, bucket_);
+      const Delivered d = delivered_of(*next->head, root_, bucket_);
       const bool shown = d.corrupt() || !match || match(*d.message);
       shown_count += shown ? 1 : 0;
       out.all_shown = out.all_shown && shown;
@@ -125,14 +126,14 @@ void Bus::for_each_message(const std::function<void(const Delivered&)>& visit) c
   translating_kv([&] {
     auto st = stream_.state();
     if (!st || st->messages == 0) return;
-    auto reader = stream_.read(kBusSubjects, kv::ReadFrom{.seq = st->first_seq});
+    auto reader = stream_.read(root_ + ">", kv::ReadFrom{.seq = st->first_seq});
     const auto wait = connection_.request_timeout();
     for (;;) {
       auto m = reader.next(wait);
       if (!m) throw Error(Errc::unavailable, std::string("the read of the bus stopped before its end; try again"));
-      // The workspace's bucket is the subject's third token: each message is judged against its own.
-      const std::string_view rest = std::string_view(m->subject).substr(std::string_view("swarm.bus.").size());
-      visit(delivered_of(*m, rest.substr(0, rest.find('.'))));
+      // The session bucket is the token after the root: each message is judged against its own.
+      const std::string_view rest = std::string_view(m->subject).substr(root_.size());
+      visit(delivered_of(*m, root_, rest.substr(0, rest.find('.'))));
       if (m->seq >= st->last_seq) break;
     }
     reader.stop();
@@ -140,7 +141,7 @@ void Bus::for_each_message(const std::function<void(const Delivered&)>& visit) c
 }
 
 std::vector<std::string> Bus::inboxes() const {
-  const std::string prefix = "swarm.bus." + bucket_ + ".to.";
+  const std::string prefix = root_ + bucket_ + ".to.";
   auto subjects = translating_kv([&] {
     try {
       return stream_.subjects(prefix + "*");
@@ -156,15 +157,15 @@ std::vector<std::string> Bus::inboxes() const {
 }
 
 kv::Doorbell Bus::doorbell(const std::string& name) const {
-  return translating_kv([&] { return kv::Doorbell(connection_, {inbox_subject(bucket_, name), all_subject(bucket_)}); });
+  return translating_kv([&] { return kv::Doorbell(connection_, {inbox_subject_of(name), all_subject_of()}); });
 }
 
 kv::Doorbell Bus::doorbell_all() const {
-  return translating_kv([&] { return kv::Doorbell(connection_, {"swarm.bus." + bucket_ + ".>"}); });
+  return translating_kv([&] { return kv::Doorbell(connection_, {root_ + bucket_ + ".>"}); });
 }
 
 kv::StreamReader Bus::listen(const std::string& name) const {
-  return translating_kv([&] { return stream_.read(inbox_subject(bucket_, name), kv::ReadFrom{.new_only = true}); });
+  return translating_kv([&] { return stream_.read(inbox_subject_of(name), kv::ReadFrom{.new_only = true}); });
 }
 
 }  // namespace swarm

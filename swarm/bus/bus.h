@@ -16,6 +16,7 @@
 #include "kv/connection.h"
 #include "kv/doorbell.h"
 #include "kv/stream.h"
+#include "swarm/base/workspace_names.h"
 #include "swarm/bus/message.h"
 
 namespace swarm {
@@ -43,13 +44,14 @@ std::int64_t generation_of(const kv::StreamStatus& bus);
 
 class Bus {
  public:
-  // The bus of the workspace whose session bucket is `bucket` (no round trip).
-  Bus(const kv::Connection& connection, std::string bucket);
+  // The bus of the workspace `names` names (no round trip); its inboxes are
+  // those of the session bucket names.sessions.
+  Bus(const kv::Connection& connection, const WorkspaceNames& names);
 
   // Makes the stream (what `up` does) with `replicas`, or checks it; an
   // existing one takes `max_age`/`max_bytes` when they are given. Returns
   // what still differs from what was asked (replicas are never changed).
-  static std::vector<std::string> ensure(const kv::Connection& connection, int replicas,
+  static std::vector<std::string> ensure(const kv::Connection& connection, const WorkspaceNames& names, int replicas,
                                          std::optional<std::chrono::milliseconds> max_age,
                                          std::optional<std::int64_t> max_bytes);
 
@@ -73,8 +75,9 @@ class Bus {
                  const std::function<void(const Delivered&, bool shown)>& visit,
                  const kv::StreamStatus& bus) const;
 
-  // Every message the bus keeps, of every workspace of the server (a
-  // read to the last sequence there is when it starts; blobs are shared).
+  // Every message the bus keeps, of every workspace whose messages it holds
+  // (a read to the last sequence there is when it starts): one workspace
+  // for a named one, every unnamed one of the server for the shared bus.
   void for_each_message(const std::function<void(const Delivered&)>& visit) const;
 
   // The names that have messages sent to them (of this bucket).
@@ -90,10 +93,16 @@ class Bus {
   kv::StreamReader listen(const std::string& name) const;
 
   const std::string& bucket() const { return bucket_; }
+  const std::string& stream_name() const { return stream_.name(); }
+  // A message of this bus as it was stored, read (corrupt when it is not one of its own).
+  Delivered delivered(const kv::StreamMessage& stored) const { return delivered_of(stored, root_, bucket_); }
 
  private:
+  std::string inbox_subject_of(const std::string& name) const { return inbox_subject(root_, bucket_, name); }
+  std::string all_subject_of() const { return all_subject(root_, bucket_); }
   kv::Connection connection_;
   kv::Stream stream_;
+  std::string root_;
   std::string bucket_;
 };
 

@@ -24,12 +24,12 @@ std::string record_of(const std::string& name, std::uint64_t seq, std::int64_t b
 
 }  // namespace
 
-void Cursors::ensure(const kv::Connection& connection, int replicas) {
-  translating_kv([&] { kv::Bucket::ensure(connection, {.name = kCursorBucket, .replicas = replicas}); });
+void Cursors::ensure(const kv::Connection& connection, const WorkspaceNames& names, int replicas) {
+  translating_kv([&] { kv::Bucket::ensure(connection, {.name = names.cursors, .replicas = replicas}); });
 }
 
-Cursors::Cursors(const kv::Connection& connection, std::string bucket)
-    : keys_(kv::Bucket::bind(connection, kCursorBucket)), bucket_(std::move(bucket)) {}
+Cursors::Cursors(const kv::Connection& connection, const WorkspaceNames& names)
+    : keys_(kv::Bucket::bind(connection, names.cursors)), bucket_(names.sessions), cursor_bucket_(names.cursors) {}
 
 // The sequence a record holds and its bus; 0 for a record it cannot read
 // (an ack writes over it: a cursor only ever says where reading resumes).
@@ -48,7 +48,7 @@ Cursors::Cursor Cursors::get(const std::string& name, std::int64_t bus) const {
       return keys_.get(key_of(name));
     } catch (const kv::Error& e) {
       if (e.kind() != kv::Errc::not_found) throw;
-      throw Error(Errc::not_bootstrapped, std::string("the inbox cursors (bucket ") + kCursorBucket +
+      throw Error(Errc::not_bootstrapped, "the inbox cursors (bucket " + cursor_bucket_ +
                                               ") do not exist on this NATS: run `swarm up` in the workspace");
     }
   });

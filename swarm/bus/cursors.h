@@ -1,4 +1,4 @@
-// Where each inbox has read to: KV `swarm-cursors`, a key per inbox
+// Where each inbox has read to: the workspace's cursor bucket, a key per inbox
 // (`<bucket>.<name>`), moved by CAS and never backwards. A message is
 // delivered until its inbox's cursor passes it ("ack after processing").
 // A cursor names the bus it was written for (the stream's creation time):
@@ -14,18 +14,19 @@
 
 #include "kv/bucket.h"
 #include "kv/connection.h"
+#include "swarm/base/workspace_names.h"
 
 namespace swarm {
 
-inline constexpr const char* kCursorBucket = "swarm-cursors";
 inline constexpr const char* kCursorSchema = "swarm.cursor.v1";
 
 class Cursors {
  public:
   // Makes the bucket (what `up` does), or checks it.
-  static void ensure(const kv::Connection& connection, int replicas);
-  // The cursors of the workspace whose session bucket is `bucket` (no round trip).
-  Cursors(const kv::Connection& connection, std::string bucket);
+  static void ensure(const kv::Connection& connection, const WorkspaceNames& names, int replicas);
+  // The cursors of the workspace `names` names, its inboxes those of its
+  // session bucket (no round trip).
+  Cursors(const kv::Connection& connection, const WorkspaceNames& names);
 
   struct Cursor {
     std::uint64_t seq = 0;       // 0: nothing acked yet (on this bus)
@@ -55,6 +56,7 @@ class Cursors {
   std::string key_of(const std::string& name) const { return bucket_ + "." + name; }
   kv::Bucket keys_;
   std::string bucket_;
+  std::string cursor_bucket_;
 };
 
 }  // namespace swarm

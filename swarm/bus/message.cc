@@ -27,11 +27,13 @@ std::string text_of(const cJSON* object, const char* name, bool* wrong) {
 
 }  // namespace
 
-std::string inbox_subject(std::string_view bucket, std::string_view name) {
-  return "swarm.bus." + std::string(bucket) + ".to." + std::string(name);
+std::string inbox_subject(std::string_view root, std::string_view bucket, std::string_view name) {
+  return std::string(root) + std::string(bucket) + ".to." + std::string(name);
 }
 
-std::string all_subject(std::string_view bucket) { return "swarm.bus." + std::string(bucket) + ".all"; }
+std::string all_subject(std::string_view root, std::string_view bucket) {
+  return std::string(root) + std::string(bucket) + ".all";
+}
 
 std::string Message::to_json() const {
   Json j = Json::object();
@@ -47,7 +49,7 @@ std::string Message::to_json() const {
   return j.dump();
 }
 
-Delivered delivered_of(const kv::StreamMessage& stored, std::string_view bucket) {
+Delivered delivered_of(const kv::StreamMessage& stored, std::string_view root, std::string_view bucket) {
   Delivered d;
   d.seq = stored.seq;
   d.time = std::chrono::time_point_cast<TimePoint::duration>(stored.time);
@@ -84,7 +86,7 @@ Delivered delivered_of(const kv::StreamMessage& stored, std::string_view bucket)
   }
   // The subject says whom it went to: a record that says otherwise was not
   // sent by swarm.
-  const std::string expected = m.to == kToAll ? all_subject(bucket) : inbox_subject(bucket, m.to);
+  const std::string expected = m.to == kToAll ? all_subject(root, bucket) : inbox_subject(root, bucket, m.to);
   if (stored.subject != expected) return corrupt("its `to` (" + m.to + ") is not the inbox it was sent to");
   d.message = std::move(m);
   return d;

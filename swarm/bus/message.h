@@ -1,6 +1,6 @@
 // A message between agents (`swarm.message.v1`) and where it travels: the
-// stream swarm-bus, a subject per inbox (`swarm.bus.<bucket>.to.<name>`)
-// and one for everyone (`swarm.bus.<bucket>.all`). Its id is its
+// workspace's bus stream, a subject per inbox (`<root><bucket>.to.<name>`,
+// root "swarm.<workspace>.bus.") and one for everyone (`<root><bucket>.all`). Its id is its
 // Nats-Msg-Id, so a send repeated after a lost answer is stored once; its
 // time and sequence are the server's.
 #pragma once
@@ -17,7 +17,6 @@
 
 namespace swarm {
 
-inline constexpr const char* kBusStream = "swarm-bus";
 inline constexpr const char* kMessageSchema = "swarm.message.v1";
 inline constexpr std::chrono::milliseconds kBusMaxAge = std::chrono::hours(24 * 7);
 inline constexpr std::int64_t kBusMaxBytes = std::int64_t(256) << 20;
@@ -59,10 +58,11 @@ struct Delivered {
   // The message with its `seq` and `time`, or {seq, time, state: corrupt, error}.
   Json to_json() const;
 };
-Delivered delivered_of(const kv::StreamMessage& stored, std::string_view bucket);
+// `root` and `bucket`: of the workspace whose bus holds it.
+Delivered delivered_of(const kv::StreamMessage& stored, std::string_view root, std::string_view bucket);
 
-std::string inbox_subject(std::string_view bucket, std::string_view name);
-std::string all_subject(std::string_view bucket);
+std::string inbox_subject(std::string_view root, std::string_view bucket, std::string_view name);
+std::string all_subject(std::string_view root, std::string_view bucket);
 
 // A message's type, corr, id or reply_to: at most 255 bytes of text with no
 // control character (the task id rule); exit 2 naming `what` otherwise.

@@ -11,6 +11,7 @@
 #include "kv/bucket.h"
 #include "swarm/base/error.h"
 #include "swarm/base/process_info.h"
+#include "swarm/base/text.h"
 #include "swarm/bus/blobs.h"
 #include "swarm/bus/bus.h"
 #include "swarm/bus/cursors.h"
@@ -61,6 +62,7 @@ std::string_view to_string(FindingKind kind) {
     case FindingKind::blob_missing: return "blob_missing";
     case FindingKind::blob_leftover: return "blob_leftover";
     case FindingKind::corrupt_task: return "corrupt_task";
+    case FindingKind::lapsed_claim: return "lapsed_claim";
   }
   return "unknown";
 }
@@ -119,7 +121,7 @@ d::BucketInput read_buckets(const SessionStore& store, const WorkspaceConfig& co
   }
   if (!in.lease_bucket_unreadable) {
     try {
-      in.journal = Journal(nats).state();
+      in.journal = Journal(nats, config.names()).state();
     } catch (const Error& e) {
       in.lease_bucket_unreadable = e;  // NATS failed: reported as NATS trouble
     }
@@ -159,7 +161,7 @@ void check_leases(DoctorReport& report, const kv::Connection& nats, const Worksp
                   d::FixResult& fixed) {
   std::optional<LeaseStore> store;
   try {
-    store.emplace(LeaseStore::open(nats, config.lease_bucket));
+    store.emplace(LeaseStore::open(nats, config.names()));
   } catch (const Error& e) {
     if (e.kind() == Errc::not_bootstrapped) return;  // reported by check_lease_bucket
     throw;
@@ -178,6 +180,37 @@ void check_leases(DoctorReport& report, const kv::Connection& nats, const Worksp
   if (fixes) fixes->lease_input = nullptr;  // `in` ends here
 }
 
+// Working tasks whose claim lapsed (their task lease gone or expired: the
+// agent died, and its session with it): a notice each, until the next
+// `join --next` claims it again (adr/0038).
+void check_lapsed_claims(DoctorReport& report, const kv::Connection& nats, const WorkspaceConfig& config,
+                         const std::vector<TaskEntry>& tasks) {
+  std::vector<const Task*> working;
+  std::vector<std::string> names;
+  for (const auto& e : tasks)
+    if (e.task && e.task->state() == TaskState::working) {
+      working.push_back(&*e.task);
+      names.push_back(task_lease_name(e.task->id));
+    }
+  if (working.empty()) return;
+  const LeaseStore leases = LeaseStore::bind(nats, config.names());
+  std::map<std::string, LeaseEntry> held;
+  for (auto& e : leases.get_together(names)) held.emplace(e.name, std::move(e));
+  const TimePoint now = leases.server_clock().now();
+  for (const Task* t : working) {
+    auto it = held.find(task_lease_name(t->id));
+    const bool gone = it == held.end();
+    if (!gone && (it->second.corrupt() || standing_of(it->second, now).state != LeaseState::expired)) continue;
+    report.findings.push_back(d::make_finding(
+        Severity::notice, FindingKind::lapsed_claim, t->id,
+        "task " + printable(t->id) + " is working for slot " + printable(t->slot) + " (host " + printable(t->host) +
+            "), but its claim lapsed (its task lease is " + (gone ? "gone" : "expired") + "): its agent is gone; "
+            "the next `swarm join --next` claims it again (attempt " + std::to_string(t->attempts + 2) + " of " +
+            std::to_string(t->max_attempts) + ")",
+        "swarm join --slot SLOT --task " + shell_word(t->id)));
+  }
+}
+
 // The task queue: its bucket (a workspace made before tasks has none: a
 // notice, `swarm up` makes it), and each record that cannot be read.
 void check_tasks(DoctorReport& report, const kv::Connection& nats, const WorkspaceConfig& config, d::FixInput* fixes,
@@ -190,6 +223,7 @@ void check_tasks(DoctorReport& report, const kv::Connection& nats, const Workspa
     return;
   }
   const std::vector<TaskEntry> tasks = queue->list();
+  check_lapsed_claims(report, nats, config, tasks);
   if (fixes) {
     fixes->tasks = &*queue;
     for (const auto& t : tasks) fixes->task_entries[t.key] = &t;
@@ -204,13 +238,14 @@ void check_tasks(DoctorReport& report, const kv::Connection& nats, const Workspa
 // Chunks no description names, younger than this, may be a put's under way.
 constexpr std::chrono::minutes kLeftoverAge{10};
 
-// The blobs against the messages the bus keeps (every workspace's: the
-// store is shared): a blob no kept message names any more (retention
+// The blobs against the messages the bus keeps (of every workspace whose
+// blobs the store holds: one, or every unnamed one of the server): a blob no kept message names any more (retention
 // dropped them) is only taking room; a kept message whose blob is gone
 // cannot be read whole. Both notices: nothing here is safe to remove, a
 // blob may be about to be named by a send under way.
-void check_blobs(DoctorReport& report, const kv::Connection& nats, const Bus& bus, bool fix) {
-  const Blobs blobs(nats);
+void check_blobs(DoctorReport& report, const kv::Connection& nats, const WorkspaceNames& names, const Bus& bus,
+                 bool fix) {
+  const Blobs blobs(nats, names);
   const std::vector<std::string> stored = blobs.names();
   std::set<std::string> named;
   std::map<std::string, std::uint64_t> named_at;  // a missing blob: the first message that names it
@@ -255,18 +290,19 @@ void check_blobs(DoctorReport& report, const kv::Connection& nats, const Bus& bu
 // a notice, `swarm up` makes it), and each inbox whose unacked messages
 // retention dropped (a notice: they are gone; an ack past them says so).
 void check_bus(DoctorReport& report, const kv::Connection& nats, const WorkspaceConfig& config, bool fix) {
-  const Bus bus(nats, config.bucket);
+  const WorkspaceNames names = config.names();
+  const Bus bus(nats, names);
   const auto st = bus.state();
   if (!st) {
     report.findings.push_back(d::make_finding(
-        Severity::notice, FindingKind::bus, kBusStream,
-        std::string("the message bus (stream ") + kBusStream + ") does not exist: `swarm send` and `inbox` need it",
+        Severity::notice, FindingKind::bus, names.bus,
+        "the message bus (stream " + names.bus + ") does not exist: `swarm send` and `inbox` need it",
         "swarm up"));
     return;
   }
   std::map<std::string, std::uint64_t> cursors;
   try {
-    cursors = Cursors(nats, config.bucket).all(generation_of(*st));
+    cursors = Cursors(nats, names).all(generation_of(*st));
   } catch (const Error& e) {
     if (e.kind() != Errc::not_found && e.kind() != Errc::not_bootstrapped) throw;
   }
@@ -280,7 +316,7 @@ void check_bus(DoctorReport& report, const kv::Connection& nats, const Workspace
         "swarm ack --as " + name + " " + std::to_string(st->first_seq - 1) + "   (says they are gone; raise `swarm up "
         "--bus-max-age/--bus-max-bytes` to keep more)"));
   }
-  check_blobs(report, nats, bus, fix);
+  check_blobs(report, nats, names, bus, fix);
 }
 
 // The servers' URLs, joined and with any secret redacted.
@@ -396,7 +432,7 @@ DoctorReport Doctor::run(bool fix) {
   }
   report.nats_reachable = true;
   report.durability = durability_of(workspace_, config, *nats, own_server);
-  const Journal journal(*nats);
+  const Journal journal(*nats, config.names());
   fix_input.journal = &journal;
   fix_input.actor = Actor::here(me_);
 

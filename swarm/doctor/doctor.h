@@ -51,6 +51,7 @@ enum class FindingKind {
   dead_holder,
   task_bucket,
   corrupt_task,
+  lapsed_claim,
   bus,
   inbox_gap,
   blob_orphan,

@@ -273,11 +273,12 @@ Findings check_lease_bucket(const BucketInput& in) {
 
 Findings check_journal(const BucketInput& in) {
   if (in.lease_bucket_unreadable) return {};  // NATS trouble, reported as such
-  const std::string name = kEventsStream;
+  const WorkspaceNames names = in.config.names();
+  const std::string& name = names.events;
   if (!in.journal)
     return {make_finding(Severity::problem, FindingKind::journal, name,
                          "the journal (stream " + name + ") does not exist: acts are not recorded", "swarm up")};
-  const std::string subjects = "swarm.events.>";
+  const std::string subjects = names.event_subjects();
   if (std::find(in.journal->config.subjects.begin(), in.journal->config.subjects.end(), subjects) ==
       in.journal->config.subjects.end())
     return {make_finding(Severity::problem, FindingKind::journal, name,

@@ -36,12 +36,25 @@ struct RepackResult {
 struct WorktreeStart {
   std::string base;             // --base REF: a hub branch, tag or commit; empty: the default rules
   std::string recovery_prefix;  // where an unlanded branch that base replaces is kept first
+  // The slot takes up another task than the one its branch holds (adr/0050):
+  // the work starts from `resume` (a branch of the hub: this task's parked
+  // head, swarm/<slot>.<key>) when the hub has it, else from the onto
+  // branch. An unlanded branch is kept first: at `park_as` when its tip is
+  // `park_if_at` (the head its task was closed at, as done), else under
+  // recovery_prefix.
+  bool other_task = false;
+  std::string park_as;
+  std::string park_if_at;
+  std::string resume;
 };
 
 // What the clone started from.
 struct WorktreeStarted {
-  std::string from;       // "branch" (the slot's own), "onto" (its branch was landed, or it had none), "base"
+  std::string from;       // "branch" (the slot's own), "onto" (its branch was landed, or it had none), "base",
+                          // "parked" (the task's parked head, WorktreeStart::resume)
   std::string kept_ref;   // the recovery ref the replaced branch was pushed to, or empty
+  std::string parked;     // the branch the slot's unlanded branch was parked at (WorktreeStart::park_as), or empty
+  std::string resumed_id; // "parked": the commit the resumed branch was at (its removal is fenced on it)
 };
 
 class HubBackend {
@@ -101,6 +114,20 @@ struct MergePlan {
   std::string head;                    // the branch's tip it was made of
 };
 
+// What a branch changed since its merge base with the onto branch: what a
+// review approves (`swarm review show`).
+struct BranchDiff {
+  std::string base;  // the merge base ("" when they share no history)
+  struct File {
+    std::string path;
+    std::size_t added = 0;
+    std::size_t removed = 0;
+    bool binary = false;
+  };
+  std::vector<File> files;
+  std::string patch;  // unified, as git diff prints it (raw bytes of the files)
+};
+
 // A slot branch's foreseen conflict with another branch (another slot's
 // unlanded branch, swarm/<name>, or the onto branch): the paths both changed
 // that an in-memory merge of the two leaves in conflict.
@@ -151,6 +178,8 @@ class LandBackend {
   // only what differs from `base`'s tree (a commit; "" for none); nullopt
   // when it can be.
   virtual std::optional<std::string> unusable(const std::string& commit, const std::string& base) = 0;
+  // What `branch` changed since its merge base with `onto`, as a patch.
+  virtual BranchDiff diff(const std::string& onto, const std::string& branch) = 0;
   // The paths `branch` changed since its merge base with `onto` (all of
   // its tree when they share no history), sorted.
   virtual std::vector<std::string> branch_changes(const std::string& onto, const std::string& branch) = 0;
@@ -194,6 +223,13 @@ class GitBackend {
   virtual std::vector<std::pair<std::string, std::string>> list_refs(const std::string& hub, const std::string& prefix) = 0;
   // Deletes each of `refs` from the hub, only while it still points at the
   // id listed with it (a ref written again meanwhile stays). Returns those deleted.
+  // A mark the hub keeps for every host that uses it (the workspace's name,
+  // refs/swarm/workspace): `ref` naming a commit (no parent, the empty
+  // tree) whose message is the text, made once, never moved. read_hub_mark: its text, nullopt when the hub has none.
+  // mark_hub: makes it hold `content` unless the ref is there already (left
+  // as it is: a host that got there first wins); returns the text it holds.
+  virtual std::optional<std::string> read_hub_mark(const std::string& hub, const std::string& ref) = 0;
+  virtual std::string mark_hub(const std::string& hub, const std::string& ref, const std::string& content) = 0;
   virtual std::vector<std::string> delete_refs(const std::string& hub,
                                                const std::vector<std::pair<std::string, std::string>>& refs) = 0;
   // Landing on the hub at `hub`: `cache` is where a network hub's objects
@@ -214,6 +250,6 @@ GitBackend& git_backend();
 std::future<void> prefetch_git_backend();
 
 // The symbol the module exports, and its version.
-inline constexpr const char* kGitBackendSymbol = "swarm_git_backend_v8";
+inline constexpr const char* kGitBackendSymbol = "swarm_git_backend_v9";
 
 }  // namespace swarm

@@ -44,6 +44,43 @@ void Hub::require_can_be_at(const fs::path& path) {
                                  "or missing folder, or a bare repository");
 }
 
+namespace {
+
+constexpr const char* kWorkspaceMark = "refs/swarm/workspace";
+
+// A mark's text: "<name>\n<id>\n". Anything else reads as no name.
+Hub::WorkspaceMark mark_of(const std::string& text) {
+  Hub::WorkspaceMark mark;
+  const auto nl = text.find('\n');
+  if (nl == std::string::npos || text.size() > 256) return mark;
+  const auto end = text.find('\n', nl + 1);
+  if (end == std::string::npos || end + 1 != text.size()) return mark;
+  mark.name = text.substr(0, nl);
+  mark.id = text.substr(nl + 1, end - nl - 1);
+  if (mark.id.empty()) mark.name.clear();
+  return mark;
+}
+
+}  // namespace
+
+std::optional<Hub::WorkspaceMark> Hub::workspace_mark(const HubLocation& where) {
+  auto text = git_backend().read_hub_mark(where.text, kWorkspaceMark);
+  if (!text) return std::nullopt;
+  return mark_of(*text);
+}
+
+Hub::WorkspaceMark Hub::mark_workspace(const HubLocation& where, const WorkspaceMark& mark) {
+  return mark_of(git_backend().mark_hub(where.text, kWorkspaceMark, mark.name + "\n" + mark.id + "\n"));
+}
+
+bool Hub::has_branches(const HubLocation& where) {
+  return !git_backend().list_refs(where.text, "refs/heads/").empty();
+}
+
+bool Hub::has_slot_branches(const HubLocation& where) {
+  return !git_backend().list_refs(where.text, "refs/heads/swarm/").empty();
+}
+
 Hub Hub::open(const HubLocation& where) {
   auto repo = git_backend().open_hub(where.text);
   return Hub(std::move(repo), where);

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "swarm/git/backend.h"
 #include "swarm/git/hub_location.h"
@@ -59,6 +60,21 @@ class Hub {
   // then brings every slot branch home. Its URL never holds a password.
   // Returns whether it added it.
   static bool add_remote_to(const std::filesystem::path& root, const HubLocation& where);
+  // The workspace the hub at `where` is marked as (refs/swarm/workspace:
+  // its name, and an id no other workspace has; nullopt: none), and its
+  // marking: what another host's `up` of this hub reads to join the same
+  // workspace. A hub marked already keeps its mark: mark_workspace returns
+  // the mark it holds. A mark swarm did not write has an empty name.
+  struct WorkspaceMark {
+    std::string name;
+    std::string id;
+  };
+  static std::optional<WorkspaceMark> workspace_mark(const HubLocation& where);
+  static WorkspaceMark mark_workspace(const HubLocation& where, const WorkspaceMark& mark);
+  // Whether the hub has slot branches (swarm/*): a workspace works on it.
+  static bool has_slot_branches(const HubLocation& where);
+  // Whether it has any branch (an empty one is seeded by `up` first).
+  static bool has_branches(const HubLocation& where);
   // The URL sessions record for this hub (hub_url).
   std::string url() const { return location_.session_url(); }
   // Whether `path` looks like a hub (a bare repository's HEAD is there),

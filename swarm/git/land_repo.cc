@@ -169,6 +169,18 @@ class LandRepo : public LandBackend {
     return foresee_conflicts(repo_.get(), onto, *onto_oid, tips, focus);
   }
 
+  BranchDiff diff(const std::string& onto, const std::string& branch) override {
+    auto tip = tip_oid(branch);
+    if (!tip) throw Error(Errc::not_found, "the hub has no branch " + branch);
+    auto onto_oid = tip_oid(onto);
+    git_oid base;
+    const bool has_base = onto_oid && git_merge_base(&base, repo_.get(), &*tip, &*onto_oid) == 0;
+    git_error_clear();
+    BranchDiff out = diff_of(repo_.get(), has_base ? &base : nullptr, *tip);
+    if (has_base) out.base = hex(base);
+    return out;
+  }
+
   std::vector<std::string> branch_changes(const std::string& onto, const std::string& branch) override {
     auto tip = tip_oid(branch);
     if (!tip) throw Error(Errc::not_found, "the hub has no branch " + branch);

@@ -48,6 +48,12 @@ class Libgit2Backend : public GitBackend {
   std::vector<std::pair<std::string, std::string>> list_refs(const std::string& hub, const std::string& prefix) override {
     return git::list_refs(hub, prefix);
   }
+  std::optional<std::string> read_hub_mark(const std::string& hub, const std::string& ref) override {
+    return git::read_hub_mark(hub, ref);
+  }
+  std::string mark_hub(const std::string& hub, const std::string& ref, const std::string& content) override {
+    return git::mark_hub(hub, ref, content);
+  }
   std::vector<std::string> delete_refs(const std::string& hub,
                                        const std::vector<std::pair<std::string, std::string>>& refs) override {
     return git::delete_refs(hub, refs);
@@ -62,7 +68,7 @@ class Libgit2Backend : public GitBackend {
 
 // Loading the module initializes libgit2, so that a prefetch on another
 // thread (swarm::prefetch_git_backend) takes libgit2's slow global init with it.
-extern "C" __attribute__((visibility("default"))) swarm::GitBackend* swarm_git_backend_v8() {
+extern "C" __attribute__((visibility("default"))) swarm::GitBackend* swarm_git_backend_v9() {
   swarm::git::ensure_initialized();
   static swarm::git::Libgit2Backend backend;
   return &backend;

@@ -61,6 +61,9 @@ std::optional<std::string> commit_tree_problem(git_repository* repo, const git_o
 // See GitBackend::list_refs and delete_refs (hub_refs.cc).
 std::vector<std::pair<std::string, std::string>> list_refs(const std::string& hub, const std::string& prefix);
 std::vector<std::string> delete_refs(const std::string& hub, const std::vector<std::pair<std::string, std::string>>& refs);
+// See GitBackend::read_hub_mark and mark_hub (hub_refs.cc).
+std::optional<std::string> read_hub_mark(const std::string& hub, const std::string& ref);
+std::string mark_hub(const std::string& hub, const std::string& ref, const std::string& content);
 // See GitBackend::open_land (land_repo.cc).
 std::unique_ptr<LandBackend> open_land(const std::string& hub, const std::filesystem::path& cache);
 // The paths `index` (a merge's) holds in conflict, in index order.
@@ -72,6 +75,8 @@ TreePtr tree_of(git_repository* repo, const git_oid* oid);
 // unique (tree_diff.cc).
 std::vector<std::string> changed_paths(git_repository* repo, const git_tree* from, const git_tree* to);
 std::vector<std::string> changed_paths(git_repository* repo, const git_oid* from, const git_oid& to);
+// The diff of commit `to` against `from` (null: nothing), files and patch (tree_diff.cc).
+BranchDiff diff_of(git_repository* repo, const git_oid* from, const git_oid& to);
 // See LandBackend::foresee (land_foresee.cc): `branches` by name and tip.
 std::vector<Foreseen> foresee_conflicts(git_repository* repo, const std::string& onto, const git_oid& onto_tip,
                                         const std::vector<std::pair<std::string, git_oid>>& branches,

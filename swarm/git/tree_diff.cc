@@ -89,4 +89,40 @@ Paths changed_paths(git_repository* repo, const git_oid* from, const git_oid& to
 }
 
 
+namespace {
+
+int on_line(const git_diff_delta*, const git_diff_hunk*, const git_diff_line* line, void* payload) {
+  auto* patch = static_cast<std::string*>(payload);
+  if (line->origin == GIT_DIFF_LINE_CONTEXT || line->origin == GIT_DIFF_LINE_ADDITION ||
+      line->origin == GIT_DIFF_LINE_DELETION)
+    patch->push_back(line->origin);
+  patch->append(line->content, line->content_len);
+  return 0;
+}
+
+}  // namespace
+
+BranchDiff diff_of(git_repository* repo, const git_oid* from, const git_oid& to) {
+  TreePtr old_tree = tree_of(repo, from), new_tree = tree_of(repo, &to);
+  git_diff* raw = nullptr;
+  git_diff_options options = GIT_DIFF_OPTIONS_INIT;
+  check(git_diff_tree_to_tree(&raw, repo, old_tree.get(), new_tree.get(), &options), "diff a branch");
+  std::unique_ptr<git_diff, void (*)(git_diff*)> diff(raw, git_diff_free);
+  BranchDiff out;
+  for (std::size_t i = 0, n = git_diff_num_deltas(diff.get()); i < n; ++i) {
+    git_patch* patch_raw = nullptr;
+    check(git_patch_from_diff(&patch_raw, diff.get(), i), "diff a branch");
+    std::unique_ptr<git_patch, void (*)(git_patch*)> patch(patch_raw, git_patch_free);
+    const git_diff_delta* delta = git_diff_get_delta(diff.get(), i);
+    BranchDiff::File file;
+    file.path = delta->new_file.path != nullptr ? delta->new_file.path : delta->old_file.path;
+    file.binary = (delta->flags & GIT_DIFF_FLAG_BINARY) != 0;
+    std::size_t context = 0;
+    if (patch) check(git_patch_line_stats(&context, &file.added, &file.removed, patch.get()), "diff a branch");
+    out.files.push_back(std::move(file));
+  }
+  check(git_diff_print(diff.get(), GIT_DIFF_FORMAT_PATCH, on_line, &out.patch), "print a branch's diff");
+  return out;
+}
+
 }  // namespace swarm::git

@@ -1,5 +1,6 @@
 #include "swarm/git/repos.h"
 
+#include <optional>
 #include <string_view>
 
 #include "swarm/base/error.h"
@@ -84,6 +85,55 @@ void move_hub_branch(git_repository* repo, RemoteAccess& access, const std::stri
   git_reference_free(raw);
 }
 
+// Sets the hub's `branch` to `to` (a commit of the clone): from `from`
+// when the hub has it (a compare-and-swap), else made anew.
+void set_hub_branch(git_repository* repo, RemoteAccess& access, const std::string& branch,
+                    const std::optional<git_oid>& from, const git_oid& to) {
+  if (from) {
+    if (!git_oid_equal(&*from, &to)) move_hub_branch(repo, access, branch, *from, to);
+    return;
+  }
+  const std::string temp = "refs/swarm-base/" + branch;
+  git_reference* raw = nullptr;
+  check(git_reference_create(&raw, repo, temp.c_str(), &to, 1, "swarm join"), "name the start");
+  git_reference_free(raw);
+  push_spec(repo, access, temp + ":refs/heads/" + branch, "make " + branch + " on the hub");
+  check(git_reference_create(&raw, repo, ("refs/remotes/origin/" + branch).c_str(), &to, 1, "swarm: started"),
+        "remember the start");
+  git_reference_free(raw);
+}
+
+// Another task's start (WorktreeStart::other_task): the slot's unlanded
+// branch kept (parked when it is that task's closed head), then the hub's
+// branch moved to where this task's work starts. Returns that commit.
+git_oid start_other_task(git_repository* repo, RemoteAccess& access, const std::string& branch,
+                         const std::optional<git_oid>& own, bool landed, const std::optional<git_oid>& onto,
+                         const WorktreeStart& from, WorktreeStarted& out) {
+  std::optional<git_oid> resume;
+  if (!from.resume.empty()) {
+    git_oid id;
+    if (git_reference_name_to_id(&id, repo, ("refs/remotes/origin/" + from.resume).c_str()) == 0) resume = id;
+    git_error_clear();
+  }
+  if (!resume && !onto)
+    throw Error(Errc::not_bootstrapped, "the hub " + access.hub().shown() + " has no default branch to start " +
+                                            branch + " from: its HEAD names none of its branches");
+  if (own && !landed) {
+    if (!from.park_as.empty() && hex(*own) == from.park_if_at) {
+      push_spec(repo, access, "+refs/remotes/origin/" + branch + ":refs/heads/" + from.park_as,
+                "park " + branch + " at " + from.park_as);
+      out.parked = from.park_as;
+    } else {
+      out.kept_ref = keep_branch(repo, access, branch, from.recovery_prefix);
+    }
+  }
+  const git_oid start = resume ? *resume : *onto;
+  set_hub_branch(repo, access, branch, own, start);
+  out.from = resume ? "parked" : "onto";
+  if (resume) out.resumed_id = hex(*resume);
+  return start;
+}
+
 }  // namespace
 
 WorktreeRepo::WorktreeRepo(RepositoryPtr repo, fs::path path, std::string slot, std::string hub)
@@ -133,7 +183,10 @@ std::unique_ptr<WorktreeRepo> WorktreeRepo::create(const std::string& hub, const
                       (git_oid_equal(&own, &*onto) || git_graph_descendant_of(repo.get(), &*onto, &own) == 1);
   git_error_clear();
   git_oid start;
-  if (!from.base.empty()) {
+  if (from.base.empty() && from.other_task) {
+    start = start_other_task(repo.get(), access, branch, has_own ? std::optional(own) : std::nullopt, landed, onto,
+                             from, out);
+  } else if (!from.base.empty()) {
     start = resolve_base(repo.get(), from.base, access.hub().shown());
     out.from = "base";
     if (has_own && !git_oid_equal(&own, &start)) {
@@ -150,7 +203,8 @@ std::unique_ptr<WorktreeRepo> WorktreeRepo::create(const std::string& hub, const
     start = *onto;
     out.from = "onto";
   }
-  const bool resumed = has_own;
+  // The hub has the branch now (or had it): the clone's tracks it.
+  const bool resumed = has_own || (from.base.empty() && from.other_task);
   if (started != nullptr) *started = out;
   auto commit = lookup_commit(repo.get(), start, "read the start of " + branch);
 
@@ -166,8 +220,10 @@ std::unique_ptr<WorktreeRepo> WorktreeRepo::create(const std::string& hub, const
   TreePtr tree(tree_raw);
   // A tree that cannot be checked out (one agent's bad tree landed before
   // lands refused them) is named, not failed on half way (exit 3).
-  const std::string unusable = "the tree of " + (out.from == "branch" ? branch : out.from == "base" ? from.base
-                                                  : "the hub's default branch") + " (" + hex(start).substr(0, 12) +
+  const std::string unusable = "the tree of " + (out.from == "branch"   ? branch
+                                                  : out.from == "base"   ? from.base
+                                                  : out.from == "parked" ? from.resume
+                                                                         : "the hub's default branch") + " (" + hex(start).substr(0, 12) +
                                ") cannot be checked out: ";
   try {
     if (!write_tree_plainly(repo.get(), tree.get())) {

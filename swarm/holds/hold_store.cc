@@ -64,7 +64,10 @@ bool hold_of(const LeaseEntry& entry, const std::string& slot, std::uint64_t ses
 
 bool hold_conflicts(const LeaseEntry& entry, const std::string& slot, HoldKind kind,
                     const std::vector<std::string>& patterns) {
-  if (entry.corrupt()) return kind == HoldKind::exclusive;
+  // A record that cannot be read may hold anything of its own slot (its
+  // key names it): it stands in that slot's way alone, never in another's,
+  // until doctor --fix removes it (a planted one blocks nobody else).
+  if (entry.corrupt()) return kind == HoldKind::exclusive && hold_slot_of(entry.name) == slot;
   if (entry.record->slot == slot) return false;  // a slot's holds never stand in each other's way
   const bool theirs_exclusive = entry.record->kind != kShared;
   if (kind == HoldKind::shared && !theirs_exclusive) return false;

@@ -108,6 +108,18 @@ bool patterns_overlap(std::string_view a, std::string_view b) {
   }
 }
 
+bool covers_whole_tree(std::string_view pattern) {
+  if (pattern.empty()) return false;
+  for (std::size_t at = 0; at <= pattern.size();) {
+    std::size_t end = pattern.find('/', at);
+    if (end == std::string_view::npos) end = pattern.size();
+    const std::string_view segment = pattern.substr(at, end - at);
+    if (segment != "*" && segment != "**") return false;
+    at = end + 1;
+  }
+  return true;
+}
+
 bool any_overlap(const std::vector<std::string>& a, const std::vector<std::string>& b) {
   for (const auto& x : a)
     for (const auto& y : b)

@@ -23,6 +23,11 @@ bool pattern_matches(std::string_view pattern, std::string_view path);
 // Whether some path may be matched by both (true when in doubt).
 bool patterns_overlap(std::string_view a, std::string_view b);
 
+// Whether `pattern` matches every path (all its segments `*` or `**`: `**`,
+// `*`, `**/*`): a hold of the whole tree, which would stand in every other
+// slot's way (`swarm hold` takes one only with --force).
+bool covers_whole_tree(std::string_view pattern);
+
 // Whether any pattern of `a` overlaps any of `b`.
 bool any_overlap(const std::vector<std::string>& a, const std::vector<std::string>& b);
 

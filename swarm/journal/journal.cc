@@ -16,7 +16,6 @@ namespace swarm {
 
 namespace {
 
-constexpr const char* kSubjectRoot = "swarm.events.";
 // How long recording an act may add to it, at most (retries included).
 constexpr std::chrono::milliseconds kRecordBudget{2000};
 // A window of `log -n N` starts this many times N messages back, and grows
@@ -47,16 +46,15 @@ bool is_common(const char* key) {
   return false;
 }
 
-// Runs a read of the journal: a journal that does not exist is named, with
-// what makes it (exit 6), rather than a bare "not found".
+// Runs a read of the journal `stream`: one that does not exist is named,
+// with what makes it (exit 6), rather than a bare "not found".
 template <typename Read>
-auto reading(Read&& read) -> decltype(read()) {
+auto reading_of(const std::string& stream, Read&& read) -> decltype(read()) {
   try {
     return read();
   } catch (const kv::Error& e) {
     if (e.kind() == kv::Errc::not_found)
-      throw Error(Errc::not_bootstrapped, std::string("no journal: stream ") + kEventsStream +
-                                              " does not exist; `swarm up` makes it");
+      throw Error(Errc::not_bootstrapped, "no journal: stream " + stream + " does not exist; `swarm up` makes it");
     throw from_kv(e);
   }
 }
@@ -72,8 +70,8 @@ std::string_view to_string(Thing thing) {
   return "slot";
 }
 
-std::string event_subject(Thing thing, std::string_view bucket, std::string_view name) {
-  std::string s = kSubjectRoot;
+std::string event_subject(std::string_view root, Thing thing, std::string_view bucket, std::string_view name) {
+  std::string s(root);
   s.append(bucket).append(".").append(to_string(thing)).append(".").append(name);
   return s;
 }
@@ -98,7 +96,7 @@ Json Event::to_json() const {
   return j;
 }
 
-std::optional<Event> Event::from_message(const kv::StreamMessage& message) {
+std::optional<Event> Event::from_message(const kv::StreamMessage& message, std::string_view root) {
   Json doc = Json::parse(message.data);
   const cJSON* o = doc.get();
   if (!cJSON_IsObject(o)) return std::nullopt;
@@ -119,7 +117,7 @@ std::optional<Event> Event::from_message(const kv::StreamMessage& message) {
   e.bucket = bucket;
   e.name = slot != nullptr ? slot : lease != nullptr ? lease : task_key;
   // An event sits on its own thing's subject: one that claims another is not trusted.
-  if (message.subject != event_subject(e.thing, e.bucket, e.name)) return std::nullopt;
+  if (message.subject != event_subject(root, e.thing, e.bucket, e.name)) return std::nullopt;
   const char* host = string_of(o, "host");
   const char* host_id = string_of(o, "host_id");
   const char* task = string_of(o, "task_id");
@@ -215,24 +213,26 @@ std::optional<Event> JournalFollow::next(std::chrono::milliseconds timeout) {
   while (true) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return std::nullopt;
-    auto message = reading([&] { return reader_.next(left); });
+    auto message = reading_of("the journal", [&] { return reader_.next(left); });
     if (!message) return std::nullopt;
-    auto event = Event::from_message(*message);
+    auto event = Event::from_message(*message, root_);
     if (event && query_.matches(*event)) return event;
   }
 }
 
-Journal::Journal(const kv::Connection& connection)
-    : stream_(kv::Stream::bind(connection, kEventsStream)),
+Journal::Journal(const kv::Connection& connection, const WorkspaceNames& names)
+    : stream_name_(names.events),
+      root_(names.event_root),
+      stream_(kv::Stream::bind(connection, names.events)),
       writer_(stream_.with_budget(std::min(connection.request_timeout(), kRecordBudget))),
       wait_(connection.request_timeout()) {}
 
-std::vector<std::string> Journal::ensure(const kv::Connection& connection, int replicas,
+std::vector<std::string> Journal::ensure(const kv::Connection& connection, const WorkspaceNames& names, int replicas,
                                          std::optional<std::chrono::milliseconds> max_age,
                                          std::optional<std::int64_t> max_bytes) {
   kv::StreamConfig defaults;
-  defaults.name = kEventsStream;
-  defaults.subjects = {std::string(kSubjectRoot) + ">"};
+  defaults.name = names.events;
+  defaults.subjects = {names.event_subjects()};
   defaults.max_age = kEventsMaxAge;
   defaults.max_bytes = kEventsMaxBytes;
   defaults.replicas = replicas;
@@ -244,12 +244,16 @@ std::vector<std::string> Journal::ensure(const kv::Connection& connection, int r
     // that refuses it (exit 9), and --events-max-bytes is the way out.
     const std::int64_t smallest = max_bytes ? *max_bytes : kv::kSmallestStream;
     throw Error(Errc::filesystem,
-                std::string("the NATS server has no room for the journal (stream ") + kEventsStream + "): it needs " +
+                "the NATS server has no room for the journal (stream " + names.events + "): it needs " +
                     std::to_string(smallest >> 20) + " MiB of free store at least" +
                     (max_bytes ? "" : " (tried from " + std::to_string(kEventsMaxBytes >> 20) + " MiB down)") +
                     "; free room where the server keeps its store, or give `swarm up --events-max-bytes SIZE` with "
                     "the room it has (at least 1MiB); nothing was made (" + e.what() + ")");
   }
+}
+
+Error Journal::missing() const {
+  return Error(Errc::not_bootstrapped, "no journal: stream " + stream_name_ + " does not exist; `swarm up` makes it");
 }
 
 std::optional<kv::StreamStatus> Journal::state() const {
@@ -267,7 +271,7 @@ bool Journal::record(const Event& event) const noexcept {
             std::to_string(std::chrono::system_clock::now().time_since_epoch().count()) + "/" +
             std::to_string(++sent);
     }
-    writer_.publish(event_subject(event.thing, event.bucket, event.name), event.to_json().dump(), id);
+    writer_.publish(subject_of(event.thing, event.bucket, event.name), event.to_json().dump(), id);
     return true;
   } catch (const std::exception& e) {
     warn("the journal did not record the " + event.kind + " of " + std::string(to_string(event.thing)) + " " +
@@ -279,18 +283,18 @@ bool Journal::record(const Event& event) const noexcept {
 }
 
 std::optional<Event> Journal::last(Thing thing, std::string_view bucket, std::string_view name) const {
-  auto message = reading([&] { return stream_.last(event_subject(thing, bucket, name)); });
+  auto message = reading_of(stream_name_, [&] { return stream_.last(subject_of(thing, bucket, name)); });
   if (!message) return std::nullopt;
-  return Event::from_message(*message);
+  return Event::from_message(*message, root_);
 }
 
 std::string Journal::filter_of(const JournalQuery& query) const {
-  if (query.thing && !query.name.empty()) return event_subject(*query.thing, *query.buckets.begin(), query.name);
+  if (query.thing && !query.name.empty()) return subject_of(*query.thing, *query.buckets.begin(), query.name);
   if (query.buckets.size() == 1) {
-    std::string f = std::string(kSubjectRoot) + *query.buckets.begin() + ".";
+    std::string f = root_ + *query.buckets.begin() + ".";
     return f + (query.thing ? std::string(to_string(*query.thing)) + ".>" : ">");
   }
-  return std::string(kSubjectRoot) + ">";
+  return root_ + ">";
 }
 
 std::uint64_t Journal::last_match(const std::string& filter, std::uint64_t head, std::uint64_t to) const {
@@ -300,7 +304,7 @@ std::uint64_t Journal::last_match(const std::string& filter, std::uint64_t head,
   std::uint64_t found = head, lo = head + 1, hi = to;
   while (lo <= hi) {
     const std::uint64_t mid = lo + (hi - lo) / 2;
-    auto m = reading([&] { return stream_.next(filter, mid); });
+    auto m = reading_of(stream_name_, [&] { return stream_.next(filter, mid); });
     if (m && m->seq <= to) {
       found = m->seq;
       lo = m->seq + 1;
@@ -319,19 +323,19 @@ std::vector<Event> Journal::read_range(const std::string& filter, const JournalQ
   // starts, never at the server's pending count (2.9.10's promised messages
   // no read delivered, and `log -n 3` waited for them): before the first
   // match past `to`, or after the last match up to `to` when none lies past.
-  auto head = reading([&] { return stream_.next(filter, from); });
+  auto head = reading_of(stream_name_, [&] { return stream_.next(filter, from); });
   if (!head || head->seq > to) return events;
   std::uint64_t stop_after = std::numeric_limits<std::uint64_t>::max();
-  if (!reading([&] { return stream_.next(filter, to + 1); })) stop_after = last_match(filter, head->seq, to);
+  if (!reading_of(stream_name_, [&] { return stream_.next(filter, to + 1); })) stop_after = last_match(filter, head->seq, to);
   kv::ReadFrom start;
   start.seq = head->seq;
-  auto reader = reading([&] { return stream_.read(filter, start); });
+  auto reader = reading_of(stream_name_, [&] { return stream_.read(filter, start); });
   while (true) {
-    auto message = reading([&] { return reader.next(wait_); });
+    auto message = reading_of(stream_name_, [&] { return reader.next(wait_); });
     if (!message)
       throw Error(Errc::unavailable, "reading the journal stalled after " + std::to_string(events.size()) + " events");
     if (message->seq > to) break;
-    if (auto event = Event::from_message(*message); event && query.matches(*event))
+    if (auto event = Event::from_message(*message, root_); event && query.matches(*event))
       events.push_back(std::move(*event));
     if (message->seq >= stop_after) break;
   }
@@ -345,13 +349,12 @@ std::vector<Event> Journal::read(const JournalQuery& query) const {
   std::uint64_t first = 1, end = 0;
   if (query.thing && !query.name.empty() && !query.since) {
     // One thing: its last message bounds the read, with no stream request.
-    auto last_message = reading([&] { return stream_.last(filter); });
+    auto last_message = reading_of(stream_name_, [&] { return stream_.last(filter); });
     if (!last_message) return {};
     end = last_message->seq;
   } else {
     auto s = state();
-    if (!s) throw Error(Errc::not_bootstrapped, std::string("no journal: stream ") + kEventsStream +
-                                                    " does not exist; `swarm up` makes it");
+    if (!s) throw missing();
     if (s->messages == 0) return {};
     first = s->first_seq;
     end = s->last_seq;
@@ -382,11 +385,11 @@ std::vector<Event> Journal::read(const JournalQuery& query) const {
 std::uint64_t Journal::seq_at(TimePoint time, std::uint64_t first, std::uint64_t end) const {
   // The stream's times grow with its sequence: a binary search by direct
   // gets (about 20 for a million events), no consumer.
-  const std::string all = std::string(kSubjectRoot) + ">";
+  const std::string all = root_ + ">";
   std::uint64_t lo = first, hi = end + 1;  // the answer is in [lo, hi]
   while (lo < hi) {
     const std::uint64_t mid = lo + (hi - lo) / 2;
-    auto m = reading([&] { return stream_.next(all, mid); });
+    auto m = reading_of(stream_name_, [&] { return stream_.next(all, mid); });
     if (!m || m->seq > end) {
       hi = mid;
     } else if (m->time >= time) {
@@ -410,20 +413,20 @@ JournalFollow Journal::follow(const JournalQuery& query, std::optional<std::uint
   }
   JournalQuery q = query;
   q.last = 0;
-  return JournalFollow(reading([&] { return stream_.read(filter_of(query), start); }), std::move(q));
+  return JournalFollow(reading_of(stream_name_, [&] { return stream_.read(filter_of(query), start); }), std::move(q), root_);
 }
 
 std::vector<Event> Journal::last_each(Thing thing, std::string_view bucket) const {
   // The subjects under the prefix, then each one's last message: a direct
   // get per thing, whatever the history behind it.
   std::vector<Event> events;
-  for (const auto& subject : reading([&] {
-         return stream_.subjects(std::string(kSubjectRoot) + std::string(bucket) + "." +
+  for (const auto& subject : reading_of(stream_name_, [&] {
+         return stream_.subjects(root_ + std::string(bucket) + "." +
                                  std::string(to_string(thing)) + ".>");
        })) {
-    auto message = reading([&] { return stream_.last(subject); });
+    auto message = reading_of(stream_name_, [&] { return stream_.last(subject); });
     if (!message) continue;  // dropped meanwhile (age or size)
-    if (auto event = Event::from_message(*message)) events.push_back(std::move(*event));
+    if (auto event = Event::from_message(*message, root_)) events.push_back(std::move(*event));
   }
   return events;
 }

@@ -1,7 +1,8 @@
 // The journal: every ownership act (a join, a commit, a close, a lease
-// granted or lost...) as one event in the stream `swarm-events`, one subject
-// per owned thing, written after the act succeeded. What is journaled and
-// why renewals are not: adr/0020.
+// granted or lost...) as one event in the workspace's stream (swarm-<name>-
+// events; swarm-events for a workspace made before names), one subject per
+// owned thing, written after the act succeeded. What is journaled and why
+// renewals are not: adr/0020.
 #pragma once
 
 #include <chrono>
@@ -15,12 +16,13 @@
 #include "kv/connection.h"
 #include "kv/stream.h"
 #include "swarm/base/clock.h"
+#include "swarm/base/error.h"
 #include "swarm/base/host.h"
 #include "swarm/base/json.h"
+#include "swarm/base/workspace_names.h"
 
 namespace swarm {
 
-inline constexpr const char* kEventsStream = "swarm-events";
 inline constexpr const char* kEventSchema = "swarm.event.v1";
 inline constexpr std::chrono::milliseconds kEventsMaxAge = std::chrono::hours(24 * 30);
 inline constexpr std::int64_t kEventsMaxBytes = std::int64_t(1) << 30;
@@ -29,9 +31,10 @@ inline constexpr std::int64_t kEventsMaxBytes = std::int64_t(1) << 30;
 enum class Thing { slot, lease, task };
 std::string_view to_string(Thing thing);
 
-// `swarm.events.<bucket>.<slot|lease>.<name>`: the subject of one owned
-// thing, in the bucket that holds its record.
-std::string event_subject(Thing thing, std::string_view bucket, std::string_view name);
+// `<root><bucket>.<slot|lease|task>.<name>` (root: WorkspaceNames::event_root,
+// "swarm.<workspace>.events."): the subject of one owned thing, in the bucket
+// that holds its record.
+std::string event_subject(std::string_view root, Thing thing, std::string_view bucket, std::string_view name);
 
 // Who made an act: a host and a process.
 struct Actor {
@@ -60,9 +63,10 @@ struct Event {
 
   // `swarm.event.v1`: with `time` and `seq` once read back.
   Json to_json() const;
-  // An event from a message of the journal; nullopt when it is not one
-  // (not JSON, another schema, or a subject it does not belong to).
-  static std::optional<Event> from_message(const kv::StreamMessage& message);
+  // An event from a message of the journal whose subjects start with
+  // `root`; nullopt when it is not one (not JSON, another schema, or a
+  // subject it does not belong to).
+  static std::optional<Event> from_message(const kv::StreamMessage& message, std::string_view root);
   // What `record` sends as its message id: the same act, sent again, is
   // stored once.
   std::string message_id() const;
@@ -97,7 +101,8 @@ struct JournalQuery {
 
 class JournalFollow {
  public:
-  JournalFollow(kv::StreamReader reader, JournalQuery query) : reader_(std::move(reader)), query_(std::move(query)) {}
+  JournalFollow(kv::StreamReader reader, JournalQuery query, std::string root)
+      : reader_(std::move(reader)), query_(std::move(query)), root_(std::move(root)) {}
   // The next matching event, or nullopt when none came within `timeout`.
   std::optional<Event> next(std::chrono::milliseconds timeout);
   void stop() { reader_.stop(); }
@@ -105,18 +110,19 @@ class JournalFollow {
  private:
   kv::StreamReader reader_;
   JournalQuery query_;
+  std::string root_;
 };
 
 class Journal {
  public:
-  // Binds the workspace's journal on `connection` (no round trip).
-  explicit Journal(const kv::Connection& connection);
+  // Binds the journal of the workspace `names` names on `connection` (no round trip).
+  Journal(const kv::Connection& connection, const WorkspaceNames& names);
 
   // Makes the stream with `replicas` (what `up` does), or checks it; an
   // existing one takes `max_age`/`max_bytes` when they are given (each on
   // its own) and its subjects back. Returns what still differs from what
   // was asked: other replicas (never changed), less room than asked.
-  static std::vector<std::string> ensure(const kv::Connection& connection, int replicas,
+  static std::vector<std::string> ensure(const kv::Connection& connection, const WorkspaceNames& names, int replicas,
                                          std::optional<std::chrono::milliseconds> max_age,
                                          std::optional<std::int64_t> max_bytes);
 
@@ -157,6 +163,14 @@ class Journal {
   // The matching events of [from, to] (sequences), oldest first.
   std::vector<Event> read_range(const std::string& filter, const JournalQuery& query, std::uint64_t from,
                                 std::uint64_t to) const;
+  // The subject of one thing of this workspace's journal.
+  std::string subject_of(Thing thing, std::string_view bucket, std::string_view name) const {
+    return event_subject(root_, thing, bucket, name);
+  }
+  // A stream that is not there: exit 6, naming it and what makes it.
+  Error missing() const;
+  std::string stream_name_;
+  std::string root_;
   kv::Stream stream_;
   kv::Stream writer_;  // stream_ whose publishes take at most a short budget: an act waits little on it
   std::chrono::milliseconds wait_;

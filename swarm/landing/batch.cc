@@ -217,7 +217,7 @@ class Landing::Batch {
 
 std::vector<LandResult> Landing::land_batch(const std::vector<std::string>& slots, const std::string& onto,
                                             Lease& lease, const LandCheck& check) {
-  for (const auto& slot : slots) require_slot_name(slot);
+  for (const auto& slot : slots) require_slot_name(lane_slot(slot));
   if (slots.empty()) return {};
   CheckRun run;
   LandHold hold(leases_, lease, run, "the batch of " + joined(slots), onto);

@@ -54,9 +54,9 @@ void Landing::move_task(const LandResult& r, const std::string& task_id) const {
                                          : "land on " + r.onto + " refused (" + r.reason + "): " + r.message;
     bool moved = false;
     auto changed = queue()->change(task_id, [&](Task& t) {
-      moved = landed ? land_moves(t, r.slot, r.head, how, r.forced) : land_refused(t, r.slot, how);
+      moved = landed ? land_moves(t, lane_slot(r.slot), r.head, how, r.forced) : land_refused(t, lane_slot(r.slot), how);
       if (!moved) {
-        stood = t.state_text + (t.slot == r.slot ? "" : " (slot " + printable(t.slot) + ")");
+        stood = t.state_text + (t.slot == lane_slot(r.slot) ? "" : " (slot " + printable(t.slot) + ")");
         throw Error(Errc::not_found, "unchanged");
       }
     });
@@ -107,19 +107,20 @@ Landing::Reviewed Landing::review(const std::string& slot, const std::string& ta
     if (approving) approve(judged, task->head, by, TimePoint{});
     else reject(judged, reason, by, TimePoint{});
   }
-  const auto tip = Hub::open(hub_).branch_tip("swarm/" + task->slot);
+  const std::string branch = task_branch(task->slot, id);
+  const auto tip = Hub::open(hub_).branch_tip(branch);
   if (!tip)
     throw Error(Errc::not_found, "the hub has no branch swarm/" + task->slot + ": slot " + task->slot +
                                      " pushed nothing to review");
   if (approving && !head.empty() && tip->rfind(head, 0) != 0)
-    throw Error(Errc::conflict, "swarm/" + task->slot + " is at " + tip->substr(0, 12) + " now, not at " +
+    throw Error(Errc::conflict, branch + " is at " + tip->substr(0, 12) + " now, not at " +
                                     printable(head) + ": what was reviewed is not its tip; review " +
                                     tip->substr(0, 12) + " and approve that");
   const TimePoint now = std::chrono::floor<std::chrono::milliseconds>(std::chrono::system_clock::now());
   // What is approved is what the slot closed as done: a branch moved past
   // its close (a push from outside swarm) is not what it said it finished.
   if (approving && !task->head.empty() && task->head != *tip)
-    throw Error(Errc::conflict, "swarm/" + task->slot + " is at " + tip->substr(0, 12) + ", not at " +
+    throw Error(Errc::conflict, branch + " is at " + tip->substr(0, 12) + ", not at " +
                                     printable(task->head.substr(0, 12)) + " where slot " + task->slot +
                                     " closed task " + printable(id) + ": approve once it closed again");
   auto changed = queue()->change(id, [&](Task& t) {

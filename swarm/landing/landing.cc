@@ -89,6 +89,16 @@ void require_branch_name(std::string_view name, std::string_view what) {
       bad("a branch name has no spaces, control characters or any of ~^:?*[\\");
 }
 
+std::string lane_slot(const std::string& name) {
+  auto lane = lane_of(name);
+  return lane ? lane->slot : name;
+}
+
+bool is_parked_lane(const std::string& name) {
+  auto lane = lane_of(name);
+  return lane && lane->parked();
+}
+
 std::string_view to_string(LandResult::Outcome outcome) {
   switch (outcome) {
     case LandResult::Outcome::landed: return "landed";
@@ -104,7 +114,7 @@ Landing::Landing(Workspace workspace, HubLocation hub, SessionStore store, Lease
       store_(std::move(store)),
       leases_(std::move(leases)),
       me_(std::move(me)),
-      journal_(store_.connection()) {}
+      journal_(leases_.journal()) {}
 
 LandBackend& Landing::git() {
   if (git_) return *git_;
@@ -141,13 +151,16 @@ void Landing::require_session(const std::string& slot, std::optional<std::uint64
                                   "; nothing was landed");
 }
 
-std::string Landing::not_ready(const std::string& slot) {
+std::string Landing::not_ready(const std::string& lane) {
+  const std::string slot = lane_slot(lane);
   require_slot_name(slot);
-  const auto tip = Hub::open(hub_).branch_tip("swarm/" + slot);
+  const auto tip = Hub::open(hub_).branch_tip("swarm/" + lane);
   if (!tip)
-    throw Error(Errc::not_found, "the hub has no branch swarm/" + slot + ": slot " + slot + " never pushed anything "
+    throw Error(Errc::not_found, "the hub has no branch swarm/" + lane + ": slot " + slot + " never pushed anything "
                                  "to land (see swarm branches)");
-  if (auto entry = store_.get(slot)) {
+  // A parked task's branch is done work its slot left for another task: its
+  // slot's live session works on that other one.
+  if (auto entry = is_parked_lane(lane) ? std::nullopt : store_.get(slot)) {
     if (entry->corrupt()) return "its session record is corrupt (swarm doctor)";
     const ServerClock clock = store_.server_clock();
     const State state = observed_state(age_of(entry->stored_at, clock.now()), store_.ttl(),
@@ -156,8 +169,8 @@ std::string Landing::not_ready(const std::string& slot) {
       return "its session is " + std::string(to_string(state)) + " (host " + printable(entry->session->host) +
              ", task " + printable(entry->session->task_id) + "): its agent is still at work";
   }
-  const auto close = last_close(slot);
-  if (!close) return "it was never closed";
+  const auto close = close_of(lane, *tip);
+  if (!close) return is_parked_lane(lane) ? "no close of slot " + slot + " at its head is journaled" : "it was never closed";
   const cJSON* result = cJSON_GetObjectItemCaseSensitive(close->detail.get(), "result");
   const std::string said = cJSON_IsString(result) ? result->valuestring : "";
   if (said != "success")
@@ -168,7 +181,7 @@ std::string Landing::not_ready(const std::string& slot) {
   if (cJSON_IsString(head) && *head->valuestring != '\0' && *tip != head->valuestring)
     return "its branch moved since its last close (closed at " + printable(std::string(head->valuestring).substr(0, 12)) +
            ", now " + tip->substr(0, 12) + ")";
-  if (auto refused = refusal_of(slot, *tip)) return standing_refusal_text(*refused);
+  if (auto refused = refusal_of(lane, *tip)) return standing_refusal_text(*refused);
   return not_approved(close->task_id, *tip);
 }
 
@@ -223,9 +236,9 @@ std::optional<StandingRefusal> standing_refusal(const Event& e) {
   return r;
 }
 
-std::string land_message(const std::string& slot, const std::string& onto, const std::string& task,
+std::string land_message(const std::string& lane, const std::string& onto, const std::string& task,
                          std::uint64_t token) {
-  return "Land swarm/" + slot + " on " + onto + "\n\nSwarm-Slot: " + slot +
+  return "Land swarm/" + lane + " on " + onto + "\n\nSwarm-Slot: " + lane_slot(lane) +
          "\nSwarm-Task: " + (task.empty() ? "unknown" : trailer_value(task)) +
          "\nSwarm-Fencing-Token: " + std::to_string(token) + "\n";
 }
@@ -244,12 +257,42 @@ std::optional<Event> Landing::last_close(const std::string& slot) const {
   return std::move(events.back());
 }
 
-std::string Landing::closed_task_of(const std::string& slot) const {
-  const auto close = last_close(slot);
+std::optional<Event> Landing::close_of(const std::string& lane, const std::string& tip) const {
+  if (!is_parked_lane(lane)) return last_close(lane);
+  // A parked head is one its slot closed as done, a few tasks ago at most.
+  constexpr std::size_t kClosesRead = 64;
+  JournalQuery query;
+  query.thing = Thing::slot;
+  query.name = lane_slot(lane);
+  query.buckets = {store_.bucket_name()};
+  query.kinds = {"close"};
+  query.last = kClosesRead;
+  auto events = journal_.read(query);
+  for (auto it = events.rbegin(); it != events.rend(); ++it) {
+    const cJSON* head = cJSON_GetObjectItemCaseSensitive(it->detail.get(), "head");
+    if (cJSON_IsString(head) && tip == head->valuestring) return std::move(*it);
+  }
+  return std::nullopt;
+}
+
+std::string Landing::task_branch(const std::string& slot, const std::string& id) const {
+  const std::string parked = parked_branch(slot, id);
+  if (Hub::open(hub_).branch_tip(parked)) return parked;
+  return "swarm/" + slot;
+}
+
+std::string Landing::closed_task_of(const std::string& lane) const {
+  if (is_parked_lane(lane)) {
+    const auto tip = Hub::open(hub_).branch_tip("swarm/" + lane);
+    const auto close = tip ? close_of(lane, *tip) : std::nullopt;
+    return close ? close->task_id : "";
+  }
+  const auto close = last_close(lane);
   return close ? close->task_id : "";
 }
 
 std::string Landing::task_of(const std::string& slot) const {
+  if (is_parked_lane(slot)) return closed_task_of(slot);
   JournalQuery query;
   query.thing = Thing::slot;
   query.name = slot;
@@ -280,16 +323,19 @@ Branches Landing::branches(const std::string& onto, bool foresee) {
     if (e.kind == "close") closes.emplace(e.name, std::move(e));
   for (auto& info : infos) {
     BranchRow row;
-    if (auto it = states.find(info.slot); it != states.end()) row.state = it->second;
-    auto close = closes.find(info.slot);
+    const bool parked = is_parked_lane(info.slot);
+    if (auto it = states.find(info.slot); it != states.end() && !parked) row.state = it->second;
+    auto close = parked ? closes.end() : closes.find(info.slot);
     if (close == closes.end())
-      if (auto found = last_close(info.slot)) close = closes.emplace(info.slot, std::move(*found)).first;
+      if (auto found = close_of(info.slot, info.head)) close = closes.insert_or_assign(info.slot, std::move(*found)).first;
     if (close != closes.end()) {
       if (const cJSON* r = cJSON_GetObjectItemCaseSensitive(close->second.detail.get(), "result");
           cJSON_IsString(r))
         row.result = r->valuestring;
       row.task_id = close->second.task_id;
       row.closed_seq = close->second.seq;
+      if (const cJSON* h = cJSON_GetObjectItemCaseSensitive(close->second.detail.get(), "head"); cJSON_IsString(h))
+        row.closed_head = h->valuestring;
       const cJSON* lane = cJSON_GetObjectItemCaseSensitive(close->second.detail.get(), "priority");
       row.priority_high = cJSON_IsString(lane) && std::string_view(lane->valuestring) == "high";
     }
@@ -298,7 +344,7 @@ Branches Landing::branches(const std::string& onto, bool foresee) {
     // whether a check's refusal stands against it.
     if (row.result == "success" && !row.git.landed && !row.state) row.refused = refusal_of(row.git.slot, row.git.head);
     if (!row.task_id.empty()) row.task = queued(row.task_id);
-    if (row.task && row.task->slot == row.git.slot) row.review = review_word(*row.task, row.git.head);
+    if (row.task && row.task->slot == lane_slot(row.git.slot)) row.review = review_word(*row.task, row.git.head);
     out.rows.push_back(std::move(row));
   }
   std::sort(out.rows.begin(), out.rows.end(), [](const BranchRow& a, const BranchRow& b) { return a.git.slot < b.git.slot; });
@@ -313,6 +359,19 @@ Branches Landing::branches(const std::string& onto, bool foresee) {
       if (auto it = by_branch.find("swarm/" + row.git.slot); it != by_branch.end()) row.conflicts = std::move(it->second);
   }
   return out;
+}
+
+std::string Landing::lane_of_task(const std::string& onto, const std::string& id) {
+  const BranchRow* found = nullptr;
+  const auto report = branches(onto, false);
+  for (const auto& row : report.rows)
+    if (row.task_id == id && !row.git.landed && row.closed_head == row.git.head &&
+        (found == nullptr || row.closed_seq > found->closed_seq))
+      found = &row;
+  if (found == nullptr)
+    throw Error(Errc::not_found, "no unlanded branch on the hub holds the head task " + printable(id) +
+                                     " was closed at; see `swarm branches` (a task lands once its slot closed it)");
+  return found->git.slot;
 }
 
 std::vector<Overlap> Landing::commit_overlaps(const std::string& slot, const std::string& onto, std::uint64_t token,
@@ -339,7 +398,7 @@ std::vector<BranchRow> Landing::ready(const std::string& onto, std::vector<Branc
   for (auto& row : branches(onto, false).rows) {
     // Landed, and its task not moved (the lander killed between its push
     // and the task's write): completed now, as a land of it would.
-    if (row.git.landed && row.task && row.task->slot == row.git.slot && row.task->head == row.git.head &&
+    if (row.git.landed && row.task && row.task->slot == lane_slot(row.git.slot) && row.task->head == row.git.head &&
         (row.task->state() == TaskState::approved || row.task->state() == TaskState::in_review)) {
       LandResult landed;
       landed.outcome = LandResult::Outcome::already_landed;
@@ -349,6 +408,9 @@ std::vector<BranchRow> Landing::ready(const std::string& onto, std::vector<Branc
       move_task(landed, row.task->id);
     }
     if (row.result != "success" || row.git.landed || row.state) continue;
+    // Its branch moved past that close (the slot took up another task): what
+    // is there now was never said to be done.
+    if (!row.closed_head.empty() && row.closed_head != row.git.head) continue;
     if (!review_required_ || (row.task && approved_at(*row.task, row.git.head))) out.push_back(std::move(row));
     else if (unreviewed != nullptr) unreviewed->push_back(std::move(row));
   }
@@ -445,14 +507,16 @@ std::optional<LandResult> Landing::refused_for_holds(LandResult& result, const s
                                                     const std::vector<LeaseEntry>* live) {
   std::vector<LeaseEntry> others;
   if (live == nullptr) {
-    others = translating_kv([&] { return HoldStore(leases_, me_, kDefaultLeaseTtl).live_exclusive_of_others(result.slot, HoldStore::Listing::exact); });
+    others = translating_kv([&] {
+      return HoldStore(leases_, me_, kDefaultLeaseTtl).live_exclusive_of_others(lane_slot(result.slot), HoldStore::Listing::exact);
+    });
   } else {
     for (const auto& e : *live)
-      if (!e.corrupt() && e.record->slot != result.slot && e.record->kind != to_string(HoldKind::shared))
+      if (!e.corrupt() && e.record->slot != lane_slot(result.slot) && e.record->kind != to_string(HoldKind::shared))
         others.push_back(e);
   }
   if (others.empty()) return std::nullopt;  // nothing to compare: no diff read
-  const auto held = held_elsewhere(others, result.slot, git().branch_changes(result.onto, "swarm/" + result.slot));
+  const auto held = held_elsewhere(others, lane_slot(result.slot), git().branch_changes(result.onto, "swarm/" + result.slot));
   if (held.empty()) return std::nullopt;
   journal_.record(hold_conflict_event(store_.bucket_name(), result.slot, task, result.token, result.token, "land",
                                       held, past_holds_ ? "forced" : "refuse", Actor::here(me_)));
@@ -470,7 +534,7 @@ std::optional<LandResult> Landing::refused_for_holds(LandResult& result, const s
 
 LandResult Landing::land(const std::string& slot, const std::string& onto, Lease& lease, const LandCheck& check,
                          bool forced) {
-  require_slot_name(slot);
+  require_slot_name(lane_slot(slot));
   LandResult result;
   result.slot = slot;
   result.onto = onto;

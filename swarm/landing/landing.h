@@ -55,12 +55,22 @@ std::optional<StandingRefusal> standing_refusal(const Event& e);
 // Why it stands, for people: what refused it, at which head, and how it ends.
 std::string standing_refusal_text(const StandingRefusal& r);
 
-// One slot branch as `branches` shows it.
+// The slot a landable branch belongs to: its own (`slot`), or the one that
+// parked a task's head as swarm/<slot>.<key> (adr/0050). `name` is what
+// follows "swarm/"; a name of neither shape is its own slot (refused by the
+// verbs that need one).
+std::string lane_slot(const std::string& name);
+// Whether `name` is a parked task's branch (swarm/<slot>.<key>).
+bool is_parked_lane(const std::string& name);
+
+// One slot branch (or a parked task's, git.slot being <slot>.<key>) as
+// `branches` shows it.
 struct BranchRow {
   BranchInfo git;
   std::optional<State> state;  // its live session's, or none
   std::string result;          // the last close's result ("" when none is journaled)
   std::string task_id;         // of that close
+  std::string closed_head;     // the head that close named ("" when none)
   std::uint64_t closed_seq = 0;
   bool priority_high = false;  // that close said --priority high: the fast lane of land --ready
   std::vector<Overlap> conflicts;  // foreseen (unlanded branches only; see Landing::branches)
@@ -134,6 +144,8 @@ class Landing {
   // tip. Approve: `head` (a commit id or its prefix, "" for the tip) must be
   // the tip (else conflict: the branch moved past what was reviewed).
   // Reject: back to open with `reason`. Journaled review.approve/reject.
+  // A task whose slot took up another task since is judged at its parked
+  // branch, swarm/<slot>.<key>.
   struct Reviewed {
     Task task;
     std::uint64_t revision = 0;
@@ -141,6 +153,23 @@ class Landing {
   };
   Reviewed review(const std::string& slot, const std::string& task_id, bool approve, const std::string& head,
                   const std::string& reason, const std::string& by);
+
+  // `swarm review show`: what an approval of task `id` approves, judged on
+  // `onto`: its branch (its slot's, or the one it was parked at), the head
+  // it is at and the one its slot closed, its diff since the merge base,
+  // the check's refusal that stands against that head, and why an
+  // approval would be refused now ("" when it would be taken).
+  struct ReviewView {
+    Task task;
+    std::string branch;
+    std::string tip;
+    std::string onto;
+    std::string onto_tip;
+    BranchDiff diff;
+    std::optional<StandingRefusal> refused;
+    std::string not_approvable;
+  };
+  ReviewView review_view(const std::string& onto, const std::string& id);
 
   // `given`, or the hub's default branch when empty.
   std::string onto(const std::string& given);
@@ -179,6 +208,11 @@ class Landing {
   // leaves the onto branch and the journal as they were). Throws as land.
   std::vector<LandResult> land_batch(const std::vector<std::string>& slots, const std::string& onto, Lease& lease,
                                      const LandCheck& check);
+
+  // The branch that holds task `id`'s closed head, unlanded on `onto`
+  // (its slot's own, or the one it was parked at: see lane_slot), for
+  // `land --task`; not_found naming the task when none does.
+  std::string lane_of_task(const std::string& onto, const std::string& id);
 
   // Why `slot` is not ready to land on its own, as `land --ready` would
   // judge it ("" when it is): its last close was not success (or none is
@@ -223,6 +257,13 @@ class Landing {
   std::string closed_task_of(const std::string& slot) const;
   // The journal's last `close` of the slot (none: never closed).
   std::optional<Event> last_close(const std::string& slot) const;
+  // The close a lane's branch is at: for a slot's own, its last close; for
+  // a parked task's, the slot's close at `tip` (its head), read back among
+  // its recent closes.
+  std::optional<Event> close_of(const std::string& lane, const std::string& tip) const;
+  // The branch task `id` of `slot` is judged at: its parked one when the
+  // hub has it, else the slot's own.
+  std::string task_branch(const std::string& slot, const std::string& id) const;
   // The merged tree checked out and checked: the refusal, or nullopt when it passed.
   // `require_held` throws when the lease was lost (before anything is decided from the check).
   // `commit` checked out in the onto branch's checkout and checked, again

@@ -124,11 +124,11 @@ LeaseEntry lease_entry_of(kv::Entry&& entry) {
   return out;
 }
 
-LeaseStore LeaseStore::open(const kv::Connection& connection, const std::string& bucket) {
+LeaseStore LeaseStore::open(const kv::Connection& connection, const WorkspaceNames& names) {
   try {
-    return LeaseStore(kv::Bucket::open(connection, bucket));
+    return LeaseStore(kv::Bucket::open(connection, names.leases), names);
   } catch (const kv::Error& e) {
-    throw bucket_open_error(e, "lease", bucket, connection.connected_url());
+    throw bucket_open_error(e, "lease", names.leases, connection.connected_url());
   }
 }
 

@@ -29,7 +29,7 @@
 
 namespace swarm {
 
-inline constexpr const char* kDefaultLeaseBucket = "swarm-leases";
+inline constexpr const char* kDefaultLeaseBucket = kLegacyLeaseBucket;
 
 // Who asks for a lease.
 struct LeaseHolder {
@@ -146,13 +146,13 @@ struct LiveWaiter {
 
 class LeaseStore {
  public:
-  // Binds the existing bucket (never creates it): a missing one is
-  // not_bootstrapped.
-  static LeaseStore open(const kv::Connection& connection, const std::string& bucket = kDefaultLeaseBucket);
+  // Binds the existing bucket names.leases (never creates it): a missing
+  // one is not_bootstrapped. Its grants are journaled in names' journal.
+  static LeaseStore open(const kv::Connection& connection, const WorkspaceNames& names);
   // The same with no round trip (kv::Bucket::bind): for verbs that may not
   // touch a lease at all.
-  static LeaseStore bind(const kv::Connection& connection, const std::string& bucket = kDefaultLeaseBucket) {
-    return LeaseStore(kv::Bucket::bind(connection, bucket));
+  static LeaseStore bind(const kv::Connection& connection, const WorkspaceNames& names) {
+    return LeaseStore(kv::Bucket::bind(connection, names.leases), names);
   }
 
   // The bucket's keys for the queue, the mutex and the election (its waiters'
@@ -240,7 +240,8 @@ class LeaseStore {
   const Journal& journal() const { return journal_; }
 
  private:
-  explicit LeaseStore(kv::Bucket bucket) : keys_(std::move(bucket)), journal_(keys_.bucket_.connection()) {}
+  LeaseStore(kv::Bucket bucket, const WorkspaceNames& names)
+      : keys_(std::move(bucket)), journal_(keys_.bucket_.connection(), names) {}
   const kv::Bucket& bucket() const { return keys_.bucket_; }
   Lease write_grant(const std::string& name, LeaseRecord record, const LastWrite& over) const;
   std::vector<LeaseEntry> with_clock(const std::function<std::vector<LeaseEntry>()>& listing) const;

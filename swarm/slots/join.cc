@@ -135,7 +135,15 @@ void SlotLifecycle::set_up_joined_slot(JoinResult& result, JoinSteps& done) cons
   log::phase("join: took the task's lease");
   done.task_claimed = true;
   task_step(done.task_refused, [&] { claim_queued(result, done); });
-  Worktree worktree = ensure_worktree(s.slot, &result.resumed_worktree, result.base, &result.started);
+  const WorktreeStart start = task_start(s.slot, s.task_id, result.base);
+  if (start.other_task && has_worktree(s.slot)) {
+    // The folder is there until it is set aside: a failure on the way leaves it (undo_join).
+    result.resumed_worktree = true;
+    set_aside_other_task(result);
+    result.resumed_worktree = false;
+  }
+  Worktree worktree = ensure_worktree(s.slot, &result.resumed_worktree, start, &result.started);
+  done.resume = start;
   SafeDir folder = *workspace_.slot_folder(s.slot);
   folder.write_file(kLeafPidName, std::to_string(s.leaf_pid) + "\n");
   // A slot's run of work starts with a new worktree (or one kept by close);
@@ -215,6 +223,7 @@ JoinResult SlotLifecycle::join(const std::string& slot, const std::string& task,
   // and its worktree as they were.
   require_joinable(slot);
   task_step(joiner.task_refused, [&] {
+    release_dead_claim(slot, task);
     tasks_.require_claimable(slot, task);
     require_queued_claimable(slot, task, joiner);
   });
@@ -271,6 +280,7 @@ JoinResult SlotLifecycle::join(const std::string& slot, const std::string& task,
   // The replaced session's holds were its own: the new one holds nothing yet.
   if (result.replaced && result.replaced->session)
     for (const auto& w : holds_.release_all(slot, result.replaced->token(), result.replaced->session->holds)) warn(w);
+  forget_resumed(result, done.resume);
   result.worktree = fs::weakly_canonical(workspace_.worktree(slot));
   journal_.record(join_event(store_.bucket_name(), result, result.replaced_state));
   log::phase("join: journaled");

@@ -59,7 +59,7 @@ SlotLifecycle::SlotLifecycle(Workspace workspace, WorkspaceConfig config, Sessio
       holds_(std::move(leases), me, store_.ttl()),
       me_(std::move(me)),
       clock_(std::move(clock)),
-      journal_(store_.connection()) {}
+      journal_(store_.connection(), config_.names()) {}
 
 SlotLifecycle SlotLifecycle::with_budget(std::chrono::milliseconds budget) const {
   SlotLifecycle copy = *this;
@@ -283,7 +283,7 @@ SessionEntry SlotLifecycle::read_own(const std::string& slot, ExpectedSession se
   return *entry;
 }
 
-Worktree SlotLifecycle::ensure_worktree(const std::string& slot, bool* resumed, const std::string& base,
+Worktree SlotLifecycle::ensure_worktree(const std::string& slot, bool* resumed, const WorktreeStart& start,
                                         WorktreeStarted* started) const {
   const fs::path wt = workspace_.worktree(slot);
   SafeDir slots = workspace_.make_folder(kSlotsFolder);
@@ -317,8 +317,7 @@ Worktree SlotLifecycle::ensure_worktree(const std::string& slot, bool* resumed, 
   SafeDir trash = workspace_.make_folder(kTrashFolder, 0700);
   const std::string clone = clone_name(slot, clock_());
   try {
-    Worktree::create(hub_, trash.path() / clone, slot,
-                     {.base = base, .recovery_prefix = "refs/recovery/" + recovery_name(slot, clock_())}, started);
+    Worktree::create(hub_, trash.path() / clone, slot, start, started);
     if (!trash.move(clone, folder, kWorktreeName))
       throw Error(Errc::filesystem, "cannot move the new clone of slot " + slot + " into " + wt.string() +
                                         ": .swarm/trash/ is on another filesystem than .swarm/slots/");

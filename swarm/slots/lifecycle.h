@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,9 @@ struct JoinResult {
   bool resumed_worktree = false;         // the slot's folder was already there
   std::string base;                      // join --base REF, or empty
   WorktreeStarted started;               // where a new worktree's branch started (empty when resumed)
+  // The folder of a gone session of another task, salvaged and removed
+  // before this task's worktree was made (its files' folder; empty: none).
+  Salvage set_aside;
 };
 
 struct CommitResult {
@@ -274,6 +278,7 @@ class SlotLifecycle {
     bool* task_refused = nullptr;       // Joiner::task_refused
     bool queued_only = false;           // Joiner::queued_only
     const std::vector<std::string>* labels = nullptr;  // Joiner::labels
+    WorktreeStart resume;                              // where the worktree started (task_start)
   };
   // Runs a step of the join that concerns its task: a conflict it throws
   // marks the join refused because of the task (join_next moves on).
@@ -290,6 +295,17 @@ class SlotLifecycle {
   // any write, the claim of the record by CAS after the task lease, and
   // its undo when a later step fails.
   void require_queued_claimable(const std::string& slot, const std::string& task, const Joiner& joiner) const;
+  // Of the working tasks `ids`, those whose claim lapsed: their task lease
+  // released or gone, expired, or held for a run of this host that is gone
+  // (dead_claim). join --next claims them as it claims ready ones.
+  std::set<std::string> lapsed_claims(const std::vector<std::string>& ids) const;
+  // Whether `lease` (a task lease) is the claim of a session of this host
+  // whose run is gone (by /proc, with its start time): dead at once, not
+  // a TTL later.
+  bool dead_claim(const LeaseEntry& lease) const;
+  // Before a join takes `task`: another slot's dead claim on it is let go
+  // (its lease released at that grant), so it is taken over at once.
+  void release_dead_claim(const std::string& slot, const std::string& task) const;
   void claim_queued(const JoinResult& result, JoinSteps& done) const;
   void undo_queued_claim(const JoinResult& result, const JoinSteps& done) const;
   // close's side: the slot's working task moves by its result.
@@ -334,9 +350,18 @@ class SlotLifecycle {
   void release_record(const std::string& slot, const std::optional<SessionEntry>& entry, CloseResult& result) const;
   // The worktree's files to .swarm/recovery/, then its folder removed.
   void salvage_files_and_remove(const std::string& slot, TimePoint now, CloseResult& result) const;
-  // Makes the slot's worktree, or opens the one there; `resumed` says which.
-  Worktree ensure_worktree(const std::string& slot, bool* resumed, const std::string& base = {},
+  // Makes the slot's worktree (from `start`), or opens the one there;
+  // `resumed` says which.
+  Worktree ensure_worktree(const std::string& slot, bool* resumed, const WorktreeStart& start,
                            WorktreeStarted* started = nullptr) const;
+  // One task's work per branch (task_start.cc, adr/0050): where a new
+  // worktree of `slot` for `task` starts, from what the journal says its
+  // branch holds; the folder of a gone session of another task set aside
+  // (salvaged as close salvages, then removed) before it is made anew; and,
+  // once the join is done, the parked branch it resumed removed.
+  WorktreeStart task_start(const std::string& slot, const std::string& task, const std::string& base) const;
+  void set_aside_other_task(JoinResult& result) const;
+  void forget_resumed(const JoinResult& result, const WorktreeStart& start) const;
   // Whether the slot committed in its current run: the branch moved since
   // session-base, or (a slot joined before session-base existed) it has
   // commits beyond the default branch.

@@ -3,6 +3,7 @@
 // never work one task), close moves it by its result. A task id that is not
 // in the queue stays a free-form tracker id, as before tasks.
 #include <algorithm>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -13,6 +14,7 @@
 #include "swarm/base/test_seam.h"
 #include "swarm/base/text.h"
 #include "swarm/slots/lifecycle.h"
+#include "swarm/slots/liveness.h"
 #include "swarm/tasks/events.h"
 #include "swarm/tasks/task_rules.h"
 
@@ -24,8 +26,13 @@ namespace {
 constexpr std::size_t kMaxCandidates = 64;
 // join --next --wait looks at the queue again at least this often.
 constexpr std::chrono::seconds kLookAgain{1};
-// The whole queue is listed to mend its index at most this often.
-constexpr std::chrono::seconds kScanEvery{10};
+
+// The claim order of two hints: most urgent, then oldest, then by id.
+bool hint_before(const ReadyHint& a, const ReadyHint& b) {
+  if (a.priority != b.priority) return a.priority < b.priority;
+  if (a.created_at != b.created_at) return a.created_at < b.created_at;
+  return natural_less(a.id, b.id);
+}
 
 // A task without every label join --next asked for is not its to claim.
 void require_labels_of(const Task& t, const std::vector<std::string>* labels) {
@@ -38,6 +45,52 @@ void require_labels_of(const Task& t, const std::vector<std::string>* labels) {
 const std::optional<TaskStore>& SlotLifecycle::queue() const {
   if (!queue_) queue_.emplace(TaskStore::open_if_exists(store_.connection(), config_.task_bucket));
   return *queue_;
+}
+
+std::set<std::string> SlotLifecycle::lapsed_claims(const std::vector<std::string>& ids) const {
+  std::set<std::string> lapsed;
+  if (ids.empty()) return lapsed;
+  std::vector<std::string> names;
+  for (const auto& id : ids) names.push_back(task_lease_name(id));
+  const LeaseStore& leases = tasks_.store();
+  std::map<std::string, LeaseEntry> held;
+  for (auto& e : leases.get_together(names)) held.emplace(e.name, std::move(e));
+  const TimePoint now = leases.server_clock().now();
+  for (const auto& id : ids) {
+    auto it = held.find(task_lease_name(id));
+    if (it == held.end()) {  // released, or never taken: nobody works it
+      lapsed.insert(id);
+      continue;
+    }
+    const LeaseEntry& e = it->second;
+    if (e.corrupt() || e.record->task != id) continue;  // refused by the claim, named there
+    if (standing_of(e, now).state == LeaseState::expired || dead_claim(e)) lapsed.insert(id);
+  }
+  return lapsed;
+}
+
+bool SlotLifecycle::dead_claim(const LeaseEntry& lease) const {
+  if (lease.corrupt() || lease.record->slot.empty() || lease.record->host != me_.host) return false;
+  auto owner = store_.get(lease.record->slot);
+  if (!owner || owner->corrupt() || !me_.owns(*owner->session)) return false;
+  const Session& s = *owner->session;
+  return s.task_id == lease.record->task && run_is_gone(s.leaf_pid, s.leaf_start, s.agent_pid, s.agent_start);
+}
+
+void SlotLifecycle::release_dead_claim(const std::string& slot, const std::string& task) const {
+  auto lease = tasks_.read(task);
+  if (!lease || lease->corrupt() || lease->record->slot == slot || lease->record->task != task || !dead_claim(*lease))
+    return;
+  // Released at that very grant (a claim made since is another's): the
+  // task is taken over at once, as join takes a dead session over.
+  try {
+    tasks_.store().release(lease->name, lease->token());
+    log::info("task {}: let go of the claim of slot {}, whose run is gone from this host", printable(task),
+              printable(lease->record->slot));
+  } catch (const Error& e) {
+    log::debug("task {}: the dead claim of slot {} was not let go: {}", printable(task),
+               printable(lease->record->slot), e.what());
+  }
 }
 
 void SlotLifecycle::require_queued_claimable(const std::string& slot, const std::string& task,
@@ -176,30 +229,54 @@ JoinResult SlotLifecycle::join_next(const std::string& slot, const std::vector<s
         return std::nullopt;
       }
     };
-    // The ready index first (a few small keys): a hint not won is removed
-    // unless its task is ready after all. Then the tasks being worked: one
-    // whose claim lapsed (its agent died) is claimed as a lapsed claim.
-    // Then, at most once per kScanEvery across all claimers, the whole
-    // queue: it finds what the index lacks (a hint a killed writer never
-    // wrote) and mends it (adr/0038).
-    for (const ReadyHint& hint : q->ready_hints()) {
+    // The index first (a few small keys): the ready tasks' hints and the
+    // working ones' whose claim lapsed (their agent died: its lease gone,
+    // expired, or its run dead on this host), in one order, most urgent
+    // first. A ready hint not won is removed unless its task is ready after
+    // all. When no hint is won, this process lists the whole queue: the
+    // records are the truth, and a hint anyone deletes or plants steers no
+    // claim (adr/0038).
+    std::vector<ReadyHint> hinted;
+    for (ReadyHint& hint : q->ready_hints()) {
       if (!hint.sound) {
         q->forget_hint(hint);  // unreadable, or planted under another key: no task
         continue;
       }
-      if (!has_labels(hint.labels, labels)) continue;
-      if (auto joined = attempt(hint.id)) return std::move(*joined);
-      q->forget_hint(hint);
+      if (has_labels(hint.labels, labels)) hinted.push_back(std::move(hint));
     }
-    for (const ReadyHint& hint : q->working_hints())
-      if (hint.sound && has_labels(hint.labels, labels))
-        if (auto joined = attempt(hint.id)) return std::move(*joined);
+    const std::size_t ready_count = hinted.size();
+    {
+      std::vector<ReadyHint> working;
+      for (ReadyHint& hint : q->working_hints())
+        if (hint.sound && has_labels(hint.labels, labels)) working.push_back(std::move(hint));
+      std::vector<std::string> ids;
+      for (const auto& h : working) ids.push_back(h.id);
+      const auto lapsed = lapsed_claims(ids);
+      for (ReadyHint& hint : working)
+        if (lapsed.count(hint.id) != 0) hinted.push_back(std::move(hint));
+    }
+    std::vector<bool> was_ready(hinted.size(), false);
+    for (std::size_t i = 0; i < ready_count; ++i) was_ready[i] = true;
+    std::vector<std::size_t> order(hinted.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return hint_before(hinted[a], hinted[b]);
+    });
+    for (std::size_t i : order) {
+      if (auto joined = attempt(hinted[i].id)) return std::move(*joined);
+      if (was_ready[i]) q->forget_hint(hinted[i]);
+    }
     tried = 0;  // the whole listing's candidates have a budget of their own
-    if (q->scan_due(kScanEvery)) {
+    {
       log::phase("join --next: no hint was won; listing the queue");
       const auto all = q->list();
       q->repair_hints(all);
-      for (const Task& candidate : claim_order(all, labels))
+      std::vector<std::string> working;
+      for (const auto& e : all)
+        if (e.task && e.task->state() == TaskState::working) working.push_back(e.task->id);
+      const auto lapsed = lapsed_claims(working);
+      for (const Task& candidate :
+           claim_order(all, labels, [&](const Task& t) { return lapsed.count(t.id) != 0; }))
         if (auto joined = attempt(candidate.id)) return std::move(*joined);
     }
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());

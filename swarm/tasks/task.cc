@@ -3,6 +3,7 @@
 #include <array>
 
 #include "swarm/base/error.h"
+#include "swarm/base/names.h"
 #include "swarm/base/text.h"
 #include <cctype>
 
@@ -87,6 +88,20 @@ std::string task_key(const std::string& id) {
                          std::string::npos &&
                      id.find("..") == std::string::npos && id.back() != '.';
   return plain ? id : "h" + stable_hash_hex(id);
+}
+
+std::string parked_branch(const std::string& slot, const std::string& task_id) {
+  std::string key = task_key(task_id);
+  if (key.size() >= 5 && key.compare(key.size() - 5, 5, ".lock") == 0) key = "h" + stable_hash_hex(task_id);
+  return "swarm/" + slot + "." + key;
+}
+
+std::optional<Lane> lane_of(std::string_view name) {
+  const auto dot = name.find('.');
+  Lane lane{std::string(name.substr(0, dot)), dot == std::string_view::npos ? "" : std::string(name.substr(dot + 1))};
+  if (!is_valid_slot_name(lane.slot)) return std::nullopt;
+  if (dot != std::string_view::npos && lane.key.empty()) return std::nullopt;
+  return lane;
 }
 
 void require_task_title(std::string_view title) {

@@ -11,11 +11,12 @@
 
 #include "swarm/base/clock.h"
 #include "swarm/base/record.h"
+#include "swarm/base/workspace_names.h"
 
 namespace swarm {
 
 inline constexpr const char* kTaskSchema = "swarm.task.v1";
-inline constexpr const char* kDefaultTaskBucket = "swarm-tasks";
+inline constexpr const char* kDefaultTaskBucket = kLegacyTaskBucket;
 
 enum class TaskState { open, working, in_review, approved, completed, failed, cancelled };
 std::string_view to_string(TaskState state);
@@ -80,6 +81,21 @@ struct Task {
 // The KV key of task `id`: the id itself when it is a plain key
 // (^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$), else "h" and its stable hash.
 std::string task_key(const std::string& id);
+
+// Where a slot keeps a task's closed head once it works on another task
+// (adr/0050): the hub's branch swarm/<slot>.<key>, its key task_key(id) (a
+// hash when that ends in ".lock", which git takes for no branch). Slot
+// names have no '.', so no slot's own branch is ever one of these.
+std::string parked_branch(const std::string& slot, const std::string& task_id);
+// What follows "swarm/" in a branch landing lists: a slot's own branch
+// (`slot`, key empty) or a parked task's (`slot`.`key`); nullopt for a name
+// of neither shape.
+struct Lane {
+  std::string slot;
+  std::string key;  // "" for the slot's own branch
+  bool parked() const { return !key.empty(); }
+};
+std::optional<Lane> lane_of(std::string_view name);
 // Bad input (exit 2) naming the value: a title (one line of text, at most
 // 200 bytes), a label, a priority out of 0-4.
 void require_task_title(std::string_view title);

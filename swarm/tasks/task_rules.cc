@@ -210,7 +210,8 @@ bool listed_before(const Task& a, const Task& b) {
   return natural_less(a.id, b.id);
 }
 
-std::vector<Task> claim_order(const std::vector<TaskEntry>& all, const std::vector<std::string>& labels) {
+std::vector<Task> claim_order(const std::vector<TaskEntry>& all, const std::vector<std::string>& labels,
+                              const std::function<bool(const Task&)>& lapsed) {
   std::map<std::string, TaskState> states;
   for (const auto& e : all)
     if (e.task) states[e.task->id] = e.task->state();
@@ -218,16 +219,14 @@ std::vector<Task> claim_order(const std::vector<TaskEntry>& all, const std::vect
     auto it = states.find(id);
     return it == states.end() ? std::nullopt : std::optional(it->second);
   };
-  std::vector<Task> ready, working;
+  std::vector<Task> out;
   for (const auto& e : all) {
     if (!e.task || !has_labels(e.task->labels, labels)) continue;
-    if (is_ready(*e.task, state_of)) ready.push_back(*e.task);
-    else if (e.task->state() == TaskState::working) working.push_back(*e.task);
+    if (is_ready(*e.task, state_of) || (e.task->state() == TaskState::working && lapsed && lapsed(*e.task)))
+      out.push_back(*e.task);
   }
-  std::sort(ready.begin(), ready.end(), listed_before);
-  std::sort(working.begin(), working.end(), listed_before);
-  ready.insert(ready.end(), working.begin(), working.end());
-  return ready;
+  std::sort(out.begin(), out.end(), listed_before);
+  return out;
 }
 
 void require_after(const std::string& id, const std::vector<std::string>& after, const std::vector<TaskEntry>& all) {

@@ -70,10 +70,13 @@ bool land_moves(Task& task, const std::string& slot, const std::string& head, co
 bool land_refused(Task& task, const std::string& slot, const std::string& refusal);
 void reopen(Task& task);
 
-// Tasks ready for a claim, most urgent first, then oldest (then by id):
-// those whose labels include every one of `labels`. Working tasks follow
-// (a claim of one succeeds only when its lease lapsed).
-std::vector<Task> claim_order(const std::vector<TaskEntry>& all, const std::vector<std::string>& labels);
+// Tasks a claim may take, most urgent first, then oldest (then by id):
+// those whose labels include every one of `labels` that are ready, or
+// working under a claim that lapsed (`lapsed` says which: its lease gone,
+// expired, or its run dead), in one order: a lapsed claim of an urgent task
+// comes before a ready task of less urgency.
+std::vector<Task> claim_order(const std::vector<TaskEntry>& all, const std::vector<std::string>& labels,
+                              const std::function<bool(const Task&)>& lapsed);
 // Whether `have` (a task's labels) holds every one of `wanted`.
 bool has_labels(const std::vector<std::string>& have, const std::vector<std::string>& wanted);
 // The listing order: priority, then age, then id.

@@ -27,8 +27,6 @@ constexpr const char* kCounterKey = "_next";
 // The index's keys: a prefix and the task's key.
 constexpr std::string_view kHintPrefix = "_ready.";
 constexpr std::string_view kWorkingPrefix = "_working.";
-// When the whole queue was last listed to mend the index.
-constexpr const char* kScannedKey = "_scanned";
 
 std::string hint_key(const std::string& id) { return std::string(kHintPrefix) + task_key(id); }
 std::string working_key(const std::string& id) { return std::string(kWorkingPrefix) + task_key(id); }
@@ -313,22 +311,6 @@ void TaskStore::forget_hint(const ReadyHint& hint) const {
     translating_kv([&] { bucket_.remove_hint(hint.key); });
   } catch (const Error& e) {
     swarm::log::info("a stale hint {} was left ({})", printable(hint.key), e.what());
-  }
-}
-
-bool TaskStore::scan_due(std::chrono::seconds every) const {
-  try {
-    const auto now = std::chrono::system_clock::now();
-    const std::string stamp = format_rfc3339(std::chrono::floor<std::chrono::milliseconds>(now));
-    auto last = translating_kv([&] { return bucket_.get(kScannedKey); });
-    if (!last) return translating_kv([&] { return bucket_.create(kScannedKey, stamp); }) > 0;
-    // By the server's time of the last scan against this host's clock: a
-    // skewed clock makes scans more or less frequent, never wrong.
-    if (now - last->created < every) return false;
-    return translating_kv([&] { return bucket_.update(kScannedKey, stamp, last->revision); }) > 0;
-  } catch (const Error& e) {
-    if (e.kind() == Errc::conflict) return false;  // another claimer scans
-    throw;
   }
 }
 

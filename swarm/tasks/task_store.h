@@ -94,10 +94,6 @@ class TaskStore {
   // they lack, removed where their task is no longer so. Returns how many
   // it changed.
   std::size_t repair_hints(const std::vector<TaskEntry>& all) const;
-  // Whether this caller is the one to list the whole queue and mend the
-  // index now: true at most once per `every` across all claimers (a CAS of
-  // the key _scanned).
-  bool scan_due(std::chrono::seconds every) const;
 
   // The next generated id, T-<n>, from a CAS counter (key "_next"): two
   // concurrent adds never get the same number. Ids taken by hand or by an

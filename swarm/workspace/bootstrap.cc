@@ -11,8 +11,10 @@
 #include "swarm/base/file_lock.h"
 #include "swarm/base/log.h"
 #include "swarm/base/secret.h"
+#include "swarm/base/text.h"
 #include "swarm/base/warnings.h"
 #include "swarm/base/words.h"
+#include "swarm/base/workspace_names.h"
 #include "swarm/git/hub.h"
 #include "swarm/journal/journal.h"
 #include "swarm/bus/blobs.h"
@@ -152,6 +154,111 @@ void require_safe_servers(const UpOptions& options, const kv::ConnectionOptions&
               "them anyway; nothing was made");
 }
 
+// Whether the server has the bucket `name`.
+bool has_bucket(const kv::Connection& nats, const std::string& name) {
+  try {
+    kv::Bucket::open(nats, name);
+    return true;
+  } catch (const kv::Error& e) {
+    if (e.kind() == kv::Errc::not_found) return false;
+    throw from_kv(e);
+  }
+}
+
+// A new workspace's id: what tells two workspaces that took one name apart.
+std::string fresh_workspace_id() { return random_secret().substr(0, 32); }
+
+// The key of a named workspace's task bucket that says which workspace
+// made it (its hub's mark's id): a workspace of another hub that took the
+// same name is refused before it touches anything of it.
+constexpr const char* kWorkspaceKey = "_workspace";
+
+// The id the server's buckets of `config`'s name were made for; nullopt
+// when none is recorded (new buckets, or none yet).
+std::optional<std::string> recorded_workspace(const kv::Connection& nats, const WorkspaceConfig& config) {
+  try {
+    auto entry = kv::Bucket::open(nats, config.task_bucket).get(kWorkspaceKey);
+    if (!entry) return std::nullopt;
+    return entry->value;
+  } catch (const kv::Error& e) {
+    if (e.kind() == kv::Errc::not_found) return std::nullopt;
+    throw from_kv(e);
+  }
+}
+
+// Throws conflict when the server's buckets of the name belong to another
+// workspace (another hub's mark).
+void require_own_buckets(const kv::Connection& nats, const WorkspaceConfig& config, const Hub::WorkspaceMark& mark) {
+  const auto recorded = recorded_workspace(nats, config);
+  if (!recorded || *recorded == mark.id) return;
+  throw Error(Errc::conflict, "the NATS server holds another workspace named " + config.name + " (made with another "
+                                  "hub than " + config.hub_location().shown() + "): two workspaces cannot share a "
+                                  "name on one server; give this one another with `swarm up --name NAME`; nothing "
+                                  "was changed");
+}
+
+// Records the mark's id in the task bucket (made by now), unless one is there.
+void record_workspace(const kv::Connection& nats, const WorkspaceConfig& config, const Hub::WorkspaceMark& mark) {
+  try {
+    kv::Bucket::open(nats, config.task_bucket).create(kWorkspaceKey, mark.id);
+  } catch (const kv::Error& e) {
+    if (e.kind() != kv::Errc::conflict) throw from_kv(e);
+    require_own_buckets(nats, config, mark);
+  }
+}
+
+// A new config's name (adr/0049): --name, else the one its hub is marked
+// with (another host's workspace), else none when the hub is one that a
+// workspace made before names works on (its slot branches there, its
+// session bucket on the server), else a new one. A hub that is there is
+// marked at once, so two hosts racing to make one workspace agree; a name
+// whose buckets on the server another hub's workspace made is refused.
+void choose_name(const UpOptions& options, const kv::Connection& nats, UpResult& result) {
+  WorkspaceConfig& config = result.config;
+  const HubLocation hub = config.hub_location();
+  const bool hub_there = hub.remote() || Hub::exists_at(hub.path());
+  const auto mark = hub_there ? Hub::workspace_mark(hub) : std::nullopt;
+  if (mark && !is_valid_workspace_name(mark->name))
+    throw Error(Errc::corrupt, "the hub " + hub.shown() + " is marked as a workspace with no valid name (its ref "
+                                   "refs/swarm/workspace was not written by swarm); nothing was made");
+  Hub::WorkspaceMark chosen{"", fresh_workspace_id()};
+  if (options.name) {
+    if (mark && mark->name != *options.name)
+      throw Error(Errc::bad_input, "--name " + *options.name + ": the hub " + hub.shown() + " is workspace " +
+                                       mark->name + "'s; give `--name " + mark->name + "` (or none) to join it, or "
+                                       "another hub for a new workspace; nothing was made");
+    chosen.name = *options.name;
+    result.name_from = mark ? "hub" : "given";
+  } else if (mark) {
+    chosen.name = mark->name;
+    result.name_from = "hub";
+  } else if (hub_there && Hub::has_slot_branches(hub) && has_bucket(nats, config.bucket)) {
+    result.name_from = "unnamed";
+    return;
+  } else {
+    chosen.name = new_workspace_name(result.workspace.root().filename().string());
+    result.name_from = "new";
+  }
+  if (mark) chosen = *mark;
+  config.take_name(chosen.name);
+  require_own_buckets(nats, config, chosen);
+  // An empty hub is seeded first (Hub::ensure, below), then marked.
+  if (hub_there && !mark && Hub::has_branches(hub)) {
+    const auto won = Hub::mark_workspace(hub, chosen);
+    if (won.name != chosen.name || won.id != chosen.id) {
+      if (options.name && won.name != *options.name)
+        throw Error(Errc::conflict, "another host marked the hub " + hub.shown() + " as workspace " + won.name +
+                                        " meanwhile; nothing was made, run `swarm up` again without --name to join it");
+      config.take_name(won.name);
+      require_own_buckets(nats, config, won);
+      chosen = won;
+      result.name_from = "hub";
+    }
+  }
+  config.workspace_id = chosen.id;
+  if (options.bucket) config.bucket = *options.bucket;
+}
+
 // The part of `up` that needs the server: buckets, hub, config.json.
 void finish_up(const UpOptions& options, UpResult& result) {
   const Workspace& ws = result.workspace;
@@ -160,6 +267,8 @@ void finish_up(const UpOptions& options, UpResult& result) {
   connection.urls = kv::split_urls(config.nats_url);
   use_embedded_token(ws.nats_dir(), config, connection);
   kv::Connection nats = connect_nats(connection);
+  if (result.created_config) choose_name(options, nats, result);
+  else result.name_from = config.name.empty() ? "unnamed" : "kept";
   // A new config, or a workspace moving to another NATS: the buckets there say how they run.
   if (result.created_config || result.moved_nats) adopt_existing_buckets(options, nats, result);
   require_safe_servers(options, connection, nats, result);
@@ -167,7 +276,7 @@ void finish_up(const UpOptions& options, UpResult& result) {
   // a small store refuses, and then nothing else is made (exit 9).
   try {
     result.journal_differs =
-        Journal::ensure(nats, config.replicas, options.events_max_age, options.events_max_bytes);
+        Journal::ensure(nats, config.names(), config.replicas, options.events_max_age, options.events_max_bytes);
   } catch (const Error& e) {
     if (e.kind() != Errc::filesystem || !config.embedded) throw;
     throw Error(Errc::filesystem, std::string(e.what()) + "; the embedded server keeps its store in " +
@@ -194,9 +303,9 @@ void finish_up(const UpOptions& options, UpResult& result) {
     // The task queue (swarm task): a workspace made before it gets it now.
     TaskStore::ensure(nats, config.task_bucket, config.replicas);
     // Messages between agents: the bus, its cursors and its blobs (the same).
-    result.bus_differs = Bus::ensure(nats, config.replicas, options.bus_max_age, options.bus_max_bytes);
-    Cursors::ensure(nats, config.replicas);
-    Blobs::ensure(nats, config.replicas);
+    result.bus_differs = Bus::ensure(nats, config.names(), config.replicas, options.bus_max_age, options.bus_max_bytes);
+    Cursors::ensure(nats, config.names(), config.replicas);
+    Blobs::ensure(nats, config.names(), config.replicas);
   } catch (const Error& e) {
     if (e.kind() != Errc::conflict) throw;
     throw Error(Errc::conflict, std::string(e.what()) +
@@ -204,8 +313,8 @@ void finish_up(const UpOptions& options, UpResult& result) {
                                     "the bucket when no session is live");
   }
 
-  result.journal = Journal(nats).state();
-  result.bus = Bus(nats, config.bucket).state();
+  result.journal = Journal(nats, config.names()).state();
+  result.bus = Bus(nats, config.names()).state();
 
   // Seeding an empty hub builds its first commits in .swarm/hub-seed.<pid>,
   // removed after. `up` runs alone (the up-lock): any other such folder is
@@ -215,6 +324,17 @@ void finish_up(const UpOptions& options, UpResult& result) {
     if (is_seed_scratch(name)) dot_swarm.remove_tree(name);
   const fs::path scratch = ws.swarm_dir() / ("hub-seed." + std::to_string(::getpid()));
   Hub::ensure(config.hub_location(), ws.root(), scratch, &result.created_hub);
+  // A hub made just now is marked now; one marked before keeps its mark,
+  // and the buckets say which workspace's they are.
+  if (!config.name.empty()) {
+    if (config.workspace_id.empty()) config.workspace_id = fresh_workspace_id();
+    const auto mark = Hub::mark_workspace(config.hub_location(), {config.name, config.workspace_id});
+    if (mark.name != config.name || mark.id != config.workspace_id)
+      throw Error(Errc::conflict, "the hub " + config.hub_location().shown() + " is marked as another workspace (" +
+                                      printable(mark.name) + ") than this one (" + config.name + "): one hub is "
+                                      "one workspace; give this workspace its own hub (`swarm up --hub`)");
+    record_workspace(nats, config, mark);
+  }
   try {
     result.added_remote = Hub::add_remote_to(ws.root(), config.hub_location());
   } catch (const Error& e) {
@@ -364,6 +484,7 @@ UpResult up(const UpOptions& options) {
   if (options.nats_url) translating_kv([&] { kv::require_valid_urls(*options.nats_url); });
   if (options.check && !options.check->empty()) split_words(*options.check, "--check");
   if (options.bucket) translating_kv([&] { kv::require_valid_bucket_name(*options.bucket); });
+  if (options.name) require_workspace_name(*options.name);
   std::optional<HubLocation> hub;
   if (options.hub) hub = parse_hub_location(*options.hub, fs::current_path());
   if (hub) hub->require_no_password_over_http();
@@ -395,6 +516,15 @@ UpResult up(const UpOptions& options) {
       result.replaced_config = ws.config_file().string() + ".corrupt-" + format_compact_utc(std::chrono::system_clock::now());
       break;
   }
+  // A workspace's name never changes: its records are where its name says.
+  if (options.name && !result.created_config && *options.name != config.name)
+    throw Error(Errc::bad_input,
+                config.name.empty()
+                    ? "--name " + *options.name + ": this workspace was made before workspaces had names and keeps the "
+                          "shared names it was made with (swarm-sessions, swarm-events, ...); a name is given to a new "
+                          "workspace only (see docs/operating.md, \"A workspace made before names\"); nothing was changed"
+                    : "--name " + *options.name + ": this workspace is named " + config.name + ", and a workspace's "
+                          "name never changes; nothing was changed");
   if (options.ttl) config.ttl = *options.ttl;
   if (options.replicas) config.replicas = *options.replicas;
   if (options.bucket) config.bucket = *options.bucket;

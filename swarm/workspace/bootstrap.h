@@ -21,7 +21,11 @@ struct UpOptions {
   std::optional<std::string> nats_url;             // external NATS (comma-separated); empty: embedded
   std::optional<std::chrono::milliseconds> ttl;    // default: the config's, else 5m
   std::optional<int> replicas;                     // default: the config's, else 1
-  std::optional<std::string> bucket;               // default: the config's, else swarm-sessions
+  std::optional<std::string> bucket;               // default: the config's, else the workspace's own
+  // The workspace's name on its server (a new workspace: this, else the
+  // one its hub is marked with, else a new one; an existing one keeps its
+  // own, and one made before names keeps having none).
+  std::optional<std::string> name;
   std::optional<std::string> hub;                  // a path or URL; default: the config's, else .swarm/hub.git
   // The journal's limits (stream swarm-events): given, they are applied to
   // an existing stream too; else a new one keeps 30 days and 1 GiB.
@@ -54,6 +58,10 @@ struct UpResult {
   std::string replaced_config;  // where a corrupt config.json was kept, when up rebuilt it
   bool created_hub = false;     // made, or an empty one seeded
   bool found_buckets = false;   // a new config took the buckets' TTL and replicas (made by another host)
+  // Where the workspace's name came from: "kept" (its config's), "given"
+  // (--name), "hub" (the hub's mark: another host's workspace joined),
+  // "new", or "unnamed" (one made before names, joined or kept as it is).
+  std::string name_from;
   bool moved_nats = false;      // --nats-url named another NATS than the config's
   // When the session bucket's TTL was not the config's: the bucket's before
   // it was changed in place to --ttl (ttl_changed), or without --ttl the

@@ -93,6 +93,25 @@ std::vector<std::string> WorkspaceConfig::check_command() const {
   return split_words(check, "check");
 }
 
+WorkspaceNames WorkspaceConfig::names() const {
+  WorkspaceNames out = name.empty() ? WorkspaceNames::legacy(bucket, lease_bucket, task_bucket) : WorkspaceNames::of(name);
+  // A named workspace's buckets are its own; --bucket still names another
+  // session bucket within its streams.
+  out.sessions = bucket;
+  out.leases = lease_bucket;
+  out.tasks = task_bucket;
+  return out;
+}
+
+void WorkspaceConfig::take_name(const std::string& workspace_name) {
+  require_workspace_name(workspace_name);
+  const WorkspaceNames own = WorkspaceNames::of(workspace_name);
+  name = workspace_name;
+  bucket = own.sessions;
+  lease_bucket = own.leases;
+  task_bucket = own.tasks;
+}
+
 namespace {
 
 // Where config.json's hub is kept for a workspace whose own hub is at
@@ -127,6 +146,13 @@ Workspace::ConfigFile parse_config(const std::string& text, const std::string& f
     else *value = item->valuestring;
   };
   str("nats_url", &config.nats_url);
+  str("name", &config.name);
+  str("workspace_id", &config.workspace_id);
+  if (!config.name.empty()) {
+    // Its buckets default to its own names (a config that lists them says the same).
+    if (!is_valid_workspace_name(config.name)) return bad("'name' is not a workspace name");
+    config.take_name(config.name);
+  }
   str("bucket", &config.bucket);
   str("hub", &config.hub);
   str("lease_bucket", &config.lease_bucket);
@@ -245,6 +271,8 @@ WorkspaceConfig Workspace::load_config() const {
 void Workspace::save_config(const WorkspaceConfig& config) const {
   Json json = Json::object();
   json.set("nats_url", config.nats_url);
+  if (!config.name.empty()) json.set("name", config.name);
+  if (!config.workspace_id.empty()) json.set("workspace_id", config.workspace_id);
   json.set("bucket", config.bucket);
   // The workspace's own hub by its place in the workspace: a moved or
   // copied workspace keeps using its own.

@@ -14,6 +14,7 @@
 #include "swarm/base/port_range.h"
 #include "swarm/base/safe_dir.h"
 #include "swarm/base/token_watermark.h"
+#include "swarm/base/workspace_names.h"
 #include "swarm/git/hub_location.h"
 #include "swarm/lease/lease.h"
 #include "swarm/tasks/task.h"
@@ -21,7 +22,7 @@
 namespace swarm {
 
 // The session bucket and its TTL when `up` is not told otherwise.
-inline constexpr const char* kDefaultSessionBucket = "swarm-sessions";
+inline constexpr const char* kDefaultSessionBucket = kLegacySessionBucket;
 inline constexpr std::chrono::minutes kDefaultSessionTtl{5};
 // A session TTL outside these is a typo: a dead agent would hold its slot
 // (and its task lease, which has the session's TTL) for more than an hour,
@@ -41,6 +42,13 @@ HoldPolicy parse_hold_policy(std::string_view text);
 
 struct WorkspaceConfig {
   std::string nats_url;  // one URL or several, comma-separated
+  // The workspace's own name on its server (`up --name`; adr/0049): every
+  // bucket, stream and subject root it uses carries it. "" for a workspace
+  // made before names, which keeps the shared names it was made with.
+  std::string name;
+  // What tells two workspaces that took one name apart: its hub's mark
+  // (refs/swarm/workspace) and its task bucket's `_workspace` key hold it.
+  std::string workspace_id;
   std::string bucket = kDefaultSessionBucket;
   // The hub: its absolute path, or its URL (checked by parse_config). A hub
   // inside the workspace is stored relative to it (a moved or copied
@@ -68,6 +76,11 @@ struct WorkspaceConfig {
   HoldPolicy holds = HoldPolicy::warn;
 
   std::vector<std::string> check_command() const;
+  // Where its records live on the server: its own names, or (made before
+  // names) the buckets above and the shared streams.
+  WorkspaceNames names() const;
+  // Names the workspace `name` and its buckets after it.
+  void take_name(const std::string& workspace_name);
 
   HubLocation hub_location() const { return parse_hub_location(hub, "/"); }
 };

@@ -29,8 +29,8 @@ std::pair<swarm::UpResult, std::vector<std::string>> workspace_at(Bench& b, cons
 
 // 4. `swarm commit` of one small file against git add/commit/push with the git CLI.
 void commit_small_file(Bench& b) {
-  swarm::SlotLifecycle life(b.up.workspace, b.up.config, swarm::SessionStore::open(b.nats),
-                            swarm::LeaseStore::open(b.nats), {"bench-host", "bench-id"});
+  swarm::SlotLifecycle life(b.up.workspace, b.up.config, swarm::SessionStore::open(b.nats, b.up.config.bucket),
+                            swarm::LeaseStore::open(b.nats, b.up.config.names()), {"bench-host", "bench-id"});
   const std::vector<std::string> as_bench_host = {b.ws_env, "SWARM_HOST=bench-host", "SWARM_HOST_ID=bench-id"};
   auto join = run_process({b.swarm_bin, "join", "--slot", "commit", "--task", "T-commit"}, as_bench_host);
   if (join.exit != 0) fail("join for commit failed");

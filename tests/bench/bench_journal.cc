@@ -14,16 +14,16 @@ namespace {
 // Fills the journal with `n` events of `slots` slots, round-robin: one
 // slot's events are spread over the whole stream (the worst case for
 // reading its last few).
-void fill_journal(Raw& raw, int n, int slots) {
+void fill_journal(Raw& raw, const swarm::WorkspaceNames& names, int n, int slots) {
   jsPubOptions options;
   jsPubOptions_Init(&options);
   for (int i = 0; i < n; ++i) {
     const std::string slot = "j" + std::to_string(i % slots);
-    swarm::Event e = swarm::slot_event(i % 3 == 0 ? "join" : (i % 3 == 1 ? "commit" : "close"), "swarm-sessions",
+    swarm::Event e = swarm::slot_event(i % 3 == 0 ? "join" : (i % 3 == 1 ? "commit" : "close"), names.sessions,
                                        slot, {"bench-host", "bench-id", 4242}, "T-" + std::to_string(i), i + 1, i + 1);
     e.detail.set("head", "0123456789abcdef0123456789abcdef01234567").set("pushed", true);
     const std::string value = e.to_json().dump();
-    const std::string subject = swarm::event_subject(swarm::Thing::slot, "swarm-sessions", slot);
+    const std::string subject = swarm::event_subject(names.event_root, swarm::Thing::slot, names.sessions, slot);
     check(js_PublishAsync(raw.js, subject.c_str(), value.data(), static_cast<int>(value.size()), &options),
           "journal fill publish");
   }
@@ -39,11 +39,12 @@ void fill_journal(Raw& raw, int n, int slots) {
 void log_long_history(Bench& b) {
   const int events = b.quick ? 100000 : 1000000;
   const int slots = 1000;
-  swarm::Journal journal(b.nats);
+  const swarm::WorkspaceNames names = b.up.config.names();
+  swarm::Journal journal(b.nats, names);
   auto before = journal.state();
   if (!before) fail("no journal stream: swarm up should have made it");
   const auto fill_start = Clock::now();
-  fill_journal(b.raw, events, slots);
+  fill_journal(b.raw, names, events, slots);
   const double fill_s = ms_since(fill_start) / 1000.0;
   auto after = journal.state();
   if (!after || after->messages < before->messages + static_cast<std::uint64_t>(events))
@@ -60,8 +61,8 @@ void log_long_history(Bench& b) {
     if (j.exit != 0) fail("swarm log --json failed");
     json_ms.push_back(j.ms);
     auto base = run_process({b.minimal_get, b.server.url(), "--last-of",
-                             std::string(swarm::kEventsStream) + ":" +
-                                 swarm::event_subject(swarm::Thing::slot, "swarm-sessions", slot)},
+                             names.events + ":" +
+                                 swarm::event_subject(names.event_root, swarm::Thing::slot, names.sessions, slot)},
                             {});
     if (base.exit != 0) fail("minimal_get --last-of failed");
     base_ms.push_back(base.ms);

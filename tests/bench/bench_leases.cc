@@ -65,12 +65,12 @@ void push_renewal_rows(Bench& b, int n, const std::vector<double>& lease_ms, con
 // 7. Lease renew: LeaseStore::renew against one CAS update.
 // 8. A session renewed with its task lease, in one round trip, against one CAS update.
 void lease_renewals(Bench& b) {
-  auto store = swarm::LeaseStore::open(b.nats);
+  auto store = swarm::LeaseStore::open(b.nats, b.up.config.names());
   auto lease = store.acquire("bench-renew", bench_holder(), 60s);
-  swarm::SlotLifecycle life(b.up.workspace, b.up.config, swarm::SessionStore::open(b.nats), store,
+  swarm::SlotLifecycle life(b.up.workspace, b.up.config, swarm::SessionStore::open(b.nats, b.up.config.bucket), store,
                             {"bench-host", "bench-id"});
   life.join("with-task", "T-bench", swarm::Takeover::only_stale, getpid());
-  auto entry = *swarm::SessionStore::open(b.nats).get("with-task");
+  auto entry = *swarm::SessionStore::open(b.nats, b.up.config.bucket).get("with-task");
   auto task_lease = *store.get(swarm::task_lease_name("T-bench"));
   kvStore* kv = b.raw.bucket("swarm-sessions");
   std::string value = swarm::to_json(*entry.session);
@@ -119,7 +119,7 @@ double swarm_handoff_ms(Bench& b, swarm::LeaseStore& store, const swarm::LeaseHo
   std::atomic<bool> started{false};
   Clock::time_point granted_and_spawned;
   std::thread waiter([&] {
-    auto own = swarm::LeaseStore::open(swarm::connect_nats({.urls = {b.server.url()}}));
+    auto own = swarm::LeaseStore::open(swarm::connect_nats({.urls = {b.server.url()}}), b.up.config.names());
     swarm::Mutex m(own, "handoff", who, 30s);
     auto lease = m.lock(std::nullopt);
     auto child = swarm::ChildProcess::start({"/bin/true"}, {});
@@ -184,7 +184,7 @@ std::pair<double, double> raw_handoff_ms(kvStore* kv) {
 // 9. Lock hand-off: from the holder's release to the next waiter's command
 // started, against a raw watch-then-create hand-off and the same spawn.
 void lock_handoff(Bench& b) {
-  auto store = swarm::LeaseStore::open(b.nats);
+  auto store = swarm::LeaseStore::open(b.nats, b.up.config.names());
   kvStore* kv = b.raw.bucket("swarm-leases");
   int n = b.quick ? 10 : 30;
   std::vector<double> swarm_ms, base_ms, floor_ms;
@@ -210,7 +210,7 @@ void lock_handoff(Bench& b) {
 // 10. 32 waiters on one lock, each holding it 10 ms: granted in arrival
 // order, all done within 1.3 x 32 x (hold + raw hand-off).
 void lock_queue(Bench& b) {
-  auto store = swarm::LeaseStore::open(b.nats);
+  auto store = swarm::LeaseStore::open(b.nats, b.up.config.names());
   constexpr int kWaiters = 32;
   constexpr double kHoldMs = 10;
   const swarm::LeaseHolder who = bench_holder();
@@ -220,7 +220,7 @@ void lock_queue(Bench& b) {
   std::vector<std::thread> waiters;
   for (int i = 0; i < kWaiters; ++i) {
     waiters.emplace_back([&, i] {
-      auto own = swarm::LeaseStore::open(swarm::connect_nats({.urls = {b.server.url()}}));
+      auto own = swarm::LeaseStore::open(swarm::connect_nats({.urls = {b.server.url()}}), b.up.config.names());
       swarm::Mutex m(own, "queue32", who, 30s);
       auto lease = m.lock(std::nullopt);
       {
@@ -357,7 +357,7 @@ void cli_contenders(Bench& b) {
 // gate; from the holder's release to the waiter's command spawned, against
 // the raw watch-then-create hand-off and the same spawn.
 void permit_handoff(Bench& b) {
-  auto store = swarm::LeaseStore::open(b.nats);
+  auto store = swarm::LeaseStore::open(b.nats, b.up.config.names());
   kvStore* kv = b.raw.bucket("swarm-leases");
   const int n = b.quick ? 10 : 30;
   const swarm::LeaseHolder who = bench_holder();
@@ -369,7 +369,7 @@ void permit_handoff(Bench& b) {
     std::atomic<bool> at_gate{false};
     Clock::time_point spawned;
     std::thread waiter([&] {
-      auto own = swarm::LeaseStore::open(swarm::connect_nats({.urls = {b.server.url()}}));
+      auto own = swarm::LeaseStore::open(swarm::connect_nats({.urls = {b.server.url()}}), b.up.config.names());
       swarm::Mutex gate(own, swarm::gate_lease("permits"), who, 30s);
       auto at = gate.lock(std::nullopt);
       at_gate = true;
@@ -450,8 +450,8 @@ void durable_grants(Bench& b) {
   auto c_plain = swarm::connect_nats({.urls = {plain_server->url()}});
   auto open = [](const kv::Connection& c) {
     kv::Bucket::ensure(c, {.name = swarm::kDefaultLeaseBucket, .ttl = std::chrono::hours(24)});
-    swarm::Journal::ensure(c, 1, std::nullopt, std::nullopt);  // a grant journals itself, as in a workspace
-    return swarm::LeaseStore::open(c);
+    swarm::Journal::ensure(c, swarm::WorkspaceNames::unnamed(), 1, std::nullopt, std::nullopt);  // a grant journals itself, as in a workspace
+    return swarm::LeaseStore::open(c, swarm::WorkspaceNames::unnamed());
   };
   const swarm::LeaseStore synced = open(c_synced), plain = open(c_plain);
   const std::filesystem::path marks = b.dir.path() / "watermark";

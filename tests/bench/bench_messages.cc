@@ -30,6 +30,7 @@ constexpr int kInboxes = 1000;
 constexpr int kPerInbox = 100;
 
 std::string bucket_of(const Bench& b) { return b.up.config.bucket; }
+swarm::WorkspaceNames names_of(const Bench& b) { return b.up.config.names(); }
 
 std::string message_json(const std::string& id, const std::string& to, const std::string& body) {
   swarm::Message m;
@@ -42,16 +43,16 @@ std::string message_json(const std::string& id, const std::string& to, const std
 
 // 100,000 messages, 100 to each of 1,000 inboxes, interleaved as a busy bus has them.
 void fill_bus(Bench& b) {
-  auto stream = kv::Stream::bind(b.nats, swarm::kBusStream);
+  auto stream = kv::Stream::bind(b.nats, names_of(b).bus);
   const std::string bucket = bucket_of(b);
-  if (stream.last(swarm::inbox_subject(bucket, "i999"))) return;
+  if (stream.last(swarm::inbox_subject(names_of(b).bus_root, bucket, "i999"))) return;
   jsPubOptions options;
   jsPubOptions_Init(&options);
   const std::string body(150, 'm');
   for (int n = 0; n < kPerInbox; ++n)
     for (int i = 0; i < kInboxes; ++i) {
       const std::string to = "i" + std::to_string(i);
-      const std::string subject = swarm::inbox_subject(bucket, to);
+      const std::string subject = swarm::inbox_subject(names_of(b).bus_root, bucket, to);
       const std::string value = message_json("fill-" + std::to_string(n) + "-" + std::to_string(i), to, body);
       check(js_PublishAsync(b.raw.js, subject.c_str(), value.data(), static_cast<int>(value.size()), &options),
             "fill the bus");
@@ -68,7 +69,7 @@ void fill_bus(Bench& b) {
 void send_message(Bench& b) {
   const int n = b.quick ? 10 : 40;
   const std::string body(1024, 'b');
-  const std::string subject = swarm::inbox_subject(bucket_of(b), "send-bench");
+  const std::string subject = swarm::inbox_subject(names_of(b).bus_root, bucket_of(b), "send-bench");
   std::vector<double> swarm_ms, base_ms;
   for (int i = 0; i < n + 2; ++i) {
     auto s = run_process({b.swarm_bin, "send", "--to", "send-bench", "--from", "bench", body}, {b.ws_env});
@@ -89,7 +90,7 @@ void send_message(Bench& b) {
 void inbox_of_many(Bench& b) {
   fill_bus(b);
   const int n = b.quick ? 10 : 30;
-  const std::string subject = swarm::inbox_subject(bucket_of(b), "i500");
+  const std::string subject = swarm::inbox_subject(names_of(b).bus_root, bucket_of(b), "i500");
   for (const char* json : {"", "--json"}) {
     std::vector<double> swarm_ms, base_ms;
     std::vector<std::string> args = {b.swarm_bin, "inbox", "--as", "i500", "-n", "100"};
@@ -117,14 +118,14 @@ void inbox_of_many(Bench& b) {
 void ask_round_trip(Bench& b) {
   const int n = b.quick ? 10 : 40;
   const std::string bucket = bucket_of(b);
-  const swarm::Bus bus(b.nats, bucket);
+  const swarm::Bus bus(b.nats, names_of(b));
   std::atomic<bool> stop{false};
   std::thread responder([&] {
-    auto reader = kv::Stream::bind(b.nats, swarm::kBusStream).read(swarm::inbox_subject(bucket, "lead"), {.new_only = true});
+    auto reader = kv::Stream::bind(b.nats, names_of(b).bus).read(swarm::inbox_subject(names_of(b).bus_root, bucket, "lead"), {.new_only = true});
     while (!stop) {
       auto m = reader.next(std::chrono::milliseconds(100));
       if (!m) continue;
-      auto d = swarm::delivered_of(*m, bucket);
+      auto d = swarm::delivered_of(*m, names_of(b).bus_root, bucket);
       if (d.corrupt()) continue;
       swarm::Message reply;
       reply.id = swarm::fresh_message_id();
@@ -139,8 +140,8 @@ void ask_round_trip(Bench& b) {
   std::vector<double> swarm_ms, base_ms;
   for (int i = 0; i < n + 2; ++i) {
     auto s = run_process({b.swarm_bin, "ask", "--to", "lead", "--from", "asker", "--wait", "10s", "may I?"}, {b.ws_env});
-    auto base = run_process({MINIMAL_BUS_BINARY, b.server.url(), "ask", swarm::inbox_subject(bucket, "lead"),
-                             swarm::inbox_subject(bucket, "rawasker")},
+    auto base = run_process({MINIMAL_BUS_BINARY, b.server.url(), "ask", swarm::inbox_subject(names_of(b).bus_root, bucket, "lead"),
+                             swarm::inbox_subject(names_of(b).bus_root, bucket, "rawasker")},
                             {});
     if (s.exit != 0 || base.exit != 0) {
       stop = true;

@@ -22,10 +22,10 @@ namespace bench {
 
 // 1. Session renew: one CAS update with a known revision, both ways.
 void session_renew(Bench& b) {
-  swarm::SlotLifecycle life(b.up.workspace, b.up.config, swarm::SessionStore::open(b.nats),
-                            swarm::LeaseStore::open(b.nats), {"bench-host", "bench-id"});
+  swarm::SlotLifecycle life(b.up.workspace, b.up.config, swarm::SessionStore::open(b.nats, b.up.config.bucket),
+                            swarm::LeaseStore::open(b.nats, b.up.config.names()), {"bench-host", "bench-id"});
   life.join("renew", "T-renew", swarm::Takeover::only_stale, getpid());
-  auto entry = *swarm::SessionStore::open(b.nats).get("renew");
+  auto entry = *swarm::SessionStore::open(b.nats, b.up.config.bucket).get("renew");
   kvStore* kv = b.raw.bucket("swarm-sessions");
   std::string value = swarm::to_json(*entry.session);
   uint64_t raw_rev = 0;
@@ -191,10 +191,10 @@ namespace bench {
 // every 100 ms: never late, one session token all along.
 void run_keeps_its_session(Bench& b) {
   {
-    swarm::SlotLifecycle life(b.up.workspace, b.up.config, swarm::SessionStore::open(b.nats),
-                              swarm::LeaseStore::open(b.nats), {"bench-host", "bench-id"});
+    swarm::SlotLifecycle life(b.up.workspace, b.up.config, swarm::SessionStore::open(b.nats, b.up.config.bucket),
+                              swarm::LeaseStore::open(b.nats, b.up.config.names()), {"bench-host", "bench-id"});
     life.join("keeper", "T-keeper", swarm::Takeover::only_stale, getpid());
-    auto entry = *swarm::SessionStore::open(b.nats).get("keeper");
+    auto entry = *swarm::SessionStore::open(b.nats, b.up.config.bucket).get("keeper");
     kvStore* kv = b.raw.bucket("swarm-sessions");
     std::string value = swarm::to_json(*entry.session);
     uint64_t raw_rev = 0;
@@ -202,7 +202,7 @@ void run_keeps_its_session(Bench& b) {
     // The floor keeps the same two records alive by hand: one raw CAS update
     // of each, the task lease's value as swarm wrote it.
     kvStore* leases = b.raw.bucket("swarm-leases");
-    auto task = swarm::LeaseStore::open(b.nats).get(swarm::task_lease_name("T-keeper"));
+    auto task = swarm::LeaseStore::open(b.nats, b.up.config.names()).get(swarm::task_lease_name("T-keeper"));
     if (!task) throw std::runtime_error("the keeper's task lease is missing");
     const std::string lease_value = swarm::to_json(*task->record);
     uint64_t raw_lease_rev = 0;

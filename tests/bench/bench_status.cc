@@ -13,10 +13,10 @@ namespace bench {
 
 // 3. `swarm status` as a process, 10 sessions, against connect + bind + one get.
 void status_process(Bench& b) {
-  swarm::SlotLifecycle life(b.up.workspace, b.up.config, swarm::SessionStore::open(b.nats),
-                            swarm::LeaseStore::open(b.nats), {"bench-host", "bench-id"});
+  swarm::SlotLifecycle life(b.up.workspace, b.up.config, swarm::SessionStore::open(b.nats, b.up.config.bucket),
+                            swarm::LeaseStore::open(b.nats, b.up.config.names()), {"bench-host", "bench-id"});
   for (int i = 0; i < 9; ++i) life.join("st" + std::to_string(i), "T-st" + std::to_string(i), swarm::Takeover::only_stale, getpid());  // + "renew" = 10
-  if (!swarm::SessionStore::open(b.nats).get("renew")) life.join("renew", "T-renew", swarm::Takeover::only_stale, getpid());  // case 1 skipped (--only)
+  if (!swarm::SessionStore::open(b.nats, b.up.config.bucket).get("renew")) life.join("renew", "T-renew", swarm::Takeover::only_stale, getpid());  // case 1 skipped (--only)
   int n = b.quick ? 15 : 60;
   std::vector<double> swarm_ms, base_ms;
   for (int i = 0; i < n; ++i) {

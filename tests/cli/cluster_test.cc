@@ -39,8 +39,8 @@ TEST_CASE("Cluster_WorkspaceOnThreeNodesSurvivesANodeLoss") {
   bool old_server = false;
   {
     auto connection = kv::Connection::connect({.urls = cluster.url_list()});
-    CHECK(kv::Bucket::open(connection, "swarm-sessions").config().replicas == 3);
-    CHECK(kv::Bucket::open(connection, "swarm-leases").config().replicas == 3);
+    CHECK(kv::Bucket::open(connection, ws.names().sessions).config().replicas == 3);
+    CHECK(kv::Bucket::open(connection, ws.names().leases).config().replicas == 3);
     // doctor names a replicated workspace on a server before 2.10 (a problem, exit 8), and only there.
     old_server = kv::version_before(connection.server_version(), 2, 10);
     RunResult doctor = ws.swarm({"doctor", "--json"});
@@ -114,7 +114,7 @@ TEST_CASE("Cluster_ReplicasNeedServers2_10UnlessAccepted") {
   CHECK(up.err.find("nats-server " + version) != std::string::npos);
   CHECK(up.err.find("2.10") != std::string::npos);
   CHECK(up.err.find("--accept-unsafe-server") != std::string::npos);
-  CHECK(kv_kind_of_open(connection, "swarm-sessions") == kv::Errc::not_found);  // nothing made
+  CHECK(kv_kind_of_open(connection, "swarm-sessions") == kv::Errc::not_found);  // nothing made (no config: any name)
   CHECK_FALSE(std::filesystem::exists(ws.root() / ".swarm/config.json"));
   RunResult accepted = up_on_cluster(ws, cluster, {"--replicas", "3"});
   CHECK_MESSAGE(accepted.exit == 0, accepted.err);
@@ -128,7 +128,9 @@ TEST_CASE("Cluster_VerbsRideOutALeaderElection") {
   SwarmWorkspace ws({.up = false});
   SwarmWorkspace other({.up = false});
   REQUIRE(up_on_cluster(ws, cluster, {"--replicas", "3"}).exit == 0);
-  REQUIRE(up_on_cluster(other, cluster, {"--replicas", "3"}).exit == 0);
+  // The other host joins this workspace (its hub, so its name), in a checkout of its own.
+  REQUIRE(up_on_cluster(other, cluster, {"--replicas", "3", "--hub", (ws.root() / ".swarm/hub.git").string()}, kHostB)
+              .exit == 0);
   REQUIRE(ws.swarm({"join", "--slot", "a", "--task", "T-1"}).exit == 0);
 
   const std::vector<std::string> patient = {"--timeout", "20s", "--json"};
@@ -166,7 +168,7 @@ TEST_CASE("Cluster_VerbsRideOutALeaderElection") {
   std::string leader;
   {
     auto connection = kv::Connection::connect({.urls = cluster.url_list()});
-    leader = kv::Bucket::open(connection, "swarm-sessions").leader();
+    leader = kv::Bucket::open(connection, ws.names().sessions).leader();
   }
   int victim = leader == "n1" ? 0 : leader == "n2" ? 1 : 2;
   cluster.node(victim).kill();
@@ -213,7 +215,7 @@ TEST_CASE("Cluster_JournalKeepsEveryActThroughALeaderKill") {
   std::string leader;
   {
     auto connection = kv::Connection::connect({.urls = cluster.url_list()});
-    auto state = kv::Stream::bind(connection, "swarm-events").state();
+    auto state = kv::Stream::bind(connection, ws.names().events).state();
     REQUIRE(state);
     CHECK(state->config.replicas == 3);
     leader = state->leader;
@@ -239,7 +241,7 @@ TEST_CASE("Cluster_JournalKeepsEveryActThroughALeaderKill") {
     std::optional<kv::StreamStatus> state;
     do {
       try {
-        state = kv::Stream::bind(connection, "swarm-events").state();
+        state = kv::Stream::bind(connection, ws.names().events).state();
       } catch (const kv::Error&) {
         state.reset();
       }

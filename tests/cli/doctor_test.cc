@@ -149,7 +149,7 @@ TEST_CASE("Doctor_CorruptRecordIsRemovedByFix") {
   SwarmWorkspace ws;
   {
     auto connection = kv::Connection::connect({.urls = {ws.server()->url()}});
-    kv::Bucket::open(connection, "swarm-sessions").create("junk", "[1,2,3]");
+    kv::Bucket::open(connection, ws.names().sessions).create("junk", "[1,2,3]");
   }
   auto report = doctor(ws);
   CHECK(report.exit == 8);
@@ -298,7 +298,7 @@ TEST_CASE("Doctor_KeyThatIsNoSlotNameAndAFileForAWorktree") {
   SwarmWorkspace ws;
   {
     auto connection = kv::Connection::connect({.urls = {ws.server()->url()}});
-    kv::Bucket::open(connection, "swarm-sessions").create("x.y", R"({"slot":"x.y","host":"host-a"})");
+    kv::Bucket::open(connection, ws.names().sessions).create("x.y", R"({"slot":"x.y","host":"host-a"})");
   }
   std::filesystem::create_directories(ws.root() / ".swarm/slots/zz");
   write_file(ws.root() / ".swarm/slots/zz/wt", "junk where the worktree should be\n");
@@ -334,11 +334,15 @@ TEST_CASE("Doctor_KeyThatIsNoSlotNameAndAFileForAWorktree") {
 }
 
 TEST_CASE("Doctor_SessionOfAnotherWorkspaceOnTheSameBucketIsLeftAlone") {
-  // two workspaces of one host sharing a bucket: --fix in one never removes the other's live sessions, and
-  // their records do not hide its own dead slots.
+  // two workspaces of one host sharing a bucket (made before names: both on the shared ones): --fix in one never
+  // removes the other's live sessions, and their records do not hide its own dead slots.
   SwarmWorkspace first;
+  make_unnamed(first);
+  REQUIRE(first.swarm({"up"}).exit == 0);
   SwarmWorkspace second({.up = false});
   REQUIRE(second.swarm({"up", "--nats-url", first.server()->url()}).exit == 0);
+  make_unnamed(second);
+  REQUIRE(second.swarm({"up"}).exit == 0);
   REQUIRE(first.swarm({"join", "--slot", "live", "--task", "T-1"}).exit == 0);
   // The second workspace has a dead slot of the same name: that record is not its record.
   write_file(second.root() / ".swarm/slots/live/wt/left.txt", "left behind\n");
@@ -367,7 +371,7 @@ TEST_CASE("Doctor_ThousandsOfOtherHostsRecordsHideNoProblem") {
   std::filesystem::remove_all(ws.root() / ".swarm/slots/mine");
   {
     auto connection = kv::Connection::connect({.urls = {ws.server()->url()}});
-    auto bucket = kv::Bucket::open(connection, "swarm-sessions");
+    auto bucket = kv::Bucket::open(connection, ws.names().sessions);
     for (int i = 0; i < 3000; ++i) {
       swarm::Session s;
       s.slot = "b" + std::to_string(i);

@@ -169,7 +169,7 @@ TEST_CASE("ElectState_ADeposedLeadersLateWriteAndABadDigestAreNeverHandedOut") {
   REQUIRE(eventually([&] { return (ta = leader_token(ws, "sched")) != 0; }, 10s));
   const std::string token_a = std::to_string(ta);
   auto connection = kv::Connection::connect({.urls = {ws.server()->url()}});
-  auto leases = kv::Bucket::open(connection, "swarm-leases");
+  auto leases = kv::Bucket::open(connection, ws.names().leases);
   const std::string late = "late";
   leases.create("_state.sched", R"({"name":"sched","token":)" + std::to_string(ta - 1) +
                                     R"(,"holder":"z\u001b[2J","host":"h","sha256":")" + sha256_of(late) +
@@ -244,7 +244,7 @@ TEST_CASE("ElectState_ALateWriteNobodyConfirmedIsRefusedByEveryLaterLeader") {
   // refused; a confirmation naming no state of ours (too large to be a revision, or above the state's own) is
   // replaced by the next put, which is handed out again.
   auto connection = kv::Connection::connect({.urls = {ws.server()->url()}});
-  auto leases = kv::Bucket::open(connection, "swarm-leases");
+  auto leases = kv::Bucket::open(connection, ws.names().leases);
   auto state = leases.get("_state.sched");
   REQUIRE(state);
   leases.update("_state.sched",

@@ -381,7 +381,7 @@ TEST_CASE("Doctor_ReleasesHoldsWhoseSessionIsGone") {
   CHECK(ws.swarm({"doctor"}).out.find("orphan_hold") == std::string::npos);
   {
     auto connection = kv::Connection::connect({.urls = {ws.server()->url()}});
-    auto sessions = kv::Bucket::open(connection, "swarm-sessions");
+    auto sessions = kv::Bucket::open(connection, ws.names().sessions);
     auto entry = sessions.get("a");
     REQUIRE(entry);
     sessions.erase("a", entry->revision);
@@ -406,7 +406,7 @@ TEST_CASE("Hold_PlantedRecordsAreData") {
   join(ws, "b");
   {
     auto connection = kv::Connection::connect({.urls = {ws.server()->url()}});
-    auto leases = kv::Bucket::open(connection, "swarm-leases");
+    auto leases = kv::Bucket::open(connection, ws.names().leases);
     leases.create("hold.evil.1", R"({"name":"hold.evil.1","holder":"x","host":"h\u001b[2J","ttl_ms":600000,)"
                                  R"("slot":"evil","patterns":["lib/\u001b]0;pwned\u0007**"],"kind":"shared",)"
                                  R"("reason":"r\r\u001b[31m"})");

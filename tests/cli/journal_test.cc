@@ -211,7 +211,7 @@ TEST_CASE("Journal_MissingIsNamedActsGoOnAndUpMakesItAgain") {
     jsCtx* js = nullptr;
     REQUIRE(natsConnection_ConnectTo(&nc, ws.server()->url().c_str()) == NATS_OK);
     REQUIRE(natsConnection_JetStream(&js, nc, nullptr) == NATS_OK);
-    REQUIRE(js_DeleteStream(js, "swarm-events", nullptr, nullptr) == NATS_OK);
+    REQUIRE(js_DeleteStream(js, ws.names().events.c_str(), nullptr, nullptr) == NATS_OK);
     jsCtx_Destroy(js);
     natsConnection_Destroy(nc);
   }
@@ -244,7 +244,7 @@ TEST_CASE("Journal_AStreamThatTakesOtherSubjectsIsNamedAndRepaired") {
   {
     RawNats raw(ws.server()->url());
     jsStreamInfo* info = nullptr;
-    REQUIRE(js_GetStreamInfo(&info, raw.js, "swarm-events", nullptr, nullptr) == NATS_OK);
+    REQUIRE(js_GetStreamInfo(&info, raw.js, ws.names().events.c_str(), nullptr, nullptr) == NATS_OK);
     const char* elsewhere[] = {"swarm.elsewhere.>"};
     const char** own = info->Config->Subjects;
     info->Config->Subjects = elsewhere;
@@ -262,7 +262,7 @@ TEST_CASE("Journal_AStreamThatTakesOtherSubjectsIsNamedAndRepaired") {
   CHECK(join.took < 3s);
   auto doctor = ws.swarm({"doctor"});
   CHECK(doctor.exit == 8);
-  CHECK(doctor.out.find("does not take swarm.events.>") != std::string::npos);
+  CHECK(doctor.out.find("does not take " + ws.names().event_subjects()) != std::string::npos);
   REQUIRE(ws.swarm({"up"}).exit == 0);
   CHECK(ws.swarm({"doctor"}).exit == 0);
   REQUIRE(ws.swarm({"close", "--slot", "a", "--result", "fail"}).exit == 0);
@@ -310,10 +310,11 @@ TEST_CASE("Journal_HostileEventsPrintEscaped") {
   SwarmWorkspace ws;
   {
     RawNats raw(ws.server()->url());
+    const swarm::WorkspaceNames names = ws.names();
     const std::string event =
-        "{\"schema\":\"swarm.event.v1\",\"kind\":\"join\\u001b[31m\",\"slot\":\"s1\",\"bucket\":\"swarm-sessions\","
+        "{\"schema\":\"swarm.event.v1\",\"kind\":\"join\\u001b[31m\",\"slot\":\"s1\",\"bucket\":\"" + names.sessions + "\","
         "\"host\":\"h\\u001b[2J\",\"k\\u001b[5m\":\"v\\u0007\",\"token\":1e30}";
-    REQUIRE(js_Publish(nullptr, raw.js, "swarm.events.swarm-sessions.slot.s1", event.data(),
+    REQUIRE(js_Publish(nullptr, raw.js, (names.event_root + names.sessions + ".slot.s1").c_str(), event.data(),
                        static_cast<int>(event.size()), nullptr, nullptr) == NATS_OK);
   }
   auto text = ws.swarm({"log", "--slot", "s1"});
@@ -345,9 +346,9 @@ TEST_CASE("Journal_LogLastNInAFreshProcessIsTheScansTail") {
   std::vector<std::uint64_t> all;
   {
     auto connection = kv::Connection::connect({.urls = {ws.server()->url()}});
-    auto stream = kv::Stream::bind(connection, "swarm-events");
+    auto stream = kv::Stream::bind(connection, ws.names().events);
     for (std::uint64_t seq = 1;;) {
-      auto m = stream.next("swarm.events.>", seq);
+      auto m = stream.next(ws.names().event_subjects(), seq);
       if (!m) break;
       all.push_back(m->seq);
       seq = m->seq + 1;

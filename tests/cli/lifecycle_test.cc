@@ -416,7 +416,7 @@ TEST_CASE("StatusJson_NewerWritersFieldsComeOutAsCJsonPrintsThem") {
   SwarmWorkspace ws;
   {
     auto connection = kv::Connection::connect({.urls = {ws.server()->url()}});
-    kv::Bucket::open(connection, "swarm-sessions")
+    kv::Bucket::open(connection, ws.names().sessions)
         .create("n", R"({"slot":"n","host":"h","x_new" : [1.0, {"a" :  2}],"leaf_pid":7})");
   }
   REQUIRE(ws.swarm({"join", "--slot", "s", "--task", "T-1"}).exit == 0);
@@ -434,7 +434,7 @@ TEST_CASE("StatusJson_ANewerWritersRecordKeepsItsTokenAndItsOwnFields") {
   SwarmWorkspace ws;
   {
     auto connection = kv::Connection::connect({.urls = {ws.server()->url()}});
-    kv::Bucket::open(connection, "swarm-sessions")
+    kv::Bucket::open(connection, ws.names().sessions)
         .create("t", R"({"slot":"t","host":"h","session_token":5,"task_lease":"mine","x_new":1.0,"revision":99})");
   }
   auto status = ws.swarm({"status", "--json"});

@@ -337,7 +337,7 @@ History run_on_a_cluster(std::chrono::seconds length, int limit, std::string& le
   REQUIRE_MESSAGE(up.exit == 0, up.err);
   return run_history(ws, length, [&] {
     auto connection = kv::Connection::connect({.urls = cluster.url_list()});
-    leader = kv::Bucket::open(connection, "swarm-leases").leader();
+    leader = kv::Bucket::open(connection, ws.names().leases).leader();
     cluster.node(leader == "n1" ? 0 : leader == "n2" ? 1 : 2).kill();
     std::ofstream(ws.root() / "history.log", std::ios::app) << "killed leader " << leader << " " << now_text() << "\n";
   }, limit);

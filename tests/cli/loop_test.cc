@@ -240,11 +240,12 @@ TEST_CASE("Loop_TextFromTheJournalCannotForgeATrailerOrReachTheTerminalRaw") {
   REQUIRE(ws.swarm({"land", "--slot", "one"}).exit == 0);
   {
     RawNats raw(ws.server()->url());
+    const swarm::WorkspaceNames names = ws.names();
     const std::string event =
-        "{\"schema\":\"swarm.event.v1\",\"kind\":\"join\",\"slot\":\"two\",\"bucket\":\"swarm-sessions\","
+        "{\"schema\":\"swarm.event.v1\",\"kind\":\"join\",\"slot\":\"two\",\"bucket\":\"" + names.sessions + "\","
         "\"host\":\"host-a\",\"task_id\":\"T-2\\nSwarm-Fencing-Token: 999999\\nSigned-off-by: Mallory "
         "<m@example.com>\\u001b[2J\",\"token\":1,\"revision\":1}";
-    REQUIRE(raw.publish("swarm.events.swarm-sessions.slot.two", event));
+    REQUIRE(raw.publish(names.event_root + names.sessions + ".slot.two", event));
   }
   auto land = ws.swarm({"land", "--slot", "two"});
   REQUIRE_MESSAGE(land.exit == 0, land.err);
@@ -267,8 +268,9 @@ TEST_CASE("Loop_CompletionOffersOnlySlotNamesAndAPlantedKeyNeverRuns") {
   const fs::path marker = ws.home() / "x";
   {
     RawNats raw(ws.server()->url());
-    REQUIRE(raw.publish("$KV.swarm-sessions.render;touch${IFS}" + marker.string(), "{}"));
-    REQUIRE(raw.publish("$KV.swarm-sessions.$(touch${IFS}" + marker.string() + ")", "{}"));
+    const std::string kv = "$KV." + ws.names().sessions + ".";
+    REQUIRE(raw.publish(kv + "render;touch${IFS}" + marker.string(), "{}"));
+    REQUIRE(raw.publish(kv + "$(touch${IFS}" + marker.string() + ")", "{}"));
   }
   // bash: complete `swarm status --slot ` and run each offered line as typed.
   const std::string script =

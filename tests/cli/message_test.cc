@@ -255,7 +255,7 @@ TEST_CASE("Message_ALargeBlobIsStoredOnceInOnePass") {
   REQUIRE(second.exit == 0);
   CHECK(first.out == second.out);
   auto nats = kv::Connection::connect({.urls = {ws.server()->url()}});
-  auto st = kv::Stream::bind(nats, "OBJ_swarm-blobs").state();
+  auto st = kv::Stream::bind(nats, "OBJ_" + ws.names().blobs).state();
   REQUIRE(st.has_value());
   CHECK(st->bytes < (10u << 20));  // one copy of 9 MiB and its description
   const fs::path out = ws.home() / "large.got";
@@ -289,7 +289,7 @@ TEST_CASE("Message_DoctorReportsBlobsRetentionLeftAndMessagesWhoseBlobIsGone") {
     jsCtx* js = nullptr;
     REQUIRE(natsConnection_ConnectTo(&nc, ws.server()->url().c_str()) == NATS_OK);
     REQUIRE(natsConnection_JetStream(&js, nc, nullptr) == NATS_OK);
-    CHECK(js_PurgeStream(js, "OBJ_swarm-blobs", nullptr, nullptr) == NATS_OK);
+    CHECK(js_PurgeStream(js, ("OBJ_" + ws.names().blobs).c_str(), nullptr, nullptr) == NATS_OK);
     jsCtx_Destroy(js);
     natsConnection_Destroy(nc);
   }
@@ -362,10 +362,10 @@ TEST_CASE("Message_HostileInputIsData") {
   // Planted on a's subject by another client.
   {
     auto nats = kv::Connection::connect({.urls = {ws.server()->url()}});
-    auto bus = kv::Stream::bind(nats, "swarm-bus");
-    bus.publish("swarm.bus.swarm-sessions.to.a", "{\"schema\":\"evil\",\"body\":\"\\u001b[2J\"}", "planted-1");
-    bus.publish("swarm.bus.swarm-sessions.to.a", "not json \x1b[2J", "planted-2");
-    bus.publish("swarm.bus.swarm-sessions.to.a",
+    auto bus = kv::Stream::bind(nats, ws.names().bus);
+    bus.publish(ws.names().bus_root + ws.names().sessions + ".to.a", "{\"schema\":\"evil\",\"body\":\"\\u001b[2J\"}", "planted-1");
+    bus.publish(ws.names().bus_root + ws.names().sessions + ".to.a", "not json \x1b[2J", "planted-2");
+    bus.publish(ws.names().bus_root + ws.names().sessions + ".to.a",
                 "{\"schema\":\"swarm.message.v1\",\"id\":\"x\",\"to\":\"b\",\"body\":\"lies about to\"}", "planted-3");
   }
   auto shown = ws.swarm({"inbox", "--as", "a"});
@@ -453,7 +453,7 @@ TEST_CASE("Message_WhatTheReviewFoundStaysFixed") {
     jsCtx* js = nullptr;
     REQUIRE(natsConnection_ConnectTo(&nc, ws.server()->url().c_str()) == NATS_OK);
     REQUIRE(natsConnection_JetStream(&js, nc, nullptr) == NATS_OK);
-    CHECK(js_DeleteMsg(js, "swarm-bus", two_seq, nullptr, nullptr) == NATS_OK);
+    CHECK(js_DeleteMsg(js, ws.names().bus.c_str(), two_seq, nullptr, nullptr) == NATS_OK);
     jsCtx_Destroy(js);
     natsConnection_Destroy(nc);
   }
@@ -504,7 +504,7 @@ TEST_CASE("Message_ABusMadeAgainIsReadFromItsStartAndPlantedBlobsAreRefused") {
     jsCtx* js = nullptr;
     REQUIRE(natsConnection_ConnectTo(&nc, ws.server()->url().c_str()) == NATS_OK);
     REQUIRE(natsConnection_JetStream(&js, nc, nullptr) == NATS_OK);
-    CHECK(js_DeleteStream(js, "swarm-bus", nullptr, nullptr) == NATS_OK);
+    CHECK(js_DeleteStream(js, ws.names().bus.c_str(), nullptr, nullptr) == NATS_OK);
     jsCtx_Destroy(js);
     natsConnection_Destroy(nc);
   }
@@ -531,8 +531,8 @@ TEST_CASE("Message_ABusMadeAgainIsReadFromItsStartAndPlantedBlobsAreRefused") {
         b64 += i + 2 < sha.size() ? k[n & 63] : '=';
       }
     }
-    kv::Stream::bind(nats, "OBJ_swarm-blobs")
-        .publish("$O.swarm-blobs.M." + b64,
+    kv::Stream::bind(nats, "OBJ_" + ws.names().blobs)
+        .publish("$O." + ws.names().blobs + ".M." + b64,
                  "{\"name\":\"" + sha + "\",\"nuid\":\">\",\"size\":10,\"chunks\":1,\"digest\":\"SHA-256=x\"}", "planted-d");
   }
   auto get = ws.swarm({"blob", "get", sha});

@@ -14,7 +14,7 @@ namespace {
 
 std::string raw_record(SwarmWorkspace& ws, const std::string& slot) {
   auto connection = kv::Connection::connect({.urls = {ws.server()->url()}});
-  auto entry = kv::Bucket::open(connection, "swarm-sessions").get(slot);
+  auto entry = kv::Bucket::open(connection, ws.names().sessions).get(slot);
   return entry ? entry->value + "@" + std::to_string(entry->revision) : "(none)";
 }
 
@@ -68,7 +68,7 @@ TEST_CASE("Corrupt_RecordIsRefusedWithExit3AndNamesTheFix") {
   SwarmWorkspace ws;
   {
     auto connection = kv::Connection::connect({.urls = {ws.server()->url()}});
-    kv::Bucket::open(connection, "swarm-sessions").create("bad", "{\"slot\":\"bad\"");
+    kv::Bucket::open(connection, ws.names().sessions).create("bad", "{\"slot\":\"bad\"");
   }
   for (auto args : std::vector<std::vector<std::string>>{{"join", "--slot", "bad", "--task", "T-1", "--force"},
                                                          {"commit", "--slot", "bad", "-m", "x"},
@@ -97,8 +97,8 @@ TEST_CASE("Corrupt_ASessionAndALeaseAreTheSameKindOfError") {
   SwarmWorkspace ws;
   {
     auto connection = kv::Connection::connect({.urls = {ws.server()->url()}});
-    kv::Bucket::open(connection, "swarm-sessions").create("bad", "{\"slot\":\"bad\"");
-    auto leases = kv::Bucket::open(connection, "swarm-leases");
+    kv::Bucket::open(connection, ws.names().sessions).create("bad", "{\"slot\":\"bad\"");
+    auto leases = kv::Bucket::open(connection, ws.names().leases);
     leases.create("broken", "{\"name\":");
     leases.create("task.T-9", "[1]");
   }

@@ -190,15 +190,15 @@ TEST_CASE("Review_APushAfterTheApprovalNeverLandsWithoutForce") {
 }
 
 TEST_CASE("Land_CompletesTheTaskItsSlotClosedNotTheOneItWorksNow") {
-  // slot s1 closed A success, then joined B and is working on it: a forced land of s1 completes A, and B
-  // stays working.
+  // slot s1 closed A success, then joined B and is working on it: A's head was parked as swarm/s1.A, and a
+  // land of task A completes A, while B stays working.
   SwarmWorkspace ws;
   REQUIRE(ws.swarm({"task", "add", "A", "--id", "A"}).exit == 0);
   REQUIRE(ws.swarm({"task", "add", "B", "--id", "B"}).exit == 0);
   work(ws, "s1", "A", "a.txt");
   REQUIRE(ws.swarm({"join", "--slot", "s1", "--task", "B"}).exit == 0);
-  auto forced = ws.swarm({"land", "--slot", "s1", "--force"});
-  CHECK_MESSAGE(forced.exit == 0, forced.err);
+  auto landed = ws.swarm({"land", "--task", "A"});
+  CHECK_MESSAGE(landed.exit == 0, landed.err);
   CHECK(field(task_of(ws, "A"), "state") == "completed");
   CHECK(field(task_of(ws, "B"), "state") == "working");
 }

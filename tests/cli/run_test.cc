@@ -267,7 +267,7 @@ TEST_CASE("Run_AReusedPidIsNotTakenForTheAgent") {
   const auto my_start = *swarm::process_start_ticks(me);
   std::optional<kv::Connection> keep;
   keep.emplace(kv::Connection::connect({.urls = {ws.server()->url()}}));
-  auto bucket = kv::Bucket::open(*keep, "swarm-sessions");
+  auto bucket = kv::Bucket::open(*keep, ws.names().sessions);
   auto record = [&](const std::string& slot, std::uint64_t agent_start, pid_t agent = 0) {
     if (agent == 0) agent = pid;
     return R"({"slot":")" + slot + R"(","task_id":"T-)" + slot + R"(","agent_id":"slot-)" + slot +
@@ -386,7 +386,7 @@ TEST_CASE("Run_WhatTheAgentSaysShowsInStatusServeAndMetrics") {
   // Planted by another client: shown escaped.
   std::optional<kv::Connection> keep;
   keep.emplace(kv::Connection::connect({.urls = {ws.server()->url()}}));
-  kv::Bucket::open(*keep, "swarm-sessions")
+  kv::Bucket::open(*keep, ws.names().sessions)
       .create("planted", R"({"slot":"planted","host":"h","task_id":"T-9","status":"working","note":"x\u001b[2Jy"})");
   auto text = ws.swarm({"status"});
   CHECK(text.out.find("planted is working: x\\x1b[2Jy") != std::string::npos);

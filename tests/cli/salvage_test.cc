@@ -270,7 +270,8 @@ TEST_CASE("Doctor_PointedAtAnotherServerRemovesNoFolder") {
   // doctor --fix reading another server's records (--nats-url, $NATS_URL) sees no record for this workspace's live
   // slots: it reports their folders, and removes none.
   SwarmWorkspace ws;
-  SwarmWorkspace other;
+  // Another server with buckets of the same names (a workspace so named there), none of ws's records.
+  SwarmWorkspace other({.up_args = {"--name", ws.names().workspace}});
   REQUIRE(ws.swarm({"join", "--slot", "live", "--task", "T-1"}).exit == 0);
   write_file(ws.worktree("live") / "notes.txt", "work in progress\n");
   auto fix = ws.swarm({"doctor", "--fix", "--json", "--nats-url", other.server()->url()});

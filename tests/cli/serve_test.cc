@@ -311,10 +311,11 @@ TEST_CASE("Serve_MetricsAreValidWhateverTheJournalHolds") {
     RawNats raw(ws.server()->url());
     for (const std::string kind : {"join\\u001b[31m", "evil\\\"kind\\\\\\n{x=\\\"1\\\"}", "", "\xff\xfe bad utf-8"}) {
       const std::string event = "{\"schema\":\"swarm.event.v1\",\"kind\":\"" + kind +
-                                "\",\"slot\":\"s\",\"bucket\":\"swarm-sessions\",\"host\":\"h\\u001b\\n\\\"\"}";
-      REQUIRE(raw.publish("swarm.events.swarm-sessions.slot.s", event));
+                                "\",\"slot\":\"s\",\"bucket\":\"" + ws.names().sessions +
+                                "\",\"host\":\"h\\u001b\\n\\\"\"}";
+      REQUIRE(raw.publish(ws.names().event_root + ws.names().sessions + ".slot.s", event));
     }
-    REQUIRE(raw.publish("$KV.swarm-sessions.odd", "{\"slot\":\"odd\",\"host\":\"\\u001b]0;x\\u0007\\\"\\n\","
+    REQUIRE(raw.publish("$KV." + ws.names().sessions + ".odd", "{\"slot\":\"odd\",\"host\":\"\\u001b]0;x\\u0007\\\"\\n\","
                                                    "\"started_at\":\"2026-11-24T00:00:00Z\",\"last_renewed\":\"2026-11-24T00:00:00Z\"}"));
   }
   Served served(ws);
@@ -344,9 +345,10 @@ TEST_CASE("Serve_ACrawlOfEveryPathWritesNothing") {
   auto nats_state = [&] {
     RawNats raw(ws.server()->url());
     std::string out;
-    for (const char* stream : {"swarm-events", "KV_swarm-sessions", "KV_swarm-leases"}) {
+    const swarm::WorkspaceNames names = ws.names();
+    for (const std::string& stream : {names.events, "KV_" + names.sessions, "KV_" + names.leases}) {
       jsStreamInfo* info = nullptr;
-      if (js_GetStreamInfo(&info, raw.js, stream, nullptr, nullptr) == NATS_OK) {
+      if (js_GetStreamInfo(&info, raw.js, stream.c_str(), nullptr, nullptr) == NATS_OK) {
         out += std::string(stream) + ":" + std::to_string(info->State.LastSeq) + " ";
         jsStreamInfo_Destroy(info);
       }
@@ -642,7 +644,7 @@ TEST_CASE("Serve_FollowsTheTaskQueueInMetricsApiAndPage") {
   REQUIRE(ws.swarm({"join", "--slot", "s1", "--task", "A"}).exit == 0);
   {
     RawNats raw(ws.server()->url());
-    REQUIRE(raw.publish("$KV.swarm-tasks.E", "{\"schema\":\"swarm.task.v1\",\"id\":\"E\",\"title\":\"evil\\u001b[2J\\\"x\","
+    REQUIRE(raw.publish("$KV." + ws.names().tasks + ".E", "{\"schema\":\"swarm.task.v1\",\"id\":\"E\",\"title\":\"evil\\u001b[2J\\\"x\","
                                              "\"state\":\"open\",\"priority\":1}"));
   }
   Served served(ws);

@@ -91,8 +91,9 @@ bool has_line(const fs::path& log, const std::string& prefix) {
 
 // What a held read of lease `name` looks like on the wire: a get of the
 // key's last message, direct or through the stream's API.
-std::vector<std::string> lease_read(const std::string& name) {
-  return {"\"last_by_subj\":\"$KV.swarm-leases." + name + "\"", "$JS.API.DIRECT.GET.KV_swarm-leases.$KV.swarm-leases." + name + "\r\n"};
+std::vector<std::string> lease_read(const SwarmWorkspace& ws, const std::string& name) {
+  const std::string b = ws.names().leases;
+  return {"\"last_by_subj\":\"$KV." + b + "." + name + "\"", "$JS.API.DIRECT.GET.KV_" + b + ".$KV." + b + "." + name + "\r\n"};
 }
 
 }  // namespace
@@ -120,7 +121,7 @@ void contend_with_a_slow_reader(const std::string& verb, int limit = 0) {
 
   Process a = contender("A", "sleep 1");
   REQUIRE(wait_until([&] { return has_line(log, "start A"); }, 10s));
-  proxy.hold_next(limit > 0 ? std::vector<std::string>{"$KV.swarm-leases.merge.permit.*"} : lease_read("merge"), 5s);
+  proxy.hold_next(limit > 0 ? std::vector<std::string>{"$KV." + ws.names().leases + ".merge.permit.*"} : lease_read(ws, "merge"), 5s);
   Process b = contender("B", "sleep 0.3", {"--nats-url", proxy.url(), "--timeout", "30s"});
   REQUIRE(proxy.wait_hold_begun(10s));
   Process c = contender("C", "sleep 6");
@@ -197,7 +198,8 @@ TEST_CASE("SlowRead_AJoinWhoseReadOutlastsTheTtlNeverTakesOverALiveSession") {
   REQUIRE(ws.swarm({"join", "--slot", "s", "--task", "T-1"}).exit == 0);
   Renewer agent(ws, "s");
   NatsProxy proxy(ws.server()->port());
-  proxy.hold_next({"\"last_by_subj\":\"$KV.swarm-sessions.s\"", "$KV.swarm-sessions.s\r\n"}, 5s);
+  const std::string sessions = "$KV." + ws.names().sessions;
+  proxy.hold_next({"\"last_by_subj\":\"" + sessions + ".s\"", sessions + ".s\r\n"}, 5s);
   auto r = ws.swarm({"join", "--slot", "s", "--task", "T-2", "--nats-url", proxy.url(), "--timeout", "30s"});
   CHECK(proxy.holds_ended() == 1);
   CHECK(r.exit == 3);
@@ -222,7 +224,8 @@ TEST_CASE("SlowRead_AJoinWhoseReadOfATaskLeaseOutlastsTheTtlNeverTakesIt") {
   REQUIRE(token > 0);
   Renewer agent(ws, "a");
   NatsProxy proxy(ws.server()->port());
-  proxy.hold_next({"\"last_by_subj\":\"$KV.swarm-leases.task.T-1\"", "$KV.swarm-leases.task.T-1\r\n"}, 5s);
+  const std::string leases = "$KV." + ws.names().leases;
+  proxy.hold_next({"\"last_by_subj\":\"" + leases + ".task.T-1\"", leases + ".task.T-1\r\n"}, 5s);
   auto r = ws.swarm({"join", "--slot", "b", "--task", "T-1", "--nats-url", proxy.url(), "--timeout", "30s"});
   CHECK(proxy.holds_ended() == 1);
   CHECK(r.exit == 3);
@@ -239,7 +242,7 @@ TEST_CASE("SlowRead_AWaiterCutOffFromNatsIsExit7WithinItsTimeout") {
   const fs::path log = ws.root() / "sections.log";
   Process a(ws.command({"lock", "merge", "--ttl", "2s", "--json", "--", "sh", "-c", "sleep 5"}));
   REQUIRE(wait_until([&] { return ws.swarm({"lease", "show", "merge"}).exit == 0; }, 10s));
-  proxy.hold_next(lease_read("merge"), 30s);
+  proxy.hold_next(lease_read(ws, "merge"), 30s);
   auto b = ws.swarm({"lock", "merge", "--ttl", "2s", "--nats-url", proxy.url(), "--timeout", "2s", "--", "sh", "-c",
                      "echo ran >> " + log.string()});
   CHECK(proxy.holds_begun() == 1);
@@ -273,7 +276,7 @@ TEST_CASE("SlowRead_APermitHolderCutOffFromNatsStopsBeforeAnotherIsGranted") {
           "; exit 143' TERM; sleep 30 & wait"};
   Process h(ws.command(args("H", stoppable, {"--nats-url", proxy.url(), "--timeout", "30s"})));
   REQUIRE(wait_until([&] { return has_line(log, "start H"); }, 15s));
-  proxy.hold_next({"$KV.swarm-leases.suite.permit.0"}, 6s);
+  proxy.hold_next({"$KV." + ws.names().leases + ".suite.permit.0"}, 6s);
   Process c(ws.command(args("C", logged(log, "C", "sleep 0.5"), {"--wait", "30s"})));
   REQUIRE(proxy.wait_hold_begun(10s));
   auto rc = c.wait(60s), rh = h.wait(60s);

@@ -18,7 +18,7 @@ namespace {
 // 50 sessions with long task ids on 3 hosts with long names, written as records.
 void fifty_sessions(SwarmWorkspace& ws) {
   auto connection = kv::Connection::connect({.urls = {ws.server()->url()}});
-  auto bucket = kv::Bucket::open(connection, "swarm-sessions");
+  auto bucket = kv::Bucket::open(connection, ws.names().sessions);
   for (int i = 1; i <= 50; ++i) {
     const std::string slot = "agent-" + std::to_string(i);
     const std::string host = "build-host-with-a-long-name-" + std::to_string(i % 3);

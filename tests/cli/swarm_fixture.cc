@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "kv/connection.h"
+#include "swarm/workspace/workspace.h"
 
 namespace testing {
 
@@ -61,6 +62,26 @@ Command SwarmWorkspace::command(const std::vector<std::string>& args, const std:
 RunResult SwarmWorkspace::swarm(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
                                 const std::filesystem::path& cwd) const {
   return run(command(args, env, cwd));
+}
+
+void make_unnamed(const SwarmWorkspace& ws) {
+  const auto file = ws.root() / ".swarm/config.json";
+  std::ifstream in(file);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  swarm::Json config = swarm::Json::parse(text);
+  if (!config) throw std::runtime_error("make_unnamed: no config.json in " + ws.root().string());
+  cJSON_DeleteItemFromObjectCaseSensitive(config.get(), "name");
+  cJSON_DeleteItemFromObjectCaseSensitive(config.get(), "workspace_id");
+  // Its hub never had the mark a named workspace's has.
+  ws.git({"--git-dir", (ws.root() / ".swarm/hub.git").string(), "update-ref", "-d", "refs/swarm/workspace"});
+  config.set("bucket", swarm::kLegacySessionBucket)
+      .set("lease_bucket", swarm::kLegacyLeaseBucket)
+      .set("task_bucket", swarm::kLegacyTaskBucket);
+  std::ofstream(file) << config.dump_pretty() << "\n";
+}
+
+swarm::WorkspaceNames SwarmWorkspace::names() const {
+  return swarm::Workspace::at(root_).load_config().names();
 }
 
 RunResult SwarmWorkspace::git(const std::vector<std::string>& args, const std::filesystem::path& cwd) const {

@@ -13,6 +13,7 @@
 #include "support/process.h"
 #include "support/temp_dir.h"
 #include "swarm/base/json.h"
+#include "swarm/base/workspace_names.h"
 
 namespace testing {
 
@@ -52,6 +53,10 @@ class SwarmWorkspace {
   Command command(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = kHostA,
                   const std::filesystem::path& cwd = {}) const;
 
+  // Where the workspace's records live on its server (from its config.json):
+  // tests that plant or read raw records use these names.
+  swarm::WorkspaceNames names() const;
+
   // `git ARGS...` (the real git CLI) with stdout.
   RunResult git(const std::vector<std::string>& args, const std::filesystem::path& cwd = {}) const;
 
@@ -61,6 +66,11 @@ class SwarmWorkspace {
   std::optional<NatsServer> server_;
   bool embedded_;
 };
+
+// Makes `ws` (set up) a workspace as swarm made them before names: its
+// config.json without "name", on the shared buckets and streams (the next
+// `swarm up` makes them). What an upgrade starts from.
+void make_unnamed(const SwarmWorkspace& ws);
 
 // `swarm up --nats-url <the cluster's URLs> ARGS...` as `host`, tried again
 // every 500 ms for up to 40 s while a fresh cluster elects its JetStream

@@ -121,7 +121,7 @@ TEST_CASE("Doctor_ChecksLeases") {
   SwarmWorkspace ws;
   {
     auto connection = kv::Connection::connect({.urls = {ws.server()->url()}});
-    kv::Bucket::open(connection, "swarm-leases").create("broken", "{\"name\":");
+    kv::Bucket::open(connection, ws.names().leases).create("broken", "{\"name\":");
   }
   // A process that ran and exited: its pid is (almost surely) free now.
   Process short_lived({.args = {"/bin/true"}});
@@ -133,7 +133,7 @@ TEST_CASE("Doctor_ChecksLeases") {
   {
     // The session of slot a vanishes (as if it expired), its task lease stays.
     auto connection = kv::Connection::connect({.urls = {ws.server()->url()}});
-    auto sessions = kv::Bucket::open(connection, "swarm-sessions");
+    auto sessions = kv::Bucket::open(connection, ws.names().sessions);
     sessions.erase("a", sessions.get("a")->revision);
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(1300));
@@ -183,7 +183,7 @@ TEST_CASE("Status_ReadsTaskLeasesByNameOrListsThemAlike") {
   {
     // 70 sessions more, written by hand, whose tasks hold no lease.
     auto connection = kv::Connection::connect({.urls = {ws.server()->url()}});
-    auto sessions = kv::Bucket::open(connection, "swarm-sessions");
+    auto sessions = kv::Bucket::open(connection, ws.names().sessions);
     for (int i = 0; i < 70; ++i) {
       const std::string slot = "r" + std::to_string(i);
       sessions.create(slot, R"({"slot":")" + slot + R"(","task_id":"T-)" + slot + R"(","host":"h"})");

@@ -229,7 +229,7 @@ TEST_CASE("Task_HostileAndCorruptRecordsAreEscapedSkippedAndKept") {
   SwarmWorkspace ws;
   std::optional<kv::Connection> c;
   c.emplace(kv::Connection::connect({.urls = {ws.server()->url()}}));
-  auto bucket = kv::Bucket::open(*c, "swarm-tasks");
+  auto bucket = kv::Bucket::open(*c, ws.names().tasks);
   bucket.create("H-1", R"({"schema":"swarm.task.v1","id":"H-1","title":"x\u001b[2Jy","priority":1,"labels":[],)"
                        R"("after":[],"state":"open","attempts":0,"max_attempts":3,"extra":{"keep":true}})");
   bucket.create("B-1", R"({"schema":"swarm.task.v1","id":"B-1","title":"b","state":"sleeping"})");
@@ -269,7 +269,7 @@ TEST_CASE("Task_DoctorSaysWhenTheQueueIsMissing") {
   SwarmWorkspace ws;
   {
     RawNats raw(ws.server()->url());
-    REQUIRE(js_DeleteStream(raw.js, "KV_swarm-tasks", nullptr, nullptr) == NATS_OK);
+    REQUIRE(js_DeleteStream(raw.js, ("KV_" + ws.names().tasks).c_str(), nullptr, nullptr) == NATS_OK);
   }
   auto r = ws.swarm({"doctor", "--json"});
   CHECK(r.out.find("\"check\":\"task_bucket\"") != std::string::npos);
@@ -285,7 +285,7 @@ TEST_CASE("Task_TheReadyIndexFollowsEveryMoveAndAStaleOrMissingHintIsMended") {
   // whole listing and put back; a planted hint of a task that is not ready is skipped and removed.
   SwarmWorkspace ws;
   auto c = kv::Connection::connect({.urls = {ws.server()->url()}});
-  auto bucket = kv::Bucket::open(c, "swarm-tasks");
+  auto bucket = kv::Bucket::open(c, ws.names().tasks);
   auto hinted = [&](const std::string& id) { return bucket.get("_ready." + id).has_value(); };
   const auto a = added(ws, {"A"});
   const auto b = added(ws, {"B", "--after", a});
@@ -327,7 +327,7 @@ TEST_CASE("Task_ForgedHintsNeitherBreakNorSteerJoinNext") {
   // a value that is no JSON: join --next claims the right task, with its label, and the forged hints go.
   SwarmWorkspace ws;
   auto c = kv::Connection::connect({.urls = {ws.server()->url()}});
-  auto bucket = kv::Bucket::open(c, "swarm-tasks");
+  auto bucket = kv::Bucket::open(c, ws.names().tasks);
   const auto plain = added(ws, {"Plain", "--priority", "3"});
   const auto labelled = added(ws, {"Labelled", "--priority", "4", "--label", "gpu"});
   bucket.create("_ready.evil", std::string(R"({"id":"a\u001b[2J)") + std::string(300, 'x') + R"(","priority":0,"labels":[]})");

@@ -28,7 +28,7 @@ bool has_control_bytes(const std::string& text) {
 
 kv::Bucket sessions_of(SwarmWorkspace& ws, std::optional<kv::Connection>& keep) {
   keep.emplace(kv::Connection::connect({.urls = {ws.server()->url()}}));
-  return kv::Bucket::open(*keep, "swarm-sessions");
+  return kv::Bucket::open(*keep, ws.names().sessions);
 }
 
 }  // namespace
@@ -57,7 +57,7 @@ TEST_CASE("Trust_HostileRecordsCannotDriveTheTerminalOrBreakJson") {
   CHECK_FALSE(has_control_bytes(doctor.out));
   CHECK(swarm::is_valid_utf8(ws.swarm({"doctor", "--json"}).out));
   // A hostile lease holder, in lease list.
-  auto leases = kv::Bucket::open(*keep, "swarm-leases");
+  auto leases = kv::Bucket::open(*keep, ws.names().leases);
   leases.create("evil", R"({"name":"evil","holder":"x\u001b[31mred\r","host":"h","ttl_ms":60000,"token":0})");
   auto list = ws.swarm({"lease", "list"});
   REQUIRE(list.exit == 0);
@@ -114,7 +114,7 @@ TEST_CASE("Trust_RecordTextIsEscapedInDebugLines") {
   SwarmWorkspace ws;
   {
     auto connection = kv::Connection::connect({.urls = {ws.server()->url()}});
-    kv::Bucket::open(connection, "swarm-leases")
+    kv::Bucket::open(connection, ws.names().leases)
         .create("evil2", R"({"name":"evil2","holder":"x\u001b]0;PWNED\u0007\u001b[31mred","host":"h","ttl_ms":60000})");
   }
   auto r = ws.swarm({"--log-level", "debug", "lock", "evil2", "--wait", "1s", "--", "true"});

@@ -338,11 +338,15 @@ TEST_CASE("Up_MakesTheLeaseBucketKeepRecordsForADayAndRaisesAnOlderOne") {
     auto old = kv::Bucket::ensure(connection, {.name = "swarm-leases", .ttl = std::chrono::hours(1)});
     old.create("kept", R"({"name":"kept","holder":"h","host":"h","ttl_ms":60000})");
   }
+  // An older swarm's workspace: made before names, on the shared buckets.
   SwarmWorkspace ws({.up = false});
+  REQUIRE(ws.swarm({"up", "--nats-url", server.url()}).exit == 0);
+  make_unnamed(ws);
   auto up = ws.swarm({"up", "--nats-url", server.url()});
   REQUIRE_MESSAGE(up.exit == 0, up.err);
   auto connection = kv::Connection::connect({.urls = {server.url()}});
-  auto leases = kv::Bucket::open(connection, "swarm-leases");
+  REQUIRE(ws.names().leases == "swarm-leases");
+  auto leases = kv::Bucket::open(connection, ws.names().leases);
   CHECK(leases.config().ttl == std::chrono::hours(24));
   CHECK(leases.get("kept"));
   CHECK(ws.swarm({"up", "--nats-url", server.url()}).exit == 0);  // again: nothing to change

@@ -18,14 +18,14 @@ struct LeaseFixture {
   kv::Connection connection = connect(server.url());
   kv::Bucket bucket = kv::Bucket::ensure(connection, {.name = "swarm-leases", .ttl = std::chrono::hours(24)});
   // The journal beside it, as `swarm up` makes it: grants and releases are recorded there.
-  bool journal = (swarm::Journal::ensure(connection, 1, std::nullopt, std::nullopt), true);
+  bool journal = (swarm::Journal::ensure(connection, swarm::WorkspaceNames::unnamed(), 1, std::nullopt, std::nullopt), true);
 
   static kv::Connection connect(const std::string& url) {
     return swarm::connect_nats({.urls = {url}, .request_timeout = std::chrono::seconds(5)});
   }
-  swarm::LeaseStore store() const { return swarm::LeaseStore::open(connection); }
+  swarm::LeaseStore store() const { return swarm::LeaseStore::open(connection, swarm::WorkspaceNames::unnamed()); }
   // A store on a connection of its own, as another process would have.
-  swarm::LeaseStore other_store() const { return swarm::LeaseStore::open(connect(server.url())); }
+  swarm::LeaseStore other_store() const { return swarm::LeaseStore::open(connect(server.url()), swarm::WorkspaceNames::unnamed()); }
 };
 
 // A holder of host-a called `name`, as process `pid`.

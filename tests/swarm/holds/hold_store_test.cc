@@ -86,7 +86,8 @@ TEST_CASE("SlotLifecycle_RenewalKeepsItsHoldsAndDropsOneLost") {
   testing::TempDir dir{"swarm-holds"};
   auto made = up({.root = dir.path(), .nats_url = server.url(), .connection = {}});
   auto connection = connect_nats({.urls = {server.url()}});
-  SlotLifecycle life(made.workspace, made.config, SessionStore::open(connection), LeaseStore::open(connection),
+  SlotLifecycle life(made.workspace, made.config, SessionStore::open(connection, made.config.bucket),
+                     LeaseStore::open(connection, made.config.names()),
                      {"host-a", "id-a"});
   life.join("s", "T-1", Takeover::only_stale, 1);
   const auto first = life.hold("s", {"src/**"}, HoldKind::exclusive, "");
@@ -102,7 +103,7 @@ TEST_CASE("SlotLifecycle_RenewalKeepsItsHoldsAndDropsOneLost") {
   life.renew("s", &warnings);
   REQUIRE(warnings.size() == 1);
   CHECK(warnings[0].find("the hold " + second.lease.name + " of slot s was lost (released)") != std::string::npos);
-  auto record = *SessionStore::open(connection).get("s");
+  auto record = *SessionStore::open(connection, made.config.bucket).get("s");
   CHECK(record.session->holds == std::vector<std::string>{first.lease.name});
   warnings.clear();
   life.renew("s", &warnings);
@@ -117,7 +118,7 @@ TEST_CASE("HoldStore_ALateRenewalStandsOnlyIfNoConflictingHoldCameMeanwhile") {
   testing::TempDir dir{"swarm-holds"};
   auto made = up({.root = dir.path(), .nats_url = server.url(), .connection = {}});
   auto connection = connect_nats({.urls = {server.url()}});
-  const LeaseStore leases = LeaseStore::open(connection);
+  const LeaseStore leases = LeaseStore::open(connection, made.config.names());
   const HoldStore store(leases, {"host-a", "id-a"}, 10s);
   const Lease mine = store.take({"a", 1, ::getpid(), {"src/**"}, HoldKind::exclusive, ""});
   const LeaseEntry before = *leases.get(mine.name);
@@ -134,7 +135,7 @@ TEST_CASE("HoldStore_ALateRenewalStandsOnlyIfNoConflictingHoldCameMeanwhile") {
   CHECK(store.confirm_renewal(before, Steady::now(), on_time).empty());
   // Late: b's overlapping hold was granted (as if a's had expired), then a's renewal landed. Seen from a read
   // of a TTL ago, the renewal may have come after the expiry.
-  kv::Bucket::open(connection, "swarm-leases")
+  kv::Bucket::open(connection, made.config.lease_bucket)
       .create("hold.b.1", R"({"name":"hold.b.1","holder":"b","host":"h","ttl_ms":10000,"slot":"b",)"
                           R"("patterns":["src/x/**"],"kind":"exclusive","session":1})");
   LeaseEntry read_long_ago = *leases.get(mine.name);

@@ -28,8 +28,8 @@ const Actor kActor{"host-a", "id-a", 4242};
 struct Fixture {
   testing::NatsServer server;
   kv::Connection connection = connect_nats({.urls = {server.url()}, .request_timeout = 5s});
-  Fixture() { Journal::ensure(connection, 1, std::nullopt, std::nullopt); }
-  Journal journal() const { return Journal(connection); }
+  Fixture() { Journal::ensure(connection, WorkspaceNames::unnamed(), 1, std::nullopt, std::nullopt); }
+  Journal journal() const { return Journal(connection, WorkspaceNames::unnamed()); }
 };
 
 // Captures the warnings made while it lives.
@@ -47,23 +47,23 @@ struct Warnings {
 };
 
 // The stream made unwritable as a test wants it: deleted, or sealed.
-void delete_stream(const std::string& url) {
+void delete_stream(const std::string& url, const std::string& stream) {
   natsConnection* nc = nullptr;
   jsCtx* js = nullptr;
   REQUIRE(natsConnection_ConnectTo(&nc, url.c_str()) == NATS_OK);
   REQUIRE(natsConnection_JetStream(&js, nc, nullptr) == NATS_OK);
-  CHECK(js_DeleteStream(js, kEventsStream, nullptr, nullptr) == NATS_OK);
+  CHECK(js_DeleteStream(js, stream.c_str(), nullptr, nullptr) == NATS_OK);
   jsCtx_Destroy(js);
   natsConnection_Destroy(nc);
 }
 
-void seal_stream(const std::string& url) {
+void seal_stream(const std::string& url, const std::string& stream) {
   natsConnection* nc = nullptr;
   jsCtx* js = nullptr;
   REQUIRE(natsConnection_ConnectTo(&nc, url.c_str()) == NATS_OK);
   REQUIRE(natsConnection_JetStream(&js, nc, nullptr) == NATS_OK);
   jsStreamInfo* info = nullptr;
-  REQUIRE(js_GetStreamInfo(&info, js, kEventsStream, nullptr, nullptr) == NATS_OK);
+  REQUIRE(js_GetStreamInfo(&info, js, stream.c_str(), nullptr, nullptr) == NATS_OK);
   info->Config->Sealed = true;
   jsStreamInfo* updated = nullptr;
   CHECK(js_UpdateStream(&updated, js, info->Config, nullptr, nullptr) == NATS_OK);
@@ -91,8 +91,8 @@ JournalQuery of_slot(const std::string& slot, std::size_t last = 0) {
 TEST_CASE("Journal_ARetriedPublishIsStoredOnce") {
   // the same message id sent twice (an answer lost, the publish sent again) is one message.
   Fixture f;
-  auto stream = kv::Stream::bind(f.connection, kEventsStream);
-  const std::string subject = event_subject(Thing::slot, "swarm-sessions", "a");
+  auto stream = kv::Stream::bind(f.connection, kLegacyEventsStream);
+  const std::string subject = event_subject("swarm.events.", Thing::slot, "swarm-sessions", "a");
   auto first = stream.publish(subject, "{}", "id-1");
   auto again = stream.publish(subject, "{}", "id-1");
   CHECK_FALSE(first.duplicate);
@@ -142,10 +142,10 @@ TEST_CASE("Journal_EventsRoundTripWithTheirFields") {
 TEST_CASE("Journal_AMessageOnAnotherThingsSubjectIsNotTrusted") {
   // a message claiming slot "x" on slot "y"'s subject, or not an event at all, is skipped.
   Fixture f;
-  auto stream = kv::Stream::bind(f.connection, kEventsStream);
+  auto stream = kv::Stream::bind(f.connection, kLegacyEventsStream);
   Event lie = numbered("x", 1);
-  stream.publish(event_subject(Thing::slot, "swarm-sessions", "y"), lie.to_json().dump(), "lie");
-  stream.publish(event_subject(Thing::slot, "swarm-sessions", "y"), "not json", "junk");
+  stream.publish(event_subject("swarm.events.", Thing::slot, "swarm-sessions", "y"), lie.to_json().dump(), "lie");
+  stream.publish(event_subject("swarm.events.", Thing::slot, "swarm-sessions", "y"), "not json", "junk");
   Journal j = f.journal();
   CHECK(j.read(of_slot("y")).empty());
   CHECK(!j.last(Thing::slot, "swarm-sessions", "y"));
@@ -155,13 +155,13 @@ TEST_CASE("Journal_TheLastNOfALongHistory") {
   // 6,000 events of 60 slots, round-robin: a slot's last 20 span most of the stream's end.
   Fixture f;
   Journal j = f.journal();
-  auto stream = kv::Stream::bind(f.connection, kEventsStream);
+  auto stream = kv::Stream::bind(f.connection, kLegacyEventsStream);
   const int slots = 60, events = 6000;
   std::map<std::string, std::vector<std::uint64_t>> seqs;
   for (int i = 0; i < events; ++i) {
     const std::string slot = "s" + std::to_string(i % slots);
     Event e = numbered(slot, static_cast<std::uint64_t>(i + 1));
-    auto p = stream.publish(event_subject(Thing::slot, "swarm-sessions", slot), e.to_json().dump(), e.message_id());
+    auto p = stream.publish(event_subject("swarm.events.", Thing::slot, "swarm-sessions", slot), e.to_json().dump(), e.message_id());
     seqs[slot].push_back(p.seq);
   }
   for (std::size_t n : {std::size_t(1), std::size_t(20), std::size_t(99), std::size_t(100), std::size_t(150)}) {
@@ -245,11 +245,12 @@ TEST_CASE("Journal_UnwritableNeverFailsTheAct") {
     testing::TempDir dir{"swarm-journal"};
     UpResult up_result = up({.root = dir.path(), .nats_url = server.url(), .connection = {}});
     kv::Connection connection = connect_nats({.urls = {server.url()}});
-    if (sealed) seal_stream(server.url());
-    else delete_stream(server.url());
+    const WorkspaceNames names = up_result.config.names();
+    if (sealed) seal_stream(server.url(), names.events);
+    else delete_stream(server.url(), names.events);
     Warnings warnings;
-    SlotLifecycle life(up_result.workspace, up_result.config, SessionStore::open(connection),
-                       LeaseStore::open(connection), {"host-a", "id-a"});
+    SlotLifecycle life(up_result.workspace, up_result.config, SessionStore::open(connection, names.sessions),
+                       LeaseStore::open(connection, names), {"host-a", "id-a"});
     auto joined = life.join("a", "T-1", Takeover::only_stale, 4242);
     CHECK(joined.revision > 0);
     CHECK(warnings.any_with("the journal did not record the join of slot a"));
@@ -258,7 +259,7 @@ TEST_CASE("Journal_UnwritableNeverFailsTheAct") {
     auto closed = life.close("a", close);
     CHECK(closed.released);
     CHECK(warnings.any_with("the journal did not record the close of slot a"));
-    CHECK(!SessionStore::open(connection).get("a"));
+    CHECK(!SessionStore::open(connection, names.sessions).get("a"));
   }
 }
 
@@ -267,7 +268,7 @@ TEST_CASE("Journal_ALeaseLostIsRecorded") {
   Fixture f;
   testing::TempDir dir{"swarm-journal-lease"};
   kv::Bucket::ensure(f.connection, {.name = "swarm-leases", .ttl = std::chrono::hours(24)});
-  auto store = LeaseStore::open(f.connection);
+  auto store = LeaseStore::open(f.connection, WorkspaceNames::unnamed());
   LeaseHolder who;
   who.holder = "keeper";
   who.host = "host-a";
@@ -305,12 +306,12 @@ int env_number(const char* name, int fallback) {
 // Every event of the stream, one direct get at a time from its first sequence: a full scan that asks the server
 // for no count at all, the oracle the windowed reads are held to.
 std::vector<Event> full_scan(const kv::Connection& connection) {
-  auto stream = kv::Stream::bind(connection, kEventsStream);
+  auto stream = kv::Stream::bind(connection, kLegacyEventsStream);
   std::vector<Event> out;
   for (std::uint64_t seq = 1;;) {
     auto m = stream.next("swarm.events.>", seq);
     if (!m) break;
-    if (auto e = Event::from_message(*m)) out.push_back(std::move(*e));
+    if (auto e = Event::from_message(*m, "swarm.events.")) out.push_back(std::move(*e));
     seq = m->seq + 1;
   }
   return out;
@@ -336,7 +337,7 @@ std::vector<std::uint64_t> last_matching(const std::vector<Event>& all, JournalQ
 // workspace's events on the same stream, a few raw messages that are no event, and gaps where messages were
 // deleted. `count` events in all.
 void fill_like_a_workspace(const kv::Connection& connection, const std::string& url, int count) {
-  auto stream = kv::Stream::bind(connection, kEventsStream);
+  auto stream = kv::Stream::bind(connection, kLegacyEventsStream);
   const char* kinds[] = {"join", "commit", "commit", "close", "land"};
   for (int i = 1; i <= count; ++i) {
     const std::string slot = "s" + std::to_string(i % 13);
@@ -344,8 +345,8 @@ void fill_like_a_workspace(const kv::Connection& connection, const std::string& 
               : i % 11 == 0 ? slot_event("join", "other-bucket", slot, kActor, "T-9", i, i)
                             : slot_event(kinds[i % 5], "swarm-sessions", slot, kActor, "T-1", i, i);
     if (e.kind == "land") e.detail.set("onto", i % 3 == 0 ? "release" : "main");
-    const std::string subject = e.thing == Thing::lease ? event_subject(Thing::lease, e.bucket, e.name)
-                                                        : event_subject(Thing::slot, e.bucket, e.name);
+    const std::string subject = e.thing == Thing::lease ? event_subject("swarm.events.", Thing::lease, e.bucket, e.name)
+                                                        : event_subject("swarm.events.", Thing::slot, e.bucket, e.name);
     stream.publish(subject, i % 97 == 0 ? std::string("not an event") : e.to_json().dump(), e.message_id());
   }
   natsConnection* nc = nullptr;
@@ -354,9 +355,9 @@ void fill_like_a_workspace(const kv::Connection& connection, const std::string& 
   REQUIRE(natsConnection_JetStream(&js, nc, nullptr) == NATS_OK);
   // Gaps throughout, and the last two messages gone (the newest left is not the stream's last sequence).
   for (std::uint64_t seq = 5; seq < static_cast<std::uint64_t>(count); seq += 37)
-    CHECK(js_DeleteMsg(js, kEventsStream, seq, nullptr, nullptr) == NATS_OK);
+    CHECK(js_DeleteMsg(js, kLegacyEventsStream, seq, nullptr, nullptr) == NATS_OK);
   for (std::uint64_t seq = static_cast<std::uint64_t>(count) - 1; seq <= static_cast<std::uint64_t>(count); ++seq)
-    CHECK(js_DeleteMsg(js, kEventsStream, seq, nullptr, nullptr) == NATS_OK);
+    CHECK(js_DeleteMsg(js, kLegacyEventsStream, seq, nullptr, nullptr) == NATS_OK);
   jsCtx_Destroy(js);
   natsConnection_Destroy(nc);
 }

@@ -27,11 +27,11 @@ struct Fixture {
   TimePoint now = std::chrono::system_clock::now();
 
   SlotLifecycle lifecycle(HostIdentity me = {"host-a", "id-a"}) {
-    return SlotLifecycle(up_result.workspace, up_result.config, SessionStore::open(connection),
-                         LeaseStore::open(connection), me,
+    return SlotLifecycle(up_result.workspace, up_result.config, SessionStore::open(connection, up_result.config.bucket),
+                         LeaseStore::open(connection, up_result.config.names()), me,
                          [this] { return now; });
   }
-  const SessionStore store() { return SessionStore::open(connection); }
+  const SessionStore store() { return SessionStore::open(connection, up_result.config.bucket); }
 };
 
 }  // namespace
@@ -68,8 +68,8 @@ TEST_CASE("SlotLifecycle_CommitWhoseRenewalFailsStillStands") {
   // commit and its push stand, and the new session's record is left alone.
   Fixture f;
   std::function<void()> as_renewal_starts;
-  SlotLifecycle life(f.up_result.workspace, f.up_result.config, SessionStore::open(f.connection),
-                     LeaseStore::open(f.connection), {"host-a", "id-a"},
+  SlotLifecycle life(f.up_result.workspace, f.up_result.config, SessionStore::open(f.connection, f.up_result.config.bucket),
+                     LeaseStore::open(f.connection, f.up_result.config.names()), {"host-a", "id-a"},
                      [&] {
                        if (auto hook = std::exchange(as_renewal_starts, nullptr)) hook();
                        return f.now;
@@ -139,14 +139,14 @@ TEST_CASE("SlotLifecycle_StaleSessionOfThisHostIsReplaced") {
   testing::TempDir dir{"swarm-lifecycle"};
   auto up_result = up({.root = dir.path(), .nats_url = server.url(), .ttl = 4500ms, .connection = {}});
   auto connection = connect_nats({.urls = {server.url()}});
-  SlotLifecycle life(up_result.workspace, up_result.config, SessionStore::open(connection),
-                     LeaseStore::open(connection), {"host-a", "id-a"});
+  SlotLifecycle life(up_result.workspace, up_result.config, SessionStore::open(connection, up_result.config.bucket),
+                     LeaseStore::open(connection, up_result.config.names()), {"host-a", "id-a"});
   life.join("s", "T-1", Takeover::only_stale, 1);
   CHECK(kind_of([&] { life.join("s", "T-2", Takeover::only_stale, 2); }) == Errc::conflict);
   std::this_thread::sleep_for(3100ms);  // stale from 3s; the server drops it at 4.5s
   auto r = life.join("s", "T-2", Takeover::only_stale, 2);
   CHECK(r.replaced);
-  CHECK(SessionStore::open(connection).get("s")->session->task_id == "T-2");
+  CHECK(SessionStore::open(connection, up_result.config.bucket).get("s")->session->task_id == "T-2");
 }
 
 TEST_CASE("HostIdentity_OwnsByHostAndMachineId") {
