@@ -317,8 +317,8 @@ TEST_CASE("Docs_OperatingTheContractTrustAndHelpAsWritten") {
 }
 
 
-TEST_CASE("Readme_MessagesBetweenAgentsAsWritten") {
-  // The README's messages recipe: a broadcast read and acked by two agents, a question answered, a 1 MB log
+TEST_CASE("Docs_MessagesBetweenAgentsAsWritten") {
+  // docs/messages.md's exchange: a broadcast read and acked by two agents, a question answered, a 1 MB log
   // by blob; then docs/messages.md's cursors.
   SwarmWorkspace ws;
   const std::map<std::string, std::string> env = {{"SWARM_WORKSPACE", ws.root().string()}};
@@ -338,8 +338,8 @@ TEST_CASE("Readme_MessagesBetweenAgentsAsWritten") {
   CHECK(second.swarm({"inbox", "--as", "a2"}).out.find("the API freeze starts at 16:00") != std::string::npos);
 }
 
-TEST_CASE("Readme_HoldsAsWritten") {
-  // The README's holds recipe: a2 is refused a1's paths, its commit of them warns, its land is refused until
+TEST_CASE("Docs_HoldsAsWritten") {
+  // docs/editing.md's holds recipe: a2 is refused a1's paths, its commit of them warns, its land is refused until
   // a1's session ends; then docs/editing.md's release recipe.
   SwarmWorkspace ws;
   const std::map<std::string, std::string> env = {{"SWARM_WORKSPACE", ws.root().string()}};
@@ -360,8 +360,8 @@ TEST_CASE("Readme_HoldsAsWritten") {
   CHECK(left.out.find("\"slot\":\"a1\"") == std::string::npos);
 }
 
-TEST_CASE("Readme_ElectionStateAsWritten") {
-  // The README's election recipe: the first leader checks its token and puts its state; the next reads it.
+TEST_CASE("Docs_ElectionStateAsWritten") {
+  // docs/leases.md's election recipe: the first leader checks its token and puts its state; the next reads it.
   SwarmWorkspace ws;
   const std::map<std::string, std::string> env = {{"SWARM_WORKSPACE", ws.root().string()}};
   auto r = run_recipe(recipe("elect"), ws.root(), ws.home(), env);
