@@ -4,7 +4,8 @@
 // listens to /events (server-sent events: the whole view at each change)
 // and ticks ages by itself. Record text reaches the page only through
 // textContent, never as markup; long cells are cut with an ellipsis and
-// whole in their title.
+// whole in their title. It signs in once with the key of its session
+// (adr/0060).
 #pragma once
 
 namespace cli {
@@ -295,14 +296,37 @@ document.getElementById("ranges").addEventListener("click", ev => {
   for (const other of document.querySelectorAll("#ranges button")) other.classList.toggle("on", other === b);
   if (view) timeline();
 });
-const source = new EventSource("events");
-source.addEventListener("view", msg => {
-  view = JSON.parse(msg.data);
-  offset = view.server_time_ms - Date.now();
-  render();
-  document.body.dataset.version = String(Number(document.body.dataset.version || 0) + 1);
+// The session's key: given once to the page that signed in, kept in this origin's storage (a page of another
+// port is another origin and cannot read it); with it the cookie reads the workspace (adr/0060).
+async function sessionKey() {
+  const kept = "swarm-serve-key";
+  let stored = null;
+  try { stored = localStorage.getItem(kept); } catch (e) { /* no storage: this page's life only */ }
+  try {
+    const r = await fetch("session", { cache: "no-store" });
+    if (r.ok) {
+      const key = (await r.json()).key;
+      try { if (key) localStorage.setItem(kept, key); else localStorage.removeItem(kept); } catch (e) { /* as above */ }
+      return key;
+    }
+  } catch (e) { /* unreachable: the stream says so */ }
+  return stored;
+}
+sessionKey().then(key => {
+  const source = new EventSource("events" + (key ? "?key=" + encodeURIComponent(key) : ""));
+  source.addEventListener("view", msg => {
+    view = JSON.parse(msg.data);
+    offset = view.server_time_ms - Date.now();
+    render();
+    document.body.dataset.version = String(Number(document.body.dataset.version || 0) + 1);
+  });
+  source.onerror = () => {
+    const n = document.getElementById("nats");
+    n.textContent = source.readyState === EventSource.CLOSED ?
+      "signed out: open the newest link swarm serve printed" : "swarm serve unreachable";
+    n.className = "down";
+  };
 });
-source.onerror = () => { const n = document.getElementById("nats"); n.textContent = "swarm serve unreachable"; n.className = "down"; };
 setInterval(render, 1000);
 )JS";
 
