@@ -1,10 +1,7 @@
 // `swarm serve` in swarm-serve: the HTTP side (adr/0022, adr/0025). Every
 // answer comes from the view the watches keep; every request must come for
-// this server (its Host) and carry the workspace's serve secret.
-#include <arpa/inet.h>
-#include <ifaddrs.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
+// this server (its Host) and carry the workspace's serve secret, or be the
+// page's, signed in through a link (cli/serve/serve_gate.h).
 #include <unistd.h>
 
 #include <cstdio>
@@ -13,6 +10,7 @@
 
 #include "cli/documents/documents.h"
 #include "cli/serve/serve.h"
+#include "cli/serve/serve_gate.h"
 #include "cli/serve/serve_http.h"
 #include "cli/serve/serve_page.h"
 #include "cli/serve/serve_view.h"
@@ -20,7 +18,6 @@
 #include "swarm/base/error.h"
 #include "swarm/base/log.h"
 #include "swarm/base/secret.h"
-#include "swarm/base/text.h"
 
 namespace cli {
 
@@ -34,16 +31,6 @@ constexpr std::chrono::seconds kPushWait{15};
 // Connections served at once at most, and the descriptors kept for the rest.
 constexpr std::size_t kMaxConnections = 4096;
 constexpr std::size_t kReservedFiles = 128;
-
-// What every answer carries: never cached, never sniffed, never framed, and
-// no Referer that would carry the page's address (with its token) away.
-HttpResponse secured(HttpResponse r) {
-  r.headers.push_back({"Cache-Control", "no-store"});
-  r.headers.push_back({"X-Content-Type-Options", "nosniff"});
-  r.headers.push_back({"X-Frame-Options", "DENY"});
-  r.headers.push_back({"Referrer-Policy", "no-referrer"});
-  return r;
-}
 
 HttpResponse json_reply(std::string body, int status = 200) {
   HttpResponse r;
@@ -62,170 +49,6 @@ HttpResponse asset(const char* body, const char* type) {
                        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"});
   return secured(std::move(r));
 }
-
-// Whether `text` is an IP address of this machine's loopback.
-bool loopback_ip(const std::string& text) {
-  in_addr v4{};
-  in6_addr v6{};
-  if (::inet_pton(AF_INET, text.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
-  if (::inet_pton(AF_INET6, text.c_str(), &v6) == 1) return IN6_IS_ADDR_LOOPBACK(&v6);
-  return false;
-}
-
-// Whether `host` is an address of one of this machine's interfaces.
-bool machine_address(const std::string& host) {
-  in_addr v4{};
-  in6_addr v6{};
-  const bool is_v4 = ::inet_pton(AF_INET, host.c_str(), &v4) == 1;
-  if (!is_v4 && ::inet_pton(AF_INET6, host.c_str(), &v6) != 1) return false;
-  ifaddrs* list = nullptr;
-  if (::getifaddrs(&list) != 0) return false;
-  bool found = false;
-  for (ifaddrs* a = list; a != nullptr && !found; a = a->ifa_next) {
-    if (a->ifa_addr == nullptr) continue;
-    if (is_v4 && a->ifa_addr->sa_family == AF_INET)
-      found = reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr.s_addr == v4.s_addr;
-    if (!is_v4 && a->ifa_addr->sa_family == AF_INET6)
-      found = IN6_ARE_ADDR_EQUAL(&reinterpret_cast<sockaddr_in6*>(a->ifa_addr)->sin6_addr, &v6);
-  }
-  ::freeifaddrs(list);
-  return found;
-}
-
-bool wildcard(const std::string& host) { return host == "0.0.0.0" || host == "::"; }
-
-// Whether a request's Host names this server: its listen address,
-// localhost, or a loopback address, on its port (on a wildcard address,
-// any address of this machine too). A page of another site that a browser
-// was made to send here by DNS rebinding names that site.
-bool host_is_ours(const std::string& host_header, const ListenAddress& where, int port) {
-  std::string host = host_header, given_port;
-  if (!host.empty() && host.front() == '[') {
-    const auto close = host.find(']');
-    if (close == std::string::npos) return false;
-    const std::string rest = host.substr(close + 1);
-    host = host.substr(1, close - 1);
-    if (!rest.empty()) {
-      if (rest.front() != ':') return false;
-      given_port = rest.substr(1);
-    }
-  } else if (const auto colon = host.find(':'); colon != std::string::npos) {
-    if (host.find(':', colon + 1) != std::string::npos) return false;  // an IPv6 address must be bracketed
-    given_port = host.substr(colon + 1);
-    host = host.substr(0, colon);
-  }
-  if (!given_port.empty() && given_port != std::to_string(port)) return false;
-  for (char& c : host) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (!host.empty() && host.back() == '.') host.pop_back();
-  return host == "localhost" || host == where.host || loopback_ip(host) ||
-         (wildcard(where.host) && machine_address(host));
-}
-
-// How long the page's cookie is good for.
-constexpr std::chrono::hours kSessionLife{12};
-
-std::string hex_of(const unsigned char* bytes, std::size_t size) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  for (std::size_t i = 0; i < size; ++i) {
-    out += kDigits[bytes[i] >> 4];
-    out += kDigits[bytes[i] & 0xf];
-  }
-  return out;
-}
-
-// The page's session: "<expiry, unix seconds>.<HMAC-SHA256 of it and the
-// listen address, keyed by the secret>". Not the secret, good until it
-// expires and only for the server at that address (a cookie is sent to
-// every port of a host: another local service that receives it cannot
-// turn it into the secret, nor use it on another serve).
-std::string session_mac(const std::string& secret, const std::string& address, std::int64_t expires) {
-  const std::string message = "swarm-serve-session|" + address + "|" + std::to_string(expires);
-  unsigned char mac[EVP_MAX_MD_SIZE];
-  unsigned int size = 0;
-  ::HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
-         reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac, &size);
-  return hex_of(mac, size);
-}
-
-std::int64_t unix_now() {
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-// The value of cookie `name` in a Cookie header ("" when absent).
-std::string cookie_value(const std::string& header, const std::string& name) {
-  std::size_t at = 0;
-  while (at < header.size()) {
-    auto end = header.find(';', at);
-    if (end == std::string::npos) end = header.size();
-    std::string pair = header.substr(at, end - at);
-    while (!pair.empty() && pair.front() == ' ') pair.erase(0, 1);
-    if (pair.rfind(name + "=", 0) == 0) return pair.substr(name.size() + 1);
-    at = end + 1;
-  }
-  return {};
-}
-
-// Who may read, and from where: the Host first, then the secret (a Bearer
-// header, or the page's cookie, set by the link serve printed).
-class Gate {
- public:
-  Gate(ListenAddress where, std::optional<std::string> secret) : where_(std::move(where)), secret_(std::move(secret)) {}
-  void set_port(int port) {
-    port_ = port;
-    cookie_ = "swarm_serve_" + std::to_string(port);  // cookies are per host, not per port
-    address_ = where_.host + ":" + std::to_string(port);
-  }
-
-  std::optional<HttpResponse> check(const HttpRequest& req) const {
-    const std::string host = req.header("host");
-    if (host.empty()) return secured(HttpResponse::text(400, "a request without a Host header is not served here"));
-    if (!host_is_ours(host, where_, port_))
-      return secured(HttpResponse::text(421, "Host " + swarm::printable(host.substr(0, 200)) +
-                                                 " is not this server's: swarm serve answers only for its own address, "
-                                                 "localhost or a loopback address"));
-    if (!secret_) return std::nullopt;
-    const std::string auth = req.header("authorization");
-    if (auth.rfind("Bearer ", 0) == 0 && same_secret(auth.substr(7), *secret_)) return std::nullopt;
-    if (session_is_good(cookie_value(req.header("cookie"), cookie_))) return std::nullopt;
-    if (req.path == "/") {
-      if (auto given = req.param("token"); given && same_secret(*given, *secret_)) {
-        // The link's token is traded for a session the page's own requests
-        // carry, and leaves the address bar.
-        const std::int64_t expires = unix_now() + std::chrono::seconds(kSessionLife).count();
-        HttpResponse r = secured(HttpResponse::text(303, "signed in; go to /"));
-        r.headers.push_back({"Location", "/"});
-        r.headers.push_back({"Set-Cookie", cookie_ + "=" + std::to_string(expires) + "." +
-                                               session_mac(*secret_, address_, expires) +
-                                               "; HttpOnly; SameSite=Strict; Path=/; Max-Age=" +
-                                               std::to_string(std::chrono::seconds(kSessionLife).count())});
-        return r;
-      }
-    }
-    HttpResponse r = secured(HttpResponse::text(
-        401, "swarm serve needs the workspace's serve secret: open the link `swarm serve` printed, or send "
-             "Authorization: Bearer <the contents of .swarm/serve/token>"));
-    r.headers.push_back({"WWW-Authenticate", "Bearer realm=\"swarm\""});
-    return r;
-  }
-
- private:
-  bool session_is_good(const std::string& cookie) const {
-    const auto dot = cookie.find('.');
-    if (dot == std::string::npos || dot == 0 || dot > 12 ||
-        cookie.find_first_not_of("0123456789") < dot)
-      return false;
-    const std::int64_t expires = std::stoll(cookie.substr(0, dot));
-    if (expires <= unix_now()) return false;
-    return same_secret(cookie.substr(dot + 1), session_mac(*secret_, address_, expires));
-  }
-
-  ListenAddress where_;
-  std::optional<std::string> secret_;
-  int port_ = 0;
-  std::string cookie_;
-  std::string address_;  // ADDR:PORT listened on: what a session is good for
-};
 
 HttpResponse log_reply(const ServeView& view, const HttpRequest& req) {
   std::size_t n = kDefaultLogLines;
@@ -251,6 +74,8 @@ void add_routes(HttpServer& server, const ServeView& view) {
     r.body = view.metrics();
     return secured(std::move(r));
   });
+  // The page's key, when the gate did not give it: none is needed (a Bearer header, --no-auth).
+  server.get("/session", [](const HttpRequest&) { return json_reply(R"({"key":null})"); });
   server.get("/api/status", [&view](const HttpRequest&) { return json_reply(view.status_document()); });
   server.get("/api/leases", [&view](const HttpRequest&) { return json_reply(view.leases_document()); });
   server.get("/api/tasks", [&view](const HttpRequest&) { return json_reply(view.tasks_document()); });
@@ -305,7 +130,11 @@ int run_serve(Context& ctx, const ServeFlags& flags) {
   HttpServer::Limits limits;
   limits.max_connections = fit_connections_to_file_limit(kMaxConnections, kReservedFiles);
   HttpServer server(limits);
-  Gate gate(where, secret);
+  // Each time the link is used (it signs in one browser), the next one is printed.
+  Gate gate(where, secret, [](const std::string& next) {
+    std::printf("the link was used; the next one: %s\n", next.c_str());
+    std::fflush(stdout);
+  });
   const int port = server.bind(where.host, where.port);
   if (port < 0)
     throw swarm::Error(swarm::Errc::conflict,
@@ -338,9 +167,7 @@ int run_serve(Context& ctx, const ServeFlags& flags) {
     }
   });
   signals.on_signal([&](int) { server.stop(); });
-  const std::string host = where.host.find(':') != std::string::npos ? "[" + where.host + "]" : where.host;
-  const std::string link = "http://" + host + ":" + std::to_string(port) + "/" + (secret ? "?token=" + *secret : "");
-  std::printf("serving %s\n", link.c_str());
+  std::printf("serving %s\n", gate.link().c_str());
   std::fflush(stdout);
   server.run();
   ctx.out().note("stopped serving");

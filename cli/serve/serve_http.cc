@@ -25,6 +25,9 @@ namespace cli {
 
 namespace {
 
+// Connections accepted at most between two looks at everything else.
+constexpr std::size_t kAcceptBatch = 128;
+
 std::string lower(std::string text) {
   for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return text;
@@ -69,57 +72,83 @@ void HttpServer::Impl::close_conn(int fd) {
 }
 
 bool HttpServer::Impl::make_room() {
+  while (!accepted_order.empty()) {
+    const std::uint64_t id = accepted_order.front();
+    accepted_order.pop_front();
+    const auto it = fd_of.find(id);
+    if (it == fd_of.end()) continue;  // gone
+    const int fd = it->second;
+    if (conns.at(fd).proven) continue;  // the owner's: made room for only when no stranger is left
+    close_conn(fd);
+    return true;
+  }
+  // Every connection proved itself: the oldest idle one makes room.
   int victim = -1;
-  bool victim_proven = true;
   Steady::time_point oldest{};
   for (const auto& [fd, c] : conns) {
     if (c.streaming || c.waiting || !c.in.empty() || !c.out.empty()) continue;  // busy
-    const bool better = victim < 0 || (victim_proven && !c.proven) ||
-                        (victim_proven == c.proven && c.accepted < oldest);
-    if (!better) continue;
-    victim = fd;
-    victim_proven = c.proven;
-    oldest = c.accepted;
+    if (victim < 0 || c.accepted < oldest) {
+      victim = fd;
+      oldest = c.accepted;
+    }
   }
   if (victim < 0) return false;
   close_conn(victim);
   return true;
 }
 
+bool HttpServer::Impl::accept_one() {
+  int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+  while (fd < 0 && errno == EINTR) fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+  if (fd < 0) {
+    if ((errno == EMFILE || errno == ENFILE) && spare_fd >= 0) {
+      // Out of descriptors: the spare one takes the connection, which is
+      // closed at once, and is made again.
+      ::close(spare_fd);
+      const int taken = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+      if (taken >= 0) ::close(taken);
+      spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+      return taken >= 0;
+    }
+    return false;  // EAGAIN, or a connection reset before it was taken
+  }
+  if (conns.size() >= limits.max_connections && !make_room()) {
+    ::close(fd);
+    return true;
+  }
+  const int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLRDHUP;
+  ev.data.fd = fd;
+  if (::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+    ::close(fd);
+    return true;
+  }
+  Conn& c = conns[fd];
+  c.fd = fd;
+  c.id = next_id++;
+  c.accepted = Steady::now();
+  c.idle_until = c.accepted + std::min(limits.idle_timeout, limits.unproven_idle_timeout);
+  fd_of[c.id] = fd;
+  accepted_order.push_back(c.id);
+  // A request often came with the connection: read now, it proves its
+  // connection before any later stranger could take its place.
+  on_readable(c);
+  return true;
+}
+
 void HttpServer::Impl::accept_all() {
-  while (true) {
-    const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) {
-      if ((errno == EMFILE || errno == ENFILE) && spare_fd >= 0) {
-        // Out of descriptors: the spare one takes the connection, which is
-        // closed at once, and is made again.
-        ::close(spare_fd);
-        const int taken = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
-        if (taken >= 0) ::close(taken);
-        spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-        continue;
-      }
-      return;  // EAGAIN, or a connection reset before it was taken
-    }
-    if (conns.size() >= limits.max_connections && !make_room()) {
-      ::close(fd);
-      continue;
-    }
-    const int one = 1;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    epoll_event ev{};
-    ev.events = EPOLLIN | EPOLLRDHUP;
-    ev.data.fd = fd;
-    if (::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
-      ::close(fd);
-      continue;
-    }
-    Conn& c = conns[fd];
-    c.fd = fd;
-    c.id = next_id++;
-    c.accepted = Steady::now();
-    c.idle_until = c.accepted + std::min(limits.idle_timeout, limits.unproven_idle_timeout);
-    fd_of[c.id] = fd;
+  // A bounded batch: what the accepted ones sent, and the owner's answers,
+  // are read and written between batches however fast strangers connect.
+  for (std::size_t n = 0; n < kAcceptBatch && accept_one(); ++n) {
+  }
+  // The order keeps no more than a few times the connections open.
+  if (accepted_order.size() > 2 * conns.size() + 1024) {
+    std::deque<std::uint64_t> kept;
+    for (const std::uint64_t id : accepted_order)
+      if (auto it = fd_of.find(id); it != fd_of.end() && !conns.at(it->second).proven) kept.push_back(id);
+    accepted_order.swap(kept);
   }
 }
 

@@ -57,6 +57,10 @@ struct HttpServer::Impl {
   std::map<std::string, std::pair<Handler, bool>> routes;
   std::map<std::string, StreamOpener> streams_at;
   std::map<int, Conn> conns;
+  // The ids of connections in the order they were accepted: the oldest
+  // that never passed the guard is the first to make room at the cap. Ids
+  // gone or proven since are skipped (and dropped now and then).
+  std::deque<std::uint64_t> accepted_order;
   // A descriptor kept open for the moment the file limit is reached: closed
   // to accept (and close at once) a connection the kernel would otherwise
   // keep announcing, so the loop never spins on EMFILE.
@@ -81,10 +85,14 @@ struct HttpServer::Impl {
 
   void accept_all();
 
-  // At the cap: closes the connection a new one may take the place of (the
-  // oldest idle one that never passed the guard, else the oldest idle one);
-  // false when every connection is busy (a request, an answer, a stream).
+  // At the cap: closes the connection a new one may take the place of: the
+  // oldest that never passed the guard (idle, or reading a request that has
+  // not proved itself yet, or being refused), else the oldest idle one that
+  // did; false when every connection is the owner's and busy (a request, an
+  // answer, a stream).
   bool make_room();
+  // Accepts one connection the listening socket holds: false when it holds none.
+  bool accept_one();
 
   // Sends what `c` has to send, as far as the socket takes it; closes it
   // when it is done and closing, or broken.

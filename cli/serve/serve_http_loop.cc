@@ -26,6 +26,9 @@ namespace cli {
 namespace {
 
 constexpr std::chrono::milliseconds kTick{100};
+// Connections the kernel holds for accept(): as many as it allows (it caps
+// this at net.core.somaxconn), so that a burst of strangers leaves room.
+constexpr int kListenBacklog = 4096;
 
 }  // namespace
 
@@ -171,7 +174,7 @@ int HttpServer::bind(const std::string& host, int port) {
   // SO_REUSEADDR only (never SO_REUSEPORT): a second server on a taken port must fail, not share it.
   const int one = 1;
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 || ::listen(fd, 512) != 0) {
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 || ::listen(fd, kListenBacklog) != 0) {
     ::close(fd);
     return -1;
   }

@@ -61,9 +61,10 @@ CLI::App* add_serve_command(CLI::App& app, ServeFlags& flags) {
   cmd->footer(
       "Paths: /metrics (Prometheus text), / (the dashboard, pushed live), /api/status, /api/leases,\n"
       "/api/branches, /api/tasks, /api/inboxes, /api/log (the verbs' --json documents; /api/log?n=N, JSON Lines).\n"
-      "Every request needs the workspace's serve secret (.swarm/serve/token, made by `swarm up`): the\n"
-      "page through the link printed first (it sets a cookie), /metrics and /api/* also through\n"
-      "Authorization: Bearer SECRET (Prometheus: authorization.credentials_file). A request whose Host\n"
+      "Every request needs the workspace's serve secret (.swarm/serve/token, made by `swarm up`):\n"
+      "/metrics and /api/* through Authorization: Bearer SECRET (Prometheus:\n"
+      "authorization.credentials_file), the page through the link printed first: its one-time code (never\n"
+      "the secret) signs in one browser, and the next link is printed when it is used. A request whose Host\n"
       "is not the listen address, localhost or a loopback address is refused (421); methods other than\n"
       "GET and HEAD are 405. It never writes to NATS, the hub or the workspace, follows the buckets and\n"
       "the journal by watching them, and follows a NATS restart by itself. It serves until Ctrl-C.\n"

@@ -3,8 +3,10 @@
 // Policy allows only its own scripts and styles ('self', never inline). It
 // listens to /events (server-sent events: the whole view at each change)
 // and ticks ages by itself. Record text reaches the page only through
-// textContent, never as markup; long cells are cut with an ellipsis and
-// whole in their title.
+// textContent, never as markup, its control characters shown as such; long
+// names are cut with an ellipsis and whole in their title, but states,
+// numbers, times (relative, the date in the title) and what each agent says
+// are never cut. It signs in once with the key of its session (adr/0060).
 #pragma once
 
 namespace cli {
@@ -21,38 +23,32 @@ inline constexpr const char* kDashboardPage = R"PAGE(<!doctype html>
 <body>
 <header><h1>swarm</h1><span id="bucket"></span><span id="summary">connecting…</span><span id="nats"></span></header>
 <main>
-  <section><h2>Sessions</h2>
-    <table id="sessions"><colgroup><col class="w-name"><col class="w-task"><col class="w-host"><col class="w-state">
-      <col class="w-age"><col class="w-token"></colgroup>
+  <section class="wide"><h2>Sessions</h2>
+    <table id="sessions"><colgroup><col><col><col><col><col><col><col></colgroup>
       <thead><tr><th>slot</th><th>task</th><th>host</th><th>state</th><th class="num">age</th><th class="num">token</th><th>doing</th></tr></thead>
       <tbody></tbody></table><div id="sessions-more" class="empty"></div></section>
   <section><h2>Leases</h2>
-    <table id="leases"><colgroup><col class="w-name"><col class="w-state"><col class="w-holder"><col class="w-host">
-      <col class="w-token"><col class="w-age"><col class="w-token"></colgroup>
+    <table id="leases"><colgroup><col><col><col><col><col><col><col></colgroup>
       <thead><tr><th>lease</th><th>state</th><th>holder</th><th>host</th><th class="num">token</th><th class="num">left</th>
       <th class="num">waiting</th></tr></thead><tbody></tbody></table><div id="leases-more" class="empty"></div></section>
   <section><h2>Branches <span id="onto" class="muted"></span></h2>
-    <table id="branches"><colgroup><col class="w-name"><col class="w-state"><col class="w-token"><col class="w-head">
-      <col class="w-time"><col class="w-detail"></colgroup>
+    <table id="branches"><colgroup><col><col><col><col><col><col></colgroup>
       <thead><tr><th>slot</th><th>stands</th><th class="num">ahead</th><th>head</th><th>committed</th><th>why</th></tr></thead>
       <tbody></tbody></table><div id="branches-more" class="empty"></div></section>
   <section><h2>Tasks <span id="task-counts" class="muted"></span></h2>
-    <table id="tasks"><colgroup><col class="w-name"><col class="w-detail"><col class="w-state"><col class="w-name">
-      <col class="w-token"><col class="w-age"></colgroup>
+    <table id="tasks"><colgroup><col><col><col><col><col><col></colgroup>
       <thead><tr><th>task</th><th>title</th><th>stands</th><th>slot</th><th class="num">pri</th><th class="num">age</th></tr></thead>
       <tbody></tbody></table><div id="tasks-more" class="empty"></div></section>
   <section><h2>Inboxes <span id="inbox-counts" class="muted"></span></h2>
-    <table id="inboxes"><colgroup><col class="w-detail"><col class="w-token"><col class="w-token"></colgroup>
+    <table id="inboxes"><colgroup><col><col><col></colgroup>
       <thead><tr><th>inbox</th><th class="num">unread</th><th class="num">cursor</th></tr></thead>
       <tbody></tbody></table><div id="inboxes-more" class="empty"></div></section>
   <section><h2>Holds <span id="hold-counts" class="muted"></span></h2>
-    <table id="holds"><colgroup><col class="w-name"><col class="w-state"><col class="w-detail"><col class="w-token">
-      <col class="w-detail"></colgroup>
+    <table id="holds"><colgroup><col><col><col><col><col></colgroup>
       <thead><tr><th>slot</th><th>kind</th><th>paths</th><th class="num">token</th><th>why</th></tr></thead>
       <tbody></tbody></table><div id="holds-more" class="empty"></div></section>
   <section><h2>Recent acts</h2>
-    <table id="events"><colgroup><col class="w-time"><col class="w-kind"><col class="w-name"><col class="w-host">
-      <col class="w-detail"></colgroup>
+    <table id="events"><colgroup><col><col><col><col><col></colgroup>
       <thead><tr><th>time</th><th>kind</th><th>subject</th><th>host</th><th>detail</th></tr></thead>
       <tbody></tbody></table></section>
   <section class="wide"><h2>Who held what
@@ -86,22 +82,22 @@ th, td { text-align: left; padding: 3px 6px; border-bottom: 1px solid #eee; whit
   text-overflow: ellipsis; }
 th { color: var(--muted); font-weight: 600; }
 .num { text-align: right; font-variant-numeric: tabular-nums; }
-#sessions col:nth-child(1) { width: 18%; } #sessions col:nth-child(2) { width: 27%; } #sessions col:nth-child(3) { width: 22%; }
-#sessions col:nth-child(4) { width: 11%; } #sessions col:nth-child(5) { width: 10%; } #sessions col:nth-child(6) { width: 12%; }
-#leases col:nth-child(1) { width: 25%; } #leases col:nth-child(2) { width: 10%; } #leases col:nth-child(3) { width: 18%; }
-#leases col:nth-child(4) { width: 15%; } #leases col:nth-child(5) { width: 10%; } #leases col:nth-child(6) { width: 10%; }
-#leases col:nth-child(7) { width: 12%; }
-#branches col:nth-child(1) { width: 20%; } #branches col:nth-child(2) { width: 14%; } #branches col:nth-child(3) { width: 10%; }
-#branches col:nth-child(4) { width: 16%; } #branches col:nth-child(5) { width: 20%; } #branches col:nth-child(6) { width: 20%; }
-#tasks col:nth-child(1) { width: 13%; } #tasks col:nth-child(2) { width: 37%; } #tasks col:nth-child(3) { width: 15%; }
-#tasks col:nth-child(4) { width: 15%; } #tasks col:nth-child(5) { width: 8%; } #tasks col:nth-child(6) { width: 12%; }
+/* Columns of names share what is left; states, numbers and times have the room their text needs. */
+#sessions col:nth-child(1) { width: 13%; } #sessions col:nth-child(2) { width: 19%; } #sessions col:nth-child(3) { width: 15%; }
+#sessions col:nth-child(4) { width: 76px; } #sessions col:nth-child(5) { width: 76px; } #sessions col:nth-child(6) { width: 84px; }
+#leases col:nth-child(2) { width: 76px; } #leases col:nth-child(5) { width: 84px; } #leases col:nth-child(6) { width: 76px; }
+#leases col:nth-child(7) { width: 76px; }
+#branches col:nth-child(2) { width: 96px; } #branches col:nth-child(3) { width: 68px; } #branches col:nth-child(4) { width: 112px; }
+#branches col:nth-child(5) { width: 100px; }
+#tasks col:nth-child(2) { width: 30%; } #tasks col:nth-child(3) { width: 96px; } #tasks col:nth-child(5) { width: 52px; }
+#tasks col:nth-child(6) { width: 76px; }
 .ready, .approved, .completed { color: var(--fresh); } .in_review { color: var(--late); } .failed { color: var(--stale); }
 .waiting, .cancelled { color: var(--muted); }
-#inboxes col:nth-child(1) { width: 60%; } #inboxes col:nth-child(2) { width: 20%; } #inboxes col:nth-child(3) { width: 20%; }
-#holds col:nth-child(1) { width: 18%; } #holds col:nth-child(2) { width: 14%; } #holds col:nth-child(3) { width: 34%; }
-#holds col:nth-child(4) { width: 10%; } #holds col:nth-child(5) { width: 24%; }
-#events col:nth-child(1) { width: 13%; } #events col:nth-child(2) { width: 15%; } #events col:nth-child(3) { width: 24%; }
-#events col:nth-child(4) { width: 16%; } #events col:nth-child(5) { width: 32%; }
+#inboxes col:nth-child(2) { width: 76px; } #inboxes col:nth-child(3) { width: 104px; }
+#holds col:nth-child(2) { width: 96px; } #holds col:nth-child(4) { width: 84px; }
+#events col:nth-child(1) { width: 84px; } #events col:nth-child(2) { width: 25%; }
+td.doing { white-space: normal; overflow-wrap: anywhere; }
+td.head { font: 12px ui-monospace, monospace; }
 .state { font-weight: 600; }
 .fresh, .held, .landed, .done { color: var(--fresh); } .late, .working { color: var(--late); }
 .stale, .dead, .refused, .fail { color: var(--stale); } .corrupt { color: var(--corrupt); } .expired, .unfinished { color: var(--muted); }
@@ -120,9 +116,14 @@ svg text { font: 11px system-ui, sans-serif; fill: #333; }
 
 inline constexpr const char* kDashboardScript = R"JS("use strict";
 let view = null, offset = 0, range = 3600e3;
-const el = (tag, text, cls) => {
+// Record text as shown: a control character as its picture (or its code), a bidi control named, never obeyed.
+const shown = text => String(text).replace(/[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, c => {
+  const n = c.charCodeAt(0);
+  return n < 0x20 ? String.fromCharCode(0x2400 + n) : n === 0x7f ? "\u2421" : "<U+" + n.toString(16).toUpperCase() + ">";
+});
+const el = (tag, text, cls, title) => {
   const e = document.createElement(tag);
-  if (text !== undefined && text !== null) { e.textContent = String(text); if (tag === "td") e.title = String(text); }
+  if (text !== undefined && text !== null) { e.textContent = shown(text); if (tag === "td") e.title = title || e.textContent; }
   if (cls) e.className = cls;
   return e;
 };
@@ -134,6 +135,13 @@ function age(ms) {
   return Math.floor(s / 3600) + "h" + String(Math.floor(s % 3600 / 60)).padStart(2, "0") + "m";
 }
 const clock = ms => new Date(ms).toISOString().slice(11, 19);
+const date = ms => new Date(ms).toISOString().slice(0, 19).replace("T", " ") + " UTC";
+// How long ago, in the largest unit: short enough for its column at any width.
+function ago(ms) {
+  const s = Math.max(0, Math.floor((now() - ms) / 1000));
+  return s < 5 ? "just now" : s < 60 ? s + "s ago" : s < 3600 ? Math.floor(s / 60) + "m ago" :
+    s < 86400 ? Math.floor(s / 3600) + "h ago" : Math.floor(s / 86400) + "d ago";
+}
 function stateOf(s) {
   if (s.state === "corrupt" || s.state === "dead") return s.state;
   const a = now() - s.stored_ms, t = view.ttl_ms;
@@ -182,8 +190,8 @@ function branches() {
   fill("branches", b.rows.map(r => {
     const tr = el("tr"); tr.dataset.branch = r.slot;
     const why = r.stands === "refused" ? "refused: " + (r.reason || "?") : r.result ? "closed " + r.result : "";
-    tr.append(el("td", r.slot), el("td", r.stands, "state " + r.stands), el("td", r.ahead, "num"), el("td", r.head),
-              el("td", r.committed_ms ? new Date(r.committed_ms).toISOString().slice(0, 16).replace("T", " ") : "-"),
+    tr.append(el("td", r.slot), el("td", r.stands, "state " + r.stands), el("td", r.ahead, "num"), el("td", r.head, "head"),
+              el("td", r.committed_ms ? ago(r.committed_ms) : "-", "time", r.committed_ms ? date(r.committed_ms) : undefined),
               el("td", why));
     return tr;
   }));
@@ -232,7 +240,7 @@ function holds() {
 function acts() {
   fill("events", view.events.slice(-40).reverse().map(e => {
     const tr = el("tr");
-    tr.append(el("td", clock(e.time_ms)), el("td", e.kind), el("td", e.thing + "/" + e.name), el("td", e.host),
+    tr.append(el("td", clock(e.time_ms), "time", date(e.time_ms)), el("td", e.kind), el("td", e.thing + "/" + e.name), el("td", e.host),
               el("td", e.detail || ""));
     return tr;
   }));
@@ -295,14 +303,37 @@ document.getElementById("ranges").addEventListener("click", ev => {
   for (const other of document.querySelectorAll("#ranges button")) other.classList.toggle("on", other === b);
   if (view) timeline();
 });
-const source = new EventSource("events");
-source.addEventListener("view", msg => {
-  view = JSON.parse(msg.data);
-  offset = view.server_time_ms - Date.now();
-  render();
-  document.body.dataset.version = String(Number(document.body.dataset.version || 0) + 1);
+// The session's key: given once to the page that signed in, kept in this origin's storage (a page of another
+// port is another origin and cannot read it); with it the cookie reads the workspace (adr/0060).
+async function sessionKey() {
+  const kept = "swarm-serve-key";
+  let stored = null;
+  try { stored = localStorage.getItem(kept); } catch (e) { /* no storage: this page's life only */ }
+  try {
+    const r = await fetch("session", { cache: "no-store" });
+    if (r.ok) {
+      const key = (await r.json()).key;
+      try { if (key) localStorage.setItem(kept, key); else localStorage.removeItem(kept); } catch (e) { /* as above */ }
+      return key;
+    }
+  } catch (e) { /* unreachable: the stream says so */ }
+  return stored;
+}
+sessionKey().then(key => {
+  const source = new EventSource("events" + (key ? "?key=" + encodeURIComponent(key) : ""));
+  source.addEventListener("view", msg => {
+    view = JSON.parse(msg.data);
+    offset = view.server_time_ms - Date.now();
+    render();
+    document.body.dataset.version = String(Number(document.body.dataset.version || 0) + 1);
+  });
+  source.onerror = () => {
+    const n = document.getElementById("nats");
+    n.textContent = source.readyState === EventSource.CLOSED ?
+      "signed out: open the newest link swarm serve printed" : "swarm serve unreachable";
+    n.className = "down";
+  };
 });
-source.onerror = () => { const n = document.getElementById("nats"); n.textContent = "swarm serve unreachable"; n.className = "down"; };
 setInterval(render, 1000);
 )JS";
 

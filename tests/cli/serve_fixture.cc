@@ -29,8 +29,14 @@ Served::Served(const SwarmWorkspace& ws, const std::vector<std::string>& args,
   REQUIRE_MESSAGE(line->rfind(prefix, 0) == 0, *line);
   port_ = std::stoi(line->substr(prefix.size()));
   link_ = line->substr(std::string("serving ").size());
-  if (const auto at = link_.find("?token="); at != std::string::npos) secret_ = link_.substr(at + 7);
+  // The secret is the workspace's, never in the link (a browser's history would keep it).
+  if (link_.find('?') != std::string::npos) {
+    secret_ = read_file(ws.root() / ".swarm/serve/token");
+    while (!secret_.empty() && std::isspace(static_cast<unsigned char>(secret_.back()))) secret_.pop_back();
+  }
 }
+
+std::optional<std::string> Served::read_line(std::chrono::milliseconds limit) { return process_.read_line(limit); }
 
 Served::~Served() {
   if (!stopped_) stop();

@@ -28,9 +28,12 @@ class Served {
 
   RunResult stop(int signo = SIGTERM);
   int port() const { return port_; }
-  // The link it printed (with ?token= unless --no-auth), and the secret in it.
+  // The link it printed first (with its one-time code unless --no-auth),
+  // and the workspace's secret (.swarm/serve/token; "" with --no-auth).
   const std::string& link() const { return link_; }
   const std::string& secret() const { return secret_; }
+  // The next line it prints on stdout (the new link once one was used).
+  std::optional<std::string> read_line(std::chrono::milliseconds limit);
   pid_t pid() const { return process_.pid(); }
 
   // GET `path` with the secret as a Bearer header (none when `auth` is false).

@@ -13,6 +13,8 @@
 #include "support/browser.h"
 #include "support/eventually.h"
 #include "support/nats_server.h"
+#include "support/raw_nats.h"
+#include "swarm/base/json.h"
 
 using namespace testing;
 namespace fs = std::filesystem;
@@ -72,6 +74,10 @@ TEST_CASE("ServePage_FitsTheWindowWithLongNamesAndKeepsItsPictures") {
     REQUIRE(ws.swarm({"join", "--slot", slot, "--task",
                       "PROJ-" + std::to_string(1000 + i) + " make the renderer handle every long edge case we found"},
                      host).exit == 0);
+    if (i <= 4)  // what a few of them say they do, for the picture
+      REQUIRE(ws.swarm({"renew", "--slot", slot, "--status", i == 3 ? "blocked" : "working", "--note",
+                        i == 3 ? "waiting for the API review" : "step " + std::to_string(i) + " of 5: the parser"},
+                       host).exit == 0);
   }
   for (int i = 1; i <= 3; ++i)
     REQUIRE(ws.swarm({"lease", "acquire", "deploy.production.region-" + std::to_string(i) + ".a-very-long-lease-name",
@@ -90,7 +96,9 @@ TEST_CASE("ServePage_FitsTheWindowWithLongNamesAndKeepsItsPictures") {
     CHECK(browser.evaluate("document.documentElement.scrollWidth <= document.documentElement.clientWidth") == "true");
     CHECK(browser.evaluate("[...document.querySelectorAll('section')].every(s => s.scrollWidth <= s.clientWidth)") ==
           "true");
-    CHECK(browser.evaluate("[...document.querySelectorAll('td')].every(td => td.title === td.textContent)") == "true");
+    // Each cell's title is its whole text (a time's: its date).
+    CHECK(browser.evaluate("[...document.querySelectorAll('td:not(.time)')].every(td => td.title === td.textContent)") ==
+          "true");
     CHECK(browser.evaluate("[...document.querySelectorAll('#sessions td')].some(td => td.scrollWidth > td.clientWidth)") ==
           "true");  // cut with an ellipsis, the whole in the title
     CHECK(browser.evaluate("getComputedStyle(document.querySelector('#sessions td')).textOverflow") == "\"ellipsis\"");
@@ -209,4 +217,98 @@ TEST_CASE("ServePage_ShowsInboxesAndNeverABody") {
   REQUIRE(ws.swarm({"inbox", "--as", "a", "--ack"}).exit == 0);
   CHECK(browser.wait_for(unread + " === '0'", 10s));
   CHECK(browser.evaluate("document.body.textContent.includes('secret-body')") == "false");
+}
+
+namespace {
+
+// Puts `text` (raw bytes: control characters, bidi overrides) in slot's
+// session record as its note, the way any client of the server could:
+// the record as swarm wrote it, its note rewritten.
+void plant_note(SwarmWorkspace& ws, const std::string& slot, const std::string& placeholder,
+                const std::string& json_text) {
+  auto status = swarm::Json::parse(ws.swarm({"status", "--json"}).out);
+  REQUIRE(status);
+  const std::string bucket = cJSON_GetObjectItemCaseSensitive(status.get(), "bucket")->valuestring;
+  RawNats raw(ws.server()->url());
+  kvStore* kv = nullptr;
+  REQUIRE(js_KeyValue(&kv, raw.js, bucket.c_str()) == NATS_OK);
+  kvEntry* entry = nullptr;
+  REQUIRE(kvStore_Get(&entry, kv, slot.c_str()) == NATS_OK);
+  std::string record(kvEntry_ValueString(entry));
+  kvEntry_Destroy(entry);
+  const auto at = record.find(placeholder);
+  REQUIRE_MESSAGE(at != std::string::npos, record);
+  record.replace(at, placeholder.size(), json_text);
+  uint64_t revision = 0;
+  REQUIRE(kvStore_PutString(&revision, kv, slot.c_str(), record.c_str()) == NATS_OK);
+  kvStore_Destroy(kv);
+}
+
+}  // namespace
+
+TEST_CASE("ServePage_ShowsWhatAgentsSayAndCutsNothingThatMatters") {
+  // At 1280 and 1920 px: each agent's status and note whole (a note of 200 bytes wraps, never cut), every
+  // header, state, number, head and time whole (times as "3m ago", the date in the title); names may be cut, whole
+  // in their title. A note's markup stays text, its control bytes and bidi overrides are shown, not obeyed.
+  if (chromium_path().empty()) FAIL("chromium is not installed: scripts/setup.sh installs it");
+  SwarmWorkspace ws;
+  const std::string long_note = "rewriting the parser error recovery: " + std::string(140, 'x') + " <b>bold</b>";
+  REQUIRE(long_note.size() <= 200);
+  for (int i = 1; i <= 6; ++i) {
+    auto host = kHostA;
+    host["SWARM_HOST"] = "build-host-with-a-really-long-name-in-rack-" + std::to_string(i);
+    host["SWARM_HOST_ID"] = "id-" + std::to_string(i);
+    const std::string slot = "agent-" + std::to_string(i);
+    REQUIRE(ws.swarm({"join", "--slot", slot, "--task", "PROJ-" + std::to_string(1000 + i) + " the renderer's long edge cases"},
+                     host).exit == 0);
+    const std::string note = i == 1 ? long_note : i == 2 ? "PLACEHOLDER" : "step " + std::to_string(i) + " of 9";
+    REQUIRE(ws.swarm({"renew", "--slot", slot, "--status", i % 2 ? "working" : "waiting", "--note", note}, host).exit == 0);
+  }
+  plant_note(ws, "agent-2", "PLACEHOLDER", "red\\u001b[31m \\u202eevil\\u0007");
+  // Tasks done, waiting and ready; a slot's branch ahead of main, closed and not landed.
+  REQUIRE(ws.swarm({"task", "add", "finished work", "--id", "T-done"}).exit == 0);
+  REQUIRE(ws.swarm({"task", "add", "still open", "--id", "T-open"}).exit == 0);
+  REQUIRE(ws.swarm({"task", "add", "after it", "--id", "T-after", "--after", "T-open"}).exit == 0);
+  REQUIRE(ws.swarm({"join", "--slot", "lander", "--task", "T-done"}).exit == 0);
+  write_file(ws.worktree("lander") / "l.txt", "l\n");
+  REQUIRE(ws.swarm({"commit", "--slot", "lander", "-m", "l"}).exit == 0);
+  REQUIRE(ws.swarm({"close", "--slot", "lander", "--result", "success"}).exit == 0);
+  REQUIRE(ws.swarm({"land", "--slot", "lander"}).exit == 0);
+  REQUIRE(ws.swarm({"join", "--slot", "ahead-slot", "--task", "T-x"}).exit == 0);
+  for (int i = 0; i < 3; ++i) {
+    write_file(ws.worktree("ahead-slot") / ("a" + std::to_string(i)), "a\n");
+    REQUIRE(ws.swarm({"commit", "--slot", "ahead-slot", "-m", "a" + std::to_string(i)}).exit == 0);
+  }
+  REQUIRE(ws.swarm({"close", "--slot", "ahead-slot", "--result", "success"}).exit == 0);
+  Served served(ws);
+  HeadlessBrowser browser;
+  const std::string doing = "(document.querySelector('tr[data-slot=\"agent-1\"] .doing') || {}).textContent";
+  const std::string whole = "[...document.querySelectorAll('th, td.state, td.num, td.time, td.head, td.doing')]";
+  for (auto [w, h] : {std::pair{1280, 800}, std::pair{1920, 1080}}) {
+    CAPTURE(w);
+    browser.open(served.link(), w, h);
+    REQUIRE(browser.wait_for(doing + " === 'working: " + long_note + "'", 10s));
+    REQUIRE(browser.wait_for("(document.querySelector('tr[data-task=\"T-done\"] .state') || {}).textContent === 'completed'", 10s));
+    REQUIRE(browser.wait_for("document.querySelector('tr[data-branch=\"ahead-slot\"]')", 10s));
+    CHECK(browser.evaluate("document.querySelector('tr[data-slot=\"agent-3\"] .doing').textContent") == "\"working: step 3 of 9\"");
+    CHECK(browser.evaluate("document.querySelectorAll('#sessions b').length") == "0");
+    // Nothing that matters is cut: each such cell (and every header) holds its text whole, and is seen.
+    const std::string cut = browser.evaluate(whole + ".filter(e => e.scrollWidth > e.clientWidth || e.clientWidth === 0)"
+                                             ".map(e => e.textContent)");
+    CHECK_MESSAGE(cut == "[]", "cut at ", w, " px: ", cut);
+    CHECK(browser.evaluate(whole + ".length > 40") == "true");
+    CHECK(browser.evaluate("document.documentElement.scrollWidth <= document.documentElement.clientWidth") == "true");
+    // Times are relative, the date whole in the title.
+    CHECK(browser.evaluate("/^(just now|\\d+[smhd] ago)$/.test("
+                           "document.querySelector('tr[data-branch=\"ahead-slot\"] td:nth-child(5)').textContent)") == "true");
+    CHECK(browser.evaluate("/^\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d UTC$/.test("
+                           "document.querySelector('tr[data-branch=\"ahead-slot\"] td:nth-child(5)').title)") == "true");
+    CHECK(browser.evaluate("document.querySelector('tr[data-branch=\"ahead-slot\"] td:nth-child(3)').textContent") == "\"3\"");
+    // The planted note: its escape and bell are shown as such, its bidi override is not obeyed.
+    const std::string planted = "document.querySelector('tr[data-slot=\"agent-2\"] .doing').textContent";
+    CHECK(browser.evaluate("/[\\u0000-\\u001f\\u007f-\\u009f\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069]/.test(" + planted + ")") ==
+          "false");
+    CHECK(browser.evaluate(planted + ".includes('red\\u241b[31m')") == "true");
+    browser.screenshot((artifacts() / (w == 1280 ? "dashboard-agents.png" : "dashboard-agents-1920.png")).string());
+  }
 }

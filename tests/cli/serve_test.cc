@@ -120,8 +120,9 @@ TEST_CASE("Serve_MetricsAndApiFollowTheWorkspaceLive") {
 }
 
 TEST_CASE("Serve_OnlyTheWorkspacesUsersReadIt") {
-  // the secret is made by up (0600); a request without it is 401 on every path; the link's token becomes an
-  // HttpOnly SameSite=Strict cookie and leaves the address; a Bearer header or the cookie reads.
+  // the secret is made by up (0600); a request without it is 401 on every path; the link's one-time code
+  // becomes an HttpOnly SameSite=Strict cookie and leaves the address; a Bearer header, or the cookie with
+  // the key the page is given once, reads.
   SwarmWorkspace ws;
   const fs::path token_file = ws.root() / ".swarm/serve/token";
   REQUIRE(fs::exists(token_file));
@@ -131,7 +132,9 @@ TEST_CASE("Serve_OnlyTheWorkspacesUsersReadIt") {
   std::string secret = read_file(token_file);
   while (!secret.empty() && secret.back() == '\n') secret.pop_back();
   CHECK(served.secret() == secret);
-  CHECK(served.link() == "http://127.0.0.1:" + std::to_string(served.port()) + "/?token=" + secret);
+  const std::string code_path = "/?code=" + served.link().substr(served.link().find("?code=") + 6);
+  CHECK(served.link() == "http://127.0.0.1:" + std::to_string(served.port()) + code_path);
+  CHECK(served.link().find(secret) == std::string::npos);
   for (const char* path : {"/", "/app.js", "/app.css", "/metrics", "/api/status", "/api/leases", "/api/log",
                            "/api/branches", "/events"}) {
     auto bare = served.get(path, false);
@@ -142,18 +145,30 @@ TEST_CASE("Serve_OnlyTheWorkspacesUsersReadIt") {
     CHECK_MESSAGE(wrong->status == 401, path);
   }
   CHECK(served.get("/api/status")->status == 200);
-  // The link: 303 to / with the cookie; the cookie then reads the page and the API.
-  auto link = served.get("/?token=" + secret, false);
+  // The link: 303 to / with the cookie; the cookie then opens the page, and with the page's key the API.
+  auto link = served.get(code_path, false);
   REQUIRE(link);
   CHECK(link->status == 303);
   CHECK(link->get_header_value("Location") == "/");
   const std::string cookie = link->get_header_value("Set-Cookie");
   CHECK(cookie.find("HttpOnly") != std::string::npos);
   CHECK(cookie.find("SameSite=Strict") != std::string::npos);
+  CHECK(cookie.find(secret) == std::string::npos);
   const std::string pair = cookie.substr(0, cookie.find(';'));
   CHECK(served.get("/", false, {{"Cookie", pair}})->status == 200);
-  CHECK(served.get("/api/status", false, {{"Cookie", "other=1; " + pair}})->status == 200);
-  CHECK(served.get("/?token=wrong", false)->status == 401);
+  CHECK(served.get("/api/status", false, {{"Cookie", pair}})->status == 401);  // the cookie alone reads nothing
+  auto session = served.get("/session", false, {{"Cookie", pair}});
+  REQUIRE(session);
+  REQUIRE(session->status == 200);
+  const std::string key = session->body.substr(session->body.find("\"key\":\"") + 7, 48);
+  CHECK(served.get("/session", false, {{"Cookie", pair}})->status == 409);  // given once
+  CHECK(served.get("/api/status", false, {{"Cookie", "other=1; " + pair}, {"X-Swarm-Key", key}})->status == 200);
+  CHECK(served.get("/api/status?key=" + key, false, {{"Cookie", pair}})->status == 200);
+  CHECK(served.get("/api/status?key=" + key, false)->status == 401);  // the key alone neither
+  // A used link, a wrong code, and the secret itself in a link: refused.
+  CHECK(served.get(code_path, false)->status == 401);
+  CHECK(served.get("/?code=wrong", false)->status == 401);
+  CHECK(served.get("/?token=" + secret, false)->status == 401);
   // Another local user: cannot read the secret, and without it reads nothing.
   const std::string as_nobody = "/usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups ";
   auto read = run(Command{{"/bin/sh", "-c", as_nobody + "cat " + token_file.string()}, {}, "/"});
@@ -168,6 +183,7 @@ TEST_CASE("Serve_OnlyTheWorkspacesUsersReadIt") {
   Served open(ws, {"--no-auth"});
   CHECK(open.link() == "http://127.0.0.1:" + std::to_string(open.port()) + "/");
   CHECK(open.get("/api/status", false)->status == 200);
+  CHECK(open.get("/session", false)->body == "{\"key\":null}\n");
 }
 
 TEST_CASE("Serve_AnotherHostIsRefusedAsARebindingPageWouldSendIt") {
@@ -511,31 +527,36 @@ TEST_CASE("Serve_AFloodOfConnectionsNeverStopsTheOwnersScrape") {
   }
 }
 
-// The link's secret is traded for a session cookie that is not the secret,
-// expires, and is good only for the serve at that address.
+// The link's one-time code is traded for a session cookie that is not the
+// secret, expires, and is good only for the serve that made it, with the
+// key its page was given.
 TEST_CASE("Serve_TheSessionCookieIsNotTheSecretAndOnlyForItsAddress") {
   SwarmWorkspace ws;
   Served first(ws);
   Served second(ws);
-  auto link = first.get("/?token=" + first.secret(), false);
+  auto link = first.get(first.link().substr(first.link().find("/?code=")), false);
   REQUIRE(link);
   REQUIRE(link->status == 303);
   const std::string cookie = link->get_header_value("Set-Cookie");
   CHECK(cookie.find(first.secret()) == std::string::npos);
   CHECK(cookie.find("Max-Age=") != std::string::npos);
   const std::string pair = cookie.substr(0, cookie.find(';'));
-  CHECK(first.get("/api/status", false, {{"Cookie", pair}})->status == 200);
-  // The same value for the other serve (its own cookie name): refused.
+  auto session = first.get("/session", false, {{"Cookie", pair}});
+  REQUIRE(session);
+  const std::string key = session->body.substr(session->body.find("\"key\":\"") + 7, 48);
+  CHECK(first.get("/api/status", false, {{"Cookie", pair}, {"X-Swarm-Key", key}})->status == 200);
+  // The same value and key for the other serve (its own cookie name): refused.
   const std::string value = pair.substr(pair.find('=') + 1);
   const std::string for_second = "swarm_serve_" + std::to_string(second.port()) + "=" + value;
-  CHECK(second.get("/api/status", false, {{"Cookie", for_second}})->status == 401);
-  // A value whose expiry is moved: refused; the secret itself as a cookie: refused.
-  const std::string later = std::to_string(std::stoll(value.substr(0, value.find('.'))) + 3600) +
-                            value.substr(value.find('.'));
+  CHECK(second.get("/api/status", false, {{"Cookie", for_second}, {"X-Swarm-Key", key}})->status == 401);
+  CHECK(second.get("/", false, {{"Cookie", for_second}})->status == 401);
+  // A made-up value, or the secret itself as the cookie: refused.
   const std::string name = pair.substr(0, pair.find('='));
-  CHECK(first.get("/api/status", false, {{"Cookie", name + "=" + later}})->status == 401);
-  CHECK(first.get("/api/status", false, {{"Cookie", name + "=" + first.secret()}})->status == 401);
-  CHECK(first.get("/api/status", false, {{"Cookie", name + "=0." + std::string(64, '0')}})->status == 401);
+  CHECK(first.get("/", false, {{"Cookie", name + "=" + first.secret()}})->status == 401);
+  CHECK(first.get("/", false, {{"Cookie", name + "=" + std::string(48, '0')}})->status == 401);
+  std::string altered = value;
+  altered.back() = altered.back() == '0' ? '1' : '0';
+  CHECK(first.get("/api/status", false, {{"Cookie", name + "=" + altered}, {"X-Swarm-Key", key}})->status == 401);
 }
 
 // Listening on a wildcard address, the machine's own addresses are its
@@ -558,7 +579,8 @@ TEST_CASE("Serve_AWildcardListenTakesTheMachinesOwnAddresses") {
   const std::string prefix = "serving http://0.0.0.0:";
   REQUIRE_MESSAGE(line->rfind(prefix, 0) == 0, *line);
   const int port = std::stoi(line->substr(prefix.size()));
-  const std::string secret = line->substr(line->find("?token=") + 7);
+  std::string secret = read_file(ws.root() / ".swarm/serve/token");
+  while (!secret.empty() && secret.back() == '\n') secret.pop_back();
   auto ask = [&](const std::string& host) {
     return status_of(raw_http(port, "GET /api/status HTTP/1.1\r\nHost: " + host + "\r\nAuthorization: Bearer " +
                                         secret + "\r\nConnection: close\r\n\r\n"));

@@ -164,4 +164,30 @@ void HeadlessBrowser::screenshot(const std::string& path) {
   out << base64_decode(cJSON_GetObjectItemCaseSensitive(shot.get(), "data")->valuestring);
 }
 
+std::string HeadlessBrowser::cookies() {
+  swarm::Json got = call("Storage.getCookies", swarm::Json::object(), false);
+  const cJSON* list = cJSON_GetObjectItemCaseSensitive(got.get(), "cookies");
+  return list ? swarm::Json::copy(list).dump() : "[]";
+}
+
+void HeadlessBrowser::close() {
+  if (pid_ <= 0) return;
+  try {
+    call("Browser.close", swarm::Json::object(), false);
+  } catch (const std::exception&) {
+    // It may end before it answers.
+  }
+  const auto end = std::chrono::steady_clock::now() + kCallLimit;
+  int status = 0;
+  while (::waitpid(pid_, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() >= end) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  pid_ = -1;
+}
+
 }  // namespace testing

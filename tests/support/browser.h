@@ -34,6 +34,14 @@ class HeadlessBrowser {
   bool wait_for(const std::string& expression, std::chrono::milliseconds limit);
   // A PNG of the page as it is drawn now, written to `path`.
   void screenshot(const std::string& path);
+  // Every cookie the browser holds, as the DevTools protocol lists them
+  // (a JSON array of {name, value, domain, ...}).
+  std::string cookies();
+  // Closes the browser as a user would (Browser.close), so that it writes
+  // its profile (History, Cookies) out, and waits for it to end.
+  void close();
+  // Its user-data-dir: the profile it writes (the History database is Default/History).
+  const std::filesystem::path& profile() const { return profile_.path(); }
 
  private:
   swarm::Json call(const std::string& method, swarm::Json params, bool in_page);
