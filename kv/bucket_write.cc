@@ -224,6 +224,7 @@ Bucket::WriteResult read_pub_ack(natsMsg* reply, const std::string& what) {
   if (code == JSClusterNotAvailErr || code == JSClusterNotLeaderErr || code == JSClusterIncompleteErr ||
       code == JSRaftGeneralErr)
     kind = Errc::unavailable;
+  if (detail::store_full(code, ack.description)) kind = Errc::no_room;
   std::uint64_t current = 0;
   if (auto at = ack.description.find("wrong last sequence: "); at != std::string::npos)
     current = std::strtoull(ack.description.c_str() + at + 21, nullptr, 10);

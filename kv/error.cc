@@ -51,8 +51,7 @@ Errc kind_of_js_code(jsErrCode code) {
     case JSClusterNotAvailErr:
     case JSClusterNotLeaderErr:
     case JSRaftGeneralErr:
-    case JSClusterNoPeersErr:
-    case JSInsufficientResourcesErr: return Errc::unavailable;
+    case JSClusterNoPeersErr: return Errc::unavailable;
     case JSStreamReplicasNotSupportedErr:
     case JSStreamReplicasNotUpdatableErr:
     case JSStreamNameExistErr: return Errc::bad_request;
@@ -120,7 +119,23 @@ std::string last_error_text(natsStatus status) {
   return text;
 }
 
+bool store_full(int js_code, std::string_view text) {
+  switch (js_code) {
+    case JSInsufficientResourcesErr:      // 10023: the server's or the account's storage limit
+    case JSStorageResourcesExceededErr:   // 10047
+    case JSMemoryResourcesExceededErr:    // 10028
+    case JSAccountResourcesExceededErr:   // 10002
+      return true;
+    case JSStreamStoreFailedErr:  // 10077: the server's write failed, with the OS's reason
+      for (std::string_view full : {"no space left on device", "disk quota exceeded", "file too large"})
+        if (text.find(full) != std::string_view::npos) return true;
+      return false;
+    default: return false;
+  }
+}
+
 Errc kind_of_failure(natsStatus status, jsErrCode js_code, std::string_view text) {
+  if (store_full(js_code, text)) return Errc::no_room;
   Errc kind = js_code != 0 ? kind_of_js_code(js_code) : Errc::internal;
   return kind == Errc::internal ? kind_of_status(status, text) : kind;
 }

@@ -32,6 +32,11 @@ using PubAckPtr = std::unique_ptr<jsPubAck, Deleter<jsPubAck_Destroy>>;
 // nats.c's last error message for `status`, without its source location.
 std::string last_error_text(natsStatus status);
 
+// Whether a JetStream failure (its code, the server's text) says the
+// server's store is full: a storage limit (the server's, the account's) met,
+// or a write its disk refused. Every write that meets one is `no_room`.
+bool store_full(int js_code, std::string_view text);
+
 // What kind of failure a nats.c status, JetStream code (0: none) and error
 // text make (a cluster between leaders is `unavailable`: worth a retry).
 Errc kind_of_failure(natsStatus status, jsErrCode js_code, std::string_view text);

@@ -183,13 +183,15 @@ namespace {
 struct AckTally {
   std::mutex mu;
   std::string error;
+  Errc kind = Errc::unavailable;  // a full store is no_room
 };
 
 void on_chunk_error(jsCtx*, jsPubAckErr* failure, void* closure) {
   auto* tally = static_cast<AckTally*>(closure);
   std::lock_guard<std::mutex> lock(tally->mu);
-  if (tally->error.empty())
-    tally->error = failure->ErrText != nullptr ? failure->ErrText : natsStatus_GetText(failure->Err);
+  if (!tally->error.empty()) return;
+  tally->error = failure->ErrText != nullptr ? failure->ErrText : natsStatus_GetText(failure->Err);
+  if (detail::store_full(failure->ErrCode, tally->error)) tally->kind = Errc::no_room;
 }
 
 }  // namespace
@@ -247,7 +249,7 @@ ObjectInfo ObjectStore::put_named(const std::function<std::string(const unsigned
     check(js_PublishAsyncComplete(js.get(), &complete), what + ": waiting for the chunks' acknowledgements");
     {
       std::lock_guard<std::mutex> lock(tally.mu);
-      if (!tally.error.empty()) throw Error(Errc::unavailable, what + ": a chunk was refused: " + tally.error);
+      if (!tally.error.empty()) throw Error(tally.kind, what + ": a chunk was refused: " + tally.error);
     }
     const auto sha256 = digest.finish();
     info.digest = nats_digest(sha256.data());

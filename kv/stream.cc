@@ -138,7 +138,7 @@ jsStreamConfig config_for(const StreamConfig& want, std::vector<const char*>& su
   return config;
 }
 
-bool no_room(jsErrCode code) { return code == JSInsufficientResourcesErr || code == JSStorageResourcesExceededErr; }
+bool no_room(jsErrCode code) { return detail::store_full(code, {}); }
 
 // An existing stream brought in line with `config`: its subjects always
 // (a stream that takes none of its subjects is no use to anyone), its

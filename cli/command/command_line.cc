@@ -16,6 +16,7 @@
 #include "cli/command/exit_code.h"
 #include "cli/serve/serve.h"
 #include "swarm/base/log.h"
+#include "swarm/base/process_secrets.h"
 #include "swarm/base/text.h"
 #include "swarm/base/warnings.h"
 
@@ -257,6 +258,16 @@ int help_of_no_verb(const CLI::App& app, const cli::Globals& globals, int argc, 
                                          "; the topics of `swarm help TOPIC` are " + cli::topic_list());
 }
 
+// Whether the verb parsed is `serve` in the swarm binary, which hands its
+// process over to swarm-serve (an exec, adr/0022) with its environment.
+bool hands_over_to_serve(const std::vector<cli::Verb>& verbs) {
+  bool serve = false;
+  for (const auto& verb : verbs) serve = serve || (verb.command->parsed() && verb.command->get_name() == "serve");
+  if (!serve) return false;
+  std::error_code ec;
+  return std::filesystem::read_symlink("/proc/self/exe", ec).filename() != cli::kServeProgram;
+}
+
 // Runs the verb parsed; its exit code, an error mapped to one.
 int run_verb(const std::vector<cli::Verb>& verbs, cli::Context& ctx) {
   int code = cli::kInternal;
@@ -321,6 +332,9 @@ int run_command_line(int argc, char** argv, const std::function<void(Context&)>&
     // The --json flag itself may not have been stored when parsing stopped.
     return parse_error(app, e, globals.json || asks_for_json(argc, argv), argc, argv);
   }
+  // Read now: the credentials leave the environment (and /proc/PID/environ),
+  // unless this process is about to become swarm-serve, which takes them itself.
+  if (process_ends && !hands_over_to_serve(verbs)) swarm::take_credentials_from_environment();
   if (const std::string why = name_after_dashes(verbs, argc, argv); !why.empty())
     return cli::Output(globals.json || asks_for_json(argc, argv)).error(swarm::Errc::bad_input, why);
   if (const std::string why = missing_dashes(verbs, argc, argv); !why.empty())

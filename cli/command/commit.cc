@@ -8,6 +8,7 @@
 #include "cli/documents/documents.h"
 #include "swarm/base/log.h"
 #include "swarm/base/names.h"
+#include "swarm/base/process_secrets.h"
 #include "swarm/git/backend.h"
 #include "swarm/git/hub.h"
 #include "swarm/git/worktree.h"
@@ -32,8 +33,12 @@ void repack_in_background(const swarm::Workspace& ws, const swarm::HubLocation& 
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);  // out of the caller's terminal and process group
+  std::vector<std::string> env = swarm::child_environment();
+  std::vector<char*> envp;
+  for (auto& entry : env) envp.push_back(entry.data());
+  envp.push_back(nullptr);
   pid_t pid = 0;
-  if (posix_spawn(&pid, self.c_str(), &actions, &attr, argv.data(), environ) != 0)
+  if (posix_spawn(&pid, self.c_str(), &actions, &attr, argv.data(), envp.data()) != 0)
     swarm::log::debug("could not start a repack of the hub");
   posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);

@@ -171,12 +171,16 @@ kv::ConnectionOptions Context::connection_options(const swarm::WorkspaceConfig* 
 }
 
 std::string Context::explained(swarm::Errc kind, const std::string& message) const {
-  if (kind != swarm::Errc::unavailable || !globals_.nats_url.empty()) return message;
+  // A store that refused a write as full (exit 9) says where it is.
+  const bool store_full =
+      kind == swarm::Errc::filesystem && message.find(swarm::kStoreFullNote) != std::string::npos;
+  if ((kind != swarm::Errc::unavailable && !store_full) || !globals_.nats_url.empty()) return message;
   try {
     const swarm::Workspace ws = workspace();
     const auto file = ws.read_config();
     if (file.state != swarm::Workspace::ConfigFile::State::good) return message;
-    const std::string trouble = swarm::embedded_trouble(ws.nats_dir(), file.config);
+    const std::string trouble = store_full ? swarm::embedded_store_full(ws.nats_dir(), file.config)
+                                           : swarm::embedded_trouble(ws.nats_dir(), file.config);
     return trouble.empty() ? message : message + "; " + trouble;
   } catch (const std::exception&) {
     return message;  // no workspace to say more of

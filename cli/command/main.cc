@@ -5,8 +5,12 @@
 #include "cli/command/command_line.h"
 #include "cli/serve/serve.h"
 #include "swarm/base/log.h"
+#include "swarm/base/process_secrets.h"
 
 int main(int argc, char** argv) {
+  // Before anything is read: what this process will hold (credentials, the
+  // embedded server's token, the serve secret) is no other process's to read.
+  swarm::make_undumpable();
   cli::set_program_args(argc, argv);
   const int code = cli::run_command_line(argc, argv, {}, true);
   // The verb is done: every KV write it made was acknowledged and every file

@@ -15,8 +15,7 @@
 #include <cstring>
 
 #include "swarm/base/error.h"
-
-extern char** environ;
+#include "swarm/base/process_secrets.h"
 
 namespace swarm {
 
@@ -73,6 +72,9 @@ void pass_to_command(int signo) {
     tcsetpgrp(terminal, getpid());
   }
   prctl(PR_SET_NAME, "swarm-guard");
+  // What it holds (a copy of swarm's memory) is no one's to read: its
+  // /proc/PID/environ, cwd and memory stay closed to the command it runs.
+  prctl(PR_SET_DUMPABLE, 0);
   prctl(PR_SET_CHILD_SUBREAPER, 1);
   struct sigaction on_death {};
   on_death.sa_handler = kill_group;
@@ -93,6 +95,13 @@ void pass_to_command(int signo) {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
+  // The command's folder is the guard's too: swarm's own (the workspace,
+  // often) is not left for the command to find as its parent's cwd.
+  if (cwd != nullptr && chdir(cwd) != 0) {
+    const Report failed{'E', errno};
+    (void)!write(report, &failed, sizeof failed);
+    _exit(127);
+  }
   pid_t command = fork();
   if (command < 0) _exit(126);
   if (command == 0) {
@@ -114,11 +123,6 @@ void pass_to_command(int signo) {
     if (null_stdin) {
       const int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
       if (null_fd >= 0 && null_fd != 0) dup2(null_fd, 0);
-    }
-    if (cwd != nullptr && chdir(cwd) != 0) {
-      const Report failed{'E', errno};
-      (void)!write(report, &failed, sizeof failed);
-      _exit(127);
     }
     execvpe(argv[0], argv, envp);
     const Report failed{'E', errno};
@@ -222,14 +226,13 @@ std::unique_ptr<ChildProcess> ChildProcess::start(const std::vector<std::string>
   if (argv.empty()) throw Error(Errc::bad_input, "no command to run: give one after --");
   // Everything the child needs is built before fork: the child of a threaded
   // process must not allocate.
+  // This process's environment, with the credentials it took out of it
+  // back in (process_secrets.h), less what the command must not get.
   std::vector<std::string> env_strings;
-  for (char** e = environ; *e != nullptr; ++e) {
-    std::string entry(*e);
-    if (options.withhold_env != nullptr && options.withhold_env(std::string_view(entry).substr(0, entry.find('='))))
-      continue;
+  for (auto& entry : child_environment(options.withhold_env)) {
     bool replaced = false;
     for (const auto& [k, v] : env) replaced = replaced || entry.rfind(k + "=", 0) == 0;
-    if (!replaced) env_strings.push_back(entry);
+    if (!replaced) env_strings.push_back(std::move(entry));
   }
   for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
   std::vector<char*> envp, args;

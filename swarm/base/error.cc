@@ -52,7 +52,7 @@ Error from_kv(const kv::Error& error) {
     case kv::Errc::unavailable:
     case kv::Errc::timeout: return Error(Errc::unavailable, error.what());
     case kv::Errc::bad_request: return Error(Errc::bad_input, error.what());
-    case kv::Errc::no_room: return Error(Errc::filesystem, error.what());
+    case kv::Errc::no_room: return Error(Errc::filesystem, std::string(error.what()) + "; " + std::string(kStoreFullNote));
     case kv::Errc::internal: break;
   }
   return Error(Errc::internal, error.what());

@@ -49,8 +49,15 @@ class Error : public std::runtime_error {
   Errc kind_;
 };
 
+// What a write refused by a full store says, after the server's own words:
+// the exit is 9, as for a full local filesystem.
+inline constexpr std::string_view kStoreFullNote =
+    "the NATS server's store is full: it refuses writes until there is room where it keeps it, or its JetStream "
+    "storage limit is raised";
+
 // The kv layer's error in swarm's terms: same message, kind mapped
-// (timeout and unavailable both become unavailable).
+// (timeout and unavailable both become unavailable; a full store, no_room,
+// is filesystem, its message followed by kStoreFullNote).
 Error from_kv(const kv::Error& error);
 
 // What opening one of the workspace's buckets threw, in swarm's terms: a

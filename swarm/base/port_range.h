@@ -39,4 +39,12 @@ struct PortBlock {
 // The most ports one block may hold.
 inline constexpr unsigned kMaxPortBlock = 1024;
 
+// Whether a program of this host (any user's) has TCP port `port` bound:
+// it cannot be bound on 127.0.0.1, on every IPv4 address or on every IPv6
+// address (tried with SO_REUSEADDR, so a connection lingering in TIME_WAIT
+// does not count). A block with such a port is of no use to a slot.
+bool port_in_use(unsigned port);
+// The first port of `block` in use on this host; nullopt when none is.
+std::optional<unsigned> first_port_in_use(const PortBlock& block);
+
 }  // namespace swarm

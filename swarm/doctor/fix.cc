@@ -42,6 +42,7 @@ constexpr FixRow kFixers[] = {
     {FindingKind::expired_lease, fix_lease},
     {FindingKind::orphan_task_lease, fix_lease},
     {FindingKind::orphan_hold, fix_lease},
+    {FindingKind::orphan_port_block, fix_lease},
     {FindingKind::dead_holder, fix_lease},
     {FindingKind::corrupt_task, fix_corrupt_task},
 };
@@ -141,7 +142,7 @@ void journal_fix(const Finding& f, const FixInput& in) {
   }
   const bool about_lease = f.kind == FindingKind::corrupt_lease || f.kind == FindingKind::expired_lease ||
                            f.kind == FindingKind::orphan_task_lease || f.kind == FindingKind::dead_holder ||
-                           f.kind == FindingKind::orphan_hold;
+                           f.kind == FindingKind::orphan_hold || f.kind == FindingKind::orphan_port_block;
   if (about_lease && in.leases != nullptr) {
     auto it = in.lease_entries.find(f.subject);
     const std::uint64_t revision = it != in.lease_entries.end() ? it->second->revision : 0;

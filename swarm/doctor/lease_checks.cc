@@ -88,16 +88,30 @@ Finding orphan_task_lease(const LeaseEntry& lease, const LeaseStanding& standing
                       mine ? "swarm doctor --fix" : "on " + r.host + ": swarm doctor --fix");
 }
 
-// A block of ports no session names: a join killed after taking it, or one
-// under way (it takes the block before it writes its record). Only said:
-// it expires with its TTL, and removing it could take a joining slot's.
+// A join takes its block a moment before it writes the session that names
+// it: a block no session names is a join under way that long (its TTL's
+// third, at most 30 s, since its grant or its last renewal).
+std::chrono::milliseconds join_grace(const LeaseRecord& r) {
+  return std::min<std::chrono::milliseconds>(r.ttl / 3, std::chrono::seconds(30));
+}
+
+// A block of ports no session names: a join under way (only said: removing
+// it would take a joining slot's), or, past the grace, one a killed join
+// left or whose session is gone or names another block (any host's: it
+// holds its ports from every slot until its TTL runs out; --fix releases it).
 Finding orphan_port_block(const LeaseEntry& lease, const LeaseStanding& standing) {
   const LeaseRecord& r = *lease.record;
-  return make_finding(Severity::notice, FindingKind::orphan_port_block, lease.name,
-                      "port block " + lease.name + " of slot " + r.slot + " (host " + r.host +
-                          ") is named by no session (a join under way, or one that was killed); it expires within " +
-                          format_duration(std::chrono::duration_cast<std::chrono::seconds>(standing.left)),
-                      "nothing to do");
+  const std::string left = format_duration(std::chrono::duration_cast<std::chrono::seconds>(standing.left));
+  if (standing.age < join_grace(r))
+    return make_finding(Severity::notice, FindingKind::orphan_port_block, lease.name,
+                        "port block " + lease.name + " of slot " + printable(r.slot) + " (host " + printable(r.host) +
+                            ") is named by no session yet (a join under way); it expires within " + left,
+                        "nothing to do");
+  return make_finding(Severity::problem, FindingKind::orphan_port_block, lease.name,
+                      "port block " + lease.name + " of slot " + printable(r.slot) + " (host " + printable(r.host) +
+                          ") is named by no live session (a join that was killed, or a session gone or holding "
+                          "another block), so nothing renews it; it keeps its ports from every slot for up to " + left,
+                      "swarm doctor --fix");
 }
 
 Finding dead_holder(const LeaseEntry& lease) {
@@ -184,6 +198,19 @@ void fix_orphan_task_lease(const FixInput& in, const LeaseEntry& lease, Finding&
   }
 }
 
+// Looked at again first: a session that names the block now (a join that
+// was under way) keeps it.
+void fix_orphan_port_block(const FixInput& in, const LeaseEntry& lease, Finding& f) {
+  const LeaseRecord& r = *lease.record;
+  auto now = in.sessions->get(r.slot);
+  if (now && !now->corrupt() && now->session->port_block() == port_block_of(lease.name)) {
+    f.severity = Severity::notice;
+    f.fix_note = "a session names it now; left alone";
+  } else {
+    release_lease(*in.leases, lease, f);
+  }
+}
+
 // Looked at again first: a session of that token (a join that replaced
 // it cannot have one) means the hold still has its session.
 void fix_orphan_hold(const FixInput& in, const LeaseEntry& lease, Finding& f) {
@@ -215,6 +242,10 @@ void fix_lease(Finding& f, const FixInput& in, FixResult&) {
       if (listed.me.owns(lease.record->host, lease.record->host_id)) fix_orphan_task_lease(in, lease, f);
       break;
     case FindingKind::dead_holder: release_lease(*in.leases, lease, f); break;
+    case FindingKind::orphan_port_block:
+      // Only one past its join's grace (a problem), of whichever host.
+      if (f.severity == Severity::problem) fix_orphan_port_block(in, lease, f);
+      break;
     case FindingKind::orphan_hold:
       // Only one whose session is gone (a notice of an unnamed hold is
       // left to expire: it may be a hold being taken), and this host's.

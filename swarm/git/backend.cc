@@ -8,6 +8,7 @@
 #include "swarm/base/error.h"
 #include "swarm/base/log.h"
 #include "swarm/base/private_files.h"
+#include "swarm/base/process_secrets.h"
 
 namespace swarm {
 
@@ -30,13 +31,13 @@ GitBackend* load() {
       tried += " " + path.string() + " (" + dlerror() + ")";
       continue;
     }
-    auto entry = reinterpret_cast<GitBackend* (*)()>(dlsym(handle, kGitBackendSymbol));
+    auto entry = reinterpret_cast<GitBackend* (*)(EnvironmentLookup)>(dlsym(handle, kGitBackendSymbol));
     if (entry == nullptr) {
       tried += " " + path.string() + " (no " + kGitBackendSymbol + ")";
       continue;
     }
     swarm::log::phase("loaded the git module " + path.string());
-    return entry();  // the module lives as long as the process
+    return entry(&environment_value);  // the module lives as long as the process
   }
   throw Error(Errc::internal, std::string("cannot load swarm's git module ") + kModuleName + "; tried:" + tried +
                                   " (it is built next to the swarm binary and installed in " + private_folder_from_bin() +

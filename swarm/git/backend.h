@@ -249,7 +249,13 @@ GitBackend& git_backend();
 // comes again from git_backend()); destroying it waits for the thread.
 std::future<void> prefetch_git_backend();
 
-// The symbol the module exports, and its version.
-inline constexpr const char* kGitBackendSymbol = "swarm_git_backend_v9";
+// How the module reads the environment ($SWARM_HUB_*, $SWARM_SSH_KEY): the
+// program's own lookup, which also knows the credentials it took out of its
+// environment (swarm/base/process_secrets.h). The module has no other way
+// to them: it sees none of the program's symbols.
+using EnvironmentLookup = std::optional<std::string> (*)(const char* name);
+
+// The symbol the module exports (GitBackend* (EnvironmentLookup)), and its version.
+inline constexpr const char* kGitBackendSymbol = "swarm_git_backend_v10";
 
 }  // namespace swarm

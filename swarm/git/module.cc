@@ -1,5 +1,6 @@
 // The entry point of libswarm_git.so: the libgit2 GitBackend.
 #include "swarm/git/handles.h"
+#include "swarm/git/remote_access.h"
 #include "swarm/git/repos.h"
 
 namespace swarm::git {
@@ -68,7 +69,9 @@ class Libgit2Backend : public GitBackend {
 
 // Loading the module initializes libgit2, so that a prefetch on another
 // thread (swarm::prefetch_git_backend) takes libgit2's slow global init with it.
-extern "C" __attribute__((visibility("default"))) swarm::GitBackend* swarm_git_backend_v9() {
+extern "C" __attribute__((visibility("default"))) swarm::GitBackend* swarm_git_backend_v10(
+    swarm::EnvironmentLookup lookup) {
+  swarm::git::read_environment_with(lookup);
   swarm::git::ensure_initialized();
   static swarm::git::Libgit2Backend backend;
   return &backend;

@@ -17,10 +17,15 @@
 #include <thread>
 #include <vector>
 
+#include "swarm/git/backend.h"
 #include "swarm/git/handles.h"
 #include "swarm/git/hub_location.h"
 
 namespace swarm::git {
+
+// The module reads its environment variables through `lookup` from now on
+// (getenv until then): the program's, which knows what it took out of it.
+void read_environment_with(EnvironmentLookup lookup);
 
 // A hub's refs as one ls-remote gave them.
 struct RemoteRefs {

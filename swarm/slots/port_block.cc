@@ -66,7 +66,23 @@ void pause_before_retry(int attempt) {
   std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(1, most)(thread_random())));
 }
 
-std::string no_room_message(unsigned count, const PortRange& range, const std::vector<LiveBlock>& others) {
+// A place for `count` ports in `range` that meets none of `others` and no
+// port a program of this host has bound (each one found is added to
+// `in_use`, and counts as a block of one port); nullopt when there is none.
+std::optional<PortBlock> place_block(std::vector<LiveBlock> others, unsigned count, const PortRange& range, int attempt,
+                                     std::vector<unsigned>& in_use) {
+  for (auto bases = free_bases(others, count, range); !bases.empty(); bases = free_bases(others, count, range)) {
+    const PortBlock block{pick(bases, attempt), count};
+    const auto bound = first_port_in_use(block);
+    if (!bound) return block;
+    in_use.push_back(*bound);
+    others.push_back({PortBlock{*bound, 1}, {}, {}, 0});
+  }
+  return std::nullopt;
+}
+
+std::string no_room_message(unsigned count, const PortRange& range, const std::vector<LiveBlock>& others,
+                            std::vector<unsigned> in_use = {}) {
   std::string held;
   int shown = 0;
   for (const auto& b : others) {
@@ -76,8 +92,13 @@ std::string no_room_message(unsigned count, const PortRange& range, const std::v
               std::to_string(b.block.last()) + " (slot " + b.slot + ", host " + b.host + ")";
   }
   if (shown > 5) held += ", and " + std::to_string(shown - 5) + " more";
+  std::sort(in_use.begin(), in_use.end());
+  std::string bound;
+  for (std::size_t i = 0; i < in_use.size() && i < 5; ++i) bound += (i == 0 ? "" : ", ") + std::to_string(in_use[i]);
+  if (in_use.size() > 5) bound += ", and " + std::to_string(in_use.size() - 5) + " more";
   return "no free block of " + std::to_string(count) + " ports in the workspace's range " + range.text() +
-         (held.empty() ? " (it is smaller than that)" : "; held: " + held) +
+         (held.empty() && bound.empty() ? " (it is smaller than that)" : "") + (held.empty() ? "" : "; held: " + held) +
+         (bound.empty() ? "" : "; in use on this host (bound by a program outside swarm): " + bound) +
          "; close a slot, ask for fewer ports, or widen the range with `swarm up --ports A-B`";
 }
 
@@ -153,8 +174,10 @@ PortBlocks::Taken PortBlocks::taken_with_room(const std::string& slot, unsigned 
   if (keep) ours.push_back(*keep);
   for (int look = 1;; ++look) {
     Taken now = taken(slot, ours);
-    if ((keep && keep->count == count && now.our(*keep)) || !free_bases(now.others, count, range).empty()) return now;
-    if (look == 3) throw Error(Errc::conflict, no_room_message(count, range, now.others));
+    if (keep && keep->count == count && now.our(*keep)) return now;
+    std::vector<unsigned> in_use;
+    if (place_block(now.others, count, range, 1, in_use)) return now;
+    if (look == 3) throw Error(Errc::conflict, no_room_message(count, range, now.others, in_use));
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
 }
@@ -212,9 +235,12 @@ PortBlock PortBlocks::claim(const std::string& slot, unsigned count, const PortR
           if (kept != nullptr) *kept = true;
           return *block;
         }
-    const auto bases = free_bases(now.others, count, range);
-    if (bases.empty()) continue;  // the kept block was lost meanwhile: look again
-    const PortBlock block{pick(bases, attempt), count};
+    if (free_bases(now.others, count, range).empty()) continue;  // the kept block was lost meanwhile: look again
+    // Never a block with a port some program of this host has bound.
+    std::vector<unsigned> in_use;
+    const auto placed = place_block(now.others, count, range, attempt, in_use);
+    if (!placed) throw Error(Errc::conflict, no_room_message(count, range, now.others, in_use));
+    const PortBlock block = *placed;
     const std::string name = port_block_lease_name(block);
     stop_here_for_test(kJoinStop, "ports-listed");
     Lease granted;

@@ -1,5 +1,7 @@
 // A slot's block of ports (join --ports K): K consecutive ports of the
-// workspace's range (up --ports A-B) that no live slot on any host holds.
+// workspace's range (up --ports A-B) that no live slot on any host holds
+// and no program of the joining host has bound (another user's server on
+// one of them makes the block no use: the next is taken).
 // Each block is a lease, "ports.<first>-<last>", held by the slot: taken at
 // join with the session's TTL, renewed with every renewal of the session (in
 // the same round trip as the task lease), released at close, free when the

@@ -1,5 +1,7 @@
 #include "swarm/slots/session_store.h"
 
+#include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -12,6 +14,14 @@
 #include "swarm/base/record.h"
 
 namespace swarm {
+
+namespace {
+
+// A key swarm keeps beside the sessions (the token watermark's _fence,
+// kFenceKey): a slot's name starts with a letter or a digit.
+bool is_own_key(const std::string& key) { return !key.empty() && key.front() == '_'; }
+
+}  // namespace
 
 SessionEntry session_entry_of(kv::Entry&& entry, bool keep_json) {
   SessionEntry out;
@@ -31,7 +41,13 @@ SessionEntry session_entry_of(kv::Entry&& entry, bool keep_json) {
 }
 
 std::optional<SessionEvent> SessionWatch::next(std::chrono::milliseconds timeout) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
   auto event = translating_kv([&] { return watch_.next(timeout); });
+  // swarm's own keys of the bucket (the watermark's _fence) are no session.
+  while (event && event->kind != kv::WatchEvent::Kind::caught_up && is_own_key(event->entry.key)) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+    event = translating_kv([&] { return watch_.next(std::max(left, std::chrono::milliseconds(0))); });
+  }
   if (!event) return std::nullopt;
   SessionEvent out;
   switch (event->kind) {
@@ -202,7 +218,8 @@ class BatchParser {
       }
       space_.notify_one();
       try {
-        for (auto& entry : batch) visit_(session_entry_of(std::move(entry), keep_json_));
+        for (auto& entry : batch)
+          if (!is_own_key(entry.key)) visit_(session_entry_of(std::move(entry), keep_json_));
       } catch (...) {
         // Kept for the caller's thread; nothing more is visited.
         std::lock_guard lock(mu_);
@@ -233,7 +250,9 @@ constexpr std::uint64_t kParallelParseFrom = 2000;
 void SessionStore::for_each(const std::function<void(SessionEntry&&)>& visit, bool keep_json) const {
   if (bucket_.size_hint() < kParallelParseFrom) {
     translating_kv(
-        [&] { bucket_.for_each([&](kv::Entry&& e) { visit(session_entry_of(std::move(e), keep_json)); }); });
+        [&] { bucket_.for_each([&](kv::Entry&& e) {
+          if (!is_own_key(e.key)) visit(session_entry_of(std::move(e), keep_json));
+        }); });
     return;
   }
   BatchParser parser(visit, keep_json);

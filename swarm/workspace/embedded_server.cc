@@ -413,6 +413,19 @@ std::string embedded_trouble(const fs::path& nats_dir, const WorkspaceConfig& co
          "`swarm up` restarts it on its data";
 }
 
+std::string embedded_store_full(const fs::path& nats_dir, const WorkspaceConfig& config) {
+  if (!config.embedded) return {};
+  const std::string data = EmbeddedServer(nats_dir).data_dir().string();
+  if (auto free_bytes = store_full(nats_dir))
+    return "the embedded nats-server's store " + data + " is on a full filesystem (" +
+           std::to_string(*free_bytes / 1024) + " KiB free): free space there, then `swarm down` and `swarm up` "
+           "restart the server on its data";
+  // No limit is configured: the server takes at most 3/4 of what its
+  // filesystem had free when it started.
+  return "the embedded nats-server keeps it in " + data + " and takes at most 3/4 of the room free there when it "
+         "started: free space, then `swarm down` and `swarm up` restart it with the room there is";
+}
+
 void use_embedded_token(const fs::path& nats_dir, const WorkspaceConfig& config, kv::ConnectionOptions& options) {
   // Only to the server the config names: a --nats-url elsewhere never gets it.
   if (!config.embedded || options.urls != kv::split_urls(config.nats_url)) return;

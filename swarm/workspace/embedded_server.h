@@ -100,6 +100,9 @@ int port_of_url(const std::string& url);
 // filesystem full (JetStream stops when it cannot write, and does not come
 // back by itself), or its JetStream not answering.
 std::string embedded_trouble(const std::filesystem::path& nats_dir, const WorkspaceConfig& config);
+// Where the workspace's embedded server keeps the store that refused a
+// write as full, and what gives it room ("" when the workspace runs none).
+std::string embedded_store_full(const std::filesystem::path& nats_dir, const WorkspaceConfig& config);
 // The free bytes of the store's filesystem when it is full (under 1 MiB, or
 // under 1% free); nullopt when it has room (or cannot be read).
 std::optional<std::uint64_t> store_full(const std::filesystem::path& nats_dir);

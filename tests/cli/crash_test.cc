@@ -103,3 +103,23 @@ TEST_CASE("Crash_TwoCrashesInARowStillHandOutNoTokenTwice") {
   const std::uint64_t after = token_of(ws.swarm({"lease", "acquire", "l0", "--ttl", "1h"}));
   CHECK(after > highest);
 }
+
+// After a restart the first grant moves the session bucket past the
+// watermark with a key of swarm's own (_fence): no session, so neither
+// status nor doctor shows it.
+TEST_CASE("Crash_TheWatermarksFenceIsNoSession") {
+  SwarmWorkspace ws({.embedded = true});
+  REQUIRE(ws.swarm({"join", "--slot", "a", "--task", "T-1"}).exit == 0);
+  REQUIRE(ws.swarm({"down"}).exit == 0);
+  REQUIRE(ws.swarm({"up"}).exit == 0);
+  auto joined = ws.swarm({"join", "--slot", "b", "--task", "T-2"});
+  REQUIRE_MESSAGE(joined.exit == 0, joined.err);
+  auto status = ws.swarm({"status", "--json"});
+  REQUIRE_MESSAGE(status.exit == 0, status.err);
+  CHECK(status.out.find("\"slot\":\"a\"") != std::string::npos);
+  CHECK(status.out.find("\"slot\":\"b\"") != std::string::npos);
+  CHECK(status.out.find("_fence") == std::string::npos);
+  auto doctor = ws.swarm({"doctor"});
+  CHECK_MESSAGE(doctor.exit == 0, doctor.out << doctor.err);
+  CHECK(doctor.out.find("_fence") == std::string::npos);
+}

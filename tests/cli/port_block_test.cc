@@ -4,13 +4,19 @@
 // the session expires).
 #include <doctest/doctest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <set>
 #include <thread>
 
 #include "cli/swarm_fixture.h"
 #include "support/eventually.h"
+#include "support/json_fields.h"
+#include "support/raw_nats.h"
 
 using namespace testing;
 using namespace std::chrono_literals;
@@ -76,6 +82,35 @@ RunResult up_second_host(SwarmWorkspace& a, SwarmWorkspace& b, const std::string
   return b.swarm({"up", "--nats-url", a.server()->url(), "--hub", (a.root() / ".swarm/hub.git").string(), "--ports",
                   ports},
                  kHostB);
+}
+
+// A TCP socket listening on `address`:`port` for as long as this lives, as
+// any other program of the host (another user's dev server) holds one.
+struct Listener {
+  int fd = -1;
+  Listener(const char* address, unsigned port) {
+    fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in at{};
+    at.sin_family = AF_INET;
+    at.sin_port = htons(static_cast<std::uint16_t>(port));
+    ::inet_pton(AF_INET, address, &at.sin_addr);
+    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&at), sizeof at) == 0);
+    REQUIRE(::listen(fd, 1) == 0);
+  }
+  ~Listener() { ::close(fd); }
+};
+
+// doctor --json's finding `check` of `subject` (empty when there is none).
+swarm::Json finding_of(const SwarmWorkspace& ws, const std::vector<std::string>& args, const std::string& check,
+                       const std::string& subject) {
+  std::vector<std::string> full = {"doctor", "--json"};
+  full.insert(full.end(), args.begin(), args.end());
+  auto doc = json_of(ws.swarm(full));
+  cJSON* item = nullptr;
+  cJSON_ArrayForEach(item, cJSON_GetObjectItem(doc.get(), "findings")) {
+    if (text_of(item, "check") == check && text_of(item, "subject") == subject) return swarm::Json::copy(item);
+  }
+  return {};
 }
 
 }  // namespace
@@ -249,4 +284,68 @@ TEST_CASE("PortBlocks_AKeptBlockIsRenewedForTheNewSession") {
   // and doctor has nothing to say of it: a live session names it
   auto doctor = ws.swarm({"doctor"});
   CHECK(doctor.out.find("ports.27000-27004") == std::string::npos);
+}
+
+TEST_CASE("PortBlocks_APortAProgramOfTheHostBoundIsNeverHandedOut") {
+  // Ports another program listens on (on 127.0.0.1, on every address) make a block no use: the next is taken,
+  // and a range left with none is exit 3 naming the ports in use.
+  SwarmWorkspace ws({.up_args = {"--ports", "28000-28009"}});
+  Listener loopback("127.0.0.1", 28001);
+  Listener wildcard("0.0.0.0", 28006);
+  auto a = ws.swarm({"join", "--slot", "a", "--task", "T-1", "--ports", "3", "--env"});
+  REQUIRE_MESSAGE(a.exit == 0, a.err);
+  CHECK(exported(a.out, "SWARM_PORT_BASE") == "28002");
+  auto b = ws.swarm({"join", "--slot", "b", "--task", "T-2", "--ports", "3", "--env"});
+  REQUIRE_MESSAGE(b.exit == 0, b.err);
+  CHECK(exported(b.out, "SWARM_PORT_BASE") == "28007");
+  // Two ports in a row are free of blocks twice (28000-28001, 28005-28006), each with one in use.
+  auto c = ws.swarm({"join", "--slot", "c", "--task", "T-3", "--ports", "2"});
+  CHECK(c.exit == 3);
+  CHECK(c.err.find("28000-28009") != std::string::npos);
+  CHECK(c.err.find("in use on this host") != std::string::npos);
+  CHECK(c.err.find("28001, 28006") != std::string::npos);
+  CHECK(ws.swarm({"status", "--slot", "c"}).exit == 4);  // refused before the slot was taken
+}
+
+TEST_CASE("PortBlocks_DoctorClearsACorruptOrForeignBlockNoLiveSessionOwns") {
+  // A corrupt ports.* record, and another host's block whose join was killed before its session was written,
+  // each keep ports from every slot: doctor reports both as problems and --fix clears them; a live session's
+  // block (of the other host too) stays.
+  SwarmWorkspace a({.up_args = {"--ttl", "12s", "--ports", "29000-29009"}});
+  SwarmWorkspace b({.up = false});
+  REQUIRE(up_second_host(a, b, "29000-29009").exit == 0);
+  REQUIRE(b.swarm({"join", "--slot", "h", "--task", "T-h", "--ports", "5"}, kHostB).exit == 0);
+  REQUIRE(blocks_by_slot(a)["h"].base == 29000);
+
+  {
+    RawNats raw(a.server()->url());
+    REQUIRE(raw.publish("$KV.swarm-leases.ports.29005-29009", "not a record"));
+  }
+  CHECK(a.swarm({"join", "--slot", "x", "--task", "T-x", "--ports", "5"}).exit == 3);
+  CHECK(field(finding_of(a, {}, "corrupt_lease", "ports.29005-29009"), "severity") == "problem");
+  a.swarm({"doctor", "--fix"});
+  REQUIRE(a.swarm({"join", "--slot", "x", "--task", "T-x", "--ports", "5"}).exit == 0);
+  REQUIRE(a.swarm({"close", "--slot", "x", "--result", "fail"}).exit == 0);
+
+  // Host B's join of g takes 29005-29009 and is killed before it writes its session.
+  REQUIRE(b.swarm({"renew", "--slot", "h"}, kHostB).exit == 0);
+  auto env = kHostB;
+  env["SWARM_TEST_JOIN_STOP"] = "ports-granted";
+  Process killed(b.command({"join", "--slot", "g", "--task", "T-g", "--ports", "5"}, env));
+  REQUIRE(eventually([&] { return process_state(killed.pid()) == 'T'; }, 20s));
+  killed.signal(SIGKILL);
+  killed.wait(10s);
+  CHECK(a.swarm({"join", "--slot", "y", "--task", "T-y", "--ports", "5"}).exit == 3);
+  // A join under way is left alone a moment (a third of the TTL); then it is a problem.
+  CHECK(eventually(
+      [&] { return field(finding_of(a, {}, "orphan_port_block", "ports.29005-29009"), "severity") == "problem"; },
+      20s));
+  REQUIRE(b.swarm({"renew", "--slot", "h"}, kHostB).exit == 0);
+  auto fixed = finding_of(a, {"--fix"}, "orphan_port_block", "ports.29005-29009");
+  CHECK(cJSON_IsTrue(cJSON_GetObjectItem(fixed.get(), "fixed")));
+  CHECK(field(block_lease(a, "ports.29000-29004"), "state") == "held");
+  auto y = a.swarm({"join", "--slot", "y", "--task", "T-y", "--ports", "5", "--env"});
+  REQUIRE_MESSAGE(y.exit == 0, y.err);
+  CHECK(exported(y.out, "SWARM_PORT_BASE") == "29005");
+  CHECK(blocks_by_slot(a)["h"].base == 29000);
 }

@@ -40,3 +40,17 @@ TEST_CASE("ErrorKind_AKeyWithAnotherCasWriteInFlightIsTriedAgain") {
   // racing another on a 3-node 2.15.2 cluster while it elected a leader once ended with exit 1 on it.
   CHECK(kind_of_failure(NATS_ERR, jsErrCode(10164), "wrong last sequence") == Errc::unavailable);
 }
+
+TEST_CASE("ErrorKind_AFullStoreIsNoRoom") {
+  // a storage limit met (the server's, the account's) and a write the server's disk refused are no_room (exit 9),
+  // not worth a retry: a full disk once made `send` and `task add` exit 1 (10077 "no space left on device").
+  for (int code : {10023, 10047, 10028, 10002}) {
+    CAPTURE(code);
+    CHECK(kind_of_failure(NATS_ERR, jsErrCode(code), "insufficient resources") == Errc::no_room);
+  }
+  CHECK(kind_of_failure(NATS_ERR, jsErrCode(10077),
+                        "write /srv/jetstream/$G/streams/KV_swarm-tasks/msgs/1.blk: no space left on device") ==
+        Errc::no_room);
+  CHECK(kv::detail::store_full(10077, "write x: disk quota exceeded"));
+  CHECK(kind_of_failure(NATS_ERR, jsErrCode(10077), "some other store failure") == Errc::internal);
+}
