@@ -78,9 +78,8 @@ RunReport report_of(const swarm::RunOutcome& r, const std::vector<std::string>& 
   if (r.committed) out.doc.set("commit", *r.committed);
   std::string how = r.ended == "session_lost"
                         ? "its session was lost (" + std::string(swarm::to_string(*r.lost)) + ": " + r.lost_why + ")"
-                    : r.status == 0 ? "it exited 0"
-                    : r.status > 128 ? "it ended by signal " + std::to_string(r.status - 128)
-                                     : "it exited " + std::to_string(r.status);
+                    : r.ended == "signalled" ? "signal " + std::to_string(r.status - 128) + " ended it"
+                                             : "it exited " + std::to_string(r.status);
   if (r.lost) {
     out.doc.set("lost", std::string(swarm::to_string(*r.lost))).set("lost_why", swarm::printable(r.lost_why));
     // Taken or evicted is a conflict; out of reach is NATS's.

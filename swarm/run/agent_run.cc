@@ -251,7 +251,10 @@ RunOutcome run_agent(SlotLifecycle& life, const RunOptions& o) {
                            out.lost_why, Actor::here(life.me())));
     return out;
   }
-  out.ended = o.signalled && o.signalled() != 0 ? "signalled" : "exited";
+  // How the agent ended, whoever sent a signal: one that ended it (the
+  // run's --grace SIGKILL, an OOM kill) or its own exit (a forwarded
+  // SIGTERM it handled and exited on, or an `exit 137` of its own).
+  out.ended = child->signalled() ? "signalled" : "exited";
   if (keeper) unname_agent(life, keeper->entry(), o.keep, out);
   finish_slot(life, o, out);
   return out;

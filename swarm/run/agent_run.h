@@ -57,7 +57,7 @@ struct RunOutcome {
   std::uint64_t session = 0;       // the session token
   std::filesystem::path worktree;
   int status = 0;                  // the agent's, as a shell reports it (128 + a signal)
-  std::string ended;               // exited, signalled, session_lost
+  std::string ended;               // exited, signalled (a signal ended the agent), session_lost
   std::optional<SessionKeeper::Loss> lost;
   std::string lost_why;
   std::string result;              // success, fail; "" when the slot was kept or lost
