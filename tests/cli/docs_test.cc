@@ -207,3 +207,36 @@ TEST_CASE("Docs_EveryShellBlockIsARecipeThatIsRunOrSaysWhyNot") {
                   "the page does not open with a recipe");
   }
 }
+
+TEST_CASE("Docs_HelpOfEachTopicIsItsPageAndOfAVerbWithoutOneItsOptions") {
+  // `swarm help TOPIC` prints the page of docs/ of that name, also when a verb has the name (run, mcp): then its
+  // end says where the verb's options are. A verb without a page of its name is its --help, sub-verbs too.
+  auto topics = run({{swarm_binary(), "_complete", "topics"}});
+  REQUIRE(topics.exit == 0);
+  std::size_t pages = 0;
+  for (const auto& topic : lines_of(topics.out)) {
+    if (topic.empty()) continue;
+    CAPTURE(topic);
+    const std::string page = text_of(kSource / "docs" / (topic + ".md"));
+    REQUIRE(!page.empty());
+    auto help = run({{swarm_binary(), "help", topic}});
+    CHECK(help.exit == 0);
+    const std::string heading = page.substr(0, page.find('\n') + 1);  // "# Running an agent ...\n"
+    CHECK_MESSAGE(help.out.rfind(heading, 0) == 0, "swarm help " << topic << " is not docs/" << topic << ".md");
+    ++pages;
+  }
+  CHECK(pages >= 10);
+  for (const char* verb : {"run", "mcp"}) {
+    CAPTURE(verb);
+    auto help = run({{swarm_binary(), "help", verb}});
+    CHECK(help.out.find("Usage: swarm") == std::string::npos);
+    const std::string hint = std::string("swarm ") + verb + " --help\n";
+    CHECK(help.out.size() > hint.size());
+    CHECK(help.out.substr(help.out.size() - hint.size()) == hint);
+    auto options = run({{swarm_binary(), verb, "--help"}});
+    CHECK(options.out.find(std::string("Usage: swarm ") + verb) != std::string::npos);
+  }
+  CHECK(run({{swarm_binary(), "help", "join"}}).out == run({{swarm_binary(), "join", "--help"}}).out);
+  CHECK(run({{swarm_binary(), "help", "lease", "acquire"}}).out ==
+        run({{swarm_binary(), "lease", "acquire", "--help"}}).out);
+}
