@@ -2,7 +2,6 @@
 // (swarm/bus/), each to one inbox or to all, read after the inbox's cursor
 // and acknowledged by moving it; bodies too long for a message go by blob.
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -19,22 +18,6 @@
 #include "swarm/bus/cursors.h"
 
 namespace cli {
-
-// A file to send as it is: opened without waiting (a FIFO would block the
-// open until a writer came), and only a regular file is taken.
-swarm::UniqueFd open_regular_file(const std::string& path, const std::string& shown, std::uint64_t* size) {
-  swarm::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-  if (!fd) {
-    const int saved = errno;
-    throw swarm::Error(swarm::Errc::bad_input, shown + ": cannot open it (" + std::strerror(saved) + ")");
-  }
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
-    throw swarm::Error(swarm::Errc::bad_input, shown + ": not a regular file");
-  ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
-  *size = static_cast<std::uint64_t>(st.st_size);
-  return fd;
-}
 
 namespace {
 
@@ -176,6 +159,9 @@ swarm::Json blob_json(const swarm::BlobRef& b) {
   return j;
 }
 
+// The corr of a message of the bus (a reply's question), defined below.
+std::optional<std::string> corr_of(const swarm::Bus& bus, const std::string& inbox, const std::string& id);
+
 int run_send(Context& ctx, const MessageFlags& f) {
   if (f.all == !f.to.empty()) throw swarm::Error(swarm::Errc::bad_input, "send to one inbox (--to NAME) or to all (--all)");
   if (f.text.empty() && f.file.empty())
@@ -184,6 +170,12 @@ int run_send(Context& ctx, const MessageFlags& f) {
   auto messages = ctx.messages();
   Body body;
   read_body(f, messages.config.blob_max(), body);
+  // A reply is of the question's conversation: its corr, unless --corr names one.
+  if (!m.reply_to.empty() && m.corr.empty()) {
+    if (auto corr = corr_of(messages.bus, m.from, m.reply_to)) m.corr = *corr;
+    else ctx.out().warn("message " + swarm::printable(m.reply_to) + " is not among the messages to " + m.from +
+                        " or to all that the bus keeps, so the reply carries no corr (--corr C gives it one)");
+  }
   store_blob(messages.blobs, body, m);
   const auto sent = send_once(messages.bus, m);
   swarm::Json doc = swarm::Json::object();
@@ -216,6 +208,16 @@ kv::StreamStatus bus_state(const swarm::Bus& bus) {
     throw swarm::Error(swarm::Errc::not_bootstrapped, std::string("the message bus (stream ") + swarm::kBusStream +
                                                           ") does not exist on this NATS: run `swarm up` in the workspace");
   return *st;
+}
+
+// The corr of message `id` among those to `inbox` and to all (a question goes to the one who
+// answers it, or to everyone), read from the bus's start; nullopt when the bus keeps none such.
+std::optional<std::string> corr_of(const swarm::Bus& bus, const std::string& inbox, const std::string& id) {
+  std::optional<std::string> corr;
+  bus.read(inbox, 0, 0, [&](const swarm::Message& m) { return m.id == id; },
+           [&](const swarm::Delivered& d, bool shown) { if (shown && d.message && !corr) corr = d.message->corr; },
+           bus_state(bus));
+  return corr;
 }
 
 // Everything printed so far reached stdout, or the error that says it did
@@ -382,7 +384,7 @@ Verb add_send(CLI::App& app) {
   cmd->add_option("--to", f->to, "The inbox: a slot's name, or any name under the slot rule (lead, ci)")->option_text("INBOX")->check(slot_name_validator());
   cmd->add_flag("--all", f->all, "To every inbox");
   cmd->add_option("--corr", f->corr, "A correlation id, to find the messages of one conversation")->option_text("C")->check(word_validator("--corr"));
-  cmd->add_option("--reply-to", f->reply_to, "The id of the message this answers (what `swarm ask` waits for)")->option_text("ID")->check(word_validator("--reply-to"));
+  cmd->add_option("--reply-to", f->reply_to, "The id of the message this answers (what `swarm ask` waits for); the reply takes its corr unless --corr is given")->option_text("ID")->check(word_validator("--reply-to"));
   add_send_options(cmd, *f);
   cmd->footer(
       "Examples:\n"
