@@ -241,7 +241,9 @@ int run_inbox(Context& ctx, const MessageFlags& f) {
   // Rung before the first read: nothing sent after it is missed.
   std::optional<kv::Doorbell> bell;
   if (waits) bell.emplace(messages.bus.doorbell(name));
-  const auto deadline = std::chrono::steady_clock::now() + wait;
+  // --wait: until when one may still come (--follow: DUR after the last one printed).
+  auto deadline = std::chrono::steady_clock::now() + wait;
+  const bool bounded = !f.wait.empty();
   kv::StreamStatus bus = bus_state(messages.bus);
   const std::int64_t generation = swarm::generation_of(bus);
   const auto cursor = messages.cursors.get(name, generation);
@@ -261,6 +263,7 @@ int run_inbox(Context& ctx, const MessageFlags& f) {
     acked = ackable;
   };
   for (int rereads = 0;;) {
+    const std::size_t printed_before = printed;
     const std::size_t room = f.count > 0 ? static_cast<std::size_t>(f.count) - printed : 0;
     std::size_t since_ack = 0;
     auto read = messages.bus.read(name, after, room, match, [&](const swarm::Delivered& d, bool shown) {
@@ -289,6 +292,7 @@ int run_inbox(Context& ctx, const MessageFlags& f) {
     ack_now();
     const bool moved = read.last_seq > after;
     after = std::max(read.last_seq, after);
+    if (f.follow && bounded && printed > printed_before) deadline = std::chrono::steady_clock::now() + wait;
     if (f.count > 0 && printed >= static_cast<std::size_t>(f.count)) break;
     if (read.more) {
       bus = bus_state(messages.bus);
@@ -304,12 +308,12 @@ int run_inbox(Context& ctx, const MessageFlags& f) {
     }
     rereads = 0;
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (!f.follow && left.count() <= 0) break;
+    if ((!f.follow || bounded) && left.count() <= 0) break;
     // A ring, or a look anyway every second (a ring may be missed).
-    if (bell->wait(f.follow ? kLookAgain : std::min(left, kLookAgain))) rereads = 1;
+    if (bell->wait(f.follow && !bounded ? kLookAgain : std::min(left, kLookAgain))) rereads = 1;
     bus = bus_state(messages.bus);
   }
-  if (!f.wait.empty() && !f.follow && printed == 0)
+  if (bounded && printed == 0)
     throw swarm::Error(swarm::Errc::not_found, "no message for " + name + " within " + f.wait);
   return 0;
 }
@@ -402,8 +406,8 @@ Verb add_inbox(CLI::App& app) {
   cmd->add_option("--as", f->as, "The inbox (default: the slot, $SWARM_SLOT or the worktree's)")->option_text("INBOX")->check(slot_name_validator());
   cmd->add_option("--type", f->type, "Only messages of this type")->option_text("T")->check(word_validator("--type"));
   cmd->add_option("--corr", f->corr, "Only messages with this correlation id")->option_text("C")->check(word_validator("--corr"));
-  cmd->add_option("--wait", f->wait, "Wait up to DUR for a message when there is none; exit 4 if none came")->option_text("DUR")->check(duration_validator());
-  cmd->add_flag("--follow", f->follow, "Keep printing messages as they come (Ctrl-C ends it)");
+  cmd->add_option("--wait", f->wait, "Wait up to DUR for a message when there is none; exit 4 if none came (with --follow: end once DUR passed without a new one)")->option_text("DUR")->check(duration_validator());
+  cmd->add_flag("--follow", f->follow, "Keep printing messages as they come (Ctrl-C ends it, or --wait DUR without one)");
   cmd->add_flag("--ack", f->ack, "Move the cursor past what was printed, once printed (with --type or --corr, only up to the first message not shown)");
   cmd->add_option("-n", f->count, "At most N messages")->option_text("N")->transform(decimal_in(1, 1000000000));
   cmd->footer(

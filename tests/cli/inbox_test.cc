@@ -1,5 +1,6 @@
 // Conversations through the real binary: a reply sent with --reply-to
-// carries the question's corr (unless --corr names another).
+// carries the question's corr (unless --corr names another); a follow with
+// --wait ends once the wait passed without a new message.
 #include <doctest/doctest.h>
 
 #include <map>
@@ -58,4 +59,29 @@ TEST_CASE("Inbox_AReplyCarriesTheCorrOfTheQuestionItAnswers") {
   const auto c1 = json_lines(conversation.out);
   REQUIRE(c1.size() == 1);
   CHECK(field(c1[0], "body") == "yes");
+}
+
+TEST_CASE("Inbox_FollowWithWaitEndsOnceTheWaitPassesWithoutANewMessage") {
+  // --follow --wait DUR: nothing at all came within DUR: exit 4. Messages that keep coming keep it going (each
+  // starts DUR again); DUR after the last one it ends, exit 0, having printed each. Bounded by the test's wait.
+  SwarmWorkspace ws;
+  const auto started = std::chrono::steady_clock::now();
+  auto none = ws.swarm({"inbox", "--as", "idle", "--follow", "--wait", "1s"});
+  CHECK(none.exit == 4);
+  CHECK(none.out.empty());
+  CHECK(none.err.find("no message for idle within 1s") != std::string::npos);
+  CHECK(std::chrono::steady_clock::now() - started < 15s);
+  Process follow(ws.command({"inbox", "--as", "busy", "--follow", "--wait", "3s"}));
+  for (int i = 1; i <= 3; ++i) {
+    REQUIRE(ws.swarm({"send", "--to", "busy", "--from", "lead", "message-" + std::to_string(i)}).exit == 0);
+    // Each is printed before the next is sent: the follow is still on.
+    auto line = follow.read_line(10s);
+    REQUIRE(line);
+    CHECK(line->find(" lead - message-" + std::to_string(i)) != std::string::npos);
+  }
+  const auto last = std::chrono::steady_clock::now();
+  auto ended = follow.wait(20s);
+  CHECK(ended.exit == 0);
+  CHECK(ended.out.empty());  // each was read above
+  CHECK(std::chrono::steady_clock::now() - last >= 2s);
 }
