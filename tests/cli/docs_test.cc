@@ -240,3 +240,40 @@ TEST_CASE("Docs_HelpOfEachTopicIsItsPageAndOfAVerbWithoutOneItsOptions") {
   CHECK(run({{swarm_binary(), "help", "lease", "acquire"}}).out ==
         run({{swarm_binary(), "lease", "acquire", "--help"}}).out);
 }
+
+TEST_CASE("Docs_HelpAndTheReferenceShowPeoplesWordsNeverTheParsers") {
+  // Every option of every verb's --help, and every row of docs/reference.md, shows its placeholder as people
+  // write it (FILE, N, a|b, "(required)"), never the parser's (TEXT:{a,b}=a REQUIRED, INT, Needs:, Excludes:) nor
+  // the help's column layout pasted into a cell.
+  static const std::regex raw(R"(REQUIRED|Excludes:|Needs:|[A-Z]+:\{|\b(INT|UINT|FLOAT|NUMBER|TEXT):|\b(INT|UINT|FLOAT|NUMBER)\b)");
+  auto verbs = run({{swarm_binary(), "_complete", "verbs"}});
+  REQUIRE(verbs.exit == 0);
+  std::vector<std::vector<std::string>> helps = {{swarm_binary(), "--help"}};
+  for (const auto& verb : lines_of(verbs.out)) {
+    if (verb.empty()) continue;
+    std::vector<std::string> args = {swarm_binary()};
+    std::istringstream words(verb);
+    for (std::string w; words >> w;) args.push_back(w);
+    args.push_back("--help");
+    helps.push_back(args);
+  }
+  for (const auto& args : helps) {
+    auto help = run({args});
+    CAPTURE(args[1]);
+    bool in_options = false;
+    for (const auto& line : lines_of(help.out)) {
+      if (line == "Options:" || line == "Positionals:") {
+        in_options = true;
+        continue;
+      }
+      if (in_options && !line.empty() && line[0] != ' ') in_options = false;
+      if (in_options) CHECK_MESSAGE(!std::regex_search(line, raw), line);
+    }
+  }
+  static const std::regex layout(R"([^ |] {3,}[^ |])");
+  for (const auto& line : lines_of(text_of(kSource / "docs/reference.md"))) {
+    if (line.rfind("| ", 0) != 0) continue;
+    CHECK_MESSAGE(!std::regex_search(line, raw), line);
+    CHECK_MESSAGE(!std::regex_search(line, layout), line);
+  }
+}
