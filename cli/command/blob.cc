@@ -15,6 +15,22 @@
 
 namespace cli {
 
+// A file to send as it is: opened without waiting (a FIFO would block the
+// open until a writer came), and only a regular file is taken.
+swarm::UniqueFd open_regular_file(const std::string& path, const std::string& shown, std::uint64_t* size) {
+  swarm::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (!fd) {
+    const int saved = errno;
+    throw swarm::Error(swarm::Errc::bad_input, shown + ": cannot open it (" + std::strerror(saved) + ")");
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
+    throw swarm::Error(swarm::Errc::bad_input, shown + ": not a regular file");
+  ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
+  *size = static_cast<std::uint64_t>(st.st_size);
+  return fd;
+}
+
 namespace {
 
 struct BlobFlags {
@@ -38,6 +54,29 @@ int run_put(Context& ctx, const BlobFlags& f) {
   return 0;
 }
 
+// A blob printed inline in --json (swarm.blob.v1 with its `text`, what an
+// MCP call of blob_get gets): text of UTF-8 up to this many bytes; a
+// larger or binary one is exit 2 saying to write it to a file (-o FILE).
+constexpr std::size_t kInlineBlobMax = 1 << 20;
+
+int print_blob_json(Context& ctx, const swarm::Blobs& blobs, const std::string& sha) {
+  std::string text;
+  auto ref = blobs.get(sha, [&](const char* data, std::size_t size) {
+    if (text.size() + size > kInlineBlobMax)
+      throw swarm::Error(swarm::Errc::bad_input, "blob " + sha + " is more than --json prints (" +
+                                                     std::to_string(kInlineBlobMax) + " bytes): write it to a file "
+                                                     "with -o FILE");
+    text.append(data, size);
+  });
+  if (!swarm::is_valid_utf8(text) || text.find('\0') != std::string::npos)
+    throw swarm::Error(swarm::Errc::bad_input, "blob " + sha + " is not UTF-8 text, which --json cannot print: "
+                                                   "write it to a file with -o FILE");
+  swarm::Json doc = swarm::Json::object();
+  doc.set("sha256", ref.sha256).set("size", ref.size).set("text", text);
+  ctx.out().result("blob", text, std::move(doc));
+  return 0;
+}
+
 // Writes the blob to -o FILE through an unnamed file in FILE's folder,
 // given its name only once it is whole and verified (a get that fails or
 // is killed leaves nothing and FILE as it was), or to stdout (bytes go out
@@ -48,6 +87,7 @@ int run_get(Context& ctx, const BlobFlags& f) {
   if (!f.out.empty() && f.out != "-" && fs::is_directory(f.out, ec))
     throw swarm::Error(swarm::Errc::bad_input, "-o " + swarm::printable(f.out) + " is a folder: name the file to write");
   auto messages = ctx.messages();
+  if ((f.out.empty() || f.out == "-") && ctx.out().json()) return print_blob_json(ctx, messages.blobs, f.sha);
   if (f.out.empty() || f.out == "-") {
     messages.blobs.get(f.sha, [](const char* data, std::size_t size) { std::cout.write(data, static_cast<std::streamsize>(size)); });
     std::cout.flush();
@@ -104,7 +144,9 @@ Verb add_blob(CLI::App& app) {
   put->add_option("file", f->file, "The file")->required();
   CLI::App* get = cmd->add_subcommand("get", "Write a blob, checked against its SHA-256 (exit 4 blob_missing when it is not stored)");
   get->add_option("sha256", f->sha, "Its SHA-256 (64 hex digits)")->required()->check(validator_of([](const std::string& v) { swarm::require_sha256(v); }, "SHA"));
-  get->add_option("-o", f->out, "Write it to FILE (replaced only once it is whole and verified; default: stdout)")->option_text("FILE");
+  get->add_option("-o,--output", f->out, "Write it to FILE (replaced only once it is whole and verified; default: "
+                                          "stdout, and with --json its text, at most 1 MiB of UTF-8, in swarm.blob.v1)")
+      ->option_text("FILE");
   cmd->footer(
       "Examples:\n"
       "  sha=$(swarm blob put build.log)\n"

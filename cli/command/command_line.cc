@@ -3,6 +3,7 @@
 #include "cli/command/command_line.h"
 
 #include <CLI/CLI.hpp>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -217,6 +218,40 @@ void strict_integers(CLI::App& app) {
   for (CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) strict_integers(*sub);
 }
 
+// --help as people read it: each option with its placeholder (its
+// option_text, else its values a|b|c, N for a number, or its name in
+// capitals), its default and "(required)" in words, never the parser's
+// (TEXT:{a,b}=a REQUIRED, INT, Needs:, Excludes:). docs/reference.md is this text.
+class HumanFormatter : public CLI::Formatter {
+ public:
+  std::string make_option_opts(const CLI::Option* option) const override {
+    if (!option->get_option_text().empty()) return " " + option->get_option_text();
+    if (option->get_expected_max() == 0) return "";  // a flag
+    const bool positional = option->get_lnames().empty() && option->get_snames().empty();
+    if (positional) return "";  // its name says it
+    if (const auto values = cli::enumerated_values(option); !values.empty()) {
+      std::string text;
+      for (const auto& v : values) text += (text.empty() ? "" : "|") + v;
+      return " " + text;
+    }
+    const std::string type = option->get_type_name();
+    if (type.rfind("INT", 0) == 0 || type.rfind("UINT", 0) == 0) return " N";
+    // A check named as people write it (TEXT:ID): that name.
+    if (type.rfind("TEXT:", 0) == 0 && type.size() > 5 && type.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ_", 5) == std::string::npos)
+      return " " + type.substr(5);
+    std::string name = option->get_lnames().empty() ? option->get_snames().front() : option->get_lnames().front();
+    for (auto& c : name) c = c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return " " + name;
+  }
+  std::string make_option_desc(const CLI::Option* option) const override {
+    std::string desc = option->get_description();
+    if (!option->get_default_str().empty() && desc.find("default") == std::string::npos)
+      desc += " (default " + option->get_default_str() + ")";
+    if (option->get_required() && desc.find("required") == std::string::npos) desc += " (required)";
+    return desc;
+  }
+};
+
 // lock and elect take NAME before `--`: `swarm lock -- true` would take
 // `true` for the lease's name and then miss the command.
 std::string name_after_dashes(const std::vector<cli::Verb>& verbs, int argc, char** argv) {
@@ -306,6 +341,7 @@ bool is_verb(std::string_view name) {
 int run_command_line(int argc, char** argv, const std::function<void(Context&)>& before_run, bool process_ends) {
   CLI::App app("swarm: one owner per slot, leases with fencing tokens, on NATS JetStream key-value.", "swarm");
   app.set_version_flag("--version", kVersion);
+  app.formatter(std::make_shared<HumanFormatter>());  // before the verbs: theirs is this one
   app.require_subcommand(1);
   // Global options are accepted before or after the verb.
   app.fallthrough();

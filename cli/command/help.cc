@@ -1,6 +1,8 @@
 // swarm help [VERB [SUB] | TOPIC]: a verb's --help, or a page of docs/ (the
 // concepts: the loop, leases, landing, trust, ...), offline, as git help
 // and etcdctl answer. The pages are embedded at build time (help_topics.h).
+// A verb with a page of its own name (run, mcp) gets the page, which ends
+// saying where the verb's options are (`swarm run --help`).
 #include <iostream>
 
 #include "cli/command/context.h"
@@ -54,8 +56,20 @@ std::string topic_list() {
 
 std::optional<std::string> help_text(const CLI::App& root, const std::vector<std::string>& words) {
   std::string path;
-  if (const CLI::App* verb = verb_named(root, words, &path))
-    return verb->get_formatter()->make_help(verb, path, CLI::AppFormatMode::Normal);
+  const CLI::App* verb = verb_named(root, words, &path);
+  // A page named as the word is (run, mcp) says more than the verb's
+  // options: the page, then where those are. An alias names no verb's page.
+  if (words.size() == 1)
+    for (const auto& topic : kHelpTopics)
+      if (topic.name == words.front()) {
+        std::string text(topic.text);
+        if (verb != nullptr) {
+          if (!text.empty() && text.back() != '\n') text += '\n';
+          text += "\nThe options of `" + path + "`: " + path + " --help\n";
+        }
+        return text;
+      }
+  if (verb != nullptr) return verb->get_formatter()->make_help(verb, path, CLI::AppFormatMode::Normal);
   if (words.size() == 1)
     if (const HelpTopic* topic = topic_named(words.front())) return std::string(topic->text);
   return std::nullopt;
@@ -68,6 +82,7 @@ Verb add_help(CLI::App& app) {
   cmd->footer(
       "Examples:\n"
       "  swarm help join            # the same as swarm join --help\n"
+      "  swarm help run             # a verb with a page of its own: the page (docs/run.md)\n"
       "  swarm help lease acquire\n"
       "  swarm help leases          # a page of the documentation: what leases are for, and how\n"
       "Topics (the pages of the documentation, also in man swarm): " + topic_list() +

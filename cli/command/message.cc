@@ -2,7 +2,6 @@
 // (swarm/bus/), each to one inbox or to all, read after the inbox's cursor
 // and acknowledged by moving it; bodies too long for a message go by blob.
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -19,22 +18,6 @@
 #include "swarm/bus/cursors.h"
 
 namespace cli {
-
-// A file to send as it is: opened without waiting (a FIFO would block the
-// open until a writer came), and only a regular file is taken.
-swarm::UniqueFd open_regular_file(const std::string& path, const std::string& shown, std::uint64_t* size) {
-  swarm::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-  if (!fd) {
-    const int saved = errno;
-    throw swarm::Error(swarm::Errc::bad_input, shown + ": cannot open it (" + std::strerror(saved) + ")");
-  }
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
-    throw swarm::Error(swarm::Errc::bad_input, shown + ": not a regular file");
-  ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
-  *size = static_cast<std::uint64_t>(st.st_size);
-  return fd;
-}
 
 namespace {
 
@@ -176,6 +159,9 @@ swarm::Json blob_json(const swarm::BlobRef& b) {
   return j;
 }
 
+// The corr of a message of the bus (a reply's question), defined below.
+std::optional<std::string> corr_of(const swarm::Bus& bus, const std::string& inbox, const std::string& id);
+
 int run_send(Context& ctx, const MessageFlags& f) {
   if (f.all == !f.to.empty()) throw swarm::Error(swarm::Errc::bad_input, "send to one inbox (--to NAME) or to all (--all)");
   if (f.text.empty() && f.file.empty())
@@ -184,6 +170,12 @@ int run_send(Context& ctx, const MessageFlags& f) {
   auto messages = ctx.messages();
   Body body;
   read_body(f, messages.config.blob_max(), body);
+  // A reply is of the question's conversation: its corr, unless --corr names one.
+  if (!m.reply_to.empty() && m.corr.empty()) {
+    if (auto corr = corr_of(messages.bus, m.from, m.reply_to)) m.corr = *corr;
+    else ctx.out().warn("message " + swarm::printable(m.reply_to) + " is not among the messages to " + m.from +
+                        " or to all that the bus keeps, so the reply carries no corr (--corr C gives it one)");
+  }
   store_blob(messages.blobs, body, m);
   const auto sent = send_once(messages.bus, m);
   swarm::Json doc = swarm::Json::object();
@@ -218,6 +210,16 @@ kv::StreamStatus bus_state(const swarm::Bus& bus) {
   return *st;
 }
 
+// The corr of message `id` among those to `inbox` and to all (a question goes to the one who
+// answers it, or to everyone), read from the bus's start; nullopt when the bus keeps none such.
+std::optional<std::string> corr_of(const swarm::Bus& bus, const std::string& inbox, const std::string& id) {
+  std::optional<std::string> corr;
+  bus.read(inbox, 0, 0, [&](const swarm::Message& m) { return m.id == id; },
+           [&](const swarm::Delivered& d, bool shown) { if (shown && d.message && !corr) corr = d.message->corr; },
+           bus_state(bus));
+  return corr;
+}
+
 // Everything printed so far reached stdout, or the error that says it did
 // not (an --ack must never pass what nobody read).
 void require_written(const char* what) {
@@ -239,7 +241,9 @@ int run_inbox(Context& ctx, const MessageFlags& f) {
   // Rung before the first read: nothing sent after it is missed.
   std::optional<kv::Doorbell> bell;
   if (waits) bell.emplace(messages.bus.doorbell(name));
-  const auto deadline = std::chrono::steady_clock::now() + wait;
+  // --wait: until when one may still come (--follow: DUR after the last one printed).
+  auto deadline = std::chrono::steady_clock::now() + wait;
+  const bool bounded = !f.wait.empty();
   kv::StreamStatus bus = bus_state(messages.bus);
   const std::int64_t generation = swarm::generation_of(bus);
   const auto cursor = messages.cursors.get(name, generation);
@@ -259,6 +263,7 @@ int run_inbox(Context& ctx, const MessageFlags& f) {
     acked = ackable;
   };
   for (int rereads = 0;;) {
+    const std::size_t printed_before = printed;
     const std::size_t room = f.count > 0 ? static_cast<std::size_t>(f.count) - printed : 0;
     std::size_t since_ack = 0;
     auto read = messages.bus.read(name, after, room, match, [&](const swarm::Delivered& d, bool shown) {
@@ -287,6 +292,7 @@ int run_inbox(Context& ctx, const MessageFlags& f) {
     ack_now();
     const bool moved = read.last_seq > after;
     after = std::max(read.last_seq, after);
+    if (f.follow && bounded && printed > printed_before) deadline = std::chrono::steady_clock::now() + wait;
     if (f.count > 0 && printed >= static_cast<std::size_t>(f.count)) break;
     if (read.more) {
       bus = bus_state(messages.bus);
@@ -302,12 +308,12 @@ int run_inbox(Context& ctx, const MessageFlags& f) {
     }
     rereads = 0;
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (!f.follow && left.count() <= 0) break;
+    if ((!f.follow || bounded) && left.count() <= 0) break;
     // A ring, or a look anyway every second (a ring may be missed).
-    if (bell->wait(f.follow ? kLookAgain : std::min(left, kLookAgain))) rereads = 1;
+    if (bell->wait(f.follow && !bounded ? kLookAgain : std::min(left, kLookAgain))) rereads = 1;
     bus = bus_state(messages.bus);
   }
-  if (!f.wait.empty() && !f.follow && printed == 0)
+  if (bounded && printed == 0)
     throw swarm::Error(swarm::Errc::not_found, "no message for " + name + " within " + f.wait);
   return 0;
 }
@@ -382,7 +388,7 @@ Verb add_send(CLI::App& app) {
   cmd->add_option("--to", f->to, "The inbox: a slot's name, or any name under the slot rule (lead, ci)")->option_text("INBOX")->check(slot_name_validator());
   cmd->add_flag("--all", f->all, "To every inbox");
   cmd->add_option("--corr", f->corr, "A correlation id, to find the messages of one conversation")->option_text("C")->check(word_validator("--corr"));
-  cmd->add_option("--reply-to", f->reply_to, "The id of the message this answers (what `swarm ask` waits for)")->option_text("ID")->check(word_validator("--reply-to"));
+  cmd->add_option("--reply-to", f->reply_to, "The id of the message this answers (what `swarm ask` waits for); the reply takes its corr unless --corr is given")->option_text("ID")->check(word_validator("--reply-to"));
   add_send_options(cmd, *f);
   cmd->footer(
       "Examples:\n"
@@ -400,8 +406,8 @@ Verb add_inbox(CLI::App& app) {
   cmd->add_option("--as", f->as, "The inbox (default: the slot, $SWARM_SLOT or the worktree's)")->option_text("INBOX")->check(slot_name_validator());
   cmd->add_option("--type", f->type, "Only messages of this type")->option_text("T")->check(word_validator("--type"));
   cmd->add_option("--corr", f->corr, "Only messages with this correlation id")->option_text("C")->check(word_validator("--corr"));
-  cmd->add_option("--wait", f->wait, "Wait up to DUR for a message when there is none; exit 4 if none came")->option_text("DUR")->check(duration_validator());
-  cmd->add_flag("--follow", f->follow, "Keep printing messages as they come (Ctrl-C ends it)");
+  cmd->add_option("--wait", f->wait, "Wait up to DUR for a message when there is none; exit 4 if none came (with --follow: end once DUR passed without a new one)")->option_text("DUR")->check(duration_validator());
+  cmd->add_flag("--follow", f->follow, "Keep printing messages as they come (Ctrl-C ends it, or --wait DUR without one)");
   cmd->add_flag("--ack", f->ack, "Move the cursor past what was printed, once printed (with --type or --corr, only up to the first message not shown)");
   cmd->add_option("-n", f->count, "At most N messages")->option_text("N")->transform(decimal_in(1, 1000000000));
   cmd->footer(

@@ -45,8 +45,13 @@ int run_review(Context& ctx, const ReviewFlags& f, bool approving) {
   const swarm::Task& t = done.task;
   swarm::Json doc = swarm::Json::parse(swarm::to_json(t));
   doc.set("revision", done.revision).set("tip", done.tip);
+  // What was reviewed is the task's own head; the branch may be past it (the slot's next task).
+  const std::string head = done.head.empty() ? "(no head)" : swarm::printable(done.head.substr(0, 12));
+  const std::string moved = !done.head.empty() && done.head != done.tip
+                                ? "; its branch is at " + done.tip.substr(0, 12) + " now"
+                                : "";
   const std::string text = swarm::printable(t.id) + " " + t.state_text + " (slot " + swarm::printable(t.slot) +
-                           (approving ? ", approved at " : ", rejected at ") + done.tip.substr(0, 12) + ")\n";
+                           (approving ? ", approved at " : ", rejected at ") + head + moved + ")\n";
   ctx.out().result("review", text, std::move(doc));
   return 0;
 }

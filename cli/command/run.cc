@@ -22,6 +22,7 @@ namespace {
 
 struct RunFlags : JoinOptions {
   bool keep = false;
+  bool no_artifact = false;
   std::string commit;
   bool land = false;
   std::string grace = "10s";
@@ -78,9 +79,8 @@ RunReport report_of(const swarm::RunOutcome& r, const std::vector<std::string>& 
   if (r.committed) out.doc.set("commit", *r.committed);
   std::string how = r.ended == "session_lost"
                         ? "its session was lost (" + std::string(swarm::to_string(*r.lost)) + ": " + r.lost_why + ")"
-                    : r.status == 0 ? "it exited 0"
-                    : r.status > 128 ? "it ended by signal " + std::to_string(r.status - 128)
-                                     : "it exited " + std::to_string(r.status);
+                    : r.ended == "signalled" ? "signal " + std::to_string(r.status - 128) + " ended it"
+                                             : "it exited " + std::to_string(r.status);
   if (r.lost) {
     out.doc.set("lost", std::string(swarm::to_string(*r.lost))).set("lost_why", swarm::printable(r.lost_why));
     // Taken or evicted is a conflict; out of reach is NATS's.
@@ -91,6 +91,12 @@ RunReport report_of(const swarm::RunOutcome& r, const std::vector<std::string>& 
     out.said = "the agent of slot " + r.slot + " ended (" + how + "), and finishing the slot failed: " +
                swarm::printable(r.failed->what());
     out.exit = exit_code_for(r.failed->kind());
+  } else if (r.closed && !r.why.empty()) {
+    // Exit 0 with nothing to show: close's artifact rule made it a fail.
+    out.doc.set("why", r.why);
+    out.said = "slot " + r.slot + " closed as fail: " + r.why + " (commit, give --commit MSG, or --no-artifact " +
+               "for work that needs none); its task goes back to the queue";
+    out.exit = kConflict;
   } else if (r.closed) {
     out.said = "slot " + r.slot + " closed as " + r.result + ": " + how;
   } else {
@@ -115,6 +121,9 @@ Verb add_run(CLI::App& app) {
             if (m.empty()) throw swarm::Error(swarm::Errc::bad_input, "--commit needs a message");
           },
           "MSG"));
+  cmd->add_flag("--no-artifact", f->no_artifact,
+                "When AGENT exits 0 having committed nothing in this run, close as success all the same (as close "
+                "--no-artifact); without it that is a fail: exit 3, the task back to the queue");
   cmd->add_flag("--land", f->land,
                 "After a success, land the slot as `swarm land --slot S` would (the workspace's check first); a "
                 "CHECK of its own goes between two --: --land -- CHECK... -- AGENT...");
@@ -133,7 +142,8 @@ Verb add_run(CLI::App& app) {
       "its task lease and port block are renewed every TTL/3 while AGENT lives, however long it thinks;\n"
       "AGENT says what it does with `swarm renew --status working|blocked|idle|waiting --note TEXT`.\n"
       "When AGENT ends the slot is closed: success on exit 0, else fail (uncommitted files kept in\n"
-      ".swarm/recovery/). If the session is lost (taken over, evicted, NATS out of reach) AGENT gets\n"
+      ".swarm/recovery/). A success needs a commit in this run (AGENT's, or --commit's): an exit 0 with\n"
+      "none closes as fail, exit 3, unless --no-artifact. If the session is lost (taken over, evicted, NATS out of reach) AGENT gets\n"
       "SIGTERM, then SIGKILL before the session's deadline, and run exits 3 (7: out of reach). If run\n"
       "dies, AGENT gets SIGKILL and status shows the session dead. SIGINT, SIGTERM and SIGHUP go to\n"
       "AGENT; --grace bounds the wait for it. Exits as AGENT did (128+N for signal N) unless swarm\n"
@@ -146,6 +156,9 @@ Verb add_run(CLI::App& app) {
             if (f->land && f->keep)
               throw swarm::Error(swarm::Errc::bad_input, "--land lands the closed slot, and --keep leaves it open: "
                                                          "give one of them");
+            if (f->no_artifact && f->keep)
+              throw swarm::Error(swarm::Errc::bad_input, "--no-artifact is how the closed slot's success is judged, "
+                                                         "and --keep leaves it open: give one of them");
             if (!f->commit.empty() && f->keep)
               throw swarm::Error(swarm::Errc::bad_input, "--commit commits what is left when the slot is closed, "
                                                          "and --keep leaves it open: give one of them");
@@ -170,6 +183,7 @@ Verb add_run(CLI::App& app) {
             o.ports = f->ports;
             o.agent = agent;
             o.keep = f->keep;
+            o.no_artifact = f->no_artifact;
             if (!f->commit.empty()) o.commit = f->commit;
             o.grace = grace;
             o.running = [&signals](swarm::ChildProcess* child) { signals.forward_to(child); };

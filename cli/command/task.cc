@@ -1,6 +1,7 @@
 // swarm task: the workspace's work queue by hand (add, list, show, edit,
 // cancel, reopen, export, import). Claims are join --next and run --next;
 // close and land move a task on.
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -72,8 +73,9 @@ int run_add(Context& ctx, const TaskFlags& f) {
     t.id = f.id;
     revision = store.create(t);
   } else {
-    // A generated id taken meanwhile (by hand, by an import) is skipped.
-    constexpr int kIdAttempts = 64;
+    // A generated id taken (by hand, by an import of an older swarm): the
+    // counter moves past every T-<n> the queue holds, and the add goes on.
+    constexpr int kIdAttempts = 8;
     for (int attempt = 1;; ++attempt) {
       t.id = store.next_generated_id();
       try {
@@ -81,6 +83,7 @@ int run_add(Context& ctx, const TaskFlags& f) {
         break;
       } catch (const swarm::Error& e) {
         if (e.kind() != swarm::Errc::conflict || attempt >= kIdAttempts) throw;
+        store.move_counter_past(store.highest_generated());
       }
     }
   }
@@ -297,6 +300,12 @@ int run_import(Context& ctx, const TaskFlags& f) {
     tasks.push_back(std::move(*parsed.task));
   }
   auto [store, journal] = ctx.tasks();
+  // The counter first moves past every T-<n> of the file: no add, now or
+  // later, is given an id this import writes.
+  std::uint64_t highest = 0;
+  for (const auto& t : tasks)
+    if (auto n = swarm::generated_number(t.id)) highest = std::max(highest, *n);
+  store.move_counter_past(highest);
   std::size_t created = 0, updated = 0, same = 0;
   const swarm::Actor actor = swarm::Actor::here(ctx.me());
   for (const auto& t : tasks) {

@@ -414,6 +414,7 @@ class McpServer {
     argv.insert(argv.end(), tool.words.begin(), tool.words.end());
     argv.insert(argv.end(), globals_.begin(), globals_.end());
     argv.push_back("--json");
+    argv.insert(argv.end(), tool.fixed.begin(), tool.fixed.end());
     argv.insert(argv.end(), args.begin(), args.end());
     return argv;
   }
@@ -575,7 +576,7 @@ class McpServer {
   // and how to keep it.
   swarm::Json handle_of(const Tool& tool, const swarm::Json& doc) const {
     swarm::Json h = swarm::Json::object();
-    if (tool.name == "join") {
+    if (tool.words.front() == "join") {  // join, task_next
       const cJSON* token = member(doc.get(), "session_token");
       const cJSON* slot = member(doc.get(), "slot");
       // The TTL of now (`up --ttl` changes it in place).
@@ -708,9 +709,10 @@ Verb add_mcp(CLI::App& app) {
       "Newline-delimited JSON-RPC 2.0 on stdin and stdout (nothing else on stdout; logs on stderr),\n"
       "revisions 2025-11-25 (initialize) and 2026-07-28 (server/discover). Each tool is a verb: its\n"
       "arguments the verb's options (dashes as underscores), its result the verb's --json document as\n"
-      "structuredContent and as text; a failure is a result with isError and swarm.error.v1. join and\n"
-      "lease_acquire return a handle (the token, its TTL, how to keep it). land, inbox, lock, elect and\n"
-      "lease_acquire run as processes of their own: notifications/cancelled stops one as Ctrl-C would,\n"
+      "structuredContent and as text; a failure is a result with isError and swarm.error.v1. join,\n"
+      "task_next (join --next: the most urgent ready task) and lease_acquire return a handle (the token,\n"
+      "its TTL, how to keep it). land, inbox, ask, lock, elect and lease_acquire run as processes of\n"
+      "their own: notifications/cancelled stops one as Ctrl-C would,\n"
       "and their output lines are progress. It keeps no state between calls: restart it at any time.");
   return {cmd, [slot, set](Context& ctx) {
             const std::vector<std::string> globals = globals_of(ctx);

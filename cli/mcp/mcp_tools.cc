@@ -15,18 +15,18 @@ namespace cli {
 
 namespace {
 
-// The verbs each set offers, by tool name (the contract's core set, less
-// what has no verb yet: task_next); `all` adds the lease, lock, elect and
-// review verbs, and what helps beside them.
-const std::vector<std::string> kCore = {"status", "join",      "commit", "sync", "close", "renew", "task_list",
-                                        "send",   "inbox",     "ack",    "hold", "land",  "log"};
+// The verbs each set offers, by tool name (the contract's core set);
+// `all` adds the lease, lock, elect and review verbs, and what helps
+// beside them.
+const std::vector<std::string> kCore = {"status", "join", "commit", "sync", "close", "renew", "task_list", "task_next",
+                                        "send",   "inbox", "ack",   "hold", "land",  "log",   "ask",       "blob_get"};
 const std::vector<std::string> kMore = {"holds",         "task_add",     "task_show",     "branches",
                                         "lease_acquire", "lease_renew",  "lease_release", "lease_show",
                                         "lease_list",    "lock",         "elect",         "review_approve",
                                         "review_reject"};
 // Verbs that may wait long: each call is a process of its own (cancelled
 // as Ctrl-C would, its stderr lines sent as progress).
-const std::set<std::string> kOwnProcess = {"land", "inbox", "lock", "elect", "lease_acquire"};
+const std::set<std::string> kOwnProcess = {"land", "inbox", "ask", "lock", "elect", "lease_acquire"};
 const std::set<std::string> kLines = {"inbox", "log"};
 // Options a tool never takes: --json is always given; the others never
 // end, or print something that is not the verb's document.
@@ -131,6 +131,25 @@ Tool tool_of(const CLI::App& command, const std::vector<std::string>& words) {
   return t;
 }
 
+// task_next: join --next, the queue's most urgent ready task claimed for
+// the slot (the server's --slot when the call names none), with join's
+// handle; of join's options, the claim's (slot, label, wait): join itself
+// takes the rest (its schema costs the agent's context once).
+Tool task_next_of(const CLI::App& join) {
+  Tool t = tool_of(join, {"join"});
+  t.name = "task_next";
+  t.description = "Claim the queue's most urgent ready task for the slot (join --next): its session handle";
+  t.fixed = {"--next"};
+  t.handle = true;
+  cJSON* props = cJSON_GetObjectItemCaseSensitive(t.input_schema.get(), "properties");
+  for (const char* key : {"task", "next", "force", "base", "ports"}) {
+    cJSON_DeleteItemFromObjectCaseSensitive(props, key);
+    t.args.erase(std::remove_if(t.args.begin(), t.args.end(), [&](const ToolArg& a) { return a.key == key; }),
+                 t.args.end());
+  }
+  return t;
+}
+
 const CLI::App* sub_named(const CLI::App& app, const std::string& name) {
   for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
     if (sub->get_name() == name) return sub;
@@ -148,6 +167,10 @@ std::vector<Tool> mcp_tools(bool all) {
   if (all) names.insert(names.end(), kMore.begin(), kMore.end());
   std::vector<Tool> tools;
   for (const auto& name : names) {
+    if (name == "task_next") {
+      if (const CLI::App* join = sub_named(app, "join")) tools.push_back(task_next_of(*join));
+      continue;
+    }
     // "task_list": the verb task, its sub-verb list; "status": a verb alone.
     const auto under = name.find('_');
     const CLI::App* command = sub_named(app, under == std::string::npos ? name : name.substr(0, under));

@@ -1,6 +1,6 @@
 // The tools `swarm mcp` offers: each a verb of the command line (a verb
-// with sub-verbs gives task_list, lease_acquire, ...), read off its CLI11
-// definition, so that its arguments are the verb's options (dashes as
+// with sub-verbs gives task_list, lease_acquire, ...; task_next is join
+// --next), read off its CLI11 definition, so that its arguments are the verb's options (dashes as
 // underscores) and its result the verb's own --json document. No second
 // description of a verb to drift from the first.
 #pragma once
@@ -25,6 +25,7 @@ struct ToolArg {
 struct Tool {
   std::string name;                // status, task_list
   std::vector<std::string> words;  // the verb as typed: {"task", "list"}
+  std::vector<std::string> fixed;  // what every call adds to its arguments (task_next: --next)
   std::string description;
   std::vector<ToolArg> args;
   swarm::Json input_schema;

@@ -33,7 +33,7 @@ namespace {
 // before it ends itself: when swarm sees the guard end, nothing of the
 // command runs any more, so the lease can go. It ignores the signals swarm
 // sends the group (they are the command's), and ends with the command's
-// status (128 + signal when one ended it). Only async-signal-safe calls
+// status (by the same signal when one ended it). Only async-signal-safe calls
 // here: it is a fork of a threaded process.
 volatile sig_atomic_t g_group = 0;  // the command's process group (the guard's pid)
 // The command's pid while it is not reaped (0 before it is forked and from
@@ -52,6 +52,23 @@ void kill_group(int) { kill(-static_cast<pid_t>(g_group), SIGKILL); }
 void pass_to_command(int signo) {
   const pid_t command = static_cast<pid_t>(g_command);
   if (command > 0) kill(command, signo);
+}
+
+// The guard ends as its command did when a signal ended it: by that signal,
+// so that its parent tells a kill from an exit status of 128 + n (an OOM
+// kill from `exit 137`). Not dumpable first: no core file of the guard's.
+// Should the signal not end it, it exits 128 + n.
+[[noreturn]] void end_as_signalled(int signo) {
+  prctl(PR_SET_DUMPABLE, 0);
+  struct sigaction standard {};
+  standard.sa_handler = SIG_DFL;
+  sigaction(signo, &standard, nullptr);
+  sigset_t only;
+  sigemptyset(&only);
+  sigaddset(&only, signo);
+  sigprocmask(SIG_UNBLOCK, &only, nullptr);
+  kill(getpid(), signo);
+  _exit(128 + signo);
 }
 
 // `terminal`: the terminal (0) whose foreground the command's group takes
@@ -190,7 +207,8 @@ void pass_to_command(int signo) {
     timespec pause{0, 1000 * 1000};
     nanosleep(&pause, nullptr);
   }
-  _exit(WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1);
+  if (WIFSIGNALED(status)) end_as_signalled(WTERMSIG(status));
+  _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
 }
 
 }  // namespace
@@ -374,9 +392,13 @@ int ChildProcess::wait() {
     ::tcsetpgrp(terminal_, getpgrp());  // the terminal is this process's again
     terminal_ = -1;
   }
-  // The guard ends with the command's status; a SIGKILL to the group ends the guard too.
+  // The guard ends with the command's status, or by the signal that ended
+  // the command; a SIGKILL to the group ends the guard too.
   if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  if (WIFSIGNALED(status)) {
+    signalled_ = true;
+    return 128 + WTERMSIG(status);
+  }
   return 1;
 }
 

@@ -85,6 +85,8 @@ class ChildProcess {
   // (128 + signal when a signal ended it).
   int wait();
   bool exited() const;
+  // After wait(): whether a signal ended it (not an exit, even of 128 + n).
+  bool signalled() const { return signalled_; }
 
  private:
   explicit ChildProcess(pid_t pid) : pid_(pid) {}
@@ -96,6 +98,7 @@ class ChildProcess {
   bool job_control_ = false;  // it took the terminal (ChildOptions::foreground)
   mutable std::mutex mu_;
   bool exited_ = false;  // it ended: no signal goes to its pid any more
+  bool signalled_ = false;  // a signal ended it (wait() tells)
 };
 
 // Stops a running command in time: SIGTERM now, SIGKILL at the moment

@@ -132,7 +132,8 @@ Landing::Reviewed Landing::review(const std::string& slot, const std::string& ta
     else reject(t, reason, by, now);
   });
   journal_.record(review_event(queue()->bucket_name(), changed.after, Actor::here(me_), changed.revision));
-  return {std::move(changed.after), changed.revision, *tip};
+  const std::string reviewed = changed.after.review_record().value_or(Review{}).head;
+  return {std::move(changed.after), changed.revision, *tip, reviewed};
 }
 
 }  // namespace swarm

@@ -149,7 +149,9 @@ class Landing {
   struct Reviewed {
     Task task;
     std::uint64_t revision = 0;
-    std::string tip;
+    std::string tip;   // the branch's tip now
+    std::string head;  // what was approved or rejected: the task's own head (a rejected
+                       // task's branch may have moved on to the slot's next task)
   };
   Reviewed review(const std::string& slot, const std::string& task_id, bool approve, const std::string& head,
                   const std::string& reason, const std::string& by);

@@ -148,13 +148,17 @@ void unname_agent(const SlotLifecycle& life, const SessionEntry& last, bool keep
   }
 }
 
+// The words of a fail of an agent that exited 0 with nothing committed.
+constexpr const char* kNoCommit = "the agent exited 0 without a commit in this run";
+
 // After the agent ended by itself: commit what is left (--commit, a success
-// only), then close as it ended (unless --keep).
+// only), then close as it ended (unless --keep): a success needs a commit
+// in this run, as close's artifact rule asks (unless --no-artifact).
 void finish_slot(SlotLifecycle& life, const RunOptions& o, RunOutcome& out) {
   if (o.keep) return;
   // The agent's exit 0 is its word that the work is done, whether or not a
   // signal to the run asked it to end.
-  const Outcome outcome = out.status == 0 ? Outcome::success : Outcome::fail;
+  Outcome outcome = out.status == 0 ? Outcome::success : Outcome::fail;
   out.result = std::string(to_string(outcome));
   try {
     if (outcome == Outcome::success && o.commit) {
@@ -162,8 +166,13 @@ void finish_slot(SlotLifecycle& life, const RunOptions& o, RunOutcome& out) {
       out.committed = committed.commit;
       for (auto& w : committed.warnings) out.warnings.push_back(std::move(w));
     }
-    // The agent's exit 0 is its word that the work is done, a change or none.
-    auto closed = life.close(o.slot, {.result = outcome, .no_artifact = true, .session = out.session, .by_run = true});
+    if (outcome == Outcome::success && !o.no_artifact && !life.committed_since_taken(o.slot)) {
+      outcome = Outcome::fail;  // nothing to show for it: the task goes back to open, attempts + 1
+      out.result = std::string(to_string(outcome));
+      out.why = kNoCommit;
+    }
+    auto closed = life.close(o.slot, {.result = outcome, .no_artifact = o.no_artifact, .why = out.why,
+                                      .session = out.session, .by_run = true});
     out.closed = true;
     if (closed.salvage.files > 0)
       out.warnings.push_back(std::to_string(closed.salvage.files) + " uncommitted file(s) were kept in " +
@@ -251,7 +260,10 @@ RunOutcome run_agent(SlotLifecycle& life, const RunOptions& o) {
                            out.lost_why, Actor::here(life.me())));
     return out;
   }
-  out.ended = o.signalled && o.signalled() != 0 ? "signalled" : "exited";
+  // How the agent ended, whoever sent a signal: one that ended it (the
+  // run's --grace SIGKILL, an OOM kill) or its own exit (a forwarded
+  // SIGTERM it handled and exited on, or an `exit 137` of its own).
+  out.ended = child->signalled() ? "signalled" : "exited";
   if (keeper) unname_agent(life, keeper->entry(), o.keep, out);
   finish_slot(life, o, out);
   return out;

@@ -4,7 +4,8 @@
 // thinks (a SessionKeeper: every TTL/3, on its own thread), stops the agent
 // before the session's deadline when the session is lost (taken over,
 // evicted, out of reach), and when the agent ends closes the slot as it
-// ended: success on exit 0, else fail. While the agent lives the slot's
+// ended: success on exit 0 with a commit in this run (or `no_artifact`),
+// else fail. While the agent lives the slot's
 // folder is the run's (its run lock): no other join of this host takes it.
 // If the run itself dies, the agent gets SIGKILL (its guard's parent-death
 // signal), and the session is `dead` at once on this host (adr/0036).
@@ -39,6 +40,9 @@ struct RunOptions {
   std::vector<std::string> agent;  // its argv
   bool keep = false;                 // leave the slot open when the agent ends
   std::optional<std::string> commit;  // commit what is left with this message (a success only)
+  // An exit 0 closes as success with no commit in this run (close
+  // --no-artifact); without it, as fail saying no commit was made.
+  bool no_artifact = false;
   std::chrono::milliseconds grace = kDefaultRunGrace;
   // The agent started (its process), then ended (nullptr): the caller
   // routes its signals to it meanwhile. Called on the run's thread.
@@ -57,12 +61,15 @@ struct RunOutcome {
   std::uint64_t session = 0;       // the session token
   std::filesystem::path worktree;
   int status = 0;                  // the agent's, as a shell reports it (128 + a signal)
-  std::string ended;               // exited, signalled, session_lost
+  std::string ended;               // exited, signalled (a signal ended the agent), session_lost
   std::optional<SessionKeeper::Loss> lost;
   std::string lost_why;
   std::string result;              // success, fail; "" when the slot was kept or lost
   bool closed = false;
   std::optional<std::string> committed;  // --commit's commit, when it made one
+  // Why the slot closed as fail though the agent exited 0 ("": it did not):
+  // it committed nothing in this run (close's artifact rule).
+  std::string why;
   std::vector<std::string> warnings;
   // What failed after the agent ended (the commit or the close): the run's
   // exit is its code then, and the slot stays as that left it.

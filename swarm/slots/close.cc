@@ -67,6 +67,18 @@ void SlotLifecycle::require_success(const std::string& slot, bool need_commit) c
                                 "show for success; commit first, close with --result fail, or pass --no-artifact");
 }
 
+bool SlotLifecycle::committed_since_taken(const std::string& slot) const {
+  std::optional<Worktree> worktree;
+  if (has_worktree(slot)) {
+    try {
+      worktree.emplace(Worktree::open(workspace_.worktree(slot), slot, hub_));
+    } catch (const Error&) {
+      // A broken repository: what reached the hub tells.
+    }
+  }
+  return committed_in_this_run(slot, worktree);
+}
+
 void SlotLifecycle::push_branch(const std::string& slot, Outcome outcome, CloseResult& result) const {
   std::optional<Worktree> worktree;
   try {
@@ -196,7 +208,7 @@ CloseResult SlotLifecycle::close(const std::string& slot, const CloseOptions& op
   release_record(slot, entry, result);
   if (result.released && result.released->session)
     close_queued(*result.released->session, std::string(to_string(options.result)), head.value_or(""),
-                 &result.warnings);
+                 options.why, &result.warnings);
   log::phase("close: released the record and its leases");
   if (remove_folder) {
     salvage_files_and_remove(slot, now, result);
@@ -211,7 +223,7 @@ CloseResult SlotLifecycle::close(const std::string& slot, const CloseOptions& op
   finish_leftovers(leftovers, result);
   log::phase("close: finished earlier removals");
   journal_.record(close_event(store_.bucket_name(), slot, result, options.result, head, Actor::here(me_),
-                              options.priority_high));
+                              options.priority_high, options.why));
   return result;
 }
 

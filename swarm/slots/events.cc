@@ -54,12 +54,14 @@ Event sync_event(std::string_view bucket, const SessionEntry& entry, const SyncO
 }
 
 Event close_event(std::string_view bucket, const std::string& slot, const CloseResult& result, Outcome outcome,
-                  const std::optional<std::string>& head, const Actor& actor, bool priority_high) {
+                  const std::optional<std::string>& head, const Actor& actor, bool priority_high,
+                  const std::string& why) {
   const SessionEntry* released = result.released ? &*result.released : nullptr;
   Event e = slot_event("close", bucket, slot, actor,
                        released && released->session ? released->session->task_id : "",
                        released ? released->token() : 0, released ? released->revision : 0);
   e.detail.set("result", to_string(outcome));
+  if (!why.empty()) e.detail.set("why", why);
   if (priority_high) e.detail.set("priority", "high");
   if (head) e.detail.set("head", *head);
   else e.detail.set_null("head");

@@ -26,7 +26,8 @@ Event commit_event(std::string_view bucket, const SessionEntry& entry, const Com
 Event session_lost_event(std::string_view bucket, const Session& session, std::uint64_t token,
                          std::uint64_t revision, std::string_view reason, std::string_view why, const Actor& actor);
 Event close_event(std::string_view bucket, const std::string& slot, const CloseResult& result, Outcome outcome,
-                  const std::optional<std::string>& head, const Actor& actor, bool priority_high = false);
+                  const std::optional<std::string>& head, const Actor& actor, bool priority_high = false,
+                  const std::string& why = {});
 Event evict_event(std::string_view bucket, const SessionEntry& removed, const Actor& actor);
 // Paths of an act (`act`: commit, land) that other live slots hold
 // exclusively: hold.conflict, with the paths, the holds and what the policy

@@ -146,6 +146,9 @@ struct CloseOptions {
   bool priority_high = false;  // --priority high: landed ahead of normal ones by land --ready
   bool keep_worktree = false;
   bool no_artifact = false;
+  // Why a fail is one, when the closer knows (run: the agent exited 0 with
+  // no commit): in the task's result, its task.state event and the close event.
+  std::string why;
   ExpectedSession session;
   // The caller is the `swarm run` that holds the slot's run lock. Anyone
   // else's close of a slot a live run keeps is a conflict: its agent still
@@ -243,6 +246,9 @@ class SlotLifecycle {
 
   // Releases the slot: artifact gate, salvage, CAS delete, then the folder.
   CloseResult close(const std::string& slot, const CloseOptions& options);
+  // Whether the slot committed since it was taken up: what close's
+  // artifact gate asks of a success (`--no-artifact` aside).
+  bool committed_since_taken(const std::string& slot) const;
 
   // Operator override: CAS-deletes the record whatever its host. Returns it.
   SessionEntry evict(const std::string& slot);
@@ -310,7 +316,7 @@ class SlotLifecycle {
   void undo_queued_claim(const JoinResult& result, const JoinSteps& done) const;
   // close's side: the slot's working task moves by its result.
   void close_queued(const Session& closed, const std::string& result, const std::string& head,
-                    std::vector<std::string>* warnings) const;
+                    const std::string& why, std::vector<std::string>* warnings) const;
   // A block of `count` ports for the new session (before its record is written).
   // `replacing`: the record this join replaces (its block is kept when it has that size).
   void claim_ports(JoinResult& result, unsigned count, const std::optional<SessionEntry>& replacing,

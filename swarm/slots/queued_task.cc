@@ -175,7 +175,7 @@ void SlotLifecycle::undo_queued_claim(const JoinResult& result, const JoinSteps&
 }
 
 void SlotLifecycle::close_queued(const Session& closed, const std::string& result, const std::string& head,
-                                 std::vector<std::string>* warnings) const {
+                                 const std::string& why, std::vector<std::string>* warnings) const {
   if (closed.task_id.empty()) return;
   try {
     const auto& q = queue();
@@ -187,10 +187,12 @@ void SlotLifecycle::close_queued(const Session& closed, const std::string& resul
     bool moved = false;
     auto changed = q->change(closed.task_id, [&](Task& t) {
       moved = close_moves(t, closed.slot, result, config_.require_review, head);
+      if (moved && !why.empty()) t.result = result + ": " + why;
     });
     if (moved)
       journal_.record(task_state_event(q->bucket_name(), changed.before.state(), changed.after,
-                                       "slot " + closed.slot + " closed " + result, Actor::here(me_), changed.revision));
+                                       "slot " + closed.slot + " closed " + result + (why.empty() ? "" : ": " + why),
+                                       Actor::here(me_), changed.revision));
   } catch (const Error& e) {
     if (warnings != nullptr)
       warnings->push_back("task " + printable(closed.task_id) + " was not moved: " + e.what() +

@@ -268,6 +268,48 @@ std::string TaskStore::next_generated_id() const {
   }
 }
 
+std::optional<std::uint64_t> generated_number(std::string_view id) {
+  if (id.size() < 3 || id.size() > 21 || id.substr(0, 2) != "T-" || id[2] == '0') return std::nullopt;
+  std::uint64_t n = 0;
+  for (char c : id.substr(2)) {
+    if (c < '0' || c > '9') return std::nullopt;
+    n = n * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  return n;
+}
+
+void TaskStore::move_counter_past(std::uint64_t n) const {
+  if (n == 0) return;
+  for (int attempt = 1;; ++attempt) {
+    auto current = translating_kv([&] { return bucket_.get(kCounterKey); });
+    std::uint64_t at = 0;
+    if (current) {
+      try {
+        at = std::stoull(current->value);
+      } catch (const std::exception&) {
+        at = 0;  // planted garbage: written over
+      }
+    }
+    if (current && at >= n) return;
+    try {
+      translating_kv([&] {
+        if (current) bucket_.update(kCounterKey, std::to_string(n), current->revision);
+        else bucket_.create(kCounterKey, std::to_string(n));
+      });
+      return;
+    } catch (const Error& e) {
+      if (e.kind() != Errc::conflict || attempt >= kChangeAttempts * 4) throw;
+    }
+  }
+}
+
+std::uint64_t TaskStore::highest_generated() const {
+  std::uint64_t highest = 0;
+  for (const auto& key : translating_kv([&] { return bucket_.keys(); }))
+    if (auto n = generated_number(key)) highest = std::max(highest, *n);
+  return highest;
+}
+
 StateOf TaskStore::stored_states() const {
   return [this](const std::string& id) -> std::optional<TaskState> {
     auto e = get(id);

@@ -42,6 +42,10 @@ struct ReadyHint {
   std::vector<std::string> labels;
 };
 
+// n when `id` is T-<n> as ids are generated (decimal digits, no leading
+// zero, at most 19 of them); nullopt for any other id.
+std::optional<std::uint64_t> generated_number(std::string_view id);
+
 class TaskStore {
  public:
   // Binds the bucket; a missing one is not_bootstrapped (`swarm up` makes it).
@@ -96,9 +100,14 @@ class TaskStore {
   std::size_t repair_hints(const std::vector<TaskEntry>& all) const;
 
   // The next generated id, T-<n>, from a CAS counter (key "_next"): two
-  // concurrent adds never get the same number. Ids taken by hand or by an
-  // import are skipped by create's conflict (see TaskQueue::add).
+  // concurrent adds never get the same number. An id taken by hand is
+  // skipped by create's conflict, then move_counter_past(highest_generated()).
   std::string next_generated_id() const;
+  // Moves the counter to at least `n` by CAS, never backwards: the next
+  // generated id is past T-<n> (what an import that wrote T-<n> does).
+  void move_counter_past(std::uint64_t n) const;
+  // The highest n of the queue's ids T-<n> (0: none), from its keys alone.
+  std::uint64_t highest_generated() const;
 
   // Every change to the queue from now on (the current records first,
   // then caught_up): what join --next --wait waits on; `deletes` also

@@ -158,7 +158,7 @@ void cluster_cas_guard(Bench& b) {
 
 namespace bench {
 
-// 28. An agent's whole life as one process: `swarm run -- true` (join, the
+// 28. An agent's whole life as one process: `swarm run --no-artifact -- true` (join, the
 // agent named in the record, its keeper and TTL listener started, close)
 // against what it replaces, `swarm join` then `swarm close` (two processes).
 void run_agent_life(Bench& b) {
@@ -166,7 +166,7 @@ void run_agent_life(Bench& b) {
   std::vector<double> swarm_ms, base_ms;
   for (int i = 0; i < n; ++i) {
     const std::string task = "T-life-" + std::to_string(i);
-    auto r = run_process({b.swarm_bin, "run", "--slot", "life", "--task", task, "--", "true"}, {b.ws_env});
+    auto r = run_process({b.swarm_bin, "run", "--slot", "life", "--task", task, "--no-artifact", "--", "true"}, {b.ws_env});
     if (r.exit != 0) fail("swarm run failed");
     swarm_ms.push_back(r.ms);
     auto j = run_process({b.swarm_bin, "join", "--slot", "hand", "--task", task}, {b.ws_env});

@@ -207,3 +207,73 @@ TEST_CASE("Docs_EveryShellBlockIsARecipeThatIsRunOrSaysWhyNot") {
                   "the page does not open with a recipe");
   }
 }
+
+TEST_CASE("Docs_HelpOfEachTopicIsItsPageAndOfAVerbWithoutOneItsOptions") {
+  // `swarm help TOPIC` prints the page of docs/ of that name, also when a verb has the name (run, mcp): then its
+  // end says where the verb's options are. A verb without a page of its name is its --help, sub-verbs too.
+  auto topics = run({{swarm_binary(), "_complete", "topics"}});
+  REQUIRE(topics.exit == 0);
+  std::size_t pages = 0;
+  for (const auto& topic : lines_of(topics.out)) {
+    if (topic.empty()) continue;
+    CAPTURE(topic);
+    const std::string page = text_of(kSource / "docs" / (topic + ".md"));
+    REQUIRE(!page.empty());
+    auto help = run({{swarm_binary(), "help", topic}});
+    CHECK(help.exit == 0);
+    const std::string heading = page.substr(0, page.find('\n') + 1);  // "# Running an agent ...\n"
+    CHECK_MESSAGE(help.out.rfind(heading, 0) == 0, "swarm help " << topic << " is not docs/" << topic << ".md");
+    ++pages;
+  }
+  CHECK(pages >= 10);
+  for (const char* verb : {"run", "mcp"}) {
+    CAPTURE(verb);
+    auto help = run({{swarm_binary(), "help", verb}});
+    CHECK(help.out.find("Usage: swarm") == std::string::npos);
+    const std::string hint = std::string("swarm ") + verb + " --help\n";
+    CHECK(help.out.size() > hint.size());
+    CHECK(help.out.substr(help.out.size() - hint.size()) == hint);
+    auto options = run({{swarm_binary(), verb, "--help"}});
+    CHECK(options.out.find(std::string("Usage: swarm ") + verb) != std::string::npos);
+  }
+  CHECK(run({{swarm_binary(), "help", "join"}}).out == run({{swarm_binary(), "join", "--help"}}).out);
+  CHECK(run({{swarm_binary(), "help", "lease", "acquire"}}).out ==
+        run({{swarm_binary(), "lease", "acquire", "--help"}}).out);
+}
+
+TEST_CASE("Docs_HelpAndTheReferenceShowPeoplesWordsNeverTheParsers") {
+  // Every option of every verb's --help, and every row of docs/reference.md, shows its placeholder as people
+  // write it (FILE, N, a|b, "(required)"), never the parser's (TEXT:{a,b}=a REQUIRED, INT, Needs:, Excludes:) nor
+  // the help's column layout pasted into a cell.
+  static const std::regex raw(R"(REQUIRED|Excludes:|Needs:|[A-Z]+:\{|\b(INT|UINT|FLOAT|NUMBER|TEXT):|\b(INT|UINT|FLOAT|NUMBER)\b)");
+  auto verbs = run({{swarm_binary(), "_complete", "verbs"}});
+  REQUIRE(verbs.exit == 0);
+  std::vector<std::vector<std::string>> helps = {{swarm_binary(), "--help"}};
+  for (const auto& verb : lines_of(verbs.out)) {
+    if (verb.empty()) continue;
+    std::vector<std::string> args = {swarm_binary()};
+    std::istringstream words(verb);
+    for (std::string w; words >> w;) args.push_back(w);
+    args.push_back("--help");
+    helps.push_back(args);
+  }
+  for (const auto& args : helps) {
+    auto help = run({args});
+    CAPTURE(args[1]);
+    bool in_options = false;
+    for (const auto& line : lines_of(help.out)) {
+      if (line == "Options:" || line == "Positionals:") {
+        in_options = true;
+        continue;
+      }
+      if (in_options && !line.empty() && line[0] != ' ') in_options = false;
+      if (in_options) CHECK_MESSAGE(!std::regex_search(line, raw), line);
+    }
+  }
+  static const std::regex layout(R"([^ |] {3,}[^ |])");
+  for (const auto& line : lines_of(text_of(kSource / "docs/reference.md"))) {
+    if (line.rfind("| ", 0) != 0) continue;
+    CHECK_MESSAGE(!std::regex_search(line, raw), line);
+    CHECK_MESSAGE(!std::regex_search(line, layout), line);
+  }
+}

@@ -4,6 +4,8 @@
 #include <nats/nats.h>
 #include <signal.h>
 
+#include <set>
+#include <sstream>
 #include <thread>
 
 #include "cli/swarm_fixture.h"
@@ -157,6 +159,37 @@ TEST_CASE("Journal_LogRefusesBadInputBeforeAnyIO") {
   }
   auto r = ws.swarm({"log", "--kind", "joined"});
   CHECK(r.err.find("joined") != std::string::npos);
+}
+
+TEST_CASE("Journal_LogKindTakesEveryKindTheJournalWritesAndListsOnlyThose") {
+  // Every kind the journal writes (the contract's, and the builders' of swarm/) is a --kind that log takes;
+  // the refusal of a bad one lists exactly those; --kind task.claim finds a claim.
+  SwarmWorkspace ws;
+  const std::set<std::string> written = {
+      "join",          "commit",        "close",       "evict",      "fix",          "sync",
+      "overlap",       "hold.conflict", "session.lost", "lease.grant", "lease.release", "lease.lost",
+      "elect.resign",  "elect.handover", "elect.state", "land",       "land.refused", "task.add",
+      "task.claim",    "task.state",    "task.edit",   "review.approve", "review.reject"};
+  for (const auto& kind : written) {
+    auto r = ws.swarm({"log", "--kind", kind});
+    CHECK_MESSAGE(r.exit == 0, kind << ": " << r.err);
+  }
+  auto refused = ws.swarm({"log", "--kind", "joined"});
+  REQUIRE(refused.exit == 2);
+  std::string list = refused.err.substr(refused.err.find("one of ") + 7);
+  list = list.substr(0, list.find(" ("));  // what the parser adds: (see `swarm log --help`)
+  std::set<std::string> listed;
+  std::istringstream words(list);
+  for (std::string w; words >> w;) {
+    while (!w.empty() && (w.back() == ',' || w.back() == '\n')) w.pop_back();
+    if (!w.empty()) listed.insert(w);
+  }
+  CHECK(listed == written);
+  REQUIRE(ws.swarm({"task", "add", "A", "--id", "T-1"}).exit == 0);
+  REQUIRE(ws.swarm({"join", "--slot", "a", "--next"}).exit == 0);
+  auto claims = events(ws, {"--kind", "task.claim"});
+  REQUIRE(claims.size() == 1);
+  CHECK(text_of(claims[0].get(), "task_id") == "T-1");
 }
 
 TEST_CASE("Journal_FollowPrintsActsAsTheyHappen") {

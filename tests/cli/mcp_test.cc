@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <functional>
+#include <set>
 #include <sstream>
 
 #include "cli/serve_fixture.h"
@@ -122,7 +123,7 @@ TEST_CASE("Mcp_TheThreeFrontEndsHandOutTheSameDocuments") {
 }
 
 TEST_CASE("Mcp_ToolsListIsSmallAndNothingButProtocolReachesStdout") {
-  // tools/list of the core set stays under 8 KB (it costs an agent's context); every line of stdout is a
+  // tools/list of the core set stays under 10 KB (it costs an agent's context: 16 tools); every line of stdout is a
   // JSON-RPC message, also when a verb prints warnings or fails; --slot fills in a call's slot.
   SwarmWorkspace ws;
   REQUIRE(ws.swarm({"join", "--slot", "s1", "--task", "T-1"}).exit == 0);
@@ -132,8 +133,8 @@ TEST_CASE("Mcp_ToolsListIsSmallAndNothingButProtocolReachesStdout") {
                                   call(3, "close", R"({"result":"success"})"), call(4, "hold", R"({"pattern":["/abs"]})")},
                                  {"--slot", "s1"}, &raw);
   const cJSON* listed = result_of(by_id, 1);
-  CHECK(std::string(cJSON_PrintUnformatted(listed)).size() < 8192);
-  CHECK(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(listed, "tools")) >= 13);
+  CHECK(std::string(cJSON_PrintUnformatted(listed)).size() < 10240);
+  CHECK(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(listed, "tools")) >= 16);
   // renew with no slot named: the server's --slot.
   const cJSON* renewed = result_of(by_id, 2);
   CHECK_FALSE(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(renewed, "isError")));
@@ -186,4 +187,53 @@ TEST_CASE("Mcp_OddRequestsNeverReachTheProtocolOrAVerbTheyShouldNot") {
   // Nothing of the protocol reached x's inbox.
   auto inbox = ws.swarm({"inbox", "--as", "x", "--json"});
   CHECK(inbox.out.find("jsonrpc") == std::string::npos);
+}
+
+TEST_CASE("Mcp_TheCoreSetIsTheContractsWithTaskNextAskAndBlobGet") {
+  // The core set is the contract's: status, join, commit, sync, close, renew, task_list, task_next, send, inbox,
+  // ack, hold, land, log, ask, blob_get. task_next claims the most urgent ready task for the server's --slot (join
+  // --next) and hands out join's handle; it takes no task of its own. blob_get returns a blob's text; ask with
+  // nobody to answer is exit 4 as an error result.
+  SwarmWorkspace ws;
+  REQUIRE(ws.swarm({"task", "add", "Later", "--id", "T-low", "--priority", "3"}).exit == 0);
+  REQUIRE(ws.swarm({"task", "add", "First", "--id", "T-high", "--priority", "0"}).exit == 0);
+  write_file(ws.root() / "note.txt", "a note for the reviewer\n");
+  auto put = ws.swarm({"blob", "put", (ws.root() / "note.txt").string()});
+  REQUIRE(put.exit == 0);
+  const std::string sha = put.out.substr(0, 64);
+  const auto by_id = mcp_session(ws,
+                                 {R"({"jsonrpc":"2.0","id":1,"method":"tools/list"})", call(2, "task_next"),
+                                  call(3, "blob_get", R"({"sha256":")" + sha + R"("})"),
+                                  call(4, "ask", R"({"to":"lead","wait":"300ms","text":["anyone?"]})")},
+                                 {"--slot", "s1"});
+  const cJSON* listed = result_of(by_id, 1);
+  std::set<std::string> names;
+  const cJSON* tool = nullptr;
+  const cJSON* next_schema = nullptr;
+  cJSON_ArrayForEach(tool, cJSON_GetObjectItemCaseSensitive(listed, "tools")) {
+    names.insert(text_of(tool, "name"));
+    if (text_of(tool, "name") == "task_next") next_schema = cJSON_GetObjectItemCaseSensitive(tool, "inputSchema");
+  }
+  const std::set<std::string> core = {"status", "join",  "commit", "sync", "close", "renew", "task_list", "task_next",
+                                      "send",   "inbox", "ack",    "hold", "land",  "log",   "ask",       "blob_get"};
+  CHECK(names == core);
+  CHECK(std::string(cJSON_PrintUnformatted(listed)).size() < 10240);
+  REQUIRE(next_schema != nullptr);
+  const cJSON* props = cJSON_GetObjectItemCaseSensitive(next_schema, "properties");
+  CHECK(cJSON_GetObjectItemCaseSensitive(props, "task") == nullptr);
+  CHECK(cJSON_GetObjectItemCaseSensitive(props, "next") == nullptr);
+  CHECK(cJSON_GetObjectItemCaseSensitive(props, "label") != nullptr);
+  const cJSON* claimed = result_of(by_id, 2);
+  CHECK_FALSE(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(claimed, "isError")));
+  const cJSON* doc = cJSON_GetObjectItemCaseSensitive(claimed, "structuredContent");
+  CHECK(text_of(doc, "slot") == "s1");
+  CHECK(text_of(doc, "task_id") == "T-high");
+  CHECK(text_of(cJSON_GetObjectItemCaseSensitive(doc, "handle"), "kind") == "session");
+  CHECK(ws.swarm({"task", "show", "T-high", "--json"}).out.find("\"state\":\"working\"") != std::string::npos);
+  const cJSON* blob = cJSON_GetObjectItemCaseSensitive(result_of(by_id, 3), "structuredContent");
+  CHECK(text_of(blob, "text") == "a note for the reviewer\n");
+  CHECK(text_of(blob, "sha256") == sha);
+  const cJSON* asked = result_of(by_id, 4);
+  CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(asked, "isError")));
+  CHECK(number_of(cJSON_GetObjectItemCaseSensitive(asked, "structuredContent"), "exit") == 4);
 }

@@ -221,3 +221,35 @@ TEST_CASE("Land_AKillAfterThePushLeavesItsTaskToTheNextLand") {
   CHECK_MESSAGE(next.exit == 0, next.err);
   CHECK(field(task_of(ws, "A"), "state") == "completed");
 }
+
+TEST_CASE("Review_ARejectOfOneOfTwoTasksOfOneSlotNamesThatTasksOwnHead") {
+  // one slot works A, then B: both in review, the branch at B's head. A rejected: what review says, A's record
+  // and its review.reject event name A's own head, never B's (the branch's tip); B is untouched, and approved at
+  // its own head.
+  SwarmWorkspace ws(SwarmWorkspace::Options{.up_args = {"--require-review"}});
+  REQUIRE(ws.swarm({"task", "add", "A", "--id", "A"}).exit == 0);
+  REQUIRE(ws.swarm({"task", "add", "B", "--id", "B"}).exit == 0);
+  work(ws, "w1", "A", "a.txt");
+  const std::string a_head = field(task_of(ws, "A"), "head");
+  work(ws, "w1", "B", "b.txt");
+  const std::string b_head = field(task_of(ws, "B"), "head");
+  REQUIRE(a_head.size() == 40);
+  REQUIRE(b_head.size() == 40);
+  REQUIRE(a_head != b_head);
+  auto rejected = ws.swarm({"review", "reject", "--task", "A", "--reason", "no tests"});
+  REQUIRE_MESSAGE(rejected.exit == 0, rejected.err);
+  CHECK_MESSAGE(rejected.out.find("rejected at " + a_head.substr(0, 12)) != std::string::npos, rejected.out);
+  auto a = task_of(ws, "A");
+  CHECK(field(a, "state") == "open");
+  const cJSON* review = cJSON_GetObjectItemCaseSensitive(a.get(), "review");
+  CHECK(text_of(review, "head") == a_head);
+  auto events = ws.swarm({"log", "--kind", "review.reject", "--json"});
+  REQUIRE(events.exit == 0);
+  CHECK(events.out.find("\"head\":\"" + a_head + "\"") != std::string::npos);
+  CHECK(events.out.find(b_head) == std::string::npos);
+  CHECK(field(task_of(ws, "B"), "state") == "in_review");
+  CHECK(review_state(ws, "B").empty());
+  auto approved = ws.swarm({"review", "approve", "--task", "B", "--head", b_head});
+  REQUIRE_MESSAGE(approved.exit == 0, approved.err);
+  CHECK(approved.out.find("approved at " + b_head.substr(0, 12)) != std::string::npos);
+}

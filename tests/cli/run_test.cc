@@ -568,7 +568,8 @@ TEST_CASE("Run_AKeptSlotAndAFinishingRunAreNotTakenForDead") {
 
 TEST_CASE("Run_TheAgentGetsItsOwnVariablesAndARelativePathIsTheCallers") {
   // ./agent.sh is the current folder's (not the worktree's); a caller's SWARM_FENCING_TOKEN and SWARM_PORTS do
-  // not reach the agent; an agent that ends 0 after a SIGTERM to run closes as success.
+  // not reach the agent; an agent that ends 0 after a SIGTERM to run closes as success (--no-artifact: it commits
+  // nothing).
   SwarmWorkspace ws;
   const auto script = ws.root() / "agent.sh";
   {
@@ -580,7 +581,7 @@ TEST_CASE("Run_TheAgentGetsItsOwnVariablesAndARelativePathIsTheCallers") {
   auto env = kHostA;
   env["SWARM_FENCING_TOKEN"] = "7";
   env["SWARM_PORTS"] = "4";
-  Process run(ws.command({"run", "--slot", "s", "--task", "T-1", "--", "./agent.sh"}, env));
+  Process run(ws.command({"run", "--slot", "s", "--task", "T-1", "--no-artifact", "--", "./agent.sh"}, env));
   REQUIRE(eventually([&] { return fs::exists(ws.root() / "started"); }));
   REQUIRE(eventually([&] { return number(session_of(ws, "s"), "agent_pid") > 0; }));
   std::ifstream in(ws.root() / "seen");

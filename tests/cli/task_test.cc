@@ -2,7 +2,7 @@
 // reopen, export and import; claims by join --next and join --task of a
 // queued id (32 claimers, 20 tasks: never one twice); close moving a task;
 // a lapsed claim and a claimer killed between its lease and its record;
-// hostile and corrupt records.
+// hostile and corrupt records; the id counter past imported and taken ids.
 #include <doctest/doctest.h>
 
 #include <signal.h>
@@ -221,6 +221,33 @@ TEST_CASE("Task_ExportImportedIntoAnEmptyWorkspaceGivesTheSameRecords") {
   { std::ofstream(two.root() / "bad.jsonl") << "{\"schema\":\"swarm.task.v1\",\"id\":\"Z\"}\n"; }
   CHECK(two.swarm({"task", "import", (two.root() / "bad.jsonl").string()}).exit == 2);
   CHECK(listed_ids(two).size() == 2);
+}
+
+TEST_CASE("Task_AnImportMovesTheIdCounterPastWhatItWroteAndAddNeverFailsOnATakenId") {
+  // T-2 ... T-1001 imported into a fresh workspace: the next add is T-1002 (the counter past them, in one go); an
+  // import of lower ids never moves it back. Ids taken by hand past the counter (T-1 ... T-70) cost one add a
+  // move past them all, never a failure.
+  SwarmWorkspace ws;
+  const auto file = ws.root() / "many.jsonl";
+  auto line = [](int n) {
+    return R"({"schema":"swarm.task.v1","id":"T-)" + std::to_string(n) + R"(","title":"t)" + std::to_string(n) +
+           R"(","priority":2,"labels":[],"after":[],"state":"open","attempts":0,"max_attempts":3})" + "\n";
+  };
+  {
+    std::ofstream out(file);
+    for (int n = 2; n <= 1001; ++n) out << line(n);
+  }
+  auto imported = ws.swarm({"task", "import", file.string(), "--json"});
+  REQUIRE_MESSAGE(imported.exit == 0, imported.err);
+  CHECK(number(json_of(imported), "created") == 1000);
+  CHECK(added(ws, {"After the import"}) == "T-1002");
+  { std::ofstream(ws.root() / "low.jsonl") << line(1); }
+  REQUIRE(ws.swarm({"task", "import", (ws.root() / "low.jsonl").string()}).exit == 0);
+  CHECK(added(ws, {"Still counting up"}) == "T-1003");
+  SwarmWorkspace by_hand;
+  for (int n = 1; n <= 70; ++n) added(by_hand, {"t", "--id", "T-" + std::to_string(n)});
+  CHECK(added(by_hand, {"Past the taken ones"}) == "T-71");
+  CHECK(added(by_hand, {"And the next"}) == "T-72");
 }
 
 TEST_CASE("Task_HostileAndCorruptRecordsAreEscapedSkippedAndKept") {

@@ -25,7 +25,8 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 SWARM = sys.argv[1]
-CORE = {"status", "join", "commit", "sync", "close", "renew", "task_list", "send", "inbox", "ack", "hold", "land", "log"}
+CORE = {"status", "join", "commit", "sync", "close", "renew", "task_list", "task_next", "send", "inbox", "ack", "hold",
+        "land", "log", "ask", "blob_get"}
 failures = []
 
 
