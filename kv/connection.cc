@@ -355,6 +355,18 @@ bool Connection::jetstream_answers(std::chrono::milliseconds wait) const {
   return status == NATS_OK;
 }
 
+std::optional<Connection::StoreUse> Connection::jetstream_store(std::chrono::milliseconds wait) const {
+  jsOptions options;
+  jsOptions_Init(&options);
+  options.Wait = std::max<std::int64_t>(1, wait.count());
+  jsAccountInfo* info = nullptr;
+  jsErrCode code = jsErrCode(0);
+  natsStatus status = js_GetAccountInfo(&info, state_->js.get(), &options, &code);
+  std::unique_ptr<jsAccountInfo, void (*)(jsAccountInfo*)> owned(info, jsAccountInfo_Destroy);
+  if (status != NATS_OK || info == nullptr || info->Limits.MaxStore <= 0) return std::nullopt;
+  return StoreUse{info->Limits.MaxStore, info->Store};
+}
+
 std::string server_version_at(const std::string& url, std::chrono::milliseconds timeout) {
   return detail::greeting_version(url, timeout);
 }

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -89,6 +90,14 @@ class Connection {
   // `wait`: a server whose store filled up answers PINGs, and its JetStream
   // nothing at all.
   bool jetstream_answers(std::chrono::milliseconds wait) const;
+  // The account's JetStream file store limit in bytes, and what it uses;
+  // nullopt when the account has no limit (the server's own applies) or
+  // JetStream does not answer within `wait`.
+  struct StoreUse {
+    std::int64_t limit = -1;
+    std::uint64_t used = 0;
+  };
+  std::optional<StoreUse> jetstream_store(std::chrono::milliseconds wait) const;
   // The version of the server connected to, as its greeting says ("2.9.10";
   // "" when it cannot be read). One short connection of its own, once.
   std::string server_version() const;

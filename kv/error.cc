@@ -126,8 +126,10 @@ bool store_full(int js_code, std::string_view text) {
     case JSMemoryResourcesExceededErr:    // 10028
     case JSAccountResourcesExceededErr:   // 10002
       return true;
-    case JSStreamStoreFailedErr:  // 10077: the server's write failed, with the OS's reason
-      for (std::string_view full : {"no space left on device", "disk quota exceeded", "file too large"})
+    case JSStreamStoreFailedErr:  // 10077: the server's write failed, with the OS's reason, or a stream
+                                  // that refuses new messages at its own limit (discard new)
+      for (std::string_view full : {"no space left on device", "disk quota exceeded", "file too large",
+                                    "maximum bytes exceeded", "maximum messages exceeded"})
         if (text.find(full) != std::string_view::npos) return true;
       return false;
     default: return false;
@@ -151,4 +153,12 @@ void raise(natsStatus status, jsErrCode js_code, std::string_view what) {
 }
 
 }  // namespace detail
+
+bool at_own_limit(const Error& error) {
+  if (error.kind() != Errc::no_room) return false;
+  std::string_view text = error.what();
+  return text.find("maximum bytes exceeded") != std::string_view::npos ||
+         text.find("maximum messages exceeded") != std::string_view::npos;
+}
+
 }  // namespace kv

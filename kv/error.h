@@ -36,6 +36,10 @@ class Error : public std::runtime_error {
   std::uint64_t current_revision_;
 };
 
+// A no_room that is a stream's (or object store's) own limit, met under
+// discard-new, not the server's store: the server still takes other writes.
+bool at_own_limit(const Error& error);
+
 // Names a place in a bucket for error messages: "bucket B key K" or "bucket B".
 std::string where(std::string_view bucket, std::string_view key = {});
 

@@ -26,6 +26,7 @@ struct ObjectInfo {
   std::string nuid;    // where its chunks are
   std::string digest;  // "SHA-256=<base64url>", as NATS writes it
   std::chrono::system_clock::time_point mtime{};
+  std::uint64_t seq = 0;  // its description's sequence in the stream (0: not read back)
 };
 
 // The size of a chunk swarm writes (NATS's default).
@@ -34,7 +35,8 @@ inline constexpr std::size_t kObjectChunkBytes = 128 * 1024;
 class ObjectStore {
  public:
   // Makes the store's stream (file storage, rollups allowed, `max_bytes`
-  // -1 for no limit), or binds it when it exists.
+  // -1 for no limit, refusing new objects at it), or brings an existing
+  // one's limit to `max_bytes` (never below what it holds).
   static ObjectStore ensure(const Connection& connection, const std::string& store, int replicas,
                             std::int64_t max_bytes);
   // Binds it with no round trip.
@@ -54,8 +56,12 @@ class ObjectStore {
                  int in_flight = 64) const;
   // The same, the object named by `name_of` from the SHA-256 of what was
   // read (32 bytes), once it is all stored: content addressed in one pass.
+  // An object stored under that name first stays, unless `keep` says no
+  // (it is not what it says it is): then ours is written over it, and its
+  // chunks removed.
   ObjectInfo put_named(const std::function<std::string(const unsigned char* sha256)>& name_of,
-                       const std::function<std::size_t(char*, std::size_t)>& read, int in_flight = 64) const;
+                       const std::function<std::size_t(char*, std::size_t)>& read, int in_flight = 64,
+                       const std::function<bool(const ObjectInfo& theirs)>& keep = {}) const;
 
   // Hands the object's bytes to `write` in order and returns its
   // description with `digest` as computed from what came (the caller

@@ -38,6 +38,8 @@ StreamConfig config_of(const jsStreamConfig& c) {
   config.max_bytes = c.MaxBytes;
   config.replicas = static_cast<int>(c.Replicas);
   config.duplicate_window = std::chrono::milliseconds(c.Duplicates / kNanosPerMilli);
+  config.discard_new = c.Discard == js_DiscardNew;
+  config.max_msg_size = c.MaxMsgSize;
   return config;
 }
 
@@ -95,6 +97,12 @@ std::vector<std::string> differences(const StreamConfig& want, const StreamConfi
     out.push_back("max bytes is " + std::to_string(have.max_bytes) + ", want " + std::to_string(want.max_bytes));
   if (want.replicas != have.replicas)
     out.push_back("replicas is " + std::to_string(have.replicas) + ", want " + std::to_string(want.replicas));
+  if (want.discard_new != have.discard_new)
+    out.push_back(std::string("at its limit it ") + (have.discard_new ? "refuses new messages" : "drops its oldest") +
+                  ", want " + (want.discard_new ? "refusing new ones" : "dropping the oldest"));
+  if (want.max_msg_size != have.max_msg_size)
+    out.push_back("max message size is " + std::to_string(have.max_msg_size) + ", want " +
+                  std::to_string(want.max_msg_size));
   if (want.subjects != have.subjects) {
     auto list = [](const std::vector<std::string>& v) {
       std::string s;
@@ -132,7 +140,8 @@ jsStreamConfig config_for(const StreamConfig& want, std::vector<const char*>& su
   config.MaxBytes = want.max_bytes;
   config.Replicas = want.replicas;
   config.Duplicates = want.duplicate_window.count() * kNanosPerMilli;
-  config.Discard = js_DiscardOld;
+  config.Discard = want.discard_new ? js_DiscardNew : js_DiscardOld;
+  config.MaxMsgSize = want.max_msg_size;
   config.Storage = js_FileStorage;
   config.AllowDirect = true;
   return config;
@@ -149,7 +158,9 @@ void bring_in_line(jsCtx* js, const jsStreamInfo& info, const jsStreamConfig& co
   auto diffs = differences(want, have);
   if (changed != nullptr) *changed = diffs;
   const bool fix_subjects = have.subjects != want.subjects;
-  const bool fix_limits = update && (info.Config->MaxAge != config.MaxAge || info.Config->MaxBytes != config.MaxBytes);
+  const bool fix_limits = update && (info.Config->MaxAge != config.MaxAge || info.Config->MaxBytes != config.MaxBytes ||
+                                     info.Config->Discard != config.Discard ||
+                                     info.Config->MaxMsgSize != config.MaxMsgSize);
   if (!fix_subjects && !fix_limits) return;
   // The server's config with ours put in; its own subject list (nats.c's
   // to free) is put back after.
@@ -162,6 +173,8 @@ void bring_in_line(jsCtx* js, const jsStreamInfo& info, const jsStreamConfig& co
   if (fix_limits) {
     info.Config->MaxAge = config.MaxAge;
     info.Config->MaxBytes = config.MaxBytes;
+    info.Config->Discard = config.Discard;
+    info.Config->MaxMsgSize = config.MaxMsgSize;
   }
   jsStreamInfo* updated = nullptr;
   jsErrCode code = jsErrCode(0);
@@ -392,6 +405,22 @@ void Stream::purge(std::string_view subject) const {
   with_retries(*state_->connection, budget_, [&](std::chrono::milliseconds wait) {
     jsOptions options = waiting(wait);
     options.Stream.Purge.Subject = subj.c_str();
+    jsErrCode code = jsErrCode(0);
+    natsStatus status = js_PurgeStream(state_->js(), name_.c_str(), &options, &code);
+    if (status == NATS_NOT_FOUND || code == JSStreamNotFoundErr)
+      throw Error(Errc::not_found, what + ": " + stream_where(name_) + " does not exist");
+    check(status, what, code);
+    return true;
+  });
+}
+
+void Stream::purge_below(std::string_view subject, std::uint64_t below) const {
+  const std::string subj(subject);
+  const std::string what = "purge " + subj + " below " + std::to_string(below) + " from " + stream_where(name_);
+  with_retries(*state_->connection, budget_, [&](std::chrono::milliseconds wait) {
+    jsOptions options = waiting(wait);
+    options.Stream.Purge.Subject = subj.c_str();
+    options.Stream.Purge.Sequence = below;
     jsErrCode code = jsErrCode(0);
     natsStatus status = js_PurgeStream(state_->js(), name_.c_str(), &options, &code);
     if (status == NATS_NOT_FOUND || code == JSStreamNotFoundErr)

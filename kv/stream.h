@@ -34,6 +34,10 @@ struct StreamConfig {
   // as much, and half again, down to 1 MiB (a small disk): state() tells
   // what it got.
   bool shrink_to_fit = false;
+  // At its limit, a new message is refused (no_room) rather than the oldest
+  // dropped.
+  bool discard_new = false;
+  std::int32_t max_msg_size = -1;  // -1: the server's limit
 };
 
 // The ways `have` differs from `want` in its limits and replicas, one plain
@@ -144,6 +148,8 @@ class Stream {
 
   // Removes every message on `subject` (one subject, or a pattern).
   void purge(std::string_view subject) const;
+  // Removes the messages on `subject` whose sequence is below `below`.
+  void purge_below(std::string_view subject, std::uint64_t below) const;
 
   // The subjects matching `filter` that hold messages, sorted.
   std::vector<std::string> subjects(std::string_view filter) const;

@@ -117,7 +117,6 @@ Verb add_join(CLI::App& app) {
             if (!r.base.empty()) doc.set("base", r.base);
             if (!r.started.kept_ref.empty()) doc.set("kept_ref", r.started.kept_ref);
             if (!r.started.parked.empty()) doc.set("parked", r.started.parked);
-            if (!r.set_aside.folder.empty()) doc.set("set_aside", r.set_aside.folder.string());
             const auto block = r.session.port_block();
             if (block) doc.set("port_base", static_cast<std::uint64_t>(block->base)).set("ports", static_cast<std::uint64_t>(block->count));
             // With --env the agent's later verbs act only for this session

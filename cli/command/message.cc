@@ -245,10 +245,13 @@ int run_inbox(Context& ctx, const MessageFlags& f) {
   auto deadline = std::chrono::steady_clock::now() + wait;
   const bool bounded = !f.wait.empty();
   kv::StreamStatus bus = bus_state(messages.bus);
-  const std::int64_t generation = swarm::generation_of(bus);
-  const auto cursor = messages.cursors.get(name, generation);
+  const auto cursor = messages.cursors.get(name, bus);
   if (cursor.of_old_bus)
     ctx.out().note("inbox " + name + "'s cursor was of a bus made before this one: reading this bus from its start");
+  if (cursor.beyond)
+    ctx.out().warn("inbox " + name + "'s cursor says " + std::to_string(cursor.stored) + ", past the bus's last message (" +
+                   std::to_string(bus.last_seq) + "), which no ack writes: reading the bus from its start (the next "
+                   "ack puts it right; `swarm doctor --fix` does too)");
   std::uint64_t after = cursor.seq;
   // What --ack may move the cursor to: the last message of an unbroken run
   // of shown ones. Once one was not shown (a filter), nothing after it.
@@ -259,7 +262,8 @@ int run_inbox(Context& ctx, const MessageFlags& f) {
   auto ack_now = [&] {
     if (!f.ack || ackable <= acked) return;
     require_written("messages");
-    messages.cursors.ack(name, ackable, generation);
+    messages.cursors.ack(name, ackable, bus);
+    messages.bus.forget_read(name, ackable);
     acked = ackable;
   };
   for (int rereads = 0;;) {
@@ -323,10 +327,8 @@ int run_ack(Context& ctx, const MessageFlags& f) {
   const std::uint64_t seq = std::stoull(f.seq);
   auto messages = ctx.messages();
   const kv::StreamStatus st = bus_state(messages.bus);
-  if (seq > st.last_seq)
-    throw swarm::Error(swarm::Errc::bad_input, "no message " + std::to_string(seq) + " on the bus yet (its last is " +
-                                                   std::to_string(st.last_seq) + "): an ack past it would skip what comes");
-  auto acked = messages.cursors.ack(name, seq, swarm::generation_of(st));
+  auto acked = messages.cursors.ack(name, seq, st);
+  if (acked.moved) messages.bus.forget_read(name, acked.now);
   swarm::Json doc = swarm::Json::object();
   doc.set("inbox", name).set("seq", acked.now).set("was", acked.was).set("moved", acked.moved);
   ctx.out().result("ack", acked.moved ? name + " acked to " + std::to_string(acked.now) + " (was " + std::to_string(acked.was) + ")\n"

@@ -33,6 +33,7 @@ struct UpFlags {
   std::string bus_max_age;
   std::string bus_max_bytes;
   std::string blob_max_bytes;
+  std::string blob_store_max_bytes;
   std::string holds;
 };
 
@@ -140,6 +141,8 @@ swarm::UpOptions options_of(const Context& ctx, const UpFlags& f) {
   if (!f.bus_max_age.empty()) options.bus_max_age = bus_max_age_of(f.bus_max_age);
   if (!f.bus_max_bytes.empty()) options.bus_max_bytes = parse_byte_size(f.bus_max_bytes);
   if (!f.blob_max_bytes.empty()) options.blob_max_bytes = static_cast<std::uint64_t>(parse_byte_size(f.blob_max_bytes));
+  if (!f.blob_store_max_bytes.empty())
+    options.blob_store_max_bytes = static_cast<std::uint64_t>(parse_byte_size(f.blob_store_max_bytes));
   if (!f.holds.empty()) options.holds = swarm::parse_hold_policy(f.holds);
   return options;
 }
@@ -181,8 +184,12 @@ std::string up_text(const swarm::UpResult& r) {
              "commit on main; run `swarm up` in a checkout to seed it from its history instead\n";
   human += "  journal: " + journal_line(r.config.names().events, r.journal) + "\n";
   if (r.bus)
-    human += "  bus:     " + r.config.names().bus + " (" + log_limits(*r.bus, "messages") + "; blobs up to " +
-             std::to_string(r.config.blob_max() >> 20) + " MiB each)\n";
+    human += "  bus:     " + r.config.names().bus + " (" + log_limits(*r.bus, "messages") + "; full, it refuses new "
+             "ones; blobs up to " + std::to_string(r.config.blob_max() >> 20) + " MiB each, " +
+             std::to_string(r.config.blob_store_max_bytes >> 20) + " MiB in all)\n";
+  if (r.store_room)
+    human += "  store:   " + std::to_string(*r.store_room >> 20) + " MiB of room on the server: the journal, the bus "
+             "and the blobs each take a share of it by default\n";
   if (r.config.ports)
     human += "  ports:   " + r.config.ports->text() + " (`swarm join --ports K` takes a block of K of them)\n";
   if (!r.config.check.empty())
@@ -217,6 +224,9 @@ swarm::Json up_json(const swarm::UpResult& r) {
   doc.set("journal", log_json(r.config.names().events.c_str(), r.journal, "events"));
   swarm::Json bus = log_json(r.config.names().bus.c_str(), r.bus, "messages");
   bus.set("blob_max_bytes", r.config.blob_max());
+  bus.set("blob_store_max_bytes", r.config.blob_store_max_bytes);
+  if (r.store_room) doc.set("store_room_bytes", *r.store_room);
+  else doc.set_null("store_room_bytes");
   doc.set("bus", std::move(bus));
   if (r.ttl_was) doc.set("ttl_was_seconds", static_cast<double>(r.ttl_was->count()) / 1000.0);
   doc.set("ttl_changed", r.ttl_changed);
@@ -282,8 +292,8 @@ Verb add_up(CLI::App& app) {
       ->option_text("DUR")
       ->check(validator_of([](const std::string& t) { events_max_age_of(t); }, "DUR"));
   cmd->add_option("--events-max-bytes", flags->events_max_bytes,
-                  "How much the journal keeps, oldest events dropped first: 1GiB by default; given, it is applied "
-                  "to an existing journal too")
+                  "How much the journal keeps, oldest events dropped first: 1GiB by default (half the server's "
+                  "store, when that is less); given, it is applied to an existing journal too")
       ->option_text("SIZE")
       ->check(validator_of([](const std::string& t) { parse_byte_size(t); }, "SIZE"));
   cmd->add_option("--bus-max-age", flags->bus_max_age,
@@ -292,8 +302,14 @@ Verb add_up(CLI::App& app) {
       ->option_text("DUR")
       ->check(validator_of([](const std::string& t) { bus_max_age_of(t); }, "DUR"));
   cmd->add_option("--bus-max-bytes", flags->bus_max_bytes,
-                  "How much the bus keeps, oldest messages dropped first: 256MiB by default; given, it is applied "
-                  "to an existing bus too")
+                  "How much the bus keeps: full, it refuses new messages (exit 9) rather than drop unread ones; "
+                  "256MiB by default (an eighth of the server's store, when that is less); given, it is applied to "
+                  "an existing bus too")
+      ->option_text("SIZE")
+      ->check(validator_of([](const std::string& t) { parse_byte_size(t); }, "SIZE"));
+  cmd->add_option("--blob-store-max-bytes", flags->blob_store_max_bytes,
+                  "The most the blob store holds in all: full, it refuses a new blob (exit 9) and keeps every one it "
+                  "has. Default: a quarter of the room the server's store has, at most 1GiB (kept in config.json)")
       ->option_text("SIZE")
       ->check(validator_of([](const std::string& t) { parse_byte_size(t); }, "SIZE"));
   cmd->add_option("--blob-max-bytes", flags->blob_max_bytes,

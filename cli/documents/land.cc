@@ -70,14 +70,14 @@ swarm::Json branches_of(const swarm::Branches& report) {
 swarm::Json land_document(const swarm::LandResult& r) {
   swarm::Json doc = swarm::Json::object();
   doc.set("slot", swarm::lane_slot(r.slot))
-      .set("branch", "swarm/" + r.slot)
       .set("onto", r.onto)
       .set("outcome", swarm::to_string(r.outcome))
       .set("how", r.kind)
       .set("from", r.from)
       .set("to", r.to)
       .set("fencing_token", static_cast<std::int64_t>(r.token))
-      .set("attempts", r.attempts);
+      .set("attempts", r.attempts)
+      .set("branch", "swarm/" + r.slot);
   if (!r.head.empty()) doc.set("head", r.head);
   if (r.batch.empty()) doc.set_null("batch");
   else doc.set("batch", r.batch);

@@ -1,8 +1,8 @@
 // Takes a lease by name, prints its fencing token, releases it; or, given a
 // command after --, runs it while holding the lease, as `swarm lock` does.
-//   lease_client NATS_URL NAME [BUCKET] [-- CMD [ARGS...]]
-// The lease bucket is the workspace's (`swarm up` makes it; swarm-leases by
-// default). Exit 3 when someone else holds the lease, 7 when NATS is away;
+//   lease_client NATS_URL NAME [WORKSPACE] [-- CMD [ARGS...]]
+// The leases are the named workspace's (`swarm up` makes its bucket,
+// swarm-<name>-leases); with no name, the shared swarm-leases. Exit 3 when someone else holds the lease, 7 when NATS is away;
 // with a command, the command's own exit status.
 #include <unistd.h>
 
@@ -14,6 +14,7 @@
 #include "swarm/workspace/bootstrap.h"
 #include "swarm/base/error.h"
 #include "swarm/base/host.h"
+#include "swarm/base/workspace_names.h"
 #include "swarm/lease/held_command.h"
 #include "swarm/lease/lease.h"
 
@@ -27,12 +28,14 @@ int main(int argc, char** argv) {
       break;
     }
   if (args.size() < 2) {
-    std::fprintf(stderr, "usage: %s NATS_URL NAME [BUCKET] [-- CMD [ARGS...]]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s NATS_URL NAME [WORKSPACE] [-- CMD [ARGS...]]\n", argv[0]);
     return 2;
   }
   try {
     kv::Connection nats = swarm::connect_nats({.urls = {args[0]}});
-    swarm::LeaseStore leases = swarm::LeaseStore::open(nats, args.size() > 2 ? args[2] : swarm::kDefaultLeaseBucket);
+    swarm::WorkspaceNames names =
+        args.size() > 2 ? swarm::WorkspaceNames::of(args[2]) : swarm::WorkspaceNames::unnamed();
+    swarm::LeaseStore leases = swarm::LeaseStore::open(nats, names);
     // The lease is tied to this process: if it dies, others may take it once the TTL passes.
     auto me = swarm::LeaseHolder::process(swarm::HostIdentity::detect(), getpid(), "lease_client");
     swarm::Lease lease = leases.acquire(args[1], me, std::chrono::seconds(30));

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <array>
 #include <cstring>
 #include <memory>
 
@@ -48,6 +49,21 @@ std::size_t read_at(int fd, char* into, std::size_t size, std::uint64_t offset, 
   return got;
 }
 
+// A put into the blob store: one it has no room for is said as that (its
+// own limit met: nothing was stored, every blob it has is kept).
+template <typename Put>
+auto storing(const kv::ObjectStore& store, Put&& put) -> decltype(put()) {
+  try {
+    return put();
+  } catch (const kv::Error& e) {
+    if (!kv::at_own_limit(e)) throw from_kv(e);
+    throw Error(Errc::filesystem, "the blob store (" + store.name() + ") is full, so nothing was stored: it keeps "
+                                  "every blob it has; remove what no message needs (`swarm doctor` names blobs "
+                                  "no kept message names), or raise `swarm up --blob-store-max-bytes` (" +
+                                  std::string(e.what()) + ")");
+  }
+}
+
 }  // namespace
 
 void require_sha256(std::string_view text) {
@@ -55,12 +71,27 @@ void require_sha256(std::string_view text) {
     throw Error(Errc::bad_input, "bad blob name '" + printable(text) + "': a SHA-256, 64 lowercase hex digits");
 }
 
-void Blobs::ensure(const kv::Connection& connection, const WorkspaceNames& names, int replicas) {
-  translating_kv([&] { kv::ObjectStore::ensure(connection, names.blobs, replicas, -1); });
+void Blobs::ensure(const kv::Connection& connection, const WorkspaceNames& names, int replicas,
+                   std::int64_t max_bytes) {
+  translating_kv([&] { kv::ObjectStore::ensure(connection, names.blobs, replicas, max_bytes); });
 }
 
 Blobs::Blobs(const kv::Connection& connection, const WorkspaceNames& names)
     : store_(kv::ObjectStore::bind(connection, names.blobs)) {}
+
+bool Blobs::intact(const kv::ObjectInfo& stored, const std::string& sha256) const {
+  std::array<unsigned char, 32> raw{};
+  for (std::size_t i = 0; i < raw.size() && sha256.size() == 64; ++i)
+    raw[i] = static_cast<unsigned char>(std::stoi(sha256.substr(i * 2, 2), nullptr, 16));
+  if (!is_sha256_hex(sha256) || stored.digest != kv::nats_digest(raw.data())) return false;
+  try {
+    get(sha256, [](const char*, std::size_t) {});
+    return true;
+  } catch (const Error& e) {
+    if (e.kind() == Errc::unavailable) throw;  // NATS trouble says nothing of the object
+    return false;  // corrupt, chunks missing, another size
+  }
+}
 
 bool Blobs::has(const std::string& sha256) const {
   return translating_kv([&] { return store_.info(sha256).has_value(); });
@@ -93,24 +124,29 @@ BlobRef Blobs::put_file(int fd, const std::string& name, const std::string& show
     finish(first, &ref.sha256, &nats);
     ref.size = size;
     stop_here_for_test(kBusStop, "blob-named");
-    if (auto there = translating_kv([&] { return store_.info(ref.sha256); }); there && there->size == size) return ref;
+    // One stored before is not sent again: once it is read back whole
+    // (a planted object of that name and size is replaced, never trusted).
+    if (auto there = translating_kv([&] { return store_.info(ref.sha256); });
+        there && there->size == size && intact(*there, ref.sha256))
+      return ref;
     // Its description is written only if what was sent hashes to the name:
     // a file that changed between the two reads stores nothing.
-    translating_kv([&] {
+    storing(store_, [&] {
       return store_.put_named(
           [&](const unsigned char* sha256) {
             if (hex_of(sha256) != ref.sha256 || offset != size)
               throw Error(Errc::filesystem, shown + " changed while it was stored; nothing was stored, try again");
             return ref.sha256;
           },
-          reader);
+          reader, 64, [&](const kv::ObjectInfo& theirs) { return intact(theirs, ref.sha256); });
     });
     return ref;
   }
   // Large: named by what was stored, in one pass (the content's own hash;
   // one stored before keeps its place and this copy is taken back).
-  auto stored = translating_kv([&] {
-    return store_.put_named([](const unsigned char* sha256) { return hex_of(sha256); }, reader);
+  auto stored = storing(store_, [&] {
+    return store_.put_named([](const unsigned char* sha256) { return hex_of(sha256); }, reader, 64,
+                            [&](const kv::ObjectInfo& theirs) { return intact(theirs, theirs.name); });
   });
   ref.sha256 = stored.name;
   ref.size = stored.size;
@@ -125,15 +161,20 @@ BlobRef Blobs::put_bytes(std::string_view data, const std::string& name) const {
   ref.size = data.size();
   std::string nats;
   finish(digest, &ref.sha256, &nats);
-  if (auto there = translating_kv([&] { return store_.info(ref.sha256); }); there && there->size == ref.size) return ref;
+  if (auto there = translating_kv([&] { return store_.info(ref.sha256); });
+      there && there->size == ref.size && intact(*there, ref.sha256))
+    return ref;
   std::size_t at = 0;
-  translating_kv([&] {
-    return store_.put(ref.sha256, [&](char* into, std::size_t room) {
-      const std::size_t n = std::min(room, data.size() - at);
-      std::memcpy(into, data.data() + at, n);
-      at += n;
-      return n;
-    });
+  storing(store_, [&] {
+    return store_.put_named(
+        [&](const unsigned char*) { return ref.sha256; },
+        [&](char* into, std::size_t room) {
+          const std::size_t n = std::min(room, data.size() - at);
+          std::memcpy(into, data.data() + at, n);
+          at += n;
+          return n;
+        },
+        64, [&](const kv::ObjectInfo& theirs) { return intact(theirs, ref.sha256); });
   });
   return ref;
 }

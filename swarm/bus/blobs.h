@@ -21,8 +21,11 @@ void require_sha256(std::string_view text);
 
 class Blobs {
  public:
-  // Makes the store (what `up` does), or checks it.
-  static void ensure(const kv::Connection& connection, const WorkspaceNames& names, int replicas);
+  // Makes the store (what `up` does), or checks it, with at most
+  // `max_bytes` in all: full, it refuses a new blob (exit 9) and keeps
+  // every one it has.
+  static void ensure(const kv::Connection& connection, const WorkspaceNames& names, int replicas,
+                     std::int64_t max_bytes);
   Blobs(const kv::Connection& connection, const WorkspaceNames& names);
 
   // Stores what the open file `fd` holds (read twice from its start: once
@@ -39,6 +42,10 @@ class Blobs {
   BlobRef get(const std::string& sha256, const std::function<void(const char*, std::size_t)>& write) const;
   // Whether it is stored (one request).
   bool has(const std::string& sha256) const;
+  // Whether the object stored as `stored` is blob `sha256` indeed: its
+  // description names that digest and its bytes, read back, hash to it.
+  // A put never skips an upload, nor leaves a copy standing, on less.
+  bool intact(const kv::ObjectInfo& stored, const std::string& sha256) const;
   // Every blob stored.
   std::vector<std::string> names() const;
   // Chunks no blob's description names (a put killed halfway), and their removal.

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "swarm/base/error.h"
+#include "swarm/base/log.h"
 
 namespace swarm {
 
@@ -31,13 +32,17 @@ Bus::Bus(const kv::Connection& connection, const WorkspaceNames& names)
 
 std::vector<std::string> Bus::ensure(const kv::Connection& connection, const WorkspaceNames& names, int replicas,
                                      std::optional<std::chrono::milliseconds> max_age,
-                                     std::optional<std::int64_t> max_bytes) {
+                                     std::optional<std::int64_t> max_bytes, std::int64_t default_bytes) {
   kv::StreamConfig defaults;
   defaults.name = names.bus;
   defaults.subjects = {names.bus_subjects()};
   defaults.max_age = kBusMaxAge;
-  defaults.max_bytes = kBusMaxBytes;
+  defaults.max_bytes = default_bytes;
   defaults.replicas = replicas;
+  // Full, it refuses a new message rather than dropping unread ones
+  // (adr/0051); a message bigger than swarm sends is refused at once.
+  defaults.discard_new = true;
+  defaults.max_msg_size = kBusMaxMessageBytes;
   try {
     return kv::Stream::ensure_log(connection, defaults, max_age, max_bytes);
   } catch (const kv::Error& e) {
@@ -50,8 +55,27 @@ std::vector<std::string> Bus::ensure(const kv::Connection& connection, const Wor
 
 Bus::Sent Bus::send(const Message& message) const {
   const std::string subject = message.to == kToAll ? all_subject_of() : inbox_subject_of(message.to);
-  auto published = translating_kv([&] { return stream_.publish(subject, message.to_json(), dedup_id(bucket_, message)); });
-  return {published.seq, published.duplicate};
+  try {
+    auto published = stream_.publish(subject, message.to_json(), dedup_id(bucket_, message));
+    return {published.seq, published.duplicate};
+  } catch (const kv::Error& e) {
+    if (!kv::at_own_limit(e)) throw from_kv(e);
+    // At its limit the bus takes nothing new: no unread message is dropped to make room.
+    throw Error(Errc::filesystem, "the message bus (stream " + stream_.name() + ") is full, so nothing was sent: "
+                                  "it keeps every message until it ages out (`swarm up --bus-max-age`), and what its "
+                                  "inboxes acked is removed as they ack; read and ack them (`swarm inbox --ack`), or "
+                                  "raise `swarm up --bus-max-bytes` (" + std::string(e.what()) + ")");
+  }
+}
+
+void Bus::forget_read(const std::string& name, std::uint64_t acked) const {
+  // Messages to one inbox are read by it alone: once acked, nobody needs
+  // them. Those to all stay until they age out.
+  try {
+    translating_kv([&] { stream_.purge_below(inbox_subject_of(name), acked + 1); });
+  } catch (const Error& e) {
+    log::debug("the bus kept {}'s acked messages: {}", name, e.what());
+  }
 }
 
 void Bus::send_unanswered(const Message& message) const {

@@ -51,9 +51,11 @@ class Bus {
   // Makes the stream (what `up` does) with `replicas`, or checks it; an
   // existing one takes `max_age`/`max_bytes` when they are given. Returns
   // what still differs from what was asked (replicas are never changed).
+  // A new one keeps `default_bytes` (the store's share: store_shares.h).
   static std::vector<std::string> ensure(const kv::Connection& connection, const WorkspaceNames& names, int replicas,
                                          std::optional<std::chrono::milliseconds> max_age,
-                                         std::optional<std::int64_t> max_bytes);
+                                         std::optional<std::int64_t> max_bytes,
+                                         std::int64_t default_bytes = kBusMaxBytes);
 
   struct Sent {
     std::uint64_t seq = 0;
@@ -63,6 +65,9 @@ class Bus {
   Sent send(const Message& message) const;
   // The same, as a client that lost the answer did (the fault tests).
   void send_unanswered(const Message& message) const;
+  // Removes the messages to `name` up to `acked` (its cursor, just moved):
+  // what was read to one inbox takes no room of the bus. Best effort.
+  void forget_read(const std::string& name, std::uint64_t acked) const;
 
   // The messages to `name` and to all after `after`, up to the stream's
   // last sequence as `bus` (its state, read first) has it, oldest first,

@@ -4,6 +4,7 @@
 
 #include "swarm/base/error.h"
 #include "swarm/base/json.h"
+#include "swarm/bus/bus.h"
 
 namespace swarm {
 
@@ -42,7 +43,8 @@ std::pair<std::uint64_t, std::int64_t> Cursors::parse(const std::string& value) 
           whole(bus) ? static_cast<std::int64_t>(bus->valuedouble) : -1};
 }
 
-Cursors::Cursor Cursors::get(const std::string& name, std::int64_t bus) const {
+Cursors::Cursor Cursors::get(const std::string& name, const kv::StreamStatus& status) const {
+  const std::int64_t bus = generation_of(status);
   auto entry = translating_kv([&] {
     try {
       return keys_.get(key_of(name));
@@ -55,12 +57,17 @@ Cursors::Cursor Cursors::get(const std::string& name, std::int64_t bus) const {
   if (!entry) return {};
   const auto [seq, of] = parse(entry->value);
   if (of != bus) return {0, entry->revision, true};
+  if (seq > status.last_seq) return {0, entry->revision, false, true, seq};
   return {seq, entry->revision, false};
 }
 
-Cursors::Acked Cursors::ack(const std::string& name, std::uint64_t seq, std::int64_t bus) const {
+Cursors::Acked Cursors::ack(const std::string& name, std::uint64_t seq, const kv::StreamStatus& status) const {
+  if (seq > status.last_seq)
+    throw Error(Errc::bad_input, "no message " + std::to_string(seq) + " on the bus yet (its last is " +
+                                     std::to_string(status.last_seq) + "): an ack past it would skip what comes");
+  const std::int64_t bus = generation_of(status);
   for (int attempt = 1;; ++attempt) {
-    const Cursor now = get(name, bus);
+    const Cursor now = get(name, status);
     Acked acked{now.seq, std::max(now.seq, seq), false};
     if (now.seq >= seq) return acked;  // never backwards
     try {
@@ -74,6 +81,10 @@ Cursors::Acked Cursors::ack(const std::string& name, std::uint64_t seq, std::int
       if (e.kind() != Errc::conflict || attempt >= kAckAttempts) throw;
     }
   }
+}
+
+void Cursors::forget(const std::string& name, std::uint64_t revision) const {
+  translating_kv([&] { keys_.erase(key_of(name), revision); });
 }
 
 std::map<std::string, std::uint64_t> Cursors::all(std::int64_t bus) const {

@@ -14,6 +14,7 @@
 
 #include "kv/bucket.h"
 #include "kv/connection.h"
+#include "kv/stream.h"
 #include "swarm/base/workspace_names.h"
 
 namespace swarm {
@@ -32,9 +33,14 @@ class Cursors {
     std::uint64_t seq = 0;       // 0: nothing acked yet (on this bus)
     std::uint64_t revision = 0;  // 0: no record
     bool of_old_bus = false;     // the record was of a bus made before this one
+    // The record says a sequence past the bus's last (no ack writes one: a
+    // planted record): read as 0, so that nothing is skipped, and written
+    // over by the next ack; `stored` is what it said.
+    bool beyond = false;
+    std::uint64_t stored = 0;
   };
-  // `bus`: the creation time of the bus the cursor is read for.
-  Cursor get(const std::string& name, std::int64_t bus) const;
+  // The cursor of `name` on `bus` (its state: its creation time and last sequence).
+  Cursor get(const std::string& name, const kv::StreamStatus& bus) const;
 
   struct Acked {
     std::uint64_t was = 0;
@@ -43,8 +49,13 @@ class Cursors {
   };
   // Moves the cursor of `name` to `seq` unless it is there or past it: a
   // CAS write, read again and retried (a bounded number of times) when
-  // another ack moved it meanwhile.
-  Acked ack(const std::string& name, std::uint64_t seq, std::int64_t bus) const;
+  // another ack moved it meanwhile. `seq` past the bus's last sequence is
+  // bad_input (nothing moves).
+  Acked ack(const std::string& name, std::uint64_t seq, const kv::StreamStatus& bus) const;
+
+  // A record whose sequence is past `bus`'s last (see Cursor::beyond) put
+  // back to nothing acked (doctor --fix), at the revision it was read at.
+  void forget(const std::string& name, std::uint64_t revision) const;
 
   // Every inbox of the workspace with a cursor on bus `bus`, and its sequence.
   std::map<std::string, std::uint64_t> all(std::int64_t bus) const;

@@ -20,6 +20,10 @@ namespace swarm {
 inline constexpr const char* kMessageSchema = "swarm.message.v1";
 inline constexpr std::chrono::milliseconds kBusMaxAge = std::chrono::hours(24 * 7);
 inline constexpr std::int64_t kBusMaxBytes = std::int64_t(256) << 20;
+// What one stored message may weigh: a body up to kInlineBodyMax, escaped
+// as JSON (each byte at most 6), and its envelope. A bigger one is no
+// message swarm sends (its body goes to a blob): the bus refuses it.
+inline constexpr std::int32_t kBusMaxMessageBytes = 512 * 1024;
 // A body longer than this goes to the blob store; the message names it.
 inline constexpr std::size_t kInlineBodyMax = 64 * 1024;
 // The `to` of a message to everyone.

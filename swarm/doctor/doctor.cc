@@ -63,6 +63,8 @@ std::string_view to_string(FindingKind kind) {
     case FindingKind::blob_leftover: return "blob_leftover";
     case FindingKind::corrupt_task: return "corrupt_task";
     case FindingKind::lapsed_claim: return "lapsed_claim";
+    case FindingKind::inbox_cursor: return "inbox_cursor";
+    case FindingKind::bus_full: return "bus_full";
   }
   return "unknown";
 }
@@ -306,7 +308,26 @@ void check_bus(DoctorReport& report, const kv::Connection& nats, const Workspace
   } catch (const Error& e) {
     if (e.kind() != Errc::not_found && e.kind() != Errc::not_bootstrapped) throw;
   }
+  const Cursors inbox_cursors(nats, names);
   for (const auto& [name, seq] : cursors) {
+    if (seq > st->last_seq) {
+      // No ack writes one: read as nothing acked (every kept message comes again) until it is put right.
+      Finding f = d::make_finding(Severity::problem, FindingKind::inbox_cursor, name,
+                                  "inbox " + name + "'s cursor says " + std::to_string(seq) + ", past the bus's last "
+                                  "message (" + std::to_string(st->last_seq) + "): no ack writes that; its reads "
+                                  "start from the bus's first message until it is put right",
+                                  "swarm doctor --fix   (or `swarm ack --as " + name + " SEQ`)");
+      if (fix) {
+        const auto now = inbox_cursors.get(name, *st);
+        if (now.beyond) {
+          inbox_cursors.forget(name, now.revision);
+          f.fixed = true;
+          f.fix_note = "removed it: the inbox reads from the bus's first message, and its next ack sets it";
+        }
+      }
+      report.findings.push_back(std::move(f));
+      continue;
+    }
     if (seq == 0 || st->first_seq <= seq + 1) continue;  // 0: a cursor of a bus made before this one
     const std::uint64_t dropped = st->first_seq - 1 - seq;
     report.findings.push_back(d::make_finding(
@@ -316,6 +337,13 @@ void check_bus(DoctorReport& report, const kv::Connection& nats, const Workspace
         "swarm ack --as " + name + " " + std::to_string(st->first_seq - 1) + "   (says they are gone; raise `swarm up "
         "--bus-max-age/--bus-max-bytes` to keep more)"));
   }
+  if (st->config.max_bytes > 0 && st->bytes * 10 >= static_cast<std::uint64_t>(st->config.max_bytes) * 9)
+    report.findings.push_back(d::make_finding(
+        Severity::problem, FindingKind::bus_full, names.bus,
+        "the message bus holds " + std::to_string(st->bytes >> 20) + " of its " +
+            std::to_string(st->config.max_bytes >> 20) + " MiB: full, it refuses new messages (`swarm send` exit 9) "
+            "rather than drop unread ones",
+        "swarm inbox --as NAME --ack   (each inbox's acked messages are removed), or swarm up --bus-max-bytes SIZE"));
   check_blobs(report, nats, names, bus, fix);
 }
 

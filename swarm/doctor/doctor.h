@@ -54,6 +54,8 @@ enum class FindingKind {
   lapsed_claim,
   bus,
   inbox_gap,
+  inbox_cursor,
+  bus_full,
   blob_orphan,
   blob_missing,
   blob_leftover,

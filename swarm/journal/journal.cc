@@ -229,12 +229,12 @@ Journal::Journal(const kv::Connection& connection, const WorkspaceNames& names)
 
 std::vector<std::string> Journal::ensure(const kv::Connection& connection, const WorkspaceNames& names, int replicas,
                                          std::optional<std::chrono::milliseconds> max_age,
-                                         std::optional<std::int64_t> max_bytes) {
+                                         std::optional<std::int64_t> max_bytes, std::int64_t default_bytes) {
   kv::StreamConfig defaults;
   defaults.name = names.events;
   defaults.subjects = {names.event_subjects()};
   defaults.max_age = kEventsMaxAge;
-  defaults.max_bytes = kEventsMaxBytes;
+  defaults.max_bytes = default_bytes;
   defaults.replicas = replicas;
   try {
     return kv::Stream::ensure_log(connection, defaults, max_age, max_bytes);
@@ -246,7 +246,7 @@ std::vector<std::string> Journal::ensure(const kv::Connection& connection, const
     throw Error(Errc::filesystem,
                 "the NATS server has no room for the journal (stream " + names.events + "): it needs " +
                     std::to_string(smallest >> 20) + " MiB of free store at least" +
-                    (max_bytes ? "" : " (tried from " + std::to_string(kEventsMaxBytes >> 20) + " MiB down)") +
+                    (max_bytes ? "" : " (tried from " + std::to_string(default_bytes >> 20) + " MiB down)") +
                     "; free room where the server keeps its store, or give `swarm up --events-max-bytes SIZE` with "
                     "the room it has (at least 1MiB); nothing was made (" + e.what() + ")");
   }

@@ -122,9 +122,11 @@ class Journal {
   // existing one takes `max_age`/`max_bytes` when they are given (each on
   // its own) and its subjects back. Returns what still differs from what
   // was asked: other replicas (never changed), less room than asked.
+  // A new one keeps `default_bytes` (the store's share: store_shares.h).
   static std::vector<std::string> ensure(const kv::Connection& connection, const WorkspaceNames& names, int replicas,
                                          std::optional<std::chrono::milliseconds> max_age,
-                                         std::optional<std::int64_t> max_bytes);
+                                         std::optional<std::int64_t> max_bytes,
+                                         std::int64_t default_bytes = kEventsMaxBytes);
 
   // The stream's config and counts; nullopt when it is missing.
   std::optional<kv::StreamStatus> state() const;

@@ -135,13 +135,10 @@ void SlotLifecycle::set_up_joined_slot(JoinResult& result, JoinSteps& done) cons
   log::phase("join: took the task's lease");
   done.task_claimed = true;
   task_step(done.task_refused, [&] { claim_queued(result, done); });
-  const WorktreeStart start = task_start(s.slot, s.task_id, result.base);
-  if (start.other_task && has_worktree(s.slot)) {
-    // The folder is there until it is set aside: a failure on the way leaves it (undo_join).
-    result.resumed_worktree = true;
-    set_aside_other_task(result);
-    result.resumed_worktree = false;
-  }
+  // A new worktree starts where its task's work does (task_start); a
+  // folder that is there (a takeover of a session that never closed, or
+  // --force) carries that run on, as it always did.
+  const WorktreeStart start = has_worktree(s.slot) ? WorktreeStart{} : task_start(s.slot, s.task_id, result.base);
   Worktree worktree = ensure_worktree(s.slot, &result.resumed_worktree, start, &result.started);
   done.resume = start;
   SafeDir folder = *workspace_.slot_folder(s.slot);

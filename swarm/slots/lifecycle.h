@@ -69,9 +69,6 @@ struct JoinResult {
   bool resumed_worktree = false;         // the slot's folder was already there
   std::string base;                      // join --base REF, or empty
   WorktreeStarted started;               // where a new worktree's branch started (empty when resumed)
-  // The folder of a gone session of another task, salvaged and removed
-  // before this task's worktree was made (its files' folder; empty: none).
-  Salvage set_aside;
 };
 
 struct CommitResult {
@@ -362,11 +359,9 @@ class SlotLifecycle {
                            WorktreeStarted* started = nullptr) const;
   // One task's work per branch (task_start.cc, adr/0050): where a new
   // worktree of `slot` for `task` starts, from what the journal says its
-  // branch holds; the folder of a gone session of another task set aside
-  // (salvaged as close salvages, then removed) before it is made anew; and,
-  // once the join is done, the parked branch it resumed removed.
+  // branch holds; and, once the join is done, the parked branch it resumed
+  // removed.
   WorktreeStart task_start(const std::string& slot, const std::string& task, const std::string& base) const;
-  void set_aside_other_task(JoinResult& result) const;
   void forget_resumed(const JoinResult& result, const WorktreeStart& start) const;
   // Whether the slot committed in its current run: the branch moved since
   // session-base, or (a slot joined before session-base existed) it has

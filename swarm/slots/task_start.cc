@@ -8,7 +8,6 @@
 #include "swarm/base/text.h"
 #include "swarm/base/warnings.h"
 #include "swarm/git/backend.h"
-#include "swarm/slots/folder.h"
 #include "swarm/slots/lifecycle.h"
 #include "swarm/slots/recovery.h"
 
@@ -63,32 +62,6 @@ WorktreeStart SlotLifecycle::task_start(const std::string& slot, const std::stri
   start.resume = parked_branch(slot, task);
   log::phase("join: slot's branch holds task " + printable(held->task) + ", not this one");
   return start;
-}
-
-void SlotLifecycle::set_aside_other_task(JoinResult& result) const {
-  const std::string& slot = result.session.slot;
-  // A live session this join forced out may still have its agent in the
-  // folder: its files are never moved from under it.
-  if (result.replaced_state == State::fresh || result.replaced_state == State::late)
-    throw Error(Errc::conflict, "slot " + slot + "'s worktree holds the work of task " +
-                                    printable(result.replaced->session->task_id) + " of a live session: close it "
-                                    "first (its work is kept), then join for task " +
-                                    printable(result.session.task_id) + "; nothing was changed");
-  // The session it held is gone (stale, dead, expired): the folder is
-  // salvaged as close salvages it, then removed; the branch is kept below.
-  const TimePoint now = clock_();
-  CloseResult aside;
-  push_branch(slot, Outcome::fail, aside);
-  salvage_history(slot, now, aside);
-  salvage_files_and_remove(slot, now, aside);
-  for (const auto& w : aside.warnings) warn(w);
-  if (!aside.removed_worktree)
-    throw Error(Errc::filesystem, "slot " + slot + "'s folder of another task could not be removed once salvaged; "
-                                  "`swarm doctor --fix` finishes it, then join again");
-  if (aside.salvage.files > 0)
-    warn("slot " + slot + "'s folder held another task's uncommitted files (its session is gone): " +
-         std::to_string(aside.salvage.files) + " kept in " + aside.salvage.folder.string());
-  result.set_aside = std::move(aside.salvage);
 }
 
 void SlotLifecycle::forget_resumed(const JoinResult& result, const WorktreeStart& start) const {

@@ -22,6 +22,7 @@
 #include "swarm/bus/cursors.h"
 #include "swarm/tasks/task_store.h"
 #include "swarm/workspace/embedded_server.h"
+#include "swarm/workspace/store_shares.h"
 
 namespace swarm {
 
@@ -272,11 +273,17 @@ void finish_up(const UpOptions& options, UpResult& result) {
   // A new config, or a workspace moving to another NATS: the buckets there say how they run.
   if (result.created_config || result.moved_nats) adopt_existing_buckets(options, nats, result);
   require_safe_servers(options, connection, nats, result);
+  // Each stream's default a share of the store, so that none takes the room
+  // of the others (adr/0051).
+  const StoreShares shares = store_shares(nats, config.embedded ? EmbeddedServer(ws.nats_dir()).data_dir() : fs::path());
+  result.store_room = shares.room;
+  if (options.blob_store_max_bytes) config.blob_store_max_bytes = *options.blob_store_max_bytes;
+  else if (config.blob_store_max_bytes == 0) config.blob_store_max_bytes = static_cast<std::uint64_t>(shares.blobs);
   // The journal first: the server reserves its whole size, so it is the one
   // a small store refuses, and then nothing else is made (exit 9).
   try {
-    result.journal_differs =
-        Journal::ensure(nats, config.names(), config.replicas, options.events_max_age, options.events_max_bytes);
+    result.journal_differs = Journal::ensure(nats, config.names(), config.replicas, options.events_max_age,
+                                             options.events_max_bytes, shares.journal);
   } catch (const Error& e) {
     if (e.kind() != Errc::filesystem || !config.embedded) throw;
     throw Error(Errc::filesystem, std::string(e.what()) + "; the embedded server keeps its store in " +
@@ -303,9 +310,10 @@ void finish_up(const UpOptions& options, UpResult& result) {
     // The task queue (swarm task): a workspace made before it gets it now.
     TaskStore::ensure(nats, config.task_bucket, config.replicas);
     // Messages between agents: the bus, its cursors and its blobs (the same).
-    result.bus_differs = Bus::ensure(nats, config.names(), config.replicas, options.bus_max_age, options.bus_max_bytes);
+    result.bus_differs =
+        Bus::ensure(nats, config.names(), config.replicas, options.bus_max_age, options.bus_max_bytes, shares.bus);
     Cursors::ensure(nats, config.names(), config.replicas);
-    Blobs::ensure(nats, config.names(), config.replicas);
+    Blobs::ensure(nats, config.names(), config.replicas, static_cast<std::int64_t>(config.blob_store_max_bytes));
   } catch (const Error& e) {
     if (e.kind() != Errc::conflict) throw;
     throw Error(Errc::conflict, std::string(e.what()) +

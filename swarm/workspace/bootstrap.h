@@ -48,6 +48,9 @@ struct UpOptions {
   std::optional<std::int64_t> bus_max_bytes;
   // What one blob may weigh; else the config's, else 1 GiB.
   std::optional<std::uint64_t> blob_max_bytes;
+  // What the blob store may hold in all; else the config's, else a share of
+  // the server's store (store_shares.h), kept in the config.
+  std::optional<std::uint64_t> blob_store_max_bytes;
   std::optional<HoldPolicy> holds;  // up --holds warn|refuse
 };
 
@@ -75,6 +78,7 @@ struct UpResult {
   std::vector<std::string> journal_differs;    // how it differs from what was asked (replicas are kept)
   std::optional<kv::StreamStatus> bus;         // the message bus's stream as up left it
   std::vector<std::string> bus_differs;
+  std::optional<std::uint64_t> store_room;     // the room the server's store has, when it could be told
   // "nats-server 2.9.10 at nats://…": servers too old for the replicas, taken
   // only with accept_unsafe_server.
   std::vector<std::string> unsafe_servers;

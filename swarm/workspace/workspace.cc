@@ -168,11 +168,13 @@ Workspace::ConfigFile parse_config(const std::string& text, const std::string& f
       problem = "'holds' is not \"warn\" or \"refuse\"";
     else config.holds = parse_hold_policy(item->valuestring);
   }
-  if (const cJSON* item = cJSON_GetObjectItemCaseSensitive(json.get(), "blob_max_bytes")) {
-    if (!cJSON_IsNumber(item) || item->valuedouble < 1 || item->valuedouble > 9.0e15)
-      problem = "'blob_max_bytes' is not a positive whole number";
-    else config.blob_max_bytes = static_cast<std::uint64_t>(item->valuedouble);
-  }
+  for (const auto& [key, value] : {std::pair<const char*, std::uint64_t*>{"blob_max_bytes", &config.blob_max_bytes},
+                                    {"blob_store_max_bytes", &config.blob_store_max_bytes}})
+    if (const cJSON* item = cJSON_GetObjectItemCaseSensitive(json.get(), key)) {
+      if (!cJSON_IsNumber(item) || item->valuedouble < 1 || item->valuedouble > 9.0e15)
+        problem = std::string("'") + key + "' is not a positive whole number";
+      else *value = static_cast<std::uint64_t>(item->valuedouble);
+    }
   if (!problem.empty()) return bad(problem);
   try {
     config.check_command();
@@ -287,6 +289,7 @@ void Workspace::save_config(const WorkspaceConfig& config) const {
   json.set("task_bucket", config.task_bucket);
   if (config.require_review) json.set("require_review", true);
   if (config.blob_max_bytes > 0) json.set("blob_max_bytes", config.blob_max_bytes);
+  if (config.blob_store_max_bytes > 0) json.set("blob_store_max_bytes", config.blob_store_max_bytes);
   if (config.holds != HoldPolicy::warn) json.set("holds", to_string(config.holds));
   if (config.ports) json.set("ports", config.ports->text());
   if (!config.check.empty()) json.set("check", config.check);

@@ -70,7 +70,14 @@ struct WorkspaceConfig {
   // What one blob (`swarm blob put`, a long message) may weigh
   // (`up --blob-max-bytes`); 0: the default, kDefaultBlobMaxBytes.
   std::uint64_t blob_max_bytes = 0;
-  std::uint64_t blob_max() const { return blob_max_bytes > 0 ? blob_max_bytes : kDefaultBlobMaxBytes; }
+  // What the blob store may hold in all (`up --blob-store-max-bytes`; set
+  // by `up` to a share of the server's store when not given: adr/0051);
+  // 0: none set (a workspace before the limit, until its next `up`).
+  std::uint64_t blob_store_max_bytes = 0;
+  std::uint64_t blob_max() const {
+    const std::uint64_t each = blob_max_bytes > 0 ? blob_max_bytes : kDefaultBlobMaxBytes;
+    return blob_store_max_bytes > 0 ? std::min(each, blob_store_max_bytes) : each;
+  }
   // What `commit` does with paths another live slot holds exclusively
   // (`up --holds`): says so and journals it (warn), or commits nothing (refuse).
   HoldPolicy holds = HoldPolicy::warn;

@@ -270,7 +270,7 @@ TEST_CASE("Cluster_JournalKeepsEveryActThroughALeaderKill") {
     if (log.exit == 0) break;
     MESSAGE("log after the close, try " << tries << ": exit " << log.exit << ": " << log.err);
     REQUIRE(log.exit == 7);
-    REQUIRE(log.err.find("read swarm.events.") != std::string::npos);
+    REQUIRE(log.err.find("read " + ws.names().event_root) != std::string::npos);
     REQUIRE(log.err.find("stalled") == std::string::npos);
   }
   REQUIRE_MESSAGE(log.exit == 0, log.err);

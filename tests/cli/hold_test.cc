@@ -400,8 +400,8 @@ TEST_CASE("Doctor_ReleasesHoldsWhoseSessionIsGone") {
 
 TEST_CASE("Hold_PlantedRecordsAreData") {
   // a hold record planted by another client with control bytes in its slot, patterns and reason is shown
-  // escaped by holds (text and JSON); a corrupt one is listed as corrupt and keeps exclusive holds out until
-  // doctor --fix removes it.
+  // escaped by holds (text and JSON); a corrupt one is listed as corrupt and keeps out only its own slot's
+  // exclusive holds (its key names it) until doctor --fix removes it: another slot's hold it never blocks.
   SwarmWorkspace ws;
   join(ws, "b");
   {
@@ -420,13 +420,15 @@ TEST_CASE("Hold_PlantedRecordsAreData") {
   auto json = ws.swarm({"holds", "--json"});
   CHECK(swarm::is_valid_utf8(json.out));
   CHECK(json_of(json));
-  auto refused = ws.swarm({"hold", "--slot", "b", "src/**"});
+  CHECK(ws.swarm({"hold", "--slot", "b", "src/**"}).exit == 0);  // another slot's corrupt record is no obstacle
+  join(ws, "bad");
+  auto refused = ws.swarm({"hold", "--slot", "bad", "docs/**"});
   CHECK(refused.exit == 3);
   CHECK(refused.err.find("corrupt hold record hold.bad.1") != std::string::npos);
   CHECK_FALSE(has_control_bytes(refused.err));
-  CHECK(ws.swarm({"hold", "--slot", "b", "src/**", "--shared"}).exit == 0);  // a corrupt one keeps out only exclusive ones
+  CHECK(ws.swarm({"hold", "--slot", "bad", "docs/**", "--shared"}).exit == 0);  // it keeps out only exclusive ones
   REQUIRE(ws.swarm({"doctor", "--fix"}).exit == 0);
-  CHECK(ws.swarm({"hold", "--slot", "b", "src/**"}).exit == 0);  // b's own shared hold is no conflict
+  CHECK(ws.swarm({"hold", "--slot", "bad", "docs/**"}).exit == 0);  // its own shared hold is no conflict
 }
 
 TEST_CASE("Serve_ShowsHoldsInApiMetricsAndPage") {

@@ -28,6 +28,21 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// What a bus's age limit does, behind swarm's back: every message below seq
+// `below` removed from `stream`.
+void purge_below(const std::string& url, const std::string& stream, std::uint64_t below) {
+  natsConnection* nc = nullptr;
+  jsCtx* js = nullptr;
+  REQUIRE(natsConnection_ConnectTo(&nc, url.c_str()) == NATS_OK);
+  REQUIRE(natsConnection_JetStream(&js, nc, nullptr) == NATS_OK);
+  jsOptions options;
+  jsOptions_Init(&options);
+  options.Stream.Purge.Sequence = below;
+  CHECK(js_PurgeStream(js, stream.c_str(), &options, nullptr) == NATS_OK);
+  jsCtx_Destroy(js);
+  natsConnection_Destroy(nc);
+}
+
 // Each line of `text` as JSON.
 std::vector<swarm::Json> json_lines(const std::string& text) {
   std::vector<swarm::Json> out;
@@ -179,15 +194,16 @@ TEST_CASE("Message_TwoAckersAtOnceLoseNothingAndGetNothingAfterAnAck") {
 }
 
 TEST_CASE("Message_RetentionThatDropsUnackedMessagesIsAGap") {
-  // A bus of 1 MiB: a's cursor at its first message, then ~2 MiB of others' messages; the next read of a says
-  // how many bus messages were dropped after its cursor, and doctor reports [inbox_gap].
-  SwarmWorkspace ws({.up_args = {"--bus-max-bytes", "1MiB"}});
+  // a's cursor at its first message, then the bus's age limit takes what a never read (the oldest three
+  // messages, purged here by hand); the next read of a says how many bus messages were dropped after its
+  // cursor, and doctor reports [inbox_gap].
+  SwarmWorkspace ws;
   REQUIRE(ws.swarm({"send", "--to", "a", "--from", "lead", "first"}).exit == 0);
   auto first = ws.swarm({"inbox", "--as", "a", "--ack", "--json"});
   REQUIRE(seqs_of(first.out).size() == 1);
   REQUIRE(ws.swarm({"send", "--to", "a", "--from", "lead", "second, never read"}).exit == 0);
-  const std::string big(60 * 1024, 'x');
-  for (int i = 0; i < 36; ++i) REQUIRE(ws.swarm({"send", "--to", "b", "--from", "lead", big}).exit == 0);
+  for (int i = 0; i < 36; ++i) REQUIRE(ws.swarm({"send", "--to", "b", "--from", "lead", "to b"}).exit == 0);
+  purge_below(ws.server()->url(), ws.names().bus, 5);  // seqs 2, 3, 4: a's second and two of b's
   auto read = ws.swarm({"inbox", "--as", "a"});
   CHECK(read.exit == 0);
   CAPTURE(read.err);
@@ -266,15 +282,15 @@ TEST_CASE("Message_ALargeBlobIsStoredOnceInOnePass") {
 TEST_CASE("Message_DoctorReportsBlobsRetentionLeftAndMessagesWhoseBlobIsGone") {
   // A blob whose message retention dropped is [blob_orphan]; a kept message whose blob is gone is
   // [blob_missing]; both notices (exit 0), and a blob still named is neither.
-  SwarmWorkspace ws({.up_args = {"--bus-max-bytes", "1MiB"}});
+  SwarmWorkspace ws;
   const fs::path early = ws.home() / "early.bin", kept = ws.home() / "kept.bin";
   write_file(early, random_bytes(200 * 1024, 21));
   write_file(kept, random_bytes(200 * 1024, 22));
   auto sent = ws.swarm({"send", "--to", "a", "--from", "lead", "--file", early.string(), "--json"});
   REQUIRE(sent.exit == 0);
   const std::string early_sha = field(swarm::Json::copy(cJSON_GetObjectItem(json_of(sent).get(), "blob")), "sha256");
-  const std::string big(60 * 1024, 'x');
-  for (int i = 0; i < 36; ++i) REQUIRE(ws.swarm({"send", "--to", "b", "--from", "lead", big}).exit == 0);
+  // Read and acked, the message is gone from the bus; its blob stays, named by no message.
+  REQUIRE(ws.swarm({"inbox", "--as", "a", "--ack"}).exit == 0);
   auto kept_sent = ws.swarm({"send", "--to", "a", "--from", "lead", "--file", kept.string(), "--json"});
   REQUIRE(kept_sent.exit == 0);
   const std::string kept_sha = field(swarm::Json::copy(cJSON_GetObjectItem(json_of(kept_sent).get(), "blob")), "sha256");
@@ -299,6 +315,32 @@ TEST_CASE("Message_DoctorReportsBlobsRetentionLeftAndMessagesWhoseBlobIsGone") {
   CHECK(after.out.find("[blob_missing] blob " + kept_sha + " is not in the store, but message") != std::string::npos);
   CHECK(after.out.find("[blob_orphan]") == std::string::npos);
   CHECK(ws.swarm({"blob", "get", kept_sha}).exit == 4);
+}
+
+TEST_CASE("Message_AFullBusRefusesWhatIsSentAndKeepsWhatIsUnread") {
+  // A bus of 1 MiB: sends to b until it is full; the next send is exit 9 naming the bus, every unread
+  // message is still there, and a's or b's acks make room again (acked messages leave the bus).
+  SwarmWorkspace ws({.up_args = {"--bus-max-bytes", "1MiB"}});
+  const std::string big(60 * 1024, 'x');
+  int sent = 0;
+  RunResult refused;
+  for (int i = 0; i < 40; ++i) {
+    refused = ws.swarm({"send", "--to", "b", "--from", "lead", big + std::to_string(i)});
+    if (refused.exit != 0) break;
+    ++sent;
+  }
+  CAPTURE(refused.err);
+  REQUIRE(refused.exit == 9);
+  CHECK(sent >= 10);
+  CHECK(refused.err.find("the message bus (stream " + ws.names().bus + ") is full, so nothing was sent") !=
+        std::string::npos);
+  // Others' sessions and leases are untouched by a full bus.
+  CHECK(ws.swarm({"lock", "build", "--", "true"}).exit == 0);
+  auto unread = ws.swarm({"inbox", "--as", "b", "--json"});
+  CHECK(seqs_of(unread.out).size() == static_cast<std::size_t>(sent));
+  REQUIRE(ws.swarm({"inbox", "--as", "b", "--ack"}).exit == 0);
+  CHECK(ws.swarm({"send", "--to", "b", "--from", "lead", big}).exit == 0);
+  CHECK(seqs_of(ws.swarm({"inbox", "--as", "b", "--json"}).out).size() == 1);
 }
 
 TEST_CASE("Message_AMissingBlobIsExit4BlobMissing") {

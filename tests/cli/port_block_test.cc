@@ -319,7 +319,7 @@ TEST_CASE("PortBlocks_DoctorClearsACorruptOrForeignBlockNoLiveSessionOwns") {
 
   {
     RawNats raw(a.server()->url());
-    REQUIRE(raw.publish("$KV.swarm-leases.ports.29005-29009", "not a record"));
+    REQUIRE(raw.publish("$KV." + a.names().leases + ".ports.29005-29009", "not a record"));
   }
   CHECK(a.swarm({"join", "--slot", "x", "--task", "T-x", "--ports", "5"}).exit == 3);
   CHECK(field(finding_of(a, {}, "corrupt_lease", "ports.29005-29009"), "severity") == "problem");

@@ -129,44 +129,28 @@ TEST_CASE("TaskBranch_ReworkStartsFromTheTasksOwnParkedHead") {
   CHECK(state_of(ws, "B") == "completed");
 }
 
-TEST_CASE("TaskBranch_AGoneSessionsFolderOfAnotherTaskIsSetAsideNotContinued") {
-  // a slot whose session expired with uncommitted work of T-1 in its folder, joined for T-2: the folder's files go
-  // to .swarm/recovery/, its unclosed commits under refs/recovery/, and T-2 starts clean from main.
-  SwarmWorkspace ws({.up_args = {"--ttl", "2s"}});
-  REQUIRE(ws.swarm({"join", "--slot", "w", "--task", "T-1"}).exit == 0);
-  write_file(ws.worktree("w") / "half.txt", "committed, never closed\n");
-  REQUIRE(ws.swarm({"commit", "--slot", "w", "-m", "half"}).exit == 0);
-  write_file(ws.worktree("w") / "loose.txt", "never committed\n");
-  REQUIRE(eventually([&] {
-    auto s = ws.swarm({"status", "--slot", "w", "--json"});
-    return s.exit == 4 || s.out.find("\"state\":\"stale\"") != std::string::npos;
-  }, 20s));
-  auto joined = ws.swarm({"join", "--slot", "w", "--task", "T-2", "--json"});
-  REQUIRE_MESSAGE(joined.exit == 0, joined.err);
-  CHECK_FALSE(std::filesystem::exists(ws.worktree("w") / "loose.txt"));
-  CHECK_FALSE(std::filesystem::exists(ws.worktree("w") / "half.txt"));
-  const std::string aside = field(json_of(joined), "set_aside");
-  REQUIRE_FALSE(aside.empty());
-  CHECK(read_file(std::filesystem::path(aside) / "loose.txt") == "never committed\n");
-  CHECK_FALSE(field(json_of(joined), "kept_ref").empty());  // the unclosed commit, kept
-  CHECK(ws.git({"--git-dir", (ws.root() / ".swarm/hub.git").string(), "log", "--all", "--format=%s"}).out.find("half") !=
-        std::string::npos);
-  // The same task again continues its own work, as before.
-  write_file(ws.worktree("w") / "t2.txt", "T-2\n");
-  REQUIRE(ws.swarm({"commit", "--slot", "w", "-m", "t2"}).exit == 0);
-  CHECK(ws.swarm({"join", "--slot", "w", "--task", "T-2", "--force"}).exit == 0);
-  CHECK(std::filesystem::exists(ws.worktree("w") / "t2.txt"));
-}
-
-TEST_CASE("TaskBranch_ALiveSessionsFolderIsNeverSetAside") {
-  // --force over a live session of another task: its agent may still work in the folder, so the join is exit 3
-  // and nothing moves.
+TEST_CASE("TaskBranch_WorkNotClosedAsDoneIsKeptUnderRecoveryAndTheNextTaskStartsClean") {
+  // T-1's slot closed it as a fail, with a commit: joined for T-2, its branch goes under refs/recovery/ (nothing
+  // parked: nothing was said to be done), and T-2 starts from main; a join for the same task later carries its
+  // own work on.
   SwarmWorkspace ws;
   REQUIRE(ws.swarm({"join", "--slot", "w", "--task", "T-1"}).exit == 0);
-  write_file(ws.worktree("w") / "wip.txt", "work in progress\n");
-  auto forced = ws.swarm({"join", "--slot", "w", "--task", "T-2", "--force"});
-  CHECK(forced.exit == 3);
-  CHECK(forced.err.find("live session") != std::string::npos);
-  CHECK(read_file(ws.worktree("w") / "wip.txt") == "work in progress\n");
-  CHECK(ws.swarm({"status", "--slot", "w", "--json"}).out.find("\"task_id\":\"T-1\"") != std::string::npos);
+  write_file(ws.worktree("w") / "half.txt", "half done\n");
+  REQUIRE(ws.swarm({"commit", "--slot", "w", "-m", "half"}).exit == 0);
+  REQUIRE(ws.swarm({"close", "--slot", "w", "--result", "fail"}).exit == 0);
+  auto joined = ws.swarm({"join", "--slot", "w", "--task", "T-2", "--json"});
+  REQUIRE_MESSAGE(joined.exit == 0, joined.err);
+  CHECK(field(json_of(joined), "started_from") == "onto");
+  CHECK_FALSE(std::filesystem::exists(ws.worktree("w") / "half.txt"));
+  const std::string kept = field(json_of(joined), "kept_ref");
+  REQUIRE(kept.rfind("refs/recovery/", 0) == 0);
+  CHECK(has_file(ws, kept, "half.txt"));
+  CHECK(rows_of(ws).count("swarm/w.T-1") == 0);
+  write_file(ws.worktree("w") / "t2.txt", "T-2\n");
+  REQUIRE(ws.swarm({"commit", "--slot", "w", "-m", "t2"}).exit == 0);
+  REQUIRE(ws.swarm({"close", "--slot", "w", "--result", "fail"}).exit == 0);
+  auto again = ws.swarm({"join", "--slot", "w", "--task", "T-2", "--json"});
+  REQUIRE_MESSAGE(again.exit == 0, again.err);
+  CHECK(field(json_of(again), "started_from") == "branch");
+  CHECK(std::filesystem::exists(ws.worktree("w") / "t2.txt"));
 }

@@ -96,25 +96,28 @@ use "$tmp/moved" "$ws" two
 
 # The example, built against the installed package, takes and releases a lease.
 (cd "$ws" && "$tmp/moved/bin/swarm" up --nats-url "$url" >/dev/null)
+# Its leases are the workspace's, by the name `up` gave it (in its config).
+name=$(grep -o '"name":[[:space:]]*"[^"]*"' "$ws/.swarm/config.json" | sed 's/.*"\([^"]*\)"$/\1/')
+[[ -n $name ]] || fail "no workspace name in $ws/.swarm/config.json: $(cat "$ws/.swarm/config.json")"
 cmake -S "$src/examples/lease_client" -B "$tmp/example" -DCMAKE_PREFIX_PATH="$tmp/moved" >/dev/null ||
   fail "the example does not configure against the installed package"
 cmake --build "$tmp/example" >/dev/null || fail "the example does not build against the installed package"
-out=$("$tmp/example/lease_client" "$url" example-job 2>"$tmp/example.err") ||
+out=$("$tmp/example/lease_client" "$url" example-job "$name" 2>"$tmp/example.err") ||
   fail "the example failed: $out $(cat "$tmp/example.err")"
 [[ $out =~ ^example-job\ [0-9]+$ ]] || fail "the example printed '$out', not the lease and its token"
 # Running a command under the lease (swarm::run_holding): it sees the token,
 # its exit status comes back, and the lease is free again after.
 status=0
-out=$("$tmp/example/lease_client" "$url" example-job -- sh -c 'echo "held $SWARM_LEASE $SWARM_FENCING_TOKEN"; exit 5') ||
+out=$("$tmp/example/lease_client" "$url" example-job "$name" -- sh -c 'echo "held $SWARM_LEASE $SWARM_FENCING_TOKEN"; exit 5') ||
   status=$?
 [[ $status == 5 ]] || fail "the example's command exited $status, not 5"
 [[ $out =~ ^example-job\ ([0-9]+)$'\n'held\ example-job\ ([0-9]+)$ && ${BASH_REMATCH[1]} == "${BASH_REMATCH[2]}" ]] ||
   fail "the example's command printed '$out', not the lease's token"
-out=$("$tmp/example/lease_client" "$url" example-job) || fail "the lease was not released after the command: $out"
+out=$("$tmp/example/lease_client" "$url" example-job "$name") || fail "the lease was not released after the command: $out"
 # And by pkg-config alone.
 pc=$tmp/moved/$libdir/pkgconfig
 PKG_CONFIG_PATH=$pc g++ -std=c++20 "$src/examples/lease_client/main.cc" -o "$tmp/by-pkg-config" \
   $(PKG_CONFIG_PATH=$pc pkg-config --cflags --libs swarm) || fail "the example does not build with pkg-config"
-out=$("$tmp/by-pkg-config" "$url" example-job) || fail "the pkg-config build failed: $out"
+out=$("$tmp/by-pkg-config" "$url" example-job "$name") || fail "the pkg-config build failed: $out"
 [[ $out =~ ^example-job\ [0-9]+$ ]] || fail "the pkg-config build printed '$out'"
 echo "install test: ok"

@@ -60,8 +60,10 @@ TEST_CASE("HoldConflict_ByKindSlotAndOverlap") {
   LeaseEntry corrupt;
   corrupt.name = "hold.x.1";
   corrupt.corrupt_reason = "not JSON";
-  CHECK(hold_conflicts(corrupt, "b", HoldKind::exclusive, {"anything"}));
-  CHECK_FALSE(hold_conflicts(corrupt, "b", HoldKind::shared, {"anything"}));
+  // A corrupt record stands in its own slot's way alone (its key names it), never in another's.
+  CHECK(hold_conflicts(corrupt, "x", HoldKind::exclusive, {"anything"}));
+  CHECK_FALSE(hold_conflicts(corrupt, "x", HoldKind::shared, {"anything"}));
+  CHECK_FALSE(hold_conflicts(corrupt, "b", HoldKind::exclusive, {"anything"}));
 }
 
 TEST_CASE("HeldElsewhere_NamesEachPathsFirstExclusiveHolder") {
