@@ -130,6 +130,15 @@ class Bucket {
   // to (the task queue's ready index), never for a record.
   std::uint64_t put_hint(std::string_view key, std::string_view value) const;
   void remove_hint(std::string_view key) const;
+  // Many such writes sent together, their acknowledgements awaited once
+  // (an empty value with `erase` deletes): a hint that did not land is
+  // mended by the next repair, so none is retried one by one.
+  struct HintWrite {
+    std::string key;
+    std::string value;
+    bool erase = false;
+  };
+  void write_hints(const std::vector<HintWrite>& writes) const;
 
   // Every key that has a value now, in one streamed pass.
   std::vector<std::string> keys() const;

@@ -118,6 +118,26 @@ std::uint64_t Bucket::put_hint(std::string_view key, std::string_view value) con
 
 void Bucket::remove_hint(std::string_view key) const { publish(key, {}, Expect::revision, 0, Op::erase, "delete"); }
 
+void Bucket::write_hints(const std::vector<HintWrite>& writes) const {
+  if (writes.empty()) return;
+  for (const auto& w : writes) {
+    require_valid_key(name_, w.key);
+    const std::string subject = state_->prefix + w.key;
+    natsMsg* raw = nullptr;
+    natsStatus s = natsMsg_Create(&raw, subject.c_str(), nullptr, w.value.data(), static_cast<int>(w.value.size()));
+    if (s != NATS_OK) detail::raise(s, jsErrCode(0), "write hints to " + where(name_));
+    if (w.erase) s = natsMsgHeader_Set(raw, detail::kOperationHeader, "DEL");
+    if (s == NATS_OK) s = js_PublishMsgAsync(state_->js(), &raw, nullptr);  // takes the message when sent
+    natsMsg_Destroy(raw);                                                   // null once taken
+    if (s != NATS_OK) detail::raise(s, jsErrCode(0), "write hints to " + where(name_, w.key));
+  }
+  jsPubOptions wait;
+  jsPubOptions_Init(&wait);
+  wait.MaxWait = request_timeout().count();
+  natsStatus s = js_PublishAsyncComplete(state_->js(), &wait);
+  if (s != NATS_OK) detail::raise(s, jsErrCode(0), "write hints to " + where(name_));
+}
+
 void Bucket::advance_to(std::uint64_t revision, std::string_view key) const {
   require_valid_key(name_, key);
   // Each round publishes what is missing, then reads where the stream is:

@@ -174,7 +174,8 @@ int run_send(Context& ctx, const MessageFlags& f) {
   if (!m.reply_to.empty() && m.corr.empty()) {
     if (auto corr = corr_of(messages.bus, m.from, m.reply_to)) m.corr = *corr;
     else ctx.out().warn("message " + swarm::printable(m.reply_to) + " is not among the messages to " + m.from +
-                        " or to all that the bus keeps, so the reply carries no corr (--corr C gives it one)");
+                        " or to all that the bus keeps (a message to one inbox leaves the bus once that inbox acks it), so "
+                        "the reply carries no corr (--corr C gives it one)");
   }
   store_blob(messages.blobs, body, m);
   const auto sent = send_once(messages.bus, m);

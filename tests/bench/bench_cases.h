@@ -77,6 +77,7 @@ void serve_ten_thousand(Bench& b);    // 22
 void task_list_ready(Bench& b);       // 30
 void join_next_among_many(Bench& b);  // 31
 void claimers_settle(Bench& b);       // 32
+void join_next_without_hints(Bench& b);  // 40
 
 // bench_messages.cc
 void send_message(Bench& b);          // 33

@@ -71,7 +71,7 @@ void log_long_history(Bench& b) {
   swarm::JournalQuery q;
   q.thing = swarm::Thing::slot;
   q.name = slot;
-  q.buckets = {"swarm-sessions"};
+  q.buckets = {b.up.config.bucket};
   q.last = 20;
   if (journal.read(q).size() != 20) fail("log --slot -n 20 did not find 20 events");
 

@@ -72,7 +72,7 @@ void lease_renewals(Bench& b) {
   life.join("with-task", "T-bench", swarm::Takeover::only_stale, getpid());
   auto entry = *swarm::SessionStore::open(b.nats, b.up.config.bucket).get("with-task");
   auto task_lease = *store.get(swarm::task_lease_name("T-bench"));
-  kvStore* kv = b.raw.bucket("swarm-sessions");
+  kvStore* kv = b.raw.bucket(b.up.config.bucket.c_str());
   std::string value = swarm::to_json(*entry.session);
   uint64_t raw_rev = 0;
   check(kvStore_Put(&raw_rev, kv, "raw-lease", value.data(), static_cast<int>(value.size())), "raw put");
@@ -185,7 +185,7 @@ std::pair<double, double> raw_handoff_ms(kvStore* kv) {
 // started, against a raw watch-then-create hand-off and the same spawn.
 void lock_handoff(Bench& b) {
   auto store = swarm::LeaseStore::open(b.nats, b.up.config.names());
-  kvStore* kv = b.raw.bucket("swarm-leases");
+  kvStore* kv = b.raw.bucket(b.up.config.lease_bucket.c_str());
   int n = b.quick ? 10 : 30;
   std::vector<double> swarm_ms, base_ms, floor_ms;
   const swarm::LeaseHolder who = bench_holder();
@@ -358,7 +358,7 @@ void cli_contenders(Bench& b) {
 // the raw watch-then-create hand-off and the same spawn.
 void permit_handoff(Bench& b) {
   auto store = swarm::LeaseStore::open(b.nats, b.up.config.names());
-  kvStore* kv = b.raw.bucket("swarm-leases");
+  kvStore* kv = b.raw.bucket(b.up.config.lease_bucket.c_str());
   const int n = b.quick ? 10 : 30;
   const swarm::LeaseHolder who = bench_holder();
   swarm::Semaphore semaphore(store, "permits");

@@ -187,7 +187,7 @@ void blob_put(Bench& b) {
   auto purge = [&] {
     jsOptions o;
     jsOptions_Init(&o);
-    check(js_PurgeStream(b.raw.js, "OBJ_swarm-blobs", &o, nullptr), "purge the blob store");
+    check(js_PurgeStream(b.raw.js, ("OBJ_" + b.up.config.names().blobs).c_str(), &o, nullptr), "purge the blob store");
   };
   write_random(std::size_t(100) << 20);
   std::vector<double> swarm_ms, base_ms;

@@ -26,7 +26,7 @@ void session_renew(Bench& b) {
                             swarm::LeaseStore::open(b.nats, b.up.config.names()), {"bench-host", "bench-id"});
   life.join("renew", "T-renew", swarm::Takeover::only_stale, getpid());
   auto entry = *swarm::SessionStore::open(b.nats, b.up.config.bucket).get("renew");
-  kvStore* kv = b.raw.bucket("swarm-sessions");
+  kvStore* kv = b.raw.bucket(b.up.config.bucket.c_str());
   std::string value = swarm::to_json(*entry.session);
   uint64_t raw_rev = 0;
   check(kvStore_Put(&raw_rev, kv, "raw-renew", value.data(), static_cast<int>(value.size())), "raw put");
@@ -195,13 +195,13 @@ void run_keeps_its_session(Bench& b) {
                               swarm::LeaseStore::open(b.nats, b.up.config.names()), {"bench-host", "bench-id"});
     life.join("keeper", "T-keeper", swarm::Takeover::only_stale, getpid());
     auto entry = *swarm::SessionStore::open(b.nats, b.up.config.bucket).get("keeper");
-    kvStore* kv = b.raw.bucket("swarm-sessions");
+    kvStore* kv = b.raw.bucket(b.up.config.bucket.c_str());
     std::string value = swarm::to_json(*entry.session);
     uint64_t raw_rev = 0;
     check(kvStore_Put(&raw_rev, kv, "raw-keeper", value.data(), static_cast<int>(value.size())), "raw put");
     // The floor keeps the same two records alive by hand: one raw CAS update
     // of each, the task lease's value as swarm wrote it.
-    kvStore* leases = b.raw.bucket("swarm-leases");
+    kvStore* leases = b.raw.bucket(b.up.config.lease_bucket.c_str());
     auto task = swarm::LeaseStore::open(b.nats, b.up.config.names()).get(swarm::task_lease_name("T-keeper"));
     if (!task) throw std::runtime_error("the keeper's task lease is missing");
     const std::string lease_value = swarm::to_json(*task->record);

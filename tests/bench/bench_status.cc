@@ -23,7 +23,7 @@ void status_process(Bench& b) {
     auto s = run_process({b.swarm_bin, "status"}, {b.ws_env});
     if (s.exit != 0) fail("swarm status failed");
     swarm_ms.push_back(s.ms);
-    auto base = run_process({b.minimal_get, b.server.url(), "swarm-sessions", "renew"}, {});
+    auto base = run_process({b.minimal_get, b.server.url(), b.up.config.bucket, "renew"}, {});
     if (base.exit != 0) fail("minimal_get failed");
     base_ms.push_back(base.ms);
   }
@@ -44,7 +44,7 @@ void status_peak_rss(Bench& b) {
       rss_mb.push_back(static_cast<double>(peak_rss_kb(args, {b.ws_env})) / 1024.0);
     }
   }
-  double minimal = static_cast<double>(peak_rss_kb({b.minimal_get, b.server.url(), "swarm-sessions", "renew"}, {})) /
+  double minimal = static_cast<double>(peak_rss_kb({b.minimal_get, b.server.url(), b.up.config.bucket, "renew"}, {})) /
                    1024.0;
   Row row{.name = "swarm status peak RSS (10,000 sessions)", .unit = "MiB", .swarm = stats_of(rss_mb),
           .has_baseline = false, .target = "<= 32 MiB"};

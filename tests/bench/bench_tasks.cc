@@ -9,6 +9,7 @@
 
 #include "bench/bench_cases.h"
 #include "kv/bucket.h"
+#include "kv/stream.h"
 #include "support/process.h"
 #include "swarm/tasks/task.h"
 
@@ -36,7 +37,7 @@ std::string task_record(const std::string& id, const std::string& state, const s
 
 // Puts `value` under `key` of the workspace's task bucket (raw nats.c).
 void put(Bench& b, const std::string& key, const std::string& value) {
-  kvStore* kv = b.raw.bucket(swarm::kDefaultTaskBucket);
+  kvStore* kv = b.raw.bucket(b.up.config.task_bucket.c_str());
   uint64_t rev = 0;
   check(kvStore_Put(&rev, kv, key.c_str(), value.data(), static_cast<int>(value.size())), "raw put of a task");
   kvStore_Destroy(kv);
@@ -45,7 +46,7 @@ void put(Bench& b, const std::string& key, const std::string& value) {
 // The workspace's queue: 10,000 tasks, of which 100 ready (open, after
 // nothing), 4,950 completed and 4,950 waiting for a task still open.
 void fill_queue(Bench& b) {
-  auto bucket = kv::Bucket::open(b.nats, swarm::kDefaultTaskBucket);
+  auto bucket = kv::Bucket::open(b.nats, b.up.config.task_bucket);
   if (bucket.get("B-0")) return;
   put(b, "B-gate", task_record("B-gate", "cancelled", "", 0));
   for (int i = 0; i < kTasks; ++i) {
@@ -69,7 +70,7 @@ void task_list_ready(Bench& b) {
     if (*json) args.push_back(json);
     for (int i = 0; i < n + 2; ++i) {
       auto s = run_process(args, {b.ws_env});
-      auto base = run_process({b.minimal_get, b.server.url(), swarm::kDefaultTaskBucket, "--all"}, {});
+      auto base = run_process({b.minimal_get, b.server.url(), b.up.config.task_bucket, "--all"}, {});
       if (s.exit != 0 || base.exit != 0) fail("task list --ready at 10,000 tasks failed");
       if (i < 2) continue;
       swarm_ms.push_back(s.ms);
@@ -107,6 +108,37 @@ void join_next_among_many(Bench& b) {
           .baseline = stats_of(base_ms), .target = "<= 1.5x"};
   finish(row, 1.5);
   row.note = std::to_string(n) + " joins each; baseline: join --task of a known ready id";
+  b.rows.push_back(row);
+}
+
+// 40. `swarm join --next` among the same 10,000 tasks with every
+// `_ready.*`/`_working.*` hint deleted before each (as a client deleting
+// them in a loop would leave it: adr/0051), against `join --task` of a known
+// id: the whole listing's price.
+void join_next_without_hints(Bench& b) {
+  fill_queue(b);
+  const int n = b.quick ? 8 : 30;
+  const std::string bucket = b.up.config.task_bucket;
+  const kv::Stream stream = kv::Stream::bind(b.nats, "KV_" + bucket);
+  std::vector<double> swarm_ms, base_ms;
+  for (int i = 0; i < n + 2; ++i) {
+    for (const char* hints : {"._ready.>", "._working.>"}) stream.purge("$KV." + bucket + hints);
+    const std::string next_slot = "bare-" + std::to_string(i), task_slot = "bare-known-" + std::to_string(i);
+    auto s = run_process({b.swarm_bin, "join", "--slot", next_slot, "--next"}, {b.ws_env});
+    auto base = run_process({b.swarm_bin, "join", "--slot", task_slot, "--task", "B-" + std::to_string(kTasks / kReady)},
+                            {b.ws_env});
+    if (s.exit != 0 || base.exit != 0) fail("join --next with no hints, or join --task, among 10,000 tasks failed");
+    for (const auto& slot : {next_slot, task_slot})
+      if (run_process({b.swarm_bin, "close", "--slot", slot, "--result", "fork"}, {b.ws_env}).exit != 0)
+        fail("close --result fork failed");
+    if (i < 2) continue;
+    swarm_ms.push_back(s.ms);
+    base_ms.push_back(base.ms);
+  }
+  Row row{.name = "swarm join --next, every hint deleted (10,000 tasks)", .swarm = stats_of(swarm_ms),
+          .baseline = stats_of(base_ms), .target = "<= 3x"};
+  finish(row, 3.0);
+  row.note = std::to_string(n) + " joins each, the hints purged before each; baseline: join --task of a known ready id";
   b.rows.push_back(row);
 }
 

@@ -40,7 +40,7 @@ Options parse_options(int argc, char** argv) {
       for (std::string n; std::getline(list, n, ',');) {
         char* end = nullptr;
         long v = std::strtol(n.c_str(), &end, 10);
-        if (n.empty() || *end != '\0' || v < 1 || v > 39) fail("--only: not a case number (1 to 39): " + n);
+        if (n.empty() || *end != '\0' || v < 1 || v > 40) fail("--only: not a case number (1 to 40): " + n);
         o.only.push_back(static_cast<int>(v));
       }
     } else
@@ -70,7 +70,7 @@ const std::vector<Case>& all_cases() {
       {{29}, run_keeps_its_session},  {{30}, task_list_ready},        {{31}, join_next_among_many},
       {{32}, claimers_settle},       {{33}, send_message},            {{34}, inbox_of_many},
       {{35}, ask_round_trip},        {{36}, blob_put},                {{37}, hold_one_pattern},
-      {{38}, commit_among_holds},    {{39}, mcp_tool_call},
+      {{38}, commit_among_holds},    {{39}, mcp_tool_call},          {{40}, join_next_without_hints},
   };
   return cases;
 }

@@ -43,7 +43,9 @@ void PartitionRun::up_workspace() {
   auto until = std::chrono::steady_clock::now() + 40s;
   do {
     // 2.9 is measured too: it needs saying so.
-    r = run(swarm_command({"up", "--nats-url", names_.all_urls(), "--replicas", "3", "--accept-unsafe-server"}, "up"),
+    r = run(swarm_command({"up", "--nats-url", names_.all_urls(), "--name", kWorkspaceName, "--replicas", "3",
+                               "--accept-unsafe-server"},
+                              "up"),
             60s);
     if (r.exit == 0) return;
     pause_for(500ms);

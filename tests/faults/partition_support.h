@@ -15,7 +15,9 @@ namespace partition {
 
 constexpr int kNodes = 3;
 inline const char* const kLease = "part";
-inline const char* const kLeaseBucket = "swarm-leases";
+// The workspace `up` makes on the cluster, and its lease bucket.
+inline const char* const kWorkspaceName = "partition";
+inline const char* const kLeaseBucket = "swarm-partition-leases";
 // Each node's monitoring port (its /jsz names the metadata leader).
 constexpr int kMonitorPort = 8222;
 
