@@ -21,7 +21,9 @@ namespace fs = std::filesystem;
 namespace {
 
 // `swarm mcp ARGS...` fed `lines` (an initialize first), its input closed
-// after them: every JSON message it wrote, by id.
+// once it answered as many messages as the lines have ids (at most 30 s: the
+// server stops calls still running when its client goes): every JSON
+// message it wrote, by id.
 std::map<int, swarm::Json> mcp_session(const SwarmWorkspace& ws, const std::vector<std::string>& lines,
                                        const std::vector<std::string>& args = {}, std::string* raw = nullptr,
                                        const std::map<std::string, std::string>& env = kHostA) {
@@ -30,15 +32,27 @@ std::map<int, swarm::Json> mcp_session(const SwarmWorkspace& ws, const std::vect
       R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},)"
       R"("clientInfo":{"name":"test","version":"1"}}})"
       "\n";
-  for (const auto& l : lines) input += l + "\n";
+  int answers = 1;
+  for (const auto& l : lines) {
+    input += l + "\n";
+    if (l.find("\"id\":") != std::string::npos) ++answers;
+  }
   write_file(dir.path() / "in", input);
   std::vector<std::string> argv = {"mcp"};
   argv.insert(argv.end(), args.begin(), args.end());
   Command c = ws.command(argv, env);
-  std::vector<std::string> wrapped = {"/bin/sh", "-c", "exec \"$@\" < \"$SWARM_TEST_INPUT\"", "sh"};
+  std::vector<std::string> wrapped = {
+      "/bin/sh", "-c",
+      "out=$SWARM_TEST_INPUT.out; : > \"$out\"\n"
+      "{ cat \"$SWARM_TEST_INPUT\"; i=0\n"
+      "  while [ \"$(grep -c '\"id\":' \"$out\")\" -lt \"$SWARM_TEST_ANSWERS\" ] && [ $i -lt 600 ]; do\n"
+      "    sleep 0.05; i=$((i+1)); done; } | \"$@\" > \"$out\"\n"
+      "rc=$?; cat \"$out\"; exit $rc",
+      "sh"};
   wrapped.insert(wrapped.end(), c.args.begin(), c.args.end());
   c.args = wrapped;
   c.env["SWARM_TEST_INPUT"] = (dir.path() / "in").string();
+  c.env["SWARM_TEST_ANSWERS"] = std::to_string(answers);
   auto r = run(c, 120s);
   REQUIRE_MESSAGE(r.exit == 0, r.err);
   if (raw != nullptr) *raw = r.out;
@@ -176,6 +190,7 @@ TEST_CASE("Mcp_OddRequestsNeverReachTheProtocolOrAVerbTheyShouldNot") {
        call(4, "lock", R"({"name":"--holder","command":["n","--nats-url=nats://127.0.0.1:1","true"]})"),
        call(5, "inbox")},
       {"--slot", "s1", "--tools", "all"}, &raw, env);
+  CAPTURE(raw);
   CHECK(by_id.count(2) == 1);
   CHECK_FALSE(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result_of(by_id, 3), "isError")));
   CHECK(raw.find("\"id\":9007199254740991,") != std::string::npos);

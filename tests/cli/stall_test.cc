@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <set>
 #include <regex>
@@ -16,6 +17,7 @@
 #include "kv/bucket.h"
 #include "kv/connection.h"
 #include "kv/object_store.h"
+#include "kv/stream.h"
 #include "support/eventually.h"
 #include "support/temp_dir.h"
 
@@ -283,4 +285,75 @@ TEST_CASE("Stall_AHoldOfTheWholeTreeIsRefusedUnlessForced") {
   CHECK(ws.swarm({"hold", "--slot", "a", "**", "--force"}).exit == 3);  // b holds src/**: a conflict, as ever
   CHECK(ws.swarm({"hold", "--slot", "b", "--release", "--all"}).exit == 0);
   CHECK(ws.swarm({"hold", "--slot", "a", "**", "--force"}).exit == 0);
+}
+
+TEST_CASE("Stall_OneAgentMisbehavingEveryWayAtOnceStopsNoOne") {
+  // TTL 3 s, a bus of 1 MiB and a blob store of 4 MiB. While one client deletes every queue hint in a loop,
+  // floods the bus and fills the blob store, three `swarm run --next` agents each claim a task, keep their
+  // sessions through 4 s of work (renewals under the flood), commit and close: the three tasks approved,
+  // one each; a message sent before the flood is still read.
+  SwarmWorkspace ws({.up_args = {"--ttl", "3s", "--bus-max-bytes", "1MiB", "--blob-store-max-bytes", "4MiB"}});
+  for (const char* title : {"A", "B", "C"}) REQUIRE(ws.swarm({"task", "add", title}).exit == 0);
+  REQUIRE(ws.swarm({"send", "--to", "lead", "--from", "a", "sent before the flood"}).exit == 0);
+  std::atomic<bool> stop{false};
+  std::atomic<int> hints_deleted{0}, bus_refused{0}, blobs_refused{0};
+  std::thread vandal([&] {
+    auto nats = kv::Connection::connect({.urls = {ws.server()->url()}});
+    auto tasks = kv::Bucket::open(nats, ws.names().tasks);
+    auto bus = kv::Stream::bind(nats, ws.names().bus);
+    auto blobs = kv::ObjectStore::bind(nats, ws.names().blobs);
+    const std::string flood(100 * 1024, 'f');
+    for (int round = 0; !stop; ++round) {
+      for (const auto& key : tasks.keys())
+        if (key.rfind("_ready.", 0) == 0 || key.rfind("_working.", 0) == 0) try {
+            tasks.remove_hint(key);
+            ++hints_deleted;
+          } catch (const kv::Error&) {
+          }
+      try {
+        bus.publish(ws.names().bus_root + ws.names().sessions + ".to.victim", flood, "flood-" + std::to_string(round));
+      } catch (const kv::Error&) {
+        ++bus_refused;
+      }
+      try {
+        const std::string junk = random_bytes(512 * 1024, static_cast<unsigned>(round));
+        std::size_t at = 0;
+        blobs.put("junk-" + std::to_string(round), [&](char* into, std::size_t room) {
+          const std::size_t n = std::min(room, junk.size() - at);
+          std::copy_n(junk.data() + at, n, into);
+          at += n;
+          return n;
+        });
+      } catch (const kv::Error&) {
+        ++blobs_refused;
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+  });
+  std::vector<std::unique_ptr<Process>> agents;
+  for (const char* slot : {"w1", "w2", "w3"})
+    agents.push_back(std::make_unique<Process>(ws.command(
+        {"run", "--slot", slot, "--next", "--commit", std::string("work of ") + slot, "--", "sh", "-c",
+         "sleep 4; echo \"$SWARM_SLOT\" > done.txt"})));
+  std::vector<RunResult> ended;
+  for (auto& agent : agents) ended.push_back(agent->wait(60s));
+  auto read = ws.swarm({"inbox", "--as", "lead"});
+  stop = true;
+  vandal.join();
+  for (const auto& r : ended) {
+    CAPTURE(r.err);
+    CHECK(r.exit == 0);
+  }
+  CHECK(hints_deleted > 0);
+  CHECK(bus_refused > 0);    // the flood met the bus's limit ...
+  CHECK(blobs_refused > 0);  // ... and the blob store's
+  CHECK(read.out.find("sent before the flood") != std::string::npos);
+  std::set<std::string> slots;
+  for (const std::string id : {"T-1", "T-2", "T-3"}) {
+    auto shown = json_of(ws.swarm({"task", "show", id, "--json"}));
+    CAPTURE(id);
+    CHECK(field(shown, "state") == "approved");  // done, its head waiting to land
+    slots.insert(field(shown, "slot"));
+  }
+  CHECK(slots == std::set<std::string>{"w1", "w2", "w3"});
 }
