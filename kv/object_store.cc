@@ -140,8 +140,11 @@ ObjectStore ObjectStore::ensure(const Connection& connection, const std::string&
     // Its limit brought in line (refusing new objects at it), everything
     // else as it is; never below what it holds: a lower limit makes some
     // servers (2.9) drop the oldest chunks, and objects with them.
-    if (max_bytes > 0 && info->State.Bytes > static_cast<std::uint64_t>(max_bytes))
-      max_bytes = static_cast<std::int64_t>(info->State.Bytes);
+    // A store that holds more than the new limit keeps the limit it has
+    // (none, for one made before limits), so it is not full at once and
+    // no write races the change; `doctor` and `up` say what it holds.
+    if (max_bytes > 0 && info->State.Bytes + (std::uint64_t(16) << 20) > static_cast<std::uint64_t>(max_bytes))
+      max_bytes = info->Config->MaxBytes;
     if (info->Config->MaxBytes == max_bytes && info->Config->Discard == js_DiscardNew) return bound;
     info->Config->MaxBytes = max_bytes;
     info->Config->Discard = js_DiscardNew;
@@ -295,8 +298,11 @@ ObjectInfo ObjectStore::put_named(const std::function<std::string(const unsigned
       detail::PubAckPtr owned(ack);
       if (status == NATS_OK) {
         if (!replaced.empty() && replaced != info.nuid) {
+          // Only chunks no description names any more: a planted one may
+          // have named another object's chunks.
           try {
-            remove_chunks(replaced);
+            for (const auto& left : leftovers())
+              if (left.nuid == replaced) remove_chunks(replaced);
           } catch (const Error&) {
             // Left over: doctor's leftover check names them.
           }
@@ -312,7 +318,9 @@ ObjectInfo ObjectStore::put_named(const std::function<std::string(const unsigned
       if (code != JSStreamWrongLastSequenceErr || attempt >= kDescriptionAttempts) check(status, what, code);
       if (auto theirs = there ? parse_description(there->data) : std::nullopt) {
         theirs->seq = there->seq;
-        if (!keep || keep(*theirs)) {
+        // A description under this name that names another object is no
+        // description of it: written over, as one that lies about its bytes.
+        if (theirs->name == info.name && (!keep || keep(*theirs))) {
           take_back();
           return *theirs;
         }

@@ -282,7 +282,8 @@ int run_inbox(Context& ctx, const MessageFlags& f) {
       // Acked as it goes (every 100), so a long read holds nothing back.
       if (++since_ack % 100 == 0) ack_now();
     }, bus);
-    if (read.dropped > 0 && cursor.revision != 0 && !cursor.of_old_bus && !gap_said && after == cursor.seq) {
+    if (read.dropped > 0 && cursor.revision != 0 && !cursor.of_old_bus && !gap_said && after == cursor.seq &&
+        swarm::Cursors::age_may_have_dropped(cursor.at_ms, bus)) {
       gap_said = true;
       ctx.out().warn("gap: " + swarm::counted(read.dropped, "message") + " of the bus (seq " +
                      std::to_string(after + 1) + " to " + std::to_string(read.first_kept - 1) +

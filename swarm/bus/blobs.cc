@@ -80,10 +80,11 @@ Blobs::Blobs(const kv::Connection& connection, const WorkspaceNames& names)
     : store_(kv::ObjectStore::bind(connection, names.blobs)) {}
 
 bool Blobs::intact(const kv::ObjectInfo& stored, const std::string& sha256) const {
+  if (!is_sha256_hex(sha256)) return false;
   std::array<unsigned char, 32> raw{};
-  for (std::size_t i = 0; i < raw.size() && sha256.size() == 64; ++i)
+  for (std::size_t i = 0; i < raw.size(); ++i)
     raw[i] = static_cast<unsigned char>(std::stoi(sha256.substr(i * 2, 2), nullptr, 16));
-  if (!is_sha256_hex(sha256) || stored.digest != kv::nats_digest(raw.data())) return false;
+  if (stored.digest != kv::nats_digest(raw.data())) return false;
   try {
     get(sha256, [](const char*, std::size_t) {});
     return true;

@@ -16,6 +16,8 @@ struct Source {
   kv::StreamReader reader;
   std::optional<kv::StreamMessage> head;
   bool done = false;
+  std::string subject;
+  std::uint64_t from = 0;  // the next sequence it may deliver
 };
 
 }  // namespace
@@ -106,12 +108,18 @@ InboxRead Bus::read(const std::string& name, std::uint64_t after, std::size_t li
       // idea of the subject's last message: a subject with none after the
       // cursor is not read at all (a read of nothing would never end).
       if (stream_.count_from(subject, after + 1) == 0) continue;
-      sources.push_back(Source{stream_.read(subject, kv::ReadFrom{.seq = after + 1}), std::nullopt, false});
+      sources.push_back(Source{stream_.read(subject, kv::ReadFrom{.seq = after + 1}), std::nullopt, false, subject, after + 1});
     }
     auto advance = [&](Source& s) {
       s.head.reset();
       if (s.done) return;
       auto m = s.reader.next(wait);
+      // Another reader of this inbox may have acked (and so removed) what
+      // was left since it was counted: nothing more there is the end.
+      if (!m && stream_.count_from(s.subject, s.from) == 0) {
+        s.done = true;
+        return;
+      }
       if (!m)
         throw Error(Errc::unavailable, "the read of inbox " + name + " stopped: the bus sent nothing for " +
                                            std::to_string(wait.count()) + " ms; try again");
@@ -120,6 +128,7 @@ InboxRead Bus::read(const std::string& name, std::uint64_t after, std::size_t li
         return;
       }
       if (s.reader.caught_up()) s.done = true;  // nothing after this one (yet)
+      s.from = m->seq + 1;
       s.head = std::move(m);
     };
     for (auto& s : sources) advance(s);

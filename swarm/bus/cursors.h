@@ -38,6 +38,9 @@ class Cursors {
     // over by the next ack; `stored` is what it said.
     bool beyond = false;
     std::uint64_t stored = 0;
+    // When the message at `seq` was stored (ms since the epoch; -1 not
+    // known): every later message was stored at or after it.
+    std::int64_t at_ms = -1;
   };
   // The cursor of `name` on `bus` (its state: its creation time and last sequence).
   Cursor get(const std::string& name, const kv::StreamStatus& bus) const;
@@ -57,15 +60,26 @@ class Cursors {
   // back to nothing acked (doctor --fix), at the revision it was read at.
   void forget(const std::string& name, std::uint64_t revision) const;
 
-  // Every inbox of the workspace with a cursor on bus `bus`, and its sequence.
-  std::map<std::string, std::uint64_t> all(std::int64_t bus) const;
+  // Every inbox of the workspace with a cursor on bus `bus`: its sequence
+  // and when that message was stored (Cursor's seq and at_ms).
+  std::map<std::string, Cursor> all(std::int64_t bus) const;
+
+  // Whether the bus's age limit may have dropped messages after a cursor
+  // whose message was stored at `at_ms`: only a message older than the
+  // limit is dropped (the bus refuses when full, and acks remove only what
+  // their own inbox acked), and every message after the cursor is younger
+  // than the cursor's own. Unknown (-1): maybe.
+  static bool age_may_have_dropped(std::int64_t at_ms, const kv::StreamStatus& bus);
 
   // What a cursor record says: its sequence, and the bus it is of.
   static std::pair<std::uint64_t, std::int64_t> parse(const std::string& value);
+  static std::int64_t at_of(const std::string& value);
 
  private:
   std::string key_of(const std::string& name) const { return bucket_ + "." + name; }
   kv::Bucket keys_;
+  kv::Stream bus_;  // read again when a cursor looks past the last message a caller saw
+  std::string bus_subjects_;
   std::string bucket_;
   std::string cursor_bucket_;
 };

@@ -302,14 +302,15 @@ void check_bus(DoctorReport& report, const kv::Connection& nats, const Workspace
         "swarm up"));
     return;
   }
-  std::map<std::string, std::uint64_t> cursors;
+  std::map<std::string, Cursors::Cursor> cursors;
   try {
     cursors = Cursors(nats, names).all(generation_of(*st));
   } catch (const Error& e) {
     if (e.kind() != Errc::not_found && e.kind() != Errc::not_bootstrapped) throw;
   }
   const Cursors inbox_cursors(nats, names);
-  for (const auto& [name, seq] : cursors) {
+  for (const auto& [name, cursor] : cursors) {
+    const std::uint64_t seq = cursor.seq;
     if (seq > st->last_seq) {
       // No ack writes one: read as nothing acked (every kept message comes again) until it is put right.
       Finding f = d::make_finding(Severity::problem, FindingKind::inbox_cursor, name,
@@ -329,6 +330,7 @@ void check_bus(DoctorReport& report, const kv::Connection& nats, const Workspace
       continue;
     }
     if (seq == 0 || st->first_seq <= seq + 1) continue;  // 0: a cursor of a bus made before this one
+    if (!Cursors::age_may_have_dropped(cursor.at_ms, *st)) continue;  // others' acks, not age, moved the bus on
     const std::uint64_t dropped = st->first_seq - 1 - seq;
     report.findings.push_back(d::make_finding(
         Severity::notice, FindingKind::inbox_gap, name,

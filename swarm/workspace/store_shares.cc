@@ -23,7 +23,10 @@ std::int64_t share(std::optional<std::uint64_t> room, std::int64_t most, std::ui
 StoreShares store_shares(const kv::Connection& nats, const std::filesystem::path& embedded_data) {
   StoreShares out;
   if (auto store = nats.jetstream_store(std::chrono::seconds(3))) {
-    out.room = static_cast<std::uint64_t>(store->limit);
+    // What is left of the account's limit: another workspace's streams on
+    // the same account hold the rest.
+    const auto limit = static_cast<std::uint64_t>(std::max<std::int64_t>(store->limit, 0));
+    out.room = limit > store->used ? limit - store->used : 0;
   } else if (!embedded_data.empty()) {
     struct statvfs fs {};
     if (::statvfs(embedded_data.c_str(), &fs) == 0)

@@ -16,8 +16,8 @@ namespace swarm {
 inline constexpr std::int64_t kDefaultBlobStoreBytes = std::int64_t(1) << 30;
 
 struct StoreShares {
-  // The room the server's store has for the workspace: the account's
-  // JetStream limit, else (the embedded server) what its store's
+  // The room the server's store has for the workspace: what is left of the
+  // account's JetStream limit, else (the embedded server) what its store's
   // filesystem has free, as the server itself takes it (3/4); nullopt when
   // it cannot be told (another's server with no account limit).
   std::optional<std::uint64_t> room;

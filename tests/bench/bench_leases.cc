@@ -77,7 +77,7 @@ void lease_renewals(Bench& b) {
   uint64_t raw_rev = 0;
   check(kvStore_Put(&raw_rev, kv, "raw-lease", value.data(), static_cast<int>(value.size())), "raw put");
   RawPair raw_pair(b.raw.nc);
-  const std::string pair_subjects[2] = {"$KV.swarm-sessions.raw-pair-a", "$KV.swarm-sessions.raw-pair-b"};
+  const std::string pair_subjects[2] = {"$KV." + b.up.config.bucket + ".raw-pair-a", "$KV." + b.up.config.bucket + ".raw-pair-b"};
   uint64_t pair_revisions[2] = {0, 0};
   check(kvStore_Put(&pair_revisions[0], kv, "raw-pair-a", value.data(), static_cast<int>(value.size())), "raw put");
   check(kvStore_Put(&pair_revisions[1], kv, "raw-pair-b", value.data(), static_cast<int>(value.size())), "raw put");

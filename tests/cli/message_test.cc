@@ -12,11 +12,13 @@
 #include <fstream>
 #include <mutex>
 #include <random>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <thread>
 
 #include "cli/swarm_fixture.h"
+#include "kv/bucket.h"
 #include "kv/connection.h"
 #include "kv/stream.h"
 #include "support/eventually.h"
@@ -204,6 +206,18 @@ TEST_CASE("Message_RetentionThatDropsUnackedMessagesIsAGap") {
   REQUIRE(ws.swarm({"send", "--to", "a", "--from", "lead", "second, never read"}).exit == 0);
   for (int i = 0; i < 36; ++i) REQUIRE(ws.swarm({"send", "--to", "b", "--from", "lead", "to b"}).exit == 0);
   purge_below(ws.server()->url(), ws.names().bus, 5);  // seqs 2, 3, 4: a's second and two of b's
+  {
+    // ... as age does: the cursor's own message older than the bus keeps any.
+    auto nats = kv::Connection::connect({.urls = {ws.server()->url()}});
+    auto cursors = kv::Bucket::open(nats, ws.names().cursors);
+    auto keys = cursors.keys();
+    REQUIRE(keys.size() == 1);
+    auto entry = cursors.get(keys[0]);
+    REQUIRE(entry);
+    const std::string aged = std::regex_replace(entry->value, std::regex("\"at\":[0-9]+"), "\"at\":1");
+    REQUIRE(aged != entry->value);
+    cursors.update(keys[0], aged, entry->revision);
+  }
   auto read = ws.swarm({"inbox", "--as", "a"});
   CHECK(read.exit == 0);
   CAPTURE(read.err);
@@ -315,6 +329,22 @@ TEST_CASE("Message_DoctorReportsBlobsRetentionLeftAndMessagesWhoseBlobIsGone") {
   CHECK(after.out.find("[blob_missing] blob " + kept_sha + " is not in the store, but message") != std::string::npos);
   CHECK(after.out.find("[blob_orphan]") == std::string::npos);
   CHECK(ws.swarm({"blob", "get", kept_sha}).exit == 4);
+}
+
+TEST_CASE("Message_OthersAcksAreNoGap") {
+  // a acks its first message; ten go to b, which reads and acks them (they leave the bus, so its first kept
+  // sequence moves past a's cursor); then one to a: a's read says no gap, and doctor reports none.
+  SwarmWorkspace ws;
+  REQUIRE(ws.swarm({"send", "--to", "a", "--from", "lead", "first"}).exit == 0);
+  REQUIRE(ws.swarm({"inbox", "--as", "a", "--ack"}).exit == 0);
+  for (int i = 0; i < 10; ++i) REQUIRE(ws.swarm({"send", "--to", "b", "--from", "lead", "to b"}).exit == 0);
+  REQUIRE(ws.swarm({"inbox", "--as", "b", "--ack"}).exit == 0);
+  REQUIRE(ws.swarm({"send", "--to", "a", "--from", "lead", "after b's"}).exit == 0);
+  auto read = ws.swarm({"inbox", "--as", "a"});
+  CHECK(read.exit == 0);
+  CHECK(read.out.find("after b's") != std::string::npos);
+  CHECK(read.err.find("gap") == std::string::npos);
+  CHECK(ws.swarm({"doctor"}).out.find("[inbox_gap]") == std::string::npos);
 }
 
 TEST_CASE("Message_AFullBusRefusesWhatIsSentAndKeepsWhatIsUnread") {
