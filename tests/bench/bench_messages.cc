@@ -195,7 +195,7 @@ void blob_put(Bench& b) {
     mark(1000 + static_cast<std::uint64_t>(i));
     auto s = run_process({b.swarm_bin, "blob", "put", file.string()}, {b.ws_env});
     auto base = run_process({MINIMAL_BUS_BINARY, b.server.url(), "chunks",
-                             "$O.swarm-blobs.C.rawbench" + std::to_string(i), file.string()},
+                             "$O." + b.up.config.names().blobs + ".C.rawbench" + std::to_string(i), file.string()},
                             {});
     if (s.exit != 0 || base.exit != 0) fail("blob put of 100 MB failed");
     purge();
