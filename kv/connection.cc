@@ -344,26 +344,33 @@ void retire(ConnectionState& connection, SubscriptionPtr sub) {
 
 std::string Connection::server_version() const { return detail::server_version(*state_); }
 
-bool Connection::jetstream_answers(std::chrono::milliseconds wait) const {
+namespace {
+
+using AccountInfoPtr = std::unique_ptr<jsAccountInfo, void (*)(jsAccountInfo*)>;
+
+// The account's JetStream info, asked once within `wait`; null when no
+// answer came (or an error did).
+AccountInfoPtr account_info(const detail::ConnectionState& state, std::chrono::milliseconds wait) {
   jsOptions options;
   jsOptions_Init(&options);
   options.Wait = std::max<std::int64_t>(1, wait.count());
   jsAccountInfo* info = nullptr;
   jsErrCode code = jsErrCode(0);
-  natsStatus status = js_GetAccountInfo(&info, state_->js.get(), &options, &code);
-  if (info != nullptr) jsAccountInfo_Destroy(info);
-  return status == NATS_OK;
+  natsStatus status = js_GetAccountInfo(&info, state.js.get(), &options, &code);
+  AccountInfoPtr owned(info, jsAccountInfo_Destroy);
+  if (status != NATS_OK) owned.reset();
+  return owned;
+}
+
+}  // namespace
+
+bool Connection::jetstream_answers(std::chrono::milliseconds wait) const {
+  return account_info(*state_, wait) != nullptr;
 }
 
 std::optional<Connection::StoreUse> Connection::jetstream_store(std::chrono::milliseconds wait) const {
-  jsOptions options;
-  jsOptions_Init(&options);
-  options.Wait = std::max<std::int64_t>(1, wait.count());
-  jsAccountInfo* info = nullptr;
-  jsErrCode code = jsErrCode(0);
-  natsStatus status = js_GetAccountInfo(&info, state_->js.get(), &options, &code);
-  std::unique_ptr<jsAccountInfo, void (*)(jsAccountInfo*)> owned(info, jsAccountInfo_Destroy);
-  if (status != NATS_OK || info == nullptr || info->Limits.MaxStore <= 0) return std::nullopt;
+  const AccountInfoPtr info = account_info(*state_, wait);
+  if (!info || info->Limits.MaxStore <= 0) return std::nullopt;
   return StoreUse{info->Limits.MaxStore, info->Store};
 }
 

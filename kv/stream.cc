@@ -399,24 +399,13 @@ std::vector<std::string> Stream::subjects(std::string_view filter) const {
   return out;
 }
 
-void Stream::purge(std::string_view subject) const {
-  const std::string subj(subject);
-  const std::string what = "purge " + subj + " from " + stream_where(name_);
-  with_retries(*state_->connection, budget_, [&](std::chrono::milliseconds wait) {
-    jsOptions options = waiting(wait);
-    options.Stream.Purge.Subject = subj.c_str();
-    jsErrCode code = jsErrCode(0);
-    natsStatus status = js_PurgeStream(state_->js(), name_.c_str(), &options, &code);
-    if (status == NATS_NOT_FOUND || code == JSStreamNotFoundErr)
-      throw Error(Errc::not_found, what + ": " + stream_where(name_) + " does not exist");
-    check(status, what, code);
-    return true;
-  });
-}
+void Stream::purge(std::string_view subject) const { purge_below(subject, 0); }
 
 void Stream::purge_below(std::string_view subject, std::uint64_t below) const {
+  // `below` 0: no bound (the server's Purge.Sequence unset), every message.
   const std::string subj(subject);
-  const std::string what = "purge " + subj + " below " + std::to_string(below) + " from " + stream_where(name_);
+  const std::string what = "purge " + subj + (below > 0 ? " below " + std::to_string(below) : std::string()) +
+                           " from " + stream_where(name_);
   with_retries(*state_->connection, budget_, [&](std::chrono::milliseconds wait) {
     jsOptions options = waiting(wait);
     options.Stream.Purge.Subject = subj.c_str();

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <thread>
 
@@ -57,6 +58,27 @@ void fill_queue(Bench& b) {
   }
 }
 
+// `join --next` against `join --task` of a known ready id, `n` samples
+// after two untimed, each slot closed (fork: its task open again) between
+// samples, `before` run untimed before each.
+void time_join_next(Bench& b, int n, const std::string& prefix, const std::function<void()>& before,
+                    std::vector<double>& swarm_ms, std::vector<double>& base_ms) {
+  for (int i = 0; i < n + 2; ++i) {
+    before();
+    const std::string next_slot = prefix + std::to_string(i), task_slot = prefix + "known-" + std::to_string(i);
+    auto s = run_process({b.swarm_bin, "join", "--slot", next_slot, "--next"}, {b.ws_env});
+    auto base = run_process({b.swarm_bin, "join", "--slot", task_slot, "--task", "B-" + std::to_string(kTasks / kReady)},
+                            {b.ws_env});
+    if (s.exit != 0 || base.exit != 0) fail("join --next (" + prefix + ") or join --task among 10,000 tasks failed");
+    for (const auto& slot : {next_slot, task_slot})
+      if (run_process({b.swarm_bin, "close", "--slot", slot, "--result", "fork"}, {b.ws_env}).exit != 0)
+        fail("close --result fork failed");
+    if (i < 2) continue;
+    swarm_ms.push_back(s.ms);
+    base_ms.push_back(base.ms);
+  }
+}
+
 }  // namespace
 
 // 30. `swarm task list --ready` over 10,000 tasks (100 ready), against a
@@ -91,19 +113,7 @@ void join_next_among_many(Bench& b) {
   fill_queue(b);
   const int n = b.quick ? 8 : 30;
   std::vector<double> swarm_ms, base_ms;
-  for (int i = 0; i < n + 2; ++i) {
-    const std::string next_slot = "next-" + std::to_string(i), task_slot = "known-" + std::to_string(i);
-    auto s = run_process({b.swarm_bin, "join", "--slot", next_slot, "--next"}, {b.ws_env});
-    auto base = run_process({b.swarm_bin, "join", "--slot", task_slot, "--task", "B-" + std::to_string(kTasks / kReady)},
-                            {b.ws_env});
-    if (s.exit != 0 || base.exit != 0) fail("join --next or join --task among 10,000 tasks failed");
-    for (const auto& slot : {next_slot, task_slot})
-      if (run_process({b.swarm_bin, "close", "--slot", slot, "--result", "fork"}, {b.ws_env}).exit != 0)
-        fail("close --result fork failed");
-    if (i < 2) continue;
-    swarm_ms.push_back(s.ms);
-    base_ms.push_back(base.ms);
-  }
+  time_join_next(b, n, "next-", [] {}, swarm_ms, base_ms);
   Row row{.name = "swarm join --next (10,000 tasks, 100 ready)", .swarm = stats_of(swarm_ms),
           .baseline = stats_of(base_ms), .target = "<= 1.5x"};
   finish(row, 1.5);
@@ -121,20 +131,12 @@ void join_next_without_hints(Bench& b) {
   const std::string bucket = b.up.config.task_bucket;
   const kv::Stream stream = kv::Stream::bind(b.nats, "KV_" + bucket);
   std::vector<double> swarm_ms, base_ms;
-  for (int i = 0; i < n + 2; ++i) {
-    for (const char* hints : {"._ready.>", "._working.>"}) stream.purge("$KV." + bucket + hints);
-    const std::string next_slot = "bare-" + std::to_string(i), task_slot = "bare-known-" + std::to_string(i);
-    auto s = run_process({b.swarm_bin, "join", "--slot", next_slot, "--next"}, {b.ws_env});
-    auto base = run_process({b.swarm_bin, "join", "--slot", task_slot, "--task", "B-" + std::to_string(kTasks / kReady)},
-                            {b.ws_env});
-    if (s.exit != 0 || base.exit != 0) fail("join --next with no hints, or join --task, among 10,000 tasks failed");
-    for (const auto& slot : {next_slot, task_slot})
-      if (run_process({b.swarm_bin, "close", "--slot", slot, "--result", "fork"}, {b.ws_env}).exit != 0)
-        fail("close --result fork failed");
-    if (i < 2) continue;
-    swarm_ms.push_back(s.ms);
-    base_ms.push_back(base.ms);
-  }
+  time_join_next(
+      b, n, "bare-",
+      [&] {
+        for (const char* hints : {"._ready.>", "._working.>"}) stream.purge("$KV." + bucket + hints);
+      },
+      swarm_ms, base_ms);
   Row row{.name = "swarm join --next, every hint deleted (10,000 tasks)", .swarm = stats_of(swarm_ms),
           .baseline = stats_of(base_ms), .target = "<= 3x"};
   finish(row, 3.0);

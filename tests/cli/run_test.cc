@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "cli/serve_fixture.h"
+#include "cli/process_wait.h"
 #include "cli/swarm_fixture.h"
 #include "kv/bucket.h"
 #include "support/eventually.h"
@@ -26,23 +27,6 @@ using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
 namespace {
-
-// Gone, or a zombie no longer running (its reaper may be slow in a container).
-bool process_gone(pid_t pid) {
-  const char state = process_state(pid);
-  return state == '\0' || state == 'Z' || state == 'X';
-}
-
-std::string first_line_of(const fs::path& path, std::chrono::milliseconds limit = 15s) {
-  std::string line;
-  eventually(
-      [&] {
-        std::ifstream in(path);
-        return std::getline(in, line) && !line.empty();
-      },
-      limit);
-  return line;
-}
 
 // The session of `slot` as status --json has it (empty when none).
 swarm::Json session_of(const SwarmWorkspace& ws, const std::string& slot) {

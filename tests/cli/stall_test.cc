@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "cli/process_wait.h"
 #include "cli/swarm_fixture.h"
 #include "kv/bucket.h"
 #include "kv/connection.h"
@@ -26,22 +27,6 @@ using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
 namespace {
-
-bool process_gone(pid_t pid) {
-  const char state = process_state(pid);
-  return state == '\0' || state == 'Z' || state == 'X';
-}
-
-std::string first_line_of(const fs::path& path) {
-  std::string line;
-  eventually(
-      [&] {
-        std::ifstream in(path);
-        return static_cast<bool>(std::getline(in, line)) && !line.empty();
-      },
-      15s);
-  return line;
-}
 
 std::string task_state(SwarmWorkspace& ws, const std::string& id) {
   auto shown = ws.swarm({"task", "show", id, "--json"});
