@@ -47,15 +47,19 @@ void push_renewal_rows(Bench& b, int n, const std::vector<double>& lease_ms, con
   finish(lease_row, 1.1);
   lease_row.note = std::to_string(n) + " renewals each; baseline: one kvStore_Update";
   b.rows.push_back(lease_row);
-  Row pair_row{.name = "session renew with its task lease", .swarm = stats_of(pair_ms), .baseline = stats_of(base_ms),
-               .target = "<= 1.15x"};
+  // Its floor is the same two writes sent raw: what the server takes for a
+  // pair moves from day to day (1.05x one update on 11-27, 1.09x-1.15x on
+  // 12-02), swarm's own part on top of it does not.
+  Row pair_row{.name = "session renew with its task lease", .swarm = stats_of(pair_ms),
+               .baseline = stats_of(raw_pair_ms), .target = "<= 1.15x"};
   finish(pair_row, 1.15);
-  const Stats floor = stats_of(raw_pair_ms);
-  char pair_note[256];
+  const Stats one = stats_of(base_ms);
+  char pair_note[320];
   std::snprintf(pair_note, sizeof pair_note,
-                "both CAS writes sent together (one round trip); baseline: one kvStore_Update; "
-                "raw nats.c sending the same two CAS writes together: p50 %.3f ms (%.2fx), p99 %.3f ms",
-                floor.p50, floor.p50 / pair_row.baseline.p50, floor.p99);
+                "both CAS writes sent together (one round trip); baseline: raw nats.c sending the same two CAS "
+                "writes together (one sessions key, one leases key); one kvStore_Update: p50 %.3f ms "
+                "(swarm's pair %.2fx it, the raw pair %.2fx it)",
+                one.p50, pair_row.swarm.p50 / one.p50, pair_row.baseline.p50 / one.p50);
   pair_row.note = pair_note;
   b.rows.push_back(pair_row);
 }
@@ -77,10 +81,15 @@ void lease_renewals(Bench& b) {
   uint64_t raw_rev = 0;
   check(kvStore_Put(&raw_rev, kv, "raw-lease", value.data(), static_cast<int>(value.size())), "raw put");
   RawPair raw_pair(b.raw.nc);
-  const std::string pair_subjects[2] = {"$KV." + b.up.config.bucket + ".raw-pair-a", "$KV." + b.up.config.bucket + ".raw-pair-b"};
+  // The same two writes as swarm's pair: one key of the sessions bucket, one
+  // of the leases bucket (two streams on the server).
+  const std::string leases_bucket = b.up.config.names().leases;
+  kvStore* leases_kv = b.raw.bucket(leases_bucket.c_str());
+  const std::string pair_subjects[2] = {"$KV." + b.up.config.bucket + ".raw-pair-a", "$KV." + leases_bucket + ".raw-pair-b"};
   uint64_t pair_revisions[2] = {0, 0};
   check(kvStore_Put(&pair_revisions[0], kv, "raw-pair-a", value.data(), static_cast<int>(value.size())), "raw put");
-  check(kvStore_Put(&pair_revisions[1], kv, "raw-pair-b", value.data(), static_cast<int>(value.size())), "raw put");
+  check(kvStore_Put(&pair_revisions[1], leases_kv, "raw-pair-b", value.data(), static_cast<int>(value.size())), "raw put");
+  kvStore_Destroy(leases_kv);
   int n = b.quick ? 500 : 5000;
   std::vector<double> lease_ms, pair_ms, base_ms, raw_pair_ms;
   std::vector<std::string> warnings;
