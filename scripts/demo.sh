@@ -34,9 +34,11 @@ if [ -n "${SWARM_DEMO_SWARM:-}" ]; then
   swarm_bin="$(cd "$(dirname "$SWARM_DEMO_SWARM")" && pwd)/$(basename "$SWARM_DEMO_SWARM")"
   took
 else
-phase "1/4 packages: what building and running swarm needs (g++, cmake, nats-server, libnats, libgit2, cJSON, spdlog, CLI11)"
+phase "1/4 packages: what building and running swarm needs (g++, cmake, nats-server, libnats, libgit2, cJSON, spdlog, CLI11), and the current nats-server release"
 # setup.sh says what it installs; apt-get's own chatter is cut to a line per package.
-scripts/setup.sh --tool 2>&1 | while IFS= read -r line; do
+build=${SWARM_DEMO_BUILD_DIR:-build-demo}
+# The current nats-server too, beside the demo's swarm: its embedded default.
+SWARM_BUILD_DIR=$build scripts/setup.sh --tool 2>&1 | while IFS= read -r line; do
   case "$line" in
     setup:*) echo "    $line" ;;
     "Setting up "*) echo "    ${line%% (*}" ;;
@@ -45,7 +47,6 @@ scripts/setup.sh --tool 2>&1 | while IFS= read -r line; do
 done
 took
 
-build=${SWARM_DEMO_BUILD_DIR:-build-demo}
 phase "2/4 building swarm in $build/ ($(nproc) jobs)"
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSWARM_BUILD_TESTS=OFF >/dev/null
 # The compiler's progress: its percentage, on one line on a terminal.

@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # Installs what swarm needs to build and test, from Debian's packages only.
 # Does nothing when everything is already there. Then builds the current
-# nats-server release into the build tree (scripts/current-nats-server.sh)
-# where Go 1.24 or later is on the machine, for the tests' second server leg.
+# nats-server release into the build tree ($SWARM_BUILD_DIR, default build/:
+# scripts/current-nats-server.sh, with the machine's Go 1.26 or one fetched
+# from the Go module proxy), which `swarm up` starts by default (adr/0052).
 # With --tests, also what only the tests use: the Prometheus server and
 # Chromium (swarm serve's tests), zsh and fish (the completion tests), man,
 # and Python's venv (for the MCP SDK's client, scripts/mcp-sdk.sh).
 # With --tool, only what building and running swarm needs (the demo): no
-# test packages, no package tools, no second nats-server.
+# test packages, no package tools.
 set -euo pipefail
 
 mode=${1:-}
-packages=(build-essential cmake pkg-config git nats-server openssl
+packages=(build-essential cmake pkg-config git nats-server openssl curl unzip ca-certificates
           libnats-dev libssl-dev libcjson-dev libgit2-dev libspdlog-dev libcli11-dev libcpp-httplib-dev)
 if [ "$mode" != "--tool" ]; then
   packages+=(openssh-server doctest-dev dpkg-dev file lintian)
@@ -19,17 +20,17 @@ fi
 if [ "$mode" = "--tests" ]; then
   packages+=(prometheus chromium zsh fish man-db python3-venv)
 fi
-# The current nats-server release, for the tests' second server leg (not for --tool).
+# The current nats-server release: the embedded default, and the tests' first leg.
 second_leg() {
-  [ "$mode" = "--tool" ] && exit 0
-  exec "$(dirname "$0")/current-nats-server.sh"
+  exec "$(dirname "$0")/current-nats-server.sh" "${SWARM_BUILD_DIR:-build}"
 }
 
 # A package is "there" when what we use from it is on disk.
 have() {
   case "$1" in
     build-essential) command -v g++ >/dev/null && command -v make >/dev/null ;;
-    cmake|git|nats-server|openssl) command -v "$1" >/dev/null ;;
+    cmake|git|nats-server|openssl|curl|unzip) command -v "$1" >/dev/null ;;
+    ca-certificates) [ -d /etc/ssl/certs ] && [ -n "$(ls /etc/ssl/certs 2>/dev/null | head -1)" ] ;;
     pkg-config) command -v pkg-config >/dev/null ;;
     openssh-server) [ -x /usr/sbin/sshd ] && command -v ssh-keygen >/dev/null ;;
     libnats-dev) [ -f /usr/include/nats/nats.h ] ;;

@@ -68,7 +68,7 @@ constexpr VerbMaker kVerbMakers[] = {
     {"elect", cli::add_elect},     {"log", cli::add_log},           {"branches", cli::add_branches},
     {"land", cli::add_land},       {"sync", cli::add_sync},         {"serve", cli::add_serve},
     {"recovery", cli::add_recovery}, {"_repack-hub", cli::add_repack_hub}, {"completion", cli::add_completion},
-    {"help", cli::add_help},       {"_complete", cli::add_complete}};
+    {"version", cli::add_version}, {"help", cli::add_help},       {"_complete", cli::add_complete}};
 
 // Every verb a user may type (those of "_" are for completion and the hub),
 // whichever of them main built.

@@ -197,6 +197,7 @@ swarm::JoinResult join_by(swarm::SlotLifecycle& lifecycle, const JoinOptions& fl
 
 Verb add_up(CLI::App& app);
 Verb add_down(CLI::App& app);
+Verb add_version(CLI::App& app);
 Verb add_join(CLI::App& app);
 Verb add_commit(CLI::App& app);
 Verb add_renew(CLI::App& app);

@@ -16,7 +16,11 @@ std::string report_text(const swarm::DoctorReport& r, bool fix) {
   using swarm::printable;
   out << "swarm doctor: " << printable(r.workspace) << " (NATS " << (r.nats_url.empty() ? "?" : printable(r.nats_url))
       << (r.nats_reachable ? "" : ", unreachable") << ")\n";
-  if (r.durability) out << "durability: " << r.durability->level << ": " << printable(r.durability->message) << "\n";
+  if (r.durability) {
+    out << "durability: " << r.durability->level << ": " << printable(r.durability->message) << "\n";
+    for (const auto& lack : r.durability->lacks)
+      if (lack.what != "durability") out << "server: lacks " << lack.what << ": " << printable(lack.detail) << "\n";
+  }
   for (auto severity : {swarm::Severity::problem, swarm::Severity::notice}) {
     std::vector<const swarm::Finding*> group;
     for (const auto& f : r.findings)
@@ -71,6 +75,13 @@ swarm::Json report_json(const swarm::DoctorReport& r) {
     d.set("level", r.durability->level)
         .set("server_version", r.durability->server_version)
         .set("message", r.durability->message);
+    swarm::Json lacks = swarm::Json::array();
+    for (const auto& lack : r.durability->lacks) {
+      swarm::Json item = swarm::Json::object();
+      item.set("what", lack.what).set("detail", lack.detail);
+      lacks.push(std::move(item));
+    }
+    d.set("lacks", std::move(lacks));
     doc.set("durability", std::move(d));
   }
   return doc;

@@ -2,6 +2,7 @@
 #include <filesystem>
 
 #include "cli/command/context.h"
+#include "cli/command/server_view.h"
 #include "swarm/base/duration.h"
 #include "swarm/base/text.h"
 #include "swarm/base/words.h"
@@ -171,7 +172,7 @@ std::string up_text(const swarm::UpResult& r) {
   const bool empty_hub =
       r.created_hub && !r.config.hub_location().remote() && !std::filesystem::exists(r.workspace.root() / ".git");
   std::string human = "workspace " + r.workspace.root().string() + " is ready\n" + "  name:    " + name_line(r) + "\n" +
-                      "  nats:    " + server + "\n" +
+                      "  nats:    " + server + "\n" + "  server:  " + server_line(r.server) + "\n" +
                       "  bucket:  " + r.config.bucket + " (TTL " + swarm::format_duration(r.config.ttl) +
                       ", replicas " + std::to_string(r.config.replicas) +
                       (r.ttl_was ? (r.ttl_changed ? ", changed from " : ", as the bucket has it; the config said ") +
@@ -236,16 +237,24 @@ swarm::Json up_json(const swarm::UpResult& r) {
   else doc.set("check", r.config.check);
   doc.set("require_review", r.config.require_review);
   doc.set("holds", swarm::to_string(r.config.holds));
+  doc.set("server", server_json(r.server));
   if (r.server_pid) doc.set("server_pid", static_cast<std::int64_t>(*r.server_pid));
   else doc.set_null("server_pid");
   return doc;
 }
 
 int run_up(Context& ctx, const UpFlags& f) {
+  if (ctx.globals().nats_url.empty()) swarm::require_valid_nats_server_variable();
   auto r = swarm::up(options_of(ctx, f));
   for (const auto& s : r.unsafe_servers)
     ctx.out().warn(s + " is older than 2.10: this replicated workspace may lose acknowledged writes and see fencing "
                        "tokens go backwards under partitions (--accept-unsafe-server)");
+  // What the server cannot give is said every time, never left to be found.
+  for (const auto& lack : r.server.lacks) ctx.out().warn("the workspace's server lacks " + lack.what + ": " + lack.detail);
+  if (r.config.embedded && r.server.sync == swarm::ServerSync::interval)
+    ctx.out().warn("the current release (" + std::string(swarm::current_nats_release()) + ") syncs every write: "
+                   "scripts/setup.sh builds it, and `swarm down && swarm up` restarts the workspace's server on it "
+                   "(the data is kept)");
   for (const auto& d : r.bus_differs)
     ctx.out().warn("bus " + r.config.names().bus + ": " + d + (d.rfind("replicas", 0) == 0 ? " (kept as it is)" : ""));
   for (const auto& d : r.journal_differs)

@@ -8,7 +8,8 @@ namespace fs = std::filesystem;
 
 std::vector<fs::path> private_file_candidates(const char* name, const char* env) {
   std::vector<fs::path> candidates;
-  if (const char* given = std::getenv(env); given != nullptr && *given != '\0') candidates.push_back(given);
+  if (const char* given = env != nullptr ? std::getenv(env) : nullptr; given != nullptr && *given != '\0')
+    candidates.push_back(given);
   std::error_code ec;
   fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {

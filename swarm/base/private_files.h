@@ -8,7 +8,7 @@
 
 namespace swarm {
 
-// Where the private file `name` may be, in order: $<env> (tests, and anyone
+// Where the private file `name` may be, in order: $<env> (when env is given: tests, and anyone
 // who moved it), next to the program (the build tree), in the private
 // library folder relative to the program (an installed prefix, wherever it
 // was moved: bin/../lib/<multiarch>/swarm), and where it was installed (a

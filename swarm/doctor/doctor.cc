@@ -394,13 +394,16 @@ Durability durability_of(const Workspace& ws, const WorkspaceConfig& config, con
     d.level = "watermark";
     d.message = "the workspace's " + named + " syncs its store about once a minute: a crash of this machine can take "
                 "back its last writes; the token watermark in " + watermark + " keeps every fencing and session "
-                "token from being handed out twice (2.10 or later on PATH syncs every write: `swarm down; swarm up`)";
+                "token from being handed out twice (the current release, " + std::string(current_nats_release()) +
+                ", syncs every write: scripts/setup.sh builds it beside swarm, then `swarm down; swarm up`)";
   } else {
     d.level = "unknown";
     d.message = "the workspace's NATS (" + named + ") is not its own: whether it syncs every write is its config's "
                 "(`jetstream { sync_interval: always }`, 2.10 or later); the token watermark in " + watermark +
                 " guards the tokens this host handed out, other hosts' watermarks theirs";
   }
+  d.lacks = server_lacks(d.server_version, !server ? ServerSync::unknown
+                                           : server->sync_always ? ServerSync::always : ServerSync::interval);
   return d;
 }
 

@@ -11,6 +11,7 @@
 #include "kv/connection.h"
 #include "swarm/base/clock.h"
 #include "swarm/base/host.h"
+#include "swarm/workspace/server_release.h"
 #include "swarm/workspace/workspace.h"
 
 namespace swarm {
@@ -82,6 +83,7 @@ struct Durability {
   std::string level;
   std::string server_version;
   std::string message;  // one sentence for people
+  std::vector<ServerLack> lacks;  // what the server cannot give (durability among them), adr/0052
 };
 
 struct DoctorReport {

@@ -273,6 +273,7 @@ void finish_up(const UpOptions& options, UpResult& result) {
   // A new config, or a workspace moving to another NATS: the buckets there say how they run.
   if (result.created_config || result.moved_nats) adopt_existing_buckets(options, nats, result);
   require_safe_servers(options, connection, nats, result);
+  result.server = workspace_server(nats, config.embedded ? ws.nats_dir() : fs::path());
   // Each stream's default a share of the store, so that none takes the room
   // of the others (adr/0051).
   const StoreShares shares = store_shares(nats, config.embedded ? EmbeddedServer(ws.nats_dir()).data_dir() : fs::path());

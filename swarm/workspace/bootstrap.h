@@ -12,6 +12,7 @@
 #include "kv/connection.h"
 #include "kv/nats_context.h"
 #include "kv/stream.h"
+#include "swarm/workspace/server_release.h"
 #include "swarm/workspace/workspace.h"
 
 namespace swarm {
@@ -82,6 +83,7 @@ struct UpResult {
   // "nats-server 2.9.10 at nats://…": servers too old for the replicas, taken
   // only with accept_unsafe_server.
   std::vector<std::string> unsafe_servers;
+  WorkspaceServer server;  // the server the workspace runs on, and what it lacks
 };
 
 UpResult up(const UpOptions& options);

@@ -24,6 +24,7 @@
 #include "swarm/base/log.h"
 #include "swarm/base/process_info.h"
 #include "swarm/base/secret.h"
+#include "swarm/workspace/server_release.h"
 #include "swarm/workspace/workspace.h"
 
 namespace swarm {
@@ -103,56 +104,6 @@ void require_no_planted_links(const SafeDir& dir) {
   for (const char* name : {"nats.log", "nats.pid", "data"})
     if (dir.kind(name) == EntryKind::link) dir.folder(name);  // throws, naming it
   if (auto data = dir.folder_if_exists("data")) data->folder_if_exists("jetstream");  // refuses a link
-}
-
-// The program's real path, found on PATH ("" when it is not there).
-std::string find_on_path(const std::string& program) {
-  const char* path = std::getenv("PATH");
-  std::stringstream dirs(path ? path : "");
-  std::string dir;
-  while (std::getline(dirs, dir, ':')) {
-    fs::path candidate = fs::path(dir) / program;
-    std::error_code ec;
-    if (!dir.empty() && access(candidate.c_str(), X_OK) == 0) return fs::canonical(candidate, ec).string();
-  }
-  return {};
-}
-
-// What `program --version` says ("2.9.10"), "" when it does not say it
-// within a couple of seconds.
-std::string version_of(const std::string& program) {
-  int out[2];
-  if (::pipe2(out, O_CLOEXEC) != 0) return {};
-  std::string arg0 = "nats-server", flag = "--version";
-  char* argv[] = {arg0.data(), flag.data(), nullptr};
-  const pid_t pid = fork();
-  if (pid == 0) {
-    ::dup2(out[1], 1);
-    ::dup2(out[1], 2);
-    execv(program.c_str(), argv);
-    _exit(127);
-  }
-  ::close(out[1]);
-  UniqueFd reader(out[0]);
-  if (pid < 0) return {};
-  std::string text;
-  const auto deadline = std::chrono::steady_clock::now() + 2s;
-  char buffer[256];
-  while (text.size() < 4096 && std::chrono::steady_clock::now() < deadline) {
-    pollfd p{reader.get(), POLLIN, 0};
-    if (::poll(&p, 1, 100) <= 0) continue;
-    const ssize_t n = ::read(reader.get(), buffer, sizeof buffer);
-    if (n <= 0) break;
-    text.append(buffer, static_cast<std::size_t>(n));
-  }
-  ::kill(pid, SIGKILL);
-  ::waitpid(pid, nullptr, 0);
-  const auto v = text.find(" v");
-  if (v == std::string::npos) return {};
-  std::string version = text.substr(v + 2);
-  version.resize(version.find_first_not_of("0123456789.") == std::string::npos ? version.size()
-                                                                               : version.find_first_not_of("0123456789."));
-  return version;
 }
 
 }  // namespace
@@ -250,17 +201,19 @@ std::vector<pid_t> EmbeddedServer::all_on_store() const {
 }
 
 std::string EmbeddedServer::start(int port, std::chrono::milliseconds timeout) {
-  const std::string program = find_on_path("nats-server");
-  if (program.empty())
+  const std::optional<ServerProgram> chosen = choose_nats_server();
+  if (!chosen)
     throw Error(Errc::unavailable,
-                "nats-server is not on PATH: install it (apt-get install nats-server) or pass --nats-url");
+                "no nats-server to start: none beside swarm and none on PATH; scripts/setup.sh builds the current "
+                "release (or apt-get install nats-server, or set $SWARM_NATS_SERVER), or pass --nats-url");
+  const std::string& program = chosen->path;
   SafeDir dir = folder();
   require_no_planted_links(dir);
   dir.make_folder("data", 0700);
   // 2.10 and later sync every write before acknowledging it; 2.9 cannot
   // (it syncs about once a minute, and refuses the setting): there the
   // token watermark guards tokens (adr/0033).
-  const std::string version = version_of(program);
+  const std::string& version = chosen->version;
   const bool sync_always = !version.empty() && !kv::version_before(version, 2, 10);
   // The token reaches the server in a file only this user reads, never on
   // its command line (any user can read that in /proc).

@@ -291,6 +291,7 @@ TEST_CASE("Up_AWrapperScriptOnPathIsStillOurServer") {
   std::filesystem::permissions(shims / "nats-server", std::filesystem::perms::owner_all);
   std::map<std::string, std::string> env = kHostA;
   env["PATH"] = shims.path().string() + ":" + std::getenv("PATH");
+  env["SWARM_NATS_SERVER"] = (shims / "nats-server").string();  // the wrapper, not the release beside swarm
   auto first = ws.swarm({"up", "--json"}, env);
   REQUIRE_MESSAGE(first.exit == 0, first.err);
   auto second = ws.swarm({"up", "--json"}, env);

@@ -94,6 +94,16 @@ use "$prefix" "$ws" one
 mv "$prefix" "$tmp/moved"
 use "$tmp/moved" "$ws" two
 
+# The current nats-server, when the setup built it, is installed beside swarm
+# and is what the moved prefix's `up` would start, before Debian's on PATH.
+release=$(tr -d '[:space:]' < "$src/scripts/nats-server.version")
+if [ -x "$build/nats-server-$release/nats-server" ]; then
+  [ -x "$tmp/moved/$libdir/swarm/nats-server" ] || fail "missing $libdir/swarm/nats-server in the installed prefix"
+  said=$(env -u SWARM_NATS_SERVER "$tmp/moved/bin/swarm" version) || fail "swarm version: $said"
+  echo "$said" | grep -q "^embedded default: nats-server ${release#v} ($tmp/moved/$libdir/swarm/nats-server, beside swarm)" ||
+    fail "the installed swarm would not start the release beside it: $said"
+fi
+
 # The example, built against the installed package, takes and releases a lease.
 (cd "$ws" && "$tmp/moved/bin/swarm" up --nats-url "$url" >/dev/null)
 # Its leases are the workspace's, by the name `up` gave it (in its config).

@@ -20,6 +20,32 @@
 
 namespace testing {
 
+namespace {
+
+// Each leg's `swarm up` starts that leg's nats-server (the first on PATH),
+// never the newer release beside swarm it prefers otherwise (adr/0052): the
+// old leg tests the embedded default on the old server. A test of the choice
+// itself sets $SWARM_NATS_SERVER to "" (unset) for the swarm it runs.
+const bool kLegServerForSwarm = [] {
+  if (std::getenv("SWARM_NATS_SERVER") != nullptr) return false;
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "";
+  for (std::size_t at = 0; at <= dirs.size();) {
+    const std::size_t end = std::min(dirs.find(':', at), dirs.size());
+    const std::string candidate = dirs.substr(at, end - at) + "/nats-server";
+    if (end > at && ::access(candidate.c_str(), X_OK) == 0) {
+      ::setenv("SWARM_NATS_SERVER", candidate.c_str(), 0);
+      return true;
+    }
+    at = end + 1;
+  }
+  return false;
+}();
+
+}  // namespace
+
+bool leg_server_set_for_swarm() { return kLegServerForSwarm; }
+
 int free_port() { return swarm::free_loopback_port(); }
 
 bool accepts_connections(int port) {

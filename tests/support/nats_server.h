@@ -16,6 +16,9 @@ namespace testing {
 
 // A port nobody listens on right now (bound to port 0 and released).
 int free_port();
+// Whether the test process set $SWARM_NATS_SERVER to the leg's nats-server
+// (the first on PATH) for the swarm it runs (adr/0052).
+bool leg_server_set_for_swarm();
 // Whether something accepts TCP connections on 127.0.0.1:port.
 bool accepts_connections(int port);
 
