@@ -399,13 +399,31 @@ void SafeDir::write_file(const std::string& name, const std::string& text, mode_
 }
 
 bool SafeDir::create_file(const std::string& name, const std::string& text, mode_t mode) const {
-  int fd = ::openat(fd_.get(), name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-  if (fd < 0) {
-    if (errno == EEXIST) return false;
-    throw_filesystem_error("create", path_ / name, errno);
+  // Whole or not there, even across a crash: written and synced under a
+  // temporary name, then linked in (which fails, EEXIST, when another made
+  // it first), then the folder synced. An O_EXCL create then write leaves an
+  // empty file when the machine crashes between them.
+  const std::string temp = temp_name(name);
+  int fd = ::openat(fd_.get(), temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+  if (fd < 0) throw_filesystem_error("create", path_ / temp, errno);
+  {
+    UniqueFd owned(fd);
+    try {
+      write_all(fd, text, path_ / name);
+      if (::fsync(fd) != 0) throw_filesystem_error("sync", path_ / temp, errno);
+    } catch (...) {
+      ::unlinkat(fd_.get(), temp.c_str(), 0);
+      throw;
+    }
   }
-  UniqueFd owned(fd);
-  write_all(fd, text, path_ / name);
+  const int linked = ::linkat(fd_.get(), temp.c_str(), fd_.get(), name.c_str(), 0);
+  const int e = errno;
+  ::unlinkat(fd_.get(), temp.c_str(), 0);
+  if (linked != 0) {
+    if (e == EEXIST) return false;
+    throw_filesystem_error("create", path_ / name, e);
+  }
+  if (::fsync(fd_.get()) != 0) throw_filesystem_error("sync", path_, errno);
   return true;
 }
 

@@ -93,6 +93,7 @@ class SafeDir {
   // crash of the machine right after leaves the new file.
   void write_file(const std::string& name, const std::string& text, mode_t mode = 0644, bool synced = false) const;
   // Creates `name` with `text` only when nothing is there; false when something is.
+  // The file appears whole and synced, or not at all, even across a crash.
   bool create_file(const std::string& name, const std::string& text, mode_t mode = 0644) const;
   // Opens (creating when missing) the plain file `name` for reading and
   // writing, not through a link; throws bad_input when it is a link, not

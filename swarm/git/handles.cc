@@ -10,7 +10,13 @@ namespace swarm::git {
 
 void ensure_initialized() {
   static std::once_flag once;
-  std::call_once(once, [] { git_libgit2_init(); });
+  std::call_once(once, [] {
+    git_libgit2_init();
+    // What the hub (and a worktree's git folder) says it has is on disk
+    // before the push or commit is answered: a crash of the machine leaves
+    // no empty object or ref behind (adr/0052).
+    git_libgit2_opts(GIT_OPT_ENABLE_FSYNC_GITDIR, 1);
+  });
 }
 
 bool filesystem_refused(std::string_view message) {

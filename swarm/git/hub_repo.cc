@@ -1,5 +1,8 @@
 #include "swarm/git/repos.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <string_view>
@@ -12,6 +15,40 @@ namespace swarm::git {
 namespace fs = std::filesystem;
 
 namespace {
+
+// Every file and folder of a hub this process just made, synced: libgit2
+// writes HEAD and the config at init without syncing them, and a crash
+// would leave a hub with an empty HEAD (adr/0052). Folders last, deepest first.
+void sync_new_hub(const fs::path& hub) {
+  std::vector<fs::path> folders = {hub};
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(hub, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    const auto status = it->symlink_status(ec);
+    if (ec) break;
+    if (fs::is_directory(status)) {
+      folders.push_back(it->path());
+      continue;
+    }
+    if (!fs::is_regular_file(status)) continue;
+    const int fd = ::open(it->path().c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0) {
+      ::fsync(fd);
+      ::close(fd);
+    }
+  }
+  for (auto f = folders.rbegin(); f != folders.rend(); ++f) {
+    const int fd = ::open(f->c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0) {
+      ::fsync(fd);
+      ::close(fd);
+    }
+  }
+  if (const int fd = ::open(hub.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
 
 constexpr const char* kFallbackBranch = "main";
 
@@ -93,6 +130,7 @@ std::unique_ptr<HubRepo> HubRepo::create(const fs::path& path, const fs::path& s
         "create branch " + branch + " in the hub");
   ReferencePtr ref(ref_raw);
   check(git_repository_set_head(hub.get(), head_ref.c_str()), "point the hub's HEAD at " + branch);
+  sync_new_hub(path);
   return std::make_unique<HubRepo>(std::move(hub));
 }
 

@@ -74,7 +74,7 @@ RepackResult repack_hub(const fs::path& hub, int pack_limit) {
   check(git_odb_foreach(odb.get(), insert_object, pb.get()), "list the hub's objects");
   // On disk for good before any old pack goes: a crash must not leave the
   // deletions durable and the new pack not (this process does nothing else).
-  git_libgit2_opts(GIT_OPT_ENABLE_FSYNC_GITDIR, 1);
+  // (every write of the hub is synced: ensure_initialized)
   check(git_packbuilder_write(pb.get(), pack_dir.c_str(), 0, nullptr, nullptr), "write the hub's new pack");
   ::fsync(packs->fd());
   const std::string made = std::string("pack-") + git_packbuilder_name(pb.get());

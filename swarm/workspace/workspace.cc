@@ -296,7 +296,8 @@ void Workspace::save_config(const WorkspaceConfig& config) const {
   // A URL with a password or token in it is for this user's eyes only.
   HubLocation hub = config.hub_location();
   const bool secret = hub.shown() != hub.text || kv::redact_urls(config.nats_url) != config.nats_url;
-  swarm_folder().write_file(kConfigName, json.dump_pretty() + "\n", secret ? 0600 : 0644);
+  // Synced: a crash must not leave a new workspace with an empty config.json.
+  swarm_folder().write_file(kConfigName, json.dump_pretty() + "\n", secret ? 0600 : 0644, true);
 }
 
 std::string_view to_string(HoldPolicy policy) { return policy == HoldPolicy::refuse ? "refuse" : "warn"; }
