@@ -77,11 +77,9 @@ std::vector<ServerLack> server_lacks(const std::string& version, ServerSync sync
                    "every write: a crash of its machine (a power cut, an OS crash) may lose the claims, tasks, holds, "
                    "messages, cursors, blobs and journal events acknowledged since its last sync (fencing and "
                    "session tokens are guarded and never handed out twice)"});
-  else if (sync == ServerSync::unknown)
-    out.push_back({"durability",
-                   "a server you run keeps what its own configuration says: unless it has `jetstream { sync_interval: "
-                   "always }`, a crash of its machine may lose what was acknowledged since its last sync (swarm "
-                   "cannot read the setting; fencing and session tokens are guarded either way)"});
+  // A server the user runs on 2.10 or later can sync every write: whether it
+  // does is its configuration's, which swarm cannot read (`sync` says
+  // "unknown", and doctor's durability line says what to set); no lack.
   if (release_before(version, 2, 9, 21))
     out.push_back({"replicated_cas", "in a cluster, nats-server " + shown + " can accept one conditional write twice "
                                      "(fixed in 2.9.21): replicated workspaces need 2.10 or later"});

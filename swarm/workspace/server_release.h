@@ -41,7 +41,7 @@ enum class ServerSync {
 };
 
 // What a workspace on nats-server `version` lacks ("" unknown: nothing said
-// but durability).
+// but durability, when swarm knows the server cannot sync every write).
 std::vector<ServerLack> server_lacks(const std::string& version, ServerSync sync);
 
 // A nats-server program `up` may start.

@@ -127,3 +127,21 @@ TEST_CASE("ServerRelease_ABadServerVariableIsExit2BeforeAnythingIsMade") {
   CHECK(ws.swarm({"up"}, env).exit == 2);
   CHECK(!std::filesystem::exists(ws.root() / ".swarm"));
 }
+
+TEST_CASE("ServerRelease_AServerYouRunIsNamedWithWhatItsVersionLacks") {
+  SwarmWorkspace ws({.up = false});  // a nats-server of its own, the leg's, given by --nats-url
+  auto up = ws.swarm({"up", "--nats-url", ws.server()->url(), "--json"});
+  REQUIRE_MESSAGE(up.exit == 0, up.err);
+  auto doc = json_of(up);
+  const std::string version = text_at(doc, {"server", "version"});
+  REQUIRE(version != "");
+  CHECK(text_at(doc, {"server", "sync"}) == "unknown");
+  CHECK(cJSON_IsNull(member(doc, {"server", "program"})));
+  const bool old = version.rfind("2.9", 0) == 0;
+  // Swarm cannot read a server's sync_interval: on 2.10+ that is no lack
+  // (doctor says what to set); 2.9 cannot sync every write at all.
+  CHECK(has(lacks_in(member(doc, {"server", "lacks"})), "durability") == old);
+  CHECK((up.err.find("lacks durability") != std::string::npos) == old);
+  auto doctor = ws.swarm({"--json", "doctor"});
+  CHECK(text_at(json_of(doctor), {"durability", "level"}) == "unknown");
+}
