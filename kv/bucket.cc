@@ -54,6 +54,32 @@ constexpr std::chrono::milliseconds kFreshOpen{1000};
 }  // namespace
 
 namespace detail {
+bool is_absence(natsMsg* msg) {
+  const char* value = nullptr;
+  if (natsMsgHeader_Get(msg, kMarkerReasonHeader, &value) == NATS_OK && value != nullptr) return true;
+  return natsMsgHeader_Get(msg, kOperationHeader, &value) == NATS_OK && value != nullptr &&
+         (std::strcmp(value, "DEL") == 0 || std::strcmp(value, "PURGE") == 0);
+}
+
+bool is_absence(std::string_view headers) {
+  // Line by line after the status line: "Name: value", names exact.
+  std::size_t at = headers.find("\r\n");
+  while (at != std::string_view::npos && at + 2 < headers.size()) {
+    const std::size_t start = at + 2;
+    const std::size_t end = std::min(headers.find("\r\n", start), headers.size());
+    const std::string_view line = headers.substr(start, end - start);
+    if (const auto colon = line.find(':'); colon != std::string_view::npos) {
+      const std::string_view name = line.substr(0, colon);
+      std::string_view value = line.substr(colon + 1);
+      while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+      if (name == kMarkerReasonHeader) return true;
+      if (name == kOperationHeader && (value.rfind("DEL", 0) == 0 || value.rfind("PURGE", 0) == 0)) return true;
+    }
+    at = end < headers.size() ? end : std::string_view::npos;
+  }
+  return false;
+}
+
 // Reads the stream behind a bucket, waiting `wait` for the answer; nullptr
 // when it does not exist.
 StreamInfoPtr stream_info_once(jsCtx* js, const std::string& stream, std::string_view shown,
@@ -271,9 +297,7 @@ std::optional<Entry> Bucket::latest(std::string_view key, bool* deleted) const {
   });
   if (!msg) return std::nullopt;
   natsMsg* raw = msg.get();
-  const char* operation = nullptr;
-  *deleted = natsMsgHeader_Get(raw, detail::kOperationHeader, &operation) == NATS_OK && operation != nullptr &&
-             (std::strcmp(operation, "DEL") == 0 || std::strcmp(operation, "PURGE") == 0);
+  *deleted = detail::is_absence(raw);
   Entry entry;
   entry.key = std::string(key);
   const char* data = natsMsg_GetData(raw);

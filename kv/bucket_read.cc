@@ -91,13 +91,8 @@ GetAnswer read_get_answer(natsMsg* reply, std::string_view key) {
   std::optional<std::string> head = cJSON_IsString(headers) ? from_base64(headers->valuestring) : std::string();
   if (!stored || !value || !head) return out;
   out.usable = true;
-  // A delete or purge marker: "NATS/1.0\r\nKV-Operation: DEL\r\n\r\n".
-  const std::string marker = std::string(detail::kOperationHeader) + ":";
-  if (const auto at = head->find(marker); at != std::string::npos) {
-    std::string_view op = std::string_view(*head).substr(at + marker.size());
-    while (!op.empty() && op.front() == ' ') op.remove_prefix(1);
-    if (op.substr(0, 3) == "DEL" || op.substr(0, 5) == "PURGE") return out;
-  }
+  // A delete or purge marker ("NATS/1.0\r\nKV-Operation: DEL\r\n\r\n"), or the server's.
+  if (detail::is_absence(*head)) return out;
   out.entry = Entry{std::string(key), std::move(*value), static_cast<std::uint64_t>(seq->valuedouble), *stored};
   return out;
 }
@@ -133,10 +128,7 @@ GetAnswer read_direct_answer(natsMsg* reply, std::string_view subject, std::stri
   const auto stored = parse_rfc3339(time);
   if (ec != std::errc() || end != digits.data() + digits.size() || revision == 0 || !stored) return out;
   out.usable = true;
-  const char* operation = nullptr;
-  if (natsMsgHeader_Get(reply, detail::kOperationHeader, &operation) == NATS_OK && operation != nullptr &&
-      (std::string_view(operation) == "DEL" || std::string_view(operation) == "PURGE"))
-    return out;  // a delete or purge marker: absent
+  if (detail::is_absence(reply)) return out;  // a delete, purge or expiry marker: absent
   const char* data = natsMsg_GetData(reply);
   out.entry = Entry{std::string(key), std::string(data ? data : "", static_cast<std::size_t>(natsMsg_GetDataLength(reply))),
                     revision, *stored};

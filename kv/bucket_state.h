@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "kv/ack_subject.h"
 #include "kv/bucket.h"
@@ -36,6 +37,16 @@ struct Bucket::State {
 namespace detail {
 // The header a KV delete marker carries ("DEL"; "PURGE" for a purge).
 inline constexpr const char* kOperationHeader = "KV-Operation";
+// The header of a marker the server itself writes (2.11+, a stream with
+// subject delete markers): the key's last message expired by its TTL or the
+// stream's age ("MaxAge"). nats.c 3.4.1 reads such a marker as a put with
+// an empty value; swarm reads it as the key gone.
+inline constexpr const char* kMarkerReasonHeader = "Nats-Marker-Reason";
+// Whether a stored message of a KV key says the key is gone: a delete or
+// purge marker, or the server's own marker.
+bool is_absence(natsMsg* msg);
+// The same for a message's headers as text ("NATS/1.0\r\nName: value\r\n...").
+bool is_absence(std::string_view headers);
 // Reads a stream (`shown`: how errors name it, "bucket B"), waiting `wait`
 // for the answer; nullptr when it does not exist.
 StreamInfoPtr stream_info_once(jsCtx* js, const std::string& stream, std::string_view shown,

@@ -31,11 +31,7 @@ constexpr std::chrono::milliseconds kFilteredReplayCheck{2};
 // How long a replay past its end waits for the keys it skipped (see Impl).
 constexpr std::chrono::milliseconds kSettle{250};
 
-bool is_delete(natsMsg* msg) {
-  const char* op = nullptr;
-  return natsMsgHeader_Get(msg, detail::kOperationHeader, &op) == NATS_OK && op != nullptr &&
-         (std::strcmp(op, "DEL") == 0 || std::strcmp(op, "PURGE") == 0);
-}
+bool is_delete(natsMsg* msg) { return detail::is_absence(msg); }
 
 }  // namespace
 

@@ -1,4 +1,5 @@
-// The nats-server that `swarm up` starts when no --nats-url is given: from PATH,
+// The nats-server that `swarm up` starts when no --nats-url is given (the one
+// choose_nats_server picks: server_release.h),
 // JetStream on, 127.0.0.1 only, data, log and pid under .swarm/nats/. It
 // outlives the `swarm up` that started it; `swarm down` stops it.
 //

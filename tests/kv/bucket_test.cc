@@ -2,7 +2,9 @@
 #include "kv/bucket.h"
 
 #include <doctest/doctest.h>
+#include <cjson/cJSON.h>
 
+#include <algorithm>
 #include <chrono>
 #include <atomic>
 #include <future>
@@ -593,4 +595,77 @@ TEST_CASE("Bucket_GetTogetherOfABucketWithoutDirectGetsAsksTheLeader") {
   const auto took = std::chrono::steady_clock::now();
   CHECK(shown(bound.get_together({"a"})[0]) == shown(b.get("a")));
   CHECK(std::chrono::steady_clock::now() - took < 2s);  // no answer left over to wait on
+}
+
+namespace {
+
+// Turns on per-message TTLs and the server's delete markers (2.11+) on the
+// bucket's stream, by its JSON API: nats.c 3.4.1 knows neither field.
+void allow_expiry_markers(natsConnection* nc, const std::string& bucket) {
+  natsMsg* reply = nullptr;
+  const std::string stream = "KV_" + bucket;
+  REQUIRE(natsConnection_RequestString(&reply, nc, ("$JS.API.STREAM.INFO." + stream).c_str(), "", 5000) == NATS_OK);
+  cJSON* info = cJSON_ParseWithLength(natsMsg_GetData(reply), static_cast<std::size_t>(natsMsg_GetDataLength(reply)));
+  natsMsg_Destroy(reply);
+  REQUIRE(info != nullptr);
+  cJSON* config = cJSON_DetachItemFromObject(info, "config");
+  cJSON_Delete(info);
+  REQUIRE(config != nullptr);
+  cJSON_DeleteItemFromObject(config, "allow_msg_ttl");
+  cJSON_DeleteItemFromObject(config, "subject_delete_marker_ttl");
+  cJSON_AddBoolToObject(config, "allow_msg_ttl", true);
+  cJSON_AddNumberToObject(config, "subject_delete_marker_ttl", 60e9);  // a marker kept a minute
+  char* text = cJSON_PrintUnformatted(config);
+  cJSON_Delete(config);
+  REQUIRE(natsConnection_RequestString(&reply, nc, ("$JS.API.STREAM.UPDATE." + stream).c_str(), text, 5000) == NATS_OK);
+  std::free(text);
+  const std::string answer(natsMsg_GetData(reply), static_cast<std::size_t>(natsMsg_GetDataLength(reply)));
+  natsMsg_Destroy(reply);
+  REQUIRE_MESSAGE(answer.find("\"error\"") == std::string::npos, answer);
+}
+
+}  // namespace
+
+TEST_CASE("Bucket_AKeyTheServerExpiredIsGoneEverywhere") {
+  // On 2.11+ a stream may have the server write a marker when a key's
+  // message expires (Nats-Marker-Reason: MaxAge, an empty body): get, the
+  // listings and a watch's replay read it as the key gone, and create takes
+  // the key again over it. nats.c alone would read it as an empty value.
+  Fixture f;
+  if (kv::version_before(f.connection.server_version(), 2, 11)) {
+    MESSAGE("nats-server " << f.connection.server_version() << " writes no expiry markers: nothing to read");
+    return;
+  }
+  auto b = f.bucket("expiring");
+  b.create("kept", "v");
+  testing::RawNats raw(f.server.url());
+  allow_expiry_markers(raw.nc, "expiring");
+  natsMsg* msg = nullptr;
+  REQUIRE(natsMsg_Create(&msg, "$KV.expiring.gone", nullptr, "soon", 4) == NATS_OK);
+  REQUIRE(natsMsgHeader_Set(msg, "Nats-TTL", "1s") == NATS_OK);
+  REQUIRE(js_PublishMsg(nullptr, raw.js, msg, nullptr, nullptr) == NATS_OK);
+  natsMsg_Destroy(msg);
+  CHECK(b.get("gone"));
+  // The server's marker, as any client reads the key's last message.
+  std::string reason;
+  REQUIRE(testing::eventually([&] {
+    natsMsg* last = nullptr;
+    if (js_GetLastMsg(&last, raw.js, "KV_expiring", "$KV.expiring.gone", nullptr, nullptr) != NATS_OK) return false;
+    const char* value = nullptr;
+    if (natsMsgHeader_Get(last, "Nats-Marker-Reason", &value) == NATS_OK && value != nullptr) reason = value;
+    natsMsg_Destroy(last);
+    return !reason.empty();
+  }, 10s));
+  CHECK(reason == "MaxAge");
+  CHECK_FALSE(b.get("gone"));
+  const auto together = b.get_together({"gone", "kept"});
+  CHECK_FALSE(together[0]);
+  CHECK(together[1]);
+  const auto keys = b.keys();
+  CHECK(std::find(keys.begin(), keys.end(), "gone") == keys.end());
+  CHECK(std::find(keys.begin(), keys.end(), "kept") != keys.end());
+  for (const auto& e : b.snapshot()) CHECK(e.key != "gone");
+  CHECK(b.create("gone", "again") > 0);
+  REQUIRE(b.get("gone"));
+  CHECK(b.get("gone")->value == "again");
 }
