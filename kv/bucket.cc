@@ -72,8 +72,9 @@ bool is_absence(std::string_view headers) {
       const std::string_view name = line.substr(0, colon);
       std::string_view value = line.substr(colon + 1);
       while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+      while (!value.empty() && value.back() == ' ') value.remove_suffix(1);
       if (name == kMarkerReasonHeader) return true;
-      if (name == kOperationHeader && (value.rfind("DEL", 0) == 0 || value.rfind("PURGE", 0) == 0)) return true;
+      if (name == kOperationHeader && (value == "DEL" || value == "PURGE")) return true;
     }
     at = end < headers.size() ? end : std::string_view::npos;
   }

@@ -19,7 +19,10 @@ target="$build/nats-server-$version"
 go_min_minor=26   # the release's go.mod: go 1.26.0
 mkdir -p "$build"
 # The link beside the build tree's swarm.
-link_beside_swarm() { ln -sfn "nats-server-$version/nats-server" "$build/nats-server"; }
+link_beside_swarm() {
+  # Replaced in one rename: a swarm starting now sees the old link or the new one.
+  ln -sfn "nats-server-$version/nats-server" "$build/.nats-server.link.$$" && mv -Tf "$build/.nats-server.link.$$" "$build/nats-server"
+}
 if [ -x "$target/nats-server" ] && "$target/nats-server" --version 2>/dev/null | grep -q "${version#v}"; then
   echo "setup: nats-server $version is in $target"
   link_beside_swarm
@@ -47,22 +50,34 @@ fetched_go() {
   want=${line%% *}
   base=$(echo "$line" | awk '{print $2}')   # e.g. v0.0.1-go1.26.8
   dir="${XDG_CACHE_HOME:-$HOME/.cache}/swarm/golang-toolchain-$base.linux-$arch"
-  if [ ! -x "$dir/bin/go" ]; then
+  # Complete only with its stamp, written last: a run killed half way
+  # unpacked leaves no stamp, and the next run unpacks again.
+  if [ ! -f "$dir/.swarm-complete" ]; then
     command -v curl >/dev/null && command -v unzip >/dev/null ||
       { echo "setup: curl and unzip are needed to fetch Go" >&2; return 1; }
     url="${GOPROXY_TOOLCHAIN:-https://proxy.golang.org}/golang.org/toolchain/@v/$base.linux-$arch.zip"
     echo "setup: fetching Go ${base#*-go} from the Go module proxy ($url)" >&2
-    zip=$(mktemp)
-    if ! curl -fsSL --retry 3 -o "$zip" "$url"; then rm -f "$zip"; return 1; fi
+    mkdir -p "$(dirname "$dir")" || return 1
+    # A folder of this run's own beside the cache: two setups at once never share one.
+    work=$(mktemp -d "$dir.tmp.XXXXXX") || return 1
+    zip="$work/go.zip"
+    if ! curl -fsSL --retry 3 -o "$zip" "$url"; then rm -rf "$work"; return 1; fi
     if [ "$(sha256sum "$zip" | cut -d' ' -f1)" != "$want" ]; then
       echo "setup: the Go toolchain from $url is not the pinned one (SHA-256 differs): not used" >&2
-      rm -f "$zip"; return 1
+      rm -rf "$work"; return 1
     fi
-    rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
-    unzip -q "$zip" -d "$dir.tmp" && rm -f "$zip"
     # A module zip keeps no modes: the go command sets them on what it runs.
-    chmod -R u+x "$dir.tmp"/golang.org/toolchain@*/bin "$dir.tmp"/golang.org/toolchain@*/pkg/tool
-    rm -rf "$dir" && mv "$dir.tmp"/golang.org/toolchain@* "$dir" && rm -rf "$dir.tmp"
+    if ! unzip -q "$zip" -d "$work/x" ||
+       ! chmod -R u+x "$work"/x/golang.org/toolchain@*/bin "$work"/x/golang.org/toolchain@*/pkg/tool; then
+      rm -rf "$work"; return 1
+    fi
+    unpacked=$(ls -d "$work"/x/golang.org/toolchain@* 2>/dev/null | head -1)
+    [ -n "$unpacked" ] && [ -x "$unpacked/bin/go" ] || { rm -rf "$work"; return 1; }
+    touch "$unpacked/.swarm-complete" || { rm -rf "$work"; return 1; }
+    # Another run may have put its copy in place meanwhile: either is whole.
+    if [ ! -f "$dir/.swarm-complete" ]; then rm -rf "$dir" && mv "$unpacked" "$dir"; fi
+    rm -rf "$work"
+    [ -f "$dir/.swarm-complete" ] || return 1
   fi
   echo "$dir/bin/go"
 }

@@ -65,8 +65,18 @@ Verb add_version(CLI::App& app) {
             doc.set("swarm", std::string(mine));
             doc.set("current_nats_release", std::string(swarm::current_nats_release()));
             std::string human = "swarm " + std::string(mine) + "\n";
-            const auto chosen = swarm::choose_nats_server();
-            if (chosen) {
+            std::optional<swarm::ServerProgram> chosen;
+            std::string refused;
+            try {
+              chosen = swarm::choose_nats_server();
+            } catch (const swarm::Error& e) {
+              refused = e.what();  // a $SWARM_NATS_SERVER that names no program: said, not fatal here
+            }
+            if (!refused.empty()) {
+              doc.set_null("embedded_default");
+              doc.set("embedded_default_error", refused);
+              human += "embedded default: none: " + swarm::printable(refused) + "\n";
+            } else if (chosen) {
               swarm::Json start = swarm::Json::object();
               start.set("path", chosen->path).set("version", chosen->version).set("from", chosen->from);
               doc.set("embedded_default", std::move(start));

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <stdio.h>  // renameat2
 #include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -400,9 +401,15 @@ void SafeDir::write_file(const std::string& name, const std::string& text, mode_
 
 bool SafeDir::create_file(const std::string& name, const std::string& text, mode_t mode) const {
   // Whole or not there, even across a crash: written and synced under a
-  // temporary name, then linked in (which fails, EEXIST, when another made
-  // it first), then the folder synced. An O_EXCL create then write leaves an
-  // empty file when the machine crashes between them.
+  // temporary name, then moved in only if nothing is there (a rename that
+  // never replaces: EEXIST when another made it first), then the folder
+  // synced. An O_EXCL create then write leaves an empty file when the
+  // machine crashes between them. A file system without such a rename
+  // (EINVAL) gets the create then write, synced.
+  {
+    struct stat st {};
+    if (::fstatat(fd_.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) return false;
+  }
   const std::string temp = temp_name(name);
   int fd = ::openat(fd_.get(), temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
   if (fd < 0) throw_filesystem_error("create", path_ / temp, errno);
@@ -416,12 +423,19 @@ bool SafeDir::create_file(const std::string& name, const std::string& text, mode
       throw;
     }
   }
-  const int linked = ::linkat(fd_.get(), temp.c_str(), fd_.get(), name.c_str(), 0);
-  const int e = errno;
-  ::unlinkat(fd_.get(), temp.c_str(), 0);
-  if (linked != 0) {
+  if (::renameat2(fd_.get(), temp.c_str(), fd_.get(), name.c_str(), RENAME_NOREPLACE) != 0) {
+    const int e = errno;
+    ::unlinkat(fd_.get(), temp.c_str(), 0);
     if (e == EEXIST) return false;
-    throw_filesystem_error("create", path_ / name, e);
+    if (e != EINVAL && e != ENOSYS) throw_filesystem_error("create", path_ / name, e);
+    fd = ::openat(fd_.get(), name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    if (fd < 0) {
+      if (errno == EEXIST) return false;
+      throw_filesystem_error("create", path_ / name, errno);
+    }
+    UniqueFd owned(fd);
+    write_all(fd, text, path_ / name);
+    if (::fsync(fd) != 0) throw_filesystem_error("sync", path_ / name, errno);
   }
   if (::fsync(fd_.get()) != 0) throw_filesystem_error("sync", path_, errno);
   return true;

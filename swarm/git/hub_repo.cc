@@ -31,7 +31,7 @@ void sync_new_hub(const fs::path& hub) {
       continue;
     }
     if (!fs::is_regular_file(status)) continue;
-    const int fd = ::open(it->path().c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    const int fd = ::open(it->path().c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd >= 0) {
       ::fsync(fd);
       ::close(fd);

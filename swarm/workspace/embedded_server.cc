@@ -24,6 +24,7 @@
 #include "swarm/base/log.h"
 #include "swarm/base/process_info.h"
 #include "swarm/base/secret.h"
+#include "swarm/base/text.h"
 #include "swarm/workspace/server_release.h"
 #include "swarm/workspace/workspace.h"
 
@@ -155,6 +156,15 @@ std::optional<pid_t> EmbeddedServer::recorded_pid() const {
   return static_cast<pid_t>(pid);
 }
 
+std::string EmbeddedServer::recorded_version() const {
+  std::string why;
+  auto dir = SafeDir::open_if_exists(dir_);
+  Json json = Json::parse(dir ? dir->read_file("server.json", 4096, &why).value_or("") : std::string());
+  if (!json || !cJSON_IsObject(json.get())) return {};
+  const cJSON* item = cJSON_GetObjectItemCaseSensitive(json.get(), "version");
+  return cJSON_IsString(item) ? std::string(item->valuestring) : std::string();
+}
+
 std::optional<ServerIdentity> EmbeddedServer::running() const {
   std::string why;
   auto dir = SafeDir::open_if_exists(dir_);
@@ -209,6 +219,15 @@ std::string EmbeddedServer::start(int port, std::chrono::milliseconds timeout) {
   const std::string& program = chosen->path;
   SafeDir dir = folder();
   require_no_planted_links(dir);
+  // A store a newer nats-server wrote is never handed to an older one (it
+  // may not read it, or read it wrong): the build tree removed, the Debian
+  // package's swarm on a workspace the current release ran.
+  if (const std::string last = recorded_version(); release_older(chosen->version, last))
+    throw Error(Errc::unavailable,
+                "the workspace's store was last run by nats-server " + last + ", and the nats-server up would start (" +
+                    printable(program) + ", " + (chosen->version.empty() ? "version unknown" : chosen->version) +
+                    ") is older: it is not started on it. Set $SWARM_NATS_SERVER to a nats-server " + last +
+                    " or later (scripts/setup.sh builds the current release); nothing was changed");
   dir.make_folder("data", 0700);
   // 2.10 and later sync every write before acknowledging it; 2.9 cannot
   // (it syncs about once a minute, and refuses the setting): there the

@@ -55,6 +55,10 @@ class EmbeddedServer {
   // the port while ours is down.
   bool owns_port(int port) const;
 
+  // The version of the nats-server that last ran the store, as server.json
+  // recorded it ("" when none did, or it did not say).
+  std::string recorded_version() const;
+
   // The workspace's token, nullopt when `up` has made none yet.
   std::optional<std::string> token() const;
   // The token, made (random, 0600) when there is none yet.

@@ -68,6 +68,11 @@ bool release_before(const std::string& version, int major, int minor, int patch)
   return have.read && older(have, Release{major, minor, patch, true});
 }
 
+bool release_older(const std::string& a, const std::string& b) {
+  const Release ra = parse_release(a), rb = parse_release(b);
+  return ra.read && rb.read && older(ra, rb);
+}
+
 std::vector<ServerLack> server_lacks(const std::string& version, ServerSync sync) {
   std::vector<ServerLack> out;
   const std::string shown = version.empty() ? "of an unknown version" : version;
@@ -105,7 +110,8 @@ std::string nats_server_version(const std::string& program) {
   UniqueFd reader(out[0]);
   if (pid < 0) return {};
   std::string text;
-  const auto deadline = std::chrono::steady_clock::now() + 2s;
+  // A Go program answers in milliseconds; a loaded machine may take seconds.
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
   char buffer[256];
   while (text.size() < 4096 && std::chrono::steady_clock::now() < deadline) {
     pollfd p{reader.get(), POLLIN, 0};

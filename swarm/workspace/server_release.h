@@ -24,6 +24,8 @@ std::string_view current_nats_release();
 // Whether `version` ("2.9.10") is older than major.minor.patch; false when it
 // cannot be read.
 bool release_before(const std::string& version, int major, int minor, int patch = 0);
+// Whether release `a` is older than release `b`; false when either cannot be read.
+bool release_older(const std::string& a, const std::string& b);
 
 // One thing swarm cannot have on a server: `what` is a fixed word scripts may
 // match ("durability", "replicated_cas", "advisory"), `detail` says what it
@@ -52,7 +54,7 @@ struct ServerProgram {
 };
 
 // What `program --version` says ("2.9.10"), "" when it does not say it within
-// a couple of seconds.
+// ten seconds.
 std::string nats_server_version(const std::string& program);
 
 // Refuses (bad_input, naming it) a $SWARM_NATS_SERVER that is set but names

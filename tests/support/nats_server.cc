@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,17 +25,24 @@ namespace {
 
 // Each leg's `swarm up` starts that leg's nats-server (the first on PATH),
 // never the newer release beside swarm it prefers otherwise (adr/0052): the
-// old leg tests the embedded default on the old server. A test of the choice
-// itself sets $SWARM_NATS_SERVER to "" (unset) for the swarm it runs.
+// old leg tests the embedded default on the old server. In a CTest leg
+// ($SWARM_NATS_LEG) the leg's server always wins over a $SWARM_NATS_SERVER of
+// the caller's shell; run by hand, one given is kept. A test of the choice
+// itself sets it to "" (unset) for the swarm it runs.
 const bool kLegServerForSwarm = [] {
-  if (std::getenv("SWARM_NATS_SERVER") != nullptr) return false;
+  const char* given = std::getenv("SWARM_NATS_SERVER");
+  const char* leg = std::getenv("SWARM_NATS_LEG");
+  if (given != nullptr && *given != '\0' && (leg == nullptr || *leg == '\0')) return false;
   const char* path = std::getenv("PATH");
   std::string dirs = path ? path : "";
   for (std::size_t at = 0; at <= dirs.size();) {
     const std::size_t end = std::min(dirs.find(':', at), dirs.size());
-    const std::string candidate = dirs.substr(at, end - at) + "/nats-server";
-    if (end > at && ::access(candidate.c_str(), X_OK) == 0) {
-      ::setenv("SWARM_NATS_SERVER", candidate.c_str(), 0);
+    const std::string dir = dirs.substr(at, end - at);
+    const std::string candidate = dir + "/nats-server";
+    struct stat st {};
+    if (!dir.empty() && dir.front() == '/' && ::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        ::access(candidate.c_str(), X_OK) == 0) {
+      ::setenv("SWARM_NATS_SERVER", candidate.c_str(), 1);
       return true;
     }
     at = end + 1;
