@@ -108,6 +108,12 @@ TEST_CASE("CrashImage_NothingAcknowledgedIsLostOnTheDefault") {
     return;
   }
   Swarm swarm{disk.mount_point() / "ws"};
+  // Whatever fails below, the server on the disk stops before the disk is
+  // unmounted (destroyed first): a failed run leaves no server behind.
+  struct DownAtEnd {
+    const Swarm& swarm;
+    ~DownAtEnd() { swarm({"down", "--force"}); }
+  } down_at_end{swarm};
   fs::create_directory(swarm.root);
   auto up = swarm.json({"up"});
   const std::string sync = field(swarm::Json::copy(cJSON_GetObjectItemCaseSensitive(up.get(), "server")), "sync");
