@@ -3,6 +3,7 @@
 
 #include "cli/command/context.h"
 #include "cli/command/exit_code.h"
+#include "cli/command/server_view.h"
 #include "swarm/base/text.h"
 #include "swarm/doctor/doctor.h"
 
@@ -75,13 +76,7 @@ swarm::Json report_json(const swarm::DoctorReport& r) {
     d.set("level", r.durability->level)
         .set("server_version", r.durability->server_version)
         .set("message", r.durability->message);
-    swarm::Json lacks = swarm::Json::array();
-    for (const auto& lack : r.durability->lacks) {
-      swarm::Json item = swarm::Json::object();
-      item.set("what", lack.what).set("detail", lack.detail);
-      lacks.push(std::move(item));
-    }
-    d.set("lacks", std::move(lacks));
+    d.set("lacks", lacks_json(r.durability->lacks));
     doc.set("durability", std::move(d));
   }
   return doc;

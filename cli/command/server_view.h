@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "swarm/base/json.h"
 #include "swarm/workspace/server_release.h"
@@ -13,5 +14,7 @@ namespace cli {
 std::string server_line(const swarm::WorkspaceServer& server);
 // {"version", "program", "sync": "always"|"interval"|"unknown", "lacks": [{"what","detail"}]}
 swarm::Json server_json(const swarm::WorkspaceServer& server);
+// [{"what","detail"}]: what a server lacks (server_json's, and doctor's durability).
+swarm::Json lacks_json(const std::vector<swarm::ServerLack>& lacks);
 
 }  // namespace cli

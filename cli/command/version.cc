@@ -38,14 +38,18 @@ swarm::Json server_json(const swarm::WorkspaceServer& server) {
   if (server.program.empty()) doc.set_null("program");
   else doc.set("program", server.program);
   doc.set("sync", std::string(sync_word(server.sync)));
-  swarm::Json lacks = swarm::Json::array();
-  for (const auto& lack : server.lacks) {
+  doc.set("lacks", lacks_json(server.lacks));
+  return doc;
+}
+
+swarm::Json lacks_json(const std::vector<swarm::ServerLack>& lacks) {
+  swarm::Json out = swarm::Json::array();
+  for (const auto& lack : lacks) {
     swarm::Json item = swarm::Json::object();
     item.set("what", lack.what).set("detail", lack.detail);
-    lacks.push(std::move(item));
+    out.push(std::move(item));
   }
-  doc.set("lacks", std::move(lacks));
-  return doc;
+  return out;
 }
 
 Verb add_version(CLI::App& app) {
