@@ -536,41 +536,30 @@ void durable_grants(Bench& b) {
   }
   const Stats disk = stats_of(fsyncs);
   const std::string version = c_plain.server_version();
-  Row grant{.name = "lease grant, every write synced", .swarm = stats_of(grant_synced), .baseline = stats_of(grant_plain),
-            .target = "<= 2x"};
-  finish(grant, 2.0);
-  grant.note = "nats-server " + version + " with sync_interval always (what `up` starts for 2.10+) against its "
-               "default; store in $TMPDIR; the grant journals an event too";
-  b.rows.push_back(grant);
-  Row renew{.name = "lease renew, every write synced", .swarm = stats_of(renew_synced),
-            .baseline = stats_of(renew_plain), .target = "<= 2x"};
-  finish(renew, 2.0);
+  // Each row: its samples against a baseline's, held to `limit` (<= limit x).
+  auto add = [&](std::string name, const std::vector<double>& swarm_ms, const std::vector<double>& base_ms,
+                 double limit, std::string note) {
+    char target[32];
+    std::snprintf(target, sizeof target, "<= %gx", limit);
+    Row row{.name = std::move(name), .swarm = stats_of(swarm_ms), .baseline = stats_of(base_ms), .target = target};
+    finish(row, limit);
+    row.note = std::move(note);
+    b.rows.push_back(std::move(row));
+  };
+  add("lease grant, every write synced", grant_synced, grant_plain, 2.0,
+      "nats-server " + version + " with sync_interval always (what `up` starts for 2.10+) against its "
+      "default; store in $TMPDIR; the grant journals an event too");
   char floor_note[200];
   std::snprintf(floor_note, sizeof floor_note, "the same servers; a renewal is one CAS update; this disk's fdatasync "
                 "of one record: p50 %.3f ms, p99 %.3f ms (the same loop)", disk.p50, disk.p99);
-  renew.note = floor_note;
-  b.rows.push_back(renew);
-  Row renew_at_floor{.name = "lease renew, synced, against unsynced + one fsync", .swarm = stats_of(renew_synced),
-                     .baseline = stats_of(renew_floor), .target = "<= 1.2x"};
-  finish(renew_at_floor, 1.2);
-  renew_at_floor.note = "each sample's floor: the unsynced renewal beside it plus the disk's fdatasync beside it";
-  b.rows.push_back(renew_at_floor);
-  Row send{.name = "send, every write synced", .swarm = stats_of(send_synced), .baseline = stats_of(send_plain),
-           .target = "<= 2x"};
-  finish(send, 2.0);
-  send.note = "Bus::send of a short message on the same two servers";
-  b.rows.push_back(send);
-  Row send_at_floor{.name = "send, synced, against unsynced + one fsync", .swarm = stats_of(send_synced),
-                    .baseline = stats_of(send_floor), .target = "<= 1.2x"};
-  finish(send_at_floor, 1.2);
-  send_at_floor.note = "as the renewal's floor";
-  b.rows.push_back(send_at_floor);
-  Row mark{.name = "lease grant under the token watermark", .swarm = stats_of(grant_marked),
-           .baseline = stats_of(grant_plain), .target = "<= 1.2x"};
-  finish(mark, 1.2);
-  mark.note = "tokens.json read per grant, raised and synced once every " + std::to_string(swarm::kTokenReserve) +
-              " revisions; the same default server";
-  b.rows.push_back(mark);
+  add("lease renew, every write synced", renew_synced, renew_plain, 2.0, floor_note);
+  add("lease renew, synced, against unsynced + one fsync", renew_synced, renew_floor, 1.2,
+      "each sample's floor: the unsynced renewal beside it plus the disk's fdatasync beside it");
+  add("send, every write synced", send_synced, send_plain, 2.0, "Bus::send of a short message on the same two servers");
+  add("send, synced, against unsynced + one fsync", send_synced, send_floor, 1.2, "as the renewal's floor");
+  add("lease grant under the token watermark", grant_marked, grant_plain, 1.2,
+      "tokens.json read per grant, raised and synced once every " + std::to_string(swarm::kTokenReserve) +
+          " revisions; the same default server");
 }
 
 }  // namespace bench
