@@ -6,9 +6,11 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <regex>
 #include <stdexcept>
 #include <thread>
 
+#include "kv/bucket.h"
 #include "kv/connection.h"
 #include "swarm/workspace/workspace.h"
 
@@ -62,6 +64,18 @@ Command SwarmWorkspace::command(const std::vector<std::string>& args, const std:
 RunResult SwarmWorkspace::swarm(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
                                 const std::filesystem::path& cwd) const {
   return run(command(args, env, cwd));
+}
+
+void rewrite_the_cursor(SwarmWorkspace& ws, const std::string& pattern, const std::string& replacement) {
+  auto nats = kv::Connection::connect({.urls = {ws.server()->url()}});
+  auto cursors = kv::Bucket::open(nats, ws.names().cursors);
+  auto keys = cursors.keys();
+  if (keys.size() != 1) throw std::runtime_error("the workspace has " + std::to_string(keys.size()) + " cursors, not one");
+  auto entry = cursors.get(keys[0]);
+  if (!entry) throw std::runtime_error("the cursor " + keys[0] + " went away");
+  const std::string rewritten = std::regex_replace(entry->value, std::regex(pattern), replacement);
+  if (rewritten == entry->value) throw std::runtime_error("the cursor record has no " + pattern + ": " + entry->value);
+  cursors.update(keys[0], rewritten, entry->revision);
 }
 
 void make_unnamed(const SwarmWorkspace& ws) {

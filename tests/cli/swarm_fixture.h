@@ -80,6 +80,11 @@ RunResult up_on_cluster(
     const std::map<std::string, std::string>& host = kHostA,
     const std::function<bool(int)>& retry = [](int exit) { return exit != 0; });
 
+// Rewrites the workspace's one inbox cursor record as a raw client could:
+// `pattern` (a regex over its JSON) replaced by `replacement`, by CAS on the
+// revision read. Throws unless there is exactly one cursor and the pattern matched.
+void rewrite_the_cursor(SwarmWorkspace& ws, const std::string& pattern, const std::string& replacement);
+
 // Parses stdout as one JSON document (empty Json when it is not).
 swarm::Json json_of(const RunResult& r);
 // A string field of a JSON object ("" when absent).
