@@ -54,9 +54,14 @@ constexpr std::chrono::milliseconds kFreshOpen{1000};
 }  // namespace
 
 namespace detail {
-bool is_absence(natsMsg* msg) {
+bool is_server_marker(natsMsg* msg) {
   const char* value = nullptr;
-  if (natsMsgHeader_Get(msg, kMarkerReasonHeader, &value) == NATS_OK && value != nullptr) return true;
+  return natsMsgHeader_Get(msg, kMarkerReasonHeader, &value) == NATS_OK && value != nullptr;
+}
+
+bool is_absence(natsMsg* msg) {
+  if (is_server_marker(msg)) return true;
+  const char* value = nullptr;
   return natsMsgHeader_Get(msg, kOperationHeader, &value) == NATS_OK && value != nullptr &&
          (std::strcmp(value, "DEL") == 0 || std::strcmp(value, "PURGE") == 0);
 }
@@ -235,23 +240,6 @@ Bucket Bucket::ensure(const Connection& connection, const BucketConfig& want) {
     check(status, "create " + where(want.name));
   }
   return open(connection, want.name);
-}
-
-void Bucket::set_ttl(const Connection& connection, const std::string& name, std::chrono::milliseconds ttl) {
-  require_valid_bucket_name(name);
-  const std::string stream = "KV_" + name;
-  auto info = stream_info(*connection.state(), stream, name);
-  if (!info) throw Error(Errc::not_found, where(name) + " does not exist on " + connection.connected_url());
-  info->Config->MaxAge = ttl.count() * kNanosPerMilli;
-  // The server refuses a duplicates window longer than the max age, so it
-  // follows the TTL down (as a bucket made with that TTL has it), to 2 min.
-  const std::int64_t window = std::min<std::int64_t>(info->Config->MaxAge, std::int64_t{120} * 1000 * kNanosPerMilli);
-  if (info->Config->MaxAge > 0) info->Config->Duplicates = window;
-  jsStreamInfo* updated = nullptr;
-  jsErrCode code = jsErrCode(0);
-  natsStatus status = js_UpdateStream(&updated, connection.state()->js.get(), info->Config, nullptr, &code);
-  detail::StreamInfoPtr owned(updated);
-  check(status, "set the TTL of " + where(name), code);
 }
 
 Connection Bucket::connection() const { return Connection(state_->connection); }

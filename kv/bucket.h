@@ -62,6 +62,15 @@ class Bucket {
   // config as it is: for a bucket an older version made with another TTL.
   static void set_ttl(const Connection& connection, const std::string& name, std::chrono::milliseconds ttl);
 
+  // Has the server write a marker when a key's message ends by its age (the
+  // bucket's TTL, or a per-message TTL), the marker kept `marker_ttl` (at
+  // least 1 s): then a watch sees the end when the server acts
+  // (WatchEvent::expired), not when each reader's clock says so. nats-server
+  // 2.11 or later; on an older one it changes nothing and returns false.
+  // Doing it again changes nothing.
+  static bool announce_expiry(const Connection& connection, const std::string& name,
+                              std::chrono::milliseconds marker_ttl);
+
   const std::string& name() const { return name_; }
   // The connection it is on.
   Connection connection() const;

@@ -25,6 +25,9 @@ struct WatchOptions {
 struct WatchEvent {
   enum class Kind { put, erase, caught_up };
   Kind kind = Kind::put;
+  // An erase the server wrote itself: the key's message ended by its age
+  // (see Bucket::announce_expiry); `entry.created` is when it did.
+  bool expired = false;
   Entry entry;  // empty for caught_up; value empty for erase
 };
 

@@ -599,31 +599,6 @@ TEST_CASE("Bucket_GetTogetherOfABucketWithoutDirectGetsAsksTheLeader") {
 
 namespace {
 
-// Turns on per-message TTLs and the server's delete markers (2.11+) on the
-// bucket's stream, by its JSON API: nats.c 3.4.1 knows neither field.
-void allow_expiry_markers(natsConnection* nc, const std::string& bucket) {
-  natsMsg* reply = nullptr;
-  const std::string stream = "KV_" + bucket;
-  REQUIRE(natsConnection_RequestString(&reply, nc, ("$JS.API.STREAM.INFO." + stream).c_str(), "", 5000) == NATS_OK);
-  cJSON* info = cJSON_ParseWithLength(natsMsg_GetData(reply), static_cast<std::size_t>(natsMsg_GetDataLength(reply)));
-  natsMsg_Destroy(reply);
-  REQUIRE(info != nullptr);
-  cJSON* config = cJSON_DetachItemFromObject(info, "config");
-  cJSON_Delete(info);
-  REQUIRE(config != nullptr);
-  cJSON_DeleteItemFromObject(config, "allow_msg_ttl");
-  cJSON_DeleteItemFromObject(config, "subject_delete_marker_ttl");
-  cJSON_AddBoolToObject(config, "allow_msg_ttl", true);
-  cJSON_AddNumberToObject(config, "subject_delete_marker_ttl", 60e9);  // a marker kept a minute
-  char* text = cJSON_PrintUnformatted(config);
-  cJSON_Delete(config);
-  REQUIRE(natsConnection_RequestString(&reply, nc, ("$JS.API.STREAM.UPDATE." + stream).c_str(), text, 5000) == NATS_OK);
-  std::free(text);
-  const std::string answer(natsMsg_GetData(reply), static_cast<std::size_t>(natsMsg_GetDataLength(reply)));
-  natsMsg_Destroy(reply);
-  REQUIRE_MESSAGE(answer.find("\"error\"") == std::string::npos, answer);
-}
-
 }  // namespace
 
 TEST_CASE("Bucket_AKeyTheServerExpiredIsGoneEverywhere") {
@@ -639,7 +614,7 @@ TEST_CASE("Bucket_AKeyTheServerExpiredIsGoneEverywhere") {
   auto b = f.bucket("expiring");
   b.create("kept", "v");
   testing::RawNats raw(f.server.url());
-  allow_expiry_markers(raw.nc, "expiring");
+  REQUIRE(kv::Bucket::announce_expiry(f.connection, "expiring", 60s));
   natsMsg* msg = nullptr;
   REQUIRE(natsMsg_Create(&msg, "$KV.expiring.gone", nullptr, "soon", 4) == NATS_OK);
   REQUIRE(natsMsgHeader_Set(msg, "Nats-TTL", "1s") == NATS_OK);
@@ -668,4 +643,69 @@ TEST_CASE("Bucket_AKeyTheServerExpiredIsGoneEverywhere") {
   CHECK(b.create("gone", "again") > 0);
   REQUIRE(b.get("gone"));
   CHECK(b.get("gone")->value == "again");
+}
+
+TEST_CASE("Bucket_AWatchSeesTheServersExpiryAsItHappens") {
+  // With expiry announced, a key that ends by the bucket's TTL reaches a
+  // watch as an erase marked `expired`, stamped with the server's time of
+  // the end, within a second of it; a client's delete is not `expired`.
+  // Turning it on twice, and a TTL set afterwards, keep the markers on.
+  Fixture f;
+  auto b = f.bucket("announcing", 2s);
+  if (kv::version_before(f.connection.server_version(), 2, 11)) {
+    CHECK_FALSE(kv::Bucket::announce_expiry(f.connection, "announcing", 60s));
+    MESSAGE("nats-server " << f.connection.server_version() << " announces no expiry: left as it was");
+    return;
+  }
+  CHECK(kv::Bucket::announce_expiry(f.connection, "announcing", 60s));
+  CHECK(kv::Bucket::announce_expiry(f.connection, "announcing", 60s));
+  CHECK(kv_kind_of([&] { kv::Bucket::announce_expiry(f.connection, "absent", 60s); }) == kv::Errc::not_found);
+
+  auto expiry_seen = [&](const std::string& key, std::chrono::milliseconds ttl) {
+    auto watch = b.watch(key);
+    auto first = watch.next(5s);
+    REQUIRE(first);
+    REQUIRE(first->kind == kv::WatchEvent::Kind::caught_up);
+    b.create(key, "alive");
+    auto put = watch.next(5s);
+    REQUIRE(put);
+    REQUIRE(put->kind == kv::WatchEvent::Kind::put);
+    CHECK_FALSE(put->expired);
+    auto end = watch.next(ttl + 5s);
+    const auto arrived = std::chrono::system_clock::now();
+    REQUIRE(end);
+    CHECK(end->kind == kv::WatchEvent::Kind::erase);
+    CHECK(end->expired);
+    // The server's time of the end: its TTL after the put, not before.
+    CHECK(end->entry.created - put->entry.created >= ttl);
+    CHECK(end->entry.created - put->entry.created < ttl + 1500ms);
+    // One machine, one clock: seen here within a second of the server's end.
+    CHECK(arrived - end->entry.created < 1s);
+    using ms = std::chrono::milliseconds;
+    MESSAGE(key << ": the server ended it " << std::chrono::duration_cast<ms>(end->entry.created - put->entry.created - ttl).count()
+                << " ms after its TTL; seen " << std::chrono::duration_cast<ms>(arrived - end->entry.created).count()
+                << " ms after that");
+    CHECK_FALSE(b.get(key));
+  };
+  expiry_seen("first", 2s);
+
+  // A client's delete is an erase, never an expiry.
+  {
+    const auto revision = b.create("deleted", "v");
+    auto watch = b.watch("deleted");
+    REQUIRE(watch.next(5s));  // the put
+    REQUIRE(watch.next(5s));  // caught_up
+    b.erase("deleted", revision);
+    auto erase = watch.next(5s);
+    REQUIRE(erase);
+    CHECK(erase->kind == kv::WatchEvent::Kind::erase);
+    CHECK_FALSE(erase->expired);
+  }
+
+  // nats.c's own update would drop the markers (or be refused): set_ttl
+  // keeps them.
+  kv::Bucket::set_ttl(f.connection, "announcing", 3s);
+  b = kv::Bucket::open(f.connection, "announcing");
+  CHECK(b.config().ttl == 3s);
+  expiry_seen("second", 3s);
 }
