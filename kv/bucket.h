@@ -122,6 +122,7 @@ class Bucket {
     std::string key;
     std::string value;
     std::uint64_t revision = 0;
+    std::chrono::milliseconds message_ttl{0};  // as with_message_ttl (0: none)
   };
   struct WriteResult {
     std::uint64_t revision = 0;  // the new revision when it succeeded
@@ -181,6 +182,18 @@ class Bucket {
   Watch watch(std::string_view pattern, WatchOptions options = {}) const;
 
   std::chrono::milliseconds request_timeout() const;
+
+  // The same bucket, whose create() and update() give the value a TTL of
+  // its own (rounded up to whole seconds, at least 1 s): the server removes
+  // it then, with a marker when the bucket announces expiry. Sent only to
+  // nats-server 2.11 or later; a stream that refuses message TTLs (one an
+  // older swarm made) gets the write without it, and no TTL from then on.
+  Bucket with_message_ttl(std::chrono::milliseconds ttl) const;
+
+  // Whether the server writes a marker when a key ends by its age (see
+  // announce_expiry), as its stream's config says now: one request (none,
+  // and false, on a server before 2.11).
+  bool announces_expiry() const;
 
   // The same bucket, whose requests (retries included) take at most `budget`
   // each, whatever the connection's timeouts: a lease holder renews within
@@ -289,6 +302,7 @@ class Bucket {
   std::shared_ptr<State> state_;
   std::string name_;
   std::chrono::milliseconds budget_{0};  // 0: the connection's
+  std::chrono::milliseconds message_ttl_{0};  // 0: none (with_message_ttl)
 };
 
 // The newest revision of each key that an entry of one pass repeats: only

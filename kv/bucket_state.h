@@ -30,6 +30,12 @@ struct Bucket::State {
   // Whether the stream answers direct gets (allow_direct): 1, 0, or -1 not
   // known (a bucket bound without a round trip). See get_together.
   std::atomic<int> direct{-1};
+  // Whether the stream refused a message TTL (JetStream error 10166: one
+  // made without allow_msg_ttl): writes go without one from then on.
+  std::atomic<bool> ttl_refused{false};
+  // The Nats-TTL header's value for `ttl`, or empty when none is to be sent
+  // (none asked, the server before 2.11, or the stream refused one).
+  std::string ttl_header(std::chrono::milliseconds ttl) const;
 
   jsCtx* js() const { return connection->js.get(); }
 };

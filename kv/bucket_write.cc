@@ -14,6 +14,28 @@
 
 namespace kv {
 
+namespace {
+
+// JetStream's answer to a message TTL on a stream that does not allow them.
+constexpr int kTtlDisabledErr = 10166;
+constexpr const char* kTtlHeader = "Nats-TTL";
+
+}  // namespace
+
+std::string Bucket::State::ttl_header(std::chrono::milliseconds ttl) const {
+  if (ttl <= std::chrono::milliseconds(0) || ttl_refused.load()) return {};
+  if (version_before(detail::server_version(*connection), 2, 11)) return {};
+  // Whole seconds, rounded up: never before the TTL asked.
+  const auto seconds = std::max<std::int64_t>(1, (ttl.count() + 999) / 1000);
+  return std::to_string(seconds);
+}
+
+Bucket Bucket::with_message_ttl(std::chrono::milliseconds ttl) const {
+  Bucket copy = *this;
+  copy.message_ttl_ = ttl;
+  return copy;
+}
+
 std::uint64_t Bucket::publish(std::string_view key, std::string_view value, Expect expect, std::uint64_t expect_revision,
                               Op op, std::string_view what, Sent sent) const {
   PendingWrite w{key, value, what, expect == Expect::absent, expect_revision, op == Op::erase,
@@ -31,6 +53,8 @@ std::uint64_t Bucket::publish(std::string_view key, std::string_view value, Expe
   detail::MsgPtr msg(raw);
   if (w.is_delete)
     if (natsStatus s = natsMsgHeader_Set(raw, detail::kOperationHeader, "DEL"); s != NATS_OK) fail(s, jsErrCode(0));
+  if (const std::string ttl = w.is_delete ? std::string() : state_->ttl_header(message_ttl_); !ttl.empty())
+    if (natsStatus s = natsMsgHeader_Set(raw, kTtlHeader, ttl.c_str()); s != NATS_OK) fail(s, jsErrCode(0));
 
   jsPubOptions options;
   jsPubOptions_Init(&options);
@@ -55,6 +79,10 @@ std::uint64_t Bucket::publish(std::string_view key, std::string_view value, Expe
     natsStatus status = js_PublishMsg(&ack, state_->js(), raw, &options, &code);
     detail::PubAckPtr owned_ack(ack);
     if (status == NATS_OK) return ack->Sequence;
+    if (code == kTtlDisabledErr && natsMsgHeader_Delete(raw, kTtlHeader) == NATS_OK) {
+      state_->ttl_refused = true;  // refused before it was stored: again without it
+      continue;
+    }
     try {
       fail(status, code);
     } catch (const Error& e) {
@@ -224,7 +252,7 @@ PubAck parse_pub_ack(std::string_view text) {
 
 // A pipelined write's answer: the new revision, or the failure (a conflict
 // carries the current revision, as nats.c's own error text does).
-Bucket::WriteResult read_pub_ack(natsMsg* reply, const std::string& what) {
+Bucket::WriteResult read_pub_ack(natsMsg* reply, const std::string& what, int* js_code = nullptr) {
   Bucket::WriteResult out;
   const char* status = nullptr;
   if (natsMsgHeader_Get(reply, "Status", &status) == NATS_OK && status != nullptr && std::strcmp(status, "503") == 0) {
@@ -241,6 +269,7 @@ Bucket::WriteResult read_pub_ack(natsMsg* reply, const std::string& what) {
     return out;
   }
   const auto code = ack.err_code;
+  if (js_code != nullptr) *js_code = static_cast<int>(code);
   Errc kind = code == JSStreamWrongLastSequenceErr ? Errc::conflict : Errc::internal;
   if (code == JSClusterNotAvailErr || code == JSClusterNotLeaderErr || code == JSClusterIncompleteErr ||
       code == JSRaftGeneralErr)
@@ -336,7 +365,9 @@ std::vector<Bucket::WriteResult> Bucket::update_together(const std::vector<Write
       break;
     detail::MsgPtr msg(raw);
     const std::string expected = std::to_string(w.revision);
+    const std::string ttl = w.bucket->state_->ttl_header(w.message_ttl);
     if (natsMsgHeader_Set(raw, "Nats-Expected-Last-Subject-Sequence", expected.c_str()) != NATS_OK ||
+        (!ttl.empty() && natsMsgHeader_Set(raw, kTtlHeader, ttl.c_str()) != NATS_OK) ||
         natsConnection_PublishMsg(nc, raw) != NATS_OK)
       break;  // it and the rest go one at a time below
   }
@@ -348,8 +379,13 @@ std::vector<Bucket::WriteResult> Bucket::update_together(const std::vector<Write
   // A transient failure counts as no answer: that write goes alone below.
   detail::read_replies(connection, first, sent, std::chrono::steady_clock::now() + wait,
                        [&](std::size_t i, natsMsg* reply) {
-                         out[i] = read_pub_ack(reply, "update " + where(writes[i].bucket->name(), writes[i].key));
-                         answered[i] = !(out[i].error && detail::is_transient(*out[i].error));
+                         int code = 0;
+                         out[i] = read_pub_ack(reply, "update " + where(writes[i].bucket->name(), writes[i].key),
+                                               &code);
+                         // A TTL the stream refused: alone below, without it.
+                         const bool refused = out[i].error && code == kTtlDisabledErr;
+                         if (refused) writes[i].bucket->state_->ttl_refused = true;
+                         answered[i] = !(out[i].error && (detail::is_transient(*out[i].error) || refused));
                        });
   lock.unlock();
   // No answer in time (a failover, say), or never sent: alone, the usual way,
@@ -360,7 +396,8 @@ std::vector<Bucket::WriteResult> Bucket::update_together(const std::vector<Write
     out[i] = {};
     try {
       const Sent earlier = i < sent ? Sent::maybe_stored : Sent::first;
-      out[i].revision = w.bucket->publish(w.key, w.value, Expect::revision, w.revision, Op::put, "update", earlier);
+      out[i].revision = w.bucket->with_message_ttl(w.message_ttl)
+                            .publish(w.key, w.value, Expect::revision, w.revision, Op::put, "update", earlier);
     } catch (const Error& e) {
       out[i].error = e;
     }

@@ -73,6 +73,12 @@ void update_stream(detail::ConnectionState& state, const std::string& stream, co
   api_request(state, "$JS.API.STREAM.UPDATE." + stream, text.get(), what);
 }
 
+// Whether a stream's config has the server write expiry markers.
+bool has_markers(const cJSON* config) {
+  return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(config, "allow_msg_ttl")) &&
+         number_or_zero(config, "subject_delete_marker_ttl") > 0;
+}
+
 }  // namespace
 
 void Bucket::set_ttl(const Connection& connection, const std::string& name, std::chrono::milliseconds ttl) {
@@ -89,6 +95,12 @@ void Bucket::set_ttl(const Connection& connection, const std::string& name, std:
   update_stream(state, stream, config.get(), what);
 }
 
+bool Bucket::announces_expiry() const {
+  detail::ConnectionState& state = *state_->connection;
+  if (version_before(detail::server_version(state), 2, 11)) return false;
+  return has_markers(config_now(state, state_->stream, "read the config of bucket " + name_).get());
+}
+
 bool Bucket::announce_expiry(const Connection& connection, const std::string& name,
                              std::chrono::milliseconds marker_ttl) {
   require_valid_bucket_name(name);
@@ -97,9 +109,7 @@ bool Bucket::announce_expiry(const Connection& connection, const std::string& na
   const std::string stream = "KV_" + name;
   const std::string what = "turn on expiry markers of bucket " + name;
   Json config = config_now(state, stream, what);
-  if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(config.get(), "allow_msg_ttl")) &&
-      number_or_zero(config.get(), "subject_delete_marker_ttl") > 0)
-    return true;
+  if (has_markers(config.get())) return true;
   const auto seconds = std::max(std::chrono::duration_cast<std::chrono::seconds>(marker_ttl), kShortestMarker);
   cJSON_DeleteItemFromObjectCaseSensitive(config.get(), "allow_msg_ttl");
   cJSON_AddBoolToObject(config.get(), "allow_msg_ttl", true);

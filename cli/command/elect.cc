@@ -58,7 +58,7 @@ swarm::Json elect_line(const std::string& name, const swarm::Leadership& l) {
 int observe(Context& ctx, const std::string& name) {
   const SignalRouter signals;  // before any thread is made; SIGHUP: its terminal went away
   auto store = ctx.leases(true);
-  swarm::LeaderWatch leaders(store, name);
+  swarm::LeaderWatch leaders(store, name, ctx.me());
   while (signals.received() == 0) {
     auto change = leaders.next(std::chrono::milliseconds(250));
     if (change) ctx.out().json_line(elect_line(name, *change));

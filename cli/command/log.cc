@@ -19,7 +19,8 @@ namespace {
 // these, and its help and its refusal list them, from this one table.
 constexpr const char* kKinds[] = {
     "join",          "commit",     "close",      "evict",          "fix",         "sync",
-    "overlap",       "hold.conflict", "session.lost", "lease.grant", "lease.release", "lease.lost",
+    "overlap",       "hold.conflict", "session.lost", "session.expired", "lease.grant", "lease.release",
+    "lease.lost",    "lease.expired",
     "elect.resign",  "elect.handover", "elect.state", "land",        "land.refused", "task.add",
     "task.claim",    "task.state", "task.edit",  "review.approve", "review.reject"};
 

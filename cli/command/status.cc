@@ -129,12 +129,15 @@ class AlternateScreen {
 // Redraws the live view on each change (and each second, so ages tick), from
 // the library's feed of a KV watch: no polling of the bucket. Ends cleanly
 // on SIGINT, SIGTERM or SIGHUP (exit 0).
-int watch(Context& ctx, const SignalRouter& signals, const swarm::SessionStore& store, const StatusFlags& flags) {
+int watch(Context& ctx, const SignalRouter& signals, const Context::Sessions& sessions, const StatusFlags& flags) {
   using namespace std::chrono_literals;
   const bool json = ctx.out().json();
   const bool tty = isatty(STDOUT_FILENO) != 0 && !json;
   // One slot is watched alone; several are filtered from the whole bucket's watch.
-  swarm::StatusWatch feed(store, ctx.me(), flags.slots.size() == 1 ? flags.slots.front() : std::string(), json);
+  // The server's expiries it hears are journaled (every watcher writes the
+  // same message; the journal keeps one).
+  swarm::StatusWatch feed(sessions.store, ctx.me(), flags.slots.size() == 1 ? flags.slots.front() : std::string(),
+                          json, sessions.leases.journal());
   const AlternateScreen alternate(tty);
   auto last_draw = std::chrono::steady_clock::now() - 1h;
 
@@ -148,6 +151,9 @@ int watch(Context& ctx, const SignalRouter& signals, const swarm::SessionStore& 
         if (change) {
           c = swarm::Json::object();
           c.set("event", swarm::to_string(change->kind)).set("slot", change->slot);
+          // An expiry says who judged it: the server's marker, or this view's clock.
+          if (change->kind == swarm::LiveSessions::Change::Kind::expired)
+            c.set("by", change->by_server ? "server" : "clock").set("at", swarm::format_rfc3339(change->at));
         }
         ctx.out().rendered(status_json(feed.bucket_name(), feed.ttl(), rows, true, change ? &c : nullptr));
       };
@@ -219,7 +225,7 @@ Verb add_status(CLI::App& app) {
             if (flags->watch) {
               const SignalRouter signals;  // before any thread is made
               const auto sessions = ctx.sessions();
-              return watch(ctx, signals, sessions.store, *flags);
+              return watch(ctx, signals, sessions, *flags);
             }
             const auto [store, leases] = ctx.sessions();
             // The task leases, to say where one disagrees with its session:

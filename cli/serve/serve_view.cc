@@ -9,6 +9,7 @@
 #include "swarm/base/error.h"
 #include "swarm/base/log.h"
 #include "swarm/base/text.h"
+#include "swarm/lease/events.h"
 #include "swarm/slots/liveness.h"
 #include "swarm/slots/status_watch.h"
 namespace cli {
@@ -196,7 +197,8 @@ void ServeView::feed(const char* what, const std::function<void()>& body) {
 
 void ServeView::sessions_feed(ServeLink& link) {
   feed("sessions", [&] {
-    swarm::StatusWatch watch(link.landing.sessions(), me_, "", true);
+    // The server's expiries it hears are journaled (every watcher writes the same message; one is kept).
+    swarm::StatusWatch watch(link.landing.sessions(), me_, "", true, link.landing.journal());
     while (running()) {
       auto update = watch.next(kPoll);
       if (!update) continue;
@@ -213,6 +215,47 @@ void ServeView::sessions_feed(ServeLink& link) {
   });
 }
 
+// One event of the lease bucket's watch, applied to the view; the journal
+// event of a lease the server ended by its TTL (one this view had: a
+// replay's marker ends nothing it had) when it was one.
+std::optional<swarm::Event> ServeView::apply_lease_event(kv::WatchEvent&& event) {
+  std::optional<swarm::Event> expired;  // the server ended a lease this view had
+  std::lock_guard lock(mu_);
+  if (event.kind != kv::WatchEvent::Kind::caught_up) {
+    const std::string key = event.entry.key;
+    const bool put = event.kind == kv::WatchEvent::Kind::put;
+    if (swarm::is_lease_key(key)) {
+      if (put) {
+        leases_[key] = swarm::lease_entry_of(std::move(event.entry));
+      } else {
+        auto it = leases_.find(key);
+        if (event.expired && it != leases_.end()) {
+          swarm::LastWrite ended;
+          ended.record = it->second.record;
+          ended.expired_revision = it->second.revision;
+          ended.expired_by_server = true;
+          expired = swarm::lease_expired_event(lease_bucket_, key, ended, event.entry.revision,
+                                               event.entry.created, me_);
+        }
+        if (it != leases_.end()) leases_.erase(it);
+      }
+    } else if (swarm::place_of(key)) {
+      if (put) places_[key] = std::move(event.entry);
+      else places_.erase(key);
+    } else if (auto place = swarm::beat_of(key)) {
+      if (put) beats_[*place] = event.entry.created;
+      else beats_.erase(*place);
+    } else if (auto semaphore = swarm::limit_key_of(key)) {
+      auto limit = put ? swarm::limit_in(event.entry.value) : std::nullopt;
+      if (limit) limits_[*semaphore] = *limit;
+      else limits_.erase(*semaphore);
+    }
+  }
+  ++version_;
+  cv_.notify_all();
+  return expired;
+}
+
 void ServeView::leases_feed(ServeLink& link) {
   feed("leases", [&] {
     kv::Bucket bucket = kv::Bucket::open(link.connection, lease_bucket_);
@@ -221,27 +264,8 @@ void ServeView::leases_feed(ServeLink& link) {
       auto event = watch.next(kPoll);
       if (!event) continue;
       if (event->kind == kv::WatchEvent::Kind::caught_up) set_up("leases", true);
-      std::lock_guard lock(mu_);
-      if (event->kind != kv::WatchEvent::Kind::caught_up) {
-        const std::string key = event->entry.key;
-        const bool put = event->kind == kv::WatchEvent::Kind::put;
-        if (swarm::is_lease_key(key)) {
-          if (put) leases_[key] = swarm::lease_entry_of(std::move(event->entry));
-          else leases_.erase(key);
-        } else if (swarm::place_of(key)) {
-          if (put) places_[key] = std::move(event->entry);
-          else places_.erase(key);
-        } else if (auto place = swarm::beat_of(key)) {
-          if (put) beats_[*place] = event->entry.created;
-          else beats_.erase(*place);
-        } else if (auto semaphore = swarm::limit_key_of(key)) {
-          auto limit = put ? swarm::limit_in(event->entry.value) : std::nullopt;
-          if (limit) limits_[*semaphore] = *limit;
-          else limits_.erase(*semaphore);
-        }
-      }
-      ++version_;
-      cv_.notify_all();
+      // The server's end of a lease this view had is journaled, unlocked.
+      if (auto expired = apply_lease_event(std::move(*event))) link.landing.journal().record(*expired);
     }
   });
 }

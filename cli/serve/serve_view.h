@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "kv/connection.h"
+#include "kv/watch.h"
 #include "swarm/bus/bus.h"
 #include "swarm/bus/cursors.h"
 #include "swarm/journal/journal.h"
@@ -102,6 +103,7 @@ class ServeView {
   void feed(const char* what, const std::function<void()>& body);
   void sessions_feed(ServeLink& link);
   void leases_feed(ServeLink& link);
+  std::optional<swarm::Event> apply_lease_event(kv::WatchEvent&& event);
   void journal_feed(ServeLink& link);
   void branches_feed(ServeLink& link);
   void tasks_feed(ServeLink& link);

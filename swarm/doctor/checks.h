@@ -109,6 +109,9 @@ struct BucketInput {
   // on what was read, then doctor reports NATS (as before the table).
   std::optional<Error> lease_bucket_unreadable;
   std::optional<kv::StreamStatus> journal;  // the journal's stream; nullopt: missing
+  // Buckets whose expiry the server could announce (2.11+) but does not (an
+  // older swarm made them): their ends are judged by each host's clock.
+  std::vector<std::string> unannounced;
 };
 Findings check_server_version(const BucketInput& in);
 Findings check_bucket_config(const BucketInput& in);

@@ -123,6 +123,10 @@ d::BucketInput read_buckets(const SessionStore& store, const WorkspaceConfig& co
   }
   if (!in.lease_bucket_unreadable) {
     try {
+      if (in.lease_bucket_exists && !kv::version_before(nats.server_version(), 2, 11))
+        for (const auto& name : {store.bucket_name(), config.lease_bucket})
+          if (!translating_kv([&] { return kv::Bucket::open(nats, name).announces_expiry(); }))
+            in.unannounced.push_back(name);
       in.journal = Journal(nats, config.names()).state();
     } catch (const Error& e) {
       in.lease_bucket_unreadable = e;  // NATS failed: reported as NATS trouble

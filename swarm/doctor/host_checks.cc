@@ -265,7 +265,15 @@ Findings check_bucket_config(const BucketInput& in) {
 }
 
 Findings check_lease_bucket(const BucketInput& in) {
-  if (in.lease_bucket_exists) return {};
+  if (in.lease_bucket_exists) {
+    Findings out;
+    for (const auto& name : in.unannounced)
+      out.push_back(make_finding(Severity::notice, FindingKind::bucket_config, name,
+                                 "bucket " + name + " does not have the server announce expiry (an older swarm made "
+                                 "it): ends by TTL are judged by each host's clock, and none is journaled",
+                                 "swarm up"));
+    return out;
+  }
   const std::string& name = in.config.lease_bucket;
   return {make_finding(Severity::problem, FindingKind::lease_bucket, name,
                        "the lease bucket " + name + " does not exist", "swarm up")};

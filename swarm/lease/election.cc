@@ -4,6 +4,7 @@
 #include "swarm/base/error.h"
 #include "swarm/base/log.h"
 #include "swarm/base/warnings.h"
+#include "swarm/lease/events.h"
 #include "swarm/lease/lease_queue.h"
 
 namespace swarm {
@@ -144,7 +145,9 @@ std::string_view to_string(Leadership::Change change) {
   return "current";
 }
 
-LeaderWatch::LeaderWatch(const LeaseStore& store, const std::string& name) : store_(store), name_(name) {
+LeaderWatch::LeaderWatch(const LeaseStore& store, const std::string& name, std::optional<HostIdentity> me)
+    : store_(store), name_(name), me_(std::move(me)) {
+  if (store_.keys().announces_expiry()) grace_ = kServerMarkerGrace;
   // Who leads now, from one read: a lease never taken replays nothing.
   bool released = false;
   auto read = read_arriving([&] { return store_.keys().last(name_, &released); });
@@ -154,7 +157,8 @@ LeaderWatch::LeaderWatch(const LeaseStore& store, const std::string& name) : sto
     if (!released && parsed.lease) {
       leader_ = parsed.lease;
       token_ = token_of(parsed.lease->token, last->revision);
-      expires_ = observed_expiry(store_.server_clock(), read.at, last->created, parsed.lease->ttl);
+      leader_revision_ = last->revision;
+      expires_ = observed_expiry(store_.server_clock(), read.at, last->created, parsed.lease->ttl) + grace_;
     }
   }
   pump_.add(store_.keys().watch(name_), 0);
@@ -192,10 +196,24 @@ std::optional<Leadership> LeaderWatch::next(milliseconds timeout) {
     revision_ = entry.revision;
     if (event->event.kind == kv::WatchEvent::Kind::erase) {
       bool had = leader_.has_value();
+      const std::optional<LeaseRecord> last_leader = leader_;
       leader_.reset();
       token_ = 0;
       expires_ = Steady::time_point::max();
       if (!had) continue;  // its end was reported (expired) already
+      if (event->event.expired) {
+        // The server ended it by its TTL: journaled by whoever hears it.
+        if (me_) {
+          LastWrite ended;
+          ended.record = last_leader;
+          ended.expired_revision = leader_revision_;
+          ended.expired_by_server = true;
+          store_.journal().record(
+              lease_expired_event(store_.bucket_name(), name_, ended, entry.revision, entry.created, *me_));
+        }
+        reason_ = "expired";
+        return report(Leadership::Change::expired);
+      }
       auto marker = parse_lease(entry.value);
       reason_ = marker.lease && !marker.lease->handover_to.empty() ? "handed_over" : "resigned";
       return report(Leadership::Change::released);
@@ -203,7 +221,8 @@ std::optional<Leadership> LeaderWatch::next(milliseconds timeout) {
     auto parsed = parse_lease(entry.value);
     if (!parsed.lease) continue;
     const std::uint64_t token = token_of(parsed.lease->token, entry.revision);
-    expires_ = observed_expiry_of_new(store_.server_clock(), event->arrived, parsed.lease->ttl);
+    expires_ = observed_expiry_of_new(store_.server_clock(), event->arrived, parsed.lease->ttl) + grace_;
+    leader_revision_ = entry.revision;
     bool changed = !leader_ || token != token_;
     if (leader_ && changed) reason_ = "expired";  // taken over before its expiry was seen here
     leader_ = parsed.lease;

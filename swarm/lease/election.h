@@ -118,7 +118,10 @@ std::string_view to_string(Leadership::Change change);
 // The leader of `name`, then each change of leader (a renewal is no change).
 class LeaderWatch {
  public:
-  LeaderWatch(const LeaseStore& store, const std::string& name);
+  // Where the server announces expiry (2.11+), a leader's end by its TTL is
+  // its marker (this watch's own judgement only a few seconds later, should
+  // the marker not come); with `me`, such an end is journaled (lease.expired).
+  LeaderWatch(const LeaseStore& store, const std::string& name, std::optional<HostIdentity> me = std::nullopt);
   // The next change within `timeout`; the first call reports who leads now.
   std::optional<Leadership> next(std::chrono::milliseconds timeout);
   void stop() { pump_.wake(); stopped_ = true; }
@@ -133,6 +136,9 @@ class LeaderWatch {
   std::uint64_t token_ = 0;
   std::uint64_t revision_ = 0;
   std::string reason_;  // why the last leader ended, for the next report
+  std::optional<HostIdentity> me_;
+  std::chrono::milliseconds grace_{0};  // added to expires_: the server's marker is awaited first
+  std::uint64_t leader_revision_ = 0;  // the revision the leader's record was seen at
   std::chrono::steady_clock::time_point expires_ = std::chrono::steady_clock::time_point::max();
 };
 

@@ -18,13 +18,26 @@ Event with_lease_fields(Event e, const Lease& lease) {
 Event lease_grant_event(std::string_view bucket, const Lease& lease, const LastWrite& over) {
   Event e = with_lease_fields(
       lease_event("lease.grant", bucket, lease.name, actor_of(lease.record), lease.token, lease.revision), lease);
-  const bool took_over = over.revision != 0 && !over.released;
+  const bool took_over = (over.revision != 0 && !over.released) || over.expired_by_server;
   if (took_over) {
     e.detail.set("took_over", "expired");
-    if (over.record) e.detail.set("previous_holder", over.record->holder).set("previous_token", over.record->token != 0 ? over.record->token : over.revision);
+    const std::uint64_t revision = over.expired_by_server ? over.expired_revision : over.revision;
+    if (over.record)
+      e.detail.set("previous_holder", over.record->holder)
+          .set("previous_token", over.record->token != 0 ? over.record->token : revision);
   } else {
     e.detail.set_null("took_over");
   }
+  return e;
+}
+
+Event lease_expired_event(std::string_view bucket, std::string_view name, const LastWrite& ended,
+                          std::uint64_t marker_revision, TimePoint at, const HostIdentity& seen_by) {
+  const LeaseRecord* r = ended.record ? &*ended.record : nullptr;
+  const std::uint64_t token = r ? token_of(r->token, ended.expired_revision) : 0;
+  Event e = lease_event("lease.expired", bucket, name, r ? actor_of(*r) : Actor{}, token, marker_revision);
+  e.detail.set("expired_at", format_rfc3339(at)).set("seen_by", seen_by.host);
+  if (r) e.detail.set("holder", r->holder).set("ttl_ms", static_cast<std::int64_t>(r->ttl.count()));
   return e;
 }
 

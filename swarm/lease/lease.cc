@@ -365,7 +365,8 @@ Lease LeaseStore::write_grant(const std::string& name, LeaseRecord r, const Last
   // A holder's deadline counts from just before the write is sent (adr/0023).
   const BootTime sent = BootClock::now();
   std::uint64_t revision = cas("lease " + name + " was just granted to another", [&] {
-    return over.revision == 0 ? bucket().create(name, value) : bucket().update(name, value, over.revision);
+    const kv::Bucket written = bucket().with_message_ttl(server_expiry_after(r.ttl));
+    return over.revision == 0 ? written.create(name, value) : written.update(name, value, over.revision);
   });
   if (watermark_) {
     try {
@@ -399,7 +400,11 @@ Lease LeaseStore::renew(const Lease& lease) const {
   const BootTime sent = BootClock::now();
   next.revision = cas("lease " + lease.name + " is no longer held by token " + std::to_string(lease.token) +
                           ": it was released, or granted to another",
-                      [&] { return bucket().update(lease.name, value, lease.revision); });
+                      [&] {
+                        return bucket()
+                            .with_message_ttl(server_expiry_after(next.record.ttl))
+                            .update(lease.name, value, lease.revision);
+                      });
   next.deadline = holder_deadline(sent, next.record.ttl);
   return next;
 }
@@ -482,7 +487,9 @@ kv::Bucket::Write LeaseStore::renewal_of(const LeaseEntry& held, std::optional<s
   if (ttl) r.ttl = *ttl;
   r.token = held.token();
   r.renewed_at = std::chrono::system_clock::now();
-  return keys_.write(held.name, to_json(r), held.revision);
+  kv::Bucket::Write w = keys_.write(held.name, to_json(r), held.revision);
+  w.message_ttl = server_expiry_after(r.ttl);
+  return w;
 }
 
 void LeaseStore::release(const std::string& name, std::uint64_t token) const {

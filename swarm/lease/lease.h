@@ -134,6 +134,10 @@ struct LastWrite {
   TimePoint stored_at{};
   std::optional<LeaseRecord> record;
   std::string corrupt_reason;  // of a record that is there and cannot be read
+  // The server's marker of its expiry (2.11+): `record` is then the one it
+  // ended, at `expired_revision`, as a watcher saw it (none when unseen).
+  bool expired_by_server = false;
+  std::uint64_t expired_revision = 0;
 };
 
 // A live place in a lease's line: the lease, and the place's order there.

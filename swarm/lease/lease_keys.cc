@@ -36,6 +36,10 @@ std::vector<kv::Entry> LeaseKeys::list(const std::string& pattern) const {
   return entries;
 }
 
+bool LeaseKeys::announces_expiry() const {
+  return translating_kv([&] { return bucket_.announces_expiry(); });
+}
+
 kv::Watch LeaseKeys::watch(const std::string& key) const {
   return translating_kv([&] { return bucket_.watch(key); });
 }

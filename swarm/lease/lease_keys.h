@@ -31,6 +31,8 @@ class LeaseKeys {
   // Every key matching `pattern`, each at its newest revision seen.
   std::vector<kv::Entry> list(const std::string& pattern) const;
   kv::Watch watch(const std::string& key) const;
+  // Whether the server announces a key's end by its TTL (one request).
+  bool announces_expiry() const;
   // The same keys, whose requests (retries included) take at most `budget`.
   LeaseKeys with_budget(std::chrono::milliseconds budget) const { return LeaseKeys(bucket_.with_budget(budget)); }
   // An update to send together with other writes (kv::Bucket::update_together).

@@ -5,6 +5,7 @@
 #include "swarm/base/log.h"
 #include "swarm/base/names.h"
 #include "swarm/base/warnings.h"
+#include "swarm/lease/events.h"
 #include "swarm/lease/lease_queue.h"
 
 namespace swarm {
@@ -58,6 +59,9 @@ class Mutex::InLine {
     line_.join(m_.who_, m_.ttl_);
     m_.order_ = line_.order();
     clock_ = line_.clock();
+    // Where the server announces expiry, its marker ends a holder's lease;
+    // this waiter's own judgement comes later (rules.h).
+    if (m_.store_.keys().announces_expiry()) grace_ = kServerMarkerGrace;
     next_renewal_ = start + m_.ttl_ / 3;
     if (m_.hear_handover_) {
       // Best effort: a candidate that does not hear it is not handed the
@@ -160,11 +164,24 @@ class Mutex::InLine {
   // at the moment its answer arrived; one written while we watch is taken as
   // new (age 0 when it arrived: it was stamped before, so this only waits
   // longer). Neither reads the wall clock, which a step may have moved since.
+  // `by_server`: the server's marker of its expiry (2.11+), which carries
+  // no record: the one it ended is kept, for the grant's took_over and count.
   void see_lease(std::uint64_t revision, TimePoint stored_at, bool released, const std::string& value,
-                 Steady::time_point arrived, bool live) {
+                 Steady::time_point arrived, bool live, bool by_server = false) {
+    const LastWrite before = lease_.last;
     lease_.last = {revision, released, stored_at, std::nullopt, {}};
     auto parsed = parse_lease(value);
     lease_.last.record = parsed.lease;
+    if (by_server && !before.released) {
+      lease_.last.record = before.record;
+      lease_.last.expired_by_server = true;
+      lease_.last.expired_revision = before.revision;
+      swarm::log::debug("lease {}: the server ended revision {} by its TTL", m_.name_, before.revision);
+      // Journaled by whoever hears it live; the journal keeps one of all.
+      if (live && before.revision != 0)
+        m_.store_.journal().record(lease_expired_event(m_.store_.bucket_name(), m_.name_, lease_.last, revision,
+                                                       stored_at, HostIdentity{m_.who_.host, m_.who_.host_id}));
+    }
     lease_.held = revision != 0 && !released;
     if (lease_.held) look_again_ = true;
     lease_.handover_to = released && parsed.lease ? parsed.lease->handover_to : std::string();
@@ -177,8 +194,9 @@ class Mutex::InLine {
     lease_.corrupt = lease_.held && !parsed.lease;
     lease_.expires = Steady::time_point::max();
     if (!lease_.held || !parsed.lease) return;
-    lease_.expires = live ? observed_expiry_of_new(clock_, arrived, parsed.lease->ttl)
-                          : observed_expiry(clock_, arrived, stored_at, parsed.lease->ttl);
+    lease_.expires = (live ? observed_expiry_of_new(clock_, arrived, parsed.lease->ttl)
+                           : observed_expiry(clock_, arrived, stored_at, parsed.lease->ttl)) +
+                     grace_;
     swarm::log::debug("lease {}: revision {} ({}): expires in {} ms unless renewed", m_.name_, revision,
                   parsed.lease->holder,
                   std::chrono::duration_cast<milliseconds>(lease_.expires - Steady::now()).count());
@@ -267,7 +285,7 @@ class Mutex::InLine {
       // The replay repeats what the read saw; only newer revisions count.
       else if (e.entry.revision > lease_.last.revision)
         see_lease(e.entry.revision, e.entry.created, e.kind == kv::WatchEvent::Kind::erase, e.entry.value,
-                  event.arrived, lease_live_);
+                  event.arrived, lease_live_, e.expired);
       return;
     }
     if (event.source != ahead_source_) return;  // a place we no longer watch
@@ -314,6 +332,7 @@ class Mutex::InLine {
   bool ahead_heard_ = false;  // that watch delivered the place (or its end)
   LeaseView lease_;
   bool lease_live_ = false;  // the lease's watch replayed what was there: what comes now is new
+  milliseconds grace_{0};  // added to the lease's expiry: the server's marker is awaited first
   bool told_corrupt_ = false;
   bool granted_ = false;  // leaving because the lease is ours
   bool look_again_ = false;  // the lease was held since the line was read: read it before taking the lease

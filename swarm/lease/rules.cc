@@ -21,6 +21,8 @@ milliseconds expiry_margin(milliseconds ttl, std::chrono::nanoseconds uncertaint
 
 BootTime holder_deadline(BootTime sent, milliseconds ttl) { return sent + ttl; }
 
+milliseconds server_expiry_after(milliseconds ttl) { return ttl + expiry_margin(ttl, std::chrono::nanoseconds(0)); }
+
 milliseconds age_at_arrival(const ServerClock& clock, Steady::time_point arrived, TimePoint stored_at) {
   if (!clock.measured) return milliseconds(0);
   return std::max(milliseconds(0), duration_cast<milliseconds>(clock.at(arrived) - stored_at));

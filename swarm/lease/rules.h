@@ -52,6 +52,19 @@ BootTime holder_deadline(BootTime sent, std::chrono::milliseconds ttl);
 // 50 ms + TTL/1000 + the uncertainty (rounded up to a millisecond).
 std::chrono::milliseconds expiry_margin(std::chrono::milliseconds ttl, std::chrono::nanoseconds uncertainty);
 
+// SERVER (2.11+, expiry announced): the TTL a lease's write gives its value,
+// after which the server removes it and says so: past every holder's
+// deadline, as a waiter's own judgement is (the server times it from its
+// stamp, after the holder's send, on a clock that may run 1000 ppm apart):
+// the TTL plus the margin without a reading's error. The store rounds it up
+// to whole seconds.
+std::chrono::milliseconds server_expiry_after(std::chrono::milliseconds ttl);
+// WAITER or OBSERVER where the server announces expiry: how much later than
+// its own judgement it waits for the server's marker, which comes a quarter
+// second or so after server_expiry_after (rounded up to a second): a marker
+// lost (a watch made anew) or late (a busy server) still ends the wait.
+inline constexpr std::chrono::milliseconds kServerMarkerGrace{3000};
+
 // OBSERVER: how old a record stored at `stored_at` (the server's stamp) was
 // when the answer that returned it arrived (`arrived`), by the server's clock
 // run on the monotonic one (a wall clock stepped since does not move it). 0

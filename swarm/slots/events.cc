@@ -82,6 +82,20 @@ Event evict_event(std::string_view bucket, const SessionEntry& removed, const Ac
   return e;
 }
 
+Event session_expired_event(std::string_view bucket, const SessionEntry& ended, std::uint64_t marker_revision,
+                            TimePoint at, const HostIdentity& seen_by) {
+  const Session* s = ended.session ? &*ended.session : nullptr;
+  // The actor is the session's own host: whose session ended.
+  Actor owner;
+  if (s) owner = {s->host, s->host_id, s->leaf_pid};
+  Event e = slot_event("session.expired", bucket, ended.slot, owner, s ? s->task_id : "", ended.token(),
+                       marker_revision);
+  e.detail.set("expired_at", format_rfc3339(at))
+      .set("last_renewed_revision", static_cast<std::int64_t>(ended.revision))
+      .set("seen_by", seen_by.host);
+  return e;
+}
+
 Event session_lost_event(std::string_view bucket, const Session& session, std::uint64_t token,
                          std::uint64_t revision, std::string_view reason, std::string_view why, const Actor& actor) {
   Event e = slot_event("session.lost", bucket, session.slot, actor, session.task_id, token, revision);

@@ -35,6 +35,11 @@ Event evict_event(std::string_view bucket, const SessionEntry& removed, const Ac
 Event hold_conflict_event(std::string_view bucket, std::string_view slot, std::string_view task_id,
                           std::uint64_t token, std::uint64_t revision, std::string_view act,
                           const std::vector<HeldPath>& held, std::string_view policy, const Actor& actor);
+// A session the server ended by its TTL (its marker at `marker_revision`,
+// at `at` by the server's clock), as the session was when last seen; `seen_by`
+// the host that journals it (any watcher may: the journal keeps one).
+Event session_expired_event(std::string_view bucket, const SessionEntry& ended, std::uint64_t marker_revision,
+                            TimePoint at, const HostIdentity& seen_by);
 // A sync: the onto branch, how it came (fast-forward, merge, conflict), the head after.
 Event sync_event(std::string_view bucket, const SessionEntry& entry, const SyncOutcome& sync, const Actor& actor);
 

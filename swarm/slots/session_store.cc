@@ -54,6 +54,7 @@ std::optional<SessionEvent> SessionWatch::next(std::chrono::milliseconds timeout
     case kv::WatchEvent::Kind::caught_up: out.kind = SessionEvent::Kind::caught_up; break;
     case kv::WatchEvent::Kind::erase:
       out.kind = SessionEvent::Kind::erase;
+      out.expired = event->expired;
       out.entry.slot = event->entry.key;
       out.entry.revision = event->entry.revision;
       out.entry.stored_at = event->entry.created;
@@ -95,6 +96,10 @@ std::chrono::milliseconds SessionStore::current_ttl() const {
       translating_kv([&] { return kv::Bucket::open(bucket_.connection(), bucket_.name()).config().ttl; });
   ttl_ms_->store(ttl.count());
   return ttl;
+}
+
+bool SessionStore::announces_expiry() const {
+  return translating_kv([&] { return bucket_.announces_expiry(); });
 }
 
 kv::BucketConfig SessionStore::bucket_config() const {

@@ -49,7 +49,10 @@ SessionEntry session_entry_of(kv::Entry&& entry, bool keep_json = false);
 struct SessionEvent {
   enum class Kind { put, erase, caught_up };
   Kind kind = Kind::put;
-  SessionEntry entry;  // for erase only slot and revision are set
+  // An erase the server wrote itself: the session ended by its TTL, at
+  // `entry.stored_at` by the server's clock (2.11+, expiry announced).
+  bool expired = false;
+  SessionEntry entry;  // for erase only slot, revision and stored_at are set
 };
 
 class SessionWatch {
@@ -123,6 +126,9 @@ class SessionStore {
   // not `measured`, and a warning says so: callers then remove nothing for
   // being stale.
   ServerClock server_clock(const Clock& local = system_clock()) const { return read_server_clock(bucket_, local); }
+  // Whether the server announces a session's end by its TTL (swarm up
+  // turns it on, 2.11+): one request.
+  bool announces_expiry() const;
 
   // For tests and doctor: the raw bucket underneath.
   const kv::Bucket& bucket() const { return bucket_; }

@@ -132,18 +132,30 @@ std::optional<LiveSessions::Change> LiveSessions::apply(const SessionEvent& even
     case SessionEvent::Kind::put:
       entries_[event.entry.slot] = event.entry;
       return Change{Change::Kind::put, event.entry.slot};
-    case SessionEvent::Kind::erase:
-      if (entries_.erase(event.entry.slot) == 0) return std::nullopt;
-      return Change{Change::Kind::erase, event.entry.slot};
+    case SessionEvent::Kind::erase: {
+      auto it = entries_.find(event.entry.slot);
+      if (it == entries_.end()) return std::nullopt;
+      Change change{event.expired ? Change::Kind::expired : Change::Kind::erase, event.entry.slot};
+      change.ended = std::move(it->second);
+      change.at = event.entry.stored_at;
+      change.by_server = event.expired;
+      change.revision = event.entry.revision;
+      entries_.erase(it);
+      return change;
+    }
   }
   return std::nullopt;
 }
 
-std::vector<LiveSessions::Change> LiveSessions::expire(TimePoint now, std::chrono::milliseconds ttl) {
+std::vector<LiveSessions::Change> LiveSessions::expire(TimePoint now, std::chrono::milliseconds ttl,
+                                                      std::chrono::milliseconds grace) {
   std::vector<Change> changes;
   for (auto it = entries_.begin(); it != entries_.end();) {
-    if (age_of(it->second.stored_at, now) >= ttl) {
-      changes.push_back({Change::Kind::expired, it->first});
+    if (age_of(it->second.stored_at, now) >= ttl + grace) {
+      Change change{Change::Kind::expired, it->first};
+      change.at = it->second.stored_at + ttl;
+      change.ended = std::move(it->second);
+      changes.push_back(std::move(change));
       it = entries_.erase(it);
     } else {
       ++it;

@@ -106,12 +106,22 @@ class LiveSessions {
     enum class Kind { put, erase, expired };
     Kind kind;
     std::string slot;
+    // For an erase or expiry: the session that ended, when
+    // this view had it; when it ended (the server's time: its marker's, or
+    // its TTL after its last renewal); whether the server said so (its
+    // marker, at `revision`) or this view's clock judged it.
+    std::optional<SessionEntry> ended;
+    TimePoint at{};
+    bool by_server = false;
+    std::uint64_t revision = 0;
   };
 
   // Applies one watch event; the change it made, if any (caught_up makes none).
   std::optional<Change> apply(const SessionEvent& event);
-  // Drops entries whose age reached `ttl`: the server has evicted them.
-  std::vector<Change> expire(TimePoint now, std::chrono::milliseconds ttl);
+  // Drops entries whose age reached `ttl` (and `grace` more): the server
+  // has evicted them, at their TTL.
+  std::vector<Change> expire(TimePoint now, std::chrono::milliseconds ttl,
+                             std::chrono::milliseconds grace = std::chrono::milliseconds(0));
   std::vector<SessionEntry> entries() const;
   std::size_t size() const { return entries_.size(); }
 

@@ -2,9 +2,13 @@
 
 #include <algorithm>
 
+#include "swarm/lease/rules.h"
+#include "swarm/slots/events.h"
+
 namespace swarm {
 
-StatusWatch::StatusWatch(const SessionStore& store, HostIdentity me, const std::string& slot, bool keep_json)
+StatusWatch::StatusWatch(const SessionStore& store, HostIdentity me, const std::string& slot, bool keep_json,
+                         std::optional<Journal> journal)
     : me_(std::move(me)),
       keep_json_(keep_json),
       bucket_(store.bucket_name()),
@@ -14,6 +18,8 @@ StatusWatch::StatusWatch(const SessionStore& store, HostIdentity me, const std::
         margin_ = observer_margin(ttl_, clock.uncertainty);
         return clock.now;
       }()),
+      announced_(store.announces_expiry()),
+      journal_(std::move(journal)),
       watch_(store.watch(slot.empty() ? ">" : slot)) {}
 
 SessionTable StatusWatch::view() const {
@@ -34,9 +40,14 @@ std::optional<StatusWatch::Update> StatusWatch::next(std::chrono::milliseconds t
       return Update{true, {}, view()};
     }
     if (event)
-      if (auto change = live_.apply(*event)) changes.push_back(*change);
+      if (auto change = live_.apply(*event)) {
+        if (change->by_server && caught_up_ && journal_ && change->ended)
+          journal_->record(session_expired_event(bucket_, *change->ended, change->revision, change->at, me_));
+        changes.push_back(std::move(*change));
+      }
     if (caught_up_)
-      for (auto& change : live_.expire(server_now_(), ttl_)) changes.push_back(std::move(change));
+      for (auto& change : live_.expire(server_now_(), ttl_, announced_ ? kServerMarkerGrace : std::chrono::milliseconds(0)))
+        changes.push_back(std::move(change));
     if (caught_up_ && !changes.empty()) return Update{false, std::move(changes), view()};
     // By the deadline, however many events that change nothing keep coming
     // (a long replay): the caller checks for a signal between calls.

@@ -37,6 +37,9 @@ namespace {
 constexpr std::chrono::hours kLeaseBucketTtl{24};
 // What swarm versions before 0.2 made it with.
 constexpr std::chrono::hours kOldLeaseBucketTtl{1};
+// How long the server's marker of an expiry stays (2.11+): long enough for
+// every watcher to hear it; a key's create over it costs one more read.
+constexpr std::chrono::minutes kExpiryMarkerTtl{1};
 constexpr std::chrono::seconds kServerStartTimeout{15};
 constexpr std::chrono::seconds kServerStopGrace{5};
 // How long `up` waits for a running embedded server's JetStream to answer.
@@ -307,6 +310,12 @@ void finish_up(const UpOptions& options, UpResult& result) {
         kv::Bucket::set_ttl(nats, config.lease_bucket, kLeaseBucketTtl);
         return kv::Bucket::open(nats, config.lease_bucket);
       }
+    });
+    // Sessions, leases and holds that end by their TTL are announced by the
+    // server (2.11+; on 2.9 each host's clock judges them, as before).
+    translating_kv([&] {
+      kv::Bucket::announce_expiry(nats, config.bucket, kExpiryMarkerTtl);
+      kv::Bucket::announce_expiry(nats, config.lease_bucket, kExpiryMarkerTtl);
     });
     // The task queue (swarm task): a workspace made before it gets it now.
     TaskStore::ensure(nats, config.task_bucket, config.replicas);

@@ -88,6 +88,10 @@ std::vector<ServerLack> server_lacks(const std::string& version, ServerSync sync
   if (release_before(version, 2, 9, 21))
     out.push_back({"replicated_cas", "in a cluster, nats-server " + shown + " can accept one conditional write twice "
                                      "(fixed in 2.9.21): replicated workspaces need 2.10 or later"});
+  if (release_before(version, 2, 11))
+    out.push_back({"expiry_markers", "nats-server " + shown + " announces no expiry (2.11 does): a session, lease or "
+                                     "hold that ends by its TTL is seen when each host's clock says so (within a "
+                                     "third of the TTL), and no session.expired or lease.expired is journaled"});
   if (release_before(version, 2, 10, 27) || (!release_before(version, 2, 11, 0) && release_before(version, 2, 11, 1)))
     out.push_back({"advisory", "on nats-server " + shown + " any user allowed `$JS.>` can purge the streams of other "
                                "accounts (fixed in 2.10.27 and 2.11.1): do not share it with accounts you do not trust"});

@@ -102,6 +102,7 @@ TEST_CASE("ServerRelease_OnAnOlderServerUpVersionAndDoctorNameWhatItLacks") {
   const auto lacks = lacks_in(member(doc, {"server", "lacks"}));
   CHECK(has(lacks, "durability"));
   CHECK(has(lacks, "advisory"));
+  CHECK(has(lacks, "expiry_markers"));
   CHECK(up.err.find("lacks durability") != std::string::npos);
   CHECK(up.err.find("syncs every write") != std::string::npos);  // the way out named
   auto version = ws.swarm({"version"}, env);

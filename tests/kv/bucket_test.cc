@@ -709,3 +709,66 @@ TEST_CASE("Bucket_AWatchSeesTheServersExpiryAsItHappens") {
   CHECK(b.config().ttl == 3s);
   expiry_seen("second", 3s);
 }
+
+TEST_CASE("Bucket_AValuesOwnTtlEndsItWithTheServersMarker") {
+  // A write given a TTL of its own (a lease's) ends then, with the server's
+  // marker, long before the bucket's age would end it; renewing it with a
+  // new TTL starts it again; a stream that refuses message TTLs still takes
+  // the write, without one (an older swarm's bucket); 2.9 gets none at all.
+  Fixture f;
+  auto b = f.bucket("own-ttl", 1h);
+  const bool announces = !kv::version_before(f.connection.server_version(), 2, 11);
+  CHECK(kv::Bucket::announce_expiry(f.connection, "own-ttl", 60s) == announces);
+  CHECK(b.announces_expiry() == announces);
+  const auto short_lived = b.with_message_ttl(1500ms);  // sent as 2 s
+  auto watch = b.watch("k");
+  auto first = watch.next(5s);
+  REQUIRE(first);
+  REQUIRE(first->kind == kv::WatchEvent::Kind::caught_up);
+  const auto created = short_lived.create("k", "v1");
+  auto put = watch.next(5s);
+  REQUIRE(put);
+  // A renewal with its TTL: the clock starts again from it.
+  std::this_thread::sleep_for(1s);
+  short_lived.update("k", "v2", created);
+  auto renewed = watch.next(5s);
+  REQUIRE(renewed);
+  REQUIRE(renewed->kind == kv::WatchEvent::Kind::put);
+  if (!announces) {
+    CHECK_FALSE(watch.next(3s));  // 2.9: the bucket's hour, as before
+    CHECK(b.get("k"));
+    MESSAGE("nats-server " << f.connection.server_version() << " takes no message TTL: the value stays");
+    return;
+  }
+  auto end = watch.next(5s);
+  REQUIRE(end);
+  CHECK(end->kind == kv::WatchEvent::Kind::erase);
+  CHECK(end->expired);
+  CHECK(end->entry.created - renewed->entry.created >= 2s);
+  CHECK(end->entry.created - renewed->entry.created < 3500ms);
+  CHECK_FALSE(b.get("k"));
+  // Created again over the server's marker.
+  CHECK(short_lived.create("k", "v3") > 0);
+
+  // Several updates sent together carry their TTLs too.
+  const auto r = b.create("together", "a");
+  auto results = kv::Bucket::update_together({{&b, "together", "b", r, 1s}});
+  REQUIRE_FALSE(results[0].error);
+  auto together = b.watch("together");
+  bool ended = false;
+  for (auto e = together.next(5s); e && !ended; e = together.next(5s)) ended = e->expired;
+  CHECK(ended);
+
+  // A bucket made without message TTLs refuses them: the write goes without.
+  auto plain = f.bucket("no-own-ttl", 1h).with_message_ttl(1s);
+  const auto p = plain.create("k", "v");
+  CHECK(p > 0);
+  const auto q = plain.update("k", "w", p);
+  CHECK(q > p);
+  // A handle of its own, which has not heard the refusal yet.
+  const auto reopened = kv::Bucket::open(f.connection, "no-own-ttl");
+  CHECK(kv::Bucket::update_together({{&reopened, "k", "x", q, 1s}})[0].revision > q);
+  std::this_thread::sleep_for(2500ms);
+  REQUIRE(plain.get("k"));
+  CHECK(plain.get("k")->value == "x");
+}
