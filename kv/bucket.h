@@ -130,6 +130,26 @@ class Bucket {
   };
   static std::vector<WriteResult> update_together(const std::vector<Write>& writes);
 
+  // Several writes to this bucket committed together or not at all: the
+  // server checks every condition, then stores all (nats-server 2.12+
+  // atomic batch publish, a stream made with it allowed: allow_atomic).
+  // Each key once; a condition failed is a conflict and stores nothing.
+  // Returns each write's new revision, or nullopt when this bucket cannot
+  // commit atomically (an older server, or a stream without it): nothing
+  // was sent, and the caller writes them as before.
+  struct Commit {
+    std::string key;
+    std::string value;
+    std::optional<std::uint64_t> revision;  // the key must still be at it (none: no condition)
+    bool erase = false;                     // a delete marker (value empty)
+  };
+  std::optional<std::vector<std::uint64_t>> commit_together(const std::vector<Commit>& writes) const;
+  // Lets the bucket's stream take atomic batches (2.12+; false, nothing
+  // changed, on an older server). Doing it again changes nothing.
+  static bool allow_atomic(const Connection& connection, const std::string& name);
+  // Whether it takes them now: one request, asked once per handle.
+  bool commits_atomically() const;
+
   // Deletes only if the key's latest revision is still `revision`: leaves a
   // delete marker, so watchers see the delete. The marker carries `value`
   // (readers of the key see it as absent; last() returns it).

@@ -33,6 +33,9 @@ struct Bucket::State {
   // Whether the stream refused a message TTL (JetStream error 10166: one
   // made without allow_msg_ttl): writes go without one from then on.
   std::atomic<bool> ttl_refused{false};
+  // Whether the stream commits a batch of writes atomically (2.12+,
+  // allow_atomic): 1, 0, or -1 not asked yet (see commit_together).
+  std::atomic<int> atomic{-1};
   // The Nats-TTL header's value for `ttl`, or empty when none is to be sent
   // (none asked, the server before 2.11, or the stream refused one).
   std::string ttl_header(std::chrono::milliseconds ttl) const;
@@ -89,6 +92,10 @@ std::size_t read_replies(ConnectionState& connection, std::uint64_t first, std::
                          std::chrono::steady_clock::time_point deadline,
                          const std::function<void(std::size_t i, natsMsg* reply)>& take);
 StreamState stream_state(const Bucket::State& bucket, const std::string& name, std::chrono::milliseconds wait);
+// A publish's answer read as JSON: the new revision, or the failure (a
+// conflict carries the key's revision when the server said it; `js_code`
+// gets JetStream's err_code).
+Bucket::WriteResult read_pub_ack(natsMsg* reply, const std::string& what, int* js_code = nullptr);
 }  // namespace detail
 
 }  // namespace kv

@@ -250,9 +250,11 @@ PubAck parse_pub_ack(std::string_view text) {
   return out;
 }
 
+}  // namespace
+
 // A pipelined write's answer: the new revision, or the failure (a conflict
 // carries the current revision, as nats.c's own error text does).
-Bucket::WriteResult read_pub_ack(natsMsg* reply, const std::string& what, int* js_code = nullptr) {
+Bucket::WriteResult detail::read_pub_ack(natsMsg* reply, const std::string& what, int* js_code) {
   Bucket::WriteResult out;
   const char* status = nullptr;
   if (natsMsgHeader_Get(reply, "Status", &status) == NATS_OK && status != nullptr && std::strcmp(status, "503") == 0) {
@@ -281,8 +283,6 @@ Bucket::WriteResult read_pub_ack(natsMsg* reply, const std::string& what, int* j
   out.error = Error(kind, what + ": " + ack.description + " (JetStream error " + std::to_string(code) + ")", current);
   return out;
 }
-
-}  // namespace
 
 namespace detail {
 std::size_t read_replies(ConnectionState& connection, std::uint64_t first, std::size_t sent,
@@ -380,7 +380,7 @@ std::vector<Bucket::WriteResult> Bucket::update_together(const std::vector<Write
   detail::read_replies(connection, first, sent, std::chrono::steady_clock::now() + wait,
                        [&](std::size_t i, natsMsg* reply) {
                          int code = 0;
-                         out[i] = read_pub_ack(reply, "update " + where(writes[i].bucket->name(), writes[i].key),
+                         out[i] = detail::read_pub_ack(reply, "update " + where(writes[i].bucket->name(), writes[i].key),
                                                &code);
                          // A TTL the stream refused: alone below, without it.
                          const bool refused = out[i].error && code == kTtlDisabledErr;

@@ -101,6 +101,33 @@ bool Bucket::announces_expiry() const {
   return has_markers(config_now(state, state_->stream, "read the config of bucket " + name_).get());
 }
 
+bool Bucket::commits_atomically() const {
+  const int known = state_->atomic.load();
+  if (known >= 0) return known == 1;
+  detail::ConnectionState& state = *state_->connection;
+  bool on = false;
+  if (!version_before(detail::server_version(state), 2, 12)) {
+    Json config = config_now(state, state_->stream, "read the config of bucket " + name_);
+    on = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(config.get(), "allow_atomic"));
+  }
+  state_->atomic = on ? 1 : 0;
+  return on;
+}
+
+bool Bucket::allow_atomic(const Connection& connection, const std::string& name) {
+  require_valid_bucket_name(name);
+  detail::ConnectionState& state = *connection.state();
+  if (version_before(detail::server_version(state), 2, 12)) return false;
+  const std::string stream = "KV_" + name;
+  const std::string what = "allow atomic batches in bucket " + name;
+  Json config = config_now(state, stream, what);
+  if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(config.get(), "allow_atomic"))) return true;
+  cJSON_DeleteItemFromObjectCaseSensitive(config.get(), "allow_atomic");
+  cJSON_AddBoolToObject(config.get(), "allow_atomic", true);
+  update_stream(state, stream, config.get(), what);
+  return true;
+}
+
 bool Bucket::announce_expiry(const Connection& connection, const std::string& name,
                              std::chrono::milliseconds marker_ttl) {
   require_valid_bucket_name(name);

@@ -59,9 +59,6 @@ class Mutex::InLine {
     line_.join(m_.who_, m_.ttl_);
     m_.order_ = line_.order();
     clock_ = line_.clock();
-    // Where the server announces expiry, its marker ends a holder's lease;
-    // this waiter's own judgement comes later (rules.h).
-    if (m_.store_.keys().announces_expiry()) grace_ = kServerMarkerGrace;
     next_renewal_ = start + m_.ttl_ / 3;
     if (m_.hear_handover_) {
       // Best effort: a candidate that does not hear it is not handed the
@@ -166,6 +163,9 @@ class Mutex::InLine {
   // longer). Neither reads the wall clock, which a step may have moved since.
   // `by_server`: the server's marker of its expiry (2.11+), which carries
   // no record: the one it ended is kept, for the grant's took_over and count.
+  // A waiter still judges a holder's end by its own clock too (adr/0011):
+  // that comes first (the server's TTL is rounded up to a second), and the
+  // marker is what ends the wait when the clock could not be read.
   void see_lease(std::uint64_t revision, TimePoint stored_at, bool released, const std::string& value,
                  Steady::time_point arrived, bool live, bool by_server = false) {
     const LastWrite before = lease_.last;
@@ -194,9 +194,8 @@ class Mutex::InLine {
     lease_.corrupt = lease_.held && !parsed.lease;
     lease_.expires = Steady::time_point::max();
     if (!lease_.held || !parsed.lease) return;
-    lease_.expires = (live ? observed_expiry_of_new(clock_, arrived, parsed.lease->ttl)
-                           : observed_expiry(clock_, arrived, stored_at, parsed.lease->ttl)) +
-                     grace_;
+    lease_.expires = live ? observed_expiry_of_new(clock_, arrived, parsed.lease->ttl)
+                          : observed_expiry(clock_, arrived, stored_at, parsed.lease->ttl);
     swarm::log::debug("lease {}: revision {} ({}): expires in {} ms unless renewed", m_.name_, revision,
                   parsed.lease->holder,
                   std::chrono::duration_cast<milliseconds>(lease_.expires - Steady::now()).count());
@@ -332,7 +331,6 @@ class Mutex::InLine {
   bool ahead_heard_ = false;  // that watch delivered the place (or its end)
   LeaseView lease_;
   bool lease_live_ = false;  // the lease's watch replayed what was there: what comes now is new
-  milliseconds grace_{0};  // added to the lease's expiry: the server's marker is awaited first
   bool told_corrupt_ = false;
   bool granted_ = false;  // leaving because the lease is ours
   bool look_again_ = false;  // the lease was held since the line was read: read it before taking the lease

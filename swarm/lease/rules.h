@@ -59,8 +59,8 @@ std::chrono::milliseconds expiry_margin(std::chrono::milliseconds ttl, std::chro
 // the TTL plus the margin without a reading's error. The store rounds it up
 // to whole seconds.
 std::chrono::milliseconds server_expiry_after(std::chrono::milliseconds ttl);
-// WAITER or OBSERVER where the server announces expiry: how much later than
-// its own judgement it waits for the server's marker, which comes a quarter
+// OBSERVER where the server announces expiry: how much later than its own
+// judgement it waits for the server's marker, which comes a quarter
 // second or so after server_expiry_after (rounded up to a second): a marker
 // lost (a watch made anew) or late (a busy server) still ends the wait.
 inline constexpr std::chrono::milliseconds kServerMarkerGrace{3000};

@@ -212,10 +212,7 @@ std::uint64_t TaskStore::create(const Task& task) const {
 }
 
 std::uint64_t TaskStore::update(const Task& task, std::uint64_t revision) const {
-  const std::uint64_t written =
-      translating_kv([&] { return bucket_.update(task_key(task.id), to_json(task), revision); });
-  index(std::nullopt, task);
-  return written;
+  return write_indexed(std::nullopt, task, revision);
 }
 
 void TaskStore::erase(const std::string& key, std::uint64_t revision) const {
@@ -233,9 +230,7 @@ TaskStore::Changed TaskStore::change(const std::string& id, const std::function<
     edit(out.after);
     out.after.updated_at = std::chrono::floor<std::chrono::milliseconds>(std::chrono::system_clock::now());
     try {
-      out.revision = translating_kv(
-          [&] { return bucket_.update(task_key(out.after.id), to_json(out.after), entry->revision); });
-      index(out.before, out.after);
+      out.revision = write_indexed(out.before, out.after, entry->revision);
       return out;
     } catch (const Error& e) {
       if (e.kind() != Errc::conflict || attempt >= kChangeAttempts) throw;
@@ -318,27 +313,66 @@ StateOf TaskStore::stored_states() const {
   };
 }
 
+std::vector<kv::Bucket::HintWrite> TaskStore::own_hints(const std::optional<Task>& before, const Task& after,
+                                                        bool fresh) const {
+  std::vector<kv::Bucket::HintWrite> out;
+  if (is_ready(after, stored_states())) out.push_back({hint_key(after.id), hint_value(after)});
+  else if (!fresh && (!before || before->state() == TaskState::open)) out.push_back({hint_key(after.id), "", true});
+  if (after.state() == TaskState::working) out.push_back({working_key(after.id), hint_value(after)});
+  else if (!fresh && (!before || before->state() == TaskState::working))
+    out.push_back({working_key(after.id), "", true});
+  return out;
+}
+
+void TaskStore::index_dependents(const std::optional<Task>& before, const Task& after) const {
+  if (after.state() != TaskState::completed || (before && before->state() == TaskState::completed)) return;
+  // Completed: the tasks that came after it may be ready now.
+  const auto all = list();
+  const auto states = states_in(all);
+  for (const auto& e : all)
+    if (e.task && std::find(e.task->after.begin(), e.task->after.end(), after.id) != e.task->after.end() &&
+        is_ready(*e.task, among(states)))
+      translating_kv([&] { return bucket_.put_hint(hint_key(e.task->id), hint_value(*e.task)); });
+}
+
 void TaskStore::index(const std::optional<Task>& before, const Task& after, bool fresh) const {
   try {
-    if (is_ready(after, stored_states())) translating_kv([&] { return bucket_.put_hint(hint_key(after.id), hint_value(after)); });
-    else if (!fresh && (!before || before->state() == TaskState::open))
-      translating_kv([&] { bucket_.remove_hint(hint_key(after.id)); });
-    if (after.state() == TaskState::working)
-      translating_kv([&] { return bucket_.put_hint(working_key(after.id), hint_value(after)); });
-    else if (!fresh && (!before || before->state() == TaskState::working))
-      translating_kv([&] { bucket_.remove_hint(working_key(after.id)); });
-    if (after.state() != TaskState::completed || (before && before->state() == TaskState::completed)) return;
-    // Completed: the tasks that came after it may be ready now.
-    const auto all = list();
-    const auto states = states_in(all);
-    for (const auto& e : all)
-      if (e.task && std::find(e.task->after.begin(), e.task->after.end(), after.id) != e.task->after.end() &&
-          is_ready(*e.task, among(states)))
-        translating_kv([&] { return bucket_.put_hint(hint_key(e.task->id), hint_value(*e.task)); });
+    for (const auto& w : own_hints(before, after, fresh))
+      translating_kv([&] {
+        if (w.erase) bucket_.remove_hint(w.key);
+        else bucket_.put_hint(w.key, w.value);
+      });
+    index_dependents(before, after);
   } catch (const Error& e) {
     swarm::log::info("the ready index of task {} was not written ({}); a whole listing mends it", printable(after.id),
                      e.what());
   }
+}
+
+std::uint64_t TaskStore::write_indexed(const std::optional<Task>& before, const Task& after,
+                                       std::uint64_t revision) const {
+  std::vector<kv::Bucket::Commit> commit{{task_key(after.id), to_json(after), revision}};
+  try {
+    for (auto& h : own_hints(before, after, false)) commit.push_back({h.key, h.value, std::nullopt, h.erase});
+  } catch (const Error& e) {
+    // The record alone, then; a whole listing mends the index.
+    swarm::log::info("the ready index of task {} is not written with it ({})", printable(after.id), e.what());
+  }
+  auto committed = translating_kv([&] { return bucket_.commit_together(commit); });
+  if (!committed) {
+    // A server or stream without atomic batches: the record, then its hints.
+    const std::uint64_t written =
+        translating_kv([&] { return bucket_.update(task_key(after.id), to_json(after), revision); });
+    index(before, after);
+    return written;
+  }
+  try {
+    index_dependents(before, after);
+  } catch (const Error& e) {
+    swarm::log::info("the ready index of the tasks after {} was not written ({}); a whole listing mends it",
+                     printable(after.id), e.what());
+  }
+  return committed->front();
 }
 
 std::vector<ReadyHint> TaskStore::ready_hints() const { return hints(kHintPrefix); }

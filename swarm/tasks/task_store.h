@@ -128,6 +128,16 @@ class TaskStore {
   // `fresh`: a record just created, with no hint to remove (a delete
   // marker for a key that never held one would stay in the stream).
   void index(const std::optional<Task>& before, const Task& after, bool fresh = false) const;
+  // The hint writes of that index for `after` itself (its ready and working
+  // hints), without the tasks it lets be ready.
+  std::vector<kv::Bucket::HintWrite> own_hints(const std::optional<Task>& before, const Task& after,
+                                                 bool fresh) const;
+  // The hints of the tasks `after` let be ready, when it completed.
+  void index_dependents(const std::optional<Task>& before, const Task& after) const;
+  // The CAS write of `after` over `revision`, and its own hints: one commit
+  // where the bucket takes them (2.12+, adr/0055), else the write and then
+  // the hints. Returns the record's new revision; conflict as update().
+  std::uint64_t write_indexed(const std::optional<Task>& before, const Task& after, std::uint64_t revision) const;
   std::vector<ReadyHint> hints(std::string_view prefix) const;
   // repair_hints of one index: the ready one, or the working one.
   std::size_t repair(const std::vector<TaskEntry>& all, const std::map<std::string, TaskState>& states,

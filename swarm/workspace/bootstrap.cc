@@ -319,6 +319,8 @@ void finish_up(const UpOptions& options, UpResult& result) {
     });
     // The task queue (swarm task): a workspace made before it gets it now.
     TaskStore::ensure(nats, config.task_bucket, config.replicas);
+    // A task's record and its index hints commit together (2.12+, adr/0055).
+    translating_kv([&] { kv::Bucket::allow_atomic(nats, config.task_bucket); });
     // Messages between agents: the bus, its cursors and its blobs (the same).
     result.bus_differs =
         Bus::ensure(nats, config.names(), config.replicas, options.bus_max_age, options.bus_max_bytes, shares.bus);

@@ -56,6 +56,7 @@ void cli_contenders(Bench& b);        // 17
 void permit_handoff(Bench& b);        // 25
 void semaphore_contenders(Bench& b);  // 26
 void durable_grants(Bench& b);        // 27
+void expiry_seen_elsewhere(Bench& b); // 41
 
 // bench_sessions.cc (the rest above)
 void run_agent_life(Bench& b);        // 28

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <functional>
+#include <map>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
@@ -560,6 +562,74 @@ void durable_grants(Bench& b) {
   add("lease grant under the token watermark", grant_marked, grant_plain, 1.2,
       "tokens.json read per grant, raised and synced once every " + std::to_string(swarm::kTokenReserve) +
           " revisions; the same default server");
+}
+
+// 41. Expiry seen by another host: on the current nats-server with expiry
+// announced (what `up` sets), how long after the server's TTL a watcher on
+// another connection hears that a lease (TTL 1 s, its value's TTL 2 s) and a
+// session (the bucket's TTL, 2 s) ended: the server's marker, as status
+// --watch, serve and elect --observe take it. Both clocks are this machine's.
+void expiry_seen_elsewhere(Bench& b) {
+  const std::string program = current_nats_server();
+  if (program.empty()) {
+    std::printf("case 41: no nats-server 2.11+ in the build tree (scripts/current-nats-server.sh builds it): skipped\n");
+    return;
+  }
+  auto server = server_of(program, true, b.dir.path() / "expiry.conf");
+  auto writer = swarm::connect_nats({.urls = {server->url()}});
+  auto watcher = swarm::connect_nats({.urls = {server->url()}});
+  const swarm::WorkspaceNames names = swarm::WorkspaceNames::unnamed();
+  kv::Bucket::ensure(writer, {.name = swarm::kDefaultLeaseBucket, .ttl = std::chrono::hours(24)});
+  kv::Bucket::ensure(writer, {.name = "bench-expiry-sessions", .ttl = 2s});
+  for (const char* bucket : {swarm::kDefaultLeaseBucket, "bench-expiry-sessions"})
+    kv::Bucket::announce_expiry(writer, bucket, std::chrono::minutes(1));
+  swarm::Journal::ensure(writer, names, 1, std::nullopt, std::nullopt);
+  const swarm::LeaseStore leases = swarm::LeaseStore::open(writer, names);
+  const auto sessions = kv::Bucket::open(writer, "bench-expiry-sessions");
+  const int n = b.quick ? 10 : 40;
+  // One watch of each bucket on the other connection; each key's put
+  // stamp, then how long after stamp + TTL its marker arrived here.
+  auto seen_after = [&](kv::Bucket watched, std::chrono::milliseconds value_ttl, const std::function<void(int)>& write) {
+    kv::Watch watch = watched.watch(">");
+    for (auto e = watch.next(5s); e && e->kind != kv::WatchEvent::Kind::caught_up; e = watch.next(5s)) {
+    }
+    for (int i = 0; i < n; ++i) write(i);
+    std::map<std::string, std::chrono::system_clock::time_point> stamped;
+    std::vector<double> late;
+    const auto until = Clock::now() + value_ttl + 10s;
+    while (static_cast<int>(late.size()) < n && Clock::now() < until) {
+      auto e = watch.next(1s);
+      if (!e) continue;
+      const auto arrived = std::chrono::system_clock::now();
+      if (e->kind == kv::WatchEvent::Kind::put) stamped[e->entry.key] = e->entry.created;
+      if (e->kind != kv::WatchEvent::Kind::erase || !e->expired) continue;
+      auto it = stamped.find(e->entry.key);
+      if (it == stamped.end()) continue;
+      late.push_back(std::chrono::duration<double, std::milli>(arrived - (it->second + value_ttl)).count());
+    }
+    if (static_cast<int>(late.size()) < n) fail("case 41: " + std::to_string(late.size()) + " of " +
+                                                std::to_string(n) + " expiries were heard");
+    return late;
+  };
+  const auto lease_late = seen_after(kv::Bucket::open(watcher, swarm::kDefaultLeaseBucket), 2s, [&](int i) {
+    leases.acquire("expiry-" + std::to_string(i), bench_holder(), 1s);
+  });
+  const auto session_late = seen_after(kv::Bucket::open(watcher, "bench-expiry-sessions"), 2s, [&](int i) {
+    const std::string slot = "s" + std::to_string(i);
+    sessions.create(slot, R"({"slot":")" + slot + R"(","host":"bench"})");
+  });
+  auto add = [&](std::string name, const std::vector<double>& late, std::string note) {
+    Row row{.name = std::move(name), .swarm = stats_of(late), .has_baseline = false, .target = "<= 1000 ms"};
+    row.met = row.swarm.max <= 1000;
+    row.note = std::move(note);
+    b.rows.push_back(std::move(row));
+  };
+  add("lease expiry seen by another host", lease_late,
+      std::to_string(n) + " leases of TTL 1 s (their value's TTL 2 s: the lease's, its margin, rounded up), "
+      "from the server's TTL to the marker's arrival on another connection; nats-server " + writer.server_version() +
+          "; before: each watcher's clock, up to TTL/3 + its margin after the record's TTL");
+  add("session expiry seen by another host", session_late,
+      std::to_string(n) + " sessions of a 2 s bucket TTL, the same way");
 }
 
 }  // namespace bench

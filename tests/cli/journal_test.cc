@@ -167,9 +167,10 @@ TEST_CASE("Journal_LogKindTakesEveryKindTheJournalWritesAndListsOnlyThose") {
   SwarmWorkspace ws;
   const std::set<std::string> written = {
       "join",          "commit",        "close",       "evict",      "fix",          "sync",
-      "overlap",       "hold.conflict", "session.lost", "lease.grant", "lease.release", "lease.lost",
-      "elect.resign",  "elect.handover", "elect.state", "land",       "land.refused", "task.add",
-      "task.claim",    "task.state",    "task.edit",   "review.approve", "review.reject"};
+      "overlap",       "hold.conflict", "session.lost", "session.expired", "lease.grant", "lease.release",
+      "lease.lost",    "lease.expired", "elect.resign", "elect.handover", "elect.state", "land",
+      "land.refused",  "task.add",      "task.claim",  "task.state", "task.edit",   "review.approve",
+      "review.reject"};
   for (const auto& kind : written) {
     auto r = ws.swarm({"log", "--kind", kind});
     CHECK_MESSAGE(r.exit == 0, kind << ": " << r.err);

@@ -772,3 +772,50 @@ TEST_CASE("Bucket_AValuesOwnTtlEndsItWithTheServersMarker") {
   REQUIRE(plain.get("k"));
   CHECK(plain.get("k")->value == "x");
 }
+
+TEST_CASE("Bucket_WritesCommittedTogetherLandAllOrNone") {
+  // On 2.12+, with atomic batches allowed: a record's CAS and its hints
+  // land as one commit (contiguous revisions); one failed condition stores
+  // none of them; a key twice is refused before anything is sent. Before
+  // they are allowed (or on 2.9), nothing is sent and the caller is told.
+  Fixture f;
+  auto b = f.bucket("together-commit");
+  const bool can = !kv::version_before(f.connection.server_version(), 2, 12);
+  const auto record = b.create("task.T-1", "v1");
+  b.put_hint("_ready.T-1", "hint");
+  std::vector<kv::Bucket::Commit> claim{{"task.T-1", "v2", record},
+                                        {"_ready.T-1", "", std::nullopt, true},
+                                        {"_working.T-1", "working", std::nullopt}};
+  CHECK_FALSE(b.commits_atomically());
+  CHECK_FALSE(b.commit_together(claim));  // not allowed yet: nothing sent
+  CHECK(b.get("task.T-1")->value == "v1");
+  CHECK(kv::Bucket::allow_atomic(f.connection, "together-commit") == can);
+  CHECK(kv::Bucket::allow_atomic(f.connection, "together-commit") == can);
+  auto reopened = kv::Bucket::open(f.connection, "together-commit");
+  CHECK(reopened.commits_atomically() == can);
+  if (!can) {
+    CHECK_FALSE(reopened.commit_together(claim));
+    MESSAGE("nats-server " << f.connection.server_version() << " has no atomic batches: the caller writes one by one");
+    return;
+  }
+  auto revisions = reopened.commit_together(claim);
+  REQUIRE(revisions);
+  REQUIRE(revisions->size() == 3);
+  CHECK((*revisions)[1] == (*revisions)[0] + 1);
+  CHECK((*revisions)[2] == (*revisions)[0] + 2);
+  CHECK(reopened.get("task.T-1")->revision == (*revisions)[0]);
+  CHECK(reopened.get("task.T-1")->value == "v2");
+  CHECK_FALSE(reopened.get("_ready.T-1"));
+  CHECK(reopened.get("_working.T-1")->value == "working");
+  // A stale revision: the whole commit is refused, its hint writes too.
+  const auto before = reopened.last_revision();
+  std::vector<kv::Bucket::Commit> stale{{"_working.T-1", "", std::nullopt, true}, {"task.T-1", "v3", record}};
+  CHECK(kv_kind_of([&] { reopened.commit_together(stale); }) == kv::Errc::conflict);
+  CHECK(reopened.last_revision() == before);
+  CHECK(reopened.get("_working.T-1")->value == "working");
+  CHECK(reopened.get("task.T-1")->value == "v2");
+  // Bad input, before anything is sent.
+  CHECK(kv_kind_of([&] { reopened.commit_together({{"k", "a"}, {"k", "b"}}); }) == kv::Errc::bad_request);
+  CHECK(kv_kind_of([&] { reopened.commit_together({{"k", "a", std::uint64_t{0}}}); }) == kv::Errc::bad_request);
+  CHECK(reopened.last_revision() == before);
+}
