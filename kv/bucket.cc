@@ -59,6 +59,12 @@ bool is_server_marker(natsMsg* msg) {
   return natsMsgHeader_Get(msg, kMarkerReasonHeader, &value) == NATS_OK && value != nullptr;
 }
 
+bool is_expiry_marker(natsMsg* msg) {
+  const char* value = nullptr;
+  return natsMsgHeader_Get(msg, kMarkerReasonHeader, &value) == NATS_OK && value != nullptr &&
+         std::strcmp(value, "MaxAge") == 0;
+}
+
 bool is_absence(natsMsg* msg) {
   if (is_server_marker(msg)) return true;
   const char* value = nullptr;

@@ -136,7 +136,9 @@ class Bucket {
   // Each key once; a condition failed is a conflict and stores nothing.
   // Returns each write's new revision, or nullopt when this bucket cannot
   // commit atomically (an older server, or a stream without it): nothing
-  // was sent, and the caller writes them as before.
+  // was sent, and the caller writes them as before. (A stream leader that
+  // turns out older stores each as it comes: then only the first
+  // conditioned write's revision is known, the others' are 0.)
   struct Commit {
     std::string key;
     std::string value;

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <set>
 #include <string>
 
@@ -31,6 +32,27 @@ constexpr std::size_t kMostInBatch = 1000;
 // another proposal in flight holds.
 constexpr int kIncompleteErr = 10176;
 constexpr int kSubjectBusyErr = 10164;
+constexpr int kTooManyBatchesErr = 10210;  // the stream's batches in flight: for a while
+// The stream does not take batches (its config changed): none was stored.
+constexpr int kAtomicDisabledErr = 10174;
+
+// What the commit's answer says of the batch: its id and how many it stored.
+struct BatchAck {
+  std::string id;
+  std::size_t count = 0;
+};
+
+BatchAck batch_ack_of(natsMsg* answer) {
+  BatchAck out;
+  const char* data = natsMsg_GetData(answer);
+  std::unique_ptr<cJSON, CFree<cJSON_Delete>> doc(
+      cJSON_ParseWithLength(data ? data : "", static_cast<std::size_t>(natsMsg_GetDataLength(answer))));
+  const cJSON* batch = cJSON_GetObjectItemCaseSensitive(doc.get(), "batch");
+  const cJSON* count = cJSON_GetObjectItemCaseSensitive(doc.get(), "count");
+  if (cJSON_IsString(batch)) out.id = batch->valuestring;
+  if (cJSON_IsNumber(count) && count->valuedouble > 0) out.count = static_cast<std::size_t>(count->valuedouble);
+  return out;
+}
 
 // Unique among this machine's batches (the server keeps them apart by id).
 std::string new_batch_id() {
@@ -42,7 +64,7 @@ std::string new_batch_id() {
 }  // namespace
 
 std::optional<std::vector<std::uint64_t>> Bucket::commit_together(const std::vector<Commit>& writes) const {
-  const std::string what = "commit " + std::to_string(writes.size()) + " writes to " + where(name_);
+  std::string what = "commit " + std::to_string(writes.size()) + " writes to " + where(name_);
   if (writes.empty()) return std::vector<std::uint64_t>{};
   if (writes.size() > kMostInBatch)
     throw Error(Errc::bad_request, what + ": at most " + std::to_string(kMostInBatch) + " go in one commit");
@@ -54,27 +76,53 @@ std::optional<std::vector<std::uint64_t>> Bucket::commit_together(const std::vec
       throw Error(Errc::bad_request, what + ": revision 0 is not a revision (key " + w.key + ")");
   }
   if (!commits_atomically()) return std::nullopt;
+  // The first conditioned write goes last, as the commit: its answer is its
+  // own CAS's, and after a lost answer it alone tells whether all landed.
+  std::vector<std::size_t> order;
+  std::optional<std::size_t> anchor;
+  for (std::size_t i = 0; i < writes.size(); ++i)
+    if (!anchor && writes[i].revision) anchor = i;
+    else order.push_back(i);
+  if (anchor) {
+    order.push_back(*anchor);
+    what += " (key " + writes[*anchor].key + " at revision " + std::to_string(*writes[*anchor].revision) + ")";
+  }
+  // Each write's revision, from the commit's: stored one after another.
+  auto revisions_from = [&](std::uint64_t last) {
+    std::vector<std::uint64_t> out(writes.size());
+    for (std::size_t j = 0; j < order.size(); ++j) out[order[j]] = last - (order.size() - 1 - j);
+    return out;
+  };
+  // After an answer lost: the revision at which the batch landed, if it did.
+  auto landed_at = [&](const Bucket& rest) -> std::optional<std::uint64_t> {
+    const std::size_t last = order.back();
+    bool deleted = false;
+    auto revision = landed(rest.latest(writes[last].key, &deleted), deleted, writes[last].value, writes[last].erase);
+    if (!revision || (writes[last].revision && *revision <= *writes[last].revision)) return std::nullopt;
+    return revision;
+  };
   natsConnection* nc = state_->connection->connection.get();
   detail::Attempts attempts(*state_->connection, budget_);
+  bool maybe_landed = false;  // an earlier send got no answer
   while (true) {
     const std::string id = new_batch_id();
     natsMsg* answer = nullptr;
     natsStatus status = NATS_OK;
-    for (std::size_t i = 0; i < writes.size() && status == NATS_OK; ++i) {
-      const Commit& w = writes[i];
+    for (std::size_t j = 0; j < order.size() && status == NATS_OK; ++j) {
+      const Commit& w = writes[order[j]];
       const std::string subject = state_->prefix + w.key;
       natsMsg* raw = nullptr;
       status = natsMsg_Create(&raw, subject.c_str(), nullptr, w.value.data(), static_cast<int>(w.value.size()));
       if (status != NATS_OK) break;
       detail::MsgPtr msg(raw);
-      const std::string sequence = std::to_string(i + 1);
+      const std::string sequence = std::to_string(j + 1);
       status = natsMsgHeader_Set(raw, kBatchId, id.c_str());
       if (status == NATS_OK) status = natsMsgHeader_Set(raw, kBatchSequence, sequence.c_str());
       if (status == NATS_OK && w.erase) status = natsMsgHeader_Set(raw, detail::kOperationHeader, "DEL");
       if (status == NATS_OK && w.revision)
         status = natsMsgHeader_Set(raw, kExpectedRevision, std::to_string(*w.revision).c_str());
       if (status != NATS_OK) break;
-      if (i + 1 < writes.size()) {
+      if (j + 1 < order.size()) {
         status = natsConnection_PublishMsg(nc, raw);
       } else {
         status = natsMsgHeader_Set(raw, kBatchCommit, "1");
@@ -85,37 +133,61 @@ std::optional<std::vector<std::uint64_t>> Bucket::commit_together(const std::vec
     if (status == NATS_OK) {
       int code = 0;
       Bucket::WriteResult r = detail::read_pub_ack(answer, what, &code);
-      // Stored one after another: the last is the answer's sequence.
       if (!r.error) {
-        std::vector<std::uint64_t> revisions(writes.size());
-        for (std::size_t i = 0; i < writes.size(); ++i) revisions[i] = r.revision - (writes.size() - 1 - i);
-        return revisions;
+        const BatchAck ack = batch_ack_of(answer);
+        if (ack.id == id && ack.count == order.size()) return revisions_from(r.revision);
+        // Not a batch (a stream leader before 2.12): each write was stored
+        // as it came; the last, the conditioned one, is the answer's.
+        state_->atomic = 0;
+        std::vector<std::uint64_t> alone(writes.size(), 0);
+        alone[order.back()] = r.revision;
+        return alone;
       }
-      if (code == kIncompleteErr || code == kSubjectBusyErr) {
-        Error again(Errc::unavailable, what + ": the batch did not arrive whole; try again");
+      if (code == kAtomicDisabledErr) {
+        state_->atomic = 0;  // the stream's config changed: nothing was stored
+        return std::nullopt;
+      }
+      if (r.error->kind() == Errc::conflict) {
+        if (maybe_landed)
+          if (auto at = landed_at(with_budget(attempts.left()))) return revisions_from(*at);
+        // A new stream leader not yet caught up with what it acknowledged.
+        const std::size_t last = order.back();
+        if (writes[last].revision && r.error->current_revision() != 0 &&
+            r.error->current_revision() < *writes[last].revision) {
+          Error behind(Errc::unavailable, what + ": refused by a stream leader still catching up; try again");
+          if (!attempts.again_after(behind)) throw behind;
+          continue;
+        }
+        throw *r.error;
+      }
+      if (code == kIncompleteErr || code == kSubjectBusyErr || code == kTooManyBatchesErr) {
+        Error again(Errc::unavailable, what + ": " + std::string(r.error->what()) + "; try again");
         if (!attempts.again_after(again)) throw again;
         continue;
       }
       if (!attempts.again_after(*r.error)) throw *r.error;
       continue;
     }
-    // No answer: it committed or not, whole either way. Every key holding
-    // what this wrote says it did (a key another writer moved since makes
-    // it look lost, and then a retry's condition refuses it).
-    std::vector<std::uint64_t> revisions;
-    const Bucket rest = with_budget(attempts.left());
+    // No answer: it committed or not, whole either way.
+    maybe_landed = true;
     try {
-      for (const auto& w : writes) {
-        bool deleted = false;
-        auto last = rest.latest(w.key, &deleted);
-        auto revision = landed(last, deleted, w.value, w.erase);
-        if (!revision || (w.revision && *revision <= *w.revision)) break;
-        revisions.push_back(*revision);
+      const Bucket rest = with_budget(attempts.left());
+      if (anchor) {
+        if (auto at = landed_at(rest)) return revisions_from(*at);
+      } else {
+        // No condition: every key holding what this wrote says it landed.
+        std::vector<std::uint64_t> revisions;
+        for (const auto& w : writes) {
+          bool deleted = false;
+          auto revision = landed(rest.latest(w.key, &deleted), deleted, w.value, w.erase);
+          if (!revision) break;
+          revisions.push_back(*revision);
+        }
+        if (revisions.size() == writes.size()) return revisions;
       }
     } catch (const Error&) {
-      revisions.clear();  // not read: sent again below (its conditions keep it from landing twice)
+      // Not read: sent again below (a condition keeps it from landing twice).
     }
-    if (revisions.size() == writes.size()) return revisions;
     Error lost(Errc::unavailable, what + ": " + natsStatus_GetText(status));
     if (!attempts.again_after(lost)) throw lost;
   }

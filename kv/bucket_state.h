@@ -54,8 +54,12 @@ inline constexpr const char* kMarkerReasonHeader = "Nats-Marker-Reason";
 // Whether a stored message of a KV key says the key is gone: a delete or
 // purge marker, or the server's own marker.
 bool is_absence(natsMsg* msg);
-// Whether it is the server's own marker (an expiry, never a client's delete).
+// Whether it is the server's own marker (never a client's delete): an
+// expiry, or an operator's purge or removal of the key's message.
 bool is_server_marker(natsMsg* msg);
+// Whether it is the server's marker of an end by age ("MaxAge": the
+// bucket's TTL or the value's own), not of a purge or a removal.
+bool is_expiry_marker(natsMsg* msg);
 // The same for a message's headers as text ("NATS/1.0\r\nName: value\r\n...").
 bool is_absence(std::string_view headers);
 // Reads a stream (`shown`: how errors name it, "bucket B"), waiting `wait`

@@ -211,7 +211,7 @@ std::optional<WatchEvent> Watch::next(std::chrono::milliseconds timeout) {
     if (erased && w.ignore_deletes) continue;
     WatchEvent event;
     event.kind = erased ? WatchEvent::Kind::erase : WatchEvent::Kind::put;
-    event.expired = erased && detail::is_server_marker(raw);
+    event.expired = erased && detail::is_expiry_marker(raw);
     event.entry.key = key;
     const char* data = natsMsg_GetData(raw);
     event.entry.value.assign(data ? data : "", static_cast<std::size_t>(natsMsg_GetDataLength(raw)));

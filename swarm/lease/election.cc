@@ -147,7 +147,12 @@ std::string_view to_string(Leadership::Change change) {
 
 LeaderWatch::LeaderWatch(const LeaseStore& store, const std::string& name, std::optional<HostIdentity> me)
     : store_(store), name_(name), me_(std::move(me)) {
-  if (store_.keys().announces_expiry()) grace_ = kServerMarkerGrace;
+  try {
+    if (store_.keys().announces_expiry()) grace_ = kServerMarkerGrace;
+  } catch (const Error& e) {
+    // Not known: judged by this watch's clock alone, as on 2.9.
+    swarm::log::debug("lease {}: whether the server announces expiry is not known ({})", name_, e.what());
+  }
   // Who leads now, from one read: a lease never taken replays nothing.
   bool released = false;
   auto read = read_arriving([&] { return store_.keys().last(name_, &released); });
@@ -190,6 +195,7 @@ std::optional<Leadership> LeaderWatch::next(milliseconds timeout) {
     }
     if (now >= until) return std::nullopt;
     auto event = pump_.next(leader_ ? std::min(until, expires_) : until);
+    if (event && event->event.kind == kv::WatchEvent::Kind::caught_up) live_ = true;
     if (!event || event->event.kind == kv::WatchEvent::Kind::caught_up) continue;
     const kv::Entry& entry = event->event.entry;
     if (entry.revision <= revision_) continue;  // what the read above saw
@@ -202,13 +208,13 @@ std::optional<Leadership> LeaderWatch::next(milliseconds timeout) {
       expires_ = Steady::time_point::max();
       if (!had) continue;  // its end was reported (expired) already
       if (event->event.expired) {
-        // The server ended it by its TTL: journaled by whoever hears it.
-        if (me_) {
+        // The server ended it by its TTL: journaled by whoever hears it live.
+        if (me_ && live_) {
           LastWrite ended;
           ended.record = last_leader;
           ended.expired_revision = leader_revision_;
           ended.expired_by_server = true;
-          store_.journal().record(
+          store_.journal().with_budget(kJournalBudget).record(
               lease_expired_event(store_.bucket_name(), name_, ended, entry.revision, entry.created, *me_));
         }
         reason_ = "expired";

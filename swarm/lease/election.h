@@ -139,6 +139,7 @@ class LeaderWatch {
   std::optional<HostIdentity> me_;
   std::chrono::milliseconds grace_{0};  // added to expires_: the server's marker is awaited first
   std::uint64_t leader_revision_ = 0;  // the revision the leader's record was seen at
+  bool live_ = false;                  // the watch replayed what was there: what comes now is new
   std::chrono::steady_clock::time_point expires_ = std::chrono::steady_clock::time_point::max();
 };
 

@@ -163,25 +163,30 @@ class Mutex::InLine {
   // longer). Neither reads the wall clock, which a step may have moved since.
   // `by_server`: the server's marker of its expiry (2.11+), which carries
   // no record: the one it ended is kept, for the grant's took_over and count.
-  // A waiter still judges a holder's end by its own clock too (adr/0011):
-  // that comes first (the server's TTL is rounded up to a second), and the
-  // marker is what ends the wait when the clock could not be read.
+  // It never brings the grant forward: the waiter still takes a holder's
+  // lease only when its own clock says it ended (adr/0011), which comes
+  // first unless the server's clock stepped ahead; the grant is then made
+  // over the marker.
   void see_lease(std::uint64_t revision, TimePoint stored_at, bool released, const std::string& value,
                  Steady::time_point arrived, bool live, bool by_server = false) {
     const LastWrite before = lease_.last;
-    lease_.last = {revision, released, stored_at, std::nullopt, {}};
-    auto parsed = parse_lease(value);
-    lease_.last.record = parsed.lease;
-    if (by_server && !before.released) {
-      lease_.last.record = before.record;
+    if (by_server && lease_.held && before.record) {
+      lease_.last = {revision, true, stored_at, before.record, {}};
       lease_.last.expired_by_server = true;
       lease_.last.expired_revision = before.revision;
       swarm::log::debug("lease {}: the server ended revision {} by its TTL", m_.name_, before.revision);
-      // Journaled by whoever hears it live; the journal keeps one of all.
-      if (live && before.revision != 0)
-        m_.store_.journal().record(lease_expired_event(m_.store_.bucket_name(), m_.name_, lease_.last, revision,
-                                                       stored_at, HostIdentity{m_.who_.host, m_.who_.host_id}));
+      // Journaled by whoever hears it live, briefly (the line goes on
+      // meanwhile); the journal keeps one of all.
+      if (live)
+        m_.store_.journal()
+            .with_budget(kJournalBudget)
+            .record(lease_expired_event(m_.store_.bucket_name(), m_.name_, lease_.last, revision, stored_at,
+                                        HostIdentity{m_.who_.host, m_.who_.host_id}));
+      return;
     }
+    lease_.last = {revision, released, stored_at, std::nullopt, {}};
+    auto parsed = parse_lease(value);
+    lease_.last.record = parsed.lease;
     lease_.held = revision != 0 && !released;
     if (lease_.held) look_again_ = true;
     lease_.handover_to = released && parsed.lease ? parsed.lease->handover_to : std::string();

@@ -21,7 +21,13 @@ milliseconds expiry_margin(milliseconds ttl, std::chrono::nanoseconds uncertaint
 
 BootTime holder_deadline(BootTime sent, milliseconds ttl) { return sent + ttl; }
 
-milliseconds server_expiry_after(milliseconds ttl) { return ttl + expiry_margin(ttl, std::chrono::nanoseconds(0)); }
+milliseconds server_expiry_after(milliseconds ttl) {
+  // A second more, for a server whose clock steps ahead (or a new stream
+  // leader whose clock is ahead of the one that stamped the value): the
+  // server times the value's TTL on its wall clock.
+  constexpr milliseconds kServerClockSlack{1000};
+  return ttl + expiry_margin(ttl, std::chrono::nanoseconds(0)) + kServerClockSlack;
+}
 
 milliseconds age_at_arrival(const ServerClock& clock, Steady::time_point arrived, TimePoint stored_at) {
   if (!clock.measured) return milliseconds(0);

@@ -56,14 +56,18 @@ std::chrono::milliseconds expiry_margin(std::chrono::milliseconds ttl, std::chro
 // after which the server removes it and says so: past every holder's
 // deadline, as a waiter's own judgement is (the server times it from its
 // stamp, after the holder's send, on a clock that may run 1000 ppm apart):
-// the TTL plus the margin without a reading's error. The store rounds it up
-// to whole seconds.
+// the TTL plus the margin without a reading's error, plus a second for a
+// server clock that steps ahead (it times the TTL on its wall clock). The
+// store rounds it up to whole seconds.
 std::chrono::milliseconds server_expiry_after(std::chrono::milliseconds ttl);
 // OBSERVER where the server announces expiry: how much later than its own
 // judgement it waits for the server's marker, which comes a quarter
 // second or so after server_expiry_after (rounded up to a second): a marker
 // lost (a watch made anew) or late (a busy server) still ends the wait.
 inline constexpr std::chrono::milliseconds kServerMarkerGrace{3000};
+// How long a watcher's journal write of an expiry it heard may take: it is
+// on the watcher's path (the journal keeps one of many such writes).
+inline constexpr std::chrono::milliseconds kJournalBudget{1000};
 
 // OBSERVER: how old a record stored at `stored_at` (the server's stamp) was
 // when the answer that returned it arrived (`arrived`), by the server's clock

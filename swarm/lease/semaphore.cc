@@ -222,7 +222,9 @@ class GateView {
     const kv::WatchEvent& e = event.event;
     if (event.source != permits_source) {  // the limit
       if (e.kind == kv::WatchEvent::Kind::put) limit_ = limit_in(e.entry.value).value_or(limit_);
-      if (e.kind == kv::WatchEvent::Kind::erase) limit_ = 0;
+      // A limit the bucket's age removed (a day unchanged) is no removal by
+      // a user: the server's marker of it leaves the limit as it was.
+      if (e.kind == kv::WatchEvent::Kind::erase && !e.expired) limit_ = 0;
       return;
     }
     if (e.kind == kv::WatchEvent::Kind::caught_up) {

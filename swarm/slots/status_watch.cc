@@ -18,7 +18,13 @@ StatusWatch::StatusWatch(const SessionStore& store, HostIdentity me, const std::
         margin_ = observer_margin(ttl_, clock.uncertainty);
         return clock.now;
       }()),
-      announced_(store.announces_expiry()),
+      announced_([&] {
+        try {
+          return store.announces_expiry();
+        } catch (const Error&) {
+          return false;  // not known: judged by this feed's clock alone, as on 2.9
+        }
+      }()),
       journal_(std::move(journal)),
       watch_(store.watch(slot.empty() ? ">" : slot)) {}
 
@@ -42,7 +48,7 @@ std::optional<StatusWatch::Update> StatusWatch::next(std::chrono::milliseconds t
     if (event)
       if (auto change = live_.apply(*event)) {
         if (change->by_server && caught_up_ && journal_ && change->ended)
-          journal_->record(session_expired_event(bucket_, *change->ended, change->revision, change->at, me_));
+          journal_->with_budget(kJournalBudget).record(session_expired_event(bucket_, *change->ended, change->revision, change->at, me_));
         changes.push_back(std::move(*change));
       }
     if (caught_up_)

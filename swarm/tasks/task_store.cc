@@ -352,13 +352,16 @@ void TaskStore::index(const std::optional<Task>& before, const Task& after, bool
 std::uint64_t TaskStore::write_indexed(const std::optional<Task>& before, const Task& after,
                                        std::uint64_t revision) const {
   std::vector<kv::Bucket::Commit> commit{{task_key(after.id), to_json(after), revision}};
-  try {
-    for (auto& h : own_hints(before, after, false)) commit.push_back({h.key, h.value, std::nullopt, h.erase});
-  } catch (const Error& e) {
-    // The record alone, then; a whole listing mends the index.
-    swarm::log::info("the ready index of task {} is not written with it ({})", printable(after.id), e.what());
+  std::optional<std::vector<std::uint64_t>> committed;
+  if (translating_kv([&] { return bucket_.commits_atomically(); })) {
+    try {
+      for (auto& h : own_hints(before, after, false)) commit.push_back({h.key, h.value, std::nullopt, h.erase});
+    } catch (const Error& e) {
+      // The record alone, then; a whole listing mends the index.
+      swarm::log::info("the ready index of task {} is not written with it ({})", printable(after.id), e.what());
+    }
+    committed = translating_kv([&] { return bucket_.commit_together(commit); });
   }
-  auto committed = translating_kv([&] { return bucket_.commit_together(commit); });
   if (!committed) {
     // A server or stream without atomic batches: the record, then its hints.
     const std::uint64_t written =
