@@ -137,8 +137,10 @@ class Bucket {
   // Returns each write's new revision, or nullopt when this bucket cannot
   // commit atomically (an older server, or a stream without it): nothing
   // was sent, and the caller writes them as before. (A stream leader that
-  // turns out older stores each as it comes: then only the first
-  // conditioned write's revision is known, the others' are 0.)
+  // turns out older, in a rolling upgrade, stores each as it comes: the
+  // unconditioned ones land even when the condition fails, and on success
+  // only the first conditioned write's revision is known, the others' 0.
+  // So only hints, which readers check, go beside a record.)
   struct Commit {
     std::string key;
     std::string value;

@@ -6,6 +6,7 @@
 #include <cJSON.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -151,8 +152,10 @@ std::optional<std::vector<std::uint64_t>> Bucket::commit_together(const std::vec
         if (maybe_landed)
           if (auto at = landed_at(with_budget(attempts.left()))) return revisions_from(*at);
         // A new stream leader not yet caught up with what it acknowledged.
+        // (Said of the commit's own write only when it is the one condition.)
         const std::size_t last = order.back();
-        if (writes[last].revision && r.error->current_revision() != 0 &&
+        const auto conditions = std::count_if(writes.begin(), writes.end(), [](const Commit& w) { return w.revision; });
+        if (conditions == 1 && writes[last].revision && r.error->current_revision() != 0 &&
             r.error->current_revision() < *writes[last].revision) {
           Error behind(Errc::unavailable, what + ": refused by a stream leader still catching up; try again");
           if (!attempts.again_after(behind)) throw behind;

@@ -174,6 +174,9 @@ class Mutex::InLine {
       lease_.last = {revision, true, stored_at, before.record, {}};
       lease_.last.expired_by_server = true;
       lease_.last.expired_revision = before.revision;
+      // A grant this waiter tried already (its clock had said so) lost its
+      // CAS to this very marker: it may take it now, over the marker.
+      if (lease_.expires == Steady::time_point::max()) lease_.expires = Steady::now();
       swarm::log::debug("lease {}: the server ended revision {} by its TTL", m_.name_, before.revision);
       // Journaled by whoever hears it live, briefly (the line goes on
       // meanwhile); the journal keeps one of all.
