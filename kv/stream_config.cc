@@ -67,6 +67,11 @@ void set_number(cJSON* object, const char* name, double value) {
   cJSON_AddNumberToObject(object, name, value);
 }
 
+void set_bool(cJSON* object, const char* name, bool value) {
+  cJSON_DeleteItemFromObjectCaseSensitive(object, name);
+  cJSON_AddBoolToObject(object, name, value);
+}
+
 void update_stream(detail::ConnectionState& state, const std::string& stream, const cJSON* config, const std::string& what) {
   std::unique_ptr<char, CFree<cJSON_free>> text(cJSON_PrintUnformatted(config));
   if (!text) throw Error(Errc::internal, what + ": out of memory");
@@ -122,8 +127,7 @@ bool Bucket::allow_atomic(const Connection& connection, const std::string& name)
   const std::string what = "allow atomic batches in bucket " + name;
   Json config = config_now(state, stream, what);
   if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(config.get(), "allow_atomic"))) return true;
-  cJSON_DeleteItemFromObjectCaseSensitive(config.get(), "allow_atomic");
-  cJSON_AddBoolToObject(config.get(), "allow_atomic", true);
+  set_bool(config.get(), "allow_atomic", true);
   update_stream(state, stream, config.get(), what);
   return true;
 }
@@ -138,8 +142,7 @@ bool Bucket::announce_expiry(const Connection& connection, const std::string& na
   Json config = config_now(state, stream, what);
   if (has_markers(config.get())) return true;
   const auto seconds = std::max(std::chrono::duration_cast<std::chrono::seconds>(marker_ttl), kShortestMarker);
-  cJSON_DeleteItemFromObjectCaseSensitive(config.get(), "allow_msg_ttl");
-  cJSON_AddBoolToObject(config.get(), "allow_msg_ttl", true);
+  set_bool(config.get(), "allow_msg_ttl", true);
   set_number(config.get(), "subject_delete_marker_ttl", static_cast<double>(seconds.count()) * kNanosPerSecond);
   update_stream(state, stream, config.get(), what);
   return true;
