@@ -29,3 +29,22 @@ function(swarm_layer name folder)
   # Only what brings no include of swarm's: kv/ comes by the tree.
   target_link_libraries(${name} PRIVATE PkgConfig::NATS PkgConfig::CJSON Threads::Threads)
 endfunction()
+
+# swarm_cli_layer(NAME FOLDER USES cli-folder... SOURCES file...): a library
+# of cli/ (adr/0056): its tree holds swarm/ whole, kv/, its own folder of
+# cli/ and the cli/ folders it may use, nothing of another front end's.
+function(swarm_cli_layer name folder)
+  cmake_parse_arguments(L "" "" "USES;SOURCES" ${ARGN})
+  add_library(${name} OBJECT ${L_SOURCES})
+  set(tree ${PROJECT_BINARY_DIR}/layers/${name})
+  file(REMOVE_RECURSE ${tree})
+  file(MAKE_DIRECTORY ${tree}/cli)
+  foreach(used IN LISTS L_USES ITEMS ${folder})
+    file(CREATE_LINK ${PROJECT_SOURCE_DIR}/cli/${used} ${tree}/cli/${used} SYMBOLIC)
+  endforeach()
+  file(CREATE_LINK ${PROJECT_SOURCE_DIR}/swarm ${tree}/swarm SYMBOLIC)
+  file(CREATE_LINK ${PROJECT_SOURCE_DIR}/kv ${tree}/kv SYMBOLIC)
+  target_include_directories(${name} PRIVATE ${tree})
+  target_compile_options(${name} PRIVATE ${SWARM_WARNINGS})
+  target_link_libraries(${name} PRIVATE PkgConfig::NATS PkgConfig::CJSON Threads::Threads)
+endfunction()

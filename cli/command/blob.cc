@@ -10,26 +10,11 @@
 #include <iostream>
 
 #include "cli/command/context.h"
+#include "cli/verbs/message_body.h"
 #include "swarm/base/text.h"
 #include "swarm/bus/blobs.h"
 
 namespace cli {
-
-// A file to send as it is: opened without waiting (a FIFO would block the
-// open until a writer came), and only a regular file is taken.
-swarm::UniqueFd open_regular_file(const std::string& path, const std::string& shown, std::uint64_t* size) {
-  swarm::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-  if (!fd) {
-    const int saved = errno;
-    throw swarm::Error(swarm::Errc::bad_input, shown + ": cannot open it (" + std::strerror(saved) + ")");
-  }
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
-    throw swarm::Error(swarm::Errc::bad_input, shown + ": not a regular file");
-  ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
-  *size = static_cast<std::uint64_t>(st.st_size);
-  return fd;
-}
 
 namespace {
 

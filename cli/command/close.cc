@@ -1,6 +1,6 @@
 // swarm close: release the slot, salvage, remove the worktree.
 #include "cli/command/context.h"
-#include "cli/command/progress.h"
+#include "cli/verbs/progress.h"
 #include "swarm/base/text.h"
 #include "swarm/git/backend.h"
 

@@ -14,8 +14,9 @@
 #include <string_view>
 
 #include "cli/command/context.h"
-#include "cli/command/exit_code.h"
-#include "cli/serve/serve.h"
+#include "cli/verbs/exit_code.h"
+#include "cli/verbs/serve_request.h"
+#include "cli/verbs/version.h"
 #include "swarm/base/log.h"
 #include "swarm/base/process_secrets.h"
 #include "swarm/base/text.h"
@@ -23,7 +24,7 @@
 
 namespace {
 
-constexpr const char* kVersion = "swarm 0.1.0";
+constexpr const char* kVersion = cli::kProgramVersion.data();
 
 // Whether --json is among the arguments (before a "--"), for errors that
 // stop the parse before CLI11 has stored the flag.

@@ -5,7 +5,7 @@
 #include <spawn.h>
 
 #include "cli/command/context.h"
-#include "cli/documents/documents.h"
+#include "cli/verbs/documents/documents.h"
 #include "swarm/base/log.h"
 #include "swarm/base/names.h"
 #include "swarm/base/process_secrets.h"

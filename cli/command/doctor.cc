@@ -2,7 +2,7 @@
 #include <sstream>
 
 #include "cli/command/context.h"
-#include "cli/command/exit_code.h"
+#include "cli/verbs/exit_code.h"
 #include "cli/command/server_view.h"
 #include "swarm/base/text.h"
 #include "swarm/doctor/doctor.h"

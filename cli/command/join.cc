@@ -3,7 +3,7 @@
 
 #include "cli/command/context.h"
 #include "swarm/git/backend.h"
-#include "cli/command/progress.h"
+#include "cli/verbs/progress.h"
 #include "swarm/base/duration.h"
 #include "swarm/base/text.h"
 #include "swarm/slots/liveness.h"

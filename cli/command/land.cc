@@ -5,8 +5,8 @@
 
 #include <cstdio>
 
-#include "cli/documents/documents.h"
-#include "cli/command/exit_code.h"
+#include "cli/verbs/documents/documents.h"
+#include "cli/verbs/exit_code.h"
 #include "cli/command/lease_wait.h"
 #include "cli/command/land.h"
 #include "swarm/base/duration.h"
@@ -20,10 +20,6 @@ namespace cli {
 
 namespace {
 
-CLI::Validator onto_validator() {
-  return validator_of([](const std::string& b) { swarm::require_branch_name(b, "--onto"); }, "BRANCH");
-}
-
 std::string short_id(const std::string& id) { return id.substr(0, 12); }
 
 std::string padded(std::string text, std::size_t width) {
@@ -31,18 +27,8 @@ std::string padded(std::string text, std::size_t width) {
   return text;
 }
 
-std::string land_text(const swarm::LandResult& r) {
-  switch (r.outcome) {
-    case swarm::LandResult::Outcome::landed:
-      return "landed " + r.slot + " on " + swarm::printable(r.onto) + " (" + r.kind +
-             (r.batch.empty() ? "" : ", batch " + r.batch) +
-             (r.check == "flaky" ? ", check flaky: passed on run " + std::to_string(r.check_attempts) : "") +
-             "): " + short_id(r.from) + " -> " + short_id(r.to);
-    case swarm::LandResult::Outcome::already_landed:
-      return "slot " + r.slot + " is landed on " + swarm::printable(r.onto) + " already (" + short_id(r.from) + ")";
-    case swarm::LandResult::Outcome::refused: return "refused " + r.slot + ": " + r.message;
-  }
-  return "";
+CLI::Validator onto_validator() {
+  return validator_of([](const std::string& b) { swarm::require_branch_name(b, "--onto"); }, "BRANCH");
 }
 
 struct LandFlags {
@@ -198,7 +184,7 @@ int land_one(Context& ctx, const LandFlags& f, swarm::Landing& landing, SlotLand
   if (!r) return exit_for_signal(signals.received());
   if (r->outcome == swarm::LandResult::Outcome::refused)
     throw swarm::Error(swarm::Errc::conflict, "slot " + f.slot + " was not landed: " + r->message);
-  ctx.out().result("land", land_text(*r), land_document(*r));
+  ctx.out().result("land", land_summary(*r), land_document(*r));
   return 0;
 }
 
@@ -211,7 +197,7 @@ class ReadyReport {
     const bool bad = r.outcome == swarm::LandResult::Outcome::refused;
     refused_ = refused_ || bad;
     results_.push(land_document(r));
-    said(land_text(r), bad);
+    said(land_summary(r), bad);
   }
   void failed(const std::string& slot, const std::string& kind, const std::string& message) {
     swarm::Json failed = swarm::Json::object();
@@ -381,7 +367,6 @@ std::optional<swarm::LandResult> land_slot(Context& ctx, const std::string& slot
   }
 }
 
-std::string land_summary(const swarm::LandResult& r) { return land_text(r); }
 
 Verb add_branches(CLI::App& app) {
   auto onto = std::make_shared<std::string>();

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "cli/command/context.h"
-#include "cli/command/signal_router.h"
+#include "cli/verbs/signal_router.h"
 #include "swarm/landing/landing.h"
 
 namespace cli {
@@ -21,8 +21,5 @@ void require_land_check(const Context& ctx, const std::vector<std::string>& chec
 // ready is exit 3).
 std::optional<swarm::LandResult> land_slot(Context& ctx, const std::string& slot, const std::vector<std::string>& check,
                                            SignalRouter& signals);
-// land's --json document and its line of text, for one land.
-swarm::Json land_document(const swarm::LandResult& r);
-std::string land_summary(const swarm::LandResult& r);
 
 }  // namespace cli

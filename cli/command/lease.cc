@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "cli/documents/documents.h"
+#include "cli/verbs/documents/documents.h"
 #include "cli/command/lease_wait.h"
 #include "swarm/lease/semaphore.h"
 #include "swarm/base/duration.h"

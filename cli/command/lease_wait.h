@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "cli/command/context.h"
-#include "cli/command/signal_router.h"
+#include "cli/verbs/signal_router.h"
 #include "swarm/base/child_process.h"
 #include "swarm/lease/lease.h"
 #include "swarm/lease/mutex.h"

@@ -3,7 +3,7 @@
 #include <iterator>
 
 #include "cli/command/context.h"
-#include "cli/command/signal_router.h"
+#include "cli/verbs/signal_router.h"
 #include "swarm/base/duration.h"
 #include "swarm/base/error.h"
 #include "swarm/base/names.h"

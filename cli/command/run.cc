@@ -6,15 +6,18 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "cli/command/exit_code.h"
+#include "cli/verbs/exit_code.h"
 #include "swarm/git/backend.h"
 #include "cli/command/lease_wait.h"
 #include "cli/command/land.h"
+#include "cli/verbs/documents/documents.h"
 #include "swarm/base/child_process.h"
 #include "swarm/base/duration.h"
 #include "swarm/base/error.h"
 #include "swarm/base/text.h"
 #include "swarm/run/agent_run.h"
+#include "cli/verbs/agent_door.h"
+#include "cli/verbs/remote.h"
 
 namespace cli {
 
@@ -172,7 +175,14 @@ Verb add_run(CLI::App& app) {
             SignalRouter signals;  // before any thread is made
             auto git = swarm::prefetch_git_backend();  // overlaps the NATS round trips below
             auto lifecycle = ctx.lifecycle();
+            // The agent's door: its `swarm VERB` answered by this run, on
+            // this run's connection (after the signal router: its threads
+            // block the signals it routes).
+            Globals door_globals = ctx.globals();
+            door_globals.workspace = ctx.workspace().root().string();
+            const std::unique_ptr<AgentDoor> door = open_agent_door(door_globals);
             swarm::RunOptions o;
+            if (door) o.env.emplace_back(kSocketVariable, door->path());
             o.slot = f->slot;
             o.task = f->task;
             o.next = f->next;

@@ -1,7 +1,7 @@
 // swarm sync: the hub's onto branch brought into the slot's worktree, so a
 // refused land is fixed where the work is: sync, resolve, commit, close, land.
 #include "cli/command/context.h"
-#include "cli/command/progress.h"
+#include "cli/verbs/progress.h"
 #include "swarm/base/text.h"
 #include "swarm/landing/landing.h"
 

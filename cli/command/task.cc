@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "cli/command/context.h"
-#include "cli/documents/documents.h"
+#include "cli/verbs/documents/documents.h"
 #include "swarm/base/log.h"
 #include "swarm/base/names.h"
 #include "swarm/base/text.h"

@@ -25,10 +25,11 @@
 #include <mutex>
 #include <thread>
 
-#include "cli/command/command_line.h"
-#include "cli/command/context.h"
-#include "cli/command/exit_code.h"
-#include "cli/mcp/mcp_tools.h"
+#include "cli/mcp/mcp.h"
+#include "cli/verbs/documents/documents.h"
+#include "cli/verbs/exit_code.h"
+#include "cli/verbs/verb.h"
+#include "cli/verbs/version.h"
 #include "swarm/base/duration.h"
 #include "swarm/base/error.h"
 #include "swarm/base/text.h"
@@ -104,11 +105,51 @@ std::string text_lines(const std::string& text) {
   return out;
 }
 
+// What a verb called here says: its warnings and notes as the command
+// line would print them on stderr, its items gathered.
+class CollectingReporter : public Reporter {
+ public:
+  void warn(const std::string& message) override {
+    std::lock_guard lock(mu_);
+    said_ += "swarm: warning: " + swarm::printable(message, true) + "\n";
+  }
+  void note(const std::string& message) override {
+    std::lock_guard lock(mu_);
+    said_ += "swarm: " + swarm::printable(message, true) + "\n";
+  }
+  bool item(const swarm::Json& doc, const std::string&) override {
+    std::lock_guard lock(mu_);
+    items_.push_back(swarm::Json::copy(doc.get()));
+    return true;
+  }
+  std::string said() const {
+    std::lock_guard lock(mu_);
+    return said_;
+  }
+  swarm::Json items_document() {
+    std::lock_guard lock(mu_);
+    swarm::Json doc = swarm::Json::object();
+    swarm::Json items = swarm::Json::array();
+    for (auto& i : items_) items.push(std::move(i));
+    items_.clear();
+    doc.set("items", std::move(items));
+    return doc;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::string said_;
+  std::vector<swarm::Json> items_;
+};
+
 class McpServer {
  public:
-  McpServer(std::vector<Tool> tools, std::vector<std::string> globals, std::string slot, swarm::Workspace workspace)
-      : tools_(std::move(tools)), globals_(std::move(globals)), slot_(std::move(slot)),
-        workspace_(std::move(workspace)), ttl_(workspace_.load_config().ttl) {}
+  explicit McpServer(McpSetup setup)
+      : tools_(std::move(setup.tools)), globals_(std::move(setup.argv_globals)), direct_(std::move(setup.globals)),
+        slot_(std::move(setup.slot)), workspace_(std::move(setup.workspace)),
+        run_command_line_(std::move(setup.run_command_line)), ttl_(workspace_.load_config().ttl) {
+    direct_.json = true;
+  }
 
   int serve() {
     // The protocol's own stdout; fd 1 itself goes nowhere from now on, so
@@ -283,7 +324,7 @@ class McpServer {
 
   swarm::Json server_info() const {
     swarm::Json info = swarm::Json::object();
-    info.set("name", "swarm").set("version", std::string(version()).substr(6));
+    info.set("name", "swarm").set("version", std::string(kProgramVersion).substr(6));
     return info;
   }
 
@@ -339,6 +380,22 @@ class McpServer {
     throw RpcError{kMethodNotFound, "Method not found", swarm::Json::parse("\"" + swarm::printable(name) + "\"")};
   }
 
+  // What a call that names none of them gets, as the command line would
+  // in this process: the server's --slot (the slot, or the inbox it sends
+  // from or reads), else the option's variable ($SWARM_SLOT, $SWARM_SESSION).
+  void defaults_of(const VerbSpec& verb, swarm::Json& arguments) const {
+    for (const auto& o : verb.options) {
+      const std::string key = o.spec.key();
+      if (member(arguments.get(), key.c_str()) != nullptr) continue;
+      std::string value;
+      if (!slot_.empty() && (key == "slot" || key == "from" || key == "as")) value = slot_;
+      else if (const char* env = o.spec.env.empty() ? nullptr : std::getenv(o.spec.env.c_str())) value = env;
+      if (value.empty()) continue;
+      if (o.spec.kind == OptionSpec::Kind::texts) arguments.set(key.c_str(), swarm::Json::strings({value}));
+      else arguments.set(key.c_str(), value);
+    }
+  }
+
   const Tool* tool_named(const std::string& name) const {
     for (const auto& t : tools_)
       if (t.name == name) return &t;
@@ -373,9 +430,16 @@ class McpServer {
     // A lease is the agent host's, whose life outlives this server's.
     if (tool->name == "lease_acquire" && member(arguments, "pid") == nullptr)
       args.insert(args.begin(), {"--pid", std::to_string(::getppid())});
-    // What may wait (a land's check, an inbox's or a join's --wait) runs as
+    // A verb of cli/verbs that does not wait is a function called here;
+    // what may wait (a land's check, an inbox's or a join's --wait) runs as
     // a process of its own: cancellable, and never holding up other calls.
-    const bool own = tool->own_process || member(arguments, "wait") != nullptr;
+    const bool waits = member(arguments, "wait") != nullptr;
+    const VerbSpec* typed = tool->fixed.empty() ? typed_verb_named(tool->name) : nullptr;
+    if (typed != nullptr && (waits || tool->name == "ask")) typed = nullptr;
+    const bool own = typed == nullptr && (tool->own_process || waits);
+    auto direct_arguments = std::make_shared<swarm::Json>(
+        cJSON_IsObject(arguments) ? swarm::Json::copy(arguments) : swarm::Json::object());
+    if (typed != nullptr) defaults_of(*typed, *direct_arguments);
     const cJSON* token = member(member(params, "_meta"), "progressToken");
     auto work = std::make_shared<swarm::Json>(swarm::Json::copy(message.get()));
     const std::string key = swarm::Json::copy(id).dump();
@@ -385,13 +449,17 @@ class McpServer {
       calls_[key] = Call{own, 0, false};
       ++running_;
     }
-    std::thread([this, tool, args, key, modern, work, own, has_token = token != nullptr] {
+    std::thread([this, tool, typed, direct_arguments, args, key, modern, work, own, has_token = token != nullptr] {
       const cJSON* wid = member(work->get(), "id");
       const cJSON* wtoken = has_token ? member(member(member(work->get(), "params"), "_meta"), "progressToken") : nullptr;
       swarm::Json result;
       try {
-        const Ran ran = own ? run_process(*tool, args, key, wtoken) : run_here(*tool, args);
-        result = result_of(*tool, ran);
+        if (typed != nullptr) {
+          result = run_direct(*tool, *typed, *direct_arguments);
+        } else {
+          const Ran ran = own ? run_process(*tool, args, key, wtoken) : run_here(*tool, args);
+          result = result_of(*tool, ran);
+        }
       } catch (const std::exception& e) {
         result = error_result(swarm::Errc::internal, e.what(), {});
       }
@@ -437,7 +505,7 @@ class McpServer {
     ::dup2(err, STDERR_FILENO);
     Ran ran;
     try {
-      ran.exit = run_command_line(static_cast<int>(argv.size()), raw.data());
+      ran.exit = run_command_line_(static_cast<int>(argv.size()), raw.data());
     } catch (const std::exception& e) {
       ran.exit = kInternal;
       std::cerr << "swarm: error: " << e.what() << "\n";
@@ -605,6 +673,40 @@ class McpServer {
     return h;
   }
 
+  // A verb of cli/verbs, called: its request read from the arguments by
+  // its table, its result the document, what it said the text's warnings.
+  swarm::Json run_direct(const Tool& tool, const VerbSpec& verb, const swarm::Json& arguments) const {
+    Context ctx(direct_);
+    ctx.set_standard_input(-1);  // never the protocol's
+    CollectingReporter report;
+    try {
+      auto request = request_from_json(verb, arguments.get(), tool.name);
+      verb.resolve(request.get(), ctx);
+      VerbResult r = run_verb(verb, request.get(), ctx, report);
+      swarm::Json doc = verb.items              ? report.items_document()
+                        : !r.rendered.empty() ? swarm::Json::parse(r.rendered)
+                                              : with_schema(r.verb, std::move(r.doc));
+      return success_result(tool, std::move(doc), report.said());
+    } catch (const std::exception& thrown) {
+      const swarm::Error e = swarm::Error::from(thrown);
+      swarm::Json error = swarm::Json::object();
+      error.set("schema", "swarm.error.v1").set("kind", swarm::to_string(e.kind()))
+          .set("message", ctx.explained(e.kind(), e.what())).set("exit", exit_code_for(e.kind()));
+      return error_result_of(std::move(error), verb.items ? report.items_document() : swarm::Json());
+    }
+  }
+
+  swarm::Json success_result(const Tool& tool, swarm::Json doc, const std::string& warnings) const {
+    if (tool.handle) doc.set("handle", handle_of(tool, doc));
+    swarm::Json content = swarm::Json::array();
+    swarm::Json item = swarm::Json::object();
+    item.set("type", "text").set("text", doc.dump() + (warnings.empty() ? "" : "\n" + warnings));
+    content.push(std::move(item));
+    swarm::Json r = swarm::Json::object();
+    r.set("content", std::move(content)).set("structuredContent", std::move(doc)).set("isError", false);
+    return r;
+  }
+
   swarm::Json result_of(const Tool& tool, const Ran& ran) const {
     // The document: one JSON object on stdout, or JSON Lines as items.
     swarm::Json doc;
@@ -643,20 +745,15 @@ class McpServer {
       doc = swarm::Json::object();
       doc.set("schema", "swarm." + tool.words.front() + ".v1").set("text", ran.out);
     }
-    if (tool.handle) doc.set("handle", handle_of(tool, doc));
-    swarm::Json content = swarm::Json::array();
-    swarm::Json item = swarm::Json::object();
-    item.set("type", "text").set("text", doc.dump() + (warnings.empty() ? "" : "\n" + warnings));
-    content.push(std::move(item));
-    swarm::Json r = swarm::Json::object();
-    r.set("content", std::move(content)).set("structuredContent", std::move(doc)).set("isError", false);
-    return r;
+    return success_result(tool, std::move(doc), warnings);
   }
 
   std::vector<Tool> tools_;
   std::vector<std::string> globals_;
+  Globals direct_;
   std::string slot_;
   swarm::Workspace workspace_;
+  std::function<int(int, char**)> run_command_line_;
   std::chrono::milliseconds ttl_;  // at start: what a handle says when the config cannot be read
   int rpc_fd_ = -1;
   int err_fd_ = -1;
@@ -669,61 +766,13 @@ class McpServer {
   int running_ = 0;
 };
 
-// The global options every call runs with: the workspace found once (a
-// call never depends on the server's folder), --bucket and --timeout as
-// arguments; the server, credentials and TLS files through the environment
-// every call reads them from (in this process, or in its own), so that no
-// secret is ever on a command line.
-std::vector<std::string> globals_of(const Context& ctx) {
-  const Globals& g = ctx.globals();
-  const std::pair<const char*, const std::string*> by_env[] = {
-      {"NATS_URL", &g.nats_url},   {"NATS_CONTEXT", &g.context}, {"NATS_CREDS", &g.creds},
-      {"NATS_NKEY", &g.nkey},      {"NATS_USER", &g.user},       {"NATS_PASSWORD", &g.password},
-      {"NATS_TOKEN", &g.token},    {"NATS_CA", &g.tls_ca},       {"NATS_CERT", &g.tls_cert},
-      {"NATS_KEY", &g.tls_key}};
-  for (const auto& [name, value] : by_env)
-    if (!value->empty()) ::setenv(name, value->c_str(), 1);
-  std::vector<std::string> out = {"--workspace", ctx.workspace().root().string()};
-  if (!g.bucket.empty()) out.insert(out.end(), {"--bucket", g.bucket});
-  if (!g.timeout.empty()) out.insert(out.end(), {"--timeout", g.timeout});
-  return out;
-}
-
 }  // namespace
 
-Verb add_mcp(CLI::App& app) {
-  auto slot = std::make_shared<std::string>();
-  auto set = std::make_shared<std::string>("core");
-  CLI::App* cmd = app.add_subcommand("mcp", "A Model Context Protocol server on stdin and stdout: the verbs as tools");
-  cmd->add_option("--slot", *slot, "The slot tools act on when a call names none (default: each call's --slot)")
-      ->option_text("SLOT")
-      ->check(slot_name_validator());
-  cmd->add_option("--tools", *set, "Which verbs are tools: core (the agent's loop) or all (leases, locks, elections, "
-                                   "review too)")
-      ->option_text("core|all")
-      ->check(CLI::IsMember({"core", "all"}));
-  cmd->footer(
-      "Examples:\n"
-      "  swarm mcp --slot render              # in an agent host's MCP configuration\n"
-      "  swarm mcp --tools all\n"
-      "Newline-delimited JSON-RPC 2.0 on stdin and stdout (nothing else on stdout; logs on stderr),\n"
-      "revisions 2025-11-25 (initialize) and 2026-07-28 (server/discover). Each tool is a verb: its\n"
-      "arguments the verb's options (dashes as underscores), its result the verb's --json document as\n"
-      "structuredContent and as text; a failure is a result with isError and swarm.error.v1. join,\n"
-      "task_next (join --next: the most urgent ready task) and lease_acquire return a handle (the token,\n"
-      "its TTL, how to keep it). land, inbox, ask, lock, elect and lease_acquire run as processes of\n"
-      "their own: notifications/cancelled stops one as Ctrl-C would,\n"
-      "and their output lines are progress. It keeps no state between calls: restart it at any time.");
-  return {cmd, [slot, set](Context& ctx) {
-            const std::vector<std::string> globals = globals_of(ctx);
-            share_connections();
-            // A client that goes away mid-write must not kill the server with SIGPIPE.
-            ::signal(SIGPIPE, SIG_IGN);
-            // Never destroyed: a call still running when the client leaves
-            // may use it until the process exits (main.cc exits at once).
-            auto* server = new McpServer(mcp_tools(*set == "all"), globals, *slot, ctx.workspace());
-            return server->serve();
-          }};
+int serve_mcp(McpSetup setup) {
+  // Never destroyed: a call still running when the client leaves may use it
+  // until the process exits (main exits at once).
+  auto* server = new McpServer(std::move(setup));
+  return server->serve();
 }
 
 }  // namespace cli

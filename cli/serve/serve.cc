@@ -8,13 +8,13 @@
 #include <cstdlib>
 #include <thread>
 
-#include "cli/documents/documents.h"
+#include "cli/verbs/documents/documents.h"
 #include "cli/serve/serve.h"
 #include "cli/serve/serve_gate.h"
 #include "cli/serve/serve_http.h"
 #include "cli/serve/serve_page.h"
 #include "cli/serve/serve_view.h"
-#include "cli/command/signal_router.h"
+#include "cli/verbs/signal_router.h"
 #include "swarm/base/error.h"
 #include "swarm/base/log.h"
 #include "swarm/base/secret.h"
@@ -96,12 +96,6 @@ void add_routes(HttpServer& server, const ServeView& view) {
 }
 
 }  // namespace
-
-Verb add_serve(CLI::App& app) {
-  auto flags = std::make_shared<ServeFlags>();
-  CLI::App* cmd = add_serve_command(app, *flags);
-  return {cmd, [flags](Context& ctx) { return run_serve(ctx, *flags); }};
-}
 
 int run_serve(Context& ctx, const ServeFlags& flags) {
   const ListenAddress where = parse_listen(flags.listen);

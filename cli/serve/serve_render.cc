@@ -6,10 +6,10 @@
 #include <set>
 #include <unordered_map>
 
-#include "cli/documents/documents.h"
+#include "cli/verbs/documents/documents.h"
 #include "cli/serve/serve_view.h"
 #include "swarm/holds/hold_store.h"
-#include "cli/command/status_table.h"
+#include "cli/verbs/status_table.h"
 #include "swarm/base/text.h"
 #include "swarm/slots/liveness.h"
 

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <set>
 
-#include "cli/documents/documents.h"
+#include "cli/verbs/documents/documents.h"
 #include "kv/bucket.h"
 #include "swarm/base/error.h"
 #include "swarm/base/log.h"

@@ -76,7 +76,8 @@ class GraceWatch {
 // slot's ports, a lease's token, a land's variables (agent_env sets its own).
 bool not_the_agents(std::string_view name) {
   for (std::string_view other : {"SWARM_PORT_BASE", "SWARM_PORTS", "SWARM_LEASE", "SWARM_FENCING_TOKEN",
-                                 "SWARM_PERMIT", "SWARM_LAND_SLOT", "SWARM_LAND_ONTO", "SWARM_LAND_BATCH"})
+                                 "SWARM_PERMIT", "SWARM_LAND_SLOT", "SWARM_LAND_ONTO", "SWARM_LAND_BATCH",
+                                 "SWARM_SOCKET"})
     if (name == other) return true;
   return false;
 }
@@ -85,7 +86,9 @@ bool not_the_agents(std::string_view name) {
 // it cannot start (nothing ran in it), then the error.
 std::unique_ptr<ChildProcess> start_agent(SlotLifecycle& life, const RunOptions& o, const JoinResult& joined) {
   try {
-    return ChildProcess::start(o.agent, agent_env(life.workspace(), joined),
+    auto env = agent_env(life.workspace(), joined);
+    env.insert(env.end(), o.env.begin(), o.env.end());
+    return ChildProcess::start(o.agent, env,
                                {.cwd = joined.worktree.string(), .withhold_env = not_the_agents, .foreground = true});
   } catch (...) {
     try {

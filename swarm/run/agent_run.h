@@ -38,6 +38,8 @@ struct RunOptions {
   std::string base;        // join --base
   unsigned ports = 0;      // join --ports
   std::vector<std::string> agent;  // its argv
+  // Variables the agent gets besides the slot's (the run's socket).
+  std::vector<std::pair<std::string, std::string>> env;
   bool keep = false;                 // leave the slot open when the agent ends
   std::optional<std::string> commit;  // commit what is left with this message (a success only)
   // An exit 0 closes as success with no commit in this run (close

@@ -93,4 +93,7 @@ void commit_among_holds(Bench& b);    // 38
 // bench_mcp.cc
 void mcp_tool_call(Bench& b);         // 39
 
+// bench_socket.cc
+void socket_verbs(Bench& b);          // 42
+
 }  // namespace bench

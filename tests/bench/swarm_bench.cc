@@ -40,7 +40,7 @@ Options parse_options(int argc, char** argv) {
       for (std::string n; std::getline(list, n, ',');) {
         char* end = nullptr;
         long v = std::strtol(n.c_str(), &end, 10);
-        if (n.empty() || *end != '\0' || v < 1 || v > 41) fail("--only: not a case number (1 to 41): " + n);
+        if (n.empty() || *end != '\0' || v < 1 || v > 42) fail("--only: not a case number (1 to 42): " + n);
         o.only.push_back(static_cast<int>(v));
       }
     } else
@@ -71,7 +71,7 @@ const std::vector<Case>& all_cases() {
       {{32}, claimers_settle},       {{33}, send_message},            {{34}, inbox_of_many},
       {{35}, ask_round_trip},        {{36}, blob_put},                {{37}, hold_one_pattern},
       {{38}, commit_among_holds},    {{39}, mcp_tool_call},          {{40}, join_next_without_hints},
-      {{41}, expiry_seen_elsewhere},
+      {{41}, expiry_seen_elsewhere},  {{42}, socket_verbs},
   };
   return cases;
 }

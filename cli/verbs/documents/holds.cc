@@ -1,6 +1,6 @@
 // swarm.holds.v1: the holds as `swarm holds --json`, /api/holds and the
 // holds tool hand them out.
-#include "cli/documents/documents.h"
+#include "cli/verbs/documents/documents.h"
 #include "swarm/holds/hold_store.h"
 
 namespace cli {

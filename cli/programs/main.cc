@@ -3,7 +3,9 @@
 #include <iostream>
 
 #include "cli/command/command_line.h"
-#include "cli/serve/serve.h"
+#include "cli/command/serve_options.h"
+#include "cli/socket/agent_socket.h"
+#include "cli/verbs/agent_door.h"
 #include "swarm/base/log.h"
 #include "swarm/base/process_secrets.h"
 
@@ -12,6 +14,7 @@ int main(int argc, char** argv) {
   // embedded server's token, the serve secret) is no other process's to read.
   swarm::make_undumpable();
   cli::set_program_args(argc, argv);
+  cli::set_door_opener(cli::open_agent_socket);
   const int code = cli::run_command_line(argc, argv, {}, true);
   // The verb is done: every KV write it made was acknowledged and every file
   // it wrote is closed. Leave without the NATS client's orderly close (a PING

@@ -1,6 +1,6 @@
 // swarm.tasks.v1: the queue as `task list --json`, /api/tasks and the
 // task_list tool hand it out.
-#include "cli/documents/documents.h"
+#include "cli/verbs/documents/documents.h"
 #include <algorithm>
 #include "swarm/tasks/task_rules.h"
 

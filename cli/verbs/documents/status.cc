@@ -1,7 +1,7 @@
 // swarm.status.v1: the sessions as `status --json`, /api/status and the
 // status tool hand them out, written one session at a time (no tree of
 // all of them): at 100,000 sessions memory stays flat.
-#include "cli/documents/documents.h"
+#include "cli/verbs/documents/documents.h"
 #include <cJSON.h>
 #include <cmath>
 #include <cstdio>

@@ -2,10 +2,12 @@
 // which paths it edits; swarm holds: every live hold.
 #include <algorithm>
 
-#include "cli/command/context.h"
-#include "cli/documents/documents.h"
+#include "cli/verbs/documents/documents.h"
+#include "cli/verbs/output.h"
+#include "cli/verbs/verbs.h"
 #include "swarm/base/duration.h"
 #include "swarm/base/error.h"
+#include "swarm/base/names.h"
 #include "swarm/base/text.h"
 #include "swarm/holds/hold_store.h"
 #include "swarm/holds/patterns.h"
@@ -17,7 +19,7 @@ namespace {
 // The longest reason a hold takes, in bytes of UTF-8 (as a renewal's note).
 constexpr std::size_t kMaxReasonBytes = 200;
 
-struct HoldFlags {
+struct HoldRequest {
   std::string slot;
   std::string session;
   std::vector<std::string> patterns;
@@ -31,7 +33,7 @@ struct HoldFlags {
 double seconds(std::chrono::milliseconds d) { return static_cast<double>(d.count()) / 1000.0; }
 
 // Before any I/O: what the flags ask makes sense together (exit 2 otherwise).
-void require_hold_flags(const HoldFlags& f) {
+void require_hold_flags(const HoldRequest& f) {
   if (f.release) {
     if (f.all && !f.patterns.empty())
       throw swarm::Error(swarm::Errc::bad_input, "--release --all lets go of every hold; name patterns or --all, not both");
@@ -52,13 +54,13 @@ void require_hold_flags(const HoldFlags& f) {
                          "take it anyway with --force");
 }
 
-int take(Context& ctx, const HoldFlags& f) {
+VerbResult take(const HoldRequest& f, Context& ctx, Reporter& report) {
   auto lifecycle = ctx.lifecycle();
   const auto kind = f.shared ? swarm::HoldKind::shared : swarm::HoldKind::exclusive;
   const swarm::HoldResult r = lifecycle.hold(f.slot, f.patterns, kind, f.reason, session_of(f.session));
-  for (const auto& w : r.warnings) ctx.out().warn(w);
-  swarm::Json doc = swarm::Json::object();
-  doc.set("slot", f.slot)
+  for (const auto& w : r.warnings) report.warn(w);
+  VerbResult out;
+  out.doc.set("slot", f.slot)
       .set("name", r.lease.name)
       .set("token", r.lease.token)
       .set("session", r.session)
@@ -66,28 +68,25 @@ int take(Context& ctx, const HoldFlags& f) {
       .set("kind", swarm::to_string(kind))
       .set("reason", f.reason)
       .set("ttl_seconds", seconds(r.lease.record.ttl));
-  ctx.out().result("hold",
-                   "slot " + f.slot + " holds " + swarm::patterns_text(f.patterns) + " " +
-                       (f.shared ? "shared" : "exclusively") + " (" + r.lease.name + ", token " +
-                       std::to_string(r.lease.token) + "); renewed with the session, released by close or "
-                       "`swarm hold --release`",
-                   std::move(doc));
-  return 0;
+  out.text = "slot " + f.slot + " holds " + swarm::patterns_text(f.patterns) + " " +
+             (f.shared ? "shared" : "exclusively") + " (" + r.lease.name + ", token " + std::to_string(r.lease.token) +
+             "); renewed with the session, released by close or `swarm hold --release`";
+  return out;
 }
 
-int let_go(Context& ctx, const HoldFlags& f) {
+VerbResult let_go(const HoldRequest& f, Context& ctx, Reporter& report) {
   auto lifecycle = ctx.lifecycle();
   const swarm::HoldRelease r = lifecycle.release_holds(f.slot, f.all ? std::vector<std::string>{} : f.patterns,
                                                        session_of(f.session));
-  for (const auto& w : r.warnings) ctx.out().warn(w);
-  swarm::Json doc = swarm::Json::object();
-  doc.set("slot", f.slot).set("released", swarm::Json::strings(r.released)).set("narrowed", swarm::Json::strings(r.narrowed));
+  for (const auto& w : r.warnings) report.warn(w);
+  VerbResult out;
+  out.doc.set("slot", f.slot).set("released", swarm::Json::strings(r.released)).set("narrowed", swarm::Json::strings(r.narrowed));
   std::string text;
   if (!r.released.empty()) text += "released " + swarm::patterns_text(r.released);
   if (!r.narrowed.empty()) text += std::string(text.empty() ? "" : "; ") + "narrowed " + swarm::patterns_text(r.narrowed);
   if (text.empty()) text = "slot " + f.slot + " held nothing";
-  ctx.out().result("hold", text, std::move(doc));
-  return 0;
+  out.text = text;
+  return out;
 }
 
 std::string holds_table(const std::vector<swarm::LeaseEntry>& holds, swarm::TimePoint now) {
@@ -109,33 +108,55 @@ std::string holds_table(const std::vector<swarm::LeaseEntry>& holds, swarm::Time
   return aligned(rows);
 }
 
+struct HoldsRequest {
+  std::string slot;
+};
+
+VerbResult holds(const HoldsRequest& r, Context& ctx, Reporter&) {
+  const auto leases = ctx.leases();
+  swarm::HoldStore store(leases, ctx.me(), swarm::kDefaultLeaseTtl);
+  std::vector<swarm::LeaseEntry> holds = store.live();
+  if (!r.slot.empty())
+    holds.erase(std::remove_if(holds.begin(), holds.end(),
+                               [&](const swarm::LeaseEntry& e) { return swarm::hold_slot_of(e.name) != r.slot; }),
+                holds.end());
+  const auto now = holds.empty() ? swarm::TimePoint{} : store.store().server_clock().now();
+  VerbResult out;
+  out.doc.set("holds", hold_rows(holds, now));
+  out.text = holds_table(holds, now);
+  return out;
+}
+
 }  // namespace
 
-Verb add_hold(CLI::App& app) {
-  auto f = std::make_shared<HoldFlags>();
-  CLI::App* cmd = app.add_subcommand("hold", "Say which paths the slot edits: a fenced hold, renewed with the session");
-  add_slot_option(*cmd, f->slot);
-  add_session_option(*cmd, f->session);
-  cmd->add_option("pattern", f->patterns, "Paths the slot edits, as git pathspec globs from the repository's root")
-      ->option_text("PATTERN...")
-      ->check(validator_of([](const std::string& p) { swarm::require_hold_pattern(p); }, "PATTERN"));
-  cmd->add_flag("--shared", f->shared, "A shared hold: it conflicts only with exclusive ones (others may share it)");
-  cmd->add_option("--reason", f->reason, "Why, in a line others see (at most 200 bytes)")
-      ->option_text("TEXT")
-      ->check(validator_of(
-          [](const std::string& t) {
-            if (t.size() > kMaxReasonBytes || !swarm::is_plain_text(t))
-              throw swarm::Error(swarm::Errc::bad_input, "bad --reason '" + swarm::printable(t.substr(0, 60)) +
-                                                             "': at most 200 bytes of UTF-8, one line, no control "
-                                                             "character");
-          },
-          "TEXT"));
-  cmd->add_flag("--release", f->release, "Let go of the holds on PATTERN... (or of all of them with --all)");
-  cmd->add_flag("--all", f->all, "With --release: every hold of the slot");
-  cmd->add_flag("--force", f->force,
-                "Hold a pattern of the whole tree (`**`, `*`): refused without it, since it stands in every other "
-                "slot's way");
-  cmd->footer(
+VerbSpec hold_verb() {
+  auto options =
+      OptionTable<HoldRequest>()
+          .text(&HoldRequest::slot, slot_option())
+          .text(&HoldRequest::session, session_option())
+          .texts(&HoldRequest::patterns,
+                 {.name = "pattern", .value_name = "PATTERN...",
+                  .help = "Paths the slot edits, as git pathspec globs from the repository's root",
+                  .check = [](const std::string& p) { swarm::require_hold_pattern(p); }})
+          .flag(&HoldRequest::shared, {.name = "--shared", .help = "A shared hold: it conflicts only with exclusive "
+                                                                   "ones (others may share it)"})
+          .text(&HoldRequest::reason,
+                {.name = "--reason", .value_name = "TEXT", .help = "Why, in a line others see (at most 200 bytes)",
+                 .check = [](const std::string& t) {
+                   if (t.size() > kMaxReasonBytes || !swarm::is_plain_text(t))
+                     throw swarm::Error(swarm::Errc::bad_input, "bad --reason '" + swarm::printable(t.substr(0, 60)) +
+                                                                    "': at most 200 bytes of UTF-8, one line, no "
+                                                                    "control character");
+                 }})
+          .flag(&HoldRequest::release, {.name = "--release", .help = "Let go of the holds on PATTERN... (or of all of "
+                                                                     "them with --all)"})
+          .flag(&HoldRequest::all, {.name = "--all", .help = "With --release: every hold of the slot"})
+          .flag(&HoldRequest::force, {.name = "--force", .help = "Hold a pattern of the whole tree (`**`, `*`): "
+                                                                 "refused without it, since it stands in every other "
+                                                                 "slot's way"})
+          .done();
+  return make_verb<HoldRequest>(
+      {"hold"}, "Say which paths the slot edits: a fenced hold, renewed with the session",
       "Examples:\n"
       "  swarm hold 'src/api/**' --reason 'reworking the API'\n"
       "  swarm hold docs/guide.md --shared\n"
@@ -148,38 +169,26 @@ Verb add_hold(CLI::App& app) {
       "exit 3 naming the holder's slot, host and patterns, and takes nothing. Overlap is judged from\n"
       "the patterns' literal parts, erring towards \"overlap\" (`**/*.md` overlaps almost anything).\n"
       "commit warns about (or, with `swarm up --holds refuse`, refuses) paths others hold; land\n"
-      "refuses a branch that changes them unless --force.");
-  return {cmd, [f](Context& ctx) {
-            require_hold_flags(*f);
-            f->slot = ctx.slot_of(f->slot);
-            return f->release ? let_go(ctx, *f) : take(ctx, *f);
-          }};
+      "refuses a branch that changes them unless --force.",
+      std::move(options), require_hold_flags, [](HoldRequest& r, const Context& ctx) { resolve_slot(r.slot, ctx); },
+      [](const HoldRequest& r, Context& ctx, Reporter& report) {
+        return r.release ? let_go(r, ctx, report) : take(r, ctx, report);
+      });
 }
 
-Verb add_holds(CLI::App& app) {
-  auto slot = std::make_shared<std::string>();
-  CLI::App* cmd = app.add_subcommand("holds", "Every live hold: slot, host, kind, token, age, patterns, reason");
-  cmd->add_option("--slot", *slot, "Only this slot's holds")->option_text("SLOT")->check(slot_name_validator());
-  cmd->footer(
+VerbSpec holds_verb() {
+  auto options = OptionTable<HoldsRequest>()
+                     .text(&HoldsRequest::slot, {.name = "--slot", .value_name = "SLOT", .help = "Only this slot's holds",
+                                                 .check = swarm::require_slot_name})
+                     .done();
+  return make_verb<HoldsRequest>(
+      {"holds"}, "Every live hold: slot, host, kind, token, age, patterns, reason",
       "Examples:\n"
       "  swarm holds\n"
       "  swarm holds --slot render --json\n"
       "Lists the holds someone may still hold (not past their TTL), by name; --json gives\n"
-      "swarm.holds.v1 {\"schema\",\"holds\":[{\"name\",\"slot\",\"host\",\"patterns\",\"kind\",\"token\",...}]}.");
-  return {cmd, [slot](Context& ctx) {
-            const auto leases = ctx.leases();
-            swarm::HoldStore store(leases, ctx.me(), swarm::kDefaultLeaseTtl);
-            std::vector<swarm::LeaseEntry> holds = store.live();
-            if (!slot->empty())
-              holds.erase(std::remove_if(holds.begin(), holds.end(),
-                                         [&](const swarm::LeaseEntry& e) { return swarm::hold_slot_of(e.name) != *slot; }),
-                          holds.end());
-            const auto now = holds.empty() ? swarm::TimePoint{} : store.store().server_clock().now();
-            swarm::Json doc = swarm::Json::object();
-            doc.set("holds", hold_rows(holds, now));
-            ctx.out().result("holds", holds_table(holds, now), std::move(doc));
-            return 0;
-          }};
+      "swarm.holds.v1 {\"schema\",\"holds\":[{\"name\",\"slot\",\"host\",\"patterns\",\"kind\",\"token\",...}]}.",
+      std::move(options), {}, {}, holds);
 }
 
 }  // namespace cli

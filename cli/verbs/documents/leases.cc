@@ -1,6 +1,6 @@
 // swarm.lease.v1: leases and semaphores as `lease list --json`, /api/leases
 // and the lease tools hand them out.
-#include "cli/documents/documents.h"
+#include "cli/verbs/documents/documents.h"
 
 namespace cli {
 

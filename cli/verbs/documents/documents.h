@@ -65,6 +65,9 @@ swarm::Json tasks_document(const std::vector<const swarm::TaskEntry*>& shown, co
 // swarm.branches.v1's members; and the whole document.
 swarm::Json branches_of(const swarm::Branches& report);
 swarm::Json branches_document(const swarm::Branches& report);
+// land's --json document and its line of text, for one land.
+swarm::Json land_document(const swarm::LandResult& r);
+std::string land_summary(const swarm::LandResult& r);
 // Foreseen conflicts as branches' `conflicts` and commit's `overlaps`:
 // [{"with","slot","paths"}], `slot` null for the onto branch.
 swarm::Json overlaps_json(const std::vector<swarm::Overlap>& overlaps);

@@ -1,4 +1,4 @@
-#include "cli/command/status_table.h"
+#include "cli/verbs/status_table.h"
 
 #include <algorithm>
 #include <array>

@@ -1,4 +1,4 @@
-#include "cli/command/signal_router.h"
+#include "cli/verbs/signal_router.h"
 
 #include <pthread.h>
 #include <signal.h>

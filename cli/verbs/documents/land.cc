@@ -1,8 +1,7 @@
 // The landing documents: swarm.branches.v1 (`branches --json`, /api/branches,
 // the branches tool), a land's result (`land --json`, the land tool), and
 // the foreseen conflicts commit and branches give.
-#include "cli/documents/documents.h"
-#include "cli/command/land.h"
+#include "cli/verbs/documents/documents.h"
 #include "swarm/base/text.h"
 
 namespace cli {
@@ -65,6 +64,26 @@ swarm::Json branches_of(const swarm::Branches& report) {
   for (const auto& row : report.rows) rows.push(branch_json(row));
   doc.set("branches", std::move(rows));
   return doc;
+}
+
+namespace {
+
+std::string short_id(const std::string& id) { return id.substr(0, 12); }
+
+}  // namespace
+
+std::string land_summary(const swarm::LandResult& r) {
+  switch (r.outcome) {
+    case swarm::LandResult::Outcome::landed:
+      return "landed " + r.slot + " on " + swarm::printable(r.onto) + " (" + r.kind +
+             (r.batch.empty() ? "" : ", batch " + r.batch) +
+             (r.check == "flaky" ? ", check flaky: passed on run " + std::to_string(r.check_attempts) : "") +
+             "): " + short_id(r.from) + " -> " + short_id(r.to);
+    case swarm::LandResult::Outcome::already_landed:
+      return "slot " + r.slot + " is landed on " + swarm::printable(r.onto) + " already (" + short_id(r.from) + ")";
+    case swarm::LandResult::Outcome::refused: return "refused " + r.slot + ": " + r.message;
+  }
+  return "";
 }
 
 swarm::Json land_document(const swarm::LandResult& r) {

@@ -1,4 +1,4 @@
-#include "cli/command/exit_code.h"
+#include "cli/verbs/exit_code.h"
 
 namespace cli {
 

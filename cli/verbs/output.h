@@ -34,6 +34,18 @@ class Output {
   bool json_;
 };
 
+// The terminal stdout is, if it is one: its size; else $COLUMNS (and
+// $LINES) when set; else 0 (as wide and as long as it takes). Colour on a
+// terminal unless $NO_COLOR or TERM=dumb.
+// Where a verb's text goes, read where the request is made.
+struct Presentation {
+  std::size_t columns = 0;  // 0: as wide as it takes
+  std::size_t lines = 0;
+  bool tty = false;
+  bool color = false;
+};
+Presentation terminal_presentation();
+
 // Rows of cells (already escaped) as columns two spaces apart, each as
 // wide as its widest cell (in terminal columns), one line per row.
 std::string aligned(const std::vector<std::vector<std::string>>& rows);

@@ -1,11 +1,16 @@
-#include "cli/command/output.h"
+#include "cli/verbs/output.h"
 
-#include "cli/documents/documents.h"
+#include "cli/verbs/documents/documents.h"
+
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <iostream>
 
-#include "cli/command/exit_code.h"
+#include "cli/verbs/exit_code.h"
 #include "swarm/base/text.h"
 
 namespace cli {
@@ -56,6 +61,26 @@ int Output::error(swarm::Errc kind, const std::string& message) const {
     std::cerr << "swarm: error: " << swarm::printable(message, true) << std::endl;
   }
   return code;
+}
+
+Presentation terminal_presentation() {
+  Presentation out;
+  out.tty = isatty(STDOUT_FILENO) != 0;
+  winsize size{};
+  if (out.tty && ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0) {
+    out.columns = size.ws_col;
+    out.lines = size.ws_row;
+  }
+  auto number = [](const char* name) -> std::size_t {
+    const char* text = std::getenv(name);
+    if (text == nullptr || *text == '\0' || std::strlen(text) > 5 || std::strspn(text, "0123456789") != std::strlen(text)) return 0;
+    return static_cast<std::size_t>(std::atoi(text));
+  };
+  if (out.columns == 0) out.columns = number("COLUMNS");
+  if (out.lines == 0) out.lines = number("LINES");
+  const char* term = std::getenv("TERM");
+  out.color = out.tty && std::getenv("NO_COLOR") == nullptr && !(term != nullptr && std::string_view(term) == "dumb");
+  return out;
 }
 
 std::string aligned(const std::vector<std::vector<std::string>>& rows) {

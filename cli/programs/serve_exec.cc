@@ -5,7 +5,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "cli/serve/serve.h"
+#include "cli/command/serve_options.h"
 #include "swarm/base/error.h"
 #include "swarm/base/private_files.h"
 

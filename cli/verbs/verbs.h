@@ -1,0 +1,22 @@
+// The verbs of this layer, each defined in its own file (cli/verbs/<verb>.cc)
+// and listed once by typed_verbs() (verb.cc).
+#pragma once
+
+#include "cli/verbs/verb.h"
+
+namespace cli {
+
+VerbSpec renew_verb();   // renew.cc
+VerbSpec status_verb();  // status.cc
+VerbSpec send_verb();    // messages.cc
+VerbSpec inbox_verb();   // messages.cc
+VerbSpec ack_verb();     // messages.cc
+VerbSpec ask_verb();     // messages.cc
+VerbSpec hold_verb();    // holds.cc
+VerbSpec holds_verb();   // holds.cc
+
+// The slot a verb acts on, resolved where the request is made: `given`, or
+// the slot whose worktree holds the caller's folder (Context::slot_of).
+void resolve_slot(std::string& slot, const Context& ctx);
+
+}  // namespace cli

@@ -1,0 +1,181 @@
+// The agent's socket (cli/socket/, cli/verbs/remote.h): `swarm VERB` inside
+// the agent of a `swarm run` is answered by that run, with the document and
+// exit code the verb gives when it acts on its own, and with no NATS
+// connection of the agent's.
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <regex>
+#include <sstream>
+
+#include "cli/swarm_fixture.h"
+#include "support/eventually.h"
+#include "support/temp_dir.h"
+
+using namespace testing;
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+namespace {
+
+// What an agent script runs each command of twice: through the socket, then
+// with SWARM_SOCKET unset (its own connection); stdout, stderr and the exit
+// code of each in $OUT/NAME.{socket,direct}{,.err,.rc}.
+const char* kPairs = R"(#!/bin/sh
+pair() { name=$1; shift
+  "$@" > "$OUT/$name.socket" 2> "$OUT/$name.socket.err" < "$OUT/input"; echo $? > "$OUT/$name.socket.rc"
+  env -u SWARM_SOCKET "$@" > "$OUT/$name.direct" 2> "$OUT/$name.direct.err" < "$OUT/input"; echo $? > "$OUT/$name.direct.rc"
+}
+echo "$SWARM_SOCKET" > "$OUT/socket_path"
+)";
+
+// A document with what moves between two calls left out: ages, states, and
+// what a write changes (a revision, a sequence, an id, a token, a cursor).
+std::string steady(const std::string& text) {
+  swarm::Json doc = swarm::Json::parse(text);
+  if (!doc) return "not JSON: " + text;
+  std::function<void(cJSON*)> strip = [&](cJSON* node) {
+    for (const char* moving : {"age_seconds", "expires_in_seconds", "state", "revision", "seq", "id", "token", "name",
+                               "was", "moved", "duplicate", "last_renewed", "time"})
+      cJSON_DeleteItemFromObject(node, moving);
+    for (cJSON* child = node ? node->child : nullptr; child != nullptr; child = child->next)
+      if (cJSON_IsObject(child) || cJSON_IsArray(child)) strip(child);
+  };
+  strip(doc.get());
+  return doc.dump();
+}
+
+std::string digits_aside(const std::string& text) {
+  return std::regex_replace(text, std::regex("[0-9]+"), "N");
+}
+
+std::string last_line(std::string text) {
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  const auto nl = text.rfind('\n');
+  return nl == std::string::npos ? text : text.substr(nl + 1);
+}
+
+// Runs `script` (after kPairs) as the agent of slot s; waits for it to end.
+void run_agent(SwarmWorkspace& ws, const fs::path& out, const std::string& script) {
+  fs::create_directories(out);
+  write_file(out / "input", "a body from standard input\n");
+  const auto agent = ws.root() / "agent.sh";
+  write_file(agent, std::string(kPairs) + script + "touch \"$OUT/done\"\n");
+  fs::permissions(agent, fs::perms::owner_all);
+  auto env = kHostA;
+  env["OUT"] = out.string();
+  env["SWARM_BIN"] = swarm_binary();
+  auto r = ws.swarm({"run", "--slot", "s", "--task", "T-1", "--keep", "--", "./agent.sh"}, env);
+  REQUIRE_MESSAGE(r.exit == 0, r.err);
+  REQUIRE(fs::exists(out / "done"));
+}
+
+}  // namespace
+
+TEST_CASE("Socket_EveryVerbGivesTheSameDocumentAndExitCodeEitherWay") {
+  // each verb of the verbs layer, run by the agent through its run's socket and on its own: the same exit code,
+  // the same document (what a write moves aside), the same error; text as well as --json.
+  SwarmWorkspace ws;
+  REQUIRE(ws.swarm({"join", "--slot", "o", "--task", "T-0"}, kHostA).exit == 0);
+  REQUIRE(ws.swarm({"hold", "--slot", "o", "src/**"}).exit == 0);
+  REQUIRE(ws.swarm({"send", "--to", "s", "--from", "o", "--id", "m-1", "first"}).exit == 0);
+  TempDir dir("swarm-socket");
+  const fs::path out = dir.path() / "out";
+  run_agent(ws, out,
+            "B=$SWARM_BIN\n"
+            "pair status $B --json status\n"
+            "pair status_text $B status --slot s\n"
+            "pair status_missing $B --json status --slot nobody\n"
+            "pair renew $B --json renew --status working --note 'on it'\n"
+            "pair renew_text $B renew\n"
+            "pair renew_replaced $B --json renew --session 999\n"
+            "pair hold $B --json hold 'docs/**' --reason 'the guide'\n"
+            "pair hold_conflict $B --json hold 'src/api/**'\n"
+            "pair hold_whole $B --json hold '**'\n"
+            "pair holds $B --json holds\n"
+            "pair holds_text $B holds --slot o\n"
+            "pair send $B --json send --to o 'hello there'\n"
+            "pair send_stdin $B --json send --to o -\n"
+            "pair send_nofile $B --json send --to o --file /nonexistent/x\n"
+            "pair inbox $B --json inbox -n 5\n"
+            "pair inbox_text $B inbox\n"
+            "pair inbox_none $B --json inbox --as nobody --wait 10ms\n"
+            "pair ack $B --json ack 1\n"
+            "pair ack_bad $B --json ack 0\n"
+            "pair release $B --json hold --release 'none/**'\n");
+  for (const char* name : {"status", "status_text", "status_missing", "renew", "renew_text", "renew_replaced", "hold",
+                           "hold_conflict", "hold_whole", "holds", "holds_text", "send", "send_stdin", "send_nofile",
+                           "inbox", "inbox_text", "inbox_none", "ack", "ack_bad", "release"}) {
+    CAPTURE(name);
+    const std::string n = name;
+    const std::string socket_rc = read_file(out / (n + ".socket.rc")), direct_rc = read_file(out / (n + ".direct.rc"));
+    const std::string socket = read_file(out / (n + ".socket")), direct = read_file(out / (n + ".direct"));
+    const std::string socket_err = read_file(out / (n + ".socket.err"));
+    const std::string direct_err = read_file(out / (n + ".direct.err"));
+    INFO("socket: " << socket << socket_err << "direct: " << direct << direct_err);
+    CHECK(socket_rc == direct_rc);
+    const bool text = n.find("_text") != std::string::npos;
+    if (text) {
+      // Ages and revisions aside (a second may tick between the two).
+      CHECK_FALSE(socket.empty());
+      CHECK(digits_aside(socket) == digits_aside(direct));
+    } else if (socket_rc == "0\n") {
+      // inbox: JSON Lines, each a message.
+      std::string a, b;
+      std::istringstream sa(socket), sb(direct);
+      for (std::string line; std::getline(sa, line);) a += steady(line) + "\n";
+      for (std::string line; std::getline(sb, line);) b += steady(line) + "\n";
+      CHECK(a == b);
+      CHECK_FALSE(a.empty());
+    } else {
+      CHECK(last_line(socket_err) == last_line(direct_err));
+      CHECK(last_line(socket_err).find("swarm.error.v1") != std::string::npos);
+    }
+  }
+  // What each pair was meant to show.
+  CHECK(read_file(out / "status_missing.socket.rc") == "4\n");
+  CHECK(read_file(out / "renew_replaced.socket.rc") == "3\n");
+  CHECK(read_file(out / "hold_conflict.socket.rc") == "3\n");
+  CHECK(read_file(out / "hold_whole.socket.rc") == "2\n");
+  CHECK(read_file(out / "send_nofile.socket.rc") == "2\n");
+  CHECK(read_file(out / "inbox_none.socket.rc") == "4\n");
+  CHECK(read_file(out / "ack_bad.socket.rc") == "2\n");
+  CHECK(read_file(out / "release.socket.rc") == "4\n");
+  CHECK(read_file(out / "renew.socket").find("\"slot\":\"s\"") != std::string::npos);
+  // The body from standard input went along, inline as it would on its own.
+  auto inbox = ws.swarm({"--json", "inbox", "--as", "o"});
+  CHECK(inbox.out.find("a body from standard input") != std::string::npos);
+  // The socket and its folder are gone with the run; its folder was the user's alone.
+  const fs::path socket_path = last_line(read_file(out / "socket_path"));
+  CHECK(socket_path.filename() == "agent.sock");
+  CHECK_FALSE(fs::exists(socket_path));
+  CHECK_FALSE(fs::exists(socket_path.parent_path()));
+}
+
+TEST_CASE("Socket_TheAgentNeedsNoConnectionOfItsOwn") {
+  // with a NATS URL that reaches nothing, the agent's verbs are answered by its run (which acts on its workspace's
+  // server), while the same verb on its own is exit 7; a socket nobody serves is exit 7 naming it, and changes
+  // nothing; the socket's folder is 0700.
+  SwarmWorkspace ws;
+  TempDir dir("swarm-socket");
+  const fs::path out = dir.path() / "out";
+  run_agent(ws, out,
+            "export NATS_URL=nats://127.0.0.1:1\n"
+            "pair renew $SWARM_BIN --json renew --note unreachable-alone\n"
+            "stat -c %a \"$(dirname \"$SWARM_SOCKET\")\" > \"$OUT/mode\"\n");
+  CHECK(read_file(out / "renew.socket.rc") == "0\n");
+  CHECK(read_file(out / "renew.direct.rc") == "7\n");
+  CHECK(read_file(out / "mode") == "700\n");
+  CHECK(ws.swarm({"--json", "status", "--slot", "s"}).out.find("unreachable-alone") != std::string::npos);
+  // The run has ended: its socket answers no one.
+  auto env = kHostA;
+  env["SWARM_SOCKET"] = last_line(read_file(out / "socket_path"));
+  auto gone = ws.swarm({"renew", "--slot", "s", "--note", "never"}, env);
+  CHECK(gone.exit == 7);
+  CHECK(gone.err.find("SWARM_SOCKET") != std::string::npos);
+  CHECK(ws.swarm({"--json", "status", "--slot", "s"}).out.find("never") == std::string::npos);
+}
