@@ -676,8 +676,7 @@ class McpServer {
   // A verb of cli/verbs, called: its request read from the arguments by
   // its table, its result the document, what it said the text's warnings.
   swarm::Json run_direct(const Tool& tool, const VerbSpec& verb, const swarm::Json& arguments) const {
-    Context ctx(direct_);
-    ctx.set_standard_input(-1);  // never the protocol's
+    Context ctx(direct_);  // its standard input /dev/null (serve() made it so), never the protocol's
     CollectingReporter report;
     try {
       auto request = request_from_json(verb, arguments.get(), tool.name);
