@@ -23,8 +23,10 @@ namespace {
 
 }  // namespace
 
+bool reads_standard_input(const std::vector<std::string>& text) { return text.size() == 1 && text[0] == "-"; }
+
 void read_body(const BodySource& f, std::uint64_t max, Body& body) {
-  const bool from_stdin = f.text.size() == 1 && f.text[0] == "-";
+  const bool from_stdin = reads_standard_input(f.text);
   if (!f.file.empty()) {
     if (!f.text.empty()) throw swarm::Error(swarm::Errc::bad_input, "give the body as TEXT, - or --file, not two of them");
     body.shown = swarm::printable(f.file);

@@ -30,6 +30,9 @@ struct Body {
   std::string shown;   // how errors name where it came from
 };
 
+// Whether the body is standard input: TEXT is the one word "-".
+bool reads_standard_input(const std::vector<std::string>& text);
+
 // The body, checked against `max` (the blob limit) before anything is
 // sent; standard input too long for a message is kept in an unnamed file
 // while it is read (never all in memory).

@@ -187,10 +187,7 @@ VerbSpec send_verb() {
           throw swarm::Error(swarm::Errc::bad_input, "no body: give TEXT, - (standard input) or --file F");
       },
       resolve_sender, send);
-  v.reads_input = [](const void* r) {
-    const auto& words = static_cast<const SendRequest*>(r)->text;
-    return words.size() == 1 && words[0] == "-";
-  };
+  v.reads_input = [](const void* r) { return reads_standard_input(static_cast<const SendRequest*>(r)->text); };
   return v;
 }
 
@@ -217,10 +214,7 @@ VerbSpec ask_verb() {
           throw swarm::Error(swarm::Errc::bad_input, "no question: give TEXT, - (standard input) or --file F");
       },
       resolve_sender, ask);
-  v.reads_input = [](const void* r) {
-    const auto& words = static_cast<const SendRequest*>(r)->text;
-    return words.size() == 1 && words[0] == "-";
-  };
+  v.reads_input = [](const void* r) { return reads_standard_input(static_cast<const SendRequest*>(r)->text); };
   return v;
 }
 
