@@ -82,5 +82,7 @@ Verb add_ack(CLI::App& app) { return add_typed(app, *typed_verb({"ack"})); }
 Verb add_ask(CLI::App& app) { return add_typed(app, *typed_verb({"ask"})); }
 Verb add_hold(CLI::App& app) { return add_typed(app, *typed_verb({"hold"})); }
 Verb add_holds(CLI::App& app) { return add_typed(app, *typed_verb({"holds"})); }
+Verb add_evict(CLI::App& app) { return add_typed(app, *typed_verb({"evict"})); }
+Verb add_cwd(CLI::App& app) { return add_typed(app, *typed_verb({"cwd"})); }
 
 }  // namespace cli

@@ -50,8 +50,9 @@ OptionSpec session_option() {
 }
 
 const std::vector<VerbSpec>& typed_verbs() {
-  static const std::vector<VerbSpec> verbs = {renew_verb(), status_verb(), send_verb(), inbox_verb(),
-                                              ack_verb(),   ask_verb(),    hold_verb(), holds_verb()};
+  static const std::vector<VerbSpec> verbs = {renew_verb(), evict_verb(), status_verb(), cwd_verb(),
+                                              send_verb(),  inbox_verb(), ack_verb(),    ask_verb(),
+                                              hold_verb(),  holds_verb()};
   return verbs;
 }
 

@@ -14,6 +14,8 @@ VerbSpec ack_verb();     // messages.cc
 VerbSpec ask_verb();     // messages.cc
 VerbSpec hold_verb();    // holds.cc
 VerbSpec holds_verb();   // holds.cc
+VerbSpec evict_verb();   // slot_records.cc
+VerbSpec cwd_verb();     // slot_records.cc
 
 // The slot a verb acts on, resolved where the request is made: `given`, or
 // the slot whose worktree holds the caller's folder (Context::slot_of).

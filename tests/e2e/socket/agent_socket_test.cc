@@ -106,10 +106,16 @@ TEST_CASE("Socket_EveryVerbGivesTheSameDocumentAndExitCodeEitherWay") {
             "pair inbox_none $B --json inbox --as nobody --wait 10ms\n"
             "pair ack $B --json ack 1\n"
             "pair ack_bad $B --json ack 0\n"
-            "pair release $B --json hold --release 'none/**'\n");
+            "pair release $B --json hold --release 'none/**'\n"
+            "pair cwd $B --json cwd\n"
+            "pair cwd_text $B cwd\n"
+            "pair cwd_missing $B --json cwd --slot nobody\n"
+            "pair evict_missing $B --json evict --slot nobody\n"
+            "pair evict_bad $B --json evict --slot ../x\n");
   for (const char* name : {"status", "status_text", "status_missing", "renew", "renew_text", "renew_replaced", "hold",
                            "hold_conflict", "hold_whole", "holds", "holds_text", "send", "send_stdin", "send_nofile",
-                           "inbox", "inbox_text", "inbox_none", "ack", "ack_bad", "release"}) {
+                           "inbox", "inbox_text", "inbox_none", "ack", "ack_bad", "release", "cwd", "cwd_text",
+                           "cwd_missing", "evict_missing", "evict_bad"}) {
     CAPTURE(name);
     const std::string n = name;
     const std::string socket_rc = read_file(out / (n + ".socket.rc")), direct_rc = read_file(out / (n + ".direct.rc"));
@@ -146,6 +152,10 @@ TEST_CASE("Socket_EveryVerbGivesTheSameDocumentAndExitCodeEitherWay") {
   CHECK(read_file(out / "ack_bad.socket.rc") == "2\n");
   CHECK(read_file(out / "release.socket.rc") == "4\n");
   CHECK(read_file(out / "renew.socket").find("\"slot\":\"s\"") != std::string::npos);
+  CHECK(read_file(out / "cwd.socket").find("\"worktree\":") != std::string::npos);
+  CHECK(read_file(out / "cwd_missing.socket.rc") == "4\n");
+  CHECK(read_file(out / "evict_missing.socket.rc") == "4\n");
+  CHECK(read_file(out / "evict_bad.socket.rc") == "2\n");
   // The body from standard input went along, inline as it would on its own.
   auto inbox = ws.swarm({"--json", "inbox", "--as", "o"});
   CHECK(inbox.out.find("a body from standard input") != std::string::npos);
