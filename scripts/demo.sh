@@ -26,7 +26,7 @@ phase_started=$SECONDS
 phase() { phase_started=$SECONDS; printf '\n==> %s\n' "$*"; }
 took() { printf '    (%ss)\n' $((SECONDS - phase_started)); }
 
-echo "swarm demo: packages, a build, then the loop on a workspace of its own (about 5 minutes the first time)"
+echo "swarm demo: packages, a build, then the loop on a workspace of its own (the first time 8 to 12 minutes on 2 cores, most of it the build; seconds once built)"
 
 if [ -n "${SWARM_DEMO_SWARM:-}" ]; then
   phase "1/4 packages and 2/4 the build: skipped, \$SWARM_DEMO_SWARM names a built swarm ($SWARM_DEMO_SWARM)"
@@ -48,7 +48,9 @@ done
 took
 
 phase "2/4 building swarm in $build/ ($(nproc) jobs)"
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSWARM_BUILD_TESTS=OFF >/dev/null
+# Release: no debug information, which is a third of a cold build (338 s
+# against 519 s for RelWithDebInfo on 2 idle cores, docs/performance.md).
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DSWARM_BUILD_TESTS=OFF >/dev/null
 # The compiler's progress: its percentage, on one line on a terminal.
 last=""
 cmake --build "$build" -j"$(nproc)" --target swarm 2>&1 | while IFS= read -r line; do

@@ -12,23 +12,24 @@ namespace {
 // One option of the table as CLI11 takes it, its value set in `request`.
 void bind_option(CLI::App& cmd, const BoundOption& o, const std::shared_ptr<void>& request) {
   const OptionSpec& s = o.spec;
+  const std::string names = s.alias.empty() ? s.name : s.alias + "," + s.name;
   auto set = o.set;
   CLI::Option* option = nullptr;
   switch (s.kind) {
     case OptionSpec::Kind::flag:
-      option = cmd.add_flag_function(s.name, [request, set](std::int64_t) { set(request.get(), OptionValue{.flag = true}); }, s.help);
+      option = cmd.add_flag_function(names, [request, set](std::int64_t) { set(request.get(), OptionValue{.flag = true}); }, s.help);
       break;
     case OptionSpec::Kind::text:
       option = cmd.add_option_function<std::string>(
-          s.name, [request, set](const std::string& v) { set(request.get(), OptionValue{.text = v}); }, s.help);
+          names, [request, set](const std::string& v) { set(request.get(), OptionValue{.text = v}); }, s.help);
       break;
     case OptionSpec::Kind::texts:
       option = cmd.add_option_function<std::vector<std::string>>(
-          s.name, [request, set](const std::vector<std::string>& v) { set(request.get(), OptionValue{.texts = v}); }, s.help);
+          names, [request, set](const std::vector<std::string>& v) { set(request.get(), OptionValue{.texts = v}); }, s.help);
       break;
     case OptionSpec::Kind::number:
       option = cmd.add_option_function<std::int64_t>(
-          s.name, [request, set](const std::int64_t& v) { set(request.get(), OptionValue{.number = v}); }, s.help);
+          names, [request, set](const std::int64_t& v) { set(request.get(), OptionValue{.number = v}); }, s.help);
       option->transform(decimal_in(s.min, s.max));
       break;
   }
@@ -52,7 +53,8 @@ Verb add_typed(CLI::App& app, const VerbSpec& verb, CommandExtras extras) {
   CLI::App* cmd = app.add_subcommand(verb.words.back(), verb.summary);
   // One request per parse: run_command_line makes its verbs anew each time.
   auto request = std::make_shared<std::shared_ptr<void>>(verb.make());
-  for (const auto& o : verb.options) bind_option(*cmd, o, *request);
+  for (const auto& o : verb.options)
+    if (!o.spec.resolved) bind_option(*cmd, o, *request);
   if (extras.options) extras.options(*cmd);
   if (!verb.footer.empty()) cmd->footer(verb.footer);
   return {cmd, [&verb, request, extras](Context& ctx) {
@@ -84,5 +86,8 @@ Verb add_hold(CLI::App& app) { return add_typed(app, *typed_verb({"hold"})); }
 Verb add_holds(CLI::App& app) { return add_typed(app, *typed_verb({"holds"})); }
 Verb add_evict(CLI::App& app) { return add_typed(app, *typed_verb({"evict"})); }
 Verb add_cwd(CLI::App& app) { return add_typed(app, *typed_verb({"cwd"})); }
+Verb add_commit(CLI::App& app) { return add_typed(app, *typed_verb({"commit"})); }
+Verb add_close(CLI::App& app) { return add_typed(app, *typed_verb({"close"})); }
+Verb add_sync(CLI::App& app) { return add_typed(app, *typed_verb({"sync"})); }
 
 }  // namespace cli

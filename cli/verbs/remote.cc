@@ -219,7 +219,7 @@ RemoteRequest read_request_line(const std::string& line) {
   out.verb = typed_verb_named(name);
   if (out.verb == nullptr)
     throw swarm::Error(swarm::Errc::bad_input, "'" + swarm::printable(name) + "' is no verb this socket answers");
-  out.request = request_from_json(*out.verb, member(j.get(), "arguments"), name);
+  out.request = request_from_json(*out.verb, member(j.get(), "arguments"), name, true);
   out.json = cJSON_IsTrue(member(j.get(), "json"));
   const cJSON* p = member(j.get(), "presentation");
   if (const cJSON* c = member(p, "columns"); cJSON_IsNumber(c) && c->valuedouble >= 0 && c->valuedouble < 100000)

@@ -50,9 +50,10 @@ OptionSpec session_option() {
 }
 
 const std::vector<VerbSpec>& typed_verbs() {
-  static const std::vector<VerbSpec> verbs = {renew_verb(), evict_verb(), status_verb(), cwd_verb(),
-                                              send_verb(),  inbox_verb(), ack_verb(),    ask_verb(),
-                                              hold_verb(),  holds_verb()};
+  static const std::vector<VerbSpec> verbs = {commit_verb(), renew_verb(), close_verb(), evict_verb(),
+                                              status_verb(), cwd_verb(),   send_verb(),  inbox_verb(),
+                                              ack_verb(),    ask_verb(),   hold_verb(),  holds_verb(),
+                                              sync_verb()};
   return verbs;
 }
 
@@ -117,7 +118,8 @@ OptionValue value_of(const OptionSpec& spec, const cJSON* item, const std::funct
 
 }  // namespace
 
-std::shared_ptr<void> request_from_json(const VerbSpec& verb, const cJSON* arguments, const std::string& who) {
+std::shared_ptr<void> request_from_json(const VerbSpec& verb, const cJSON* arguments, const std::string& who,
+                                        bool with_resolved) {
   if (arguments != nullptr && !cJSON_IsNull(arguments) && !cJSON_IsObject(arguments))
     throw swarm::Error(swarm::Errc::bad_input, "the arguments of " + who + " are not an object");
   std::shared_ptr<void> request = verb.make();
@@ -129,7 +131,7 @@ std::shared_ptr<void> request_from_json(const VerbSpec& verb, const cJSON* argum
     };
     const auto it = std::find_if(verb.options.begin(), verb.options.end(),
                                  [&](const BoundOption& o) { return o.spec.key() == key; });
-    if (it == verb.options.end()) bad("is none of its arguments");
+    if (it == verb.options.end() || (it->spec.resolved && !with_resolved)) bad("is none of its arguments");
     if (std::find(given.begin(), given.end(), key) != given.end()) bad("is given twice");
     given.push_back(key);
     if (cJSON_IsNull(item)) continue;  // as if not given

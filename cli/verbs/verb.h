@@ -23,6 +23,7 @@ namespace cli {
 struct OptionSpec {
   enum class Kind { flag, text, texts, number };
   std::string name;  // "--status", "-n", or a positional's name ("pattern")
+  std::string alias;  // a short name the command line also takes ("-m" of "--message")
   Kind kind = Kind::text;
   std::string value_name;  // STATUS, in help and errors
   std::string help;
@@ -31,6 +32,10 @@ struct OptionSpec {
   std::int64_t min = 0, max = 0;  // a number's range
   bool required = false;
   bool token = false;  // a text that a tool takes as a whole number (a session token)
+  // Set by the verb's resolve where the request is made (from the caller's
+  // folder), never given: no option of the command line, no argument of a
+  // tool; the socket carries it to the run.
+  bool resolved = false;
   // Throws bad_input naming the value (run on each value, and on each of a list's).
   std::function<void(const std::string&)> check;
   bool positional() const { return !name.empty() && name.front() != '-'; }
@@ -201,7 +206,10 @@ const VerbSpec* typed_verb_named(const std::string& name);  // "task_list"
 // each key an option's key, typed as the table says; each value checked
 // as the command line checks it, then the verb's own checks. bad_input
 // naming the argument otherwise. `who` names the caller's verb in errors.
-std::shared_ptr<void> request_from_json(const VerbSpec& verb, const cJSON* arguments, const std::string& who);
+// The options a resolve sets are read only `with_resolved` (the socket's:
+// its client resolved them); a tool's call has none.
+std::shared_ptr<void> request_from_json(const VerbSpec& verb, const cJSON* arguments, const std::string& who,
+                                        bool with_resolved = false);
 // The request as JSON, keys as request_from_json reads them (what is not
 // given left out).
 swarm::Json request_json(const VerbSpec& verb, const void* request);

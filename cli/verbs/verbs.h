@@ -16,6 +16,9 @@ VerbSpec hold_verb();    // holds.cc
 VerbSpec holds_verb();   // holds.cc
 VerbSpec evict_verb();   // slot_records.cc
 VerbSpec cwd_verb();     // slot_records.cc
+VerbSpec commit_verb();  // commit.cc
+VerbSpec sync_verb();    // sync.cc
+VerbSpec close_verb();   // close.cc
 
 // The slot a verb acts on, resolved where the request is made: `given`, or
 // the slot whose worktree holds the caller's folder (Context::slot_of).

@@ -111,11 +111,21 @@ TEST_CASE("Socket_EveryVerbGivesTheSameDocumentAndExitCodeEitherWay") {
             "pair cwd_text $B cwd\n"
             "pair cwd_missing $B --json cwd --slot nobody\n"
             "pair evict_missing $B --json evict --slot nobody\n"
-            "pair evict_bad $B --json evict --slot ../x\n");
+            "pair evict_bad $B --json evict --slot ../x\n"
+            "pair commit_empty $B --json commit -m ''\n"
+            "pair commit_outside $B --json commit -m x /etc/passwd\n"
+            "pair sync_bad $B --json sync --onto 'a..b'\n"
+            "pair close_lane $B --json close --result fail --priority high\n"
+            "pair close_other $B --json close --slot nobody\n"
+            "echo one > one.txt; $B --json commit -m one one.txt > \"$OUT/commit.socket\"; echo $? > \"$OUT/commit.socket.rc\"\n"
+            "echo two > two.txt; env -u SWARM_SOCKET $B --json commit -m two two.txt > \"$OUT/commit.direct\";"
+            " echo $? > \"$OUT/commit.direct.rc\"\n"
+            "pair sync $B --json sync\n");
   for (const char* name : {"status", "status_text", "status_missing", "renew", "renew_text", "renew_replaced", "hold",
                            "hold_conflict", "hold_whole", "holds", "holds_text", "send", "send_stdin", "send_nofile",
                            "inbox", "inbox_text", "inbox_none", "ack", "ack_bad", "release", "cwd", "cwd_text",
-                           "cwd_missing", "evict_missing", "evict_bad"}) {
+                           "cwd_missing", "evict_missing", "evict_bad", "commit_empty", "commit_outside", "sync_bad",
+                           "close_lane", "close_other", "sync"}) {
     CAPTURE(name);
     const std::string n = name;
     const std::string socket_rc = read_file(out / (n + ".socket.rc")), direct_rc = read_file(out / (n + ".direct.rc"));
@@ -156,6 +166,22 @@ TEST_CASE("Socket_EveryVerbGivesTheSameDocumentAndExitCodeEitherWay") {
   CHECK(read_file(out / "cwd_missing.socket.rc") == "4\n");
   CHECK(read_file(out / "evict_missing.socket.rc") == "4\n");
   CHECK(read_file(out / "evict_bad.socket.rc") == "2\n");
+  for (const char* bad : {"commit_empty", "commit_outside", "sync_bad", "close_lane"}) {
+    CAPTURE(bad);
+    CHECK(read_file(out / (std::string(bad) + ".socket.rc")) == "2\n");
+  }
+  CHECK(read_file(out / "close_other.socket.rc") == read_file(out / "close_other.direct.rc"));
+  CHECK(read_file(out / "close_other.socket.rc") != "0\n");
+  // A commit through the socket and one on its own: each pushed, the paths
+  // named relative to the agent's folder (its worktree).
+  for (const char* way : {"commit.socket", "commit.direct"}) {
+    CAPTURE(way);
+    CHECK(read_file(out / (std::string(way) + ".rc")) == "0\n");
+    const std::string doc = read_file(out / way);
+    CHECK(doc.find("\"branch\":\"swarm/s\"") != std::string::npos);
+    CHECK(doc.find("\"pushed\":true") != std::string::npos);
+  }
+  CHECK(read_file(out / "sync.socket").find("\"how\":\"up-to-date\"") != std::string::npos);
   // The body from standard input went along, inline as it would on its own.
   auto inbox = ws.swarm({"--json", "inbox", "--as", "o"});
   CHECK(inbox.out.find("a body from standard input") != std::string::npos);
