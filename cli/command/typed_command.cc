@@ -36,8 +36,9 @@ void bind_option(CLI::App& cmd, const BoundOption& o, const std::shared_ptr<void
   if (!s.value_name.empty()) option->option_text(s.value_name);
   if (!s.env.empty()) option->envname(s.env);
   if (s.required) option->required();
-  if (!s.choices.empty()) option->check(CLI::IsMember(s.choices));
+  // The check's own message first; the choices for completion too.
   if (s.check) option->check(validator_of(s.check, s.value_name.empty() ? "VALUE" : s.value_name.c_str()));
+  if (!s.choices.empty()) option->check(CLI::IsMember(s.choices));
 }
 
 // Whether this process answers the verb itself or hands it to the run
@@ -89,5 +90,6 @@ Verb add_cwd(CLI::App& app) { return add_typed(app, *typed_verb({"cwd"})); }
 Verb add_commit(CLI::App& app) { return add_typed(app, *typed_verb({"commit"})); }
 Verb add_close(CLI::App& app) { return add_typed(app, *typed_verb({"close"})); }
 Verb add_sync(CLI::App& app) { return add_typed(app, *typed_verb({"sync"})); }
+Verb add_doctor(CLI::App& app) { return add_typed(app, *typed_verb({"doctor"})); }
 
 }  // namespace cli

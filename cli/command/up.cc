@@ -2,7 +2,7 @@
 #include <filesystem>
 
 #include "cli/command/context.h"
-#include "cli/command/server_view.h"
+#include "cli/verbs/documents/server.h"
 #include "swarm/base/duration.h"
 #include "swarm/base/text.h"
 #include "swarm/base/words.h"

@@ -159,6 +159,16 @@ class OptionTable {
                  return OptionValue{.number = v};
                });
   }
+  // A number whose absence differs from 0 (log -n 0 with --follow).
+  OptionTable& maybe_number(std::optional<std::int64_t> R::*field, OptionSpec spec) {
+    spec.kind = OptionSpec::Kind::number;
+    return add(std::move(spec), [field](void* r, const OptionValue& v) { static_cast<R*>(r)->*field = v.number; },
+               [field](const void* r) -> std::optional<OptionValue> {
+                 const auto& v = static_cast<const R*>(r)->*field;
+                 if (!v) return std::nullopt;
+                 return OptionValue{.number = *v};
+               });
+  }
   std::vector<BoundOption> done() { return std::move(options_); }
 
  private:

@@ -19,6 +19,8 @@ VerbSpec cwd_verb();     // slot_records.cc
 VerbSpec commit_verb();  // commit.cc
 VerbSpec sync_verb();    // sync.cc
 VerbSpec close_verb();   // close.cc
+VerbSpec log_verb();     // log.cc
+VerbSpec doctor_verb();  // doctor.cc
 
 // The slot a verb acts on, resolved where the request is made: `given`, or
 // the slot whose worktree holds the caller's folder (Context::slot_of).

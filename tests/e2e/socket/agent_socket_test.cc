@@ -120,12 +120,17 @@ TEST_CASE("Socket_EveryVerbGivesTheSameDocumentAndExitCodeEitherWay") {
             "echo one > one.txt; $B --json commit -m one one.txt > \"$OUT/commit.socket\"; echo $? > \"$OUT/commit.socket.rc\"\n"
             "echo two > two.txt; env -u SWARM_SOCKET $B --json commit -m two two.txt > \"$OUT/commit.direct\";"
             " echo $? > \"$OUT/commit.direct.rc\"\n"
-            "pair sync $B --json sync\n");
+            "pair sync $B --json sync\n"
+            "pair log $B --json log --slot s -n 3\n"
+            "pair log_text $B log --slot s -n 3\n"
+            "pair log_zero $B --json log -n 0\n"
+            "pair log_kind $B --json log --kind nope\n"
+            "pair doctor $B --json doctor\n");
   for (const char* name : {"status", "status_text", "status_missing", "renew", "renew_text", "renew_replaced", "hold",
                            "hold_conflict", "hold_whole", "holds", "holds_text", "send", "send_stdin", "send_nofile",
                            "inbox", "inbox_text", "inbox_none", "ack", "ack_bad", "release", "cwd", "cwd_text",
                            "cwd_missing", "evict_missing", "evict_bad", "commit_empty", "commit_outside", "sync_bad",
-                           "close_lane", "close_other", "sync"}) {
+                           "close_lane", "close_other", "sync", "log", "log_text", "log_zero", "log_kind"}) {
     CAPTURE(name);
     const std::string n = name;
     const std::string socket_rc = read_file(out / (n + ".socket.rc")), direct_rc = read_file(out / (n + ".direct.rc"));
@@ -166,7 +171,12 @@ TEST_CASE("Socket_EveryVerbGivesTheSameDocumentAndExitCodeEitherWay") {
   CHECK(read_file(out / "cwd_missing.socket.rc") == "4\n");
   CHECK(read_file(out / "evict_missing.socket.rc") == "4\n");
   CHECK(read_file(out / "evict_bad.socket.rc") == "2\n");
-  for (const char* bad : {"commit_empty", "commit_outside", "sync_bad", "close_lane"}) {
+  CHECK(read_file(out / "log.socket").find("\"kind\":\"commit\"") != std::string::npos);
+  // doctor: its report and its exit code (8 while problems remain) either way.
+  CHECK(read_file(out / "doctor.socket.rc") == read_file(out / "doctor.direct.rc"));
+  CHECK(steady(read_file(out / "doctor.socket")) == steady(read_file(out / "doctor.direct")));
+  CHECK(read_file(out / "doctor.socket").find("\"schema\":\"swarm.doctor.v1\"") != std::string::npos);
+  for (const char* bad : {"commit_empty", "commit_outside", "sync_bad", "close_lane", "log_zero", "log_kind"}) {
     CAPTURE(bad);
     CHECK(read_file(out / (std::string(bad) + ".socket.rc")) == "2\n");
   }

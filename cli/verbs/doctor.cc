@@ -1,9 +1,10 @@
 // swarm doctor: what is wrong with the workspace, and the command that fixes it.
 #include <sstream>
 
-#include "cli/command/context.h"
+#include "cli/verbs/documents/server.h"
 #include "cli/verbs/exit_code.h"
-#include "cli/command/server_view.h"
+#include "cli/verbs/verbs.h"
+#include "swarm/base/host.h"
 #include "swarm/base/text.h"
 #include "swarm/doctor/doctor.h"
 
@@ -82,27 +83,39 @@ swarm::Json report_json(const swarm::DoctorReport& r) {
   return doc;
 }
 
+struct DoctorRequest {
+  bool fix = false;
+};
+
+VerbResult doctor(const DoctorRequest& r, Context& ctx, Reporter&) {
+  ctx.timeout();
+  auto ws = ctx.workspace();
+  kv::ConnectionOptions options = ctx.auth_options();
+  if (!ctx.globals().nats_url.empty()) options.urls = kv::split_urls(ctx.globals().nats_url);
+  swarm::Doctor doctor(ws, swarm::HostIdentity::detect(), options, ctx.globals().bucket);
+  auto report = doctor.run(r.fix);
+  VerbResult out;
+  out.text = report_text(report, r.fix);
+  out.doc = report_json(report);
+  out.exit = report.problems_remaining() > 0 ? kProblemsRemain : kOk;
+  return out;
+}
+
 }  // namespace
 
-Verb add_doctor(CLI::App& app) {
-  auto fix = std::make_shared<bool>(false);
-  CLI::App* cmd = app.add_subcommand("doctor", "Find stale, corrupt and orphaned state; --fix repairs what is safe");
-  cmd->add_flag("--fix", *fix, "Repair what is safe, on this host's slots only (CAS: live sessions survive)");
-  cmd->footer(
+VerbSpec doctor_verb() {
+  auto options =
+      OptionTable<DoctorRequest>()
+          .flag(&DoctorRequest::fix,
+                {.name = "--fix", .help = "Repair what is safe, on this host's slots only (CAS: live sessions survive)"})
+          .done();
+  return make_verb<DoctorRequest>(
+      {"doctor"}, "Find stale, corrupt and orphaned state; --fix repairs what is safe",
       "Examples:\n"
       "  swarm doctor              # read-only report; exit 8 when problems remain\n"
       "  swarm doctor --fix --json\n"
-      "Never starts a server. Each finding names the command that fixes it.");
-  return {cmd, [fix](Context& ctx) {
-            ctx.timeout();
-            auto ws = ctx.workspace();
-            kv::ConnectionOptions options = ctx.auth_options();
-            if (!ctx.globals().nats_url.empty()) options.urls = kv::split_urls(ctx.globals().nats_url);
-            swarm::Doctor doctor(ws, swarm::HostIdentity::detect(), options, ctx.globals().bucket);
-            auto report = doctor.run(*fix);
-            ctx.out().result("doctor", report_text(report, *fix), report_json(report));
-            return report.problems_remaining() > 0 ? kProblemsRemain : kOk;
-          }};
+      "Never starts a server. Each finding names the command that fixes it.",
+      std::move(options), {}, {}, doctor);
 }
 
 }  // namespace cli
