@@ -47,6 +47,7 @@ Verb add_log(CLI::App& app) {
   };
   extras.instead = [following](const void* request, Context& ctx) -> std::optional<int> {
     if (!*following) return std::nullopt;
+    require_log_sense(*static_cast<const LogRequest*>(request), true);
     const SignalRouter signals;  // before any thread is made
     return follow(ctx, signals, *static_cast<const LogRequest*>(request));
   };

@@ -119,6 +119,7 @@ Verb add_status(CLI::App& app) {
   };
   extras.instead = [watching](const void* request, Context& ctx) -> std::optional<int> {
     if (!*watching) return std::nullopt;
+    typed_verb({"status"})->validate(request);
     const SignalRouter signals;  // before any thread is made
     const auto sessions = ctx.sessions();
     return watch(ctx, signals, sessions, *static_cast<const StatusRequest*>(request));

@@ -60,9 +60,11 @@ Verb add_typed(CLI::App& app, const VerbSpec& verb, CommandExtras extras) {
   if (!verb.footer.empty()) cmd->footer(verb.footer);
   return {cmd, [&verb, request, extras](Context& ctx) {
             void* r = request->get();
-            verb.validate(r);
+            // The front end's own (status --watch, log --follow) checks
+            // the request as it takes it, before any I/O.
             if (extras.instead)
               if (auto code = extras.instead(r, ctx)) return *code;
+            verb.validate(r);
             verb.resolve(r, ctx);
             PrintingReporter report(ctx.out());
             const std::string path = socket_path();
@@ -74,6 +76,7 @@ Verb add_typed(CLI::App& app, const VerbSpec& verb, CommandExtras extras) {
               }
             }
             ctx.set_presentation(terminal_presentation());
+            ctx.set_draws_progress(true);
             return print_result(ctx.out(), run_verb(verb, r, ctx, report));
           }};
 }

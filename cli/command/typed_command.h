@@ -16,7 +16,9 @@ namespace cli {
 // line has (status --watch), and what runs instead when one was given.
 struct CommandExtras {
   std::function<void(CLI::App& command)> options;
-  // nullopt: the verb runs as usual.
+  // nullopt: the verb runs as usual (and its validate runs first). It is
+  // called before the verb's validate: one that acts checks the request
+  // itself, before any I/O.
   std::function<std::optional<int>(const void* request, Context& ctx)> instead;
 };
 

@@ -41,7 +41,7 @@ VerbResult close(const CloseRequest& r, Context& ctx, Reporter& report) {
   options.keep_worktree = r.keep_worktree;
   options.no_artifact = r.no_artifact;
   auto lifecycle = ctx.lifecycle();
-  Progress progress("closing slot " + r.slot + " (pushing and salvaging)");
+  Progress progress("closing slot " + r.slot + " (pushing and salvaging)", ctx.draws_progress());
   auto c = lifecycle.close(r.slot, options);
   progress.done();
   for (const auto& w : c.warnings) report.warn(w);
@@ -76,12 +76,12 @@ VerbSpec close_verb() {
       OptionTable<CloseRequest>()
           .text(&CloseRequest::slot, slot_option())
           .text(&CloseRequest::result, {.name = "--result",
-                                        .value_name = "RESULT",
+                                        .value_name = "success|fail|fork",
                                         .help = "How the work ended: success, fail or fork (default: success)",
                                         .choices = {"success", "fail", "fork"}})
           .text(&CloseRequest::priority,
                 {.name = "--priority",
-                 .value_name = "LANE",
+                 .value_name = "normal|high",
                  .help = "The lane of a success in land --ready: high lands ahead of every normal one (default: normal)",
                  .choices = {"normal", "high"}})
           .flag(&CloseRequest::keep_worktree, {.name = "--keep-worktree", .help = "Keep the worktree folder"})

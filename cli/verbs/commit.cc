@@ -1,6 +1,11 @@
 // swarm commit: commit in the slot's worktree, push to the hub, renew.
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
+#include <sys/wait.h>
+
+#include <cerrno>
+#include <thread>
 
 #include <filesystem>
 
@@ -42,7 +47,13 @@ void repack_in_background(const swarm::Workspace& ws, const swarm::HubLocation& 
   posix_spawn_file_actions_addclosefrom_np(&actions, 3);  // nats.c's socket is not close-on-exec
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);  // out of the caller's terminal and process group
+  // Out of the caller's terminal and process group, and with no signal
+  // blocked: a run that answers the agent's commit blocks them on every
+  // thread (SignalRouter), and the repack must stay stoppable.
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK);
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);
   std::vector<std::string> env = swarm::child_environment();
   std::vector<char*> envp;
   for (auto& entry : env) envp.push_back(entry.data());
@@ -50,6 +61,12 @@ void repack_in_background(const swarm::Workspace& ws, const swarm::HubLocation& 
   pid_t pid = 0;
   if (posix_spawn(&pid, self.c_str(), &actions, &attr, argv.data(), envp.data()) != 0)
     swarm::log::debug("could not start a repack of the hub");
+  else  // reaped when it ends: a long-lived run keeps no zombie
+    std::thread([pid] {
+      int status = 0;
+      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+    }).detach();
   posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
 }

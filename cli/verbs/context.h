@@ -60,6 +60,11 @@ class Context {
   // socket brought along.
   int standard_input() const { return input_; }
   void set_standard_input(int fd) { input_ = fd; }
+  // Whether this process's stderr is the caller's, so a progress line may
+  // be drawn there: the command line acting on its own, not the run that
+  // answers an agent's socket nor the MCP server.
+  bool draws_progress() const { return draws_progress_; }
+  void set_draws_progress(bool on) { draws_progress_ = on; }
   std::chrono::milliseconds timeout() const;
 
   // The workspace from --workspace / $SWARM_WORKSPACE / the current folder up.
@@ -135,6 +140,7 @@ class Context {
   Globals globals_;
   Output out_;
   Presentation presentation_;
+  bool draws_progress_ = false;
   int input_ = 0;
   // Kept here, not only in the lifecycle a verb drops, so that the process
   // can exit without the client's orderly close (see main.cc).

@@ -30,6 +30,9 @@ inline constexpr std::size_t kFollowBacklog = 10;
 // The journal to read, and what of it the request asks for (`follow`:
 // the connection lives on, and a follow's backlog).
 std::pair<swarm::Journal, swarm::JournalQuery> log_query(Context& ctx, const LogRequest& r, bool follow);
+// Bad combinations, before any I/O; `follow`: -n 0 then means only what
+// happens next, which without it prints nothing (exit 2).
+void require_log_sense(const LogRequest& r, bool follow);
 // One event as an item: its swarm.event.v1 document, and its row
 // (TIME KIND SUBJECT HOST TOKEN DETAIL).
 bool report_event(Reporter& report, const swarm::Event& e);

@@ -17,8 +17,9 @@ namespace cli {
 
 class Progress {
  public:
-  explicit Progress(std::string what) : what_(std::move(what)) {
-    if (isatty(STDERR_FILENO) == 0) return;
+  // `shown`: whether this process's stderr is the caller's (Context::draws_progress).
+  explicit Progress(std::string what, bool shown = true) : what_(std::move(what)) {
+    if (!shown || isatty(STDERR_FILENO) == 0) return;
     thread_ = std::thread([this] { run(); });
   }
   ~Progress() { done(); }

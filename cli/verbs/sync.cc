@@ -21,7 +21,7 @@ struct SyncRequest {
 VerbResult sync(const SyncRequest& r, Context& ctx, Reporter& report) {
   auto git = swarm::prefetch_git_backend();  // overlaps the NATS round trips below
   auto lifecycle = ctx.lifecycle();
-  Progress progress("syncing slot " + r.slot + " (fetching from the hub)");
+  Progress progress("syncing slot " + r.slot + " (fetching from the hub)", ctx.draws_progress());
   auto s = lifecycle.sync(r.slot, r.onto, session_of(r.session));
   progress.done();
   for (const auto& w : s.warnings) report.warn(w);

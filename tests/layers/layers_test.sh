@@ -30,7 +30,7 @@ refused() {  # TREE HEADER
   checked=$((checked + 1))
   if preprocess "$layers/$1" "$2"; then
     fail "$1 finds $2, which it must not"
-  elif ! grep -q "$2: No such file" "$probe_dir/err"; then
+  elif ! grep -qE "$2: No such file|'$2' file not found" "$probe_dir/err"; then
     fail "$1 fails on $2 for another reason: $(first_error)"
   fi
   preprocess "$src" "$2" || fail "control: $2 does not preprocess from the source tree: $(first_error)"
