@@ -376,10 +376,7 @@ class McpServer {
       if (r.exit != 0) {
         // A verb that answers with an exit code of its own (doctor's 8):
         // an error result with its document, as the command line's was.
-        swarm::Json error = swarm::Json::object();
-        error.set("schema", "swarm.error.v1").set("kind", "internal")
-            .set("message", "exit " + std::to_string(r.exit)).set("exit", r.exit);
-        return error_result_of(std::move(error), std::move(doc));
+        return error_result_of(exit_error(r.exit), std::move(doc));
       }
       return success_result(tool, std::move(doc), report.said(), ttl_now());
     } catch (const std::exception& thrown) {

@@ -1,5 +1,6 @@
 #include "cli/mcp/tool_results.h"
 
+#include "cli/mcp/protocol.h"
 #include "cli/verbs/exit_code.h"
 #include "swarm/base/duration.h"
 #include "swarm/base/text.h"
@@ -8,9 +9,7 @@ namespace cli {
 
 namespace {
 
-const cJSON* member(const cJSON* object, const char* name) {
-  return cJSON_IsObject(object) ? cJSON_GetObjectItemCaseSensitive(object, name) : nullptr;
-}
+using mcp::member;
 
 // Each line of `text`, in order.
 template <typename F>
@@ -83,11 +82,7 @@ swarm::Json error_of_run(const Ran& ran, const std::string& warnings) {
       j.set("exit", ran.exit);
       return j;
     }
-  swarm::Json error = swarm::Json::object();
-  error.set("schema", "swarm.error.v1").set("kind", "internal")
-      .set("message", warnings.empty() ? "exit " + std::to_string(ran.exit) : swarm::printable(warnings))
-      .set("exit", ran.exit);
-  return error;
+  return exit_error(ran.exit, warnings.empty() ? "" : swarm::printable(warnings));
 }
 
 }  // namespace
@@ -139,6 +134,13 @@ swarm::Json error_result(swarm::Errc kind, const std::string& message, swarm::Js
   error.set("schema", "swarm.error.v1").set("kind", swarm::to_string(kind)).set("message", swarm::printable(message))
       .set("exit", exit_code_for(kind));
   return error_result_of(std::move(error), std::move(doc));
+}
+
+swarm::Json exit_error(int exit, const std::string& message) {
+  swarm::Json error = swarm::Json::object();
+  error.set("schema", "swarm.error.v1").set("kind", "internal")
+      .set("message", message.empty() ? "exit " + std::to_string(exit) : message).set("exit", exit);
+  return error;
 }
 
 swarm::Json error_result_of(swarm::Json error, swarm::Json doc) {

@@ -52,6 +52,9 @@ swarm::Json success_result(const Tool& tool, swarm::Json doc, const std::string&
 swarm::Json error_result(swarm::Errc kind, const std::string& message, swarm::Json doc);
 // The same for a swarm.error.v1 already made.
 swarm::Json error_result_of(swarm::Json error, swarm::Json doc);
+// The swarm.error.v1 of an exit code swarm said no error of its own for
+// (kind internal): `message`, or "exit N" when it is empty.
+swarm::Json exit_error(int exit, const std::string& message = "");
 // The result of a verb run as the command line: its last JSON line (or
 // every one, for a tool of lines), its stderr's text lines as warnings,
 // swarm's own error when it failed.

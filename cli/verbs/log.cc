@@ -65,6 +65,18 @@ std::string row_of(const swarm::Event& e) {
   return line + "\n";
 }
 
+VerbResult log(const LogRequest& r, Context& ctx, Reporter& report) {
+  auto [journal, query] = log_query(ctx, r, false);
+  const auto events = journal.read(query);
+  // A reader that went (`swarm log | head -1`) ends the listing, no error.
+  for (const auto& e : events)
+    if (!report_event(report, e)) break;
+  if (events.empty() && !ctx.wants_json()) report.note("no events match");
+  VerbResult out;
+  out.items_only = true;
+  return out;
+}
+
 }  // namespace
 
 void require_log_sense(const LogRequest& r, bool follow) {
@@ -84,22 +96,6 @@ void require_log_sense(const LogRequest& r, bool follow) {
         throw swarm::Error(swarm::Errc::bad_input, "--onto finds lands and refused lands: --kind " + k +
                                                        " has no onto branch (use land or land.refused)");
 }
-
-namespace {
-
-VerbResult log(const LogRequest& r, Context& ctx, Reporter& report) {
-  auto [journal, query] = log_query(ctx, r, false);
-  const auto events = journal.read(query);
-  // A reader that went (`swarm log | head -1`) ends the listing, no error.
-  for (const auto& e : events)
-    if (!report_event(report, e)) break;
-  if (events.empty() && !ctx.wants_json()) report.note("no events match");
-  VerbResult out;
-  out.items_only = true;
-  return out;
-}
-
-}  // namespace
 
 std::pair<swarm::Journal, swarm::JournalQuery> log_query(Context& ctx, const LogRequest& r, bool follow) {
   swarm::JournalQuery query;
