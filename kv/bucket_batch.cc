@@ -62,38 +62,103 @@ std::string new_batch_id() {
   return "swarm-" + std::to_string(::getpid()) + "-" + std::to_string(now) + "-" + std::to_string(++made);
 }
 
-}  // namespace
-
-std::optional<std::vector<std::uint64_t>> Bucket::commit_together(const std::vector<Commit>& writes) const {
-  std::string what = "commit " + std::to_string(writes.size()) + " writes to " + where(name_);
-  if (writes.empty()) return std::vector<std::uint64_t>{};
+// Before anything is sent: writes one commit can take.
+void require_committable(const std::string& bucket, const std::vector<Bucket::Commit>& writes, const std::string& what) {
   if (writes.size() > kMostInBatch)
     throw Error(Errc::bad_request, what + ": at most " + std::to_string(kMostInBatch) + " go in one commit");
   std::set<std::string_view> keys;
   for (const auto& w : writes) {
-    require_valid_key(name_, w.key);
+    require_valid_key(bucket, w.key);
     if (!keys.insert(w.key).second) throw Error(Errc::bad_request, what + ": key " + w.key + " comes twice");
     if (w.revision && *w.revision == 0)
       throw Error(Errc::bad_request, what + ": revision 0 is not a revision (key " + w.key + ")");
   }
-  if (!commits_atomically()) return std::nullopt;
-  // The first conditioned write goes last, as the commit: its answer is its
-  // own CAS's, and after a lost answer it alone tells whether all landed.
+}
+
+// Sends the batch `id`: every write in `order` on its subject under
+// `prefix`, the last one as the commit, whose answer lands in `answer`.
+natsStatus send_batch(natsConnection* nc, const std::string& prefix, const std::vector<Bucket::Commit>& writes,
+                      const std::vector<std::size_t>& order, const std::string& id, std::chrono::milliseconds wait,
+                      natsMsg** answer) {
+  natsStatus status = NATS_OK;
+  for (std::size_t j = 0; j < order.size() && status == NATS_OK; ++j) {
+    const Bucket::Commit& w = writes[order[j]];
+    const std::string subject = prefix + w.key;
+    natsMsg* raw = nullptr;
+    status = natsMsg_Create(&raw, subject.c_str(), nullptr, w.value.data(), static_cast<int>(w.value.size()));
+    if (status != NATS_OK) break;
+    detail::MsgPtr msg(raw);
+    const std::string sequence = std::to_string(j + 1);
+    status = natsMsgHeader_Set(raw, kBatchId, id.c_str());
+    if (status == NATS_OK) status = natsMsgHeader_Set(raw, kBatchSequence, sequence.c_str());
+    if (status == NATS_OK && w.erase) status = natsMsgHeader_Set(raw, detail::kOperationHeader, "DEL");
+    if (status == NATS_OK && w.revision)
+      status = natsMsgHeader_Set(raw, kExpectedRevision, std::to_string(*w.revision).c_str());
+    if (status != NATS_OK) break;
+    if (j + 1 < order.size()) {
+      status = natsConnection_PublishMsg(nc, raw);
+    } else {
+      status = natsMsgHeader_Set(raw, kBatchCommit, "1");
+      if (status == NATS_OK) status = natsConnection_RequestMsg(answer, nc, raw, wait.count());
+    }
+  }
+  return status;
+}
+
+// The order the writes are sent in. The first conditioned write (`anchor`)
+// goes last, as the commit: its answer is its own CAS's, and after a lost
+// answer it alone tells whether all landed.
+std::vector<std::size_t> commit_order(const std::vector<Bucket::Commit>& writes, std::optional<std::size_t>& anchor) {
   std::vector<std::size_t> order;
-  std::optional<std::size_t> anchor;
   for (std::size_t i = 0; i < writes.size(); ++i)
     if (!anchor && writes[i].revision) anchor = i;
     else order.push_back(i);
+  if (anchor) order.push_back(*anchor);
+  return order;
+}
+
+// Each write's revision (by its place in the request) from the commit's:
+// they were stored one after another, in `order`.
+std::vector<std::uint64_t> revisions_in_order(const std::vector<std::size_t>& order, std::uint64_t last) {
+  std::vector<std::uint64_t> out(order.size());
+  for (std::size_t j = 0; j < order.size(); ++j) out[order[j]] = last - (order.size() - 1 - j);
+  return out;
+}
+
+// A conflict that says a new stream leader has not caught up with what it
+// acknowledged: said of the commit's own write only when it is the one condition.
+bool leader_behind(const std::vector<Bucket::Commit>& writes, std::size_t last, const Error& e) {
+  const auto conditions =
+      std::count_if(writes.begin(), writes.end(), [](const Bucket::Commit& w) { return w.revision.has_value(); });
+  return conditions == 1 && writes[last].revision && e.current_revision() != 0 &&
+         e.current_revision() < *writes[last].revision;
+}
+
+}  // namespace
+
+// size: one send-and-retry loop, whose state (attempts, a send that may have landed) each branch shares.
+std::optional<std::vector<std::uint64_t>> Bucket::commit_together(const std::vector<Commit>& writes) const {
+  // No condition: every key holding what this wrote says it landed.
+  auto all_landed = [](const Bucket& rest, const std::vector<Commit>& all) -> std::optional<std::vector<std::uint64_t>> {
+    std::vector<std::uint64_t> revisions;
+    for (const auto& w : all) {
+      bool deleted = false;
+      auto revision = landed(rest.latest(w.key, &deleted), deleted, w.value, w.erase);
+      if (!revision) return std::nullopt;
+      revisions.push_back(*revision);
+    }
+    return revisions;
+  };
+  std::string what = "commit " + std::to_string(writes.size()) + " writes to " + where(name_);
+  if (writes.empty()) return std::vector<std::uint64_t>{};
+  require_committable(name_, writes, what);
+  if (!commits_atomically()) return std::nullopt;
+  std::optional<std::size_t> anchor;
+  const std::vector<std::size_t> order = commit_order(writes, anchor);
   if (anchor) {
-    order.push_back(*anchor);
     what += " (key " + writes[*anchor].key + " at revision " + std::to_string(*writes[*anchor].revision) + ")";
   }
-  // Each write's revision, from the commit's: stored one after another.
-  auto revisions_from = [&](std::uint64_t last) {
-    std::vector<std::uint64_t> out(writes.size());
-    for (std::size_t j = 0; j < order.size(); ++j) out[order[j]] = last - (order.size() - 1 - j);
-    return out;
-  };
+  auto revisions_from = [&](std::uint64_t last) { return revisions_in_order(order, last); };
   // After an answer lost: the revision at which the batch landed, if it did.
   auto landed_at = [&](const Bucket& rest) -> std::optional<std::uint64_t> {
     const std::size_t last = order.back();
@@ -108,28 +173,7 @@ std::optional<std::vector<std::uint64_t>> Bucket::commit_together(const std::vec
   while (true) {
     const std::string id = new_batch_id();
     natsMsg* answer = nullptr;
-    natsStatus status = NATS_OK;
-    for (std::size_t j = 0; j < order.size() && status == NATS_OK; ++j) {
-      const Commit& w = writes[order[j]];
-      const std::string subject = state_->prefix + w.key;
-      natsMsg* raw = nullptr;
-      status = natsMsg_Create(&raw, subject.c_str(), nullptr, w.value.data(), static_cast<int>(w.value.size()));
-      if (status != NATS_OK) break;
-      detail::MsgPtr msg(raw);
-      const std::string sequence = std::to_string(j + 1);
-      status = natsMsgHeader_Set(raw, kBatchId, id.c_str());
-      if (status == NATS_OK) status = natsMsgHeader_Set(raw, kBatchSequence, sequence.c_str());
-      if (status == NATS_OK && w.erase) status = natsMsgHeader_Set(raw, detail::kOperationHeader, "DEL");
-      if (status == NATS_OK && w.revision)
-        status = natsMsgHeader_Set(raw, kExpectedRevision, std::to_string(*w.revision).c_str());
-      if (status != NATS_OK) break;
-      if (j + 1 < order.size()) {
-        status = natsConnection_PublishMsg(nc, raw);
-      } else {
-        status = natsMsgHeader_Set(raw, kBatchCommit, "1");
-        if (status == NATS_OK) status = natsConnection_RequestMsg(&answer, nc, raw, attempts.wait().count());
-      }
-    }
+    const natsStatus status = send_batch(nc, state_->prefix, writes, order, id, attempts.wait(), &answer);
     detail::MsgPtr owned(answer);
     if (status == NATS_OK) {
       int code = 0;
@@ -151,12 +195,7 @@ std::optional<std::vector<std::uint64_t>> Bucket::commit_together(const std::vec
       if (r.error->kind() == Errc::conflict) {
         if (maybe_landed)
           if (auto at = landed_at(with_budget(attempts.left()))) return revisions_from(*at);
-        // A new stream leader not yet caught up with what it acknowledged.
-        // (Said of the commit's own write only when it is the one condition.)
-        const std::size_t last = order.back();
-        const auto conditions = std::count_if(writes.begin(), writes.end(), [](const Commit& w) { return w.revision; });
-        if (conditions == 1 && writes[last].revision && r.error->current_revision() != 0 &&
-            r.error->current_revision() < *writes[last].revision) {
+        if (leader_behind(writes, order.back(), *r.error)) {
           Error behind(Errc::unavailable, what + ": refused by a stream leader still catching up; try again");
           if (!attempts.again_after(behind)) throw behind;
           continue;
@@ -177,16 +216,8 @@ std::optional<std::vector<std::uint64_t>> Bucket::commit_together(const std::vec
       const Bucket rest = with_budget(attempts.left());
       if (anchor) {
         if (auto at = landed_at(rest)) return revisions_from(*at);
-      } else {
-        // No condition: every key holding what this wrote says it landed.
-        std::vector<std::uint64_t> revisions;
-        for (const auto& w : writes) {
-          bool deleted = false;
-          auto revision = landed(rest.latest(w.key, &deleted), deleted, w.value, w.erase);
-          if (!revision) break;
-          revisions.push_back(*revision);
-        }
-        if (revisions.size() == writes.size()) return revisions;
+      } else if (auto revisions = all_landed(rest, writes)) {
+        return revisions;
       }
     } catch (const Error&) {
       // Not read: sent again below (a condition keeps it from landing twice).

@@ -213,6 +213,50 @@ void on_chunk_error(jsCtx*, jsPubAckErr* failure, void* closure) {
   if (detail::store_full(failure->ErrCode, tally->error)) tally->kind = Errc::no_room;
 }
 
+// A JetStream context of its own for the chunks: at most `in_flight`
+// unacknowledged, each refusal heard by `tally`.
+detail::JsPtr async_context(detail::ConnectionState& state, int in_flight, AckTally& tally, const std::string& what) {
+  jsOptions options;
+  check(jsOptions_Init(&options), what);
+  options.Wait = state.request_timeout.count();
+  options.PublishAsync.MaxPending = in_flight;
+  options.PublishAsync.ErrHandler = on_chunk_error;
+  options.PublishAsync.ErrHandlerClosure = &tally;
+  options.PublishAsync.StallWait = state.request_timeout.count();
+  jsCtx* raw_js = nullptr;
+  check(natsConnection_JetStream(&raw_js, state.connection.get(), &options), what);
+  return detail::JsPtr(raw_js);
+}
+
+// Every chunk `read` gives, published on `chunks` (`tally` hears what the
+// server refused), hashed into `digest` and counted into `info`; returns
+// once all are acknowledged.
+void publish_chunks(jsCtx* js, const std::string& chunks, const std::function<std::size_t(char*, std::size_t)>& read,
+                    std::chrono::milliseconds timeout, const std::string& what, AckTally& tally, Sha256& digest,
+                    ObjectInfo& info) {
+  std::vector<char> buffer(kObjectChunkBytes);
+  for (;;) {
+    std::size_t filled = 0;
+    while (filled < buffer.size()) {
+      const std::size_t got = read(buffer.data() + filled, buffer.size() - filled);
+      if (got == 0) break;
+      filled += got;
+    }
+    if (filled == 0) break;
+    digest.add(buffer.data(), filled);
+    check(js_PublishAsync(js, chunks.c_str(), buffer.data(), static_cast<int>(filled), nullptr), what);
+    info.size += filled;
+    ++info.chunks;
+    if (filled < buffer.size()) break;
+  }
+  jsPubOptions complete;
+  check(jsPubOptions_Init(&complete), what);
+  complete.MaxWait = std::max<std::int64_t>(timeout.count(), 1) * 4;
+  check(js_PublishAsyncComplete(js, &complete), what + ": waiting for the chunks' acknowledgements");
+  std::lock_guard<std::mutex> lock(tally.mu);
+  if (!tally.error.empty()) throw Error(tally.kind, what + ": a chunk was refused: " + tally.error);
+}
+
 }  // namespace
 
 ObjectInfo ObjectStore::put(const std::string& object, const std::function<std::size_t(char*, std::size_t)>& read,
@@ -226,16 +270,7 @@ ObjectInfo ObjectStore::put_named(const std::function<std::string(const unsigned
   std::string what = "put an object in object store " + store_;
   auto& state = *connection_.state();
   AckTally tally;
-  jsOptions options;
-  check(jsOptions_Init(&options), what);
-  options.Wait = state.request_timeout.count();
-  options.PublishAsync.MaxPending = in_flight;
-  options.PublishAsync.ErrHandler = on_chunk_error;
-  options.PublishAsync.ErrHandlerClosure = &tally;
-  options.PublishAsync.StallWait = state.request_timeout.count();
-  jsCtx* raw_js = nullptr;
-  check(natsConnection_JetStream(&raw_js, state.connection.get(), &options), what);
-  detail::JsPtr js(raw_js);
+  const detail::JsPtr js = async_context(state, in_flight, tally, what);
 
   ObjectInfo info;
   info.nuid = fresh_nuid();
@@ -247,30 +282,8 @@ ObjectInfo ObjectStore::put_named(const std::function<std::string(const unsigned
     js_PurgeStream(state.js.get(), ("OBJ_" + store_).c_str(), &purge, nullptr);
   };
   Sha256 digest;
-  std::vector<char> buffer(kObjectChunkBytes);
   try {
-    for (;;) {
-      std::size_t filled = 0;
-      while (filled < buffer.size()) {
-        const std::size_t got = read(buffer.data() + filled, buffer.size() - filled);
-        if (got == 0) break;
-        filled += got;
-      }
-      if (filled == 0) break;
-      digest.add(buffer.data(), filled);
-      check(js_PublishAsync(js.get(), chunks.c_str(), buffer.data(), static_cast<int>(filled), nullptr), what);
-      info.size += filled;
-      ++info.chunks;
-      if (filled < buffer.size()) break;
-    }
-    jsPubOptions complete;
-    check(jsPubOptions_Init(&complete), what);
-    complete.MaxWait = std::max<std::int64_t>(state.request_timeout.count(), 1) * 4;
-    check(js_PublishAsyncComplete(js.get(), &complete), what + ": waiting for the chunks' acknowledgements");
-    {
-      std::lock_guard<std::mutex> lock(tally.mu);
-      if (!tally.error.empty()) throw Error(tally.kind, what + ": a chunk was refused: " + tally.error);
-    }
+    publish_chunks(js.get(), chunks, read, state.request_timeout, what, tally, digest, info);
     const auto sha256 = digest.finish();
     info.digest = nats_digest(sha256.data());
     info.name = name_of(sha256.data());

@@ -246,6 +246,71 @@ int run_everywhere(Context& ctx, const swarm::LeaseStore& store, const std::stri
   return run.status;
 }
 
+// elect state NAME put FILE|get --token T: the leader's state for its successor.
+CLI::App* add_state(CLI::App& cmd, ElectFlags& f) {
+  CLI::App* state = cmd.add_subcommand("state", "The leader's state for its successor: put FILE, or get, under --token");
+  state->add_option("name", f.state_name, "Election name")->required()->check(user_lease_name_validator());
+  state->add_option("action", f.state_action, "put or get")->required()->check(CLI::IsMember({"put", "get"}));
+  state->add_option("file", f.state_file, "put: the file to store (- for standard input)")->option_text("FILE");
+  state->add_option("--token", f.token, "The fencing token of the leader ($SWARM_FENCING_TOKEN)")
+      ->required()
+      ->option_text("N")
+      ->check(fencing_token_validator());
+  state->footer(
+      "Examples:\n"
+      "  swarm elect state scheduler put state.json --token \"$SWARM_FENCING_TOKEN\"\n"
+      "  swarm elect state scheduler get --token \"$SWARM_FENCING_TOKEN\" > state.json\n"
+      "Only the token that leads now may put or get (exit 3 otherwise); get checks the SHA-256 written with the\n"
+      "state and refuses one that a deposed leader wrote after this leader was granted. At most 512 KiB.");
+  return state;
+}
+
+// elect NAME: its state, a check, an observer, a resignation, or a candidate.
+int run_elect(Context& ctx, ElectFlags& f, bool state_parsed) {
+  if (state_parsed) {
+    if (!f.name.empty() || !f.command.empty())
+      throw swarm::Error(swarm::Errc::bad_input, "elect state takes its own NAME: swarm elect state NAME put FILE|get --token T");
+    return run_state(ctx, f);
+  }
+  if (f.name.empty()) throw swarm::Error(swarm::Errc::bad_input, "elect needs the election's NAME");
+  if (f.check) {
+    if (!f.command.empty()) throw swarm::Error(swarm::Errc::bad_input, "--check runs no command: drop the -- part");
+    return check(ctx, f.name, f.token);
+  }
+  if (f.observe || f.resign) {
+    if (!f.command.empty())
+      throw swarm::Error(swarm::Errc::bad_input, "--observe and --resign run no command: drop the -- part");
+    if (f.priority != 0 || !f.min_term.empty())
+      throw swarm::Error(swarm::Errc::bad_input, "--priority and --min-term are a candidate's: give them with -- CMD");
+    return f.observe ? observe(ctx, f.name) : resign(ctx, f.name, f.to);
+  }
+  auto command = command_after_dashes(f.command, "elect");
+  swarm::require_runnable(command.front());  // before waiting or writing anything
+  auto ttl = lease_ttl_option(f.ttl);
+  auto who = swarm::LeaseHolder::process(ctx.me(), getpid(), f.holder);
+  who.priority = static_cast<std::uint64_t>(f.priority);
+  if (!f.min_term.empty()) {
+    who.min_term = swarm::parse_duration(f.min_term);
+    if (who.min_term > std::chrono::hours(1))
+      throw swarm::Error(swarm::Errc::bad_input, "--min-term " + f.min_term + " is over 1h");
+  }
+  SignalRouter signals;  // before any thread is made
+  auto store = ctx.leases(true);
+  if (f.all) return run_everywhere(ctx, store, f.name, who, ttl, command, signals);
+  swarm::Election election(store, f.name, std::move(who), ttl);
+  signals.on_signal([&](int) { election.cancel(); });
+  swarm::Lease lease;
+  const auto asked = std::chrono::steady_clock::now();
+  try {
+    lease = election.campaign();
+  } catch (const swarm::Cancelled&) {
+    return exit_for_signal(signals.received());
+  }
+  const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - asked);
+  return hold_while_running(ctx, store, std::move(lease),
+                            {.command = command, .hear_resign = true, .waited = waited}, signals);
+}
+
 }  // namespace
 
 Verb add_elect(CLI::App& app) {
@@ -277,20 +342,7 @@ Verb add_elect(CLI::App& app) {
   check_flag->excludes(observe_flag)->excludes(resign_flag)->excludes(all_flag);
   check_flag->needs(token_option);
   token_option->needs(check_flag);
-  CLI::App* state = cmd->add_subcommand("state", "The leader's state for its successor: put FILE, or get, under --token");
-  state->add_option("name", f->state_name, "Election name")->required()->check(user_lease_name_validator());
-  state->add_option("action", f->state_action, "put or get")->required()->check(CLI::IsMember({"put", "get"}));
-  state->add_option("file", f->state_file, "put: the file to store (- for standard input)")->option_text("FILE");
-  state->add_option("--token", f->token, "The fencing token of the leader ($SWARM_FENCING_TOKEN)")
-      ->required()
-      ->option_text("N")
-      ->check(fencing_token_validator());
-  state->footer(
-      "Examples:\n"
-      "  swarm elect state scheduler put state.json --token \"$SWARM_FENCING_TOKEN\"\n"
-      "  swarm elect state scheduler get --token \"$SWARM_FENCING_TOKEN\" > state.json\n"
-      "Only the token that leads now may put or get (exit 3 otherwise); get checks the SHA-256 written with the\n"
-      "state and refuses one that a deposed leader wrote after this leader was granted. At most 512 KiB.");
+  CLI::App* state = add_state(*cmd, *f);
   cmd->add_option("--holder", f->holder, "Who leads, shown to others (default: HOST:PID)")->check(holder_validator());
   cmd->add_option("--priority", f->priority,
                   "0 to 1000 (default 0): waiting candidates are granted by priority, higher first, then arrival; "
@@ -315,50 +367,7 @@ Verb add_elect(CLI::App& app) {
       "leads (the token is in $SWARM_FENCING_TOKEN_FILE), SIGUSR2 that it no longer does, at least TTL/5\n"
       "before anyone else can lead; it must not act as leader after it. Asked to step down, it gets\n"
       "SIGUSR2 and waits in line again.");
-  return {cmd, [f, state](Context& ctx) {
-            if (state->parsed()) {
-              if (!f->name.empty() || !f->command.empty())
-                throw swarm::Error(swarm::Errc::bad_input, "elect state takes its own NAME: swarm elect state NAME put FILE|get --token T");
-              return run_state(ctx, *f);
-            }
-            if (f->name.empty()) throw swarm::Error(swarm::Errc::bad_input, "elect needs the election's NAME");
-            if (f->check) {
-              if (!f->command.empty()) throw swarm::Error(swarm::Errc::bad_input, "--check runs no command: drop the -- part");
-              return check(ctx, f->name, f->token);
-            }
-            if (f->observe || f->resign) {
-              if (!f->command.empty())
-                throw swarm::Error(swarm::Errc::bad_input, "--observe and --resign run no command: drop the -- part");
-              if (f->priority != 0 || !f->min_term.empty())
-                throw swarm::Error(swarm::Errc::bad_input, "--priority and --min-term are a candidate's: give them with -- CMD");
-              return f->observe ? observe(ctx, f->name) : resign(ctx, f->name, f->to);
-            }
-            auto command = command_after_dashes(f->command, "elect");
-            swarm::require_runnable(command.front());  // before waiting or writing anything
-            auto ttl = lease_ttl_option(f->ttl);
-            auto who = swarm::LeaseHolder::process(ctx.me(), getpid(), f->holder);
-            who.priority = static_cast<std::uint64_t>(f->priority);
-            if (!f->min_term.empty()) {
-              who.min_term = swarm::parse_duration(f->min_term);
-              if (who.min_term > std::chrono::hours(1))
-                throw swarm::Error(swarm::Errc::bad_input, "--min-term " + f->min_term + " is over 1h");
-            }
-            SignalRouter signals;  // before any thread is made
-            auto store = ctx.leases(true);
-            if (f->all) return run_everywhere(ctx, store, f->name, who, ttl, command, signals);
-            swarm::Election election(store, f->name, std::move(who), ttl);
-            signals.on_signal([&](int) { election.cancel(); });
-            swarm::Lease lease;
-            const auto asked = std::chrono::steady_clock::now();
-            try {
-              lease = election.campaign();
-            } catch (const swarm::Cancelled&) {
-              return exit_for_signal(signals.received());
-            }
-            const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - asked);
-            return hold_while_running(ctx, store, std::move(lease),
-                                      {.command = command, .hear_resign = true, .waited = waited}, signals);
-          }};
+  return {cmd, [f, state](Context& ctx) { return run_elect(ctx, *f, state->parsed()); }};
 }
 
 }  // namespace cli

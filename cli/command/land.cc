@@ -1,6 +1,5 @@
-// swarm branches: the slot branches of the hub, with their results and
-// whether they landed. swarm land: a slot's branch into the onto branch,
-// one lander at a time (lease land.<onto>), fenced (adr/0021).
+// swarm land: a slot's branch into the onto branch, one lander at a time
+// (lease land.<onto>), fenced (adr/0021).
 #include <unistd.h>
 
 #include <cstdio>
@@ -19,13 +18,6 @@
 namespace cli {
 
 namespace {
-
-std::string short_id(const std::string& id) { return id.substr(0, 12); }
-
-std::string padded(std::string text, std::size_t width) {
-  if (text.size() < width) text.resize(width, ' ');
-  return text;
-}
 
 CLI::Validator onto_validator() {
   return validator_of([](const std::string& b) { swarm::require_branch_name(b, "--onto"); }, "BRANCH");
@@ -367,61 +359,6 @@ std::optional<swarm::LandResult> land_slot(Context& ctx, const std::string& slot
   }
 }
 
-
-Verb add_branches(CLI::App& app) {
-  auto onto = std::make_shared<std::string>();
-  CLI::App* cmd = app.add_subcommand(
-      "branches", "Every slot branch of the hub: live state, last result, commits ahead, landed or not");
-  cmd->add_option("--onto", *onto, "The branch work lands on (default: the hub's default branch)")
-      ->option_text("BRANCH")
-      ->check(onto_validator());
-  cmd->footer(
-      "Columns: SLOT STATE RESULT LANE AHEAD LANDED HEAD COMMITTED TASK REVIEW. STATE is the live session's (- when\n"
-      "none); RESULT the last close's (from the journal); LANE high when it closed with --priority high;\n"
-      "AHEAD the commits the onto branch lacks; LANDED whether the branch's tip is in the onto branch, or\n"
-      "refused: a check refused it at the head it still has, and every land refuses it until it moves.\n"
-      "TASK is the queued task of its last close and that task's state; REVIEW its review against the\n"
-      "branch's tip: approved, dismissed (approved at an older head), rejected, waiting (in_review).\n"
-      "Below the table, each unlanded branch's foreseen conflicts: the other unlanded slot branches and\n"
-      "the onto branch a merge with it leaves in conflict, and on which paths. With --json:\n"
-      "swarm.branches.v1 (conflicts: [{with, slot, paths}]).");
-  return {cmd, [onto](Context& ctx) {
-            auto landing = ctx.landing();
-            const std::string branch = landing.onto(*onto);
-            auto report = landing.branches(branch);
-            std::string text = padded("SLOT", 20) + " " + padded("STATE", 7) + " " + padded("RESULT", 8) + " " +
-                               padded("LANE", 6) + " " + padded("AHEAD", 6) + " " + padded("LANDED", 7) + " " +
-                               padded("HEAD", 12) + " " + padded("COMMITTED", 24) + " " + padded("TASK", 24) +
-                               " REVIEW\n";
-            std::string foreseen;
-            for (const auto& row : report.rows) {
-              text += padded(swarm::printable(row.git.slot), 20) + " " +
-                      padded(row.state ? std::string(swarm::to_string(*row.state)) : "-", 7) + " " +
-                      padded(row.result.empty() ? "-" : swarm::printable(row.result), 8) + " " +
-                      padded(row.priority_high ? "high" : "normal", 6) + " " +
-                      padded(std::to_string(row.git.ahead), 6) + " " +
-                      padded(row.git.landed ? "yes" : row.refused ? "refused" : "no", 7) + " " +
-                      padded(short_id(row.git.head), 12) + " " +
-                      padded(swarm::format_rfc3339(swarm::TimePoint(std::chrono::seconds(row.git.committed_at))), 24) +
-                      " " +
-                      padded(row.task ? swarm::printable(row.task->id) + " " + row.task->state_text : "-", 24) + " " +
-                      (row.review.empty() ? "-" : row.review) + "\n";
-              if (!row.conflicts.empty())
-                foreseen += swarm::printable(row.git.slot) + ":\n" + overlaps_text(row.conflicts, "  ");
-            }
-            if (!foreseen.empty()) text += "\nconflicts foreseen (were each pair landed):\n" + foreseen;
-            std::string refused;
-            for (const auto& row : report.rows)
-              if (row.refused)
-                refused += swarm::printable(row.git.slot) + ": " + swarm::standing_refusal_text(*row.refused) + "\n";
-            if (!refused.empty()) text += "\nrefused (lands skip them until their branch moves):\n" + refused;
-            swarm::Json doc = branches_of(report);
-            if (report.rows.empty()) text = "no slot branches on the hub\n";
-            text.pop_back();
-            ctx.out().result("branches", text, std::move(doc));
-            return 0;
-          }};
-}
 
 Verb add_land(CLI::App& app) {
   auto f = std::make_shared<LandFlags>();

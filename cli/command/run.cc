@@ -108,6 +108,91 @@ RunReport report_of(const swarm::RunOutcome& r, const std::vector<std::string>& 
   return out;
 }
 
+// Before anything is written: flags that make sense together; the grace.
+std::chrono::milliseconds require_run_flags(const RunFlags& f) {
+  if (f.land && f.keep)
+    throw swarm::Error(swarm::Errc::bad_input, "--land lands the closed slot, and --keep leaves it open: "
+                                               "give one of them");
+  if (f.no_artifact && f.keep)
+    throw swarm::Error(swarm::Errc::bad_input, "--no-artifact is how the closed slot's success is judged, "
+                                               "and --keep leaves it open: give one of them");
+  if (!f.commit.empty() && f.keep)
+    throw swarm::Error(swarm::Errc::bad_input, "--commit commits what is left when the slot is closed, "
+                                               "and --keep leaves it open: give one of them");
+  const auto grace = swarm::parse_duration(f.grace);
+  if (grace > kMaxGrace)
+    throw swarm::Error(swarm::Errc::bad_input, "bad --grace '" + swarm::printable(f.grace) +
+                                                   "': at most 1h");
+  return grace;
+}
+
+swarm::RunOptions run_options_of(const RunFlags& f, const std::vector<std::string>& agent, std::chrono::milliseconds grace) {
+  swarm::RunOptions o;
+  o.slot = f.slot;
+  o.task = f.task;
+  o.next = f.next;
+  o.labels = f.labels;
+  if (!f.wait.empty()) o.wait = swarm::parse_duration(f.wait);
+  o.takeover = f.force ? swarm::Takeover::force : swarm::Takeover::only_stale;
+  o.base = f.base;
+  o.ports = f.ports;
+  o.agent = agent;
+  o.keep = f.keep;
+  o.no_artifact = f.no_artifact;
+  if (!f.commit.empty()) o.commit = f.commit;
+  o.grace = grace;
+  return o;
+}
+
+// run: the agent's whole life, then its land when asked.
+int run(Context& ctx, RunFlags& f) {
+  f.slot = ctx.slot_of(f.slot);
+  auto [check, agent] = check_and_agent(f);
+  const auto grace = require_run_flags(f);
+  require_task_or_next(f);
+  swarm::require_runnable(agent.front());  // before anything is written
+  if (f.land) require_land_check(ctx, check);
+  SignalRouter signals;  // before any thread is made
+  auto git = swarm::prefetch_git_backend();  // overlaps the NATS round trips below
+  auto lifecycle = ctx.lifecycle();
+  // The agent's door: its `swarm VERB` answered by this run, on
+  // this run's connection (after the signal router: its threads
+  // block the signals it routes).
+  Globals door_globals = ctx.globals();
+  door_globals.workspace = ctx.workspace().root().string();
+  const std::unique_ptr<AgentDoor> door = open_agent_door(door_globals);
+  swarm::RunOptions o = run_options_of(f, agent, grace);
+  if (door) o.env.emplace_back(kSocketVariable, door->path());
+  o.running = [&signals](swarm::ChildProcess* child) { signals.forward_to(child); };
+  o.signalled = [&signals] { return signals.received(); };
+  o.note = [&ctx](const std::string& what) { ctx.out().note(what); };
+  o.warn = [&ctx](const std::string& what) { ctx.out().warn(what); };
+  const swarm::RunOutcome outcome = swarm::run_agent(lifecycle, o);
+  for (const auto& w : outcome.warnings) ctx.out().warn(w);
+  RunReport report = report_of(outcome, agent);
+  if (f.land && outcome.closed && outcome.result == "success") {
+    auto landed = land_slot(ctx, f.slot, check, signals);
+    if (!landed) {
+      report.said += "; the land was stopped by a signal before it began";
+      report.exit = exit_for_signal(signals.received());
+    } else {
+      report.doc.set("land", land_document(*landed));
+      const bool refused = landed->outcome == swarm::LandResult::Outcome::refused;
+      report.doc.set("landed", !refused);
+      report.said += "; " + land_summary(*landed);
+      if (refused) report.exit = kConflict;
+    }
+  } else if (f.land && report.exit == outcome.status && !outcome.lost) {
+    report.said += "; not landed (it did not close as success)";
+  }
+  if (ctx.out().json()) {
+    ctx.out().result("run", "", std::move(report.doc));
+  } else {
+    ctx.out().note(report.said);
+  }
+  return report.exit;
+}
+
 }  // namespace
 
 Verb add_run(CLI::App& app) {
@@ -153,78 +238,7 @@ Verb add_run(CLI::App& app) {
       "failed: then swarm's code (a refused land is 3). With --json: swarm.run.v1 on the last line of\n"
       "stdout, after what AGENT printed. With --land, a second -- splits CHECK from AGENT; an AGENT\n"
       "whose own words hold -- takes an empty CHECK: --land -- -- AGENT....");
-  return {cmd, [f](Context& ctx) {
-            f->slot = ctx.slot_of(f->slot);
-            auto [check, agent] = check_and_agent(*f);
-            if (f->land && f->keep)
-              throw swarm::Error(swarm::Errc::bad_input, "--land lands the closed slot, and --keep leaves it open: "
-                                                         "give one of them");
-            if (f->no_artifact && f->keep)
-              throw swarm::Error(swarm::Errc::bad_input, "--no-artifact is how the closed slot's success is judged, "
-                                                         "and --keep leaves it open: give one of them");
-            if (!f->commit.empty() && f->keep)
-              throw swarm::Error(swarm::Errc::bad_input, "--commit commits what is left when the slot is closed, "
-                                                         "and --keep leaves it open: give one of them");
-            const auto grace = swarm::parse_duration(f->grace);
-            if (grace > kMaxGrace)
-              throw swarm::Error(swarm::Errc::bad_input, "bad --grace '" + swarm::printable(f->grace) +
-                                                             "': at most 1h");
-            require_task_or_next(*f);
-            swarm::require_runnable(agent.front());  // before anything is written
-            if (f->land) require_land_check(ctx, check);
-            SignalRouter signals;  // before any thread is made
-            auto git = swarm::prefetch_git_backend();  // overlaps the NATS round trips below
-            auto lifecycle = ctx.lifecycle();
-            // The agent's door: its `swarm VERB` answered by this run, on
-            // this run's connection (after the signal router: its threads
-            // block the signals it routes).
-            Globals door_globals = ctx.globals();
-            door_globals.workspace = ctx.workspace().root().string();
-            const std::unique_ptr<AgentDoor> door = open_agent_door(door_globals);
-            swarm::RunOptions o;
-            if (door) o.env.emplace_back(kSocketVariable, door->path());
-            o.slot = f->slot;
-            o.task = f->task;
-            o.next = f->next;
-            o.labels = f->labels;
-            if (!f->wait.empty()) o.wait = swarm::parse_duration(f->wait);
-            o.takeover = f->force ? swarm::Takeover::force : swarm::Takeover::only_stale;
-            o.base = f->base;
-            o.ports = f->ports;
-            o.agent = agent;
-            o.keep = f->keep;
-            o.no_artifact = f->no_artifact;
-            if (!f->commit.empty()) o.commit = f->commit;
-            o.grace = grace;
-            o.running = [&signals](swarm::ChildProcess* child) { signals.forward_to(child); };
-            o.signalled = [&signals] { return signals.received(); };
-            o.note = [&ctx](const std::string& what) { ctx.out().note(what); };
-            o.warn = [&ctx](const std::string& what) { ctx.out().warn(what); };
-            const swarm::RunOutcome outcome = swarm::run_agent(lifecycle, o);
-            for (const auto& w : outcome.warnings) ctx.out().warn(w);
-            RunReport report = report_of(outcome, agent);
-            if (f->land && outcome.closed && outcome.result == "success") {
-              auto landed = land_slot(ctx, f->slot, check, signals);
-              if (!landed) {
-                report.said += "; the land was stopped by a signal before it began";
-                report.exit = exit_for_signal(signals.received());
-              } else {
-                report.doc.set("land", land_document(*landed));
-                const bool refused = landed->outcome == swarm::LandResult::Outcome::refused;
-                report.doc.set("landed", !refused);
-                report.said += "; " + land_summary(*landed);
-                if (refused) report.exit = kConflict;
-              }
-            } else if (f->land && report.exit == outcome.status && !outcome.lost) {
-              report.said += "; not landed (it did not close as success)";
-            }
-            if (ctx.out().json()) {
-              ctx.out().result("run", "", std::move(report.doc));
-            } else {
-              ctx.out().note(report.said);
-            }
-            return report.exit;
-          }};
+  return {cmd, [f](Context& ctx) { return run(ctx, *f); }};
 }
 
 }  // namespace cli

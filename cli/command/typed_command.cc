@@ -94,5 +94,6 @@ Verb add_commit(CLI::App& app) { return add_typed(app, *typed_verb({"commit"}));
 Verb add_close(CLI::App& app) { return add_typed(app, *typed_verb({"close"})); }
 Verb add_sync(CLI::App& app) { return add_typed(app, *typed_verb({"sync"})); }
 Verb add_doctor(CLI::App& app) { return add_typed(app, *typed_verb({"doctor"})); }
+Verb add_branches(CLI::App& app) { return add_typed(app, *typed_verb({"branches"})); }
 
 }  // namespace cli

@@ -266,6 +266,76 @@ int run_up(Context& ctx, const UpFlags& f) {
   return 0;
 }
 
+// How much the journal, the bus and the blob store keep.
+void add_store_options(CLI::App& cmd, UpFlags& flags) {
+  cmd.add_option("--events-max-age", flags.events_max_age,
+                  "How long the journal (stream swarm-<name>-events) keeps an event: 30d by default; given, it is applied "
+                  "to an existing journal too")
+      ->option_text("DUR")
+      ->check(validator_of([](const std::string& t) { events_max_age_of(t); }, "DUR"));
+  cmd.add_option("--events-max-bytes", flags.events_max_bytes,
+                  "How much the journal keeps, oldest events dropped first: 1GiB by default (half the server's "
+                  "store, when that is less); given, it is applied to an existing journal too")
+      ->option_text("SIZE")
+      ->check(validator_of([](const std::string& t) { parse_byte_size(t); }, "SIZE"));
+  cmd.add_option("--bus-max-age", flags.bus_max_age,
+                  "How long the message bus (stream swarm-<name>-bus) keeps a message: 7d by default; given, it is applied "
+                  "to an existing bus too")
+      ->option_text("DUR")
+      ->check(validator_of([](const std::string& t) { bus_max_age_of(t); }, "DUR"));
+  cmd.add_option("--bus-max-bytes", flags.bus_max_bytes,
+                  "How much the bus keeps: full, it refuses new messages (exit 9) rather than drop unread ones; "
+                  "256MiB by default (an eighth of the server's store, when that is less); given, it is applied to "
+                  "an existing bus too")
+      ->option_text("SIZE")
+      ->check(validator_of([](const std::string& t) { parse_byte_size(t); }, "SIZE"));
+  cmd.add_option("--blob-store-max-bytes", flags.blob_store_max_bytes,
+                  "The most the blob store holds in all: full, it refuses a new blob (exit 9) and keeps every one it "
+                  "has. Default: a quarter of the room the server's store has, at most 1GiB (kept in config.json)")
+      ->option_text("SIZE")
+      ->check(validator_of([](const std::string& t) { parse_byte_size(t); }, "SIZE"));
+  cmd.add_option("--blob-max-bytes", flags.blob_max_bytes,
+                  "The most one blob may weigh (`swarm blob put`, a long message): 1GiB by default (kept in "
+                  "config.json)")
+      ->option_text("SIZE")
+      ->check(validator_of([](const std::string& t) { parse_byte_size(t); }, "SIZE"));
+}
+
+// What lands take: the check, review, and what commit does with held paths.
+void add_landing_options(CLI::App& cmd, UpFlags& flags) {
+  flags.check_option =
+      cmd.add_option("--check", flags.check,
+                      "A check every land runs on the merged tree before the onto branch moves, as one line: "
+                      "'make test' (split into words as a shell would, run without one; kept in config.json; '' "
+                      "removes it). `land --no-check` skips it, journaled as forced")
+          ->option_text("'CMD ...'")
+          ->check(validator_of(
+              [](const std::string& t) {
+                if (!t.empty()) swarm::split_words(t, "--check");
+              },
+              "CMD"));
+  auto* review = cmd.add_flag("--require-review", flags.require_review,
+                               "A task closed success waits in_review until `swarm review approve` approves its "
+                               "head; `land --ready` takes only approved heads (kept in config.json)");
+  cmd.add_flag("--no-require-review", flags.no_require_review, "Turn --require-review off again")
+      ->excludes(review);
+  cmd.add_option("--holds", flags.holds,
+                  "What commit does with paths another live slot holds exclusively (`swarm hold`): warn (the "
+                  "default: commits, says so and journals hold.conflict) or refuse (commits nothing, exit 3); kept "
+                  "in config.json")
+      ->option_text("warn|refuse")
+      ->check(CLI::Validator(  // described as a set, so that completion offers its values
+          [](std::string& t) -> std::string {
+            try {
+              swarm::parse_hold_policy(t);
+            } catch (const std::exception& e) {
+              return e.what();
+            }
+            return {};
+          },
+          "{warn,refuse}", "POLICY"));
+}
+
 }  // namespace
 
 Verb add_up(CLI::App& app) {
@@ -295,73 +365,13 @@ Verb add_up(CLI::App& app) {
                       "ssh://[user@]host[:port]/path, user@host:path, git://host/path or https://host/path "
                       "(default: the config's, else .swarm/hub.git). An empty one is seeded from this checkout")
           ->option_text("URL");
-  cmd->add_option("--events-max-age", flags->events_max_age,
-                  "How long the journal (stream swarm-<name>-events) keeps an event: 30d by default; given, it is applied "
-                  "to an existing journal too")
-      ->option_text("DUR")
-      ->check(validator_of([](const std::string& t) { events_max_age_of(t); }, "DUR"));
-  cmd->add_option("--events-max-bytes", flags->events_max_bytes,
-                  "How much the journal keeps, oldest events dropped first: 1GiB by default (half the server's "
-                  "store, when that is less); given, it is applied to an existing journal too")
-      ->option_text("SIZE")
-      ->check(validator_of([](const std::string& t) { parse_byte_size(t); }, "SIZE"));
-  cmd->add_option("--bus-max-age", flags->bus_max_age,
-                  "How long the message bus (stream swarm-<name>-bus) keeps a message: 7d by default; given, it is applied "
-                  "to an existing bus too")
-      ->option_text("DUR")
-      ->check(validator_of([](const std::string& t) { bus_max_age_of(t); }, "DUR"));
-  cmd->add_option("--bus-max-bytes", flags->bus_max_bytes,
-                  "How much the bus keeps: full, it refuses new messages (exit 9) rather than drop unread ones; "
-                  "256MiB by default (an eighth of the server's store, when that is less); given, it is applied to "
-                  "an existing bus too")
-      ->option_text("SIZE")
-      ->check(validator_of([](const std::string& t) { parse_byte_size(t); }, "SIZE"));
-  cmd->add_option("--blob-store-max-bytes", flags->blob_store_max_bytes,
-                  "The most the blob store holds in all: full, it refuses a new blob (exit 9) and keeps every one it "
-                  "has. Default: a quarter of the room the server's store has, at most 1GiB (kept in config.json)")
-      ->option_text("SIZE")
-      ->check(validator_of([](const std::string& t) { parse_byte_size(t); }, "SIZE"));
-  cmd->add_option("--blob-max-bytes", flags->blob_max_bytes,
-                  "The most one blob may weigh (`swarm blob put`, a long message): 1GiB by default (kept in "
-                  "config.json)")
-      ->option_text("SIZE")
-      ->check(validator_of([](const std::string& t) { parse_byte_size(t); }, "SIZE"));
+  add_store_options(*cmd, *flags);
   cmd->add_option("--ports", flags->ports,
                   "A range of ports FIRST-LAST that `join --ports K` hands out in blocks of K consecutive ports, "
                   "no two live slots' blocks sharing a port on any host (kept in config.json)")
       ->option_text("A-B")
       ->check(validator_of([](const std::string& t) { swarm::parse_port_range(t); }, "A-B"));
-  flags->check_option =
-      cmd->add_option("--check", flags->check,
-                      "A check every land runs on the merged tree before the onto branch moves, as one line: "
-                      "'make test' (split into words as a shell would, run without one; kept in config.json; '' "
-                      "removes it). `land --no-check` skips it, journaled as forced")
-          ->option_text("'CMD ...'")
-          ->check(validator_of(
-              [](const std::string& t) {
-                if (!t.empty()) swarm::split_words(t, "--check");
-              },
-              "CMD"));
-  auto* review = cmd->add_flag("--require-review", flags->require_review,
-                               "A task closed success waits in_review until `swarm review approve` approves its "
-                               "head; `land --ready` takes only approved heads (kept in config.json)");
-  cmd->add_flag("--no-require-review", flags->no_require_review, "Turn --require-review off again")
-      ->excludes(review);
-  cmd->add_option("--holds", flags->holds,
-                  "What commit does with paths another live slot holds exclusively (`swarm hold`): warn (the "
-                  "default: commits, says so and journals hold.conflict) or refuse (commits nothing, exit 3); kept "
-                  "in config.json")
-      ->option_text("warn|refuse")
-      ->check(CLI::Validator(  // described as a set, so that completion offers its values
-          [](std::string& t) -> std::string {
-            try {
-              swarm::parse_hold_policy(t);
-            } catch (const std::exception& e) {
-              return e.what();
-            }
-            return {};
-          },
-          "{warn,refuse}", "POLICY"));
+  add_landing_options(*cmd, *flags);
   cmd->add_flag("--accept-unsafe-server", flags->accept_unsafe_server,
                 "Run --replicas N>1 on nats-server older than 2.10 all the same (it loses acknowledged writes "
                 "and lets fencing tokens go backwards under partitions; doctor reports it)");

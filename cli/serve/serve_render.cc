@@ -1,6 +1,6 @@
-// What ServeView shows, built from what its feeds hold: /metrics, the
-// verbs' documents, the journal's last acts, and the page (the feeds and the
-// supervisor: serve_view.cc).
+// What ServeView shows, built from what its feeds hold: the verbs'
+// documents, the journal's last acts, and the page (the feeds and the
+// supervisor: serve_view.cc; /metrics: serve_metrics.cc).
 #include <algorithm>
 #include <cstdio>
 #include <set>
@@ -26,19 +26,6 @@ std::int64_t unix_ms(swarm::TimePoint t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
 }
 
-// A Prometheus label value from any text: valid UTF-8, control characters
-// escaped as swarm prints them, then backslash, quote and line feed escaped
-// as the exposition format wants.
-std::string label(std::string_view value) {
-  std::string out;
-  for (char c : swarm::printable(swarm::valid_utf8(value))) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out += c;
-  }
-  return out;
-}
 
 int severity(swarm::State s) {
   switch (s) {
@@ -211,94 +198,6 @@ std::vector<swarm::SessionRow> ServeView::sessions_now(swarm::TimePoint* now) co
   for (auto& row : rows)
     if (auto it = state_of.find(row.task_id); !row.corrupt && it != state_of.end()) row.task_state = it->second;
   return rows;
-}
-
-std::string ServeView::metrics() const {
-  std::lock_guard lock(mu_);
-  swarm::TimePoint now;
-  const auto rows = sessions_now(&now);
-  std::map<std::pair<std::string, std::string>, int> sessions;
-  for (const auto& row : rows)
-    ++sessions[{std::string(swarm::to_string(row.state)), row.corrupt ? std::string("unknown") : std::string(row.host)}];
-  std::map<std::string, int> lease_states;
-  for (const auto& [name, entry] : leases_) ++lease_states[std::string(swarm::to_string(swarm::standing_of(entry, now).state))];
-  const std::map<std::string, int> waiters = waiting(now);
-
-  std::string out;
-  out += "# HELP swarm_sessions Sessions of the workspace's bucket by state and host.\n# TYPE swarm_sessions gauge\n";
-  // Every state has a sample for this host, 0 when none is in it: a sum over
-  // no series at all is empty, not 0, and a graph of it shows nothing.
-  for (const char* state : {"fresh", "late", "stale", "dead"}) sessions.try_emplace({state, me_.host}, 0);
-  sessions.try_emplace({"corrupt", "unknown"}, 0);
-  for (const auto& [key, n] : sessions) {
-    const std::string host = key.second.empty() ? "unknown" : key.second;
-    out += "swarm_sessions{state=\"" + label(key.first) + "\",host=\"" + label(host) + "\"} " + std::to_string(n) + "\n";
-  }
-  // What the agents say they do (renew --status): a gauge of its own, so
-  // swarm_sessions keeps its two labels (state, host) for the queries built on it.
-  std::map<std::string, int> doing = {{"working", 0}, {"blocked", 0}, {"idle", 0}, {"waiting", 0}, {"unsaid", 0}};
-  for (const auto& row : rows)
-    if (!row.corrupt) ++doing[row.status.empty() ? std::string("unsaid") : std::string(row.status)];
-  out += "# HELP swarm_agents Live sessions by what their agent says it does (swarm renew --status).\n"
-         "# TYPE swarm_agents gauge\n";
-  for (const auto& [status, n] : doing)
-    out += "swarm_agents{status=\"" + label(status) + "\"} " + std::to_string(n) + "\n";
-  out += "# HELP swarm_leases Leases by state.\n# TYPE swarm_leases gauge\n";
-  for (const auto& state : {"held", "expired", "corrupt"})
-    out += "swarm_leases{state=\"" + std::string(state) + "\"} " +
-           std::to_string(lease_states.count(state) ? lease_states[state] : 0) + "\n";
-  out += "# HELP swarm_lease_waiters Live places in each lease's line.\n# TYPE swarm_lease_waiters gauge\n";
-  for (const auto& [name, n] : waiters) out += "swarm_lease_waiters{lease=\"" + label(name) + "\"} " + std::to_string(n) + "\n";
-  out += "# HELP swarm_semaphore_limit Each semaphore's limit.\n# TYPE swarm_semaphore_limit gauge\n";
-  const auto sems = swarm::summarize_semaphores(limits_, lease_entries(), waiters, now);
-  for (const auto& s : sems) out += "swarm_semaphore_limit{semaphore=\"" + label(s.name) + "\"} " + std::to_string(s.limit) + "\n";
-  out += "# HELP swarm_semaphore_held Permits of each semaphore held now.\n# TYPE swarm_semaphore_held gauge\n";
-  for (const auto& s : sems) out += "swarm_semaphore_held{semaphore=\"" + label(s.name) + "\"} " + std::to_string(s.held) + "\n";
-  out += "# HELP swarm_semaphore_waiters Waiters for a permit of each semaphore (at its gate and in line).\n"
-         "# TYPE swarm_semaphore_waiters gauge\n";
-  for (const auto& s : sems) out += "swarm_semaphore_waiters{semaphore=\"" + label(s.name) + "\"} " + std::to_string(s.waiters) + "\n";
-  out += "# HELP swarm_tasks Tasks of the queue by state (open split into ready and waiting is on the page).\n"
-         "# TYPE swarm_tasks gauge\n";
-  std::map<std::string, int> task_states;
-  for (const auto state : swarm::all_task_states()) task_states[std::string(swarm::to_string(state))] = 0;
-  task_states["corrupt"] = 0;
-  for (const auto& [key, e] : tasks_) ++task_states[e.corrupt() ? std::string("corrupt") : e.task->state_text];
-  for (const auto& [state, n] : task_states)
-    out += "swarm_tasks{state=\"" + label(state) + "\"} " + std::to_string(n) + "\n";
-  out += "# HELP swarm_inbox_unread Messages to each inbox and to all after its cursor (not acked yet).\n"
-         "# TYPE swarm_inbox_unread gauge\n";
-  for (const auto& r : inboxes_)
-    out += "swarm_inbox_unread{inbox=\"" + label(r.name) + "\"} " + std::to_string(r.unread) + "\n";
-  out += "# HELP swarm_holds Live holds (swarm hold) by kind.\n# TYPE swarm_holds gauge\n";
-  std::map<std::string, int> hold_kinds = {{"exclusive", 0}, {"shared", 0}};
-  for (const auto& e : live_holds(now))
-    if (!e.corrupt()) ++hold_kinds[e.record->kind == "shared" ? "shared" : "exclusive"];
-  for (const auto& [kind, n] : hold_kinds)
-    out += "swarm_holds{kind=\"" + kind + "\"} " + std::to_string(n) + "\n";
-  out += "# HELP swarm_events_total Journal events seen since this server started (the last day's first).\n"
-         "# TYPE swarm_events_total counter\n";
-  for (const auto& [kind, n] : event_counts_) out += "swarm_events_total{kind=\"" + label(kind) + "\"} " + std::to_string(n) + "\n";
-  out += "# HELP swarm_land_checks_total Land checks journaled since this server started (the last day's first), "
-         "by outcome: passed, flaky (passed on a retry), failed.\n# TYPE swarm_land_checks_total counter\n";
-  for (const char* outcome : {"passed", "flaky", "failed"}) {
-    auto it = land_checks_.find(outcome);
-    out += std::string("swarm_land_checks_total{outcome=\"") + outcome + "\"} " +
-           std::to_string(it == land_checks_.end() ? 0 : it->second) + "\n";
-  }
-  out += "# HELP swarm_branch_conflicts Other unlanded slot branches and the onto branch each unlanded slot "
-         "branch would conflict with.\n# TYPE swarm_branch_conflicts gauge\n";
-  if (branches_)
-    for (const auto& row : branches_->rows)
-      if (!row.git.landed)
-        out += "swarm_branch_conflicts{slot=\"" + label(row.git.slot) + "\"} " + std::to_string(row.conflicts.size()) +
-               "\n";
-  out += "# HELP swarm_nats_up Whether NATS answers and every watch of it works (1) or not (0).\n# TYPE swarm_nats_up gauge\n";
-  out += std::string("swarm_nats_up ") + (nats_up() ? "1" : "0") + "\n";
-  out += "# HELP swarm_session_ttl_seconds The session bucket's TTL.\n# TYPE swarm_session_ttl_seconds gauge\n";
-  char ttl[32];
-  std::snprintf(ttl, sizeof ttl, "%.3f", static_cast<double>(ttl_.count()) / 1000.0);
-  out += std::string("swarm_session_ttl_seconds ") + ttl + "\n";
-  return out;
 }
 
 std::string ServeView::status_document() const {

@@ -12,6 +12,7 @@
 #include "swarm/lease/events.h"
 #include "swarm/slots/liveness.h"
 #include "swarm/slots/status_watch.h"
+
 namespace cli {
 
 namespace {
@@ -28,15 +29,6 @@ constexpr std::chrono::seconds kBranchesAtMost{1};
 constexpr std::chrono::seconds kBranchesAtLeast{30};
 // A missing task bucket (a workspace made before tasks) is looked for again this often.
 constexpr std::chrono::seconds kTasksLookAgain{5};
-// How often the inboxes' feed looks at the bus's first sequence (what
-// retention dropped is no longer unread).
-constexpr std::chrono::seconds kInboxesLookAgain{3};
-// How long the inboxes' feed waits on the bus, then on the cursors, in turn.
-constexpr std::chrono::milliseconds kInboxesWait{50};
-
-
-
-
 
 // Whether an act may have moved a branch, or what `branches` says of one.
 bool moves_branches(const std::string& kind) {
@@ -378,101 +370,6 @@ void ServeView::tasks_feed(ServeLink& link) {
       }
       ++version_;
       cv_.notify_all();
-    }
-  });
-}
-
-// The inboxes: those with a cursor or with messages sent to them, counted
-// from what the feed itself reads (never a consumer per inbox on the
-// server): an ordered read of the workspace's bus subjects keeps each
-// subject's sequences, a watch of the cursors keeps where each inbox is,
-// and the stream's first sequence (looked at every few seconds) drops what
-// retention dropped. A workspace made before messages has no bus: looked
-// for again until `up` makes it.
-void ServeView::inboxes_feed(ServeLink& link) {
-  feed("inboxes", [&] {
-    const std::string bucket = link.landing.sessions().bucket_name();
-    const swarm::Bus bus(link.connection, link.names);
-    std::optional<kv::StreamStatus> st;
-    while (running()) {
-      st = bus.state();
-      if (st) break;
-      set_up("inboxes", true);
-      std::unique_lock lock(mu_);
-      cv_.wait_for(lock, kTasksLookAgain, [&] { return !running(); });
-    }
-    if (!st) return;
-    const std::int64_t generation = swarm::generation_of(*st);
-    const std::string prefix = link.names.bus_root + bucket + ".";
-    auto reader = kv::Stream::bind(link.connection, link.names.bus).read(prefix + ">", {.seq = st->first_seq});
-    kv::Watch cursors = kv::Bucket::bind(link.connection, link.names.cursors).watch(bucket + ".*");
-    std::map<std::string, std::vector<std::uint64_t>> to;  // each inbox's sequences, ascending
-    std::vector<std::uint64_t> all;
-    std::map<std::string, std::uint64_t> at;
-    std::uint64_t first = st->first_seq;
-    auto publish = [&] {
-      std::vector<InboxRow> rows;
-      std::set<std::string> names;
-      for (const auto& [name, seqs] : to) names.insert(name);
-      for (const auto& [name, seq] : at) names.insert(name);
-      auto after = [](const std::vector<std::uint64_t>& seqs, std::uint64_t c) {
-        return static_cast<std::uint64_t>(seqs.end() - std::upper_bound(seqs.begin(), seqs.end(), c));
-      };
-      for (const auto& name : names) {
-        const std::uint64_t cursor = at.count(name) ? at[name] : 0;
-        const std::uint64_t from = std::max(cursor, first > 0 ? first - 1 : 0);
-        const auto own = to.find(name);
-        rows.push_back({name, cursor, (own == to.end() ? 0 : after(own->second, from)) + after(all, from)});
-      }
-      std::lock_guard lock(mu_);
-      inboxes_ = std::move(rows);
-      ++version_;
-    };
-    auto prune = [&](std::vector<std::uint64_t>& seqs) {
-      seqs.erase(seqs.begin(), std::lower_bound(seqs.begin(), seqs.end(), first));
-    };
-    auto looked = Steady::now();
-    bool dirty = true;
-    while (running()) {
-      // What came on the bus, as it comes.
-      // Each waits a little in turn (a watch asked for a millisecond may
-      // spend it asking the server what is pending, and never deliver).
-      while (auto m = reader.next(dirty ? std::chrono::milliseconds(1) : kInboxesWait)) {
-        const std::string rest = m->subject.substr(prefix.size());
-        if (rest == "all") all.push_back(m->seq);
-        else if (rest.rfind("to.", 0) == 0) to[rest.substr(3)].push_back(m->seq);
-        dirty = true;
-        if (!running()) return;
-      }
-      while (auto e = cursors.next(kInboxesWait)) {
-        if (e->kind == kv::WatchEvent::Kind::caught_up) continue;
-        const std::string name = e->entry.key.substr(bucket.size() + 1);
-        if (e->kind == kv::WatchEvent::Kind::put) {
-          const auto [seq, of] = swarm::Cursors::parse(e->entry.value);
-          at[name] = of == generation ? seq : 0;
-        } else {
-          at.erase(name);
-        }
-        dirty = true;
-      }
-      if (Steady::now() - looked > kInboxesLookAgain) {
-        looked = Steady::now();
-        auto now = bus.state();
-        // A bus made anew: read again from its start (the supervisor does, at once).
-        if (!now || swarm::generation_of(*now) != generation) throw swarm::Error(swarm::Errc::unavailable, "the bus was made anew");
-        if (now->first_seq != first) {
-          first = now->first_seq;
-          prune(all);
-          for (auto& [name, seqs] : to) prune(seqs);
-          dirty = true;
-        }
-      }
-      if (dirty) {
-        publish();
-        cv_.notify_all();
-        set_up("inboxes", true);
-        dirty = false;
-      }
     }
   });
 }

@@ -65,6 +65,14 @@ struct SpanExpiry {
   std::int64_t at = 0;
 };
 
+// An inbox as serve shows it: its cursor and how many messages after it
+// are still kept (its own and those to all).
+struct InboxRow {
+  std::string name;
+  std::uint64_t cursor = 0;
+  std::uint64_t unread = 0;
+};
+
 class ServeView {
  public:
   ServeView(ServeConnect connect, swarm::HostIdentity me);
@@ -119,6 +127,11 @@ class ServeView {
   std::vector<swarm::LeaseEntry> live_holds(swarm::TimePoint now) const;
   bool nats_up() const;
   // The sessions as of now: ages moved on since the last update, states again.
+  // /metrics by part (serve_metrics.cc, mu_ held): sessions and agents;
+  // leases, lines and semaphores; tasks, inboxes, holds, events and lands.
+  void session_metrics(std::string& out, const std::vector<swarm::SessionRow>& rows) const;
+  void lease_metrics(std::string& out, swarm::TimePoint now) const;
+  void queue_metrics(std::string& out, swarm::TimePoint now) const;
   std::vector<swarm::SessionRow> sessions_now(swarm::TimePoint* now) const;
   swarm::TimePoint server_now() const;
   void set_clock(const swarm::ServerClock& clock);
@@ -172,13 +185,7 @@ class ServeView {
 
   // The task queue by key, as its watch has it (none while the bucket is missing).
   std::map<std::string, swarm::TaskEntry> tasks_;
-  // Each inbox's cursor and unread count, read again after each send (at
-  // most once a second) and every few seconds (an ack rings no bell).
-  struct InboxRow {
-    std::string name;
-    std::uint64_t cursor = 0;
-    std::uint64_t unread = 0;
-  };
+  // Each inbox's cursor and unread count (serve_inboxes.cc).
   std::vector<InboxRow> inboxes_;
 
   // The last page built, and the version it is of.

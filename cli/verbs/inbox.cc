@@ -46,6 +46,26 @@ std::string line_of(const swarm::Delivered& d) {
                      "standard output refused the messages (a closed pipe?); nothing more was acked");
 }
 
+// What a cursor read says of itself: of an older bus, or past this one's end.
+void say_cursor(Reporter& report, const std::string& name, const swarm::Cursors::Cursor& cursor,
+                const kv::StreamStatus& bus) {
+  if (cursor.of_old_bus)
+    report.note("inbox " + name + "'s cursor was of a bus made before this one: reading this bus from its start");
+  if (cursor.beyond)
+    report.warn("inbox " + name + "'s cursor says " + std::to_string(cursor.stored) + ", past the bus's last message (" +
+                std::to_string(bus.last_seq) + "), which no ack writes: reading the bus from its start (the next "
+                "ack puts it right; `swarm doctor --fix` does too)");
+}
+
+// Messages retention dropped before the inbox acked them.
+void say_gap(Reporter& report, const std::string& name, std::uint64_t after, const swarm::InboxRead& read) {
+  report.warn("gap: " + swarm::counted(read.dropped, "message") + " of the bus (seq " + std::to_string(after + 1) +
+              " to " + std::to_string(read.first_kept - 1) + ") were dropped by retention before " + name +
+              " acked them; those to " + name + " or to all are lost (`swarm ack --as " + name + " " +
+              std::to_string(read.first_kept - 1) + "` says so)");
+}
+
+// size: one read loop, whose cursor, acks, deadline and rereads each branch shares.
 VerbResult inbox(const InboxRequest& f, Context& ctx, Reporter& report) {
   const std::string& name = f.as;
   const auto wait = f.wait.empty() ? std::chrono::milliseconds(0) : swarm::parse_duration(f.wait);
@@ -63,12 +83,7 @@ VerbResult inbox(const InboxRequest& f, Context& ctx, Reporter& report) {
   const bool bounded = !f.wait.empty();
   kv::StreamStatus bus = bus_state(messages.bus);
   const auto cursor = messages.cursors.get(name, bus);
-  if (cursor.of_old_bus)
-    report.note("inbox " + name + "'s cursor was of a bus made before this one: reading this bus from its start");
-  if (cursor.beyond)
-    report.warn("inbox " + name + "'s cursor says " + std::to_string(cursor.stored) + ", past the bus's last message (" +
-                std::to_string(bus.last_seq) + "), which no ack writes: reading the bus from its start (the next "
-                "ack puts it right; `swarm doctor --fix` does too)");
+  say_cursor(report, name, cursor, bus);
   std::uint64_t after = cursor.seq;
   // What --ack may move the cursor to: the last message of an unbroken run
   // of shown ones. Once one was not shown (a filter), nothing after it.
@@ -101,10 +116,7 @@ VerbResult inbox(const InboxRequest& f, Context& ctx, Reporter& report) {
     if (read.dropped > 0 && cursor.revision != 0 && !cursor.of_old_bus && !gap_said && after == cursor.seq &&
         swarm::Cursors::age_may_have_dropped(cursor.at_ms, bus)) {
       gap_said = true;
-      report.warn("gap: " + swarm::counted(read.dropped, "message") + " of the bus (seq " + std::to_string(after + 1) +
-                  " to " + std::to_string(read.first_kept - 1) + ") were dropped by retention before " + name +
-                  " acked them; those to " + name + " or to all are lost (`swarm ack --as " + name + " " +
-                  std::to_string(read.first_kept - 1) + "` says so)");
+      say_gap(report, name, after, read);
     }
     // Read to the end with nothing held back: the cursor may pass what the
     // bus holds for others too, so an idle inbox keeps up with the bus.

@@ -21,9 +21,13 @@ VerbSpec sync_verb();    // sync.cc
 VerbSpec close_verb();   // close.cc
 VerbSpec log_verb();     // log.cc
 VerbSpec doctor_verb();  // doctor.cc
+VerbSpec branches_verb();  // branches.cc
 
 // The slot a verb acts on, resolved where the request is made: `given`, or
 // the slot whose worktree holds the caller's folder (Context::slot_of).
 void resolve_slot(std::string& slot, const Context& ctx);
+
+// --onto BRANCH, a branch name (branches.cc; land's too).
+OptionSpec onto_option(std::string help);
 
 }  // namespace cli

@@ -71,15 +71,19 @@ void pass_to_command(int signo) {
   _exit(128 + signo);
 }
 
-// `terminal`: the terminal (0) whose foreground the command's group takes
-// before the command starts (an interactive command must not meet a
-// background group's SIGTTIN/SIGTTOU), -1 for none. With it the guard also
-// stops when the command stops (^Z, a read from the background): its
-// parent sees the stop and does as a shell would. `null_stdin`: the
-// command reads /dev/null (an interactive command run in the background of
-// a terminal must not stop on a read no one answers).
-[[noreturn]] void run_guard(pid_t parent, pid_t parent_group, char* const* argv, char* const* envp, int report,
-                            const char* cwd, int output_fd, int terminal, bool null_stdin, int death_signal) {
+// The signals the guard passes on to the command.
+sigset_t passed_signals() {
+  sigset_t passed;
+  sigemptyset(&passed);
+  sigaddset(&passed, SIGUSR1);
+  sigaddset(&passed, SIGUSR2);
+  return passed;
+}
+
+// The guard's own group, terminal and signals: it kills its group when swarm
+// dies (or died already), ignores what a terminal sends the group, passes
+// SIGUSR1 and SIGUSR2 on to the command, and blocks nothing.
+void set_up_guard(pid_t parent, int terminal, int death_signal) {
   setpgid(0, 0);
   g_group = getpid();
   if (terminal >= 0) {
@@ -105,55 +109,44 @@ void pass_to_command(int signo) {
   pass.sa_handler = pass_to_command;
   pass.sa_flags = SA_RESTART;
   for (int signo : {SIGUSR1, SIGUSR2}) sigaction(signo, &pass, nullptr);
-  sigset_t passed;
-  sigemptyset(&passed);
-  sigaddset(&passed, SIGUSR1);
-  sigaddset(&passed, SIGUSR2);
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
-  // The command's folder is the guard's too: swarm's own (the workspace,
-  // often) is not left for the command to find as its parent's cwd.
-  if (cwd != nullptr && chdir(cwd) != 0) {
-    const Report failed{'E', errno};
-    (void)!write(report, &failed, sizeof failed);
-    _exit(127);
+}
+
+// In the guard's child: the command starts as a program started from a
+// shell would: every signal at its default (swarm ignores SIGPIPE), no
+// descriptor of swarm's but 0, 1 and 2 (its NATS connection, its pipes), and
+// it dies with the guard, whoever kills that.
+[[noreturn]] void exec_command(char* const* argv, char* const* envp, int report, int output_fd, bool null_stdin) {
+  struct sigaction standard {};
+  standard.sa_handler = SIG_DFL;
+  for (int signo = 1; signo < NSIG; ++signo)
+    if (signo != SIGKILL && signo != SIGSTOP) sigaction(signo, &standard, nullptr);
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != g_group) _exit(127);
+  close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);  // the report pipe closes at exec, as the rest
+  if (output_fd >= 0) {
+    if (output_fd != 1) dup2(output_fd, 1);
+    if (output_fd != 2) dup2(output_fd, 2);
   }
-  pid_t command = fork();
-  if (command < 0) _exit(126);
-  if (command == 0) {
-    // The command starts as a program started from a shell would: every
-    // signal at its default (swarm ignores SIGPIPE), no descriptor of swarm's
-    // but 0, 1 and 2 (its NATS connection, its pipes), and it dies with the
-    // guard, whoever kills that.
-    struct sigaction standard {};
-    standard.sa_handler = SIG_DFL;
-    for (int signo = 1; signo < NSIG; ++signo)
-      if (signo != SIGKILL && signo != SIGSTOP) sigaction(signo, &standard, nullptr);
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != g_group) _exit(127);
-    close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);  // the report pipe closes at exec, as the rest
-    if (output_fd >= 0) {
-      if (output_fd != 1) dup2(output_fd, 1);
-      if (output_fd != 2) dup2(output_fd, 2);
-    }
-    if (null_stdin) {
-      const int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-      if (null_fd >= 0 && null_fd != 0) dup2(null_fd, 0);
-    }
-    execvpe(argv[0], argv, envp);
-    const Report failed{'E', errno};
-    (void)!write(report, &failed, sizeof failed);
-    _exit(127);
+  if (null_stdin) {
+    const int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (null_fd >= 0 && null_fd != 0) dup2(null_fd, 0);
   }
-  g_command = command;
-  const Report forked{'P', static_cast<int>(command)};
-  (void)!write(report, &forked, sizeof forked);
-  close(report);
-  // Every child is reaped as it ends, the command's orphans too (they are
-  // the guard's as its subreaper): none is left a zombie while CMD runs.
-  // Each is seen ended before it is reaped: the command's pid is forgotten
-  // (no signal passed on to it any more) while it is still a zombie of ours.
+  execvpe(argv[0], argv, envp);
+  const Report failed{'E', errno};
+  (void)!write(report, &failed, sizeof failed);
+  _exit(127);
+}
+
+// Every child is reaped as it ends, the command's orphans too (they are
+// the guard's as its subreaper): none is left a zombie while CMD runs.
+// Each is seen ended before it is reaped: the command's pid is forgotten
+// (no signal passed on to it any more) while it is still a zombie of ours.
+// The command's wait status.
+int reap_until_ended(pid_t command, int terminal) {
+  const sigset_t passed = passed_signals();
   int status = 0;
   while (true) {
     siginfo_t seen{};
@@ -188,10 +181,14 @@ void pass_to_command(int signo) {
     while (waitpid(ended, &ignored, 0) < 0 && errno == EINTR) {
     }
   }
-  // Out of the group (into swarm's, whose signals it ignores), then the
-  // group's rest is killed and reaped, until it is empty, or for at most a
-  // second: a member it cannot wait for (a zombie whose parent left the
-  // group, a process of another user) must not keep the lease held.
+  return status;
+}
+
+// Out of the group (into swarm's, whose signals it ignores), then the
+// group's rest is killed and reaped, until it is empty, or for at most a
+// second: a member it cannot wait for (a zombie whose parent left the
+// group, a process of another user) must not keep the lease held.
+void empty_group(pid_t parent_group) {
   setpgid(0, parent_group);
   timespec until{};
   clock_gettime(CLOCK_MONOTONIC, &until);
@@ -207,6 +204,34 @@ void pass_to_command(int signo) {
     timespec pause{0, 1000 * 1000};
     nanosleep(&pause, nullptr);
   }
+}
+
+// `terminal`: the terminal (0) whose foreground the command's group takes
+// before the command starts (an interactive command must not meet a
+// background group's SIGTTIN/SIGTTOU), -1 for none. With it the guard also
+// stops when the command stops (^Z, a read from the background): its
+// parent sees the stop and does as a shell would. `null_stdin`: the
+// command reads /dev/null (an interactive command run in the background of
+// a terminal must not stop on a read no one answers).
+[[noreturn]] void run_guard(pid_t parent, pid_t parent_group, char* const* argv, char* const* envp, int report,
+                            const char* cwd, int output_fd, int terminal, bool null_stdin, int death_signal) {
+  set_up_guard(parent, terminal, death_signal);
+  // The command's folder is the guard's too: swarm's own (the workspace,
+  // often) is not left for the command to find as its parent's cwd.
+  if (cwd != nullptr && chdir(cwd) != 0) {
+    const Report failed{'E', errno};
+    (void)!write(report, &failed, sizeof failed);
+    _exit(127);
+  }
+  pid_t command = fork();
+  if (command < 0) _exit(126);
+  if (command == 0) exec_command(argv, envp, report, output_fd, null_stdin);
+  g_command = command;
+  const Report forked{'P', static_cast<int>(command)};
+  (void)!write(report, &forked, sizeof forked);
+  close(report);
+  const int status = reap_until_ended(command, terminal);
+  empty_group(parent_group);
   if (WIFSIGNALED(status)) end_as_signalled(WTERMSIG(status));
   _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
 }

@@ -35,132 +35,175 @@ const char* number_end(const char* at, const char* end) {
   return p;
 }
 
+// A member of a flat record: the one-item tree cJSON would make of it, and
+// its value as written.
+struct FlatMember {
+  cJSON item;
+  std::string_view as_written;
+};
+
+// Reads a flat record from a copy of its text in place (each string ended
+// where its closing quote was). Each step returns false at anything that is
+// not flat; the caller then leaves the record to cJSON.
+class FlatReader {
+ public:
+  FlatReader(std::string& copy, std::deque<cJSON>& items)
+      : base_(copy.data()), p_(copy.data()), end_(copy.data() + copy.size()), items_(items) {}
+
+  // The whole object, its members into `members`.
+  bool object(std::vector<FlatMember>& members, const std::string& text) {
+    skip_space();
+    if (!take('{')) return false;
+    skip_space();
+    if (p_ < end_ && *p_ == '}') return finish();
+    while (true) {
+      FlatMember m{};
+      m.item.string = string_at();
+      if (m.item.string == nullptr) return false;
+      skip_space();
+      if (!take(':')) return false;
+      skip_space();
+      const char* value = p_;
+      if (!value_into(m.item)) return false;
+      m.as_written = std::string_view(text).substr(static_cast<std::size_t>(value - base_),
+                                                   static_cast<std::size_t>(p_ - value));
+      members.push_back(m);
+      skip_space();
+      if (take(',')) {
+        skip_space();
+        continue;
+      }
+      if (p_ < end_ && *p_ == '}') return finish();
+      return false;
+    }
+  }
+
+  // Whether any space stood between the tokens.
+  bool spaced() const { return spaced_; }
+
+ private:
+  bool take(char c) {
+    if (p_ >= end_ || *p_ != c) return false;
+    ++p_;
+    return true;
+  }
+
+  void skip_space() {
+    const char* from = p_;
+    while (p_ < end_ && is_space(*p_)) ++p_;
+    spaced_ = spaced_ || p_ != from;
+  }
+
+  // The closing brace at p_, then nothing but space.
+  bool finish() {
+    ++p_;
+    skip_space();
+    return p_ == end_;
+  }
+
+  // A string without escapes from the quote at p_: its text, ended in place.
+  char* string_at() {
+    if (p_ >= end_ || *p_ != '"') return nullptr;
+    char* start = ++p_;
+    while (p_ < end_ && *p_ != '"' && *p_ != '\\') ++p_;
+    if (p_ >= end_ || *p_ != '"') return nullptr;
+    *p_++ = '\0';
+    return start;
+  }
+
+  bool value_into(cJSON& item) {
+    if (p_ < end_ && *p_ == '"') {
+      item.type = cJSON_String;
+      item.valuestring = string_at();
+      return item.valuestring != nullptr;
+    }
+    if (p_ < end_ && *p_ == '[') return list_into(item);
+    if (const char* number = number_end(p_, end_); number != nullptr) return number_into(item, number);
+    return word_into(item);
+  }
+
+  // A list of strings, linked as cJSON links an array's items (in a deque:
+  // each stays where it was made while more are added).
+  bool list_into(cJSON& item) {
+    item.type = cJSON_Array;
+    ++p_;
+    skip_space();
+    cJSON* last = nullptr;
+    while (p_ < end_ && *p_ != ']') {
+      char* element = string_at();
+      if (element == nullptr) return false;
+      cJSON& e = items_.emplace_back();
+      e.type = cJSON_String;
+      e.valuestring = element;
+      if (last == nullptr) item.child = &e;
+      else last->next = &e, e.prev = last;
+      last = &e;
+      skip_space();
+      if (take(',')) {
+        skip_space();
+        if (p_ >= end_ || *p_ != '"') return false;
+      } else if (p_ >= end_ || *p_ != ']') {
+        return false;
+      }
+    }
+    if (p_ >= end_) return false;
+    if (last != nullptr) item.child->prev = last;
+    ++p_;
+    return true;
+  }
+
+  bool number_into(cJSON& item, const char* number) {
+    double v = 0;
+    const auto [stop, ec] = std::from_chars(p_, number, v);
+    if (ec != std::errc() || stop != number) return false;  // out of a double's range: cJSON's way
+    item.type = cJSON_Number;
+    item.valuedouble = v;
+    item.valueint = v >= INT_MAX ? INT_MAX : v <= static_cast<double>(INT_MIN) ? INT_MIN : static_cast<int>(v);
+    p_ = const_cast<char*>(number);
+    return true;
+  }
+
+  bool word_into(cJSON& item) {
+    static constexpr std::pair<std::string_view, int> kWords[] = {
+        {"null", cJSON_NULL}, {"true", cJSON_True}, {"false", cJSON_False}};
+    for (const auto& [word, type] : kWords)
+      if (static_cast<std::size_t>(end_ - p_) >= word.size() && std::string_view(p_, word.size()) == word) {
+        item.type = type;
+        item.valueint = type == cJSON_True;
+        p_ += word.size();
+        return true;
+      }
+    return false;
+  }
+
+  const char* base_;
+  char* p_;
+  char* const end_;
+  std::deque<cJSON>& items_;
+  bool spaced_ = false;
+};
+
 // What a record almost always is: one object whose members are strings
-// without escapes, numbers, true, false, null and lists of such strings. Read from a copy of the
-// text in place (each string ended where its closing quote was), each member
-// handed over as the one-item tree cJSON would make of it. Anything else (an
-// escape, a nested value, a stray byte) is left to cJSON: nullopt. Not
-// reentrant (a member's reader must not read another record).
+// without escapes, numbers, true, false, null and lists of such strings,
+// each member handed over as the one-item tree cJSON would make of it.
+// Anything else (an escape, a nested value, a stray byte) is left to cJSON:
+// nullopt. Not reentrant (a member's reader must not read another record).
 std::optional<std::string> read_flat(const std::string& text,
                                      const std::function<bool(const cJSON*, std::string_view, std::string*)>& member,
                                      bool* compact) {
   thread_local std::string copy;
-  copy.assign(text);
-  char* p = copy.data();
-  char* const end = p + copy.size();
-  bool spaced = false;
-  auto skip_space = [&] {
-    const char* from = p;
-    while (p < end && is_space(*p)) ++p;
-    spaced = spaced || p != from;
-  };
-  // A string without escapes from the quote at p: its text, ended in place.
-  auto string_at = [&]() -> char* {
-    if (p >= end || *p != '"') return nullptr;
-    char* start = ++p;
-    while (p < end && *p != '"' && *p != '\\') ++p;
-    if (p >= end || *p != '"') return nullptr;
-    *p++ = '\0';
-    return start;
-  };
-  skip_space();
-  if (p >= end || *p != '{') return std::nullopt;
-  ++p;
-  skip_space();
-  bool first = true;
-  struct Member {
-    cJSON item;
-    std::string_view as_written;
-  };
-  thread_local std::vector<Member> members;
-  members.clear();
-  // The strings of the lists, linked as cJSON links an array's items
-  // (a deque: each stays where it was made while more are added).
+  thread_local std::vector<FlatMember> members;
   thread_local std::deque<cJSON> items;
+  copy.assign(text);
+  members.clear();
   items.clear();
-  while (true) {
-    if (p < end && *p == '}' && first) break;
-    char* name = string_at();
-    if (name == nullptr) return std::nullopt;
-    skip_space();
-    if (p >= end || *p != ':') return std::nullopt;
-    ++p;
-    skip_space();
-    Member m{};
-    m.item.string = name;
-    const char* value = p;
-    const std::size_t at = static_cast<std::size_t>(value - copy.data());
-    if (p < end && *p == '"') {
-      m.item.type = cJSON_String;
-      m.item.valuestring = string_at();
-      if (m.item.valuestring == nullptr) return std::nullopt;
-    } else if (p < end && *p == '[') {
-      m.item.type = cJSON_Array;
-      ++p;
-      skip_space();
-      cJSON* last = nullptr;
-      while (p < end && *p != ']') {
-        char* element = string_at();
-        if (element == nullptr) return std::nullopt;
-        cJSON& e = items.emplace_back();
-        e.type = cJSON_String;
-        e.valuestring = element;
-        if (last == nullptr) m.item.child = &e;
-        else last->next = &e, e.prev = last;
-        last = &e;
-        skip_space();
-        if (p < end && *p == ',') {
-          ++p;
-          skip_space();
-          if (p >= end || *p != '"') return std::nullopt;
-        } else if (p >= end || *p != ']') {
-          return std::nullopt;
-        }
-      }
-      if (p >= end) return std::nullopt;
-      if (last != nullptr) m.item.child->prev = last;
-      ++p;
-    } else if (const char* number = number_end(p, end); number != nullptr) {
-      double v = 0;
-      const auto [stop, ec] = std::from_chars(p, number, v);
-      if (ec != std::errc() || stop != number) return std::nullopt;  // out of a double's range: cJSON's way
-      m.item.type = cJSON_Number;
-      m.item.valuedouble = v;
-      m.item.valueint = v >= INT_MAX ? INT_MAX : v <= static_cast<double>(INT_MIN) ? INT_MIN : static_cast<int>(v);
-      p = const_cast<char*>(number);
-    } else {
-      static constexpr std::pair<std::string_view, int> kWords[] = {
-          {"null", cJSON_NULL}, {"true", cJSON_True}, {"false", cJSON_False}};
-      bool matched = false;
-      for (const auto& [word, type] : kWords)
-        if (!matched && static_cast<std::size_t>(end - p) >= word.size() && std::string_view(p, word.size()) == word) {
-          m.item.type = type;
-          m.item.valueint = type == cJSON_True;
-          p += word.size();
-          matched = true;
-        }
-      if (!matched) return std::nullopt;
-    }
-    m.as_written = std::string_view(text).substr(at, static_cast<std::size_t>(p - value));
-    members.push_back(m);
-    first = false;
-    skip_space();
-    if (p < end && *p == ',') {
-      ++p;
-      skip_space();
-      continue;
-    }
-    if (p < end && *p == '}') break;
-    return std::nullopt;
-  }
-  ++p;
-  skip_space();
-  if (p != end) return std::nullopt;
+  FlatReader reader(copy, items);
+  if (!reader.object(members, text)) return std::nullopt;
   // Read whole before any member is handed over: a record that is not flat
   // after all goes to cJSON without a member seen twice.
-  if (compact != nullptr) *compact = !spaced;
+  if (compact != nullptr) *compact = !reader.spaced();
   std::string reason;
-  for (const Member& m : members)
+  for (const FlatMember& m : members)
     if (!member(&m.item, m.as_written, &reason)) return reason;
   return std::string();
 }

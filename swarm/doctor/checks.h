@@ -18,6 +18,7 @@
 #include "swarm/base/error.h"
 #include "swarm/base/safe_dir.h"
 #include "swarm/base/server_clock.h"
+#include "swarm/bus/bus.h"
 #include "swarm/doctor/doctor.h"
 #include "swarm/tasks/task_store.h"
 #include "swarm/git/hub.h"
@@ -251,5 +252,21 @@ void fix_corrupt_task(Finding& f, const FixInput& in, FixResult& result);
 void busy(const Workspace& ws, Finding& f, const std::string& slot);
 // A `swarm run` of this host that lives keeps the slot (its run lock).
 void kept_by_run(const Workspace& ws, Finding& f, const std::string& slot);
+
+// Doctor::run's stages over the stores beside the sessions (store_checks.cc).
+// report_stage adds a stage's findings to the report, then fixes them when
+// asked (added first: a fix that finds NATS gone leaves every one reported).
+void report_stage(DoctorReport& report, Findings found, const FixInput* fixes, FixResult& fixed);
+// Working tasks whose claim lapsed: a notice each (adr/0038).
+void check_lapsed_claims(DoctorReport& report, const kv::Connection& nats, const WorkspaceConfig& config,
+                         const std::vector<TaskEntry>& tasks);
+// The task queue's bucket and each record that cannot be read.
+void check_tasks(DoctorReport& report, const kv::Connection& nats, const WorkspaceConfig& config, FixInput* fixes,
+                 FixResult& fixed);
+// The blobs: those no message names, and those a message names but lacks.
+void check_blobs(DoctorReport& report, const kv::Connection& nats, const WorkspaceNames& names, const Bus& bus,
+                 bool fix);
+// The bus's stream and each inbox whose unacked messages retention dropped.
+void check_bus(DoctorReport& report, const kv::Connection& nats, const WorkspaceConfig& config, bool fix);
 
 }  // namespace swarm::doctor

@@ -101,15 +101,6 @@ constexpr d::Check<d::RecordsInput> kRecordChecks[] = {d::check_records};
 constexpr d::Check<d::FolderInput> kFolderChecks[] = {d::check_folders, d::check_unpushed_branches};
 constexpr d::Check<d::LeaseInput> kLeaseChecks[] = {d::check_leases};
 
-// Adds a stage's findings to the report, then fixes them when asked (added
-// first: a fix that finds NATS gone leaves every one reported).
-void report_stage(DoctorReport& report, d::Findings found, const d::FixInput* fixes, d::FixResult& fixed) {
-  const std::size_t from = report.findings.size();
-  report.findings.insert(report.findings.end(), std::make_move_iterator(found.begin()),
-                         std::make_move_iterator(found.end()));
-  if (fixes) d::fix_findings(std::span<Finding>(report.findings).subspan(from), *fixes, fixed);
-}
-
 // What the servers say of the buckets.
 d::BucketInput read_buckets(const SessionStore& store, const WorkspaceConfig& config, const kv::Connection& nats) {
   d::BucketInput in{config, store.bucket_config(), store.bucket_name()};
@@ -150,15 +141,16 @@ d::SessionListing check_sessions(DoctorReport& report, const SessionStore& store
   auto has_folder = [&ws](const std::string& slot) { return d::has_folder(ws, slot); };
   auto has_worktree = [&ws](const std::string& slot) { return d::has_worktree(ws, slot); };
   const auto margin = listing.server ? observer_margin(ttl, listing.server->uncertainty) : std::chrono::milliseconds(0);
-  report_stage(report,
-               d::run_checks(kRecordChecks, d::RecordsInput{ws, here, listing.notable, server_now, ttl, has_folder, margin, has_worktree}),
-               fixes, fixed);
+  d::report_stage(report,
+                  d::run_checks(kRecordChecks, d::RecordsInput{ws, here, listing.notable, server_now, ttl, has_folder,
+                                                               margin, has_worktree}),
+                  fixes, fixed);
   // Read after the records' fixes: a stale session's folder is gone now.
   const auto entries = d::list_slot_entries(ws);
   const auto tips = d::branch_tips(ws, host.hub, here, listing.notable);
   const auto unsafe = d::paths_of(host.unsafe);
-  report_stage(report, d::run_checks(kFolderChecks, d::FolderInput{ws, entries, listing.all, unsafe, tips}), fixes,
-               fixed);
+  d::report_stage(report, d::run_checks(kFolderChecks, d::FolderInput{ws, entries, listing.all, unsafe, tips}),
+                  fixes, fixed);
   return listing;
 }
 
@@ -182,175 +174,8 @@ void check_leases(DoctorReport& report, const kv::Connection& nats, const Worksp
     fixes->lease_input = &in;
     for (const auto& lease : leases) fixes->lease_entries[lease.name] = &lease;
   }
-  report_stage(report, d::run_checks(kLeaseChecks, in), fixes, fixed);
+  d::report_stage(report, d::run_checks(kLeaseChecks, in), fixes, fixed);
   if (fixes) fixes->lease_input = nullptr;  // `in` ends here
-}
-
-// Working tasks whose claim lapsed (their task lease gone or expired: the
-// agent died, and its session with it): a notice each, until the next
-// `join --next` claims it again (adr/0038).
-void check_lapsed_claims(DoctorReport& report, const kv::Connection& nats, const WorkspaceConfig& config,
-                         const std::vector<TaskEntry>& tasks) {
-  std::vector<const Task*> working;
-  std::vector<std::string> names;
-  for (const auto& e : tasks)
-    if (e.task && e.task->state() == TaskState::working) {
-      working.push_back(&*e.task);
-      names.push_back(task_lease_name(e.task->id));
-    }
-  if (working.empty()) return;
-  const LeaseStore leases = LeaseStore::bind(nats, config.names());
-  std::map<std::string, LeaseEntry> held;
-  for (auto& e : leases.get_together(names)) held.emplace(e.name, std::move(e));
-  const TimePoint now = leases.server_clock().now();
-  for (const Task* t : working) {
-    auto it = held.find(task_lease_name(t->id));
-    const bool gone = it == held.end();
-    if (!gone && (it->second.corrupt() || standing_of(it->second, now).state != LeaseState::expired)) continue;
-    report.findings.push_back(d::make_finding(
-        Severity::notice, FindingKind::lapsed_claim, t->id,
-        "task " + printable(t->id) + " is working for slot " + printable(t->slot) + " (host " + printable(t->host) +
-            "), but its claim lapsed (its task lease is " + (gone ? "gone" : "expired") + "): its agent is gone; "
-            "the next `swarm join --next` claims it again (attempt " + std::to_string(t->attempts + 2) + " of " +
-            std::to_string(t->max_attempts) + ")",
-        "swarm join --slot SLOT --task " + shell_word(t->id)));
-  }
-}
-
-// The task queue: its bucket (a workspace made before tasks has none: a
-// notice, `swarm up` makes it), and each record that cannot be read.
-void check_tasks(DoctorReport& report, const kv::Connection& nats, const WorkspaceConfig& config, d::FixInput* fixes,
-                 d::FixResult& fixed) {
-  const auto queue = TaskStore::open_if_exists(nats, config.task_bucket);
-  if (!queue) {
-    report.findings.push_back(d::make_finding(
-        Severity::notice, FindingKind::task_bucket, config.task_bucket,
-        "the task bucket " + config.task_bucket + " does not exist: `swarm task` and `join --next` need it", "swarm up"));
-    return;
-  }
-  const std::vector<TaskEntry> tasks = queue->list();
-  check_lapsed_claims(report, nats, config, tasks);
-  if (fixes) {
-    fixes->tasks = &*queue;
-    for (const auto& t : tasks) fixes->task_entries[t.key] = &t;
-  }
-  report_stage(report, d::check_task_records(tasks), fixes, fixed);
-  if (fixes) {
-    fixes->tasks = nullptr;  // `queue` and `tasks` end here
-    fixes->task_entries.clear();
-  }
-}
-
-// Chunks no description names, younger than this, may be a put's under way.
-constexpr std::chrono::minutes kLeftoverAge{10};
-
-// The blobs against the messages the bus keeps (of every workspace whose
-// blobs the store holds: one, or every unnamed one of the server): a blob no kept message names any more (retention
-// dropped them) is only taking room; a kept message whose blob is gone
-// cannot be read whole. Both notices: nothing here is safe to remove, a
-// blob may be about to be named by a send under way.
-void check_blobs(DoctorReport& report, const kv::Connection& nats, const WorkspaceNames& names, const Bus& bus,
-                 bool fix) {
-  const Blobs blobs(nats, names);
-  const std::vector<std::string> stored = blobs.names();
-  std::set<std::string> named;
-  std::map<std::string, std::uint64_t> named_at;  // a missing blob: the first message that names it
-  bus.for_each_message([&](const Delivered& d) {
-    if (!d.message || !d.message->blob) return;
-    if (named.insert(d.message->blob->sha256).second) named_at[d.message->blob->sha256] = d.seq;
-  });
-  const std::set<std::string> have(stored.begin(), stored.end());
-  for (const auto& sha : stored)
-    if (!named.count(sha))
-      report.findings.push_back(d::make_finding(
-          Severity::notice, FindingKind::blob_orphan, sha,
-          "blob " + sha + " is named by no message the bus keeps (retention dropped the ones that did, or it was "
-          "stored by `swarm blob put` and named elsewhere); it only takes room unless someone still has its name",
-          "nats object rm swarm-blobs " + sha + "   (once nobody needs it)"));
-  for (const auto& sha : named)
-    if (!have.count(sha))
-      report.findings.push_back(d::make_finding(
-          Severity::notice, FindingKind::blob_missing, sha,
-          "blob " + sha + " is not in the store, but message " + std::to_string(named_at[sha]) +
-              " of the bus names it: `swarm blob get` of it is exit 4",
-          "nothing to repair here: send it again (`swarm send --file`)"));
-  // Chunks a put killed halfway left, named by no blob: removed by --fix
-  // once they are old enough that no put can be writing them now.
-  const auto now = std::chrono::system_clock::now();
-  for (const auto& left : blobs.leftovers()) {
-    const bool old = now - left.last > kLeftoverAge;
-    Finding f = d::make_finding(Severity::notice, FindingKind::blob_leftover, left.nuid,
-                                "chunks " + left.nuid + " of the blob store are named by no blob (a put killed before "
-                                "it finished" + (old ? "" : ", or one under way") + ")",
-                                old ? "swarm doctor --fix" : "nothing yet: look again in a few minutes");
-    if (fix && old) {
-      blobs.remove_leftover(left.nuid);
-      f.fixed = true;
-      f.fix_note = "removed them";
-    }
-    report.findings.push_back(std::move(f));
-  }
-}
-
-// The message bus: its stream (a workspace made before messages has none:
-// a notice, `swarm up` makes it), and each inbox whose unacked messages
-// retention dropped (a notice: they are gone; an ack past them says so).
-void check_bus(DoctorReport& report, const kv::Connection& nats, const WorkspaceConfig& config, bool fix) {
-  const WorkspaceNames names = config.names();
-  const Bus bus(nats, names);
-  const auto st = bus.state();
-  if (!st) {
-    report.findings.push_back(d::make_finding(
-        Severity::notice, FindingKind::bus, names.bus,
-        "the message bus (stream " + names.bus + ") does not exist: `swarm send` and `inbox` need it",
-        "swarm up"));
-    return;
-  }
-  std::map<std::string, Cursors::Cursor> cursors;
-  try {
-    cursors = Cursors(nats, names).all(generation_of(*st));
-  } catch (const Error& e) {
-    if (e.kind() != Errc::not_found && e.kind() != Errc::not_bootstrapped) throw;
-  }
-  const Cursors inbox_cursors(nats, names);
-  for (const auto& [name, cursor] : cursors) {
-    const std::uint64_t seq = cursor.seq;
-    if (seq > st->last_seq) {
-      // No ack writes one: read as nothing acked (every kept message comes again) until it is put right.
-      Finding f = d::make_finding(Severity::problem, FindingKind::inbox_cursor, name,
-                                  "inbox " + name + "'s cursor says " + std::to_string(seq) + ", past the bus's last "
-                                  "message (" + std::to_string(st->last_seq) + "): no ack writes that; its reads "
-                                  "start from the bus's first message until it is put right",
-                                  "swarm doctor --fix   (or `swarm ack --as " + name + " SEQ`)");
-      if (fix) {
-        const auto now = inbox_cursors.get(name, *st);
-        if (now.beyond) {
-          inbox_cursors.forget(name, now.revision);
-          f.fixed = true;
-          f.fix_note = "removed it: the inbox reads from the bus's first message, and its next ack sets it";
-        }
-      }
-      report.findings.push_back(std::move(f));
-      continue;
-    }
-    if (seq == 0 || st->first_seq <= seq + 1) continue;  // 0: a cursor of a bus made before this one
-    if (!Cursors::age_may_have_dropped(cursor.at_ms, *st)) continue;  // others' acks, not age, moved the bus on
-    const std::uint64_t dropped = st->first_seq - 1 - seq;
-    report.findings.push_back(d::make_finding(
-        Severity::notice, FindingKind::inbox_gap, name,
-        "inbox " + name + ": retention dropped " + std::to_string(dropped) + " bus message(s) after its cursor (seq " +
-            std::to_string(seq) + ") before it acked them; those to " + name + " or to all are lost",
-        "swarm ack --as " + name + " " + std::to_string(st->first_seq - 1) + "   (says they are gone; raise `swarm up "
-        "--bus-max-age/--bus-max-bytes` to keep more)"));
-  }
-  if (st->config.max_bytes > 0 && st->bytes * 10 >= static_cast<std::uint64_t>(st->config.max_bytes) * 9)
-    report.findings.push_back(d::make_finding(
-        Severity::problem, FindingKind::bus_full, names.bus,
-        "the message bus holds " + std::to_string(st->bytes >> 20) + " of its " +
-            std::to_string(st->config.max_bytes >> 20) + " MiB: full, it refuses new messages (`swarm send` exit 9) "
-            "rather than drop unread ones",
-        "swarm inbox --as NAME --ack   (each inbox's acked messages are removed), or swarm up --bus-max-bytes SIZE"));
-  check_blobs(report, nats, names, bus, fix);
 }
 
 // The servers' URLs, joined and with any secret redacted.
@@ -453,7 +278,7 @@ DoctorReport Doctor::run(bool fix) {
   const std::vector<d::UnsafePath> unsafe = d::find_unsafe_paths(workspace_);
   const d::HostInput host{workspace_, config, hub, unsafe};
   fix_input.hub = &hub;
-  report_stage(report, d::run_checks(kHostChecks, host), fixes, fixed);
+  d::report_stage(report, d::run_checks(kHostChecks, host), fixes, fixed);
 
   // NATS trouble, at connect or at any request after it (a cluster electing
   // a new leader, a server going away), is a finding, never an exit 7.
@@ -477,14 +302,14 @@ DoctorReport Doctor::run(bool fix) {
     std::optional<SessionStore> store = open_sessions(report, *nats, config.bucket);
     if (!store) return report;
     const d::BucketInput buckets = read_buckets(*store, config, *nats);
-    report_stage(report, d::run_checks(kBucketChecks, buckets), fixes, fixed);
+    d::report_stage(report, d::run_checks(kBucketChecks, buckets), fixes, fixed);
     if (buckets.lease_bucket_unreadable) throw *buckets.lease_bucket_unreadable;
     const d::Here here{me_, hub.where.session_url()};
     fix_input.here = here;
     const d::SessionListing listing = check_sessions(report, *store, host, here, clock_, fixes, fixed);
     check_leases(report, *nats, config, me_, listing.all, fixes, fixed);
-    check_tasks(report, *nats, config, fixes, fixed);
-    check_bus(report, *nats, config, fix);
+    d::check_tasks(report, *nats, config, fixes, fixed);
+    d::check_bus(report, *nats, config, fix);
   } catch (const Error& e) {
     if (e.kind() != Errc::unavailable) throw;
     report.nats_reachable = false;

@@ -186,6 +186,19 @@ void finish_slot(SlotLifecycle& life, const RunOptions& o, RunOutcome& out) {
   }
 }
 
+// The caller routes signals to the agent while it lives, and never after.
+struct Routed {
+  const RunOptions& o;
+  explicit Routed(const RunOptions& options, ChildProcess* c) : o(options) {
+    if (o.running) o.running(c);
+  }
+  Routed(const Routed&) = delete;
+  Routed& operator=(const Routed&) = delete;
+  ~Routed() {
+    if (o.running) o.running(nullptr);
+  }
+};
+
 }  // namespace
 
 RunOutcome run_agent(SlotLifecycle& life, const RunOptions& o) {
@@ -209,16 +222,6 @@ RunOutcome run_agent(SlotLifecycle& life, const RunOptions& o) {
   stop_here_for_test(kRunStop, "joined");
 
   std::unique_ptr<ChildProcess> child = start_agent(life, o, joined);
-  // The caller routes signals to the agent while it lives, and never after.
-  struct Routed {
-    const RunOptions& o;
-    explicit Routed(const RunOptions& options, ChildProcess* c) : o(options) {
-      if (o.running) o.running(c);
-    }
-    ~Routed() {
-      if (o.running) o.running(nullptr);
-    }
-  };
   std::optional<Routed> routed(std::in_place, o, child.get());
   ChildStopper stopper(*child);
   std::optional<SessionKeeper> keeper;

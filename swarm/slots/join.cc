@@ -19,6 +19,17 @@ namespace swarm {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// Why a join is refused while a `swarm run` of this host keeps the slot.
+std::string kept_by_run(const Workspace& workspace, const std::string& slot) {
+  return "slot " + slot + " is kept by a `swarm run` of this host (" + run_lock_holder(workspace, slot) +
+         ") whose agent still works in its folder; it closes the slot when its agent ends (stop it with SIGTERM, or "
+         "`swarm evict --slot " + slot + "`, and join when it is gone); nothing was changed";
+}
+
+}  // namespace
+
 Session SlotLifecycle::new_session(const std::string& slot, const std::string& task, std::int64_t leaf_pid,
                                    std::uint64_t leaf_start) const {
   Session s;
@@ -234,11 +245,7 @@ JoinResult SlotLifecycle::join(const std::string& slot, const std::string& task,
     if (!run_lock)
       if (auto existing = store_.get(slot); existing && !existing->corrupt() && !me_.owns(*existing->session))
         throw Error(Errc::foreign_host, foreign_message(slot, *existing->session));
-    if (!run_lock)
-      throw Error(Errc::conflict, "slot " + slot + " is kept by a `swarm run` of this host (" +
-                                      run_lock_holder(workspace_, slot) + ") whose agent still works in its folder; "
-                                      "it closes the slot when its agent ends (stop it with SIGTERM, or `swarm evict "
-                                      "--slot " + slot + "`, and join when it is gone); nothing was changed");
+    if (!run_lock) throw Error(Errc::conflict, kept_by_run(workspace_, slot));
   }
   if (ports > 0) {
     // The block of the session a join may replace is kept (same size) or

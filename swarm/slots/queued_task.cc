@@ -40,6 +40,50 @@ void require_labels_of(const Task& t, const std::vector<std::string>* labels) {
     throw Error(Errc::conflict, "task " + printable(t.id) + " does not have every label asked for");
 }
 
+// A task the index names: a ready hint, or a working one whose claim lapsed.
+struct HintedTask {
+  ReadyHint hint;
+  bool ready = false;
+};
+
+// The index's candidates for `labels`, most urgent first: the ready tasks'
+// hints (an unsound one is removed: unreadable, or planted under another
+// key) and the working ones' whose claim `lapsed` says lapsed.
+std::vector<HintedTask> hinted_tasks(const TaskStore& q, const std::vector<std::string>& labels,
+                                     const std::function<std::set<std::string>(const std::vector<std::string>&)>& lapsed) {
+  std::vector<HintedTask> out;
+  for (ReadyHint& hint : q.ready_hints()) {
+    if (!hint.sound) {
+      q.forget_hint(hint);
+      continue;
+    }
+    if (has_labels(hint.labels, labels)) out.push_back({std::move(hint), true});
+  }
+  std::vector<ReadyHint> working;
+  for (ReadyHint& hint : q.working_hints())
+    if (hint.sound && has_labels(hint.labels, labels)) working.push_back(std::move(hint));
+  std::vector<std::string> ids;
+  for (const auto& h : working) ids.push_back(h.id);
+  const auto gone = lapsed(ids);
+  for (ReadyHint& hint : working)
+    if (gone.count(hint.id) != 0) out.push_back({std::move(hint), false});
+  std::stable_sort(out.begin(), out.end(),
+                   [](const HintedTask& a, const HintedTask& b) { return hint_before(a.hint, b.hint); });
+  return out;
+}
+
+// Waits for the queue to change (past the watch's first records, which are
+// what was there) until `until`.
+void wait_for_change(kv::Watch& changes, bool& caught_up, std::chrono::steady_clock::time_point until) {
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return;
+    auto ev = translating_kv([&] { return changes.next(left); });
+    if (ev && ev->kind == kv::WatchEvent::Kind::caught_up) caught_up = true;
+    else if (ev && caught_up) return;
+  }
+}
+
 }  // namespace
 
 const std::optional<TaskStore>& SlotLifecycle::queue() const {
@@ -238,35 +282,9 @@ JoinResult SlotLifecycle::join_next(const std::string& slot, const std::vector<s
     // all. When no hint is won, this process lists the whole queue: the
     // records are the truth, and a hint anyone deletes or plants steers no
     // claim (adr/0038).
-    std::vector<ReadyHint> hinted;
-    for (ReadyHint& hint : q->ready_hints()) {
-      if (!hint.sound) {
-        q->forget_hint(hint);  // unreadable, or planted under another key: no task
-        continue;
-      }
-      if (has_labels(hint.labels, labels)) hinted.push_back(std::move(hint));
-    }
-    const std::size_t ready_count = hinted.size();
-    {
-      std::vector<ReadyHint> working;
-      for (ReadyHint& hint : q->working_hints())
-        if (hint.sound && has_labels(hint.labels, labels)) working.push_back(std::move(hint));
-      std::vector<std::string> ids;
-      for (const auto& h : working) ids.push_back(h.id);
-      const auto lapsed = lapsed_claims(ids);
-      for (ReadyHint& hint : working)
-        if (lapsed.count(hint.id) != 0) hinted.push_back(std::move(hint));
-    }
-    std::vector<bool> was_ready(hinted.size(), false);
-    for (std::size_t i = 0; i < ready_count; ++i) was_ready[i] = true;
-    std::vector<std::size_t> order(hinted.size());
-    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-      return hint_before(hinted[a], hinted[b]);
-    });
-    for (std::size_t i : order) {
-      if (auto joined = attempt(hinted[i].id)) return std::move(*joined);
-      if (was_ready[i]) q->forget_hint(hinted[i]);
+    for (const HintedTask& hinted : hinted_tasks(*q, labels, [&](const auto& ids) { return lapsed_claims(ids); })) {
+      if (auto joined = attempt(hinted.hint.id)) return std::move(*joined);
+      if (hinted.ready) q->forget_hint(hinted.hint);
     }
     tried = 0;  // the whole listing's candidates have a budget of their own
     {
@@ -291,15 +309,7 @@ JoinResult SlotLifecycle::join_next(const std::string& slot, const std::vector<s
     // look again; at least once a second (a change between the listing and
     // the watch's start is in its first records, which are skipped).
     if (!changes) changes.emplace(translating_kv([&] { return q->watch(); }));
-    const auto look_again = std::min(deadline, std::chrono::steady_clock::now() + kLookAgain);
-    for (bool changed = false; !changed;) {
-      const auto now_left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(look_again - std::chrono::steady_clock::now());
-      if (now_left.count() <= 0) break;
-      auto ev = translating_kv([&] { return changes->next(now_left); });
-      if (ev && ev->kind == kv::WatchEvent::Kind::caught_up) caught_up = true;
-      else if (ev && caught_up) changed = true;
-    }
+    wait_for_change(*changes, caught_up, std::min(deadline, std::chrono::steady_clock::now() + kLookAgain));
   }
 }
 

@@ -23,6 +23,26 @@ constexpr milliseconds kRenewalBudget{5000};
 // How often the watchdog looks at the deadline.
 constexpr milliseconds kWatchSlice{50};
 
+// What a failed renewal of `mine` says: the slot lost (evicted, taken), or
+// nothing (tried again).
+std::optional<SessionKeeper::Loss> loss_of(const Error& e, const SlotLifecycle& bounded, const SessionEntry& mine) {
+  using Loss = SessionKeeper::Loss;
+  if (e.kind() == Errc::not_found) return Loss::evicted;
+  if (e.kind() == Errc::foreign_host || e.kind() == Errc::corrupt) return Loss::taken;
+  if (e.kind() != Errc::conflict) return std::nullopt;
+  // Lost every race of a burst (the agent renewing too), or lost the
+  // slot: only a record that is another session's now is a loss.
+  std::optional<SessionEntry> now;
+  try {
+    now = bounded.sessions().get(mine.slot);
+  } catch (const Error&) {
+    return std::nullopt;  // unknown: tried again
+  }
+  if (!now) return Loss::evicted;
+  if (now->corrupt() || !now->session->same_session_as(*mine.session)) return Loss::taken;
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::string_view to_string(SessionKeeper::Loss loss) {
@@ -146,31 +166,9 @@ void SessionKeeper::run() {
       pending_ = {};
       next = sent + ttl_ / 3;
     } catch (const Error& e) {
-      if (e.kind() == Errc::not_found) {
-        lose(Loss::evicted, e.what());
+      if (const auto loss = loss_of(e, bounded, entry())) {
+        lose(*loss, e.what());
         return;
-      }
-      if (e.kind() == Errc::foreign_host || e.kind() == Errc::corrupt) {
-        lose(Loss::taken, e.what());
-        return;
-      }
-      if (e.kind() == Errc::conflict) {
-        // Lost every race of a burst (the agent renewing too), or lost the
-        // slot: only a record that is another session's now is a loss.
-        std::optional<SessionEntry> now;
-        try {
-          now = bounded.sessions().get(entry().slot);
-        } catch (const Error&) {
-          now = entry();  // unknown: tried again below
-        }
-        if (!now) {
-          lose(Loss::evicted, e.what());
-          return;
-        }
-        if (now->corrupt() || !now->session->same_session_as(*entry().session)) {
-          lose(Loss::taken, e.what());
-          return;
-        }
       }
       warn(log::format("slot {}: renewal failed, trying again: {}", entry().slot, e.what()));
       next = BootClock::now() + kRetryPause;

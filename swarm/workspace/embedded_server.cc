@@ -210,6 +210,28 @@ std::vector<pid_t> EmbeddedServer::all_on_store() const {
   return out;
 }
 
+namespace {
+
+// A store a newer nats-server wrote is never handed to an older one (it may
+// not read it, or read it wrong): the build tree removed, the Debian
+// package's swarm on a workspace the current release ran.
+void require_not_older(const ServerProgram& chosen, const std::string& last) {
+  if (!release_older(chosen.version, last)) return;
+  throw Error(Errc::unavailable,
+              "the workspace's store was last run by nats-server " + last + ", and the nats-server up would start (" +
+                  printable(chosen.path) + ", " + (chosen.version.empty() ? "version unknown" : chosen.version) +
+                  ") is older: it is not started on it. Set $SWARM_NATS_SERVER to a nats-server " + last +
+                  " or later (scripts/setup.sh builds the current release); nothing was changed");
+}
+
+std::string server_conf(const std::string& token, bool sync_always) {
+  return "# written by swarm up: clients must send the workspace's token\n"
+         "authorization {\n  token: \"" + token + "\"\n}\n" +
+         (sync_always ? "# every acknowledged write is on disk first\njetstream {\n  sync_interval: always\n}\n" : "");
+}
+
+}  // namespace
+
 std::string EmbeddedServer::start(int port, std::chrono::milliseconds timeout) {
   const std::optional<ServerProgram> chosen = choose_nats_server();
   if (!chosen)
@@ -219,15 +241,7 @@ std::string EmbeddedServer::start(int port, std::chrono::milliseconds timeout) {
   const std::string& program = chosen->path;
   SafeDir dir = folder();
   require_no_planted_links(dir);
-  // A store a newer nats-server wrote is never handed to an older one (it
-  // may not read it, or read it wrong): the build tree removed, the Debian
-  // package's swarm on a workspace the current release ran.
-  if (const std::string last = recorded_version(); release_older(chosen->version, last))
-    throw Error(Errc::unavailable,
-                "the workspace's store was last run by nats-server " + last + ", and the nats-server up would start (" +
-                    printable(program) + ", " + (chosen->version.empty() ? "version unknown" : chosen->version) +
-                    ") is older: it is not started on it. Set $SWARM_NATS_SERVER to a nats-server " + last +
-                    " or later (scripts/setup.sh builds the current release); nothing was changed");
+  require_not_older(*chosen, recorded_version());
   dir.make_folder("data", 0700);
   // 2.10 and later sync every write before acknowledging it; 2.9 cannot
   // (it syncs about once a minute, and refuses the setting): there the
@@ -236,12 +250,7 @@ std::string EmbeddedServer::start(int port, std::chrono::milliseconds timeout) {
   const bool sync_always = !version.empty() && !kv::version_before(version, 2, 10);
   // The token reaches the server in a file only this user reads, never on
   // its command line (any user can read that in /proc).
-  dir.write_file("server.conf", "# written by swarm up: clients must send the workspace's token\n"
-                                "authorization {\n  token: \"" + ensure_token() + "\"\n}\n" +
-                                (sync_always ? "# every acknowledged write is on disk first\n"
-                                               "jetstream {\n  sync_interval: always\n}\n"
-                                             : ""),
-                 0600);
+  dir.write_file("server.conf", server_conf(ensure_token(), sync_always), 0600);
   if (port <= 0 || !port_is_free(port)) port = free_loopback_port();
   // A free port may be taken by anyone before our server binds it (another
   // workspace's `up` that chose it too): that server exits, and the port then

@@ -124,20 +124,10 @@ std::shared_ptr<const TokenWatermark> Workspace::token_watermark() const {
   return std::make_shared<const TokenWatermark>(swarm_folder(), make_folder(kLocksFolder));
 }
 
-Workspace::ConfigFile parse_config(const std::string& text, const std::string& file,
-                                   const std::filesystem::path& root) {
-  using State = Workspace::ConfigFile::State;
-  Workspace::ConfigFile out;
-  out.state = State::corrupt;
-  auto bad = [&](const std::string& why) {
-    out.problem = "the workspace config " + file + " is corrupt: " + why;
-    return out;
-  };
-  // JSON is UTF-8: a config that is not would not be written back as it was.
-  if (auto problem = strict_json_problem(text); !problem.empty()) return bad(problem);
-  Json json = Json::parse(text);
-  if (!json || !cJSON_IsObject(json.get())) return bad("not a JSON object");
-  WorkspaceConfig& config = out.config;
+namespace {
+
+// The config's members, each checked as it is read: a problem found, or "".
+std::string read_members(const Json& json, WorkspaceConfig& config) {
   std::string problem;
   auto str = [&](const char* name, std::string* value) {
     const cJSON* item = cJSON_GetObjectItemCaseSensitive(json.get(), name);
@@ -150,7 +140,7 @@ Workspace::ConfigFile parse_config(const std::string& text, const std::string& f
   str("workspace_id", &config.workspace_id);
   if (!config.name.empty()) {
     // Its buckets default to its own names (a config that lists them says the same).
-    if (!is_valid_workspace_name(config.name)) return bad("'name' is not a workspace name");
+    if (!is_valid_workspace_name(config.name)) return "'name' is not a workspace name";
     config.take_name(config.name);
   }
   str("bucket", &config.bucket);
@@ -175,14 +165,14 @@ Workspace::ConfigFile parse_config(const std::string& text, const std::string& f
         problem = std::string("'") + key + "' is not a positive whole number";
       else *value = static_cast<std::uint64_t>(item->valuedouble);
     }
-  if (!problem.empty()) return bad(problem);
+  if (!problem.empty()) return problem;
   try {
     config.check_command();
   } catch (const Error& e) {
-    return bad(std::string("'check': ") + e.what());
+    return std::string("'check': ") + e.what();
   }
   if (const cJSON* item = cJSON_GetObjectItemCaseSensitive(json.get(), "embedded")) {
-    if (!cJSON_IsBool(item)) return bad("'embedded' is not true or false");
+    if (!cJSON_IsBool(item)) return "'embedded' is not true or false";
     config.embedded = cJSON_IsTrue(item);
   }
   // Numbers are range-checked before they are converted: 1e300 is no TTL.
@@ -191,13 +181,13 @@ Workspace::ConfigFile parse_config(const std::string& text, const std::string& f
   if (const cJSON* item = cJSON_GetObjectItemCaseSensitive(json.get(), "ttl_ms")) {
     if (!cJSON_IsNumber(item) || !(item->valuedouble >= min_ttl && item->valuedouble <= max_ttl) ||
         item->valuedouble != std::floor(item->valuedouble))
-      return bad("'ttl_ms' is not a whole number of milliseconds from 1s to 1h");
+      return "'ttl_ms' is not a whole number of milliseconds from 1s to 1h";
     config.ttl = std::chrono::milliseconds(static_cast<long long>(item->valuedouble));
   }
   if (const cJSON* item = cJSON_GetObjectItemCaseSensitive(json.get(), "replicas")) {
     if (!cJSON_IsNumber(item) || !(item->valuedouble >= 1 && item->valuedouble <= 5) ||
         item->valuedouble != std::floor(item->valuedouble))
-      return bad("'replicas' is not 1 to 5");
+      return "'replicas' is not 1 to 5";
     config.replicas = static_cast<int>(item->valuedouble);
   }
   if (const cJSON* item = cJSON_GetObjectItemCaseSensitive(json.get(), "ports")) {
@@ -205,17 +195,23 @@ Workspace::ConfigFile parse_config(const std::string& text, const std::string& f
       if (!cJSON_IsString(item)) throw Error(Errc::bad_input, "'ports' is not a string");
       config.ports = parse_port_range(item->valuestring, "'ports'");
     } catch (const Error& e) {
-      return bad(e.what());
+      return e.what();
     }
   }
-  if (config.nats_url.empty()) return bad("'nats_url' is missing");
+  return {};
+}
+
+// Where the config points: its NATS, its buckets' names, and its hub (a
+// relative path is inside the workspace, wherever it now is). The problem, or "".
+std::string resolve_places(WorkspaceConfig& config, const std::filesystem::path& root) {
+  if (config.nats_url.empty()) return "'nats_url' is missing";
   try {
     kv::require_valid_urls(config.nats_url);
     kv::require_valid_bucket_name(config.bucket);
     kv::require_valid_bucket_name(config.lease_bucket);
     kv::require_valid_bucket_name(config.task_bucket);
   } catch (const kv::Error& e) {
-    return bad(e.what());
+    return e.what();
   }
   if (config.hub.empty()) config.hub = kOwnHub;
   try {
@@ -223,12 +219,33 @@ Workspace::ConfigFile parse_config(const std::string& text, const std::string& f
       // Inside the workspace, wherever it now is.
       const fs::path relative = fs::path(config.hub).lexically_normal();
       if (relative.empty() || *relative.begin() == "..")
-        return bad("'hub' is a relative path that leads out of the workspace");
+        return "'hub' is a relative path that leads out of the workspace";
       config.hub = (root / relative).string();
     }
   } catch (const Error& e) {
-    return bad(e.what());
+    return e.what();
   }
+  return {};
+}
+
+}  // namespace
+
+Workspace::ConfigFile parse_config(const std::string& text, const std::string& file,
+                                   const std::filesystem::path& root) {
+  using State = Workspace::ConfigFile::State;
+  Workspace::ConfigFile out;
+  out.state = State::corrupt;
+  auto bad = [&](const std::string& why) {
+    out.problem = "the workspace config " + file + " is corrupt: " + why;
+    return out;
+  };
+  // JSON is UTF-8: a config that is not would not be written back as it was.
+  if (auto problem = strict_json_problem(text); !problem.empty()) return bad(problem);
+  Json json = Json::parse(text);
+  if (!json || !cJSON_IsObject(json.get())) return bad("not a JSON object");
+  WorkspaceConfig& config = out.config;
+  if (auto problem = read_members(json, config); !problem.empty()) return bad(problem);
+  if (auto problem = resolve_places(config, root); !problem.empty()) return bad(problem);
   out.state = State::good;
   out.problem.clear();
   return out;
