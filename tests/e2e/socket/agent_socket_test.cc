@@ -125,12 +125,16 @@ TEST_CASE("Socket_EveryVerbGivesTheSameDocumentAndExitCodeEitherWay") {
             "pair log_text $B log --slot s -n 3\n"
             "pair log_zero $B --json log -n 0\n"
             "pair log_kind $B --json log --kind nope\n"
-            "pair doctor $B --json doctor\n");
+            "pair doctor $B --json doctor\n"
+            "pair branches $B --json branches\n"
+            "pair branches_text $B branches\n"
+            "pair branches_bad $B --json branches --onto 'a..b'\n");
   for (const char* name : {"status", "status_text", "status_missing", "renew", "renew_text", "renew_replaced", "hold",
                            "hold_conflict", "hold_whole", "holds", "holds_text", "send", "send_stdin", "send_nofile",
                            "inbox", "inbox_text", "inbox_none", "ack", "ack_bad", "release", "cwd", "cwd_text",
                            "cwd_missing", "evict_missing", "evict_bad", "commit_empty", "commit_outside", "sync_bad",
-                           "close_lane", "close_other", "sync", "log", "log_text", "log_zero", "log_kind"}) {
+                           "close_lane", "close_other", "sync", "log", "log_text", "log_zero", "log_kind", "branches",
+                           "branches_text", "branches_bad"}) {
     CAPTURE(name);
     const std::string n = name;
     const std::string socket_rc = read_file(out / (n + ".socket.rc")), direct_rc = read_file(out / (n + ".direct.rc"));
