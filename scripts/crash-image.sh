@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The crash-image test (tests/cli/crash_image_test.cc) again and again, as
+# The crash-image test (tests/e2e/command/crash_image_test.cc) again and again, as
 # root: the workspace on an ext4 loop device, its image copied right after
 # the acknowledgements, started again on the copy. Each run says which
 # server it ran on; any loss on the embedded default fails the run.
@@ -17,7 +17,7 @@ while [ $# -gt 0 ]; do
 done
 [ "$(id -u)" -eq 0 ] || { echo "crash-image: needs root (a loop device)" >&2; exit 2; }
 build=${SWARM_BUILD_DIR:-build}
-tests=$build/tests/cli_tests
+tests=$build/tests/e2e_command
 # The embedded default: the release beside the build's swarm, its folder first on PATH as in the test leg.
 if [ -z "${SWARM_NATS_SERVER:-}" ] && [ -x "$build/nats-server" ]; then
   release_dir=$(dirname "$(readlink -f "$build/nats-server")")

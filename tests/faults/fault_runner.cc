@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "cli/swarm_fixture.h"
+#include "e2e/swarm_fixture.h"
 #include "support/git_module.h"
 
 using namespace testing;

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <thread>
 
-#include "cli/swarm_fixture.h"
+#include "e2e/swarm_fixture.h"
 #include "faults/partition_cluster.h"
 #include "faults/partition_process.h"
 #include "faults/partition_support.h"

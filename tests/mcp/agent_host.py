@@ -1,5 +1,5 @@
 """An agent host's start of `swarm mcp`, as docs/mcp.md says each host
-starts a stdio server (tests/cli/mcp_hosts_test.cc runs it as the AGENT of
+starts a stdio server (tests/e2e/mcp/mcp_hosts_test.cc runs it as the AGENT of
 a `swarm run`). It reads the host's configuration file as that host does
 (JSON; TOML by tomllib), builds the server's environment by the host's rule,
 starts the server in / (not in the worktree: the configuration alone must

@@ -12,7 +12,7 @@
 #include <regex>
 #include <sstream>
 
-#include "cli/swarm_fixture.h"
+#include "e2e/swarm_fixture.h"
 #include "support/eventually.h"
 #include "support/temp_dir.h"
 
