@@ -1,11 +1,12 @@
-// swarm lease acquire|renew|release|show|list: leases by hand, for scripts
-// and long-lived agents that heartbeat themselves.
+// swarm lease acquire|renew|release|limit: leases by hand, for scripts and
+// long-lived agents that heartbeat themselves (show and list: cli/verbs/leases.cc).
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
 
 #include "cli/verbs/documents/documents.h"
+#include "cli/command/typed_command.h"
 #include "cli/command/lease_wait.h"
 #include "swarm/lease/semaphore.h"
 #include "swarm/base/duration.h"
@@ -29,66 +30,6 @@ struct LeaseFlags {
   std::uint64_t token = 0;
 };
 
-
-std::string table(const std::vector<swarm::LeaseEntry>& entries, const std::map<std::string, int>& waiting,
-                  swarm::TimePoint now) {
-  if (entries.empty()) return "no leases\n";
-  std::vector<std::vector<std::string>> rows = {{"NAME", "STATE", "HOLDER", "HOST", "TOKEN", "AGE", "LEFT", "WAITERS"}};
-  for (const auto& e : entries) {
-    auto s = swarm::standing_of(e, now);
-    auto w = waiting.find(e.name);
-    auto fmt = [](std::chrono::milliseconds d) {
-      return swarm::format_duration(std::chrono::duration_cast<std::chrono::seconds>(d));
-    };
-    // Record text is escaped: a holder with control characters cannot drive the terminal.
-    if (e.corrupt())
-      rows.push_back({swarm::printable(e.name), "corrupt: " + swarm::printable(e.corrupt_reason), "-", "-", "-",
-                      fmt(s.age), "-", "-"});
-    else
-      rows.push_back({swarm::printable(e.name), std::string(swarm::to_string(s.state)),
-                      swarm::printable(e.record->holder), swarm::printable(e.record->host),
-                      std::to_string(e.token()), fmt(s.age), fmt(s.left),
-                      std::to_string(w == waiting.end() ? 0 : w->second)});
-  }
-  return aligned(rows);
-}
-
-// The semaphores of a listing, as a table ("" when there are none).
-std::string semaphore_table(const std::vector<swarm::SemaphoreSummary>& semaphores) {
-  if (semaphores.empty()) return {};
-  std::vector<std::vector<std::string>> rows = {{"SEMAPHORE", "LIMIT", "HELD", "WAITING"}};
-  for (const auto& s : semaphores)
-    rows.push_back({swarm::printable(s.name), std::to_string(s.limit), std::to_string(s.held),
-                    std::to_string(s.waiters)});
-  return "\n" + aligned(rows);
-}
-
-// Prints leases as a table or swarm.lease.v1.
-void print(const Context& ctx, const swarm::LeaseStore& store, const std::vector<swarm::LeaseEntry>& entries,
-           const std::map<std::string, int>& waiting) {
-  auto now = store.server_clock().now();
-  std::string text = table(entries, waiting, now);
-  // An election's candidate: its priority and minimum term, and how long it has led.
-  for (const auto& e : entries) {
-    if (e.corrupt() || (e.record->priority == 0 && e.record->min_term.count() == 0)) continue;
-    text += swarm::printable(e.name) + ": priority " + std::to_string(e.record->priority);
-    if (e.record->min_term.count() > 0) text += ", minimum term " + swarm::format_duration(e.record->min_term);
-    if (e.record->acquired_at)
-      text += ", leading for " + swarm::format_duration(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                     std::max(now - *e.record->acquired_at, swarm::TimePoint::duration(0))));
-    text += "\n";
-  }
-  ctx.out().result("lease", text, leases_of(entries, waiting, now));
-}
-
-// `lease list`: every lease, then the semaphores (their limits, permits held, lines).
-void print_all(const Context& ctx, const swarm::LeaseStore& store, const std::vector<swarm::LeaseEntry>& entries,
-               const std::map<std::string, int>& waiting) {
-  auto now = store.server_clock().now();
-  const auto semaphores = swarm::summarize_semaphores(swarm::semaphore_limits(store), entries, waiting, now);
-  ctx.out().result("lease", table(entries, waiting, now) + semaphore_table(semaphores),
-                   listing_of(entries, waiting, semaphores, now));
-}
 
 // A lease this process was just granted or renewed, as swarm.lease.v1: stored
 // a moment ago, so 0 old.
@@ -181,38 +122,7 @@ int run_release(Context& ctx, const swarm::LeaseStore& store, const LeaseFlags& 
   return 0;
 }
 
-// `lease show NAME` of a semaphore: its limit, its permits as leases (holders,
-// tokens) and its line (the waiters at its gate). nullopt: no semaphore NAME.
-std::optional<int> show_semaphore(const Context& ctx, const swarm::LeaseStore& store, const std::string& name) {
-  std::optional<int> limit;
-  try {
-    limit = swarm::Semaphore(store, name).limit();
-  } catch (const swarm::Error& e) {
-    if (e.kind() != swarm::Errc::bad_input) throw;  // a name too long for a semaphore's permits: none
-  }
-  if (!limit) return std::nullopt;
-  std::vector<swarm::LeaseEntry> permits;
-  for (auto& e : store.list(name + ".permit.*"))
-    if (swarm::permit_of(e.name)) permits.push_back(std::move(e));
-  std::sort(permits.begin(), permits.end(), [](const auto& a, const auto& b) {
-    return *swarm::permit_of(a.name) < *swarm::permit_of(b.name);
-  });
-  const auto now = store.server_clock().now();
-  const std::string gate = swarm::gate_lease(name);
-  std::vector<swarm::LeaseEntry> counted = permits;
-  if (auto at_gate = store.get(gate)) counted.push_back(std::move(*at_gate));
-  const auto summary = swarm::summarize_semaphores({{name, *limit}}, counted,
-                                                   store.waiting(gate, ctx.me().host, ctx.me().host_id), now)
-                           .front();
-  swarm::Json doc = leases_of(permits, {}, now);
-  doc.set("semaphore", semaphore_json(summary));
-  const std::string text = "semaphore " + name + ": limit " + std::to_string(summary.limit) + ", " +
-                           std::to_string(summary.held) + " held, " + std::to_string(summary.waiters) + " waiting\n" +
-                           table(permits, {}, now);
-  ctx.out().result("lease", text, std::move(doc));
-  return 0;
-}
-
+// `lease limit NAME N`: a semaphore's limit changed.
 int run_limit(Context& ctx, const swarm::LeaseStore& store, const LeaseFlags& f) {
   const int was = swarm::Semaphore(store, f.name).change(f.limit);
   swarm::Json doc = swarm::Json::object();
@@ -239,10 +149,8 @@ Verb add_lease(CLI::App& app) {
   CLI::App* acquire = add_acquire(*cmd, *f);
   CLI::App* renew = add_by_token(*cmd, *f, "renew", "Renew the lease, for the grant its token names");
   CLI::App* release = add_by_token(*cmd, *f, "release", "Release the lease, for the grant its token names");
-  CLI::App* show = cmd->add_subcommand("show", "One lease: state, holder, token, age, time left, waiters");
-  show->add_option("name", f->name, "Lease name")->required()->check(lease_name_validator());
-  show->footer("Example:\n  swarm lease show merge-main --json\n"
-               "A semaphore's name shows its limit, its permits (NAME.permit.K) and how many wait.");
+  // What only reads is the verbs layer's (cli/verbs/leases.cc).
+  const Verb show = add_typed(*cmd, *typed_verb({"lease", "show"}));
   CLI::App* limit = cmd->add_subcommand("limit", "Change a semaphore's limit (a raise admits waiters at once)");
   limit->add_option("name", f->name, "Semaphore name")->required()->check(lease_name_validator());
   limit->add_option("limit", f->limit, "The new limit, 1 to 1000")
@@ -250,29 +158,16 @@ Verb add_lease(CLI::App& app) {
       ->transform(decimal_in(1, swarm::kMaxPermits));
   limit->footer("Example:\n  swarm lease limit integration 6\n"
                 "A cut lets the holders finish and grants nothing until they are under the new limit.");
-  CLI::App* list = cmd->add_subcommand("list", "Every lease: state, holder, token, age, time left, waiters; then "
-                                               "each semaphore's limit, permits held and waiters");
-  list->footer("Example:\n  swarm lease list");
+  const Verb list = add_typed(*cmd, *typed_verb({"lease", "list"}));
 
-  return {cmd, [f, acquire, renew, release, show, limit](Context& ctx) {
+  return {cmd, [f, acquire, renew, release, limit, show, list](Context& ctx) {
+            if (show.command->parsed()) return show.run(ctx);
+            if (list.command->parsed()) return list.run(ctx);
             if (acquire->parsed()) return run_acquire(ctx, *f);
             auto store = ctx.leases();
             if (limit->parsed()) return run_limit(ctx, store, *f);
             if (renew->parsed()) return run_renew(ctx, store, *f);
-            if (release->parsed()) return run_release(ctx, store, *f);
-            if (show->parsed()) {
-              auto entry = store.get(f->name);
-              if (!entry) {
-                if (auto shown = show_semaphore(ctx, store, f->name)) return *shown;
-                throw swarm::Error(swarm::Errc::not_found, "no lease " + f->name);
-              }
-              print(ctx, store, {*entry}, store.waiting(f->name, ctx.me().host, ctx.me().host_id));
-              return 0;
-            }
-            auto entries = store.list();  // list
-            std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
-            print_all(ctx, store, entries, store.waiting({}, ctx.me().host, ctx.me().host_id));
-            return 0;
+            return run_release(ctx, store, *f);
           }};
 }
 

@@ -22,6 +22,8 @@ VerbSpec close_verb();   // close.cc
 VerbSpec log_verb();     // log.cc
 VerbSpec doctor_verb();  // doctor.cc
 VerbSpec branches_verb();  // branches.cc
+VerbSpec lease_show_verb();  // leases.cc
+VerbSpec lease_list_verb();  // leases.cc
 
 // The slot a verb acts on, resolved where the request is made: `given`, or
 // the slot whose worktree holds the caller's folder (Context::slot_of).

@@ -128,13 +128,20 @@ TEST_CASE("Socket_EveryVerbGivesTheSameDocumentAndExitCodeEitherWay") {
             "pair doctor $B --json doctor\n"
             "pair branches $B --json branches\n"
             "pair branches_text $B branches\n"
-            "pair branches_bad $B --json branches --onto 'a..b'\n");
+            "pair branches_bad $B --json branches --onto 'a..b'\n"
+            "pair lease_list $B --json lease list\n"
+            "pair lease_list_text $B lease list\n"
+            "pair lease_show $B --json lease show task.T-1\n"
+            "pair lease_show_text $B lease show task.T-1\n"
+            "pair lease_show_missing $B --json lease show no.such.lease\n"
+            "pair lease_show_bad $B --json lease show '../x'\n");
   for (const char* name : {"status", "status_text", "status_missing", "renew", "renew_text", "renew_replaced", "hold",
                            "hold_conflict", "hold_whole", "holds", "holds_text", "send", "send_stdin", "send_nofile",
                            "inbox", "inbox_text", "inbox_none", "ack", "ack_bad", "release", "cwd", "cwd_text",
                            "cwd_missing", "evict_missing", "evict_bad", "commit_empty", "commit_outside", "sync_bad",
                            "close_lane", "close_other", "sync", "log", "log_text", "log_zero", "log_kind", "branches",
-                           "branches_text", "branches_bad"}) {
+                           "branches_text", "branches_bad", "lease_list", "lease_list_text", "lease_show",
+                           "lease_show_text", "lease_show_missing", "lease_show_bad"}) {
     CAPTURE(name);
     const std::string n = name;
     const std::string socket_rc = read_file(out / (n + ".socket.rc")), direct_rc = read_file(out / (n + ".direct.rc"));
@@ -176,6 +183,10 @@ TEST_CASE("Socket_EveryVerbGivesTheSameDocumentAndExitCodeEitherWay") {
   CHECK(read_file(out / "evict_missing.socket.rc") == "4\n");
   CHECK(read_file(out / "evict_bad.socket.rc") == "2\n");
   CHECK(read_file(out / "log.socket").find("\"kind\":\"commit\"") != std::string::npos);
+  CHECK(read_file(out / "lease_show.socket").find("\"name\":\"task.T-1\"") != std::string::npos);
+  CHECK(read_file(out / "lease_show_missing.socket.rc") == "4\n");
+  CHECK(read_file(out / "lease_show_bad.socket.rc") == "2\n");
+  CHECK(read_file(out / "branches_bad.socket.rc") == "2\n");
   // doctor: its report and its exit code (8 while problems remain) either way.
   CHECK(read_file(out / "doctor.socket.rc") == read_file(out / "doctor.direct.rc"));
   CHECK(steady(read_file(out / "doctor.socket")) == steady(read_file(out / "doctor.direct")));
