@@ -76,9 +76,10 @@ void require_committable(const std::string& bucket, const std::vector<Bucket::Co
 }
 
 // Sends the batch `id`: every write in `order` on its subject under
-// `prefix`, the last one as the commit, whose answer lands in `answer`.
+// `prefix`, the last one as the commit, whose answer lands in `answer`
+// (waited for as long as `attempts` has left once the rest are sent).
 natsStatus send_batch(natsConnection* nc, const std::string& prefix, const std::vector<Bucket::Commit>& writes,
-                      const std::vector<std::size_t>& order, const std::string& id, std::chrono::milliseconds wait,
+                      const std::vector<std::size_t>& order, const std::string& id, detail::Attempts& attempts,
                       natsMsg** answer) {
   natsStatus status = NATS_OK;
   for (std::size_t j = 0; j < order.size() && status == NATS_OK; ++j) {
@@ -99,7 +100,7 @@ natsStatus send_batch(natsConnection* nc, const std::string& prefix, const std::
       status = natsConnection_PublishMsg(nc, raw);
     } else {
       status = natsMsgHeader_Set(raw, kBatchCommit, "1");
-      if (status == NATS_OK) status = natsConnection_RequestMsg(answer, nc, raw, wait.count());
+      if (status == NATS_OK) status = natsConnection_RequestMsg(answer, nc, raw, attempts.wait().count());
     }
   }
   return status;
@@ -173,7 +174,7 @@ std::optional<std::vector<std::uint64_t>> Bucket::commit_together(const std::vec
   while (true) {
     const std::string id = new_batch_id();
     natsMsg* answer = nullptr;
-    const natsStatus status = send_batch(nc, state_->prefix, writes, order, id, attempts.wait(), &answer);
+    const natsStatus status = send_batch(nc, state_->prefix, writes, order, id, attempts, &answer);
     detail::MsgPtr owned(answer);
     if (status == NATS_OK) {
       int code = 0;

@@ -1,6 +1,6 @@
-// swarm task: the workspace's work queue by hand (add, list, show, edit,
-// cancel, reopen, export, import). Claims are join --next and run --next;
-// close and land move a task on.
+// swarm task: the workspace's work queue by hand (add, edit, cancel, reopen,
+// export, import; list and show: cli/verbs/tasks.cc). Claims are join
+// --next and run --next; close and land move a task on.
 #include <algorithm>
 #include <fstream>
 #include <iostream>
@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "cli/command/context.h"
+#include "cli/command/typed_command.h"
 #include "cli/verbs/documents/documents.h"
 #include "swarm/base/log.h"
 #include "swarm/base/names.h"
@@ -91,109 +92,6 @@ int run_add(Context& ctx, const TaskFlags& f) {
   swarm::Json doc = swarm::Json::parse(swarm::to_json(t));
   doc.set("revision", revision);
   ctx.out().result("task", swarm::printable(t.id) + "\n", std::move(doc));
-  return 0;
-}
-
-int run_list(Context& ctx, const TaskFlags& f) {
-  std::vector<swarm::TaskState> states;
-  for (const auto& s : f.states) {
-    auto st = swarm::task_state_of(s);
-    if (!st)
-      throw swarm::Error(swarm::Errc::bad_input, "bad --state '" + swarm::printable(s) +
-                                                     "': open, working, in_review, approved, completed, failed or cancelled");
-    states.push_back(*st);
-  }
-  require_labels(f.labels);
-  auto [store, journal] = ctx.tasks();
-  auto all = store.list();
-  swarm::log::phase("task list: listed");
-  const auto state_of = states_of(all);
-  std::vector<const swarm::TaskEntry*> shown;
-  std::size_t corrupt = 0;
-  for (const auto& e : all) {
-    if (e.corrupt()) {
-      ++corrupt;
-      if (f.ready || !states.empty() || !f.labels.empty()) continue;
-      shown.push_back(&e);
-      continue;
-    }
-    const swarm::Task& t = *e.task;
-    if (f.ready && !swarm::is_ready(t, state_of)) continue;
-    if (!states.empty() && std::find(states.begin(), states.end(), t.state()) == states.end()) continue;
-    bool labelled = true;
-    for (const auto& l : f.labels) labelled = labelled && std::find(t.labels.begin(), t.labels.end(), l) != t.labels.end();
-    if (!labelled) continue;
-    shown.push_back(&e);
-  }
-  sort_listed(shown);
-  std::string text;
-  for (const auto* e : shown) {
-    if (e->corrupt()) {
-      text += swarm::printable(e->key) + " - corrupt - " + swarm::printable(e->corrupt_reason) + "\n";
-      continue;
-    }
-    const swarm::Task& t = *e->task;
-    text += swarm::printable(t.id) + " " + std::to_string(t.priority) + " " + t.state_text + " " +
-            (t.slot.empty() ? "-" : swarm::printable(t.slot)) + " " + swarm::printable(t.title) + "\n";
-  }
-  if (corrupt > 0) ctx.out().warn(swarm::counted(corrupt, "corrupt task record") + "; `swarm doctor --fix` removes them");
-  swarm::log::phase("task list: filtered");
-  ctx.out().result("tasks", text, tasks_document(shown, state_of));
-  swarm::log::phase("task list: printed");
-  return 0;
-}
-
-int run_show(Context& ctx, const TaskFlags& f) {
-  swarm::require_task_id(f.id);
-  auto [store, journal] = ctx.tasks();
-  auto e = store.get(f.id);
-  if (!e) throw swarm::Error(swarm::Errc::not_found, "no task " + swarm::printable(f.id) + "; see `swarm task list`");
-  swarm::JournalQuery query;
-  query.thing = swarm::Thing::task;
-  query.name = e->key;
-  query.buckets = {store.bucket_name()};
-  std::vector<swarm::Event> events;
-  try {
-    events = journal.read(query);
-  } catch (const swarm::Error& err) {
-    ctx.out().warn(std::string("the task's journal could not be read: ") + err.what());
-  }
-  std::vector<swarm::TaskEntry> afters;
-  if (e->task)
-    for (const auto& a : e->task->after)
-      if (auto ae = store.get(a)) afters.push_back(std::move(*ae));
-  swarm::Json doc = task_json(*e, states_of(afters));
-  swarm::Json history = swarm::Json::array();
-  std::string text;
-  if (e->corrupt()) {
-    text = "task record " + swarm::printable(e->key) + " is corrupt: " + swarm::printable(e->corrupt_reason) + "\n";
-  } else {
-    const swarm::Task& t = *e->task;
-    text = swarm::printable(t.id) + ": " + swarm::printable(t.title) + "\n  state " + t.state_text + ", priority " +
-           std::to_string(t.priority) + ", attempts " + std::to_string(t.attempts) + " of " +
-           std::to_string(t.max_attempts) + "\n";
-    if (!t.slot.empty()) text += "  slot " + swarm::printable(t.slot) + " on " + swarm::printable(t.host) + "\n";
-    if (!t.labels.empty()) {
-      text += "  labels";
-      for (const auto& l : t.labels) text += " " + swarm::printable(l);
-      text += "\n";
-    }
-    if (!t.after.empty()) {
-      text += "  after";
-      for (const auto& a : t.after) text += " " + swarm::printable(a);
-      text += "\n";
-    }
-    if (!t.result.empty()) text += "  result: " + swarm::printable(t.result) + "\n";
-    if (!t.body.empty()) text += "\n" + swarm::printable(t.body, true) + "\n";
-  }
-  if (!events.empty()) text += "\n";
-  for (const auto& ev : events) {
-    history.push(ev.to_json());
-    text += "  " + (ev.time ? swarm::format_rfc3339(*ev.time) : std::string("-")) + " " + ev.kind + " " +
-            swarm::printable(swarm::detail_text(ev.detail)) + "\n";
-  }
-  doc.set("events", std::move(history));
-  ctx.out().result("task", text, std::move(doc));
   return 0;
 }
 
@@ -361,13 +259,9 @@ Verb add_task(CLI::App& app) {
   add->add_option("--max-attempts", f->max_attempts, "Failed claims before the task fails; default 3")
       ->transform(decimal_in(1, static_cast<std::int64_t>(swarm::kMaxAttemptsLimit)));
   add->footer("An existing id is exit 3; an --after id that does not exist, or a cycle, is exit 2.");
-  CLI::App* list = cmd->add_subcommand("list", "Tasks by priority, then age: ID PRI STATE SLOT TITLE");
-  list->add_option("--state", f->states, "Only tasks in this state (repeat for more)")
-      ->option_text("S")
-      ->check(CLI::IsMember({"open", "working", "in_review", "approved", "completed", "failed", "cancelled"}));
-  list->add_option("--label", f->labels, "Only tasks with this label (repeat: all of them)")->option_text("L");
-  list->add_flag("--ready", f->ready, "Only ready tasks: open, and every --after task completed");
-  CLI::App* show = with_id(cmd->add_subcommand("show", "One task and its journal"), *f);
+  // What only reads is the verbs layer's (cli/verbs/tasks.cc).
+  const Verb list = add_typed(*cmd, *typed_verb({"task", "list"}));
+  const Verb show = add_typed(*cmd, *typed_verb({"task", "show"}));
   CLI::App* edit = with_id(cmd->add_subcommand("edit", "Change a task's title, priority, labels, afters or body"), *f);
   edit->add_option("--title", f->title, "A new title");
   edit->add_option("--priority", f->priority, "0 to 4")->transform(decimal_in(0, 4));
@@ -386,8 +280,8 @@ Verb add_task(CLI::App& app) {
   imp->add_option("file", f->file, "An export")->required();
   return {cmd, [f, add, list, show, edit, cancel, reopen, exp, imp](Context& ctx) {
             if (add->parsed()) return run_add(ctx, *f);
-            if (list->parsed()) return run_list(ctx, *f);
-            if (show->parsed()) return run_show(ctx, *f);
+            if (list.command->parsed()) return list.run(ctx);
+            if (show.command->parsed()) return show.run(ctx);
             if (edit->parsed()) return run_change(ctx, *f, "edit");
             if (cancel->parsed()) return run_change(ctx, *f, "cancel");
             if (reopen->parsed()) return run_change(ctx, *f, "reopen");

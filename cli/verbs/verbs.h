@@ -24,6 +24,8 @@ VerbSpec doctor_verb();  // doctor.cc
 VerbSpec branches_verb();  // branches.cc
 VerbSpec lease_show_verb();  // leases.cc
 VerbSpec lease_list_verb();  // leases.cc
+VerbSpec task_list_verb();  // tasks.cc
+VerbSpec task_show_verb();  // tasks.cc
 
 // The slot a verb acts on, resolved where the request is made: `given`, or
 // the slot whose worktree holds the caller's folder (Context::slot_of).

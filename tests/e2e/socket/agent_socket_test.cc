@@ -83,6 +83,7 @@ TEST_CASE("Socket_EveryVerbGivesTheSameDocumentAndExitCodeEitherWay") {
   REQUIRE(ws.swarm({"join", "--slot", "o", "--task", "T-0"}, kHostA).exit == 0);
   REQUIRE(ws.swarm({"hold", "--slot", "o", "src/**"}).exit == 0);
   REQUIRE(ws.swarm({"send", "--to", "s", "--from", "o", "--id", "m-1", "first"}).exit == 0);
+  REQUIRE(ws.swarm({"task", "add", "Write the guide", "--id", "T-9", "--label", "docs"}).exit == 0);
   TempDir dir("swarm-socket");
   const fs::path out = dir.path() / "out";
   run_agent(ws, out,
@@ -134,14 +135,21 @@ TEST_CASE("Socket_EveryVerbGivesTheSameDocumentAndExitCodeEitherWay") {
             "pair lease_show $B --json lease show task.T-1\n"
             "pair lease_show_text $B lease show task.T-1\n"
             "pair lease_show_missing $B --json lease show no.such.lease\n"
-            "pair lease_show_bad $B --json lease show '../x'\n");
+            "pair lease_show_bad $B --json lease show '../x'\n"
+            "pair task_list $B --json task list --label docs\n"
+            "pair task_list_text $B task list\n"
+            "pair task_show $B --json task show T-9\n"
+            "pair task_show_text $B task show T-9\n"
+            "pair task_show_missing $B --json task show T-404\n"
+            "pair task_list_bad $B --json task list --state nope\n");
   for (const char* name : {"status", "status_text", "status_missing", "renew", "renew_text", "renew_replaced", "hold",
                            "hold_conflict", "hold_whole", "holds", "holds_text", "send", "send_stdin", "send_nofile",
                            "inbox", "inbox_text", "inbox_none", "ack", "ack_bad", "release", "cwd", "cwd_text",
                            "cwd_missing", "evict_missing", "evict_bad", "commit_empty", "commit_outside", "sync_bad",
                            "close_lane", "close_other", "sync", "log", "log_text", "log_zero", "log_kind", "branches",
                            "branches_text", "branches_bad", "lease_list", "lease_list_text", "lease_show",
-                           "lease_show_text", "lease_show_missing", "lease_show_bad"}) {
+                           "lease_show_text", "lease_show_missing", "lease_show_bad", "task_list", "task_list_text",
+                           "task_show", "task_show_text", "task_show_missing", "task_list_bad"}) {
     CAPTURE(name);
     const std::string n = name;
     const std::string socket_rc = read_file(out / (n + ".socket.rc")), direct_rc = read_file(out / (n + ".direct.rc"));
@@ -187,6 +195,10 @@ TEST_CASE("Socket_EveryVerbGivesTheSameDocumentAndExitCodeEitherWay") {
   CHECK(read_file(out / "lease_show_missing.socket.rc") == "4\n");
   CHECK(read_file(out / "lease_show_bad.socket.rc") == "2\n");
   CHECK(read_file(out / "branches_bad.socket.rc") == "2\n");
+  CHECK(read_file(out / "task_list.socket").find("\"id\":\"T-9\"") != std::string::npos);
+  CHECK(read_file(out / "task_show.socket").find("\"events\":[") != std::string::npos);
+  CHECK(read_file(out / "task_show_missing.socket.rc") == "4\n");
+  CHECK(read_file(out / "task_list_bad.socket.rc") == "2\n");
   // doctor: its report and its exit code (8 while problems remain) either way.
   CHECK(read_file(out / "doctor.socket.rc") == read_file(out / "doctor.direct.rc"));
   CHECK(steady(read_file(out / "doctor.socket")) == steady(read_file(out / "doctor.direct")));
