@@ -85,31 +85,37 @@ bool jetstream_answers(const Workspace& ws, const std::string& url, const std::s
   }
 }
 
+// Whether the embedded server that runs is kept, or started again (saying why).
+bool keeps_running(const Workspace& ws, const ServerIdentity& running, const std::string& lease_bucket) {
+  // A server started before workspaces had tokens lets anyone in: it is
+  // started again, with the token.
+  if (!running.token_auth) {
+    warn(log::format("restarting the embedded nats-server (pid {}) so that it requires the workspace's token",
+                     running.pid));
+    return false;
+  }
+  // A server whose JetStream stopped (its store filled up) answers PINGs and
+  // nothing else, and does not recover by itself once space is back.
+  if (!running.url.empty() && !jetstream_answers(ws, running.url, lease_bucket)) {
+    warn(log::format("restarting the embedded nats-server (pid {}): its JetStream did not answer (was its store full?)",
+                     running.pid));
+    return false;
+  }
+  return true;
+}
+
 // Reuses the embedded server that runs, else (re)starts it on its old port
 // and data; stops any other server on the store (left by a killed or racing
 // `up` of an older swarm).
 void ensure_embedded_server(const Workspace& ws, UpResult& result) {
   WorkspaceConfig& config = result.config;
   EmbeddedServer server(ws.nats_dir());
-  // A server started before workspaces had tokens lets anyone in: it is
-  // started again, with the token.
-  auto running = server.running();
-  if (running && !running->token_auth) {
-    warn(log::format("restarting the embedded nats-server (pid {}) so that it requires the workspace's token",
-                 running->pid));
-    running.reset();
-  }
-  // A server whose JetStream stopped (its store filled up) answers PINGs and
-  // nothing else, and does not recover by itself once space is back.
-  if (running && !running->url.empty() && !jetstream_answers(ws, running->url, config.lease_bucket)) {
-    warn(log::format("restarting the embedded nats-server (pid {}): its JetStream did not answer (was its store full?)",
-                 running->pid));
-    running.reset();
-  }
-  if (auto id = running) {
-    result.server_pid = id->pid;
-    if (!id->url.empty()) config.nats_url = id->url;
-    server.stop_others(id->pid, kServerStopGrace);
+  std::optional<ServerIdentity> running = server.running();
+  if (running && !keeps_running(ws, *running, config.lease_bucket)) running.reset();
+  if (running) {
+    result.server_pid = running->pid;
+    if (!running->url.empty()) config.nats_url = running->url;
+    server.stop_others(running->pid, kServerStopGrace);
   } else {
     server.stop(kServerStopGrace);
     int port = config.nats_url.empty() ? 0 : port_of_url(config.nats_url);
