@@ -322,6 +322,9 @@ class Bucket {
   // delete, no value), when it does.
   static std::optional<std::uint64_t> landed(const std::optional<Entry>& last, bool deleted, std::string_view value,
                                              bool is_delete);
+  // After a lost answer to an unconditioned commit_together: each write's
+  // revision when every key holds what it wrote.
+  std::optional<std::vector<std::uint64_t>> all_landed(const std::vector<Commit>& writes) const;
 
   std::shared_ptr<State> state_;
   std::string name_;

@@ -137,19 +137,20 @@ bool leader_behind(const std::vector<Bucket::Commit>& writes, std::size_t last, 
 
 }  // namespace
 
+// No condition: every key holding what this wrote says it landed.
+std::optional<std::vector<std::uint64_t>> Bucket::all_landed(const std::vector<Commit>& writes) const {
+  std::vector<std::uint64_t> revisions;
+  for (const auto& w : writes) {
+    bool deleted = false;
+    auto revision = landed(latest(w.key, &deleted), deleted, w.value, w.erase);
+    if (!revision) return std::nullopt;
+    revisions.push_back(*revision);
+  }
+  return revisions;
+}
+
 // size: one send-and-retry loop, whose state (attempts, a send that may have landed) each branch shares.
 std::optional<std::vector<std::uint64_t>> Bucket::commit_together(const std::vector<Commit>& writes) const {
-  // No condition: every key holding what this wrote says it landed.
-  auto all_landed = [](const Bucket& rest, const std::vector<Commit>& all) -> std::optional<std::vector<std::uint64_t>> {
-    std::vector<std::uint64_t> revisions;
-    for (const auto& w : all) {
-      bool deleted = false;
-      auto revision = landed(rest.latest(w.key, &deleted), deleted, w.value, w.erase);
-      if (!revision) return std::nullopt;
-      revisions.push_back(*revision);
-    }
-    return revisions;
-  };
   std::string what = "commit " + std::to_string(writes.size()) + " writes to " + where(name_);
   if (writes.empty()) return std::vector<std::uint64_t>{};
   require_committable(name_, writes, what);
@@ -217,7 +218,7 @@ std::optional<std::vector<std::uint64_t>> Bucket::commit_together(const std::vec
       const Bucket rest = with_budget(attempts.left());
       if (anchor) {
         if (auto at = landed_at(rest)) return revisions_from(*at);
-      } else if (auto revisions = all_landed(rest, writes)) {
+      } else if (auto revisions = rest.all_landed(writes)) {
         return revisions;
       }
     } catch (const Error&) {

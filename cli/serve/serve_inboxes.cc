@@ -20,8 +20,6 @@ namespace cli {
 namespace {
 
 using Steady = std::chrono::steady_clock;
-// A missing bus (a workspace made before messages) is looked for again this often.
-constexpr std::chrono::seconds kBusLookAgain{5};
 // How often the feed looks at the bus's first sequence (what retention
 // dropped is no longer unread).
 constexpr std::chrono::seconds kInboxesLookAgain{3};
@@ -84,7 +82,7 @@ void ServeView::inboxes_feed(ServeLink& link) {
       if (st) break;
       set_up("inboxes", true);
       std::unique_lock lock(mu_);
-      cv_.wait_for(lock, kBusLookAgain, [&] { return !running(); });
+      cv_.wait_for(lock, kLookAgainForMissing, [&] { return !running(); });
     }
     if (!st) return;
     const std::int64_t generation = swarm::generation_of(*st);

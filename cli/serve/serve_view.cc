@@ -27,8 +27,6 @@ constexpr std::chrono::hours kHistory{24};
 // (a push from outside the queue says nothing in the journal).
 constexpr std::chrono::seconds kBranchesAtMost{1};
 constexpr std::chrono::seconds kBranchesAtLeast{30};
-// A missing task bucket (a workspace made before tasks) is looked for again this often.
-constexpr std::chrono::seconds kTasksLookAgain{5};
 
 // Whether an act may have moved a branch, or what `branches` says of one.
 bool moves_branches(const std::string& kind) {
@@ -354,7 +352,7 @@ void ServeView::tasks_feed(ServeLink& link) {
       if (queue) break;
       set_up("tasks", true);
       std::unique_lock lock(mu_);
-      cv_.wait_for(lock, kTasksLookAgain, [&] { return !running(); });
+      cv_.wait_for(lock, kLookAgainForMissing, [&] { return !running(); });
     }
     if (!queue) return;
     kv::Watch watch = queue->watch(true);

@@ -48,6 +48,9 @@ inline constexpr std::size_t kViewActs = 200;
 inline constexpr std::size_t kViewSpans = 3000;
 // The page's tasks panel lists at most this many (those not done first); counts cover all.
 inline constexpr std::size_t kViewTasks = 200;
+// A bucket or stream not made yet (a workspace older than tasks or messages)
+// is looked for again this often.
+inline constexpr std::chrono::seconds kLookAgainForMissing{5};
 
 // One connection's worth of what serve reads, made anew when NATS comes back.
 struct ServeLink {

@@ -34,8 +34,7 @@ void require_list_request(const TaskListRequest& r) {
       throw swarm::Error(swarm::Errc::bad_input, "bad --state '" + swarm::printable(s) +
                                                      "': open, working, in_review, approved, completed, failed or "
                                                      "cancelled");
-  if (r.labels.size() > swarm::kMaxLabels)
-    throw swarm::Error(swarm::Errc::bad_input, "at most " + std::to_string(swarm::kMaxLabels) + " labels");
+  swarm::require_task_labels(r.labels);
 }
 
 // Whether `e` is listed: a corrupt record only when nothing filters.

@@ -54,7 +54,9 @@ const std::vector<VerbSpec>& typed_verbs() {
                                               status_verb(), cwd_verb(),   send_verb(),  inbox_verb(),
                                               ack_verb(),    ask_verb(),   hold_verb(),  holds_verb(),
                                               sync_verb(),   log_verb(),   doctor_verb(), branches_verb(),
-                                              lease_show_verb(), lease_list_verb(), task_list_verb(), task_show_verb()};
+                                              lease_show_verb(), lease_list_verb(), task_list_verb(), task_show_verb(),
+                                              task_add_verb(), task_edit_verb(), task_cancel_verb(),
+                                              task_reopen_verb()};
   return verbs;
 }
 

@@ -26,6 +26,10 @@ VerbSpec lease_show_verb();  // leases.cc
 VerbSpec lease_list_verb();  // leases.cc
 VerbSpec task_list_verb();  // tasks.cc
 VerbSpec task_show_verb();  // tasks.cc
+VerbSpec task_add_verb();     // task_changes.cc
+VerbSpec task_edit_verb();    // task_changes.cc
+VerbSpec task_cancel_verb();  // task_changes.cc
+VerbSpec task_reopen_verb();  // task_changes.cc
 
 // The slot a verb acts on, resolved where the request is made: `given`, or
 // the slot whose worktree holds the caller's folder (Context::slot_of).

@@ -119,6 +119,12 @@ void require_task_label(std::string_view label) {
                                      "': a label is 1 to 63 of [A-Za-z0-9_.:/-], starting with a letter or digit");
 }
 
+void require_task_labels(const std::vector<std::string>& labels) {
+  if (labels.size() > kMaxLabels)
+    throw Error(Errc::bad_input, "at most " + std::to_string(kMaxLabels) + " labels");
+  for (const auto& l : labels) require_task_label(l);
+}
+
 void require_priority(std::uint64_t priority) {
   if (priority > kLeastUrgent)
     throw Error(Errc::bad_input, "bad priority " + std::to_string(priority) + ": 0 (most urgent) to 4");

@@ -100,6 +100,8 @@ std::optional<Lane> lane_of(std::string_view name);
 // 200 bytes), a label, a priority out of 0-4.
 void require_task_title(std::string_view title);
 void require_task_label(std::string_view label);
+// At most kMaxLabels labels, each a label.
+void require_task_labels(const std::vector<std::string>& labels);
 void require_priority(std::uint64_t priority);
 
 // Reads a stored value: the task, or why it is corrupt (an unknown state,

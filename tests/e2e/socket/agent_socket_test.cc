@@ -40,7 +40,8 @@ std::string steady(const std::string& text) {
   if (!doc) return "not JSON: " + text;
   std::function<void(cJSON*)> strip = [&](cJSON* node) {
     for (const char* moving : {"age_seconds", "expires_in_seconds", "state", "revision", "seq", "id", "token", "name",
-                               "was", "moved", "duplicate", "last_renewed", "time"})
+                               "was", "moved", "duplicate", "last_renewed", "time", "created_at", "updated_at",
+                               "created_by"})
       cJSON_DeleteItemFromObject(node, moving);
     for (cJSON* child = node ? node->child : nullptr; child != nullptr; child = child->next)
       if (cJSON_IsObject(child) || cJSON_IsArray(child)) strip(child);
@@ -141,7 +142,18 @@ TEST_CASE("Socket_EveryVerbGivesTheSameDocumentAndExitCodeEitherWay") {
             "pair task_show $B --json task show T-9\n"
             "pair task_show_text $B task show T-9\n"
             "pair task_show_missing $B --json task show T-404\n"
-            "pair task_list_bad $B --json task list --state nope\n");
+            "pair task_list_bad $B --json task list --state nope\n"
+            "printf 'the body\\n' > \"$OUT/body.txt\"\n"
+            "(cd \"$OUT\" && pair task_add $B --json task add 'A pair' --label pair --body-file body.txt)\n"
+            "pair task_add_exists $B --json task add 'Again' --id T-9\n"
+            "pair task_add_bad $B --json task add 'Bad' --priority 9\n"
+            "pair task_edit $B --json task edit T-9 --priority 1 --label +guide\n"
+            "pair task_edit_text $B task edit T-9 --priority 1\n"
+            "pair task_edit_bad $B --json task edit T-9 --label guide\n"
+            "pair task_cancel_missing $B --json task cancel T-404\n"
+            "pair task_reopen_open $B --json task reopen T-9\n"
+            "$B --json task cancel T-9 --reason pause > \"$OUT/cancel.socket\"; echo $? > \"$OUT/cancel.socket.rc\"\n"
+            "env -u SWARM_SOCKET $B --json task reopen T-9 > \"$OUT/reopen.direct\"; echo $? > \"$OUT/reopen.direct.rc\"\n");
   for (const char* name : {"status", "status_text", "status_missing", "renew", "renew_text", "renew_replaced", "hold",
                            "hold_conflict", "hold_whole", "holds", "holds_text", "send", "send_stdin", "send_nofile",
                            "inbox", "inbox_text", "inbox_none", "ack", "ack_bad", "release", "cwd", "cwd_text",
@@ -149,7 +161,9 @@ TEST_CASE("Socket_EveryVerbGivesTheSameDocumentAndExitCodeEitherWay") {
                            "close_lane", "close_other", "sync", "log", "log_text", "log_zero", "log_kind", "branches",
                            "branches_text", "branches_bad", "lease_list", "lease_list_text", "lease_show",
                            "lease_show_text", "lease_show_missing", "lease_show_bad", "task_list", "task_list_text",
-                           "task_show", "task_show_text", "task_show_missing", "task_list_bad"}) {
+                           "task_show", "task_show_text", "task_show_missing", "task_list_bad", "task_add",
+                           "task_add_exists", "task_add_bad", "task_edit", "task_edit_text", "task_edit_bad",
+                           "task_cancel_missing", "task_reopen_open"}) {
     CAPTURE(name);
     const std::string n = name;
     const std::string socket_rc = read_file(out / (n + ".socket.rc")), direct_rc = read_file(out / (n + ".direct.rc"));
@@ -199,6 +213,20 @@ TEST_CASE("Socket_EveryVerbGivesTheSameDocumentAndExitCodeEitherWay") {
   CHECK(read_file(out / "task_show.socket").find("\"events\":[") != std::string::npos);
   CHECK(read_file(out / "task_show_missing.socket.rc") == "4\n");
   CHECK(read_file(out / "task_list_bad.socket.rc") == "2\n");
+  // The queue changed through the socket: a body read from the caller's folder, each bad input and refusal as on
+  // its own, a cancel through the socket undone by a reopen on its own.
+  CHECK(read_file(out / "task_add.socket").find("\"body\":\"the body\\n\"") != std::string::npos);
+  CHECK(read_file(out / "task_add_exists.socket.rc") == "3\n");
+  CHECK(read_file(out / "task_add_bad.socket.rc") == "2\n");
+  CHECK(read_file(out / "task_edit.socket").find("\"priority\":1") != std::string::npos);
+  CHECK(read_file(out / "task_edit.socket").find("\"guide\"") != std::string::npos);
+  CHECK(read_file(out / "task_edit_bad.socket.rc") == "2\n");
+  CHECK(read_file(out / "task_cancel_missing.socket.rc") == "4\n");
+  CHECK(read_file(out / "task_reopen_open.socket.rc") == "3\n");
+  CHECK(read_file(out / "cancel.socket.rc") == "0\n");
+  CHECK(read_file(out / "cancel.socket").find("\"result\":\"pause\"") != std::string::npos);
+  CHECK(read_file(out / "reopen.direct.rc") == "0\n");
+  CHECK(read_file(out / "reopen.direct").find("\"state\":\"open\"") != std::string::npos);
   // doctor: its report and its exit code (8 while problems remain) either way.
   CHECK(read_file(out / "doctor.socket.rc") == read_file(out / "doctor.direct.rc"));
   CHECK(steady(read_file(out / "doctor.socket")) == steady(read_file(out / "doctor.direct")));
