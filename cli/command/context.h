@@ -120,8 +120,6 @@ Verb add_help(CLI::App& app);
 Verb add_run(CLI::App& app);
 Verb add_task(CLI::App& app);
 Verb add_review(CLI::App& app);
-// `swarm review show` (review_show.cc), a sub-verb of `review`.
-Verb add_review_show(CLI::App& review);
 
 Verb add_send(CLI::App& app);
 Verb add_inbox(CLI::App& app);

@@ -1,5 +1,7 @@
-// swarm lease acquire|renew|release|limit: leases by hand, for scripts and
-// long-lived agents that heartbeat themselves (show and list: cli/verbs/leases.cc).
+// swarm lease: leases by hand, for scripts and long-lived agents that
+// heartbeat themselves. acquire, which waits in line, is here; the other
+// sub-verbs are the verbs layer's (show and list: cli/verbs/leases.cc;
+// renew, release and limit: lease_changes.cc).
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,25 +29,8 @@ struct LeaseFlags {
   int limit = 0;
   std::string holder;
   std::int64_t pid = 0;
-  std::uint64_t token = 0;
 };
 
-
-// A lease this process was just granted or renewed, as swarm.lease.v1: stored
-// a moment ago, so 0 old.
-swarm::Json granted_doc(const swarm::LeaseStore& store, const swarm::Lease& lease) {
-  swarm::LeaseEntry entry;
-  entry.name = lease.name;
-  entry.revision = lease.revision;
-  entry.record = lease.record;
-  entry.record->token = lease.token;
-  entry.stored_at = store.server_clock().now();
-  swarm::Json list = swarm::Json::array();
-  list.push(lease_json(entry, swarm::standing_of(entry, entry.stored_at), 0));
-  swarm::Json doc = swarm::Json::object();
-  doc.set("leases", std::move(list));
-  return doc;
-}
 
 // The sub-verbs, each with its options into `f`.
 CLI::App* add_acquire(CLI::App& cmd, LeaseFlags& f) {
@@ -71,18 +56,6 @@ CLI::App* add_acquire(CLI::App& cmd, LeaseFlags& f) {
   return acquire;
 }
 
-// renew or release: the name and the token of the grant.
-CLI::App* add_by_token(CLI::App& cmd, LeaseFlags& f, const char* name, const char* what) {
-  CLI::App* sub = cmd.add_subcommand(name, what);
-  sub->add_option("name", f.name, "Lease name")->required()->check(lease_name_validator());
-  sub->add_option("--token", f.token, "The fencing token `acquire` printed")
-      ->required()
-      ->option_text("N")
-      ->check(fencing_token_validator());
-  sub->footer(std::string("Example:\n  swarm lease ") + name + " claim.T-42 --token 1234");
-  return sub;
-}
-
 int run_acquire(Context& ctx, const LeaseFlags& f) {
   auto ttl = lease_ttl_option(f.ttl);
   auto wait = swarm::parse_duration(f.wait);
@@ -99,36 +72,7 @@ int run_acquire(Context& ctx, const LeaseFlags& f) {
   }
   if (!lease) return exit_for_signal(signals.received());
   ctx.out().result("lease", std::to_string(lease->token),
-                   ctx.out().json() ? granted_doc(store, *lease) : swarm::Json::object());
-  return 0;
-}
-
-int run_renew(Context& ctx, const swarm::LeaseStore& store, const LeaseFlags& f) {
-  auto lease = store.renew(f.name, f.token);
-  ctx.out().result("lease",
-                   "renewed lease " + f.name + " (token " + std::to_string(lease.token) + ") for " +
-                       swarm::format_duration(lease.record.ttl),
-                   ctx.out().json() ? granted_doc(store, lease) : swarm::Json::object());
-  return 0;
-}
-
-int run_release(Context& ctx, const swarm::LeaseStore& store, const LeaseFlags& f) {
-  store.release(f.name, f.token);
-  swarm::Json released = swarm::Json::object();
-  released.set("name", f.name).set("token", f.token);
-  swarm::Json doc = swarm::Json::object();
-  doc.set("leases", swarm::Json::array()).set("released", std::move(released));
-  ctx.out().result("lease", "released lease " + f.name + " (token " + std::to_string(f.token) + ")", std::move(doc));
-  return 0;
-}
-
-// `lease limit NAME N`: a semaphore's limit changed.
-int run_limit(Context& ctx, const swarm::LeaseStore& store, const LeaseFlags& f) {
-  const int was = swarm::Semaphore(store, f.name).change(f.limit);
-  swarm::Json doc = swarm::Json::object();
-  doc.set("name", f.name).set("limit", f.limit).set("was", was);
-  ctx.out().result("lease", "semaphore " + f.name + ": limit " + std::to_string(was) + " -> " + std::to_string(f.limit),
-                   std::move(doc));
+                   ctx.out().json() ? granted_lease_json(store, *lease) : swarm::Json::object());
   return 0;
 }
 
@@ -147,27 +91,15 @@ Verb add_lease(CLI::App& app) {
       "  swarm lease limit integration 6                  # a semaphore's limit\n"
       "A token that is no longer the lease's is exit 3, and changes nothing.");
   CLI::App* acquire = add_acquire(*cmd, *f);
-  CLI::App* renew = add_by_token(*cmd, *f, "renew", "Renew the lease, for the grant its token names");
-  CLI::App* release = add_by_token(*cmd, *f, "release", "Release the lease, for the grant its token names");
-  // What only reads is the verbs layer's (cli/verbs/leases.cc).
-  const Verb show = add_typed(*cmd, *typed_verb({"lease", "show"}));
-  CLI::App* limit = cmd->add_subcommand("limit", "Change a semaphore's limit (a raise admits waiters at once)");
-  limit->add_option("name", f->name, "Semaphore name")->required()->check(lease_name_validator());
-  limit->add_option("limit", f->limit, "The new limit, 1 to 1000")
-      ->required()
-      ->transform(decimal_in(1, swarm::kMaxPermits));
-  limit->footer("Example:\n  swarm lease limit integration 6\n"
-                "A cut lets the holders finish and grants nothing until they are under the new limit.");
-  const Verb list = add_typed(*cmd, *typed_verb({"lease", "list"}));
-
-  return {cmd, [f, acquire, renew, release, limit, show, list](Context& ctx) {
-            if (show.command->parsed()) return show.run(ctx);
-            if (list.command->parsed()) return list.run(ctx);
+  // The verbs layer's sub-verbs, each bound under this family.
+  std::vector<Verb> typed;
+  for (const char* sub : {"renew", "release", "show", "limit", "list"})
+    typed.push_back(add_typed(*cmd, *typed_verb({"lease", sub})));
+  return {cmd, [f, acquire, typed](Context& ctx) {
+            for (const auto& verb : typed)
+              if (verb.command->parsed()) return verb.run(ctx);
             if (acquire->parsed()) return run_acquire(ctx, *f);
-            auto store = ctx.leases();
-            if (limit->parsed()) return run_limit(ctx, store, *f);
-            if (renew->parsed()) return run_renew(ctx, store, *f);
-            return run_release(ctx, store, *f);
+            return 2;
           }};
 }
 

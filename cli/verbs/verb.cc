@@ -56,7 +56,9 @@ const std::vector<VerbSpec>& typed_verbs() {
                                               sync_verb(),   log_verb(),   doctor_verb(), branches_verb(),
                                               lease_show_verb(), lease_list_verb(), task_list_verb(), task_show_verb(),
                                               task_add_verb(), task_edit_verb(), task_cancel_verb(),
-                                              task_reopen_verb()};
+                                              task_reopen_verb(), review_approve_verb(), review_reject_verb(),
+                                              review_show_verb(), lease_renew_verb(), lease_release_verb(),
+                                              lease_limit_verb()};
   return verbs;
 }
 

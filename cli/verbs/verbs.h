@@ -30,6 +30,12 @@ VerbSpec task_add_verb();     // task_changes.cc
 VerbSpec task_edit_verb();    // task_changes.cc
 VerbSpec task_cancel_verb();  // task_changes.cc
 VerbSpec task_reopen_verb();  // task_changes.cc
+VerbSpec review_approve_verb();  // review.cc
+VerbSpec review_reject_verb();   // review.cc
+VerbSpec review_show_verb();     // review.cc
+VerbSpec lease_renew_verb();     // lease_changes.cc
+VerbSpec lease_release_verb();   // lease_changes.cc
+VerbSpec lease_limit_verb();     // lease_changes.cc
 
 // The slot a verb acts on, resolved where the request is made: `given`, or
 // the slot whose worktree holds the caller's folder (Context::slot_of).

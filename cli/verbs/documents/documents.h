@@ -35,6 +35,9 @@ std::string status_document(const std::string& bucket, std::chrono::milliseconds
 // age, time left and waiters); a listing's {"leases"} and, with its
 // semaphores, {"leases","semaphores"}.
 swarm::Json lease_json(const swarm::LeaseEntry& e, const swarm::LeaseStanding& s, int waiters);
+// A lease this process was just granted or renewed, as {"leases":[it]}:
+// stored a moment ago, so 0 old.
+swarm::Json granted_lease_json(const swarm::LeaseStore& store, const swarm::Lease& lease);
 swarm::Json leases_of(const std::vector<swarm::LeaseEntry>& entries, const std::map<std::string, int>& waiting,
                       swarm::TimePoint now);
 swarm::Json listing_of(const std::vector<swarm::LeaseEntry>& entries, const std::map<std::string, int>& waiting,

@@ -24,6 +24,20 @@ swarm::Json lease_json(const swarm::LeaseEntry& e, const swarm::LeaseStanding& s
   return item;
 }
 
+swarm::Json granted_lease_json(const swarm::LeaseStore& store, const swarm::Lease& lease) {
+  swarm::LeaseEntry entry;
+  entry.name = lease.name;
+  entry.revision = lease.revision;
+  entry.record = lease.record;
+  entry.record->token = lease.token;
+  entry.stored_at = store.server_clock().now();
+  swarm::Json list = swarm::Json::array();
+  list.push(lease_json(entry, swarm::standing_of(entry, entry.stored_at), 0));
+  swarm::Json doc = swarm::Json::object();
+  doc.set("leases", std::move(list));
+  return doc;
+}
+
 swarm::Json semaphore_json(const swarm::SemaphoreSummary& s) {
   swarm::Json about = swarm::Json::object();
   about.set("name", s.name).set("limit", s.limit).set("held", s.held).set("waiters", s.waiters);

@@ -40,7 +40,7 @@ std::string steady(const std::string& text) {
   if (!doc) return "not JSON: " + text;
   std::function<void(cJSON*)> strip = [&](cJSON* node) {
     for (const char* moving : {"age_seconds", "expires_in_seconds", "state", "revision", "seq", "id", "token", "name",
-                               "was", "moved", "duplicate", "last_renewed", "time", "created_at", "updated_at",
+                               "was", "moved", "duplicate", "last_renewed", "time", "created_at", "updated_at", "renewed_at",
                                "created_by"})
       cJSON_DeleteItemFromObject(node, moving);
     for (cJSON* child = node ? node->child : nullptr; child != nullptr; child = child->next)
@@ -153,7 +153,22 @@ TEST_CASE("Socket_EveryVerbGivesTheSameDocumentAndExitCodeEitherWay") {
             "pair task_cancel_missing $B --json task cancel T-404\n"
             "pair task_reopen_open $B --json task reopen T-9\n"
             "$B --json task cancel T-9 --reason pause > \"$OUT/cancel.socket\"; echo $? > \"$OUT/cancel.socket.rc\"\n"
-            "env -u SWARM_SOCKET $B --json task reopen T-9 > \"$OUT/reopen.direct\"; echo $? > \"$OUT/reopen.direct.rc\"\n");
+            "env -u SWARM_SOCKET $B --json task reopen T-9 > \"$OUT/reopen.direct\"; echo $? > \"$OUT/reopen.direct.rc\"\n"
+            "tok=$($B lease acquire pair.x --ttl 60s)\n"
+            "pair lease_renew $B --json lease renew pair.x --token \"$tok\"\n"
+            "pair lease_renew_text $B lease renew pair.x --token \"$tok\"\n"
+            "pair lease_renew_stale $B --json lease renew pair.x --token 1\n"
+            "pair lease_renew_bad $B --json lease renew pair.x --token 0\n"
+            "$B lease acquire pair.sem --limit 2 > /dev/null\n"
+            "pair lease_limit $B --json lease limit pair.sem 3\n"
+            "pair lease_limit_bad $B --json lease limit pair.sem 0\n"
+            "$B --json lease release pair.x --token \"$tok\" > \"$OUT/lease_release.socket\";"
+            " echo $? > \"$OUT/lease_release.socket.rc\"\n"
+            "pair lease_release_again $B --json lease release pair.x --token \"$tok\"\n"
+            "pair review_show $B --json review show T-9\n"
+            "pair review_show_missing $B --json review show T-404\n"
+            "pair review_approve_bad $B --json review approve\n"
+            "pair review_reject_missing $B --json review reject --task T-404 --reason 'not yet'\n");
   for (const char* name : {"status", "status_text", "status_missing", "renew", "renew_text", "renew_replaced", "hold",
                            "hold_conflict", "hold_whole", "holds", "holds_text", "send", "send_stdin", "send_nofile",
                            "inbox", "inbox_text", "inbox_none", "ack", "ack_bad", "release", "cwd", "cwd_text",
@@ -163,7 +178,10 @@ TEST_CASE("Socket_EveryVerbGivesTheSameDocumentAndExitCodeEitherWay") {
                            "lease_show_text", "lease_show_missing", "lease_show_bad", "task_list", "task_list_text",
                            "task_show", "task_show_text", "task_show_missing", "task_list_bad", "task_add",
                            "task_add_exists", "task_add_bad", "task_edit", "task_edit_text", "task_edit_bad",
-                           "task_cancel_missing", "task_reopen_open"}) {
+                           "task_cancel_missing", "task_reopen_open", "lease_renew", "lease_renew_text",
+                           "lease_renew_stale", "lease_renew_bad", "lease_limit", "lease_limit_bad",
+                           "lease_release_again", "review_show", "review_show_missing", "review_approve_bad",
+                           "review_reject_missing"}) {
     CAPTURE(name);
     const std::string n = name;
     const std::string socket_rc = read_file(out / (n + ".socket.rc")), direct_rc = read_file(out / (n + ".direct.rc"));
@@ -227,6 +245,18 @@ TEST_CASE("Socket_EveryVerbGivesTheSameDocumentAndExitCodeEitherWay") {
   CHECK(read_file(out / "cancel.socket").find("\"result\":\"pause\"") != std::string::npos);
   CHECK(read_file(out / "reopen.direct.rc") == "0\n");
   CHECK(read_file(out / "reopen.direct").find("\"state\":\"open\"") != std::string::npos);
+  // A lease's grant renewed and released by its token, a semaphore's limit set, a review refused, either way.
+  CHECK(read_file(out / "lease_renew.socket").find("\"name\":\"pair.x\"") != std::string::npos);
+  CHECK(read_file(out / "lease_renew_stale.socket.rc") == "3\n");
+  CHECK(read_file(out / "lease_renew_bad.socket.rc") == "2\n");
+  CHECK(read_file(out / "lease_limit.socket").find("\"limit\":3") != std::string::npos);
+  CHECK(read_file(out / "lease_limit_bad.socket.rc") == "2\n");
+  CHECK(read_file(out / "lease_release.socket.rc") == "0\n");
+  CHECK(read_file(out / "lease_release.socket").find("\"released\":{") != std::string::npos);
+  CHECK(read_file(out / "lease_release_again.socket.rc") != "0\n");
+  CHECK(read_file(out / "review_show_missing.socket.rc") == "4\n");
+  CHECK(read_file(out / "review_approve_bad.socket.rc") == "2\n");
+  CHECK(read_file(out / "review_reject_missing.socket.rc") == "4\n");
   // doctor: its report and its exit code (8 while problems remain) either way.
   CHECK(read_file(out / "doctor.socket.rc") == read_file(out / "doctor.direct.rc"));
   CHECK(steady(read_file(out / "doctor.socket")) == steady(read_file(out / "doctor.direct")));
