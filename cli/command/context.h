@@ -73,23 +73,6 @@ struct Verb {
   std::function<int(Context&)> run;
 };
 
-// What join and run take to join a slot.
-struct JoinOptions {
-  std::string slot;
-  std::string task;
-  bool force = false;
-  std::string base;
-  unsigned ports = 0;
-  bool next = false;                // --next: the queue's most urgent ready task
-  std::vector<std::string> labels;  // --label, with --next
-  std::string wait;                 // --wait DUR, with --next
-};
-void add_join_options(CLI::App& cmd, JoinOptions& flags);
-// Exit 2 unless --task or --next was given (before any I/O).
-void require_task_or_next(const JoinOptions& flags);
-// join --task, or join --next with its labels and wait.
-swarm::JoinResult join_by(swarm::SlotLifecycle& lifecycle, const JoinOptions& flags, swarm::Takeover takeover,
-                          std::int64_t leaf_pid, swarm::Joiner joiner);
 
 Verb add_up(CLI::App& app);
 Verb add_down(CLI::App& app);

@@ -10,6 +10,7 @@
 #include "swarm/git/backend.h"
 #include "cli/command/lease_wait.h"
 #include "cli/command/land.h"
+#include "cli/command/typed_command.h"
 #include "cli/verbs/documents/documents.h"
 #include "swarm/base/child_process.h"
 #include "swarm/base/duration.h"
@@ -17,13 +18,14 @@
 #include "swarm/base/text.h"
 #include "swarm/run/agent_run.h"
 #include "cli/verbs/agent_door.h"
+#include "cli/verbs/join.h"
 #include "cli/verbs/remote.h"
 
 namespace cli {
 
 namespace {
 
-struct RunFlags : JoinOptions {
+struct RunFlags : JoinRequest {
   bool keep = false;
   bool no_artifact = false;
   std::string commit;
@@ -135,7 +137,7 @@ swarm::RunOptions run_options_of(const RunFlags& f, const std::vector<std::strin
   if (!f.wait.empty()) o.wait = swarm::parse_duration(f.wait);
   o.takeover = f.force ? swarm::Takeover::force : swarm::Takeover::only_stale;
   o.base = f.base;
-  o.ports = f.ports;
+  o.ports = static_cast<unsigned>(f.ports);
   o.agent = agent;
   o.keep = f.keep;
   o.no_artifact = f.no_artifact;
@@ -149,7 +151,7 @@ int run(Context& ctx, RunFlags& f) {
   f.slot = ctx.slot_of(f.slot);
   auto [check, agent] = check_and_agent(f);
   const auto grace = require_run_flags(f);
-  require_task_or_next(f);
+  require_join_request(f);
   swarm::require_runnable(agent.front());  // before anything is written
   if (f.land) require_land_check(ctx, check);
   SignalRouter signals;  // before any thread is made
@@ -199,7 +201,7 @@ Verb add_run(CLI::App& app) {
   auto f = std::make_shared<RunFlags>();
   CLI::App* cmd = app.add_subcommand(
       "run", "An agent's whole life: join, run AGENT in the worktree kept alive however long it thinks, close");
-  add_join_options(*cmd, *f);
+  bind_options(*cmd, join_options(), std::shared_ptr<void>(f, static_cast<JoinRequest*>(f.get())));
   cmd->add_flag("--keep", f->keep, "Leave the slot open when AGENT ends (no close)");
   cmd->add_option("--commit", f->commit,
                   "When AGENT exits 0, first commit what it left uncommitted with this message")

@@ -50,6 +50,10 @@ std::string socket_path() {
 
 }  // namespace
 
+void bind_options(CLI::App& cmd, const std::vector<BoundOption>& options, const std::shared_ptr<void>& request) {
+  for (const auto& o : options) bind_option(cmd, o, request);
+}
+
 Verb add_typed(CLI::App& app, const VerbSpec& verb, CommandExtras extras) {
   CLI::App* cmd = app.add_subcommand(verb.words.back(), verb.summary);
   // One request per parse: run_command_line makes its verbs anew each time.
@@ -95,5 +99,6 @@ Verb add_close(CLI::App& app) { return add_typed(app, *typed_verb({"close"})); }
 Verb add_sync(CLI::App& app) { return add_typed(app, *typed_verb({"sync"})); }
 Verb add_doctor(CLI::App& app) { return add_typed(app, *typed_verb({"doctor"})); }
 Verb add_branches(CLI::App& app) { return add_typed(app, *typed_verb({"branches"})); }
+Verb add_join(CLI::App& app) { return add_typed(app, *typed_verb({"join"})); }
 
 }  // namespace cli

@@ -23,5 +23,8 @@ struct CommandExtras {
 };
 
 Verb add_typed(CLI::App& app, const VerbSpec& verb, CommandExtras extras = {});
+// A table's options bound to a command of the command line's own (run
+// takes join's), each value set in `request` (the table's request type).
+void bind_options(CLI::App& cmd, const std::vector<BoundOption>& options, const std::shared_ptr<void>& request);
 
 }  // namespace cli

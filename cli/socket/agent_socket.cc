@@ -76,15 +76,19 @@ std::optional<std::string> read_line(int fd) {
 
 // Whether the peer is a process of this user (the folder's mode is the
 // first guard; this the second, for a socket passed on).
-bool same_user(int fd) {
+// `pid` gets the peer's pid, as the kernel says it.
+bool same_user(int fd, std::int64_t& pid) {
   ucred cred{};
   socklen_t size = sizeof cred;
-  return ::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &size) == 0 && cred.uid == ::geteuid();
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &size) != 0 || cred.uid != ::geteuid()) return false;
+  pid = cred.pid;
+  return true;
 }
 
 // One call: the request read, the verb run with the run's globals, its
 // frames and result written; an error is the error frame.
-void answer(int fd, const Globals& run_globals) {
+// `peer`: the caller's pid, for what records it (a join's session).
+void answer(int fd, const Globals& run_globals, std::int64_t peer) {
   SocketReporter report(fd);
   try {
     const auto line = read_line(fd);
@@ -94,6 +98,7 @@ void answer(int fd, const Globals& run_globals) {
     globals.json = r.json;
     Context ctx(globals);
     ctx.set_presentation(r.presentation);
+    ctx.set_caller_pid(peer);
     swarm::UniqueFd input;
     ctx.set_standard_input(-1);
     if (r.verb->reads_input(r.request.get())) {
@@ -188,13 +193,14 @@ class AgentSocket : public AgentDoor {
       }
       swarm::UniqueFd fd(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
       if (!fd) continue;
-      if (!same_user(fd.get())) continue;  // closed unanswered
+      std::int64_t peer = 0;
+      if (!same_user(fd.get(), peer)) continue;  // closed unanswered
       {
         std::lock_guard lock(calls_->mu);
         ++calls_->running;
       }
-      std::thread([calls = calls_, fd = std::make_shared<swarm::UniqueFd>(std::move(fd))] {
-        answer(fd->get(), calls->globals);
+      std::thread([calls = calls_, fd = std::make_shared<swarm::UniqueFd>(std::move(fd)), peer] {
+        answer(fd->get(), calls->globals, peer);
         *fd = swarm::UniqueFd();
         std::lock_guard lock(calls->mu);
         --calls->running;

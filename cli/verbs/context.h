@@ -6,6 +6,8 @@
 // each make a Context of their own.
 #pragma once
 
+#include <unistd.h>
+
 #include <chrono>
 #include <functional>
 #include <optional>
@@ -65,6 +67,10 @@ class Context {
   // answers an agent's socket nor the MCP server.
   bool draws_progress() const { return draws_progress_; }
   void set_draws_progress(bool on) { draws_progress_ = on; }
+  // The process a verb acts for, as a session records its joiner: this
+  // one, or the socket's peer (its SO_PEERCRED pid) for a call it answers.
+  std::int64_t caller_pid() const { return caller_pid_ != 0 ? caller_pid_ : static_cast<std::int64_t>(::getpid()); }
+  void set_caller_pid(std::int64_t pid) { caller_pid_ = pid; }
   std::chrono::milliseconds timeout() const;
 
   // The workspace from --workspace / $SWARM_WORKSPACE / the current folder up.
@@ -142,6 +148,7 @@ class Context {
   Presentation presentation_;
   bool draws_progress_ = false;
   int input_ = 0;
+  std::int64_t caller_pid_ = 0;
   // Kept here, not only in the lifecycle a verb drops, so that the process
   // can exit without the client's orderly close (see main.cc).
   mutable std::optional<kv::Connection> connection_;

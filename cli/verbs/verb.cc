@@ -50,7 +50,7 @@ OptionSpec session_option() {
 }
 
 const std::vector<VerbSpec>& typed_verbs() {
-  static const std::vector<VerbSpec> verbs = {commit_verb(), renew_verb(), close_verb(), evict_verb(),
+  static const std::vector<VerbSpec> verbs = {join_verb(), commit_verb(), renew_verb(), close_verb(), evict_verb(),
                                               status_verb(), cwd_verb(),   send_verb(),  inbox_verb(),
                                               ack_verb(),    ask_verb(),   hold_verb(),  holds_verb(),
                                               sync_verb(),   log_verb(),   doctor_verb(), branches_verb(),

@@ -36,6 +36,7 @@ VerbSpec review_show_verb();     // review.cc
 VerbSpec lease_renew_verb();     // lease_changes.cc
 VerbSpec lease_release_verb();   // lease_changes.cc
 VerbSpec lease_limit_verb();     // lease_changes.cc
+VerbSpec join_verb();            // join.cc
 
 // The slot a verb acts on, resolved where the request is made: `given`, or
 // the slot whose worktree holds the caller's folder (Context::slot_of).

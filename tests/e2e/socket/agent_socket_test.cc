@@ -168,7 +168,13 @@ TEST_CASE("Socket_EveryVerbGivesTheSameDocumentAndExitCodeEitherWay") {
             "pair review_show $B --json review show T-9\n"
             "pair review_show_missing $B --json review show T-404\n"
             "pair review_approve_bad $B --json review approve\n"
-            "pair review_reject_missing $B --json review reject --task T-404 --reason 'not yet'\n");
+            "pair review_reject_missing $B --json review reject --task T-404 --reason 'not yet'\n"
+            "pair join_none $B --json join --slot j1\n"
+            "pair join_both $B --json join --slot j1 --task T-50 --next\n"
+            "pair join_live $B --json join --slot o --task T-0\n"
+            "sh -c 'echo $$ > \"$OUT/join.pid\"; exec \"$0\" --json join --slot j1 --task T-50' $B"
+            " > \"$OUT/join.socket\"; echo $? > \"$OUT/join.socket.rc\"\n"
+            "env -u SWARM_SOCKET $B --json status --slot j1 > \"$OUT/join.status\"\n");
   for (const char* name : {"status", "status_text", "status_missing", "renew", "renew_text", "renew_replaced", "hold",
                            "hold_conflict", "hold_whole", "holds", "holds_text", "send", "send_stdin", "send_nofile",
                            "inbox", "inbox_text", "inbox_none", "ack", "ack_bad", "release", "cwd", "cwd_text",
@@ -181,7 +187,7 @@ TEST_CASE("Socket_EveryVerbGivesTheSameDocumentAndExitCodeEitherWay") {
                            "task_cancel_missing", "task_reopen_open", "lease_renew", "lease_renew_text",
                            "lease_renew_stale", "lease_renew_bad", "lease_limit", "lease_limit_bad",
                            "lease_release_again", "review_show", "review_show_missing", "review_approve_bad",
-                           "review_reject_missing"}) {
+                           "review_reject_missing", "join_none", "join_both", "join_live"}) {
     CAPTURE(name);
     const std::string n = name;
     const std::string socket_rc = read_file(out / (n + ".socket.rc")), direct_rc = read_file(out / (n + ".direct.rc"));
@@ -204,7 +210,8 @@ TEST_CASE("Socket_EveryVerbGivesTheSameDocumentAndExitCodeEitherWay") {
       CHECK(a == b);
       CHECK_FALSE(a.empty());
     } else {
-      CHECK(last_line(socket_err) == last_line(direct_err));
+      // Ages aside (a join's refusal says how old the session is).
+      CHECK(digits_aside(last_line(socket_err)) == digits_aside(last_line(direct_err)));
       CHECK(last_line(socket_err).find("swarm.error.v1") != std::string::npos);
     }
   }
@@ -257,6 +264,14 @@ TEST_CASE("Socket_EveryVerbGivesTheSameDocumentAndExitCodeEitherWay") {
   CHECK(read_file(out / "review_show_missing.socket.rc") == "4\n");
   CHECK(read_file(out / "review_approve_bad.socket.rc") == "2\n");
   CHECK(read_file(out / "review_reject_missing.socket.rc") == "4\n");
+  // A join through the socket: the session records the caller (the socket's peer), not the run that answered.
+  CHECK(read_file(out / "join_none.socket.rc") == "2\n");
+  CHECK(read_file(out / "join_both.socket.rc") == "2\n");
+  CHECK(read_file(out / "join_live.socket.rc") == "3\n");
+  CHECK(read_file(out / "join.socket.rc") == "0\n");
+  CHECK(read_file(out / "join.socket").find("\"slot\":\"j1\"") != std::string::npos);
+  const std::string joiner = last_line(read_file(out / "join.pid"));
+  CHECK(read_file(out / "join.status").find("\"leaf_pid\":" + joiner + ",") != std::string::npos);
   // doctor: its report and its exit code (8 while problems remain) either way.
   CHECK(read_file(out / "doctor.socket.rc") == read_file(out / "doctor.direct.rc"));
   CHECK(steady(read_file(out / "doctor.socket")) == steady(read_file(out / "doctor.direct")));
