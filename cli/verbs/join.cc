@@ -90,17 +90,12 @@ VerbResult join(const JoinRequest& r, Context& ctx, Reporter& report) {
 std::vector<BoundOption> join_options() {
   return OptionTable<JoinRequest>()
       .text(&JoinRequest::slot, slot_option("Slot name: 1-63 of [A-Za-z0-9_-], starting with a letter or digit"))
-      .text(&JoinRequest::task, {.name = "--task",
-                                 .value_name = "T",
-                                 .help = "Task id the slot works on, e.g. T-42 (a queued task is claimed)",
-                                 .check = [](const std::string& id) { swarm::require_task_id(id); }})
+      .text(&JoinRequest::task,
+            task_id_option("--task", "T", "Task id the slot works on, e.g. T-42 (a queued task is claimed)"))
       .flag(&JoinRequest::next, {.name = "--next",
                                  .help = "Claim the queue's most urgent ready task (then the oldest) instead of "
                                          "--task; none ready is exit 4"})
-      .texts(&JoinRequest::labels, {.name = "--label",
-                                    .value_name = "L",
-                                    .help = "With --next: only tasks with this label (repeat: all of them)",
-                                    .check = [](const std::string& l) { swarm::require_task_label(l); }})
+      .texts(&JoinRequest::labels, task_label_option("With --next: only tasks with this label (repeat: all of them)"))
       .text(&JoinRequest::wait, {.name = "--wait",
                                  .value_name = "DUR",
                                  .help = "With --next: wait this long for a ready task (default: none)",

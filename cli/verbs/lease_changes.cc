@@ -58,20 +58,12 @@ VerbResult lease_limit(const LeaseLimitRequest& r, Context& ctx, Reporter&) {
   return out;
 }
 
-OptionSpec name_option(const char* help) {
-  return {.name = "name",
-          .value_name = "NAME",
-          .help = help,
-          .required = true,
-          .check = [](const std::string& name) { swarm::require_lease_name(name); }};
-}
-
 // renew or release: the name and the token of the grant.
 VerbSpec by_token(const char* sub, const char* summary,
                   std::function<VerbResult(const LeaseTokenRequest&, Context&, Reporter&)> run) {
   auto options =
       OptionTable<LeaseTokenRequest>()
-          .text(&LeaseTokenRequest::name, name_option("Lease name"))
+          .text(&LeaseTokenRequest::name, lease_name_option("Lease name"))
           .text(&LeaseTokenRequest::token,
                 {.name = "--token",
                  .value_name = "N",
@@ -105,7 +97,7 @@ VerbSpec lease_release_verb() {
 
 VerbSpec lease_limit_verb() {
   auto options = OptionTable<LeaseLimitRequest>()
-                     .text(&LeaseLimitRequest::name, name_option("Semaphore name"))
+                     .text(&LeaseLimitRequest::name, lease_name_option("Semaphore name"))
                      .number(&LeaseLimitRequest::limit, {.name = "limit",
                                                          .value_name = "N",
                                                          .help = "The new limit, 1 to 1000",

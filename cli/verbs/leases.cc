@@ -134,13 +134,17 @@ VerbResult lease_list(const LeaseListRequest&, Context& ctx, Reporter&) {
 
 }  // namespace
 
+OptionSpec lease_name_option(std::string help) {
+  return {.name = "name",
+          .value_name = "NAME",
+          .help = std::move(help),
+          .required = true,
+          .check = swarm::require_lease_name};
+}
+
 VerbSpec lease_show_verb() {
   auto options = OptionTable<LeaseShowRequest>()
-                     .text(&LeaseShowRequest::name, {.name = "name",
-                                                     .value_name = "NAME",
-                                                     .help = "Lease name",
-                                                     .required = true,
-                                                     .check = swarm::require_lease_name})
+                     .text(&LeaseShowRequest::name, lease_name_option("Lease name"))
                      .done();
   return make_verb<LeaseShowRequest>(
       {"lease", "show"}, "One lease: state, holder, token, age, time left, waiters",

@@ -160,10 +160,8 @@ OptionTable<ReviewRequest> target_options() {
                                    .value_name = "SLOT",
                                    .help = "The slot whose last closed task is reviewed",
                                    .check = swarm::require_slot_name})
-      .text(&ReviewRequest::task, {.name = "--task",
-                                   .value_name = "ID",
-                                   .help = "The task reviewed (its slot is the one in its record)",
-                                   .check = [](const std::string& id) { swarm::require_task_id(id); }});
+      .text(&ReviewRequest::task,
+            task_id_option("--task", "ID", "The task reviewed (its slot is the one in its record)"));
   return options;
 }
 
@@ -197,11 +195,7 @@ VerbSpec review_reject_verb() {
 
 VerbSpec review_show_verb() {
   auto options = OptionTable<ReviewShowRequest>()
-                     .text(&ReviewShowRequest::task, {.name = "task",
-                                                      .value_name = "TASK",
-                                                      .help = "The task",
-                                                      .required = true,
-                                                      .check = [](const std::string& id) { swarm::require_task_id(id); }})
+                     .text(&ReviewShowRequest::task, task_id_option("task", "TASK", "The task", true))
                      .text(&ReviewShowRequest::onto,
                            onto_option("The branch it lands on (default: the hub's default branch)"))
                      .done();

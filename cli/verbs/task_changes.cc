@@ -176,11 +176,8 @@ std::function<void(const std::string&)> signed_value(const char* option, const c
 }
 
 OptionSpec id_option(bool required) {
-  return {.name = required ? "id" : "--id",
-          .value_name = "TASK",
-          .help = required ? "Task id" : "Its id (default: T-<n>, generated)",
-          .required = required,
-          .check = [](const std::string& id) { swarm::require_task_id(id); }};
+  return required ? task_id_option("id", "TASK", "Task id", true)
+                  : task_id_option("--id", "TASK", "Its id (default: T-<n>, generated)");
 }
 
 OptionSpec attempts_option(const char* help) {
@@ -204,14 +201,9 @@ VerbSpec task_add_verb() {
           .text(&TaskChangeRequest::id, id_option(false))
           .maybe_number(&TaskChangeRequest::priority,
                         {.name = "--priority", .value_name = "P", .help = "0 (most urgent) to 4; default 2", .max = 4})
-          .texts(&TaskChangeRequest::labels, {.name = "--label",
-                                              .value_name = "L",
-                                              .help = "A label (repeat for more)",
-                                              .check = [](const std::string& l) { swarm::require_task_label(l); }})
-          .texts(&TaskChangeRequest::after, {.name = "--after",
-                                             .value_name = "ID",
-                                             .help = "A task that must be completed first (repeat for more)",
-                                             .check = [](const std::string& id) { swarm::require_task_id(id); }})
+          .texts(&TaskChangeRequest::labels, task_label_option("A label (repeat for more)"))
+          .texts(&TaskChangeRequest::after,
+                 task_id_option("--after", "ID", "A task that must be completed first (repeat for more)"))
           .text(&TaskChangeRequest::body, {.name = "--body", .value_name = "TEXT", .help = "What to do, in detail"})
           .text(&TaskChangeRequest::body_file, {.name = "--body-file", .value_name = "F", .help = "The body from a file"})
           .maybe_number(&TaskChangeRequest::max_attempts, attempts_option("Failed claims before the task fails; default 3"))

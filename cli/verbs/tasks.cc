@@ -144,10 +144,7 @@ VerbSpec task_list_verb() {
                                             .value_name = "S",
                                             .help = "Only tasks in this state (repeat for more)",
                                             .choices = kStates})
-          .texts(&TaskListRequest::labels, {.name = "--label",
-                                            .value_name = "L",
-                                            .help = "Only tasks with this label (repeat: all of them)",
-                                            .check = [](const std::string& l) { swarm::require_task_label(l); }})
+          .texts(&TaskListRequest::labels, task_label_option("Only tasks with this label (repeat: all of them)"))
           .flag(&TaskListRequest::ready, {.name = "--ready", .help = "Only ready tasks: open, and every --after task "
                                                                      "completed"})
           .done();
@@ -157,11 +154,7 @@ VerbSpec task_list_verb() {
 
 VerbSpec task_show_verb() {
   auto options = OptionTable<TaskShowRequest>()
-                     .text(&TaskShowRequest::id, {.name = "id",
-                                                  .value_name = "TASK",
-                                                  .help = "Task id",
-                                                  .required = true,
-                                                  .check = [](const std::string& id) { swarm::require_task_id(id); }})
+                     .text(&TaskShowRequest::id, task_id_option("id", "TASK", "Task id", true))
                      .done();
   return make_verb<TaskShowRequest>({"task", "show"}, "One task and its journal", "", std::move(options), {}, {},
                                     task_show);

@@ -10,6 +10,7 @@
 #include "swarm/base/error.h"
 #include "swarm/base/names.h"
 #include "swarm/base/text.h"
+#include "swarm/tasks/task.h"
 
 namespace cli {
 
@@ -49,6 +50,21 @@ OptionSpec session_option() {
           }};
 }
 
+OptionSpec task_id_option(std::string name, std::string value_name, std::string help, bool required) {
+  return {.name = std::move(name),
+          .value_name = std::move(value_name),
+          .help = std::move(help),
+          .required = required,
+          .check = [](const std::string& id) { swarm::require_task_id(id); }};
+}
+
+OptionSpec task_label_option(std::string help) {
+  return {.name = "--label",
+          .value_name = "L",
+          .help = std::move(help),
+          .check = [](const std::string& l) { swarm::require_task_label(l); }};
+}
+
 const std::vector<VerbSpec>& typed_verbs() {
   static const std::vector<VerbSpec> verbs = {join_verb(), commit_verb(), renew_verb(), close_verb(), evict_verb(),
                                               status_verb(), cwd_verb(),   send_verb(),  inbox_verb(),
@@ -58,7 +74,7 @@ const std::vector<VerbSpec>& typed_verbs() {
                                               task_add_verb(), task_edit_verb(), task_cancel_verb(),
                                               task_reopen_verb(), review_approve_verb(), review_reject_verb(),
                                               review_show_verb(), lease_renew_verb(), lease_release_verb(),
-                                              lease_limit_verb()};
+                                              lease_limit_verb(), task_export_verb(), task_import_verb()};
   return verbs;
 }
 

@@ -205,6 +205,10 @@ VerbSpec make_verb(std::vector<std::string> words, std::string summary, std::str
 // The common options, as every verb that acts on one slot takes them.
 OptionSpec slot_option(std::string help = "Slot name");
 OptionSpec session_option();
+// A task id (`name` a positional such as "id", or "--task") and a task
+// label (repeatable), each value checked as the queue checks it.
+OptionSpec task_id_option(std::string name, std::string value_name, std::string help, bool required = false);
+OptionSpec task_label_option(std::string help);
 
 // Every verb of this layer, in the order `swarm --help` lists them.
 const std::vector<VerbSpec>& typed_verbs();

@@ -37,10 +37,15 @@ VerbSpec lease_renew_verb();     // lease_changes.cc
 VerbSpec lease_release_verb();   // lease_changes.cc
 VerbSpec lease_limit_verb();     // lease_changes.cc
 VerbSpec join_verb();            // join.cc
+VerbSpec task_export_verb();     // task_files.cc
+VerbSpec task_import_verb();     // task_files.cc
 
 // The slot a verb acts on, resolved where the request is made: `given`, or
 // the slot whose worktree holds the caller's folder (Context::slot_of).
 void resolve_slot(std::string& slot, const Context& ctx);
+
+// The positional NAME of a lease verb, a lease name (leases.cc).
+OptionSpec lease_name_option(std::string help);
 
 // --onto BRANCH, a branch name (branches.cc; land's too).
 OptionSpec onto_option(std::string help);

@@ -174,7 +174,10 @@ TEST_CASE("Socket_EveryVerbGivesTheSameDocumentAndExitCodeEitherWay") {
             "pair join_live $B --json join --slot o --task T-0\n"
             "sh -c 'echo $$ > \"$OUT/join.pid\"; exec \"$0\" --json join --slot j1 --task T-50' $B"
             " > \"$OUT/join.socket\"; echo $? > \"$OUT/join.socket.rc\"\n"
-            "env -u SWARM_SOCKET $B --json status --slot j1 > \"$OUT/join.status\"\n");
+            "env -u SWARM_SOCKET $B --json status --slot j1 > \"$OUT/join.status\"\n"
+            "pair task_export $B --json task export\n"
+            "(cd \"$OUT\" && $B task export tasks.jsonl 2> export.err && pair task_import $B --json task import tasks.jsonl)\n"
+            "pair task_import_missing $B --json task import /nonexistent/tasks.jsonl\n");
   for (const char* name : {"status", "status_text", "status_missing", "renew", "renew_text", "renew_replaced", "hold",
                            "hold_conflict", "hold_whole", "holds", "holds_text", "send", "send_stdin", "send_nofile",
                            "inbox", "inbox_text", "inbox_none", "ack", "ack_bad", "release", "cwd", "cwd_text",
@@ -187,7 +190,8 @@ TEST_CASE("Socket_EveryVerbGivesTheSameDocumentAndExitCodeEitherWay") {
                            "task_cancel_missing", "task_reopen_open", "lease_renew", "lease_renew_text",
                            "lease_renew_stale", "lease_renew_bad", "lease_limit", "lease_limit_bad",
                            "lease_release_again", "review_show", "review_show_missing", "review_approve_bad",
-                           "review_reject_missing", "join_none", "join_both", "join_live"}) {
+                           "review_reject_missing", "join_none", "join_both", "join_live", "task_export",
+                           "task_import", "task_import_missing"}) {
     CAPTURE(name);
     const std::string n = name;
     const std::string socket_rc = read_file(out / (n + ".socket.rc")), direct_rc = read_file(out / (n + ".direct.rc"));
@@ -271,6 +275,13 @@ TEST_CASE("Socket_EveryVerbGivesTheSameDocumentAndExitCodeEitherWay") {
   CHECK(read_file(out / "join.socket.rc") == "0\n");
   CHECK(read_file(out / "join.socket").find("\"slot\":\"j1\"") != std::string::npos);
   const std::string joiner = last_line(read_file(out / "join.pid"));
+  // The queue exported through the socket (to standard output, and to a file of the caller's folder) and
+  // imported back unchanged.
+  CHECK(read_file(out / "task_export.socket").find("\"id\":\"T-9\"") != std::string::npos);
+  CHECK(read_file(out / "export.err").find("exported ") != std::string::npos);
+  CHECK(read_file(out / "tasks.jsonl").find("\"id\":\"T-9\"") != std::string::npos);
+  CHECK(read_file(out / "task_import.socket").find("\"created\":0,\"updated\":0") != std::string::npos);
+  CHECK(read_file(out / "task_import_missing.socket.rc") == "2\n");
   CHECK(read_file(out / "join.status").find("\"leaf_pid\":" + joiner + ",") != std::string::npos);
   // doctor: its report and its exit code (8 while problems remain) either way.
   CHECK(read_file(out / "doctor.socket.rc") == read_file(out / "doctor.direct.rc"));
